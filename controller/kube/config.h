@@ -1,0 +1,51 @@
+/* kube/config.h — where the API server is and how to authenticate to it: kubeconfig
+ * files (--kubeconfig, $KUBECONFIG with several files joined by ':', ~/.kube/config) and
+ * in-cluster service-account config. Credentials stay in memory: files referenced by the
+ * kubeconfig are read into PEM buffers; nothing is ever written to disk. */
+#ifndef YAO_KUBE_CONFIG_H
+#define YAO_KUBE_CONFIG_H
+
+#include <stddef.h>
+#include <time.h>
+#include <pthread.h>
+
+struct kube_config {
+    char *server;          /* "https://127.0.0.1:6443", no trailing slash */
+    char *namespace_;      /* context namespace or in-cluster namespace file; NULL if unset */
+    char *context;         /* name of the context used (NULL in-cluster) */
+    /* credentials (any may be NULL) */
+    char *token;           /* bearer token (from `token` or the current contents of token_file) */
+    char *token_file;      /* re-read when it changes (in-cluster SA token, `tokenFile`) */
+    char *username, *password; /* basic auth, if the kubeconfig uses it */
+    char *ca_pem;   size_t ca_len;    /* certificate-authority(-data), PEM */
+    char *cert_pem; size_t cert_len;  /* client-certificate(-data), PEM */
+    char *key_pem;  size_t key_len;   /* client-key(-data), PEM — memory only */
+    int insecure_skip_tls_verify;
+    char *tls_server_name;
+    /* token refresh state (guarded by lock) */
+    pthread_mutex_t lock;
+    time_t token_checked;  /* last time token_file was examined */
+    time_t token_mtime;
+};
+
+/* Parse one kubeconfig document (YAML or JSON) held in memory. base_dir resolves relative
+ * file paths (certificate-authority etc.); context_name NULL = current-context.
+ * 0 on success; -1 with a one-line reason in err. */
+int kube_config_parse(const char *text, size_t len, const char *base_dir,
+                      const char *context_name, struct kube_config *out,
+                      char *err, size_t errlen);
+/* Load from explicit path(s) (':'-separated, like $KUBECONFIG; first file that defines a
+ * key wins, as kubectl merges), or when paths is NULL: $KUBECONFIG, else ~/.kube/config. */
+int kube_config_load(const char *paths, const char *context_name, struct kube_config *out,
+                     char *err, size_t errlen);
+/* In-cluster: sa_dir (NULL = /var/run/secrets/kubernetes.io/serviceaccount) holds token,
+ * ca.crt, namespace; server from $KUBERNETES_SERVICE_HOST/PORT (IPv6 bracketed). */
+int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *err, size_t errlen);
+/* Try, in order: explicit kubeconfig path, $KUBECONFIG, in-cluster, ~/.kube/config. */
+int kube_config_auto(const char *kubeconfig_path, struct kube_config *out, char *err, size_t errlen);
+/* Current bearer token (re-reads token_file if at least 60 s passed and its mtime changed,
+ * or immediately when force is set). Returns a malloc'd copy (caller frees) or NULL. */
+char *kube_config_token(struct kube_config *c, int force);
+void kube_config_free(struct kube_config *c);
+
+#endif

@@ -1,0 +1,121 @@
+/* sandbox/spec.h — the Sandbox API in C: parsing and validating a Sandbox object
+ * (sandbox.yaoapps.com/v1alpha1) into a typed spec with the controller's defaults applied,
+ * and the pure builders of the objects the controller owns (workspace PVC, Pod).
+ * No I/O: everything here is unit-testable from JSON fixtures. */
+#ifndef YAO_SANDBOX_SPEC_H
+#define YAO_SANDBOX_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#define SBX_GROUP "sandbox.yaoapps.com"
+#define SBX_API_VERSION "sandbox.yaoapps.com/v1alpha1"
+#define SBX_KIND "Sandbox"
+#define SBX_PLURAL "sandboxes"
+
+#define SBX_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define SBX_MANAGED_BY "yao-sandbox"
+#define SBX_LABEL_NAME "sandbox.yaoapps.com/name"
+#define SBX_LABEL_USER "sandbox.yaoapps.com/user"
+#define SBX_LABEL_CHAT "sandbox.yaoapps.com/chat"
+#define SBX_LABEL_LIFECYCLE "sandbox.yaoapps.com/lifecycle"
+#define SBX_ANN_USER_ID "sandbox.yaoapps.com/user-id"
+#define SBX_ANN_CHAT_ID "sandbox.yaoapps.com/chat-id"
+#define SBX_ANN_LAST_USED "sandbox.yaoapps.com/last-used-at"
+#define SBX_CONTAINER_NAME "sandbox"
+#define SBX_CLAIM_SUFFIX "-workspace"
+
+enum sbx_lifecycle {
+    SBX_ONE_SHOT,
+    SBX_SESSION,
+    SBX_LONG_RUNNING,
+    SBX_PERSISTENT,
+};
+
+struct sbx_env { char *name; char *value; };
+
+struct sbx_strv { char **v; size_t n; };   /* string array; v NULL when n == 0 */
+
+struct sbx_run {
+    int present;               /* spec.run given */
+    struct sbx_strv command;   /* required (n >= 1) when present */
+    char *working_dir;         /* NULL = image default */
+    struct sbx_env *env; size_t nenv;
+    int64_t timeout_ms;        /* 0 = no timeout; default 10 min */
+};
+
+struct sbx_spec {
+    char *user_id, *chat_id;   /* raw IDs */
+    char *image;
+    enum sbx_lifecycle lifecycle;
+    int64_t idle_timeout_ms;
+    int paused;
+    int has_command, has_args; /* given → override the image's entrypoint/cmd */
+    struct sbx_strv command, args;
+    struct sbx_env *env; size_t nenv;
+    int64_t memory_bytes, cpu_millis;
+    int64_t workspace_bytes;
+    char *storage_class;       /* NULL = cluster default */
+    char *mount_path;          /* default /workspace */
+    struct sbx_run run;
+    int64_t ttl_after_finished_s;
+};
+
+/* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
+struct sbx_defaults {
+    const char *image;             /* YAO_SANDBOX_IMAGE */
+    int64_t idle_timeout_ms;       /* YAO_SANDBOX_IDLE_TIMEOUT, 30 min */
+    int64_t memory_bytes;          /* YAO_SANDBOX_MEMORY, 2 GiB */
+    int64_t cpu_millis;            /* YAO_SANDBOX_CPU, 1000 */
+    int64_t workspace_bytes;       /* 10 GiB */
+    const char *storage_class;     /* NULL = cluster default */
+};
+
+/* The idle main process used when the spec gives neither command nor args. */
+#define SBX_IDLE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+
+/* Fill d with the built-in defaults: image "yao-sandbox/sandbox:latest", idle 30 min,
+ * memory 2 GiB, cpu 1000m, workspace 10 GiB, cluster-default storage class. */
+void sbx_defaults_init(struct sbx_defaults *d);
+
+const char *sbx_lifecycle_name(enum sbx_lifecycle l);    /* "one-shot", ... */
+int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out);
+
+/* Parse and validate the `spec` of a Sandbox object (the whole object is passed).
+ * Everything the API server's schema may have let through is checked again here
+ * (required IDs, lengths, quantities, durations, env names, enum values, absolute
+ * mountPath, run.command for one-shot). 0 on success; -1 with a readable message in err
+ * (used verbatim as the Ready=False/InvalidSpec condition message); out is then empty. */
+int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
+                   struct sbx_spec *out, char *err, size_t errlen);
+void sbx_spec_free(struct sbx_spec *s);
+
+/* Identity of the owning Sandbox, for ownerReferences and labels. */
+struct sbx_owner {
+    const char *name, *namespace_, *uid;
+};
+
+/* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes. */
+void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
+
+/* The workspace PVC (apiVersion/kind/metadata/spec): labels and annotations as SPEC §3,
+ * ownerReference to the Sandbox with controller=true and blockOwnerDeletion=true,
+ * ReadWriteOnce, requests.storage = workspace size, storageClassName if set.
+ * Returns a new cJSON object (caller deletes) or NULL on ENOMEM. */
+cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
+                     const char *pod_name, const char *claim_name);
+/* The sandbox Pod: one container "sandbox" with the image; command/args from the spec,
+ * and when neither is given an idle main process that exits promptly on SIGTERM
+ * (SBX_IDLE_COMMAND), so any image with a POSIX sh can be exec'd into; env
+ * YAO_SANDBOX_NAME / YAO_USER_ID / YAO_CHAT_ID then spec.env; limits = requests =
+ * memory/cpu; the workspace PVC mounted at mountPath; restricted-PSS hardening
+ * (runAsNonRoot, runAsUser/runAsGroup/fsGroup 1000, allowPrivilegeEscalation false,
+ * capabilities drop ALL, seccompProfile RuntimeDefault); automountServiceAccountToken
+ * false; enableServiceLinks false; restartPolicy Always (Never for one-shot);
+ * labels/annotations/ownerReference as for the PVC.
+ * Returns a new cJSON object or NULL on ENOMEM. */
+cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
+                     const char *pod_name, const char *claim_name);
+
+#endif

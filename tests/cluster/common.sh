@@ -1,0 +1,33 @@
+# tests/cluster/common.sh — shared settings for the local control-plane scripts:
+# component versions, the cache location (outside the repository, keyed by version)
+# and the state directory of a running plane. Sourced, never executed.
+
+K8S_VERSION=${K8S_VERSION:-v1.32.13}
+ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+HELM_VERSION=${HELM_VERSION:-v3.17.4}
+
+YAO_CACHE=${YAO_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yao-sandbox}
+YAO_BIN=$YAO_CACHE/bin
+# A running plane keeps its pids, ports, certificates and kubeconfig here.
+YAO_PLANE_DIR=${YAO_PLANE_DIR:-${TMPDIR:-/tmp}/yao-sandbox-plane}
+
+export PATH=/usr/local/go/bin:$PATH
+export GOFLAGS=${GOFLAGS:-}
+# Keep Go's caches outside the repository too; honour what the machine already has.
+export GOMODCACHE=${GOMODCACHE:-$(go env GOMODCACHE)}
+export GOCACHE=${GOCACHE:-$(go env GOCACHE)}
+
+# Path of a cached binary, e.g. cached_bin kube-apiserver -> .../kube-apiserver-v1.32.13
+cached_bin() {
+    case "$1" in
+        kube-apiserver|kube-controller-manager|kube-scheduler) echo "$YAO_BIN/$1-$K8S_VERSION" ;;
+        etcd) echo "$YAO_BIN/etcd-$ETCD_VERSION" ;;
+        kwok) echo "$YAO_BIN/kwok-$KWOK_VERSION" ;;
+        helm) echo "$YAO_BIN/helm-$HELM_VERSION" ;;
+        *) echo "unknown component $1" >&2; return 1 ;;
+    esac
+}
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }

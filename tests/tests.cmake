@@ -1,0 +1,67 @@
+# Test registration. Everything runs under one ctest invocation so the closing summary
+# covers the whole run:
+#   unit         — tests/unit/test_*.c, one binary each, no network
+#   unit-asan    — the same sources under ASan+UBSan
+#   unit-valgrind— the plain unit binaries under valgrind --leak-check=full
+#   cluster      — integration suites against the real local control plane, brought up
+#                  once per run by the `plane` fixture and torn down at the end.
+
+file(GLOB YAO_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
+set(YAO_SAN_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+
+if(YAO_SANITIZED_TESTS)
+  add_library(yaocore_san STATIC ${YAO_CORE_SOURCES})
+  target_include_directories(yaocore_san PUBLIC ${YAO_CORE_INCLUDES})
+  target_link_libraries(yaocore_san PUBLIC ${YAO_CORE_LIBS})
+  target_compile_options(yaocore_san PUBLIC ${YAO_SAN_FLAGS})
+  target_link_options(yaocore_san PUBLIC ${YAO_SAN_FLAGS})
+endif()
+
+find_program(VALGRIND valgrind)
+foreach(src ${YAO_UNIT_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
+  target_link_libraries(${name} yaocore)
+  add_test(NAME unit.${name} COMMAND ${name})
+  set_tests_properties(unit.${name} PROPERTIES LABELS unit
+    ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data")
+  if(YAO_SANITIZED_TESTS)
+    add_executable(${name}_san ${src})
+    target_include_directories(${name}_san PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
+    target_link_libraries(${name}_san yaocore_san)
+    add_test(NAME unit-asan.${name} COMMAND ${name}_san)
+    set_tests_properties(unit-asan.${name} PROPERTIES LABELS unit-asan
+      ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data;ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")
+  endif()
+  if(VALGRIND)
+    add_test(NAME unit-valgrind.${name}
+      COMMAND ${VALGRIND} --quiet --error-exitcode=99 --leak-check=full
+              --errors-for-leak-kinds=definite,indirect,possible --show-leak-kinds=definite,indirect,possible
+              $<TARGET_FILE:${name}>)
+    set_tests_properties(unit-valgrind.${name} PROPERTIES LABELS unit-valgrind
+      ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data")
+  endif()
+endforeach()
+
+# Integration suites: tests/integration/*.sh, each gets KUBECONFIG of the shared plane.
+option(YAO_CLUSTER_TESTS "Run integration tests against the local control plane" ON)
+if(YAO_CLUSTER_TESTS)
+  set(YAO_PLANE_ENV "YAO_BUILD_DIR=${CMAKE_BINARY_DIR};YAO_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  add_test(NAME cluster.up COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/up)
+  set_tests_properties(cluster.up PROPERTIES FIXTURES_SETUP plane LABELS cluster
+    ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 3600)
+  add_test(NAME cluster.down COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/down)
+  set_tests_properties(cluster.down PROPERTIES FIXTURES_CLEANUP plane LABELS cluster
+    ENVIRONMENT "${YAO_PLANE_ENV}")
+  file(GLOB YAO_INTEGRATION_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh)
+  foreach(script ${YAO_INTEGRATION_TESTS})
+    get_filename_component(name ${script} NAME_WE)
+    add_test(NAME cluster.${name} COMMAND bash ${script})
+    set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
+      RESOURCE_LOCK plane ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 900)
+  endforeach()
+endif()
+
+# yao-bridge tests (their own registration, next to their peers).
+include(${CMAKE_SOURCE_DIR}/tests/bridge/bridge.cmake OPTIONAL)
