@@ -2,7 +2,7 @@
 # component versions, the cache location (outside the repository, keyed by version)
 # and the state directory of a running plane. Sourced, never executed.
 
-K8S_VERSION=${K8S_VERSION:-v1.32.13}
+K8S_VERSION=${K8S_VERSION:-v1.32.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
 KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 HELM_VERSION=${HELM_VERSION:-v3.17.4}
@@ -23,7 +23,7 @@ cached_bin() {
     case "$1" in
         kube-apiserver|kube-controller-manager|kube-scheduler) echo "$YAO_BIN/$1-$K8S_VERSION" ;;
         etcd) echo "$YAO_BIN/etcd-$ETCD_VERSION" ;;
-        kwok) echo "$YAO_BIN/kwok-$KWOK_VERSION" ;;
+        kwok) echo "$YAO_BIN/kwok-$KWOK_VERSION-patched1" ;;
         helm) echo "$YAO_BIN/helm-$HELM_VERSION" ;;
         *) echo "unknown component $1" >&2; return 1 ;;
     esac

@@ -1,0 +1,41 @@
+# yao-sandbox — a thin front end over CMake.
+#   make          build everything into build/ (binaries in build/bin/)
+#   make test     install missing packages, build, run every test suite (unit, ASan+UBSan,
+#                 valgrind, integration on a real local control plane) in one ctest run
+#   make demo     build, start the local plane, install the CRD, run the controller,
+#                 create the sample Sandbox and exec into it
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test unit demo plane-up plane-down clean
+
+all: build
+
+deps:
+	@tests/cluster/deps
+
+configure: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@tests/cluster/build all
+	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 1800
+
+unit: build
+	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -L '^unit'
+
+demo: build
+	@tests/cluster/demo
+
+plane-up:
+	@tests/cluster/up
+
+plane-down:
+	@tests/cluster/down
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,430 @@
+/* kube/rest.c — HTTPS requests to the API server (see rest.h). A small pool of curl easy
+ * handles gives connection reuse across threads without sharing a handle between two
+ * requests at once. Credentials are handed to curl as in-memory blobs; nothing touches
+ * the disk. This file does not know about watches (kube/watch.c) or objects' meaning. */
+#include "kube/rest.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kube/dynbuf.h"
+#include "runtime/backoff.h"
+
+#define POOL_MAX 16
+
+struct kube_client {
+    struct kube_config cfg;
+    char *user_agent;
+    long timeout_ms;
+    int attempts;
+    pthread_mutex_t lock;          /* guards pool and counts */
+    CURL *pool[POOL_MAX];
+    int npool;
+    struct kube_request_counts counts;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_global(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* Format a one-line message into err (NULL-safe). */
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent,
+                                    char *err, size_t errlen) {
+    pthread_once(&curl_once, curl_global);
+    if (!cfg || !cfg->server) {
+        set_err(err, errlen, "kube client: no API server configured");
+        return NULL;
+    }
+    struct kube_client *c = calloc(1, sizeof(*c));
+    if (!c) { set_err(err, errlen, "kube client: out of memory"); return NULL; }
+    c->cfg = *cfg;                 /* take ownership of the contents */
+    /* The copied mutex must be a fresh one; the caller's is destroyed. */
+    pthread_mutex_destroy(&cfg->lock);
+    memset(cfg, 0, sizeof(*cfg));
+    pthread_mutex_init(&c->cfg.lock, NULL);
+    c->user_agent = strdup(user_agent ? user_agent : "yao-sandbox/" YAO_VERSION);
+    c->timeout_ms = 30000;
+    c->attempts = 5;
+    pthread_mutex_init(&c->lock, NULL);
+    if (!c->user_agent) {
+        kube_client_free(c);
+        set_err(err, errlen, "kube client: out of memory");
+        return NULL;
+    }
+    return c;
+}
+
+void kube_client_free(struct kube_client *c) {
+    if (!c) return;
+    for (int i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    pthread_mutex_destroy(&c->lock);
+    kube_config_free(&c->cfg);
+    free(c->user_agent);
+    free(c);
+}
+
+struct kube_config *kube_client_config(struct kube_client *c) { return &c->cfg; }
+void kube_client_set_timeout(struct kube_client *c, long ms) { c->timeout_ms = ms; }
+void kube_client_set_retries(struct kube_client *c, int attempts) { c->attempts = attempts < 1 ? 1 : attempts; }
+
+void kube_client_counts(struct kube_client *c, struct kube_request_counts *out) {
+    pthread_mutex_lock(&c->lock);
+    *out = c->counts;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Index of a verb in the counters. */
+static int verb_index(const char *m) {
+    if (!strcmp(m, "GET")) return KUBE_VERB_GET;
+    if (!strcmp(m, "POST")) return KUBE_VERB_POST;
+    if (!strcmp(m, "PUT")) return KUBE_VERB_PUT;
+    if (!strcmp(m, "PATCH")) return KUBE_VERB_PATCH;
+    if (!strcmp(m, "DELETE")) return KUBE_VERB_DELETE;
+    return KUBE_VERB_OTHER;
+}
+
+void kube_client_count(struct kube_client *c, const char *method, long status) {
+    int cls = (status >= 100 && status < 600) ? (int)(status / 100) : 0;
+    pthread_mutex_lock(&c->lock);
+    c->counts.by_verb[verb_index(method)][cls]++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Take an idle handle from the pool or make a new one. */
+static CURL *pool_take(struct kube_client *c) {
+    CURL *h = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (c->npool > 0) h = c->pool[--c->npool];
+    pthread_mutex_unlock(&c->lock);
+    return h ? h : curl_easy_init();
+}
+
+/* Return a handle for reuse (its connection stays open), or clean it up if the pool is full. */
+static void pool_give(struct kube_client *c, CURL *h) {
+    pthread_mutex_lock(&c->lock);
+    if (c->npool < POOL_MAX) { c->pool[c->npool++] = h; h = NULL; }
+    pthread_mutex_unlock(&c->lock);
+    if (h) curl_easy_cleanup(h);
+}
+
+int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
+                             char *err, size_t errlen) {
+    CURL *h = curl_easy;
+    struct kube_config *k = &c->cfg;
+    curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    if (k->ca_pem) {
+        struct curl_blob blob = {k->ca_pem, k->ca_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (k->cert_pem && k->key_pem) {
+        struct curl_blob cert = {k->cert_pem, k->cert_len, CURL_BLOB_COPY};
+        struct curl_blob key = {k->key_pem, k->key_len, CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (k->insecure_skip_tls_verify) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (k->username && k->password) {
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(h, CURLOPT_USERNAME, k->username);
+        curl_easy_setopt(h, CURLOPT_PASSWORD, k->password);
+    }
+    char *token = kube_config_token(k, 0);
+    if (token) {
+        size_t n = strlen(token) + sizeof("Authorization: Bearer ");
+        char *hdr = malloc(n);
+        if (!hdr) { free(token); set_err(err, errlen, "out of memory"); return -1; }
+        snprintf(hdr, n, "Authorization: Bearer %s", token);
+        struct curl_slist *l = curl_slist_append(*headers, hdr);
+        /* Wipe the copies: tokens live only as long as the request needs them. */
+        memset(hdr, 0, n);
+        memset(token, 0, strlen(token));
+        free(hdr);
+        free(token);
+        if (!l) { set_err(err, errlen, "out of memory"); return -1; }
+        *headers = l;
+    }
+    return 0;
+}
+
+struct reply {
+    struct dynbuf body;
+    long retry_after_s;  /* -1 when absent */
+};
+
+/* curl write callback: append to the bounded body; a too-large body aborts the transfer. */
+static size_t on_body(char *p, size_t size, size_t n, void *ud) {
+    struct reply *r = ud;
+    return dynbuf_append(&r->body, p, size * n) == 0 ? size * n : 0;
+}
+
+/* curl header callback: remember Retry-After (seconds form). */
+static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+    struct reply *r = ud;
+    size_t len = size * n;
+    if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+        char tmp[32];
+        size_t m = len - 12 < sizeof(tmp) - 1 ? len - 12 : sizeof(tmp) - 1;
+        memcpy(tmp, p + 12, m);
+        tmp[m] = 0;
+        char *end;
+        long v = strtol(tmp, &end, 10);
+        if (end != tmp && v >= 0) r->retry_after_s = v;
+    }
+    return len;
+}
+
+/* One attempt. Returns 0 with resp->status set, or -1 on a transport error (resp->err). */
+static int do_once(struct kube_client *c, const char *method, const char *path,
+                   const char *content_type, const char *body, size_t body_len,
+                   struct kube_response *resp, long *retry_after_s) {
+    CURL *h = pool_take(c);
+    struct curl_slist *hdrs = NULL;
+    struct reply r = {.retry_after_s = -1};
+    char *url = NULL;
+    int rc = -1;
+
+    dynbuf_init(&r.body, KUBE_MAX_BODY);
+    if (!h) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    curl_easy_reset(h);
+    size_t ulen = strlen(c->cfg.server) + strlen(path) + 1;
+    url = malloc(ulen);
+    if (!url) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    snprintf(url, ulen, "%s%s", c->cfg.server, path);
+    if (kube_client_setup_handle(c, h, &hdrs, resp->err, sizeof(resp->err)) < 0) goto out;
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    if (content_type) {
+        char ct[128];
+        snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
+        hdrs = curl_slist_append(hdrs, ct);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        if (body) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        }
+    }
+    CURLcode cc = curl_easy_perform(h);
+    if (cc != CURLE_OK) {
+        if (cc == CURLE_WRITE_ERROR && r.body.len + 1 > 0)
+            set_err(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
+                    method, path, KUBE_MAX_BODY);
+        else
+            set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
+        resp->status = 0;
+        kube_client_count(c, method, 0);
+        /* A handle whose transfer failed may hold a broken connection: drop it. */
+        curl_easy_cleanup(h);
+        h = NULL;
+        goto out;
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    kube_client_count(c, method, resp->status);
+    resp->len = r.body.len;
+    resp->body = dynbuf_take(&r.body);
+    if (!resp->body) { set_err(resp->err, sizeof(resp->err), "out of memory"); resp->status = 0; goto out; }
+    *retry_after_s = r.retry_after_s;
+    rc = 0;
+out:
+    if (h) pool_give(c, h);
+    curl_slist_free_all(hdrs);
+    free(url);
+    dynbuf_free(&r.body);
+    return rc;
+}
+
+/* True when the verb may be repeated without changing the outcome. */
+static int idempotent(const char *m) {
+    return !strcmp(m, "GET") || !strcmp(m, "PUT") || !strcmp(m, "DELETE") || !strcmp(m, "PATCH");
+}
+
+/* Sleep for ms milliseconds. */
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path,
+                 const char *content_type, const char *body, size_t body_len,
+                 struct kube_response *resp) {
+    memset(resp, 0, sizeof(*resp));
+    for (int attempt = 0;; attempt++) {
+        long retry_after = -1;
+        kube_response_free(resp);
+        int rc = do_once(c, method, path, content_type, body, body_len, resp, &retry_after);
+        int retriable;
+        if (rc < 0) retriable = idempotent(method);
+        else if (resp->status == 429 || resp->status == 503) retriable = 1;
+        else if (resp->status >= 500) retriable = idempotent(method);
+        else return 0;
+        if (!retriable || attempt + 1 >= c->attempts) return rc;
+        int64_t wait = retry_after >= 0 ? (retry_after > 30 ? 30000 : retry_after * 1000)
+                                        : backoff_exponential_ms((unsigned)attempt, 200, 5000);
+        sleep_ms(wait);
+    }
+}
+
+void kube_response_free(struct kube_response *r) {
+    if (!r) return;
+    free(r->body);
+    r->body = NULL;
+    r->len = 0;
+}
+
+void kube_response_message(const struct kube_response *r, char *out, size_t outlen) {
+    if (r->status == 0) {
+        snprintf(out, outlen, "%s", r->err[0] ? r->err : "no response");
+        return;
+    }
+    cJSON *st = r->body && r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+    const cJSON *msg = st ? cJSON_GetObjectItemCaseSensitive(st, "message") : NULL;
+    if (cJSON_IsString(msg) && msg->valuestring[0])
+        snprintf(out, outlen, "HTTP %ld: %s", r->status, msg->valuestring);
+    else
+        snprintf(out, outlen, "HTTP %ld", r->status);
+    cJSON_Delete(st);
+}
+
+/* Shared body of the JSON calls: send, classify, parse the answer. */
+static long json_call(struct kube_client *c, const char *method, const char *path,
+                      const char *content_type, const cJSON *obj, cJSON **out,
+                      char *err, size_t errlen) {
+    char *body = NULL;
+    struct kube_response resp;
+    if (out) *out = NULL;
+    if (obj) {
+        body = cJSON_PrintUnformatted(obj);
+        if (!body) { set_err(err, errlen, "%s %s: out of memory", method, path); return -1; }
+    }
+    int rc = kube_request(c, method, path, content_type, body, body ? strlen(body) : 0, &resp);
+    free(body);
+    if (rc < 0) {
+        set_err(err, errlen, "%s", resp.err);
+        kube_response_free(&resp);
+        return -1;
+    }
+    long status = resp.status;
+    if (status >= 300) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        set_err(err, errlen, "%s %s: %s", method, path, msg);
+    } else if (out) {
+        *out = cJSON_ParseWithLength(resp.body, resp.len);
+        if (!*out) {
+            set_err(err, errlen, "%s %s: malformed JSON in response", method, path);
+            status = -1;
+        }
+    }
+    kube_response_free(&resp);
+    return status;
+}
+
+long kube_get(struct kube_client *c, const char *path, cJSON **out, char *err, size_t errlen) {
+    return json_call(c, "GET", path, NULL, NULL, out, err, errlen);
+}
+
+long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
+                 char *err, size_t errlen) {
+    return json_call(c, "POST", path, "application/json", obj, out, err, errlen);
+}
+
+long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch,
+                      cJSON **out, char *err, size_t errlen) {
+    return json_call(c, "PATCH", path, "application/merge-patch+json", patch, out, err, errlen);
+}
+
+long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
+                  char *err, size_t errlen) {
+    return json_call(c, "PUT", path, "application/json", obj, out, err, errlen);
+}
+
+long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
+                const char *field_manager, cJSON **out, char *err, size_t errlen) {
+    char full[2048];
+    snprintf(full, sizeof(full), "%s", path);
+    if (kube_path_add_query(full, sizeof(full), "fieldManager", field_manager) < 0 ||
+        kube_path_add_query(full, sizeof(full), "force", "true") < 0) {
+        set_err(err, errlen, "apply %s: path too long", path);
+        return -1;
+    }
+    return json_call(c, "PATCH", full, "application/apply-patch+yaml", obj, out, err, errlen);
+}
+
+long kube_delete(struct kube_client *c, const char *path, const char *uid,
+                 char *err, size_t errlen) {
+    cJSON *opts = cJSON_CreateObject();
+    if (!opts) { set_err(err, errlen, "out of memory"); return -1; }
+    cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
+    cJSON_AddStringToObject(opts, "apiVersion", "v1");
+    cJSON_AddStringToObject(opts, "propagationPolicy", "Background");
+    if (uid) {
+        cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
+        if (pre) cJSON_AddStringToObject(pre, "uid", uid);
+    }
+    long st = json_call(c, "DELETE", path, "application/json", opts, NULL, err, errlen);
+    cJSON_Delete(opts);
+    return st;
+}
+
+int kube_url_encode(const char *s, char *out, size_t outlen) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~';
+        if (o + (plain ? 1 : 3) >= outlen) return -1;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    if (o >= outlen) return -1;
+    out[o] = 0;
+    return 0;
+}
+
+int kube_path_add_query(char *path, size_t pathlen, const char *key, const char *value) {
+    size_t used = strlen(path);
+    char enc[1024];
+    if (kube_url_encode(value, enc, sizeof(enc)) < 0) return -1;
+    int n = snprintf(path + used, pathlen - used, "%c%s=%s", strchr(path, '?') ? '&' : '?', key, enc);
+    if (n < 0 || (size_t)n >= pathlen - used) {
+        path[used] = 0;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,97 @@
+/* kube/rest.h — the REST client: HTTPS requests to the Kubernetes API server with libcurl.
+ * Owns connection reuse (a pool of curl handles shared by all threads), authentication
+ * (bearer token re-read on rotation, client certificates and CA from memory), timeouts,
+ * bounded response bodies, and retries that honour Retry-After on 429 and 5xx.
+ * Also the JSON conveniences the controller uses: get, create, merge patch, server-side
+ * apply, delete. Long-lived watch streams live in kube/watch.h. Thread-safe. */
+#ifndef YAO_KUBE_REST_H
+#define YAO_KUBE_REST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "kube/config.h"
+
+/* Response bodies above this are refused (the largest object we read is a list page). */
+#define KUBE_MAX_BODY (64u << 20)
+#define KUBE_ERR_MAX 512
+
+struct kube_client;
+
+/* Per-request outcome. status is the HTTP code, or 0 when no response arrived (transport
+ * error: err says why). body is NUL-terminated (may be empty), owned by the response. */
+struct kube_response {
+    long status;
+    char *body;
+    size_t len;
+    char err[KUBE_ERR_MAX];
+};
+
+/* Counters exported as metrics: requests by verb and status class. */
+struct kube_request_counts {
+    uint64_t by_verb[6][6]; /* [GET,POST,PUT,PATCH,DELETE,other][0:transport,1xx..5xx] */
+};
+enum { KUBE_VERB_GET, KUBE_VERB_POST, KUBE_VERB_PUT, KUBE_VERB_PATCH, KUBE_VERB_DELETE, KUBE_VERB_OTHER };
+
+/* Create a client over cfg (the client takes ownership of cfg's contents; the struct
+ * itself is copied). user_agent may be NULL. Returns NULL with err set on failure. */
+struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent,
+                                    char *err, size_t errlen);
+void kube_client_free(struct kube_client *c);
+/* The configuration in use (server, namespace, credentials). */
+struct kube_config *kube_client_config(struct kube_client *c);
+/* Snapshot of the request counters. */
+void kube_client_counts(struct kube_client *c, struct kube_request_counts *out);
+/* Request timeout in milliseconds for ordinary calls (default 30 s). */
+void kube_client_set_timeout(struct kube_client *c, long ms);
+/* Maximum attempts for a retriable failure (default 5). */
+void kube_client_set_retries(struct kube_client *c, int attempts);
+
+/* One request with retries: 429 and 503 are retried for every verb (the server did not
+ * act), other 5xx and transport errors only for idempotent verbs (GET, PUT, DELETE and
+ * PATCH). Waits for Retry-After when given (capped at 30 s), else exponential backoff.
+ * path starts with '/', and may carry a query. Returns 0 when an HTTP response arrived
+ * (whatever its status), -1 on a transport error after all attempts. Free with
+ * kube_response_free in both cases. */
+int kube_request(struct kube_client *c, const char *method, const char *path,
+                 const char *content_type, const char *body, size_t body_len,
+                 struct kube_response *resp);
+void kube_response_free(struct kube_response *r);
+
+/* The message of a failed response: the Status object's "message" if the body is one,
+ * else the HTTP status line or the transport error. Writes into out. */
+void kube_response_message(const struct kube_response *r, char *out, size_t outlen);
+
+/* JSON conveniences. Each returns the HTTP status (200, 201, 404, 409, ...) or -1 on a
+ * transport error; on any status >= 300 or -1, err holds a one-line message. When out is
+ * non-NULL and the call succeeded, *out receives the parsed response object (caller
+ * deletes). */
+long kube_get(struct kube_client *c, const char *path, cJSON **out, char *err, size_t errlen);
+long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
+                 char *err, size_t errlen);
+long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch,
+                      cJSON **out, char *err, size_t errlen);
+long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
+                  char *err, size_t errlen);
+/* Server-side apply (application/apply-patch+yaml; JSON is valid YAML) with force. */
+long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
+                const char *field_manager, cJSON **out, char *err, size_t errlen);
+/* DELETE with propagationPolicy=Background; uid (may be NULL) becomes a precondition so
+ * a same-named successor is never deleted by mistake. 404 counts as success (returns 404). */
+long kube_delete(struct kube_client *c, const char *path, const char *uid,
+                 char *err, size_t errlen);
+
+/* Append "?"/"&" + key=url-encoded(value) to a path buffer. Returns 0 or -1 on overflow. */
+int kube_path_add_query(char *path, size_t pathlen, const char *key, const char *value);
+/* URL-encode s into out (RFC 3986 unreserved kept). Returns 0 or -1 if out is too small. */
+int kube_url_encode(const char *s, char *out, size_t outlen);
+
+/* Apply the client's TLS and auth settings to a curl easy handle (used by kube/watch.c).
+ * headers receives the Authorization header list (caller frees with curl_slist_free_all). */
+struct curl_slist;
+int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
+                             char *err, size_t errlen);
+/* Count one request outcome for the metrics. */
+void kube_client_count(struct kube_client *c, const char *method, long status);
+
+#endif

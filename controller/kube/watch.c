@@ -1,0 +1,172 @@
+/* kube/watch.c — one watch stream over libcurl (see watch.h). The body is fed to the
+ * NDJSON splitter as it arrives, so memory is bounded by one event, whatever the stream's
+ * length. */
+#include "kube/watch.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/ndjson.h"
+
+struct watch_ctx {
+    struct ndjson split;
+    kube_watch_fn fn;
+    void *ud;
+    const volatile int *stop;
+    enum kube_watch_end end;  /* set when a line decides the outcome */
+    int decided;
+    long status;              /* HTTP status, known once headers are in */
+    struct dynbuf error_body; /* body of a non-2xx response, for its message */
+    char *err;
+    size_t errlen;
+};
+
+cJSON *kube_watch_parse_event(const char *line, size_t len) {
+    cJSON *ev = cJSON_ParseWithLength(line, len);
+    if (!ev) return NULL;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    if (!cJSON_IsObject(ev) || !cJSON_IsString(type) || !cJSON_IsObject(obj)) {
+        cJSON_Delete(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+int kube_watch_status_is_expired(const cJSON *status) {
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(status, "reason");
+    if (cJSON_IsNumber(code) && code->valueint == 410) return 1;
+    return cJSON_IsString(reason) &&
+           (!strcmp(reason->valuestring, "Expired") || !strcmp(reason->valuestring, "Gone"));
+}
+
+/* One complete line of the stream: parse and dispatch. Non-zero stops the feed. */
+static int on_line(void *ud, char *line, size_t len) {
+    struct watch_ctx *w = ud;
+    cJSON *ev = kube_watch_parse_event(line, len);
+    if (!ev) {
+        snprintf(w->err, w->errlen, "watch: malformed event (%zu bytes)", len);
+        w->end = KUBE_WATCH_FAILED;
+        w->decided = 1;
+        return 1;
+    }
+    const char *type = cJSON_GetObjectItemCaseSensitive(ev, "type")->valuestring;
+    cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    int rc = 0;
+    if (!strcmp(type, "ERROR")) {
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(obj, "message");
+        snprintf(w->err, w->errlen, "watch: %s", cJSON_IsString(msg) ? msg->valuestring : "error event");
+        w->end = kube_watch_status_is_expired(obj) ? KUBE_WATCH_EXPIRED : KUBE_WATCH_FAILED;
+        w->decided = 1;
+        rc = 1;
+    } else if (w->fn(w->ud, type, obj, ev) != 0) {
+        w->end = KUBE_WATCH_STOPPED;
+        w->decided = 1;
+        rc = 1;
+    }
+    cJSON_Delete(ev);
+    return rc;
+}
+
+/* curl write callback: feed the splitter (or keep an error body). 0 aborts the transfer. */
+static size_t on_data(char *p, size_t size, size_t n, void *ud) {
+    struct watch_ctx *w = ud;
+    size_t len = size * n;
+    if (w->status >= 300) {
+        dynbuf_append(&w->error_body, p, len); /* bounded; overflow just truncates */
+        return len;
+    }
+    int rc = ndjson_feed(&w->split, p, len, on_line, w);
+    if (rc < 0) {
+        snprintf(w->err, w->errlen, "watch: event larger than %u bytes", KUBE_WATCH_MAX_LINE);
+        w->end = KUBE_WATCH_FAILED;
+        w->decided = 1;
+        return 0;
+    }
+    return rc ? 0 : len;
+}
+
+/* curl header callback: learn the HTTP status before the body arrives. */
+static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+    struct watch_ctx *w = ud;
+    size_t len = size * n;
+    long code;
+    if (len > 9 && !strncmp(p, "HTTP/", 5) && sscanf(p, "HTTP/%*s %ld", &code) == 1) w->status = code;
+    return len;
+}
+
+/* curl progress callback: abort when asked to stop. */
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+    struct watch_ctx *w = ud;
+    if (w->stop && *w->stop) {
+        w->end = KUBE_WATCH_STOPPED;
+        w->decided = 1;
+        return 1;
+    }
+    return 0;
+}
+
+enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
+                               void *ud, const volatile int *stop, long stall_s,
+                               char *err, size_t errlen) {
+    struct watch_ctx w = {.fn = fn, .ud = ud, .stop = stop, .err = err, .errlen = errlen};
+    struct curl_slist *hdrs = NULL;
+    enum kube_watch_end end = KUBE_WATCH_FAILED;
+    char *url = NULL;
+    CURL *h = curl_easy_init();
+
+    err[0] = 0;
+    ndjson_init(&w.split, KUBE_WATCH_MAX_LINE);
+    dynbuf_init(&w.error_body, 64 * 1024);
+    if (!h) { snprintf(err, errlen, "watch: out of memory"); goto out; }
+    const char *server = kube_client_config(c)->server;
+    size_t ulen = strlen(server) + strlen(path) + 1;
+    if (!(url = malloc(ulen))) { snprintf(err, errlen, "watch: out of memory"); goto out; }
+    snprintf(url, ulen, "%s%s", server, path);
+    if (kube_client_setup_handle(c, h, &hdrs, err, errlen) < 0) goto out;
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &w);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+    if (stall_s > 0) {
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+    }
+    CURLcode cc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    kube_client_count(c, "WATCH", status);
+    if (w.decided) {
+        end = w.end;
+    } else if (cc != CURLE_OK) {
+        snprintf(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
+    } else if (status == 410) {
+        snprintf(err, errlen, "watch: 410 Gone");
+        end = KUBE_WATCH_EXPIRED;
+    } else if (status >= 300) {
+        cJSON *st = cJSON_ParseWithLength(w.error_body.data ? w.error_body.data : "", w.error_body.len);
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(st, "message");
+        snprintf(err, errlen, "watch %s: HTTP %ld%s%s", path, status, cJSON_IsString(msg) ? ": " : "",
+                 cJSON_IsString(msg) ? msg->valuestring : "");
+        if (st && kube_watch_status_is_expired(st)) end = KUBE_WATCH_EXPIRED;
+        cJSON_Delete(st);
+    } else {
+        end = KUBE_WATCH_CLOSED;
+    }
+out:
+    if (h) curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    free(url);
+    ndjson_free(&w.split);
+    dynbuf_free(&w.error_body);
+    return end;
+}

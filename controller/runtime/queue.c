@@ -1,0 +1,263 @@
+/* runtime/queue.c — deduplicating, delaying, rate-limited work queue (see queue.h).
+ * Ready keys form a FIFO ring; delayed keys a binary min-heap on due time with a map
+ * from key to heap slot, so a re-add can move a key earlier in O(log n). */
+#include "runtime/queue.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/backoff.h"
+#include "runtime/strmap.h"
+
+struct delayed {
+    int64_t due_ms;
+    char *key;          /* owned */
+};
+
+struct workqueue {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int shutting_down;
+    int64_t base_ms, cap_ms;
+    /* FIFO of ready keys (owned strings). */
+    char **ring;
+    size_t head, count, cap;
+    struct strmap queued;      /* keys in the ring (dirty set); value unused */
+    struct strmap processing;  /* keys handed to a worker */
+    struct strmap failures;    /* key -> (uintptr_t) count */
+    struct delayed *heap;      /* min-heap on due_ms */
+    size_t nheap, capheap;
+    struct strmap heap_pos;    /* key -> (uintptr_t) slot + 1 */
+};
+
+/* Monotonic milliseconds. */
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms) {
+    struct workqueue *q = calloc(1, sizeof(*q));
+    if (!q) return NULL;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    q->base_ms = base_ms;
+    q->cap_ms = cap_ms;
+    strmap_init(&q->queued);
+    strmap_init(&q->processing);
+    strmap_init(&q->failures);
+    strmap_init(&q->heap_pos);
+    return q;
+}
+
+void queue_free(struct workqueue *q) {
+    if (!q) return;
+    for (size_t i = 0; i < q->count; i++) free(q->ring[(q->head + i) % q->cap]);
+    free(q->ring);
+    for (size_t i = 0; i < q->nheap; i++) free(q->heap[i].key);
+    free(q->heap);
+    strmap_clear(&q->queued, NULL);
+    strmap_clear(&q->processing, NULL);
+    strmap_clear(&q->failures, NULL);
+    strmap_clear(&q->heap_pos, NULL);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}
+
+/* Append key to the ring (caller holds the lock; key not yet queued). */
+static void ring_push(struct workqueue *q, const char *key) {
+    if (q->count == q->cap) {
+        size_t ncap = q->cap ? q->cap * 2 : 64;
+        char **r = malloc(ncap * sizeof(*r));
+        if (!r) return; /* ENOMEM: drop the add; the periodic resync will bring it back */
+        for (size_t i = 0; i < q->count; i++) r[i] = q->ring[(q->head + i) % q->cap];
+        free(q->ring);
+        q->ring = r;
+        q->cap = ncap;
+        q->head = 0;
+    }
+    char *k = strdup(key);
+    if (!k) return;
+    if (strmap_put(&q->queued, key, (void *)1, NULL) < 0) { free(k); return; }
+    q->ring[(q->head + q->count) % q->cap] = k;
+    q->count++;
+}
+
+/* Make key ready unless it is already queued. A key a worker holds is only marked
+ * (processing value 2) and pushed by queue_done, so no two workers see it at once. */
+static void add_locked(struct workqueue *q, const char *key) {
+    if (q->shutting_down || strmap_get(&q->queued, key)) return;
+    if (strmap_get(&q->processing, key)) {
+        /* Remember it: queue_done pushes it. */
+        strmap_put(&q->processing, key, (void *)2, NULL);
+        return;
+    }
+    ring_push(q, key);
+    pthread_cond_signal(&q->cond);
+}
+
+void queue_add(struct workqueue *q, const char *key) {
+    pthread_mutex_lock(&q->lock);
+    add_locked(q, key);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* Heap helpers (caller holds the lock). */
+static void heap_set(struct workqueue *q, size_t i, struct delayed d) {
+    q->heap[i] = d;
+    strmap_put(&q->heap_pos, d.key, (void *)(uintptr_t)(i + 1), NULL);
+}
+
+static void heap_up(struct workqueue *q, size_t i) {
+    struct delayed d = q->heap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (q->heap[p].due_ms <= d.due_ms) break;
+        heap_set(q, i, q->heap[p]);
+        i = p;
+    }
+    heap_set(q, i, d);
+}
+
+static void heap_down(struct workqueue *q, size_t i) {
+    struct delayed d = q->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = l;
+        if (l >= q->nheap) break;
+        if (r < q->nheap && q->heap[r].due_ms < q->heap[l].due_ms) m = r;
+        if (q->heap[m].due_ms >= d.due_ms) break;
+        heap_set(q, i, q->heap[m]);
+        i = m;
+    }
+    heap_set(q, i, d);
+}
+
+/* Remove and return the root's key (owned by the caller). */
+static char *heap_pop(struct workqueue *q) {
+    char *key = q->heap[0].key;
+    strmap_remove(&q->heap_pos, key);
+    if (--q->nheap > 0) {
+        q->heap[0] = q->heap[q->nheap];
+        heap_down(q, 0);
+    }
+    return key;
+}
+
+void queue_add_after(struct workqueue *q, const char *key, int64_t delay_ms) {
+    if (delay_ms <= 0) { queue_add(q, key); return; }
+    int64_t due = now_ms() + delay_ms;
+    pthread_mutex_lock(&q->lock);
+    if (q->shutting_down) goto out;
+    uintptr_t pos = (uintptr_t)strmap_get(&q->heap_pos, key);
+    if (pos) {
+        if (due < q->heap[pos - 1].due_ms) {
+            q->heap[pos - 1].due_ms = due;
+            heap_up(q, pos - 1);
+            pthread_cond_broadcast(&q->cond);
+        }
+        goto out;
+    }
+    if (q->nheap == q->capheap) {
+        size_t ncap = q->capheap ? q->capheap * 2 : 64;
+        struct delayed *h = realloc(q->heap, ncap * sizeof(*h));
+        if (!h) goto out;
+        q->heap = h;
+        q->capheap = ncap;
+    }
+    char *k = strdup(key);
+    if (!k) goto out;
+    q->heap[q->nheap] = (struct delayed){due, k};
+    heap_up(q, q->nheap++);
+    pthread_cond_broadcast(&q->cond); /* a sleeper may need to wake earlier */
+out:
+    pthread_mutex_unlock(&q->lock);
+}
+
+void queue_add_rate_limited(struct workqueue *q, const char *key) {
+    pthread_mutex_lock(&q->lock);
+    uintptr_t n = (uintptr_t)strmap_get(&q->failures, key);
+    strmap_put(&q->failures, key, (void *)(n + 1), NULL);
+    pthread_mutex_unlock(&q->lock);
+    queue_add_after(q, key, backoff_exponential_ms((unsigned)n, q->base_ms, q->cap_ms));
+}
+
+void queue_forget(struct workqueue *q, const char *key) {
+    pthread_mutex_lock(&q->lock);
+    strmap_remove(&q->failures, key);
+    pthread_mutex_unlock(&q->lock);
+}
+
+unsigned queue_failures(struct workqueue *q, const char *key) {
+    pthread_mutex_lock(&q->lock);
+    uintptr_t n = (uintptr_t)strmap_get(&q->failures, key);
+    pthread_mutex_unlock(&q->lock);
+    return (unsigned)n;
+}
+
+char *queue_get(struct workqueue *q) {
+    char *key = NULL;
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        if (q->shutting_down) break;
+        int64_t now = now_ms();
+        while (q->nheap > 0 && q->heap[0].due_ms <= now) {
+            char *k = heap_pop(q);
+            add_locked(q, k);
+            free(k);
+        }
+        if (q->count > 0) {
+            key = q->ring[q->head];
+            q->head = (q->head + 1) % q->cap;
+            q->count--;
+            strmap_remove(&q->queued, key);
+            strmap_put(&q->processing, key, (void *)1, NULL);
+            break;
+        }
+        if (q->nheap > 0) {
+            int64_t due = q->heap[0].due_ms;
+            struct timespec ts = {due / 1000, (long)(due % 1000) * 1000000L};
+            pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+        } else {
+            pthread_cond_wait(&q->cond, &q->lock);
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return key;
+}
+
+void queue_done(struct workqueue *q, const char *key) {
+    pthread_mutex_lock(&q->lock);
+    uintptr_t state = (uintptr_t)strmap_remove(&q->processing, key);
+    if (state == 2) add_locked(q, key);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void queue_shutdown(struct workqueue *q) {
+    pthread_mutex_lock(&q->lock);
+    q->shutting_down = 1;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
+size_t queue_len(struct workqueue *q) {
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->count;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+size_t queue_waiting(struct workqueue *q) {
+    pthread_mutex_lock(&q->lock);
+    size_t n = q->nheap;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}

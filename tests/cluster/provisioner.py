@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""tests/cluster/provisioner.py — a test-only dynamic volume provisioner for the local plane.
+
+Watches PersistentVolumeClaims of the StorageClass "yao-test" and creates, for each one, a
+hostPath PersistentVolume pre-bound to it (claimRef), so kube-controller-manager's binder
+binds the pair exactly as it does behind a real CSI provisioner, and kube-scheduler then
+schedules the pods that mount it. Deletes Released volumes it provisioned (reclaim policy
+Delete). Talks to the API server over HTTPS with the admin token; standard library only.
+"""
+import json, os, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
+
+CLASS = "yao-test"
+PROVISIONER = "yao-sandbox.test/hostpath"
+
+server, token, ca_file, root = sys.argv[1:5]
+ctx = ssl.create_default_context(cafile=ca_file)
+
+
+def log(msg):
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+
+def call(method, path, body=None, timeout=30):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(server + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    req.add_header("Accept", "application/json")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    return urllib.request.urlopen(req, context=ctx, timeout=timeout)
+
+
+def provision(pvc):
+    meta, spec = pvc["metadata"], pvc.get("spec", {})
+    if spec.get("storageClassName") != CLASS or spec.get("volumeName"):
+        return
+    if pvc.get("status", {}).get("phase") not in (None, "Pending"):
+        return
+    name = "pvc-" + meta["uid"]
+    size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+    path = os.path.join(root, name)
+    pv = {
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": CLASS,
+            "volumeMode": spec.get("volumeMode", "Filesystem"),
+            "hostPath": {"path": path, "type": "DirectoryOrCreate"},
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                         "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+        },
+    }
+    try:
+        call("POST", "/api/v1/persistentvolumes", pv).close()
+        log("provisioned %s for %s/%s" % (name, meta["namespace"], meta["name"]))
+    except urllib.error.HTTPError as e:
+        if e.code != 409:
+            log("create %s: HTTP %d %s" % (name, e.code, e.read()[:200]))
+
+
+def reclaim(pv):
+    meta = pv["metadata"]
+    if meta.get("annotations", {}).get("pv.kubernetes.io/provisioned-by") != PROVISIONER:
+        return
+    if pv.get("status", {}).get("phase") != "Released" or meta.get("deletionTimestamp"):
+        return
+    try:
+        call("DELETE", "/api/v1/persistentvolumes/" + meta["name"]).close()
+        log("deleted released %s" % meta["name"])
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            log("delete %s: HTTP %d" % (meta["name"], e.code))
+
+
+def watch_forever(path, handle):
+    """list+watch with resourceVersion tracking; relist on 410 or any error."""
+    while True:
+        try:
+            with call("GET", path) as r:
+                lst = json.load(r)
+            for item in lst.get("items", []):
+                handle(item)
+            rv = lst["metadata"]["resourceVersion"]
+            while True:
+                q = urllib.parse.urlencode({"watch": "true", "resourceVersion": rv,
+                                            "allowWatchBookmarks": "true", "timeoutSeconds": "300"})
+                with call("GET", path + "?" + q, timeout=330) as r:
+                    for line in r:
+                        ev = json.loads(line)
+                        if ev["type"] == "ERROR":
+                            raise RuntimeError("watch error: %s" % ev["object"].get("message"))
+                        rv = ev["object"]["metadata"]["resourceVersion"]
+                        if ev["type"] in ("ADDED", "MODIFIED"):
+                            handle(ev["object"])
+        except Exception as e:  # reconnect after any failure: relist is always correct
+            log("watch %s: %s; relisting" % (path, e))
+            time.sleep(1)
+
+
+threading.Thread(target=watch_forever, args=("/api/v1/persistentvolumes", reclaim), daemon=True).start()
+watch_forever("/api/v1/persistentvolumeclaims", provision)
