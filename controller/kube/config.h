@@ -24,18 +24,25 @@ struct kube_config {
     char *tls_server_name;
     /* token refresh state (guarded by lock) */
     pthread_mutex_t lock;
-    time_t token_checked;  /* last time token_file was examined */
-    time_t token_mtime;
+    int lock_ready;        /* lock initialised: kube_config_free is safe on a zeroed struct */
+    time_t token_checked;  /* CLOCK_MONOTONIC seconds when token_file was last examined */
+    time_t token_mtime;    /* mtime of token_file when token was read from it */
 };
 
-/* Parse one kubeconfig document (YAML or JSON) held in memory. base_dir resolves relative
- * file paths (certificate-authority etc.); context_name NULL = current-context.
+/* Every constructor below zeroes *out first and leaves it zeroed on failure, so
+ * kube_config_free(out) is always safe; on success out->lock is initialised.
+ *
+ * Parse one kubeconfig document (YAML or JSON) held in memory (at most 4 MiB). base_dir
+ * resolves relative file paths (certificate-authority etc.; NULL = as given, i.e. against
+ * the working directory); context_name NULL = current-context.
  * 0 on success; -1 with a one-line reason in err. */
 int kube_config_parse(const char *text, size_t len, const char *base_dir,
                       const char *context_name, struct kube_config *out,
                       char *err, size_t errlen);
 /* Load from explicit path(s) (':'-separated, like $KUBECONFIG; first file that defines a
- * key wins, as kubectl merges), or when paths is NULL: $KUBECONFIG, else ~/.kube/config. */
+ * key wins, as kubectl merges; files in the list that do not exist are skipped, at most 32
+ * entries), or when paths is NULL: $KUBECONFIG, else ~/.kube/config. Relative paths inside
+ * a file resolve against that file's directory. */
 int kube_config_load(const char *paths, const char *context_name, struct kube_config *out,
                      char *err, size_t errlen);
 /* In-cluster: sa_dir (NULL = /var/run/secrets/kubernetes.io/serviceaccount) holds token,
@@ -44,8 +51,11 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *er
 /* Try, in order: explicit kubeconfig path, $KUBECONFIG, in-cluster, ~/.kube/config. */
 int kube_config_auto(const char *kubeconfig_path, struct kube_config *out, char *err, size_t errlen);
 /* Current bearer token (re-reads token_file if at least 60 s passed and its mtime changed,
- * or immediately when force is set). Returns a malloc'd copy (caller frees) or NULL. */
+ * or immediately when force is set; a failed re-read keeps the previous token).
+ * Thread-safe. Returns a malloc'd copy (caller frees) or NULL. */
 char *kube_config_token(struct kube_config *c, int force);
+/* Release everything (secrets are wiped first) and zero *c; safe on a zeroed struct and
+ * after a failed constructor, and idempotent. */
 void kube_config_free(struct kube_config *c);
 
 #endif

@@ -14,22 +14,23 @@ struct dynbuf {
     size_t max;   /* hard ceiling for len */
 };
 
-/* Initialise an empty buffer that may hold at most max bytes. Allocates nothing. */
+/* Initialise an empty buffer that may hold at most max bytes (SIZE_MAX is lowered by one
+ * so the NUL always fits). Allocates nothing. */
 void dynbuf_init(struct dynbuf *b, size_t max);
 /* Append n bytes; 0 on success, -1 (buffer unchanged) if max would be exceeded or on ENOMEM. */
 int dynbuf_append(struct dynbuf *b, const void *p, size_t n);
-/* Append a NUL-terminated string. */
+/* Append a NUL-terminated string; -1 for NULL, like dynbuf_append otherwise. */
 int dynbuf_append_str(struct dynbuf *b, const char *s);
 /* printf-style append; -1 on overflow of max (buffer unchanged). */
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Drop the first n bytes (n <= len), keeping the rest. */
+/* Drop the first n bytes (n <= len; a larger n empties the buffer), keeping the rest. */
 void dynbuf_consume(struct dynbuf *b, size_t n);
 /* Empty the buffer but keep its memory. */
 void dynbuf_reset(struct dynbuf *b);
 /* Hand the bytes to the caller (NUL-terminated, never NULL: "" when empty; caller frees)
  * and leave the buffer empty. Returns NULL only on ENOMEM. */
 char *dynbuf_take(struct dynbuf *b);
-/* Release the memory; the buffer is empty and reusable afterwards. */
+/* Release the memory; the buffer is empty and reusable afterwards (same max). */
 void dynbuf_free(struct dynbuf *b);
 
 #endif

@@ -17,12 +17,17 @@ struct ndjson {
     struct dynbuf pending; /* the unfinished last line */
 };
 
+/* max_line bounds the bytes of one line before its '\n' (a trailing '\r' counts);
+ * 0 is raised to 1. Allocates nothing. */
 void ndjson_init(struct ndjson *s, size_t max_line);
-/* Feed one chunk. Returns 0, the callback's non-zero value, or -1 when a line exceeds
- * max_line (the stream is then unusable: the caller reconnects). */
+/* Feed one chunk. Returns 0, the callback's non-zero value (the rest of that chunk is
+ * dropped: stopping means the caller abandons the stream), or -1 when a line exceeds
+ * max_line or on ENOMEM (the stream is then unusable: every later feed returns -1 until
+ * ndjson_free + ndjson_init; the caller reconnects). */
 int ndjson_feed(struct ndjson *s, const char *chunk, size_t n, ndjson_line_fn fn, void *ud);
 /* Bytes of an unfinished line currently held. */
 size_t ndjson_pending(const struct ndjson *s);
+/* Release the pending buffer. */
 void ndjson_free(struct ndjson *s);
 
 #endif

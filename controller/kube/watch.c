@@ -76,7 +76,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud) {
     struct watch_ctx *w = ud;
     size_t len = size * n;
     if (w->status >= 300) {
-        dynbuf_append(&w->error_body, p, len); /* bounded; overflow just truncates */
+        dynbuf_append(&w->error_body, p, len); /* bounded: a chunk past the cap is dropped */
         return len;
     }
     int rc = ndjson_feed(&w->split, p, len, on_line, w);

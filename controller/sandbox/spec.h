@@ -51,7 +51,8 @@ struct sbx_spec {
     enum sbx_lifecycle lifecycle;
     int64_t idle_timeout_ms;
     int paused;
-    int has_command, has_args; /* given → override the image's entrypoint/cmd */
+    int has_command, has_args; /* given and non-empty → override the image's
+                                  entrypoint/cmd (an empty list counts as not given) */
     struct sbx_strv command, args;
     struct sbx_env *env; size_t nenv;
     int64_t memory_bytes, cpu_millis;
@@ -85,7 +86,8 @@ int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out);
 /* Parse and validate the `spec` of a Sandbox object (the whole object is passed).
  * Everything the API server's schema may have let through is checked again here
  * (required IDs, lengths, quantities, durations, env names, enum values, absolute
- * mountPath, run.command for one-shot). 0 on success; -1 with a readable message in err
+ * mountPath, run.command for one-shot), including the defaults taken from d (NULL = the
+ * built-in defaults). Limits and rules mirror crd/sandbox.yaml. 0 on success; -1 with a readable message in err
  * (used verbatim as the Ready=False/InvalidSpec condition message); out is then empty. */
 int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
                    struct sbx_spec *out, char *err, size_t errlen);
@@ -96,7 +98,8 @@ struct sbx_owner {
     const char *name, *namespace_, *uid;
 };
 
-/* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes. */
+/* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
+ * (a longer pod name or a smaller out truncates). */
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
 
 /* The workspace PVC (apiVersion/kind/metadata/spec): labels and annotations as SPEC §3,
@@ -105,9 +108,11 @@ void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
  * Returns a new cJSON object (caller deletes) or NULL on ENOMEM. */
 cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name);
+/* Both builders take a spec from a successful sbx_spec_parse and need o->name and o->uid
+ * (o->namespace_ NULL omits metadata.namespace); they return NULL if either is missing. */
 /* The sandbox Pod: one container "sandbox" with the image; command/args from the spec,
  * and when neither is given an idle main process that exits promptly on SIGTERM
- * (SBX_IDLE_COMMAND), so any image with a POSIX sh can be exec'd into; env
+ * (/bin/sh -c SBX_IDLE_SCRIPT), so any image with a POSIX sh can be exec'd into; env
  * YAO_SANDBOX_NAME / YAO_USER_ID / YAO_CHAT_ID then spec.env; limits = requests =
  * memory/cpu; the workspace PVC mounted at mountPath; restricted-PSS hardening
  * (runAsNonRoot, runAsUser/runAsGroup/fsGroup 1000, allowPrivilegeEscalation false,

@@ -1,0 +1,124 @@
+/* kube/kjson.c — cJSON path helpers and RFC 3339 time conversion (see kjson.h). */
+#include "kube/kjson.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const cJSON *kj_path(const cJSON *obj, const char *path) {
+    char part[128];
+    const char *p = path;
+    while (obj && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(part)) return NULL;
+        memcpy(part, p, n);
+        part[n] = 0;
+        obj = cJSON_GetObjectItemCaseSensitive(obj, part);
+        p += n + (dot ? 1 : 0);
+    }
+    return obj;
+}
+
+const char *kj_str(const cJSON *obj, const char *path) {
+    const cJSON *v = kj_path(obj, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int64_t kj_int(const cJSON *obj, const char *path, int64_t def) {
+    const cJSON *v = kj_path(obj, path);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+}
+
+int kj_bool(const cJSON *obj, const char *path, int def) {
+    const cJSON *v = kj_path(obj, path);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+const char *kj_map_get(const cJSON *obj, const char *path, const char *key) {
+    const cJSON *m = kj_path(obj, path);
+    const cJSON *v = m ? cJSON_GetObjectItemCaseSensitive(m, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Read exactly n digits. */
+static int digits(const char **p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)(*p)[i])) return -1;
+        v = v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a civil date (proleptic Gregorian). */
+static int64_t days_from_civil(int y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int kj_time_parse(const char *s, int64_t *ms) {
+    int y, mo, d, h, mi, se, frac_ms = 0;
+    const char *p = s;
+    if (!s) return -1;
+    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' || digits(&p, 2, &d))
+        return -1;
+    if (*p != 'T' && *p != 't' && *p != ' ') return -1;
+    p++;
+    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' || digits(&p, 2, &se))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return -1;
+    if (*p == '.') {
+        p++;
+        int n = 0, scale = 100;
+        while (isdigit((unsigned char)*p)) {
+            if (n < 3) { frac_ms += (*p - '0') * scale; scale /= 10; }
+            n++;
+            p++;
+        }
+        if (n == 0) return -1;
+    }
+    int64_t off_s = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p++ == '-' ? -1 : 1, oh, om;
+        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om)) return -1;
+        off_s = sign * (oh * 3600 + om * 60);
+    } else {
+        return -1;
+    }
+    if (*p) return -1;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off_s;
+    *ms = secs * 1000 + frac_ms;
+    return 0;
+}
+
+void kj_time_format(int64_t ms, char *out, size_t outlen) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void kj_time_format_micro(int64_t ms, char *out, size_t outlen) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    char base[32];
+    gmtime_r(&t, &tm);
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, outlen, "%s.%06dZ", base, (int)(ms % 1000) * 1000);
+}
+
+int64_t kj_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

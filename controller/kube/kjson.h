@@ -1,0 +1,33 @@
+/* kube/kjson.h — small helpers over cJSON for Kubernetes objects: dotted-path lookups
+ * ("metadata.labels"), typed getters with defaults, and RFC 3339 timestamps (the API's
+ * metav1.Time / MicroTime) to and from milliseconds since the epoch. No I/O. */
+#ifndef YAO_KUBE_KJSON_H
+#define YAO_KUBE_KJSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+/* Item at a '.'-separated path of object keys (no array indexing), or NULL. Keys that
+ * contain dots cannot be reached this way: use cJSON_GetObjectItemCaseSensitive. */
+const cJSON *kj_path(const cJSON *obj, const char *path);
+/* String at path, or NULL. */
+const char *kj_str(const cJSON *obj, const char *path);
+/* Number at path, or def. */
+int64_t kj_int(const cJSON *obj, const char *path, int64_t def);
+/* Boolean at path, or def. */
+int kj_bool(const cJSON *obj, const char *path, int def);
+/* Value of one key of the map at path (labels, annotations), or NULL. */
+const char *kj_map_get(const cJSON *obj, const char *path, const char *key);
+
+/* Parse RFC 3339 ("2026-11-29T10:00:00Z", fractional seconds and offsets allowed) into
+ * milliseconds since the epoch. 0 or -1. */
+int kj_time_parse(const char *s, int64_t *ms);
+/* Format as "2006-01-02T15:04:05Z" (metav1.Time, whole seconds). out >= 32 bytes. */
+void kj_time_format(int64_t ms, char *out, size_t outlen);
+/* Format as MicroTime "2006-01-02T15:04:05.000000Z". out >= 40 bytes. */
+void kj_time_format_micro(int64_t ms, char *out, size_t outlen);
+/* Wall-clock milliseconds since the epoch. */
+int64_t kj_now_ms(void);
+
+#endif

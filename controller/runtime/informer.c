@@ -1,0 +1,358 @@
+/* runtime/informer.c — list+watch cache (see informer.h). The cache is a strmap from key
+ * to the object (cJSON, owned), guarded by a rwlock. Handlers run on the informer thread
+ * after the cache was updated and the lock released; the replaced object is kept alive
+ * until the handler returns. */
+#include "runtime/informer.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube/watch.h"
+#include "runtime/backoff.h"
+#include "runtime/log.h"
+#include "runtime/strmap.h"
+
+struct informer {
+    struct kube_client *client;
+    char *path, *selector;
+    informer_change_fn on_change;
+    void *ud;
+    informer_transform_fn transform;
+    int page_size;
+    pthread_rwlock_t lock;
+    struct strmap cache;          /* key -> cJSON* */
+    pthread_t thread;
+    int started;
+    volatile int stop;
+    volatile int synced;
+    char rv[128];                 /* last resourceVersion seen */
+    pthread_mutex_t stats_lock;
+    struct informer_stats stats;
+    unsigned seed;
+};
+
+int informer_key(const cJSON *obj, char *out, size_t outlen) {
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    if (!cJSON_IsString(name)) return -1;
+    int n = cJSON_IsString(ns) ? snprintf(out, outlen, "%s/%s", ns->valuestring, name->valuestring)
+                               : snprintf(out, outlen, "%s", name->valuestring);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+void informer_strip_metadata(cJSON *obj) {
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+struct informer *informer_new(struct kube_client *c, const struct informer_options *o) {
+    struct informer *inf = calloc(1, sizeof(*inf));
+    if (!inf) return NULL;
+    inf->client = c;
+    inf->path = strdup(o->path);
+    inf->selector = o->label_selector ? strdup(o->label_selector) : NULL;
+    inf->on_change = o->on_change;
+    inf->ud = o->ud;
+    inf->transform = o->transform ? o->transform : informer_strip_metadata;
+    inf->page_size = o->page_size > 0 ? o->page_size : 500;
+    inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
+    pthread_rwlock_init(&inf->lock, NULL);
+    pthread_mutex_init(&inf->stats_lock, NULL);
+    strmap_init(&inf->cache);
+    if (!inf->path || (o->label_selector && !inf->selector)) {
+        informer_free(inf);
+        return NULL;
+    }
+    return inf;
+}
+
+/* cJSON_Delete as a strmap value destructor. */
+static void delete_json(void *v) { cJSON_Delete(v); }
+
+void informer_free(struct informer *inf) {
+    if (!inf) return;
+    informer_stop(inf);
+    strmap_clear(&inf->cache, delete_json);
+    pthread_rwlock_destroy(&inf->lock);
+    pthread_mutex_destroy(&inf->stats_lock);
+    free(inf->path);
+    free(inf->selector);
+    free(inf);
+}
+
+/* Bump one statistic. */
+static void stat_inc(struct informer *inf, unsigned long *field) {
+    pthread_mutex_lock(&inf->stats_lock);
+    (*field)++;
+    pthread_mutex_unlock(&inf->stats_lock);
+}
+
+void informer_stats(struct informer *inf, struct informer_stats *out) {
+    pthread_mutex_lock(&inf->stats_lock);
+    *out = inf->stats;
+    pthread_mutex_unlock(&inf->stats_lock);
+}
+
+int informer_synced(struct informer *inf) { return inf->synced; }
+
+cJSON *informer_get(struct informer *inf, const char *key) {
+    pthread_rwlock_rdlock(&inf->lock);
+    cJSON *o = strmap_get(&inf->cache, key);
+    cJSON *copy = o ? cJSON_Duplicate(o, 1) : NULL;
+    pthread_rwlock_unlock(&inf->lock);
+    return copy;
+}
+
+size_t informer_count(struct informer *inf) {
+    pthread_rwlock_rdlock(&inf->lock);
+    size_t n = inf->cache.count;
+    pthread_rwlock_unlock(&inf->lock);
+    return n;
+}
+
+struct foreach_ctx {
+    int (*fn)(void *ud, const char *key, const cJSON *obj);
+    void *ud;
+};
+
+/* Adapter from strmap's walk to the informer's. */
+static int foreach_adapter(void *ud, const char *key, void *value) {
+    struct foreach_ctx *f = ud;
+    return f->fn(f->ud, key, value);
+}
+
+void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud) {
+    struct foreach_ctx f = {fn, ud};
+    pthread_rwlock_rdlock(&inf->lock);
+    strmap_foreach(&inf->cache, foreach_adapter, &f);
+    pthread_rwlock_unlock(&inf->lock);
+}
+
+/* Store (cur != NULL) or remove the object under key, then tell the handler. Takes
+ * ownership of cur. */
+static void cache_apply(struct informer *inf, const char *key, cJSON *cur) {
+    void *old = NULL;
+    pthread_rwlock_wrlock(&inf->lock);
+    if (cur) {
+        if (strmap_put(&inf->cache, key, cur, &old) < 0) { cJSON_Delete(cur); cur = NULL; }
+    } else {
+        old = strmap_remove(&inf->cache, key);
+    }
+    pthread_rwlock_unlock(&inf->lock);
+    if ((old || cur) && inf->on_change) inf->on_change(inf->ud, key, old, cur);
+    cJSON_Delete(old);
+}
+
+/* The object's resourceVersion, or NULL. */
+static const char *object_rv(const cJSON *obj) {
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                      "resourceVersion");
+    return cJSON_IsString(rv) ? rv->valuestring : NULL;
+}
+
+/* Remember the newest resourceVersion (RVs are opaque: we only store them). */
+static void set_rv(struct informer *inf, const char *rv) {
+    if (rv) snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+}
+
+/* Build "<path>?k=v&..." for a list or watch call. */
+static int build_path(struct informer *inf, char *out, size_t outlen, int watch, const char *cont) {
+    char limit[16];
+    snprintf(out, outlen, "%s", inf->path);
+    if (inf->selector && kube_path_add_query(out, outlen, "labelSelector", inf->selector) < 0) return -1;
+    if (watch) {
+        char timeout[16];
+        snprintf(timeout, sizeof(timeout), "%u", 300 + rand_r(&inf->seed) % 300);
+        if (kube_path_add_query(out, outlen, "watch", "true") < 0 ||
+            kube_path_add_query(out, outlen, "allowWatchBookmarks", "true") < 0 ||
+            kube_path_add_query(out, outlen, "resourceVersion", inf->rv) < 0 ||
+            kube_path_add_query(out, outlen, "timeoutSeconds", timeout) < 0)
+            return -1;
+        return 0;
+    }
+    snprintf(limit, sizeof(limit), "%d", inf->page_size);
+    if (kube_path_add_query(out, outlen, "limit", limit) < 0) return -1;
+    if (cont && kube_path_add_query(out, outlen, "continue", cont) < 0) return -1;
+    return 0;
+}
+
+struct seen_ctx { struct strmap *seen; struct strmap *gone; };
+
+/* Collect cached keys that the fresh list did not contain. */
+static int collect_gone(void *ud, const char *key, void *value) {
+    struct seen_ctx *s = ud;
+    if (!strmap_get(s->seen, key)) strmap_put(s->gone, key, (void *)1, NULL);
+    return 0;
+}
+
+struct key_list { char **v; size_t n; };
+
+/* Copy a strmap's keys out so the cache can change while we walk them. */
+static int push_key(void *ud, const char *key, void *value) {
+    struct key_list *l = ud;
+    char **v = realloc(l->v, (l->n + 1) * sizeof(*v));
+    if (!v) return 1;
+    l->v = v;
+    if ((l->v[l->n] = strdup(key))) l->n++;
+    return 0;
+}
+
+/* LIST all pages into the cache. 0, or -1 (err set) — a 410 on a continue token restarts. */
+static int do_list(struct informer *inf, char *err, size_t errlen) {
+    char path[2048];
+    char *cont = NULL;
+    struct strmap seen;
+    int rc = -1;
+    strmap_init(&seen);
+    stat_inc(inf, &inf->stats.lists);
+    for (;;) {
+        cJSON *page = NULL;
+        if (build_path(inf, path, sizeof(path), 0, cont) < 0) {
+            snprintf(err, errlen, "list %s: path too long", inf->path);
+            goto out;
+        }
+        long st = kube_get(inf->client, path, &page, err, errlen);
+        if (st != 200) {
+            if (st == 410 && cont) { free(cont); cont = NULL; strmap_clear(&seen, NULL); continue; }
+            cJSON_Delete(page);
+            goto out;
+        }
+        cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
+        cJSON *item;
+        /* Items lack apiVersion/kind in a list; keep them as the server sent them. */
+        while (cJSON_IsArray(items) && (item = cJSON_DetachItemFromArray(items, 0))) {
+            char key[512];
+            if (informer_key(item, key, sizeof(key)) < 0) { cJSON_Delete(item); continue; }
+            strmap_put(&seen, key, (void *)1, NULL);
+            inf->transform(item);
+            cache_apply(inf, key, item);
+        }
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(md, "continue");
+        free(cont);
+        cont = NULL;
+        if (cJSON_IsString(next) && next->valuestring[0]) {
+            cont = strdup(next->valuestring);
+            cJSON_Delete(page);
+            if (!cont) goto out;
+            continue;
+        }
+        set_rv(inf, object_rv(page) ? object_rv(page)
+                                    : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion")));
+        cJSON_Delete(page);
+        break;
+    }
+    /* Objects cached before but absent now were deleted while we were not watching. */
+    struct strmap gone;
+    strmap_init(&gone);
+    struct seen_ctx sc = {&seen, &gone};
+    pthread_rwlock_rdlock(&inf->lock);
+    strmap_foreach(&inf->cache, collect_gone, &sc);
+    pthread_rwlock_unlock(&inf->lock);
+    struct key_list kl = {0};
+    strmap_foreach(&gone, push_key, &kl);
+    for (size_t i = 0; i < kl.n; i++) { cache_apply(inf, kl.v[i], NULL); free(kl.v[i]); }
+    free(kl.v);
+    strmap_clear(&gone, NULL);
+    inf->synced = 1;
+    rc = 0;
+out:
+    free(cont);
+    strmap_clear(&seen, NULL);
+    return rc;
+}
+
+/* One watch event: update RV and cache. */
+static int on_event(void *ud, const char *type, cJSON *object, cJSON *event) {
+    struct informer *inf = ud;
+    stat_inc(inf, &inf->stats.events);
+    set_rv(inf, object_rv(object));
+    if (!strcmp(type, "BOOKMARK")) return 0;
+    char key[512];
+    if (informer_key(object, key, sizeof(key)) < 0) return 0;
+    if (!strcmp(type, "DELETED")) {
+        cache_apply(inf, key, NULL);
+        return 0;
+    }
+    cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(event, "object");
+    inf->transform(obj);
+    cache_apply(inf, key, obj);
+    return 0;
+}
+
+/* Sleep up to ms, waking early when asked to stop. */
+static void nap(struct informer *inf, int64_t ms) {
+    while (ms > 0 && !inf->stop) {
+        int64_t step = ms > 100 ? 100 : ms;
+        usleep((useconds_t)step * 1000);
+        ms -= step;
+    }
+}
+
+/* The informer thread: list, then watch until told to stop. */
+static void *run(void *arg) {
+    struct informer *inf = arg;
+    char err[KUBE_ERR_MAX];
+    unsigned failures = 0;
+    int need_list = 1;
+    while (!inf->stop) {
+        if (need_list) {
+            if (do_list(inf, err, sizeof(err)) < 0) {
+                stat_inc(inf, &inf->stats.errors);
+                LOGW("msg=\"list failed\" path=%s err=\"%s\"", inf->path, err);
+                int64_t d = backoff_exponential_ms(failures++, 800, 30000);
+                nap(inf, backoff_jitter_ms(d, 0.2, rand_r(&inf->seed) / (RAND_MAX + 1.0)));
+                continue;
+            }
+            need_list = 0;
+        }
+        char path[2048];
+        if (build_path(inf, path, sizeof(path), 1, NULL) < 0) break;
+        stat_inc(inf, &inf->stats.watches);
+        enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, 180, err, sizeof(err));
+        switch (end) {
+        case KUBE_WATCH_CLOSED:
+            failures = 0;
+            break;
+        case KUBE_WATCH_EXPIRED:
+            stat_inc(inf, &inf->stats.relists_expired);
+            need_list = 1;
+            failures = 0;
+            break;
+        case KUBE_WATCH_STOPPED:
+            break;
+        case KUBE_WATCH_FAILED: {
+            stat_inc(inf, &inf->stats.errors);
+            if (!inf->stop)
+                LOGW("msg=\"watch failed\" path=%s err=\"%s\"", inf->path, err);
+            int64_t d = backoff_exponential_ms(failures++, 800, 30000);
+            nap(inf, backoff_jitter_ms(d, 0.2, rand_r(&inf->seed) / (RAND_MAX + 1.0)));
+            /* After repeated failures the RV may be long gone: start over with a list. */
+            if (failures >= 3) need_list = 1;
+            break;
+        }
+        }
+    }
+    return NULL;
+}
+
+int informer_start(struct informer *inf) {
+    if (inf->started) return 0;
+    if (pthread_create(&inf->thread, NULL, run, inf) != 0) return -1;
+    inf->started = 1;
+    return 0;
+}
+
+void informer_stop(struct informer *inf) {
+    if (!inf->started) return;
+    inf->stop = 1;
+    pthread_join(inf->thread, NULL);
+    inf->started = 0;
+}

@@ -1,0 +1,59 @@
+/* runtime/informer.h — list+watch of one resource kind into a local cache, after
+ * client-go's reflector + indexer: paginated LIST, then WATCH from its resourceVersion with
+ * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile); clean end
+ * → watch again; failures → backoff with jitter (800 ms doubling to 30 s). Every change is
+ * reported to a handler with the object's key "namespace/name" so the controller can queue
+ * it; readers get copies from the cache, so steady state costs no API calls. One thread per
+ * informer. */
+#ifndef YAO_RUNTIME_INFORMER_H
+#define YAO_RUNTIME_INFORMER_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include "kube/rest.h"
+
+struct informer;
+
+/* Called from the informer's thread after the cache changed. old/cur are the cached
+ * versions before/after (either may be NULL: add / delete); they are borrowed. */
+typedef void (*informer_change_fn)(void *ud, const char *key, const cJSON *old, const cJSON *cur);
+/* Optional: shrink an object before it is cached (drop fields the controller never
+ * reads). Modifies obj in place. */
+typedef void (*informer_transform_fn)(cJSON *obj);
+
+struct informer_options {
+    const char *path;            /* collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods" */
+    const char *label_selector;  /* NULL = everything */
+    informer_change_fn on_change;
+    void *ud;
+    informer_transform_fn transform;
+    int page_size;               /* LIST limit (default 500) */
+};
+
+struct informer *informer_new(struct kube_client *c, const struct informer_options *o);
+/* Start the thread. 0 or -1. */
+int informer_start(struct informer *inf);
+/* Ask the thread to stop, and join it. */
+void informer_stop(struct informer *inf);
+void informer_free(struct informer *inf);
+
+/* True once the first LIST has been loaded into the cache. */
+int informer_synced(struct informer *inf);
+/* A deep copy of the cached object (caller deletes), or NULL. */
+cJSON *informer_get(struct informer *inf, const char *key);
+/* Number of cached objects. */
+size_t informer_count(struct informer *inf);
+/* Walk the cache under its read lock; fn must not call back into this informer.
+ * Stops when fn returns non-zero. */
+void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
+/* Counters for metrics: lists, watch restarts, 410 relists, events. */
+struct informer_stats { unsigned long lists, watches, relists_expired, events, errors; };
+void informer_stats(struct informer *inf, struct informer_stats *out);
+
+/* "namespace/name" (or "name" for cluster-scoped) of an object into out. 0 or -1. */
+int informer_key(const cJSON *obj, char *out, size_t outlen);
+
+/* Drop metadata.managedFields and the last-applied annotation: the default transform. */
+void informer_strip_metadata(cJSON *obj);
+
+#endif

@@ -1,0 +1,33 @@
+/* runtime/log.c — logfmt lines on stderr (see log.h). One fprintf per line, so lines
+ * from different threads never interleave. */
+#include "runtime/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static volatile int threshold = LOG_INFO;
+static const char *const names[] = {"debug", "info", "warn", "error"};
+
+void log_set_level(const char *name) {
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, names[i])) { threshold = i; return; }
+    threshold = LOG_INFO;
+}
+
+int log_enabled(enum log_level l) { return (int)l >= threshold; }
+
+void log_line(enum log_level l, const char *fmt, ...) {
+    char body[2048], ts[40];
+    struct timespec now;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ts=%s.%03ldZ level=%s %s\n", ts, now.tv_nsec / 1000000, names[l], body);
+}

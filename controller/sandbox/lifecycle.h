@@ -1,0 +1,94 @@
+/* sandbox/lifecycle.h — the controller's decisions, as one pure function: given a
+ * Sandbox's spec, what the cache says about it and its Pod and PVC, and the time, decide
+ * what to do (create/delete what, run the one-shot command, delete the Sandbox), what the
+ * status should say, and when to look again. No I/O and no clock: everything comes in
+ * through struct sbx_observed, so every rule of SPEC §4 is unit-testable. */
+#ifndef YAO_SANDBOX_LIFECYCLE_H
+#define YAO_SANDBOX_LIFECYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sandbox/spec.h"
+
+/* What the cache says about one owned object. */
+enum sbx_object_state {
+    SBX_OBJ_ABSENT = 0,
+    SBX_OBJ_PRESENT,      /* exists, ours (controller ownerReference to this Sandbox's uid) */
+    SBX_OBJ_TERMINATING,  /* ours, deletionTimestamp set */
+    SBX_OBJ_FOREIGN,      /* the name is taken by an object this Sandbox does not own */
+};
+
+struct sbx_observed {
+    int64_t now_ms;
+    int64_t created_ms;            /* Sandbox creationTimestamp */
+    int64_t generation;            /* metadata.generation */
+    /* Usage signals (0 = unknown). */
+    int64_t last_used_annotation_ms; /* sandbox.yaoapps.com/last-used-at */
+    int64_t status_last_used_ms;     /* status.lastUsedAt as last written */
+    int64_t status_started_ms;       /* status.startedAt */
+    int64_t status_stopped_ms;       /* status.stoppedAt */
+    const char *status_phase;        /* status.phase, NULL if none */
+    const char *status_reason;       /* status Ready condition reason, NULL if none */
+    /* One-shot result already recorded in status.run. */
+    int run_finished;
+    int run_exit_code;
+    int64_t run_finished_ms;
+    int run_in_progress;             /* an exec of spec.run is underway */
+    /* Owned objects. */
+    enum sbx_object_state pvc;
+    int pvc_bound;
+    enum sbx_object_state pod;
+    const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
+    int pod_ready;
+    int64_t pod_started_ms;          /* pod status.startTime */
+    /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
+     * oldest first). */
+    int admitted;
+};
+
+enum sbx_action {
+    SBX_ACT_CREATE_PVC = 1 << 0,
+    SBX_ACT_CREATE_POD = 1 << 1,
+    SBX_ACT_DELETE_POD = 1 << 2,
+    SBX_ACT_DELETE_PVC = 1 << 3,
+    SBX_ACT_DELETE_SANDBOX = 1 << 4,
+    SBX_ACT_RUN = 1 << 5,          /* execute spec.run in the pod (one-shot) */
+};
+
+/* Why the sandbox is not running (or is): the Ready condition's reason. */
+#define SBX_REASON_READY "PodReady"
+#define SBX_REASON_NOT_READY "PodNotReady"
+#define SBX_REASON_CREATING "Creating"
+#define SBX_REASON_CAPACITY "CapacityExceeded"
+#define SBX_REASON_INVALID "InvalidSpec"
+#define SBX_REASON_CONFLICT "NameConflict"
+#define SBX_REASON_IDLE "Idle"
+#define SBX_REASON_PAUSED "Paused"
+#define SBX_REASON_RUNNING_COMMAND "RunningCommand"
+#define SBX_REASON_SUCCEEDED "Succeeded"
+#define SBX_REASON_FAILED "Failed"
+#define SBX_REASON_EXPIRED "Expired"
+
+struct sbx_decision {
+    unsigned actions;              /* SBX_ACT_* */
+    const char *phase;             /* status.phase to write */
+    int ready;                     /* Ready condition status */
+    const char *reason;            /* Ready condition reason */
+    char message[256];             /* Ready condition message */
+    int64_t last_used_ms;          /* status.lastUsedAt to write (0 = leave unset) */
+    int64_t stopped_ms;            /* status.stoppedAt to write (0 = clear) */
+    int64_t requeue_after_ms;      /* look again after this long (0 = only on change) */
+    int wants_pod;                 /* the policy wants a pod now (used for capacity) */
+};
+
+/* The idle limit of a lifecycle: idleTimeout (session), ×24 (long-running), none
+ * (persistent, one-shot: 0). */
+int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s);
+
+/* The newest usage signal: last-used-at annotation, status.lastUsedAt, pod start. */
+int64_t lifecycle_last_used_ms(const struct sbx_observed *o);
+
+/* Decide. Never fails; d is fully written. */
+void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);
+
+#endif

@@ -1,0 +1,619 @@
+/* sandbox/reconcile.c — the controller's I/O glue (see reconcile.h). Data flows one way:
+ * watch → cache → queue key → sbx_reconcile (read cache → observe → lifecycle_decide →
+ * act via REST → write status if it changed) → requeue at the next deadline. */
+#include "sandbox/reconcile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/naming.h"
+
+
+/* A capacity slot reserved for a pod we just created stays counted this long even if
+ * the pod has not reached the cache yet. */
+#define RESERVATION_MS 30000
+
+/* ---- paths ------------------------------------------------------------------------- */
+
+/* Collection path of sandboxes in ns (or all namespaces when ns is NULL). */
+static void sandboxes_path(char *out, size_t n, const char *ns) {
+    if (ns) snprintf(out, n, "/apis/%s/v1alpha1/namespaces/%s/%s", SBX_GROUP, ns, SBX_PLURAL);
+    else snprintf(out, n, "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_PLURAL);
+}
+
+/* Collection path of a core resource ("pods", "persistentvolumeclaims"). */
+static void core_path(char *out, size_t n, const char *ns, const char *resource) {
+    if (ns) snprintf(out, n, "/api/v1/namespaces/%s/%s", ns, resource);
+    else snprintf(out, n, "/api/v1/%s", resource);
+}
+
+/* Split "ns/name" into its parts (in place copies). 0 or -1. */
+static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t namelen) {
+    const char *slash = strchr(key, '/');
+    if (!slash || (size_t)(slash - key) >= nslen || strlen(slash + 1) >= namelen) return -1;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = 0;
+    strcpy(name, slash + 1);
+    return 0;
+}
+
+/* ---- informer handlers --------------------------------------------------------------- */
+
+/* A Sandbox changed: queue it. */
+static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    queue_add(ctl->queue, key);
+}
+
+struct waiting_ctx { struct sbx_controller *ctl; };
+
+/* Queue every sandbox that waits for capacity. */
+static int queue_if_waiting(void *ud, const char *key, const cJSON *obj) {
+    struct waiting_ctx *w = ud;
+    const cJSON *conds = kj_path(obj, "status.conditions");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds) {
+        const char *reason = kj_str(c, "reason");
+        if (reason && !strcmp(reason, SBX_REASON_CAPACITY)) queue_add(w->ctl->queue, key);
+    }
+    return 0;
+}
+
+/* A Pod or PVC we own changed: queue its Sandbox. */
+static void on_owned(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    const cJSON *obj = cur ? cur : old;
+    const char *ns = kj_str(obj, "metadata.namespace");
+    const char *owner = NULL;
+    const cJSON *r;
+    /* The name label may be sanitised; the controller ownerReference has the exact name. */
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        const char *kind = kj_str(r, "kind");
+        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) owner = kj_str(r, "name");
+    }
+    if (ns && owner) {
+        char skey[512];
+        snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
+        queue_add(ctl->queue, skey);
+    }
+}
+
+/* A Pod changed: as on_owned, and a pod that went away (or started terminating) frees a
+ * slot of the running cap, so the sandboxes waiting for one are looked at again. */
+static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    on_owned(ud, key, old, cur);
+    int freed = !cur || (kj_str(cur, "metadata.deletionTimestamp") && !kj_str(old, "metadata.deletionTimestamp"));
+    if (freed && ctl->opt.max_running > 0) {
+        struct waiting_ctx w = {ctl};
+        informer_foreach(ctl->sandboxes, queue_if_waiting, &w);
+    }
+}
+
+/* Keep only what the controller reads of a Pod: metadata and a slice of status. */
+static void shrink_pod(cJSON *pod) {
+    informer_strip_metadata(pod);
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+    if (spec) {
+        cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");
+        cJSON_DeleteItemFromObjectCaseSensitive(pod, "spec");
+        cJSON *small = cJSON_AddObjectToObject(pod, "spec");
+        if (small && node) cJSON_AddItemToObject(small, "nodeName", node);
+        else cJSON_Delete(node);
+    }
+    cJSON *status = cJSON_GetObjectItemCaseSensitive(pod, "status");
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "containerStatuses");
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "initContainerStatuses");
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "podIPs");
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "hostIPs");
+}
+
+/* Keep only metadata and status.phase of a PVC. */
+static void shrink_pvc(cJSON *pvc) {
+    informer_strip_metadata(pvc);
+    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "spec");
+    cJSON *status = cJSON_GetObjectItemCaseSensitive(pvc, "status");
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "capacity");
+}
+
+/* ---- controller lifecycle ------------------------------------------------------------ */
+
+struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
+                                          char *err, size_t errlen) {
+    char path[1024];
+    struct sbx_controller *ctl = calloc(1, sizeof(*ctl));
+    if (!ctl) { snprintf(err, errlen, "out of memory"); return NULL; }
+    ctl->client = c;
+    ctl->opt = *o;
+    if (ctl->opt.workers < 1) ctl->opt.workers = 4;
+    if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
+    pthread_mutex_init(&ctl->lock, NULL);
+    strmap_init(&ctl->reserved);
+    ctl->queue = queue_new(5, 1000 * 1000);
+
+    sandboxes_path(path, sizeof(path), o->namespace_);
+    struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
+    ctl->sandboxes = informer_new(c, &io);
+
+    char selector[128];
+    snprintf(selector, sizeof(selector), "%s=%s", SBX_LABEL_MANAGED_BY, SBX_MANAGED_BY);
+    core_path(path, sizeof(path), o->namespace_, "pods");
+    io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
+                                   .ud = ctl, .transform = shrink_pod};
+    ctl->pods = informer_new(c, &io);
+    core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
+    io.path = path;
+    io.on_change = on_owned;
+    io.transform = shrink_pvc;
+    ctl->pvcs = informer_new(c, &io);
+
+    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs) {
+        snprintf(err, errlen, "out of memory");
+        sbx_controller_free(ctl);
+        return NULL;
+    }
+    return ctl;
+}
+
+/* Record one reconcile's latency in the histogram. */
+static void observe_latency(struct sbx_controller *ctl, double ms, int failed) {
+    static const double bounds[11] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500};
+    int b = 0;
+    while (b < 11 && ms > bounds[b]) b++;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->stats.reconciles++;
+    if (failed) ctl->stats.errors++;
+    ctl->stats.latency_buckets[b]++;
+    ctl->stats.latency_sum_ms += ms;
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Bump a counter under the lock. */
+static void count(struct sbx_controller *ctl, uint64_t *field) {
+    pthread_mutex_lock(&ctl->lock);
+    (*field)++;
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out) {
+    pthread_mutex_lock(&ctl->lock);
+    *out = ctl->stats;
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Monotonic milliseconds, for latency. */
+static double mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A worker: take keys until shutdown. */
+static void *worker(void *arg) {
+    struct sbx_controller *ctl = arg;
+    char *key;
+    while ((key = queue_get(ctl->queue))) {
+        char err[KUBE_ERR_MAX] = "";
+        int64_t requeue = 0;
+        double t0 = mono_ms();
+        int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
+        observe_latency(ctl, mono_ms() - t0, rc < 0);
+        if (rc < 0) {
+            LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
+                queue_failures(ctl->queue, key) + 1, err);
+            queue_add_rate_limited(ctl->queue, key);
+        } else {
+            queue_forget(ctl->queue, key);
+            if (requeue > 0) queue_add_after(ctl->queue, key, requeue);
+            else if (ctl->opt.resync_ms > 0) queue_add_after(ctl->queue, key, ctl->opt.resync_ms);
+        }
+        queue_done(ctl->queue, key);
+        free(key);
+    }
+    return NULL;
+}
+
+int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
+    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->sandboxes) < 0)
+        return -1;
+    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->sandboxes))) {
+        if (stop && *stop) return -1;
+        usleep(20000);
+    }
+    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu", informer_count(ctl->sandboxes),
+        informer_count(ctl->pods), informer_count(ctl->pvcs));
+    ctl->threads = calloc((size_t)ctl->opt.workers, sizeof(pthread_t));
+    if (!ctl->threads) return -1;
+    for (int i = 0; i < ctl->opt.workers; i++) {
+        if (pthread_create(&ctl->threads[i], NULL, worker, ctl) != 0) break;
+        ctl->nthreads++;
+    }
+    return ctl->nthreads > 0 ? 0 : -1;
+}
+
+void sbx_controller_stop(struct sbx_controller *ctl) {
+    if (!ctl) return;
+    ctl->stopping = 1;
+    if (ctl->queue) queue_shutdown(ctl->queue);
+    for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
+    ctl->nthreads = 0;
+    if (ctl->sandboxes) informer_stop(ctl->sandboxes);
+    if (ctl->pods) informer_stop(ctl->pods);
+    if (ctl->pvcs) informer_stop(ctl->pvcs);
+}
+
+void sbx_controller_free(struct sbx_controller *ctl) {
+    if (!ctl) return;
+    sbx_controller_stop(ctl);
+    informer_free(ctl->sandboxes);
+    informer_free(ctl->pods);
+    informer_free(ctl->pvcs);
+    queue_free(ctl->queue);
+    strmap_clear(&ctl->reserved, NULL);
+    pthread_mutex_destroy(&ctl->lock);
+    free(ctl->threads);
+    free(ctl);
+}
+
+/* ---- observing ------------------------------------------------------------------------ */
+
+/* Ours, someone else's, or being deleted? */
+static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
+    if (!obj) return SBX_OBJ_ABSENT;
+    const cJSON *r;
+    int ours = 0;
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        const char *ruid = kj_str(r, "uid");
+        if (kj_bool(r, "controller", 0) && ruid && !strcmp(ruid, uid)) ours = 1;
+    }
+    if (!ours) return SBX_OBJ_FOREIGN;
+    return kj_str(obj, "metadata.deletionTimestamp") ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
+}
+
+/* Timestamp at path, or 0. */
+static int64_t time_at(const cJSON *obj, const char *path) {
+    int64_t ms;
+    const char *s = kj_str(obj, path);
+    return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
+}
+
+/* The Ready condition of a status (or a pod), or NULL. */
+static const cJSON *ready_condition(const cJSON *obj) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
+        const char *type = kj_str(c, "type");
+        if (type && !strcmp(type, "Ready")) return c;
+    }
+    return NULL;
+}
+
+struct capacity_ctx {
+    struct sbx_controller *ctl;
+    const char *self_key;
+    int64_t self_created;
+    int running;          /* pods of ours that are not terminating */
+    int older_waiting;    /* sandboxes created before us, waiting for capacity */
+};
+
+/* Count pods that hold a slot. */
+static int count_running(void *ud, const char *key, const cJSON *pod) {
+    struct capacity_ctx *c = ud;
+    if (!kj_str(pod, "metadata.deletionTimestamp")) c->running++;
+    return 0;
+}
+
+/* Count sandboxes older than us that wait for capacity (oldest-first admission). */
+static int count_older_waiting(void *ud, const char *key, const cJSON *sb) {
+    struct capacity_ctx *c = ud;
+    const cJSON *ready = ready_condition(sb);
+    const char *reason = kj_str(ready, "reason");
+    if (!reason || strcmp(reason, SBX_REASON_CAPACITY) != 0 || !strcmp(key, c->self_key)) return 0;
+    int64_t created = time_at(sb, "metadata.creationTimestamp");
+    if (created < c->self_created || (created == c->self_created && strcmp(key, c->self_key) < 0))
+        c->older_waiting++;
+    return 0;
+}
+
+/* Drop expired reservations and those whose pod reached the cache; count the rest. */
+static int live_reservations(struct sbx_controller *ctl, int64_t now) {
+    struct key_list { char *v[64]; int n; } expired = {.n = 0};
+    int live = 0;
+    for (size_t i = 0; i < ctl->reserved.nbuckets; i++)
+        for (struct strmap_entry *e = ctl->reserved.buckets[i]; e; e = e->next) {
+            if ((int64_t)(intptr_t)e->value < now && expired.n < 64) expired.v[expired.n++] = e->key;
+            else live++;
+        }
+    for (int i = 0; i < expired.n; i++) strmap_remove(&ctl->reserved, expired.v[i]);
+    return live;
+}
+
+/* May this sandbox start a pod? Reserves a slot when it may. */
+static int admit(struct sbx_controller *ctl, const char *key, int64_t created, int64_t now) {
+    if (ctl->opt.max_running <= 0) return 1;
+    struct capacity_ctx c = {.ctl = ctl, .self_key = key, .self_created = created};
+    informer_foreach(ctl->pods, count_running, &c);
+    informer_foreach(ctl->sandboxes, count_older_waiting, &c);
+    pthread_mutex_lock(&ctl->lock);
+    int admitted;
+    if (strmap_get(&ctl->reserved, key)) {
+        admitted = 1;
+    } else {
+        int reserved = live_reservations(ctl, now);
+        admitted = c.running + reserved + c.older_waiting < ctl->opt.max_running;
+        if (admitted) strmap_put(&ctl->reserved, key, (void *)(intptr_t)(now + RESERVATION_MS), NULL);
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    return admitted;
+}
+
+/* Release key's reservation (its pod is in the cache now, or it no longer wants one). */
+static void release(struct sbx_controller *ctl, const char *key) {
+    pthread_mutex_lock(&ctl->lock);
+    strmap_remove(&ctl->reserved, key);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* ---- acting --------------------------------------------------------------------------- */
+
+/* Create obj in ns/resource. 0 if created or already there and ours; 1 if the name
+ * belongs to someone else; -1 on error. */
+static int create_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
+                        cJSON *obj, const char *name, const char *uid, char *err, size_t errlen) {
+    char path[1024];
+    core_path(path, sizeof(path), ns, resource);
+    long st = kube_create(ctl->client, path, obj, NULL, err, errlen);
+    if (st == 201 || st == 200) { count(ctl, &ctl->stats.creates); return 0; }
+    if (st != 409) return -1;
+    /* Already exists: ours (the cache is behind) or a stranger's? */
+    cJSON *existing = NULL;
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    st = kube_get(ctl->client, path, &existing, err, errlen);
+    if (st != 200) { cJSON_Delete(existing); return st == 404 ? -1 : -1; }
+    enum sbx_object_state s = classify(existing, uid);
+    cJSON_Delete(existing);
+    return s == SBX_OBJ_FOREIGN ? 1 : 0;
+}
+
+/* Delete ns/resource/name if it still has uid. 0 or -1. */
+static int delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
+                        const char *name, const char *uid, char *err, size_t errlen) {
+    char path[1024];
+    core_path(path, sizeof(path), ns, resource);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    long st = kube_delete(ctl->client, path, uid, err, errlen);
+    if (st == 200 || st == 202 || st == 404 || st == 409) { count(ctl, &ctl->stats.deletes); return 0; }
+    return -1;
+}
+
+/* ---- status --------------------------------------------------------------------------- */
+
+/* Add a timestamp (or nothing when ms is 0). */
+static void add_time(cJSON *o, const char *k, int64_t ms) {
+    char t[40];
+    if (ms <= 0) return;
+    kj_time_format(ms, t, sizeof(t));
+    cJSON_AddStringToObject(o, k, t);
+}
+
+/* Copy item key from src to dst if present. */
+static void keep(cJSON *dst, const cJSON *src, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, key);
+    if (v) cJSON_AddItemToObject(dst, key, cJSON_Duplicate(v, 1));
+}
+
+/* The status the Sandbox should have. */
+static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
+                             const char *pod_name, const char *claim, int64_t now) {
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    cJSON *st = cJSON_CreateObject();
+    if (!st) return NULL;
+    cJSON_AddStringToObject(st, "phase", d->phase);
+    if (pod_name) cJSON_AddStringToObject(st, "podName", pod_name);
+    if (claim) cJSON_AddStringToObject(st, "workspaceClaim", claim);
+    const char *ip = kj_str(pod, "status.podIP");
+    const char *node = kj_str(pod, "spec.nodeName");
+    int running = !strcmp(d->phase, "Running");
+    if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
+    if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
+    int64_t started = time_at(pod, "status.startTime");
+    if (running && started) add_time(st, "startedAt", started);
+    else keep(st, cur, "startedAt");
+    add_time(st, "stoppedAt", d->stopped_ms);
+    add_time(st, "lastUsedAt", d->last_used_ms);
+    cJSON_AddNumberToObject(st, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
+    keep(st, cur, "run");
+
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(conds, c);
+    cJSON_AddStringToObject(c, "type", "Ready");
+    const char *status = d->ready ? "True" : "False";
+    cJSON_AddStringToObject(c, "status", status);
+    cJSON_AddNumberToObject(c, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
+    /* lastTransitionTime moves only when the condition's status changes. */
+    const cJSON *old = ready_condition(sb);
+    const char *old_status = kj_str(old, "status");
+    const char *old_time = kj_str(old, "lastTransitionTime");
+    if (old_status && old_time && !strcmp(old_status, status))
+        cJSON_AddStringToObject(c, "lastTransitionTime", old_time);
+    else
+        add_time(c, "lastTransitionTime", now);
+    cJSON_AddStringToObject(c, "reason", d->reason);
+    cJSON_AddStringToObject(c, "message", d->message);
+    /* Keep other condition types someone else may own. */
+    const cJSON *oc;
+    cJSON_ArrayForEach(oc, kj_path(sb, "status.conditions")) {
+        const char *type = kj_str(oc, "type");
+        if (type && strcmp(type, "Ready") != 0) cJSON_AddItemToArray(conds, cJSON_Duplicate(oc, 1));
+    }
+    return st;
+}
+
+/* Write status via a merge patch on /status if it differs from what is there. Keys the
+ * old status has and the new one lacks are set to null so they are removed. */
+static int write_status(struct sbx_controller *ctl, const char *ns, const char *name,
+                        const cJSON *sb, cJSON *st, char *err, size_t errlen) {
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    if (cur && cJSON_Compare(cur, st, 1)) return 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cur) {
+        if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
+    }
+    cJSON *patch = cJSON_CreateObject();
+    if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
+    cJSON_AddItemReferenceToObject(patch, "status", st);
+    char path[1024];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
+    long rc = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    if (rc == 404) return 0; /* deleted meanwhile */
+    if (rc != 200) return -1;
+    count(ctl, &ctl->stats.status_writes);
+    return 0;
+}
+
+/* Status for a spec the controller cannot act on. */
+static int report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                          const char *why, char *err, size_t errlen) {
+    struct sbx_decision d;
+    memset(&d, 0, sizeof(d));
+    d.phase = "Pending";
+    d.reason = SBX_REASON_INVALID;
+    snprintf(d.message, sizeof(d.message), "%s", why);
+    cJSON *st = desired_status(sb, &d, NULL, NULL, NULL, kj_now_ms());
+    if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = write_status(ctl, ns, name, sb, st, err, errlen);
+    cJSON_Delete(st);
+    return rc;
+}
+
+/* ---- the pass ------------------------------------------------------------------------- */
+
+int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
+    char ns[256], name[256], pod_name[SBX_NAME_MAX + 1], claim[128], okey[512];
+    cJSON *sb = NULL, *pod = NULL, *pvc = NULL;
+    struct sbx_spec spec;
+    int rc = -1, have_spec = 0;
+    *requeue_ms = 0;
+    memset(&spec, 0, sizeof(spec));
+
+    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
+    sb = informer_get(ctl->sandboxes, key);
+    if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
+        release(ctl, key);
+        rc = 0; /* gone or going: owner references let the garbage collector clean up */
+        goto out;
+    }
+    const char *uid = kj_str(sb, "metadata.uid");
+    if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
+
+    char why[512];
+    if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+        rc = report_invalid(ctl, ns, name, sb, why, err, errlen);
+        goto out;
+    }
+    have_spec = 1;
+    if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
+        rc = report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
+        goto out;
+    }
+    sbx_claim_name(pod_name, claim, sizeof(claim));
+    snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
+    pod = informer_get(ctl->pods, okey);
+    snprintf(okey, sizeof(okey), "%s/%s", ns, claim);
+    pvc = informer_get(ctl->pvcs, okey);
+
+    int64_t now = kj_now_ms();
+    struct sbx_observed o;
+    memset(&o, 0, sizeof(o));
+    o.now_ms = now;
+    o.created_ms = time_at(sb, "metadata.creationTimestamp");
+    o.generation = kj_int(sb, "metadata.generation", 0);
+    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
+    if (lu) kj_time_parse(lu, &o.last_used_annotation_ms);
+    o.status_last_used_ms = time_at(sb, "status.lastUsedAt");
+    o.status_started_ms = time_at(sb, "status.startedAt");
+    o.status_stopped_ms = time_at(sb, "status.stoppedAt");
+    o.status_phase = kj_str(sb, "status.phase");
+    o.status_reason = kj_str(ready_condition(sb), "reason");
+    const cJSON *run = kj_path(sb, "status.run");
+    if (run && kj_str(run, "finishedAt")) {
+        o.run_finished = 1;
+        o.run_exit_code = (int)kj_int(run, "exitCode", -1);
+        o.run_finished_ms = time_at(run, "finishedAt");
+    }
+    o.pvc = classify(pvc, uid);
+    o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
+    o.pod = classify(pod, uid);
+    o.pod_phase = kj_str(pod, "status.phase");
+    o.pod_ready = pod && kj_str(ready_condition(pod), "status") && !strcmp(kj_str(ready_condition(pod), "status"), "True");
+    o.pod_started_ms = time_at(pod, "status.startTime");
+    o.admitted = o.pod != SBX_OBJ_ABSENT;
+    if (o.pod == SBX_OBJ_PRESENT) release(ctl, key);
+
+    struct sbx_decision d;
+    lifecycle_decide(&spec, &o, &d);
+    if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
+        o.admitted = admit(ctl, key, o.created_ms, now);
+        lifecycle_decide(&spec, &o, &d);
+    } else if (!d.wants_pod) {
+        release(ctl, key);
+    }
+
+    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
+    if (d.actions & SBX_ACT_CREATE_PVC) {
+        cJSON *obj = sbx_build_pvc(&owner, &spec, pod_name, claim);
+        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", obj, claim, uid, err, errlen) : -1;
+        cJSON_Delete(obj);
+        if (r < 0) goto out;
+        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); count(ctl, &ctl->stats.conflicts); }
+    }
+    if (d.actions & SBX_ACT_CREATE_POD) {
+        cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
+        int r = obj ? create_owned(ctl, ns, "pods", obj, pod_name, uid, err, errlen) : -1;
+        cJSON_Delete(obj);
+        if (r < 0) { release(ctl, key); goto out; }
+        if (r == 1) {
+            release(ctl, key);
+            o.pod = SBX_OBJ_FOREIGN;
+            lifecycle_decide(&spec, &o, &d);
+            count(ctl, &ctl->stats.conflicts);
+        } else {
+            LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
+        }
+    }
+    if ((d.actions & SBX_ACT_DELETE_POD) &&
+        delete_owned(ctl, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
+        goto out;
+    if ((d.actions & SBX_ACT_DELETE_PVC) &&
+        delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
+        goto out;
+
+    cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
+    if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
+    rc = write_status(ctl, ns, name, sb, st, err, errlen);
+    cJSON_Delete(st);
+    if (rc < 0) goto out;
+
+    if (d.actions & SBX_ACT_DELETE_SANDBOX) {
+        char path[1024];
+        snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
+        long st2 = kube_delete(ctl->client, path, uid, err, errlen);
+        if (st2 != 200 && st2 != 202 && st2 != 404 && st2 != 409) { rc = -1; goto out; }
+        LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
+    }
+    *requeue_ms = d.requeue_after_ms;
+    rc = 0;
+out:
+    if (have_spec) sbx_spec_free(&spec);
+    cJSON_Delete(sb);
+    cJSON_Delete(pod);
+    cJSON_Delete(pvc);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/* sandbox/reconcile.h — the controller: informers for Sandboxes and the Pods and PVCs it
+ * owns, the work queue between them and the workers, and the reconcile pass for one
+ * Sandbox key (cache → decide → act → status). The decisions themselves are in
+ * sandbox/lifecycle.c; object shapes in sandbox/spec.c; this file is the I/O glue. */
+#ifndef YAO_SANDBOX_RECONCILE_H
+#define YAO_SANDBOX_RECONCILE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "kube/rest.h"
+#include "runtime/informer.h"
+#include "runtime/queue.h"
+#include "runtime/strmap.h"
+#include "sandbox/spec.h"
+
+struct sbx_controller_options {
+    struct sbx_defaults defaults;
+    const char *namespace_;     /* watch one namespace; NULL = all namespaces */
+    int max_running;            /* YAO_SANDBOX_MAX */
+    int workers;
+    int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
+    const char *field_manager;
+};
+
+/* Reconcile outcome counters, for metrics. */
+struct sbx_controller_stats {
+    uint64_t reconciles, errors, status_writes, creates, deletes, conflicts;
+    uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
+    double latency_sum_ms;
+};
+
+struct sbx_controller {
+    struct kube_client *client;
+    struct sbx_controller_options opt;
+    struct informer *sandboxes, *pods, *pvcs;
+    struct workqueue *queue;
+    pthread_t *threads;
+    int nthreads;
+    volatile int stopping;
+    pthread_mutex_t lock;          /* guards reserved, running_keys, stats */
+    struct strmap reserved;        /* sandbox key -> expiry (ms) of a capacity slot being filled */
+    struct sbx_controller_stats stats;
+};
+
+/* Set up informers and the queue (nothing runs yet). NULL with err on failure. */
+struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
+                                          char *err, size_t errlen);
+/* Start the informers, wait until their caches are synced (or stop is set), then start
+ * the workers. 0, or -1 when stopped before syncing. */
+int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop);
+/* Stop workers and informers. */
+void sbx_controller_stop(struct sbx_controller *ctl);
+void sbx_controller_free(struct sbx_controller *ctl);
+
+/* One reconcile pass for "namespace/name". 0 on success (*requeue_ms > 0 asks to look
+ * again after that long), -1 on failure (err set; the caller backs off). */
+int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms,
+                  char *err, size_t errlen);
+
+void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out);
+
+#endif

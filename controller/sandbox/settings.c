@@ -1,0 +1,159 @@
+/* sandbox/settings.c — flags and YAO_SANDBOX_* variables into struct sbx_settings (see
+ * settings.h). Precedence: flag > environment > default. */
+#include "sandbox/settings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox/quantity.h"
+
+static const char usage[] =
+    "usage: yao-sandbox-controller [flags]\n"
+    "\n"
+    "Watches Sandbox objects (sandbox.yaoapps.com/v1alpha1) and gives each one a PVC-backed\n"
+    "pod named yao-sb-<user>-<chat>, enforcing its lifecycle policy.\n"
+    "\n"
+    "  --kubeconfig PATH        kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)\n"
+    "  --namespace NS           watch only NS (YAO_SANDBOX_NAMESPACE; default: all namespaces)\n"
+    "  --image IMAGE            default sandbox image (YAO_SANDBOX_IMAGE)\n"
+    "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
+    "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
+    "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
+    "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
+    "  --workspace-size QTY     default workspace size (YAO_SANDBOX_WORKSPACE_SIZE; 10Gi)\n"
+    "  --storage-class NAME     default workspace storage class (YAO_SANDBOX_STORAGE_CLASS)\n"
+    "  --workers N              reconcile workers (YAO_SANDBOX_WORKERS; 4)\n"
+    "  --resync DUR             safety-net requeue of every Sandbox (YAO_SANDBOX_RESYNC; 10m; 0 = off)\n"
+    "  --metrics-addr HOST:PORT serve /healthz /readyz /metrics (YAO_SANDBOX_METRICS_ADDR; default off)\n"
+    "  --leader-elect           take part in leader election via a Lease (off by default)\n"
+    "  --lease-name NAME        Lease name (yao-sandbox-controller)\n"
+    "  --lease-namespace NS     Lease namespace (YAO_SANDBOX_LEASE_NAMESPACE or the pod's namespace)\n"
+    "  --lease-duration DUR     (15s)   --renew-deadline DUR (10s)   --retry-period DUR (2s)\n"
+    "  --log-level LEVEL        debug, info, warn, error (YAO_SANDBOX_LOG_LEVEL; info)\n"
+    "  --version                print the version and exit\n"
+    "  -h, --help               this text\n";
+
+const char *sbx_settings_usage(void) { return usage; }
+
+/* Positive integer or -1. */
+static int parse_int(const char *s, long max) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*s && !*end && v >= 0 && v <= max) ? (int)v : -1;
+}
+
+/* Apply one setting by its flag name (without "--"). 0, or -1 with err. src names
+ * where the value came from, for the message. */
+static int apply(struct sbx_settings *o, const char *name, const char *val, const char *src,
+                 char *err, size_t errlen) {
+    struct sbx_defaults *d = &o->controller.defaults;
+    int64_t v;
+#define BAD(what) do { snprintf(err, errlen, "%s: %s \"%s\"", src, what, val); return -1; } while (0)
+    if (!strcmp(name, "kubeconfig")) o->kubeconfig = val;
+    else if (!strcmp(name, "namespace")) o->controller.namespace_ = *val ? val : NULL;
+    else if (!strcmp(name, "image")) { if (!*val) BAD("empty image"); d->image = val; }
+    else if (!strcmp(name, "max-running")) {
+        int n = parse_int(val, 1000000);
+        if (n < 0) BAD("not a count");
+        o->controller.max_running = n;
+    } else if (!strcmp(name, "idle-timeout")) {
+        if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
+        d->idle_timeout_ms = v;
+    } else if (!strcmp(name, "memory")) {
+        if (qty_parse_memory(val, &v) < 0 || v < (4 << 20)) BAD("not a memory quantity of at least 4Mi");
+        d->memory_bytes = v;
+    } else if (!strcmp(name, "cpu")) {
+        if (qty_parse_cpu(val, &v) < 0 || v < 1) BAD("not a cpu quantity");
+        d->cpu_millis = v;
+    } else if (!strcmp(name, "workspace-size")) {
+        if (qty_parse_memory(val, &v) < 0 || v < (1 << 20)) BAD("not a storage quantity of at least 1Mi");
+        d->workspace_bytes = v;
+    } else if (!strcmp(name, "storage-class")) d->storage_class = *val ? val : NULL;
+    else if (!strcmp(name, "workers")) {
+        int n = parse_int(val, 256);
+        if (n < 1) BAD("not a worker count (1-256)");
+        o->controller.workers = n;
+    } else if (!strcmp(name, "resync")) {
+        if (qty_parse_duration(val, &v) < 0) BAD("not a duration");
+        o->controller.resync_ms = v;
+    } else if (!strcmp(name, "metrics-addr")) o->metrics_addr = val;
+    else if (!strcmp(name, "lease-name")) o->lease_name = val;
+    else if (!strcmp(name, "lease-namespace")) o->lease_namespace = val;
+    else if (!strcmp(name, "lease-duration") || !strcmp(name, "renew-deadline") || !strcmp(name, "retry-period")) {
+        if (qty_parse_duration(val, &v) < 0 || v < 100) BAD("not a duration");
+        if (name[1] == 'e' && name[2] == 'a') o->lease_duration_ms = v;
+        else if (name[0] == 'r' && name[1] == 'e' && name[2] == 'n') o->renew_deadline_ms = v;
+        else o->retry_period_ms = v;
+    } else if (!strcmp(name, "log-level")) {
+        if (strcmp(val, "debug") && strcmp(val, "info") && strcmp(val, "warn") && strcmp(val, "error"))
+            BAD("not a log level (debug, info, warn, error)");
+        o->log_level = val;
+    } else {
+        snprintf(err, errlen, "unknown flag --%s (see --help)", name);
+        return -1;
+    }
+#undef BAD
+    return 0;
+}
+
+static const struct { const char *var, *flag; } env_map[] = {
+    {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
+    {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
+    {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
+    {"YAO_SANDBOX_WORKSPACE_SIZE", "workspace-size"}, {"YAO_SANDBOX_STORAGE_CLASS", "storage-class"},
+    {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
+    {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
+    {"YAO_SANDBOX_LOG_LEVEL", "log-level"},
+};
+
+int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_settings *o,
+                       char *err, size_t errlen) {
+    memset(o, 0, sizeof(*o));
+    sbx_defaults_init(&o->controller.defaults);
+    o->controller.max_running = 100;
+    o->controller.workers = 4;
+    o->controller.resync_ms = 10 * 60 * 1000;
+    o->log_level = "info";
+    o->metrics_addr = "";
+    o->lease_name = "yao-sandbox-controller";
+    o->lease_duration_ms = 15000;
+    o->renew_deadline_ms = 10000;
+    o->retry_period_ms = 2000;
+
+    for (size_t i = 0; env && i < sizeof(env_map) / sizeof(env_map[0]); i++) {
+        const char *v = env(env_map[i].var);
+        if (v && apply(o, env_map[i].flag, v, env_map[i].var, err, errlen) < 0) return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { o->show_help = 1; continue; }
+        if (!strcmp(a, "--version")) { o->show_version = 1; continue; }
+        if (!strcmp(a, "--leader-elect") || !strcmp(a, "--leader-elect=true")) { o->leader_elect = 1; continue; }
+        if (!strcmp(a, "--leader-elect=false")) { o->leader_elect = 0; continue; }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", a);
+            return -1;
+        }
+        char name[64];
+        const char *eq = strchr(a, '='), *val;
+        size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (n >= sizeof(name)) { snprintf(err, errlen, "unknown flag %s", a); return -1; }
+        memcpy(name, a + 2, n);
+        name[n] = 0;
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) { snprintf(err, errlen, "flag --%s needs a value", name); return -1; }
+            val = argv[++i];
+        }
+        char src[80];
+        snprintf(src, sizeof(src), "--%s", name);
+        if (apply(o, name, val, src, err, errlen) < 0) return -1;
+    }
+    if (o->renew_deadline_ms >= o->lease_duration_ms || o->retry_period_ms >= o->renew_deadline_ms) {
+        snprintf(err, errlen, "leader election needs retry-period < renew-deadline < lease-duration");
+        return -1;
+    }
+    return 0;
+}

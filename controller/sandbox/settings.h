@@ -1,0 +1,31 @@
+/* sandbox/settings.h — the controller's configuration: command-line flags over the
+ * YAO_SANDBOX_* environment over built-in defaults, validated with the same parsers the
+ * Sandbox spec uses. Pure (the environment is passed in as a lookup function). */
+#ifndef YAO_SANDBOX_SETTINGS_H
+#define YAO_SANDBOX_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sandbox/reconcile.h"
+
+struct sbx_settings {
+    struct sbx_controller_options controller;
+    const char *kubeconfig;     /* NULL = $KUBECONFIG / in-cluster / ~/.kube/config */
+    const char *log_level;      /* debug, info, warn, error */
+    const char *metrics_addr;   /* host:port of /healthz /readyz /metrics ("" = off) */
+    int leader_elect;
+    const char *lease_name, *lease_namespace;
+    int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
+    int show_help, show_version;
+};
+
+typedef const char *(*sbx_getenv_fn)(const char *name);
+
+/* Parse argv (argv[0] skipped) and the environment. Strings point into argv/env.
+ * 0, or -1 with a one-line message naming the flag or variable in err. */
+int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_settings *out,
+                       char *err, size_t errlen);
+/* The --help text. */
+const char *sbx_settings_usage(void);
+
+#endif

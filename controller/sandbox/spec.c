@@ -1,0 +1,872 @@
+/* sandbox/spec.c — the Sandbox API in C: parse and re-validate a Sandbox's spec into
+ * struct sbx_spec (controller defaults applied), and build the objects the controller owns
+ * (workspace PVC, Pod) as cJSON.
+ *
+ * The CRD schema (crd/sandbox.yaml) validates the same rules on the API server; this file
+ * checks them again because the schema may be missing, older, or bypassed, and the
+ * controller must never build an object from an invalid spec. Every limit below has its
+ * twin in the CRD: change both together. Error messages are one line, start with the JSON
+ * path of the field, quote the offending value (escaped, cut at 64 bytes) and end up
+ * verbatim in the Ready=False/InvalidSpec condition.
+ *
+ * Not here: naming rules (naming.c), unit parsing (quantity.c), any I/O. */
+#include "sandbox/spec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox/naming.h"
+#include "sandbox/quantity.h"
+
+/* Limits, mirrored in crd/sandbox.yaml. Lengths count Unicode code points, like the
+ * API server's maxLength. */
+#define SBX_ID_MAX_CHARS 128
+#define SBX_IMAGE_MAX_CHARS 1024
+#define SBX_ARGV_MAX_ITEMS 1024
+#define SBX_ARG_MAX_CHARS 32768
+#define SBX_ENV_MAX_ITEMS 256
+#define SBX_ENV_NAME_MAX_CHARS 256
+#define SBX_ENV_VALUE_MAX_CHARS 32768
+#define SBX_PATH_MAX_CHARS 1024
+#define SBX_CLASS_MAX_CHARS 253
+
+#define SBX_MIB (INT64_C(1) << 20)
+#define SBX_TIB (INT64_C(1) << 40)
+#define SBX_MEMORY_MIN (4 * SBX_MIB)
+#define SBX_MEMORY_MAX SBX_TIB
+#define SBX_CPU_MIN 1                   /* millicores */
+#define SBX_CPU_MAX (256 * 1000)
+#define SBX_WORKSPACE_MIN SBX_MIB
+#define SBX_WORKSPACE_MAX (64 * SBX_TIB)
+
+#define SBX_DURATION_MAX_MS (INT64_C(8760) * 3600 * 1000)   /* one year */
+#define SBX_IDLE_MIN_MS 1000
+#define SBX_RUN_TIMEOUT_DEFAULT_MS (INT64_C(10) * 60 * 1000)
+#define SBX_TTL_DEFAULT_S 300
+#define SBX_TTL_MAX_S INT64_C(2147483647)   /* int32, like Job's field */
+
+#define SBX_DEFAULT_IMAGE "yao-sandbox/sandbox:latest"
+#define SBX_RUN_AS 1000                     /* uid, gid and fsGroup of the sandbox */
+#define SBX_GRACE_SECONDS 10
+#define SBX_VOLUME_NAME "workspace"
+
+/* How much of an offending value an error message quotes. */
+#define SBX_QUOTE_MAX 64
+
+static const char *const sbx_reserved_env[] = {
+    "YAO_SANDBOX_NAME", "YAO_USER_ID", "YAO_CHAT_ID",
+};
+
+/* Parsing context: the defaults in force and where the error message goes. */
+struct sbx_pctx {
+    const struct sbx_defaults *d;
+    char *err;
+    size_t errlen;
+};
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+/* Write the error message (printf-style) and return -1. */
+__attribute__((format(printf, 2, 3)))
+static int sbx_fail(struct sbx_pctx *c, const char *fmt, ...) {
+    va_list ap;
+
+    if (c->err && c->errlen) {
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int sbx_enomem(struct sbx_pctx *c) {
+    return sbx_fail(c, "out of memory while parsing the Sandbox spec");
+}
+
+/* Quote s for an error message: "..." with quotes, backslashes and control characters
+ * escaped, cut after SBX_QUOTE_MAX bytes on a UTF-8 boundary with "..." appended, so the
+ * message stays one readable line whatever the input. out >= 4 * SBX_QUOTE_MAX + 8. */
+static const char *sbx_quote(const char *s, char *out, size_t outlen) {
+    size_t i, o = 0;
+
+    out[o++] = '"';
+    for (i = 0; s[i] && o + 8 < outlen; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (i >= SBX_QUOTE_MAX && (ch & 0xC0) != 0x80) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (ch == '"' || ch == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return out;
+}
+
+/* Number of Unicode code points in UTF-8 s (continuation bytes not counted). */
+static size_t sbx_utf8_len(const char *s) {
+    size_t n = 0;
+
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) n++;
+    return n;
+}
+
+/* True if s holds an ASCII control character (the CRD's [^\x00-\x1f\x7f]). */
+static int sbx_has_ctl(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return 1;
+    return 0;
+}
+
+/* The member key of obj, or NULL when absent or JSON null (null = not given). */
+static const cJSON *sbx_member(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static int sbx_dup(struct sbx_pctx *c, const char *s, char **out) {
+    *out = strdup(s);
+    return *out ? 0 : sbx_enomem(c);
+}
+
+/* Optional string member: 0 with *out = NULL when absent, 0 with *out set when a string,
+ * -1 (error written) for any other type. */
+static int sbx_opt_string(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                          const char *path, const char **out) {
+    const cJSON *v = sbx_member(obj, key);
+
+    *out = NULL;
+    if (!v) return 0;
+    if (!cJSON_IsString(v)) return sbx_fail(c, "%s: must be a string", path);
+    *out = v->valuestring;
+    return 0;
+}
+
+/* Optional object member, same convention as sbx_opt_string. */
+static int sbx_opt_object(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                          const char *path, const cJSON **out) {
+    const cJSON *v = sbx_member(obj, key);
+
+    *out = NULL;
+    if (!v) return 0;
+    if (!cJSON_IsObject(v)) return sbx_fail(c, "%s: must be an object", path);
+    *out = v;
+    return 0;
+}
+
+/* A user or chat ID: required, 1..128 characters, no control characters. */
+static int sbx_parse_id(struct sbx_pctx *c, const cJSON *spec, const char *key, char **out) {
+    char path[32], q[4 * SBX_QUOTE_MAX + 8];
+    const char *s;
+    size_t n;
+
+    snprintf(path, sizeof path, "spec.%s", key);
+    if (sbx_opt_string(c, spec, key, path, &s)) return -1;
+    if (!s) return sbx_fail(c, "%s: required", path);
+    if (!*s) return sbx_fail(c, "%s: must not be empty", path);
+    n = sbx_utf8_len(s);
+    if (n > SBX_ID_MAX_CHARS)
+        return sbx_fail(c, "%s: must be at most %d characters (got %zu)", path,
+                        SBX_ID_MAX_CHARS, n);
+    if (sbx_has_ctl(s))
+        return sbx_fail(c, "%s: %s must not contain control characters", path,
+                        sbx_quote(s, q, sizeof q));
+    return sbx_dup(c, s, out);
+}
+
+/* An image reference: non-empty, at most 1024 characters, no whitespace or controls.
+ * what names the value in messages ("spec.image" or the controller default). */
+static int sbx_check_image(struct sbx_pctx *c, const char *s, const char *what) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    size_t n;
+
+    if (!s || !*s) return sbx_fail(c, "%s: must not be empty", what);
+    n = sbx_utf8_len(s);
+    if (n > SBX_IMAGE_MAX_CHARS)
+        return sbx_fail(c, "%s: must be at most %d characters (got %zu)", what,
+                        SBX_IMAGE_MAX_CHARS, n);
+    for (const char *p = s; *p; p++)
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
+            *p == '\f' || (unsigned char)*p < 0x20 || *p == 0x7f)
+            return sbx_fail(c, "%s: %s must not contain whitespace or control characters",
+                            what, sbx_quote(s, q, sizeof q));
+    return 0;
+}
+
+/* An environment variable name as the CRD allows it: [A-Za-z_][A-Za-z0-9_.-]* — a subset
+ * of Kubernetes' own rule ([-._a-zA-Z][-._a-zA-Z0-9]*) that also cannot be mistaken for
+ * an option when the controller passes run.env to env(1). */
+static int sbx_is_env_name(const char *s) {
+    unsigned char ch = (unsigned char)s[0];
+
+    if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_')) return 0;
+    for (s++; *s; s++) {
+        ch = (unsigned char)*s;
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+              (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* True if s is a DNS-1123 subdomain (StorageClass names): <= 253 chars, dot-separated
+ * DNS-1123 labels of [a-z0-9-] with alnum at both ends. */
+static int sbx_is_dns_subdomain(const char *s) {
+    size_t n = strlen(s), i, label = 0;
+
+    if (n == 0 || n > SBX_CLASS_MAX_CHARS) return 0;
+    for (i = 0; i <= n; i++) {
+        char ch = s[i];
+        if (ch == '.' || ch == '\0') {
+            if (label == 0 || s[i - 1] == '-') return 0;
+            label = 0;
+            continue;
+        }
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return 0;
+        if (label == 0 && ch == '-') return 0;
+        if (++label > 63) return 0;
+    }
+    return 1;
+}
+
+/* An absolute path without ".." elements or control characters; "/" itself is refused
+ * when !allow_root. */
+static int sbx_check_abs_path(struct sbx_pctx *c, const char *s, const char *path,
+                              int allow_root) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const char *p;
+    size_t n = sbx_utf8_len(s);
+
+    if (s[0] != '/')
+        return sbx_fail(c, "%s: %s must be an absolute path", path, sbx_quote(s, q, sizeof q));
+    if (n > SBX_PATH_MAX_CHARS)
+        return sbx_fail(c, "%s: must be at most %d characters (got %zu)", path,
+                        SBX_PATH_MAX_CHARS, n);
+    if (sbx_has_ctl(s))
+        return sbx_fail(c, "%s: %s must not contain control characters", path,
+                        sbx_quote(s, q, sizeof q));
+    if (!allow_root && s[strspn(s, "/")] == '\0')
+        return sbx_fail(c, "%s: must not be \"/\"", path);
+    for (p = s; (p = strstr(p, "..")) != NULL; p += 2)
+        if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
+            return sbx_fail(c, "%s: %s must not contain \"..\" elements", path,
+                            sbx_quote(s, q, sizeof q));
+    return 0;
+}
+
+/* ---- typed parsers ------------------------------------------------------------------ */
+
+/* A string array member (command, args, run.command): at most 1024 elements of at most
+ * 32768 characters each. Absent → empty. */
+static int sbx_parse_strv(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                          const char *path, struct sbx_strv *out) {
+    const cJSON *arr = sbx_member(obj, key), *it;
+    size_t i = 0, n;
+
+    out->v = NULL;
+    out->n = 0;
+    if (!arr) return 0;
+    if (!cJSON_IsArray(arr)) return sbx_fail(c, "%s: must be an array of strings", path);
+    n = (size_t)cJSON_GetArraySize(arr);
+    if (n > SBX_ARGV_MAX_ITEMS)
+        return sbx_fail(c, "%s: must have at most %d elements (got %zu)", path,
+                        SBX_ARGV_MAX_ITEMS, n);
+    if (n == 0) return 0;
+    cJSON_ArrayForEach(it, arr) {
+        if (!cJSON_IsString(it)) return sbx_fail(c, "%s[%zu]: must be a string", path, i);
+        if (sbx_utf8_len(it->valuestring) > SBX_ARG_MAX_CHARS)
+            return sbx_fail(c, "%s[%zu]: must be at most %d characters", path, i,
+                            SBX_ARG_MAX_CHARS);
+        i++;
+    }
+    out->v = calloc(n, sizeof *out->v);
+    if (!out->v) return sbx_enomem(c);
+    cJSON_ArrayForEach(it, arr) {
+        out->v[out->n] = strdup(it->valuestring);
+        if (!out->v[out->n]) return sbx_enomem(c);
+        out->n++;
+    }
+    return 0;
+}
+
+/* An env list member (spec.env, spec.run.env): objects {name, value}; names valid,
+ * unique, not reserved; values strings of at most 32768 characters (absent = ""). */
+static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                         const char *path, struct sbx_env **out, size_t *nout) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *arr = sbx_member(obj, key), *it;
+    size_t i = 0, j, k, n;
+
+    *out = NULL;
+    *nout = 0;
+    if (!arr) return 0;
+    if (!cJSON_IsArray(arr))
+        return sbx_fail(c, "%s: must be an array of {name, value} objects", path);
+    n = (size_t)cJSON_GetArraySize(arr);
+    if (n > SBX_ENV_MAX_ITEMS)
+        return sbx_fail(c, "%s: must have at most %d elements (got %zu)", path,
+                        SBX_ENV_MAX_ITEMS, n);
+    if (n == 0) return 0;
+    *out = calloc(n, sizeof **out);
+    if (!*out) return sbx_enomem(c);
+    cJSON_ArrayForEach(it, arr) {
+        const cJSON *name, *value;
+        size_t len;
+
+        if (!cJSON_IsObject(it))
+            return sbx_fail(c, "%s[%zu]: must be an object with name and value", path, i);
+        name = sbx_member(it, "name");
+        value = sbx_member(it, "value");
+        if (!name) return sbx_fail(c, "%s[%zu].name: required", path, i);
+        if (!cJSON_IsString(name)) return sbx_fail(c, "%s[%zu].name: must be a string", path, i);
+        len = sbx_utf8_len(name->valuestring);
+        if (len == 0) return sbx_fail(c, "%s[%zu].name: must not be empty", path, i);
+        if (len > SBX_ENV_NAME_MAX_CHARS)
+            return sbx_fail(c, "%s[%zu].name: must be at most %d characters (got %zu)", path, i,
+                            SBX_ENV_NAME_MAX_CHARS, len);
+        if (!sbx_is_env_name(name->valuestring))
+            return sbx_fail(c, "%s[%zu].name: %s is not a valid variable name (a letter or '_', "
+                            "then letters, digits, '_', '.' or '-')", path, i,
+                            sbx_quote(name->valuestring, q, sizeof q));
+        for (k = 0; k < sizeof sbx_reserved_env / sizeof *sbx_reserved_env; k++)
+            if (strcmp(name->valuestring, sbx_reserved_env[k]) == 0)
+                return sbx_fail(c, "%s[%zu].name: %s is reserved (set by the controller)",
+                                path, i, sbx_quote(name->valuestring, q, sizeof q));
+        for (j = 0; j < i; j++)
+            if (strcmp((*out)[j].name, name->valuestring) == 0)
+                return sbx_fail(c, "%s[%zu].name: duplicate name %s (also %s[%zu])", path, i,
+                                sbx_quote(name->valuestring, q, sizeof q), path, j);
+        if (value && !cJSON_IsString(value))
+            return sbx_fail(c, "%s[%zu].value: must be a string", path, i);
+        if (value && sbx_utf8_len(value->valuestring) > SBX_ENV_VALUE_MAX_CHARS)
+            return sbx_fail(c, "%s[%zu].value: must be at most %d characters", path, i,
+                            SBX_ENV_VALUE_MAX_CHARS);
+        (*out)[i].name = strdup(name->valuestring);
+        (*out)[i].value = strdup(value ? value->valuestring : "");
+        *nout = ++i;   /* counted now so that sbx_spec_free frees a half-built entry */
+        if (!(*out)[i - 1].name || !(*out)[i - 1].value) return sbx_enomem(c);
+    }
+    return 0;
+}
+
+enum sbx_qty_kind { SBX_QTY_BYTES, SBX_QTY_CPU };
+
+/* Human form of a limit for messages: "4Mi", "1Ti", "1m", "256". */
+static const char *sbx_qty_show(enum sbx_qty_kind kind, int64_t v, char *out, size_t outlen) {
+    int rc = kind == SBX_QTY_CPU ? qty_format_cpu(v, out, outlen)
+                                 : qty_format_memory(v, out, outlen);
+    if (rc != 0) snprintf(out, outlen, "%lld", (long long)v);
+    return out;
+}
+
+/* A quantity member (memory, cpu, workspace size): a string, or an integer as the CRD's
+ * x-kubernetes-int-or-string allows; parsed with quantity.h and kept within [min, max].
+ * Absent → *out = dflt (the controller default, range-checked as well). */
+static int sbx_parse_qty(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                         const char *path, enum sbx_qty_kind kind, int64_t min, int64_t max,
+                         int64_t dflt, int64_t *out) {
+    char text[64], shown[4 * SBX_QUOTE_MAX + 32], lim[32];
+    const cJSON *v = obj ? sbx_member(obj, key) : NULL;
+    int rc;
+
+    if (!v) {
+        *out = dflt;
+        snprintf(shown, sizeof shown, "controller default %s",
+                 sbx_qty_show(kind, dflt, lim, sizeof lim));
+    } else {
+        if (cJSON_IsString(v)) {
+            sbx_quote(v->valuestring, shown, sizeof shown);
+            snprintf(text, sizeof text, "%s", v->valuestring);
+            if (strlen(v->valuestring) >= sizeof text) text[0] = '\0';   /* too long: junk */
+        } else if (cJSON_IsNumber(v)) {
+            snprintf(text, sizeof text, "%.15g", v->valuedouble);
+            snprintf(shown, sizeof shown, "%s", text);
+        } else {
+            return sbx_fail(c, "%s: must be a string or an integer", path);
+        }
+        rc = kind == SBX_QTY_CPU ? qty_parse_cpu(text, out) : qty_parse_memory(text, out);
+        if (rc != 0 || !text[0]) return sbx_fail(c, "%s: %s is not a valid quantity", path, shown);
+    }
+    if (*out < min)
+        return sbx_fail(c, "%s: %s is below the minimum %s", path, shown,
+                        sbx_qty_show(kind, min, lim, sizeof lim));
+    if (*out > max)
+        return sbx_fail(c, "%s: %s is above the maximum %s", path, shown,
+                        sbx_qty_show(kind, max, lim, sizeof lim));
+    return 0;
+}
+
+/* Duration member: a string such as "90s" or "1h30m" within [min_ms, SBX_DURATION_MAX_MS];
+ * "0" only when min_ms == 0. Absent → *out = dflt (range-checked too). */
+static int sbx_parse_duration(struct sbx_pctx *c, const cJSON *obj, const char *key,
+                              const char *path, int64_t min_ms, int64_t dflt, int64_t *out) {
+    char q[4 * SBX_QUOTE_MAX + 32];
+    const char *s;
+
+    if (sbx_opt_string(c, obj, key, path, &s)) return -1;
+    if (!s) {
+        *out = dflt;
+        snprintf(q, sizeof q, "controller default %lldms", (long long)dflt);
+    } else {
+        sbx_quote(s, q, sizeof q);
+        if (qty_parse_duration(s, out) != 0)
+            return sbx_fail(c, "%s: %s is not a valid duration (e.g. 90s, 30m, 2h, 1h30m)",
+                            path, q);
+    }
+    if (*out < min_ms) {
+        if (min_ms == SBX_IDLE_MIN_MS)
+            return sbx_fail(c, "%s: %s is below the minimum 1s", path, q);
+        return sbx_fail(c, "%s: %s must not be negative", path, q);
+    }
+    if (*out > SBX_DURATION_MAX_MS)
+        return sbx_fail(c, "%s: %s is above the maximum 8760h", path, q);
+    return 0;
+}
+
+/* spec.workspace: size, storageClassName ("" kept: no class), mountPath. */
+static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *ws;
+    const char *cls = NULL, *mount = NULL;
+
+    if (sbx_opt_object(c, spec, "workspace", "spec.workspace", &ws)) return -1;
+    if (sbx_parse_qty(c, ws, "size", "spec.workspace.size", SBX_QTY_BYTES, SBX_WORKSPACE_MIN,
+                      SBX_WORKSPACE_MAX, c->d->workspace_bytes, &s->workspace_bytes))
+        return -1;
+    if (ws && sbx_opt_string(c, ws, "storageClassName", "spec.workspace.storageClassName",
+                             &cls))
+        return -1;
+    if (!cls) cls = c->d->storage_class;
+    if (cls && *cls && !sbx_is_dns_subdomain(cls))
+        return sbx_fail(c, "spec.workspace.storageClassName: %s is not a valid StorageClass "
+                        "name (lower-case DNS-1123 subdomain)", sbx_quote(cls, q, sizeof q));
+    if (cls && sbx_dup(c, cls, &s->storage_class)) return -1;
+    if (ws && sbx_opt_string(c, ws, "mountPath", "spec.workspace.mountPath", &mount))
+        return -1;
+    if (!mount) mount = "/workspace";
+    if (sbx_check_abs_path(c, mount, "spec.workspace.mountPath", 0)) return -1;
+    return sbx_dup(c, mount, &s->mount_path);
+}
+
+/* spec.run: command (required, command[0] non-empty), workingDir, env, timeout. */
+static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *r) {
+    const cJSON *run;
+    const char *wd;
+
+    if (sbx_opt_object(c, spec, "run", "spec.run", &run)) return -1;
+    if (!run) return 0;
+    r->present = 1;
+    if (sbx_parse_strv(c, run, "command", "spec.run.command", &r->command)) return -1;
+    if (r->command.n == 0)
+        return sbx_fail(c, "spec.run.command: required (at least one element)");
+    if (!r->command.v[0][0]) return sbx_fail(c, "spec.run.command[0]: must not be empty");
+    if (sbx_opt_string(c, run, "workingDir", "spec.run.workingDir", &wd)) return -1;
+    if (wd) {
+        if (sbx_check_abs_path(c, wd, "spec.run.workingDir", 1)) return -1;
+        if (sbx_dup(c, wd, &r->working_dir)) return -1;
+    }
+    if (sbx_parse_env(c, run, "env", "spec.run.env", &r->env, &r->nenv)) return -1;
+    return sbx_parse_duration(c, run, "timeout", "spec.run.timeout", 0,
+                              SBX_RUN_TIMEOUT_DEFAULT_MS, &r->timeout_ms);
+}
+
+/* The whole spec, in the order of the CRD's fields; out is zeroed first. */
+static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_spec *s) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *spec, *v, *res;
+    const char *str;
+
+    if (!cJSON_IsObject(sandbox)) return sbx_fail(c, "Sandbox: not a JSON object");
+    spec = sbx_member(sandbox, "spec");
+    if (!spec) return sbx_fail(c, "spec: required");
+    if (!cJSON_IsObject(spec)) return sbx_fail(c, "spec: must be an object");
+
+    if (sbx_parse_id(c, spec, "userID", &s->user_id)) return -1;
+    if (sbx_parse_id(c, spec, "chatID", &s->chat_id)) return -1;
+
+    if (sbx_opt_string(c, spec, "image", "spec.image", &str)) return -1;
+    if (str) {
+        if (sbx_check_image(c, str, "spec.image")) return -1;
+    } else {
+        str = c->d->image;
+        if (!str || !*str)
+            return sbx_fail(c, "spec.image: not set and the controller has no default image");
+        if (sbx_check_image(c, str, "spec.image (controller default)")) return -1;
+    }
+    if (sbx_dup(c, str, &s->image)) return -1;
+
+    if (sbx_opt_string(c, spec, "lifecycle", "spec.lifecycle", &str)) return -1;
+    s->lifecycle = SBX_SESSION;
+    if (str && sbx_lifecycle_parse(str, &s->lifecycle) != 0)
+        return sbx_fail(c, "spec.lifecycle: %s is not one of one-shot, session, long-running, "
+                        "persistent", sbx_quote(str, q, sizeof q));
+
+    if (sbx_parse_duration(c, spec, "idleTimeout", "spec.idleTimeout", SBX_IDLE_MIN_MS,
+                           c->d->idle_timeout_ms, &s->idle_timeout_ms))
+        return -1;
+
+    v = sbx_member(spec, "paused");
+    if (v && !cJSON_IsBool(v)) return sbx_fail(c, "spec.paused: must be true or false");
+    s->paused = cJSON_IsTrue(v);
+
+    if (sbx_parse_strv(c, spec, "command", "spec.command", &s->command)) return -1;
+    if (sbx_parse_strv(c, spec, "args", "spec.args", &s->args)) return -1;
+    s->has_command = s->command.n > 0;
+    s->has_args = s->args.n > 0;
+
+    if (sbx_parse_env(c, spec, "env", "spec.env", &s->env, &s->nenv)) return -1;
+
+    if (sbx_opt_object(c, spec, "resources", "spec.resources", &res)) return -1;
+    if (sbx_parse_qty(c, res, "memory", "spec.resources.memory", SBX_QTY_BYTES, SBX_MEMORY_MIN,
+                      SBX_MEMORY_MAX, c->d->memory_bytes, &s->memory_bytes))
+        return -1;
+    if (sbx_parse_qty(c, res, "cpu", "spec.resources.cpu", SBX_QTY_CPU, SBX_CPU_MIN,
+                      SBX_CPU_MAX, c->d->cpu_millis, &s->cpu_millis))
+        return -1;
+
+    if (sbx_parse_workspace(c, spec, s)) return -1;
+
+    if (sbx_parse_run(c, spec, &s->run)) return -1;
+    if (s->lifecycle == SBX_ONE_SHOT && !s->run.present)
+        return sbx_fail(c, "spec.run: required when lifecycle is one-shot");
+
+    v = sbx_member(spec, "ttlSecondsAfterFinished");
+    s->ttl_after_finished_s = SBX_TTL_DEFAULT_S;
+    if (v) {
+        double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!cJSON_IsNumber(v) || x != x || x < 0 || x > (double)SBX_TTL_MAX_S ||
+            x != (double)(int64_t)x)
+            return sbx_fail(c, "spec.ttlSecondsAfterFinished: must be an integer between 0 "
+                            "and 2147483647");
+        s->ttl_after_finished_s = (int64_t)x;
+    }
+    return 0;
+}
+
+/* ---- public: parsing ---------------------------------------------------------------- */
+
+void sbx_defaults_init(struct sbx_defaults *d) {
+    d->image = SBX_DEFAULT_IMAGE;
+    d->idle_timeout_ms = INT64_C(30) * 60 * 1000;
+    d->memory_bytes = INT64_C(2) << 30;
+    d->cpu_millis = 1000;
+    d->workspace_bytes = INT64_C(10) << 30;
+    d->storage_class = NULL;
+}
+
+static const char *const sbx_lifecycle_names[] = {
+    [SBX_ONE_SHOT] = "one-shot",
+    [SBX_SESSION] = "session",
+    [SBX_LONG_RUNNING] = "long-running",
+    [SBX_PERSISTENT] = "persistent",
+};
+
+const char *sbx_lifecycle_name(enum sbx_lifecycle l) {
+    if ((unsigned)l >= sizeof sbx_lifecycle_names / sizeof *sbx_lifecycle_names) return "unknown";
+    return sbx_lifecycle_names[l];
+}
+
+int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out) {
+    if (!s) return -1;
+    for (size_t i = 0; i < sizeof sbx_lifecycle_names / sizeof *sbx_lifecycle_names; i++)
+        if (strcmp(s, sbx_lifecycle_names[i]) == 0) {
+            *out = (enum sbx_lifecycle)i;
+            return 0;
+        }
+    return -1;
+}
+
+int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
+                   struct sbx_spec *out, char *err, size_t errlen) {
+    struct sbx_defaults builtin;
+    struct sbx_pctx c = { d, err, errlen };
+
+    if (!d) {
+        sbx_defaults_init(&builtin);
+        c.d = &builtin;
+    }
+    if (err && errlen) err[0] = '\0';
+    memset(out, 0, sizeof *out);
+    if (sbx_parse_spec(&c, sandbox, out) == 0) return 0;
+    sbx_spec_free(out);
+    return -1;
+}
+
+static void sbx_strv_free(struct sbx_strv *v) {
+    for (size_t i = 0; i < v->n; i++) free(v->v[i]);
+    free(v->v);
+}
+
+static void sbx_env_free(struct sbx_env *e, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].name);
+        free(e[i].value);
+    }
+    free(e);
+}
+
+void sbx_spec_free(struct sbx_spec *s) {
+    if (!s) return;
+    free(s->user_id);
+    free(s->chat_id);
+    free(s->image);
+    sbx_strv_free(&s->command);
+    sbx_strv_free(&s->args);
+    sbx_env_free(s->env, s->nenv);
+    free(s->storage_class);
+    free(s->mount_path);
+    sbx_strv_free(&s->run.command);
+    free(s->run.working_dir);
+    sbx_env_free(s->run.env, s->run.nenv);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- public: builders --------------------------------------------------------------- */
+
+void sbx_claim_name(const char *pod_name, char *out, size_t outlen) {
+    if (outlen) snprintf(out, outlen, "%s%s", pod_name, SBX_CLAIM_SUFFIX);
+}
+
+/* Adds key: label-safe form of value to labels; NULL on ENOMEM. */
+static cJSON *sbx_add_label(cJSON *labels, const char *key, const char *value) {
+    char buf[SBX_LABEL_VALUE_MAX + 1];
+
+    sbx_label_value(value, buf, sizeof buf);
+    return cJSON_AddStringToObject(labels, key, buf);
+}
+
+/* metadata of an owned object: name, namespace, the SPEC §3 labels, the raw IDs as
+ * annotations, and the controller ownerReference to the Sandbox. NULL on ENOMEM. */
+static cJSON *sbx_build_meta(const struct sbx_owner *o, const struct sbx_spec *s,
+                             const char *name) {
+    cJSON *meta = cJSON_CreateObject(), *labels, *ann, *refs, *ref;
+
+    if (!cJSON_AddStringToObject(meta, "name", name)) goto err;
+    if (o->namespace_ && !cJSON_AddStringToObject(meta, "namespace", o->namespace_)) goto err;
+
+    labels = cJSON_AddObjectToObject(meta, "labels");
+    if (!cJSON_AddStringToObject(labels, SBX_LABEL_MANAGED_BY, SBX_MANAGED_BY) ||
+        !sbx_add_label(labels, SBX_LABEL_NAME, o->name) ||
+        !sbx_add_label(labels, SBX_LABEL_USER, s->user_id) ||
+        !sbx_add_label(labels, SBX_LABEL_CHAT, s->chat_id) ||
+        !cJSON_AddStringToObject(labels, SBX_LABEL_LIFECYCLE, sbx_lifecycle_name(s->lifecycle)))
+        goto err;
+
+    ann = cJSON_AddObjectToObject(meta, "annotations");
+    if (!cJSON_AddStringToObject(ann, SBX_ANN_USER_ID, s->user_id) ||
+        !cJSON_AddStringToObject(ann, SBX_ANN_CHAT_ID, s->chat_id))
+        goto err;
+
+    refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+    ref = cJSON_CreateObject();
+    if (!refs || !ref) {
+        cJSON_Delete(ref);
+        goto err;
+    }
+    cJSON_AddItemToArray(refs, ref);
+    if (!cJSON_AddStringToObject(ref, "apiVersion", SBX_API_VERSION) ||
+        !cJSON_AddStringToObject(ref, "kind", SBX_KIND) ||
+        !cJSON_AddStringToObject(ref, "name", o->name) ||
+        !cJSON_AddStringToObject(ref, "uid", o->uid) ||
+        !cJSON_AddTrueToObject(ref, "controller") ||
+        !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+        goto err;
+    return meta;
+err:
+    cJSON_Delete(meta);
+    return NULL;
+}
+
+/* A new {apiVersion, kind, metadata} object; NULL on ENOMEM or a missing owner field. */
+static cJSON *sbx_build_object(const char *kind, const struct sbx_owner *o,
+                               const struct sbx_spec *s, const char *name) {
+    cJSON *obj, *meta;
+
+    if (!o || !o->name || !o->uid || !s || !s->user_id || !s->chat_id || !name) return NULL;
+    obj = cJSON_CreateObject();
+    if (!cJSON_AddStringToObject(obj, "apiVersion", "v1") ||
+        !cJSON_AddStringToObject(obj, "kind", kind))
+        goto err;
+    meta = sbx_build_meta(o, s, name);
+    if (!meta) goto err;
+    if (!cJSON_AddItemToObject(obj, "metadata", meta)) {
+        cJSON_Delete(meta);
+        goto err;
+    }
+    return obj;
+err:
+    cJSON_Delete(obj);
+    return NULL;
+}
+
+cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
+                     const char *pod_name, const char *claim_name) {
+    char size[32];
+    cJSON *pvc, *spec, *modes, *res;
+
+    (void)pod_name;   /* the claim is tied to the pod only by name */
+    if (qty_format_memory(s ? s->workspace_bytes : 0, size, sizeof size) != 0) return NULL;
+    pvc = sbx_build_object("PersistentVolumeClaim", o, s, claim_name);
+    if (!pvc) return NULL;
+    spec = cJSON_AddObjectToObject(pvc, "spec");
+    modes = cJSON_AddArrayToObject(spec, "accessModes");
+    if (!modes || !cJSON_AddItemToArray(modes, cJSON_CreateString("ReadWriteOnce")))
+        goto err;
+    if (s->storage_class && !cJSON_AddStringToObject(spec, "storageClassName", s->storage_class))
+        goto err;
+    if (!cJSON_AddStringToObject(spec, "volumeMode", "Filesystem")) goto err;
+    res = cJSON_AddObjectToObject(spec, "resources");
+    if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "requests"), "storage", size))
+        goto err;
+    return pvc;
+err:
+    cJSON_Delete(pvc);
+    return NULL;
+}
+
+/* Appends the strings of v to a new array member key of obj; -1 on ENOMEM. */
+static int sbx_add_strv(cJSON *obj, const char *key, const char *const *v, size_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(obj, key);
+
+    if (!arr) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(v[i]))) return -1;
+    return 0;
+}
+
+/* Appends {name, value} to the env array; -1 on ENOMEM. */
+static int sbx_add_env(cJSON *env, const char *name, const char *value) {
+    cJSON *e = cJSON_CreateObject();
+
+    if (!e || !cJSON_AddItemToArray(env, e)) {
+        cJSON_Delete(e);
+        return -1;
+    }
+    return cJSON_AddStringToObject(e, "name", name) && cJSON_AddStringToObject(e, "value", value)
+               ? 0 : -1;
+}
+
+/* The container: image, main process, env, resources, mount, hardening. */
+static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
+                               const struct sbx_spec *s) {
+    static const char *const idle[] = { "/bin/sh", "-c", SBX_IDLE_SCRIPT };
+    char mem[32], cpu[32];
+    cJSON *env, *res, *lim, *req, *mounts, *mount, *sc, *caps;
+
+    if (qty_format_memory(s->memory_bytes, mem, sizeof mem) != 0 ||
+        qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0)
+        return -1;
+    if (!cJSON_AddStringToObject(ctr, "name", SBX_CONTAINER_NAME) ||
+        !cJSON_AddStringToObject(ctr, "image", s->image))
+        return -1;
+    if (!s->has_command && !s->has_args) {
+        if (sbx_add_strv(ctr, "command", idle, 3)) return -1;
+    } else {
+        if (s->has_command &&
+            sbx_add_strv(ctr, "command", (const char *const *)s->command.v, s->command.n))
+            return -1;
+        if (s->has_args && sbx_add_strv(ctr, "args", (const char *const *)s->args.v, s->args.n))
+            return -1;
+    }
+
+    env = cJSON_AddArrayToObject(ctr, "env");
+    if (!env || sbx_add_env(env, "YAO_SANDBOX_NAME", o->name) ||
+        sbx_add_env(env, "YAO_USER_ID", s->user_id) ||
+        sbx_add_env(env, "YAO_CHAT_ID", s->chat_id))
+        return -1;
+    for (size_t i = 0; i < s->nenv; i++)
+        if (sbx_add_env(env, s->env[i].name, s->env[i].value)) return -1;
+
+    res = cJSON_AddObjectToObject(ctr, "resources");
+    lim = cJSON_AddObjectToObject(res, "limits");
+    req = cJSON_AddObjectToObject(res, "requests");
+    if (!cJSON_AddStringToObject(lim, "cpu", cpu) || !cJSON_AddStringToObject(lim, "memory", mem) ||
+        !cJSON_AddStringToObject(req, "cpu", cpu) || !cJSON_AddStringToObject(req, "memory", mem))
+        return -1;
+
+    mounts = cJSON_AddArrayToObject(ctr, "volumeMounts");
+    mount = cJSON_CreateObject();
+    if (!mounts || !mount || !cJSON_AddItemToArray(mounts, mount)) {
+        cJSON_Delete(mount);
+        return -1;
+    }
+    if (!cJSON_AddStringToObject(mount, "name", SBX_VOLUME_NAME) ||
+        !cJSON_AddStringToObject(mount, "mountPath", s->mount_path ? s->mount_path : "/workspace"))
+        return -1;
+
+    /* Restricted PSS at container level; the root filesystem stays writable because
+     * sandboxes install things. */
+    sc = cJSON_AddObjectToObject(ctr, "securityContext");
+    if (!cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation") ||
+        !cJSON_AddFalseToObject(sc, "privileged") ||
+        !cJSON_AddFalseToObject(sc, "readOnlyRootFilesystem"))
+        return -1;
+    caps = cJSON_AddObjectToObject(sc, "capabilities");
+    if (!caps) return -1;
+    {
+        static const char *const drop[] = { "ALL" };
+        if (sbx_add_strv(caps, "drop", drop, 1)) return -1;
+    }
+    return 0;
+}
+
+cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
+                     const char *pod_name, const char *claim_name) {
+    cJSON *pod, *spec, *sc, *ctrs, *ctr, *vols, *vol;
+
+    if (!claim_name) return NULL;
+    pod = sbx_build_object("Pod", o, s, pod_name);
+    if (!pod) return NULL;
+    spec = cJSON_AddObjectToObject(pod, "spec");
+    if (!cJSON_AddStringToObject(spec, "restartPolicy",
+                                 s->lifecycle == SBX_ONE_SHOT ? "Never" : "Always") ||
+        !cJSON_AddFalseToObject(spec, "automountServiceAccountToken") ||
+        !cJSON_AddFalseToObject(spec, "enableServiceLinks") ||
+        !cJSON_AddNumberToObject(spec, "terminationGracePeriodSeconds", SBX_GRACE_SECONDS))
+        goto err;
+
+    sc = cJSON_AddObjectToObject(spec, "securityContext");
+    if (!cJSON_AddTrueToObject(sc, "runAsNonRoot") ||
+        !cJSON_AddNumberToObject(sc, "runAsUser", SBX_RUN_AS) ||
+        !cJSON_AddNumberToObject(sc, "runAsGroup", SBX_RUN_AS) ||
+        !cJSON_AddNumberToObject(sc, "fsGroup", SBX_RUN_AS) ||
+        /* chown the workspace once, not on every start of a big volume */
+        !cJSON_AddStringToObject(sc, "fsGroupChangePolicy", "OnRootMismatch") ||
+        !cJSON_AddStringToObject(cJSON_AddObjectToObject(sc, "seccompProfile"), "type",
+                                 "RuntimeDefault"))
+        goto err;
+
+    ctrs = cJSON_AddArrayToObject(spec, "containers");
+    ctr = cJSON_CreateObject();
+    if (!ctrs || !ctr || !cJSON_AddItemToArray(ctrs, ctr)) {
+        cJSON_Delete(ctr);
+        goto err;
+    }
+    if (sbx_build_container(ctr, o, s)) goto err;
+
+    vols = cJSON_AddArrayToObject(spec, "volumes");
+    vol = cJSON_CreateObject();
+    if (!vols || !vol || !cJSON_AddItemToArray(vols, vol)) {
+        cJSON_Delete(vol);
+        goto err;
+    }
+    if (!cJSON_AddStringToObject(vol, "name", SBX_VOLUME_NAME) ||
+        !cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"),
+                                 "claimName", claim_name))
+        goto err;
+    return pod;
+err:
+    cJSON_Delete(pod);
+    return NULL;
+}

@@ -1,0 +1,1071 @@
+/* tests/unit/test_spec.c — the Sandbox API in C (sandbox/spec.c): defaults, parsing of
+ * every field, one readable error per invalid input, and the exact shape of the PVC and
+ * Pod the controller builds. Fixtures: tests/unit/data/spec/ ($YAO_TEST_DATA, else next
+ * to this file). */
+#include "check.h"
+
+#include <stdarg.h>
+
+#include "sandbox/naming.h"
+#include "sandbox/spec.h"
+
+#define GIB (INT64_C(1) << 30)
+#define MIB (INT64_C(1) << 20)
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+/* Reads tests/unit/data/<rel> and parses it; NULL (and a failed CHECK) on error. */
+static cJSON *load_fixture(const char *rel) {
+    char path[1024];
+    const char *dir = getenv("YAO_TEST_DATA");
+    FILE *f;
+    char *buf;
+    long n;
+    cJSON *json;
+
+    if (dir && *dir) {
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+    } else {
+        const char *slash = strrchr(__FILE__, '/');
+        int len = slash ? (int)(slash - __FILE__) + 1 : 0;
+        snprintf(path, sizeof path, "%.*sdata/%s", len, __FILE__, rel);
+    }
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    json = cJSON_Parse(buf);
+    free(buf);
+    CHECK(json != NULL);
+    return json;
+}
+
+/* Follows a path of keys (and "#N" array indices) ending with NULL. */
+static const cJSON *jat(const cJSON *root, ...) {
+    va_list ap;
+    const char *k;
+    const cJSON *cur = root;
+
+    va_start(ap, root);
+    while (cur && (k = va_arg(ap, const char *)) != NULL) {
+        if (k[0] == '#')
+            cur = cJSON_GetArrayItem(cur, atoi(k + 1));
+        else
+            cur = cJSON_GetObjectItemCaseSensitive(cur, k);
+    }
+    va_end(ap);
+    return cur;
+}
+#define JAT(...) jat(__VA_ARGS__, (const char *)NULL)
+#define JSTR(...) cJSON_GetStringValue(JAT(__VA_ARGS__))
+#define JNUM(...) (cJSON_IsNumber(JAT(__VA_ARGS__)) ? JAT(__VA_ARGS__)->valuedouble : -12345.0)
+#define JTRUE(...) cJSON_IsTrue(JAT(__VA_ARGS__))
+#define JFALSE(...) cJSON_IsFalse(JAT(__VA_ARGS__))
+#define JSIZE(...) cJSON_GetArraySize(JAT(__VA_ARGS__))
+
+/* Parses {"spec": <spec_json>} with the given defaults (NULL = built-in). */
+static int parse_text(const char *spec_json, const struct sbx_defaults *d, struct sbx_spec *s,
+                      char *err, size_t errlen) {
+    size_t n = strlen(spec_json) + 128;
+    char *doc = malloc(n);
+    cJSON *json;
+    int rc;
+
+    snprintf(doc, n, "{\"kind\":\"Sandbox\",\"metadata\":{\"name\":\"t\"},\"spec\":%s}", spec_json);
+    json = cJSON_Parse(doc);
+    free(doc);
+    CHECK(json != NULL);
+    if (!json) return -99;
+    rc = sbx_spec_parse(json, d, s, err, errlen);
+    cJSON_Delete(json);
+    return rc;
+}
+
+/* True if s is a valid label value: <= 63, [A-Za-z0-9._-], alnum at both ends, or "". */
+static int is_label_value(const char *s) {
+    size_t n = strlen(s);
+
+    if (n == 0) return 1;
+    if (n > 63) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '-' && c != '_' && c != '.') return 0;
+        if ((i == 0 || i == n - 1) && !alnum) return 0;
+    }
+    return 1;
+}
+
+/* A spec as the controller would build it after a successful parse of `file`. */
+struct built {
+    struct sbx_spec spec;
+    cJSON *json, *pod, *pvc;
+    char pod_name[64], claim[80];
+};
+
+static int build_from(const char *file, struct built *b) {
+    char err[256];
+    struct sbx_defaults d;
+    struct sbx_owner o;
+
+    memset(b, 0, sizeof *b);
+    sbx_defaults_init(&d);
+    b->json = load_fixture(file);
+    if (!b->json) return -1;
+    CHECK_INT(sbx_spec_parse(b->json, &d, &b->spec, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(sbx_name_pod(b->spec.user_id, b->spec.chat_id, b->pod_name, sizeof b->pod_name), 0);
+    sbx_claim_name(b->pod_name, b->claim, sizeof b->claim);
+    o.name = JSTR(b->json, "metadata", "name");
+    o.namespace_ = JSTR(b->json, "metadata", "namespace");
+    o.uid = JSTR(b->json, "metadata", "uid");
+    b->pod = sbx_build_pod(&o, &b->spec, b->pod_name, b->claim);
+    b->pvc = sbx_build_pvc(&o, &b->spec, b->pod_name, b->claim);
+    CHECK(b->pod != NULL);
+    CHECK(b->pvc != NULL);
+    return b->pod && b->pvc ? 0 : -1;
+}
+
+static void built_free(struct built *b) {
+    cJSON_Delete(b->json);
+    cJSON_Delete(b->pod);
+    cJSON_Delete(b->pvc);
+    sbx_spec_free(&b->spec);
+}
+
+/* ---- defaults and enums ------------------------------------------------------------- */
+
+TEST(defaults_init_builtin) {
+    struct sbx_defaults d;
+
+    memset(&d, 0x5a, sizeof d);
+    sbx_defaults_init(&d);
+    CHECK_STR(d.image, "yao-sandbox/sandbox:latest");
+    CHECK_INT(d.idle_timeout_ms, 30 * 60 * 1000);
+    CHECK_INT(d.memory_bytes, 2 * GIB);
+    CHECK_INT(d.cpu_millis, 1000);
+    CHECK_INT(d.workspace_bytes, 10 * GIB);
+    CHECK(d.storage_class == NULL);
+}
+
+TEST(lifecycle_names_round_trip) {
+    static const char *const names[] = { "one-shot", "session", "long-running", "persistent" };
+    enum sbx_lifecycle l;
+
+    for (int i = 0; i < 4; i++) {
+        CHECK_STR(sbx_lifecycle_name((enum sbx_lifecycle)i), names[i]);
+        CHECK_INT(sbx_lifecycle_parse(names[i], &l), 0);
+        CHECK_INT(l, i);
+    }
+    CHECK_INT(sbx_lifecycle_parse("Session", &l), -1);
+    CHECK_INT(sbx_lifecycle_parse("oneshot", &l), -1);
+    CHECK_INT(sbx_lifecycle_parse("", &l), -1);
+    CHECK_INT(sbx_lifecycle_parse(NULL, &l), -1);
+    CHECK_INT(SBX_ONE_SHOT, 0);
+}
+
+TEST(minimal_spec_gets_defaults) {
+    char err[256] = "junk";
+    struct sbx_spec s;
+    cJSON *json = load_fixture("spec/minimal.json");
+
+    CHECK_INT(sbx_spec_parse(json, NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_STR(s.user_id, "alice");
+    CHECK_STR(s.chat_id, "chat1");
+    CHECK_STR(s.image, "yao-sandbox/sandbox:latest");
+    CHECK_INT(s.lifecycle, SBX_SESSION);
+    CHECK_INT(s.idle_timeout_ms, 30 * 60 * 1000);
+    CHECK_INT(s.paused, 0);
+    CHECK_INT(s.has_command, 0);
+    CHECK_INT(s.has_args, 0);
+    CHECK_INT(s.command.n, 0);
+    CHECK(s.command.v == NULL);
+    CHECK_INT(s.args.n, 0);
+    CHECK_INT(s.nenv, 0);
+    CHECK(s.env == NULL);
+    CHECK_INT(s.memory_bytes, 2 * GIB);
+    CHECK_INT(s.cpu_millis, 1000);
+    CHECK_INT(s.workspace_bytes, 10 * GIB);
+    CHECK(s.storage_class == NULL);
+    CHECK_STR(s.mount_path, "/workspace");
+    CHECK_INT(s.run.present, 0);
+    CHECK_INT(s.ttl_after_finished_s, 300);
+    sbx_spec_free(&s);
+    cJSON_Delete(json);
+}
+
+TEST(controller_defaults_are_applied) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_defaults d;
+
+    sbx_defaults_init(&d);
+    d.image = "example.com/custom:2";
+    d.idle_timeout_ms = 5 * 60 * 1000;
+    d.memory_bytes = 4 * GIB;
+    d.cpu_millis = 2500;
+    d.workspace_bytes = 1 * GIB;
+    d.storage_class = "standard";
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\"}", &d, &s, err, sizeof err), 0);
+    CHECK_STR(s.image, "example.com/custom:2");
+    CHECK_INT(s.idle_timeout_ms, 5 * 60 * 1000);
+    CHECK_INT(s.memory_bytes, 4 * GIB);
+    CHECK_INT(s.cpu_millis, 2500);
+    CHECK_INT(s.workspace_bytes, GIB);
+    CHECK_STR(s.storage_class, "standard");
+    sbx_spec_free(&s);
+
+    /* the spec wins over the controller */
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"image\":\"mine:1\","
+                         "\"idleTimeout\":\"90s\",\"resources\":{\"memory\":\"1Gi\"},"
+                         "\"workspace\":{\"storageClassName\":\"\"}}", &d, &s, err, sizeof err), 0);
+    CHECK_STR(s.image, "mine:1");
+    CHECK_INT(s.idle_timeout_ms, 90 * 1000);
+    CHECK_INT(s.memory_bytes, GIB);
+    CHECK_INT(s.cpu_millis, 2500);
+    CHECK_STR(s.storage_class, "");
+    sbx_spec_free(&s);
+}
+
+TEST(invalid_controller_defaults_are_refused) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_defaults d;
+    const char *ok = "{\"userID\":\"u\",\"chatID\":\"c\"}";
+
+    sbx_defaults_init(&d);
+    d.image = NULL;
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.image: not set") != NULL);
+
+    sbx_defaults_init(&d);
+    d.image = "bad image";
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.image (controller default)") != NULL);
+
+    sbx_defaults_init(&d);
+    d.memory_bytes = MIB;
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.resources.memory: controller default 1Mi is below the minimum 4Mi");
+
+    sbx_defaults_init(&d);
+    d.cpu_millis = 0;
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.resources.cpu: controller default 0 is below the minimum 1m") != NULL);
+
+    sbx_defaults_init(&d);
+    d.idle_timeout_ms = 10;
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.idleTimeout") != NULL);
+
+    sbx_defaults_init(&d);
+    d.storage_class = "Not_A_Class";
+    CHECK_INT(parse_text(ok, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.workspace.storageClassName") != NULL);
+}
+
+/* ---- every field -------------------------------------------------------------------- */
+
+TEST(full_spec_every_field) {
+    char err[256];
+    struct sbx_spec s;
+    cJSON *json = load_fixture("spec/full.json");
+
+    CHECK_INT(sbx_spec_parse(json, NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_STR(s.user_id, "Bob@Example.com");
+    CHECK_STR(s.chat_id, "Research Chat #7");
+    CHECK_STR(s.image, "registry.example.com/yao/workspace:1.4.2");
+    CHECK_INT(s.lifecycle, SBX_LONG_RUNNING);
+    CHECK_INT(s.idle_timeout_ms, 90 * 60 * 1000);
+    CHECK_INT(s.paused, 1);
+    CHECK_INT(s.has_command, 1);
+    CHECK_INT(s.command.n, 2);
+    if (s.command.n == 2) {
+        CHECK_STR(s.command.v[0], "/usr/bin/tini");
+        CHECK_STR(s.command.v[1], "--");
+    }
+    CHECK_INT(s.has_args, 1);
+    CHECK_INT(s.args.n, 4);
+    if (s.args.n == 4) CHECK_STR(s.args.v[3], "8080");
+    CHECK_INT(s.nenv, 3);
+    if (s.nenv == 3) {
+        CHECK_STR(s.env[0].name, "LANG");
+        CHECK_STR(s.env[0].value, "C.UTF-8");
+        CHECK_STR(s.env[1].name, "EMPTY");
+        CHECK_STR(s.env[1].value, "");
+        CHECK_STR(s.env[2].name, "my.dotted-name");
+        CHECK_STR(s.env[2].value, "line1\nline2");
+    }
+    CHECK_INT(s.memory_bytes, 512 * MIB);
+    CHECK_INT(s.cpu_millis, 500);
+    CHECK_INT(s.workspace_bytes, 20 * GIB);
+    CHECK_STR(s.storage_class, "fast-ssd");
+    CHECK_STR(s.mount_path, "/home/sandbox/work");
+    CHECK_INT(s.run.present, 1);
+    CHECK_INT(s.run.command.n, 3);
+    if (s.run.command.n == 3) CHECK_STR(s.run.command.v[2], "make test");
+    CHECK_STR(s.run.working_dir, "/home/sandbox/work/src");
+    CHECK_INT(s.run.nenv, 1);
+    if (s.run.nenv == 1) {
+        CHECK_STR(s.run.env[0].name, "CI");
+        CHECK_STR(s.run.env[0].value, "1");
+    }
+    CHECK_INT(s.run.timeout_ms, 90 * 1000);
+    CHECK_INT(s.ttl_after_finished_s, 60);
+    sbx_spec_free(&s);
+    CHECK(s.user_id == NULL && s.env == NULL && s.nenv == 0);
+    sbx_spec_free(&s);   /* freeing twice is harmless: free zeroes */
+    cJSON_Delete(json);
+}
+
+TEST(one_shot_spec) {
+    char err[256];
+    struct sbx_spec s;
+    cJSON *json = load_fixture("spec/one-shot.json");
+
+    CHECK_INT(sbx_spec_parse(json, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.lifecycle, SBX_ONE_SHOT);
+    CHECK_INT(s.memory_bytes, 2 * GIB);   /* Docker-style "2g" is binary */
+    CHECK_INT(s.cpu_millis, 1000);
+    CHECK_INT(s.run.present, 1);
+    CHECK_INT(s.run.command.n, 2);
+    CHECK(s.run.working_dir == NULL);
+    CHECK_INT(s.run.nenv, 0);
+    CHECK_INT(s.run.timeout_ms, 10 * 60 * 1000);
+    CHECK_INT(s.ttl_after_finished_s, 300);
+    sbx_spec_free(&s);
+    cJSON_Delete(json);
+}
+
+TEST(quantity_and_duration_forms) {
+    static const struct { const char *json; int64_t mem, cpu, ws; } cases[] = {
+        { "{\"memory\":\"2Gi\",\"cpu\":\"1\"}", 2 * GIB, 1000, 0 },
+        { "{\"memory\":\"2g\",\"cpu\":\"1.0\"}", 2 * GIB, 1000, 0 },
+        { "{\"memory\":\"512Mi\",\"cpu\":\"500m\"}", 512 * MIB, 500, 0 },
+        { "{\"memory\":\"1.5Gi\",\"cpu\":\"0.25\"}", 3 * GIB / 2, 250, 0 },
+        { "{\"memory\":\"1G\",\"cpu\":\"256\"}", 1000000000, 256000, 0 },
+        { "{\"memory\":2147483648,\"cpu\":2}", 2 * GIB, 2000, 0 },
+        { "{\"memory\":\"4Mi\",\"cpu\":\"1m\"}", 4 * MIB, 1, 0 },
+        { "{\"memory\":\"1Ti\",\"cpu\":1.5}", INT64_C(1) << 40, 1500, 0 },
+    };
+    char err[256], doc[256];
+    struct sbx_spec s;
+
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(doc, sizeof doc, "{\"userID\":\"u\",\"chatID\":\"c\",\"resources\":%s}",
+                 cases[i].json);
+        CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
+        if (err[0]) fprintf(stderr, "  case %zu: %s\n", i, err);
+        CHECK_INT(s.memory_bytes, cases[i].mem);
+        CHECK_INT(s.cpu_millis, cases[i].cpu);
+        sbx_spec_free(&s);
+    }
+
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"workspace\":{\"size\":\"1Mi\"},"
+                         "\"idleTimeout\":\"1s\",\"run\":{\"command\":[\"true\"],\"timeout\":\"0\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.workspace_bytes, MIB);
+    CHECK_INT(s.idle_timeout_ms, 1000);
+    CHECK_INT(s.run.timeout_ms, 0);
+    CHECK_INT(s.lifecycle, SBX_SESSION);   /* run is allowed, unused, outside one-shot */
+    sbx_spec_free(&s);
+
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"workspace\":{\"size\":\"64Ti\"},"
+                         "\"idleTimeout\":\"8760h\"}", NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.workspace_bytes, INT64_C(64) << 40);
+    CHECK_INT(s.idle_timeout_ms, INT64_C(8760) * 3600 * 1000);
+    sbx_spec_free(&s);
+
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"workspace\":{\"size\":10737418240}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.workspace_bytes, 10 * GIB);
+    sbx_spec_free(&s);
+}
+
+TEST(edge_values_accepted) {
+    char err[256], doc[1400], id[600];
+    struct sbx_spec s;
+
+    /* 128 two-byte characters (256 bytes) is within "128 characters" */
+    id[0] = '\0';
+    for (int i = 0; i < 128; i++) strcat(id, "\xc3\xa9");
+    snprintf(doc, sizeof doc, "{\"userID\":\"%s\",\"chatID\":\"%s\"}", id, id);
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(strlen(s.user_id), 256);
+    sbx_spec_free(&s);
+
+    /* JSON nulls mean "not given"; "/a..b" is a name, not a ".." element; trailing / ok */
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"image\":null,\"lifecycle\":null,"
+                         "\"paused\":null,\"env\":null,\"resources\":{\"memory\":null},"
+                         "\"workspace\":{\"mountPath\":\"/a..b/c/\"},\"run\":null,"
+                         "\"ttlSecondsAfterFinished\":0,\"command\":[],\"args\":[\"x\"]}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_STR(s.image, "yao-sandbox/sandbox:latest");
+    CHECK_INT(s.memory_bytes, 2 * GIB);
+    CHECK_STR(s.mount_path, "/a..b/c/");
+    CHECK_INT(s.ttl_after_finished_s, 0);
+    CHECK_INT(s.has_command, 0);   /* an empty list is "not given" */
+    CHECK_INT(s.has_args, 1);
+    sbx_spec_free(&s);
+
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"env\":[{\"name\":\"_x.y-Z9\","
+                         "\"value\":\"=\"},{\"name\":\"yao_user_id\",\"value\":\"\"}],"
+                         "\"ttlSecondsAfterFinished\":2147483647}", NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.nenv, 2);
+    CHECK_INT(s.ttl_after_finished_s, 2147483647);
+    sbx_spec_free(&s);
+}
+
+/* ---- invalid input ------------------------------------------------------------------ */
+
+struct bad_case {
+    const char *spec;     /* JSON of spec */
+    const char *want[3];  /* substrings the error must contain */
+};
+
+static void check_bad(const struct bad_case *bc, size_t n) {
+    char err[512];
+    struct sbx_spec s;
+
+    for (size_t i = 0; i < n; i++) {
+        int before = check_failures_in_test;
+        memset(&s, 0x5a, sizeof s);
+        CHECK_INT(parse_text(bc[i].spec, NULL, &s, err, sizeof err), -1);
+        for (int k = 0; k < 3 && bc[i].want[k]; k++) CHECK(strstr(err, bc[i].want[k]) != NULL);
+        CHECK(strchr(err, '\n') == NULL);
+        CHECK(s.user_id == NULL && s.image == NULL && s.env == NULL && s.nenv == 0 &&
+              s.command.v == NULL && s.run.command.v == NULL && s.mount_path == NULL);
+        if (check_failures_in_test != before)
+            fprintf(stderr, "  case %zu: spec %.120s\n    error: %s\n", i, bc[i].spec, err);
+    }
+}
+
+#define U "\"userID\":\"u\",\"chatID\":\"c\""
+
+TEST(invalid_ids_and_image) {
+    static const struct bad_case bc[] = {
+        { "{\"chatID\":\"c\"}", { "spec.userID: required" } },
+        { "{\"userID\":\"u\"}", { "spec.chatID: required" } },
+        { "{\"userID\":\"\",\"chatID\":\"c\"}", { "spec.userID: must not be empty" } },
+        { "{\"userID\":42,\"chatID\":\"c\"}", { "spec.userID: must be a string" } },
+        { "{\"userID\":\"u\",\"chatID\":[\"c\"]}", { "spec.chatID: must be a string" } },
+        { "{\"userID\":\"a\\nb\",\"chatID\":\"c\"}",
+          { "spec.userID: \"a\\x0ab\" must not contain control characters" } },
+        { "{" U ",\"image\":\"\"}", { "spec.image: must not be empty" } },
+        { "{" U ",\"image\":\"ubuntu latest\"}",
+          { "spec.image: \"ubuntu latest\" must not contain whitespace" } },
+        { "{" U ",\"image\":\"ubuntu\\t\"}", { "spec.image", "whitespace" } },
+        { "{" U ",\"image\":7}", { "spec.image: must be a string" } },
+        { "{" U ",\"lifecycle\":\"forever\"}",
+          { "spec.lifecycle: \"forever\" is not one of one-shot, session, long-running, persistent" } },
+        { "{" U ",\"lifecycle\":\"Session\"}", { "spec.lifecycle: \"Session\"" } },
+        { "{" U ",\"paused\":\"yes\"}", { "spec.paused: must be true or false" } },
+        { "{" U ",\"paused\":1}", { "spec.paused" } },
+    };
+    char err[512], doc[4096], id[200];
+    struct sbx_spec s;
+
+    check_bad(bc, sizeof bc / sizeof *bc);
+
+    memset(id, 'x', 129);
+    id[129] = '\0';
+    snprintf(doc, sizeof doc, "{\"userID\":\"%s\",\"chatID\":\"c\"}", id);
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.userID: must be at most 128 characters (got 129)");
+    snprintf(doc, sizeof doc, "{\"userID\":\"u\",\"chatID\":\"%s\"}", id);
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.chatID: must be at most 128 characters (got 129)");
+
+    memset(doc, 0, sizeof doc);
+    strcpy(doc, "{" U ",\"image\":\"");
+    memset(doc + strlen(doc), 'i', 1025);
+    strcat(doc, "\"}");
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.image: must be at most 1024 characters (got 1025)");
+
+    /* wrong document shapes */
+    cJSON *j = cJSON_Parse("[1,2]");
+    CHECK_INT(sbx_spec_parse(j, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "Sandbox: not a JSON object");
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"metadata\":{}}");
+    CHECK_INT(sbx_spec_parse(j, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec: required");
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"spec\":\"x\"}");
+    CHECK_INT(sbx_spec_parse(j, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec: must be an object");
+    cJSON_Delete(j);
+    CHECK_INT(sbx_spec_parse(NULL, NULL, &s, err, sizeof err), -1);
+}
+
+TEST(invalid_durations) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"idleTimeout\":\"5x\"}",
+          { "spec.idleTimeout: \"5x\" is not a valid duration" } },
+        { "{" U ",\"idleTimeout\":\"\"}", { "spec.idleTimeout: \"\" is not a valid duration" } },
+        { "{" U ",\"idleTimeout\":\"-5m\"}", { "spec.idleTimeout", "not a valid duration" } },
+        { "{" U ",\"idleTimeout\":\"30\"}", { "spec.idleTimeout: \"30\" is not a valid duration" } },
+        { "{" U ",\"idleTimeout\":\"500ms\"}",
+          { "spec.idleTimeout: \"500ms\" is below the minimum 1s" } },
+        { "{" U ",\"idleTimeout\":\"0\"}", { "spec.idleTimeout: \"0\" is below the minimum 1s" } },
+        { "{" U ",\"idleTimeout\":\"8761h\"}",
+          { "spec.idleTimeout: \"8761h\" is above the maximum 8760h" } },
+        { "{" U ",\"idleTimeout\":\"99999999999999999999h\"}", { "spec.idleTimeout", "not a valid" } },
+        { "{" U ",\"idleTimeout\":1800}", { "spec.idleTimeout: must be a string" } },
+        { "{" U ",\"run\":{\"command\":[\"x\"],\"timeout\":\"soon\"}}",
+          { "spec.run.timeout: \"soon\" is not a valid duration" } },
+        { "{" U ",\"run\":{\"command\":[\"x\"],\"timeout\":\"9000h\"}}",
+          { "spec.run.timeout", "above the maximum 8760h" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+TEST(invalid_quantities) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"resources\":{\"memory\":\"2x\"}}",
+          { "spec.resources.memory: \"2x\" is not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":\"-1Gi\"}}",
+          { "spec.resources.memory: \"-1Gi\" is not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":\"\"}}", { "spec.resources.memory", "not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":\"1Mi\"}}",
+          { "spec.resources.memory: \"1Mi\" is below the minimum 4Mi" } },
+        { "{" U ",\"resources\":{\"memory\":0}}",
+          { "spec.resources.memory: 0 is below the minimum 4Mi" } },
+        { "{" U ",\"resources\":{\"memory\":-5}}", { "spec.resources.memory: -5 is not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":\"1025Gi\"}}",
+          { "spec.resources.memory: \"1025Gi\" is above the maximum 1Ti" } },
+        { "{" U ",\"resources\":{\"memory\":\"99999999999999999999999\"}}",
+          { "spec.resources.memory", "not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":true}}",
+          { "spec.resources.memory: must be a string or an integer" } },
+        { "{" U ",\"resources\":{\"cpu\":\"0\"}}", { "spec.resources.cpu: \"0\" is below the minimum 1m" } },
+        { "{" U ",\"resources\":{\"cpu\":\"0.0001\"}}",
+          { "spec.resources.cpu: \"0.0001\" is not a valid quantity" } },
+        { "{" U ",\"resources\":{\"cpu\":\"257\"}}",
+          { "spec.resources.cpu: \"257\" is above the maximum 256" } },
+        { "{" U ",\"resources\":{\"cpu\":\"1 core\"}}", { "spec.resources.cpu", "not a valid quantity" } },
+        { "{" U ",\"resources\":{\"cpu\":\"1Gi\"}}", { "spec.resources.cpu", "not a valid quantity" } },
+        { "{" U ",\"resources\":\"big\"}", { "spec.resources: must be an object" } },
+        { "{" U ",\"workspace\":{\"size\":\"512Ki\"}}",
+          { "spec.workspace.size: \"512Ki\" is below the minimum 1Mi" } },
+        { "{" U ",\"workspace\":{\"size\":\"65Ti\"}}",
+          { "spec.workspace.size: \"65Ti\" is above the maximum 64Ti" } },
+        { "{" U ",\"workspace\":{\"size\":\"lots\"}}", { "spec.workspace.size: \"lots\" is not a valid quantity" } },
+        { "{" U ",\"workspace\":[]}", { "spec.workspace: must be an object" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+TEST(invalid_env_and_argv) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"env\":{\"A\":\"1\"}}", { "spec.env: must be an array" } },
+        { "{" U ",\"env\":[\"A=1\"]}", { "spec.env[0]: must be an object" } },
+        { "{" U ",\"env\":[{\"value\":\"1\"}]}", { "spec.env[0].name: required" } },
+        { "{" U ",\"env\":[{\"name\":\"\"}]}", { "spec.env[0].name: must not be empty" } },
+        { "{" U ",\"env\":[{\"name\":3}]}", { "spec.env[0].name: must be a string" } },
+        { "{" U ",\"env\":[{\"name\":\"OK\"},{\"name\":\"1ABC\"}]}",
+          { "spec.env[1].name: \"1ABC\" is not a valid variable name" } },
+        { "{" U ",\"env\":[{\"name\":\"A=B\"}]}", { "spec.env[0].name: \"A=B\" is not a valid" } },
+        { "{" U ",\"env\":[{\"name\":\"-x\"}]}", { "spec.env[0].name: \"-x\" is not a valid" } },
+        { "{" U ",\"env\":[{\"name\":\"A B\"}]}", { "spec.env[0].name", "not a valid variable name" } },
+        { "{" U ",\"env\":[{\"name\":\"FOO\",\"value\":\"1\"},{\"name\":\"BAR\"},{\"name\":\"FOO\"}]}",
+          { "spec.env[2].name: duplicate name \"FOO\" (also spec.env[0])" } },
+        { "{" U ",\"env\":[{\"name\":\"YAO_USER_ID\",\"value\":\"x\"}]}",
+          { "spec.env[0].name: \"YAO_USER_ID\" is reserved" } },
+        { "{" U ",\"env\":[{\"name\":\"YAO_SANDBOX_NAME\"}]}", { "spec.env[0].name", "reserved" } },
+        { "{" U ",\"env\":[{\"name\":\"YAO_CHAT_ID\"}]}", { "spec.env[0].name", "reserved" } },
+        { "{" U ",\"env\":[{\"name\":\"N\",\"value\":5}]}", { "spec.env[0].value: must be a string" } },
+        { "{" U ",\"command\":\"sleep 1\"}", { "spec.command: must be an array of strings" } },
+        { "{" U ",\"command\":[\"a\",1]}", { "spec.command[1]: must be a string" } },
+        { "{" U ",\"args\":[null]}", { "spec.args[0]: must be a string" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+/* Builds {"userID":"u","chatID":"c","<key>":[ n copies of item ]} into a malloc'd string. */
+static char *repeat_doc(const char *key, const char *item, size_t n) {
+    size_t len = 64 + strlen(key) + n * (strlen(item) + 1), o;
+    char *doc = malloc(len);
+
+    o = (size_t)snprintf(doc, len, "{" U ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(doc + o, len - o, "%s%s", i ? "," : "", item);
+    snprintf(doc + o, len - o, "]}");
+    return doc;
+}
+
+TEST(invalid_sizes_of_lists_and_values) {
+    char err[512], *doc, *big;
+    struct sbx_spec s;
+
+    doc = repeat_doc("args", "\"a\"", 1025);
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.args: must have at most 1024 elements (got 1025)");
+    free(doc);
+    doc = repeat_doc("args", "\"a\"", 1024);
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.args.n, 1024);
+    sbx_spec_free(&s);
+    free(doc);
+
+    /* 257 distinct names: the count check comes first */
+    big = malloc(257 * 24 + 64);
+    size_t o = (size_t)sprintf(big, "{" U ",\"env\":[");
+    for (int i = 0; i < 257; i++) o += (size_t)sprintf(big + o, "%s{\"name\":\"V%d\"}", i ? "," : "", i);
+    strcpy(big + o, "]}");
+    CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.env: must have at most 256 elements (got 257)");
+    free(big);
+
+    /* one argv element of 32769 characters */
+    big = malloc(32769 + 64);
+    o = (size_t)sprintf(big, "{" U ",\"command\":[\"sh\",\"");
+    memset(big + o, 'c', 32769);
+    strcpy(big + o + 32769, "\"]}");
+    CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.command[1]: must be at most 32768 characters");
+    free(big);
+
+    /* an env value of 32769 characters */
+    big = malloc(32769 + 64);
+    o = (size_t)sprintf(big, "{" U ",\"env\":[{\"name\":\"V\",\"value\":\"");
+    memset(big + o, 'v', 32769);
+    strcpy(big + o + 32769, "\"}]}");
+    CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.env[0].value: must be at most 32768 characters");
+    free(big);
+}
+
+TEST(invalid_workspace_run_ttl) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"workspace\":{\"storageClassName\":\"Fast_SSD\"}}",
+          { "spec.workspace.storageClassName: \"Fast_SSD\" is not a valid StorageClass name" } },
+        { "{" U ",\"workspace\":{\"storageClassName\":\"a..b\"}}", { "spec.workspace.storageClassName" } },
+        { "{" U ",\"workspace\":{\"storageClassName\":\"-a\"}}", { "spec.workspace.storageClassName" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"workspace\"}}",
+          { "spec.workspace.mountPath: \"workspace\" must be an absolute path" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"\"}}", { "spec.workspace.mountPath", "absolute" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"/\"}}", { "spec.workspace.mountPath: must not be \"/\"" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"//\"}}", { "spec.workspace.mountPath: must not be \"/\"" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"/a/../etc\"}}",
+          { "spec.workspace.mountPath: \"/a/../etc\" must not contain \"..\" elements" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"/a/..\"}}", { "spec.workspace.mountPath", "\"..\"" } },
+        { "{" U ",\"workspace\":{\"mountPath\":\"/a\\tb\"}}", { "spec.workspace.mountPath", "control" } },
+        { "{" U ",\"lifecycle\":\"one-shot\"}", { "spec.run: required when lifecycle is one-shot" } },
+        { "{" U ",\"lifecycle\":\"one-shot\",\"run\":{}}", { "spec.run.command: required" } },
+        { "{" U ",\"lifecycle\":\"one-shot\",\"run\":{\"command\":[]}}", { "spec.run.command: required" } },
+        { "{" U ",\"run\":{\"command\":[\"\",\"x\"]}}", { "spec.run.command[0]: must not be empty" } },
+        { "{" U ",\"run\":[\"ls\"]}", { "spec.run: must be an object" } },
+        { "{" U ",\"run\":{\"command\":[\"ls\"],\"workingDir\":\"src\"}}",
+          { "spec.run.workingDir: \"src\" must be an absolute path" } },
+        { "{" U ",\"run\":{\"command\":[\"ls\"],\"workingDir\":\"/x/../..\"}}", { "spec.run.workingDir", ".." } },
+        { "{" U ",\"run\":{\"command\":[\"ls\"],\"env\":[{\"name\":\"YAO_CHAT_ID\"}]}}",
+          { "spec.run.env[0].name: \"YAO_CHAT_ID\" is reserved" } },
+        { "{" U ",\"run\":{\"command\":[\"ls\"],\"env\":[{\"name\":\"A\"},{\"name\":\"A\"}]}}",
+          { "spec.run.env[1].name: duplicate name" } },
+        { "{" U ",\"ttlSecondsAfterFinished\":-1}", { "spec.ttlSecondsAfterFinished: must be an integer" } },
+        { "{" U ",\"ttlSecondsAfterFinished\":1.5}", { "spec.ttlSecondsAfterFinished" } },
+        { "{" U ",\"ttlSecondsAfterFinished\":\"300\"}", { "spec.ttlSecondsAfterFinished" } },
+        { "{" U ",\"ttlSecondsAfterFinished\":2147483648}", { "spec.ttlSecondsAfterFinished" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+TEST(error_message_is_one_safe_line) {
+    char err[512], small[16];
+    struct sbx_spec s;
+    char doc[1024];
+
+    /* control characters are escaped, long values cut with "..." */
+    CHECK_INT(parse_text("{" U ",\"lifecycle\":\"a\\r\\nb\\\"c\\\\\"}", NULL, &s, err, sizeof err), -1);
+    CHECK_STR(err, "spec.lifecycle: \"a\\x0d\\x0ab\\\"c\\\\\" is not one of one-shot, session, "
+                   "long-running, persistent");
+    snprintf(doc, sizeof doc, "{" U ",\"resources\":{\"memory\":\"%0200d\"}}", 7);
+    doc[strlen(doc) - 4] = 'x';   /* "000...0x": junk, 200 chars */
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.resources.memory: \"0000") != NULL);
+    CHECK(strstr(err, "...\" is not a valid quantity") != NULL);
+    CHECK(strlen(err) < 160);
+    /* the cut never splits a UTF-8 sequence */
+    snprintf(doc, sizeof doc, "{" U ",\"lifecycle\":\"a%s\"}",
+             "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+             "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+             "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+             "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5");
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "\xe6\x97\xa5\xe6\x97\xa5...\"") != NULL);
+
+    /* small or absent buffers are safe */
+    CHECK_INT(parse_text("{\"chatID\":\"c\"}", NULL, &s, small, sizeof small), -1);
+    CHECK_STR(small, "spec.userID: re");
+    CHECK_INT(parse_text("{\"chatID\":\"c\"}", NULL, &s, NULL, 0), -1);
+    CHECK_INT(parse_text("{" U "}", NULL, &s, NULL, 0), 0);
+    sbx_spec_free(&s);
+}
+
+/* ---- builders ----------------------------------------------------------------------- */
+
+TEST(claim_name) {
+    char out[80], tiny[8];
+
+    sbx_claim_name("yao-sb-alice-chat1", out, sizeof out);
+    CHECK_STR(out, "yao-sb-alice-chat1-workspace");
+    sbx_claim_name("yao-sb-alice-chat1", tiny, sizeof tiny);
+    CHECK_STR(tiny, "yao-sb-");
+}
+
+TEST(pvc_exact_shape) {
+    struct built b;
+
+    if (build_from("spec/full.json", &b) == 0) {
+        const cJSON *p = b.pvc;
+        CHECK_STR(JSTR(p, "apiVersion"), "v1");
+        CHECK_STR(JSTR(p, "kind"), "PersistentVolumeClaim");
+        CHECK_STR(JSTR(p, "metadata", "name"), b.claim);
+        CHECK(strncmp(b.claim, b.pod_name, strlen(b.pod_name)) == 0);
+        CHECK_STR(b.claim + strlen(b.pod_name), "-workspace");
+        CHECK_STR(JSTR(p, "metadata", "namespace"), "team-a");
+        CHECK_STR(JSTR(p, "metadata", "labels", "app.kubernetes.io/managed-by"), "yao-sandbox");
+        CHECK_STR(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/name"), "bob-research");
+        CHECK_STR(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/lifecycle"), "long-running");
+        CHECK(is_label_value(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/user")));
+        CHECK(is_label_value(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/chat")));
+        CHECK_INT(cJSON_GetArraySize(JAT(p, "metadata", "labels")), 5);
+        CHECK_STR(JSTR(p, "metadata", "annotations", "sandbox.yaoapps.com/user-id"), "Bob@Example.com");
+        CHECK_STR(JSTR(p, "metadata", "annotations", "sandbox.yaoapps.com/chat-id"), "Research Chat #7");
+        CHECK_INT(JSIZE(p, "metadata", "ownerReferences"), 1);
+        CHECK_STR(JSTR(p, "metadata", "ownerReferences", "#0", "apiVersion"),
+                  "sandbox.yaoapps.com/v1alpha1");
+        CHECK_STR(JSTR(p, "metadata", "ownerReferences", "#0", "kind"), "Sandbox");
+        CHECK_STR(JSTR(p, "metadata", "ownerReferences", "#0", "name"), "bob-research");
+        CHECK_STR(JSTR(p, "metadata", "ownerReferences", "#0", "uid"),
+                  "6f1e0c52-3d1a-4b7e-9a57-1c0de0f00d42");
+        CHECK(JTRUE(p, "metadata", "ownerReferences", "#0", "controller"));
+        CHECK(JTRUE(p, "metadata", "ownerReferences", "#0", "blockOwnerDeletion"));
+        CHECK_INT(JSIZE(p, "spec", "accessModes"), 1);
+        CHECK_STR(JSTR(p, "spec", "accessModes", "#0"), "ReadWriteOnce");
+        CHECK_STR(JSTR(p, "spec", "resources", "requests", "storage"), "20Gi");
+        CHECK_STR(JSTR(p, "spec", "storageClassName"), "fast-ssd");
+        CHECK_STR(JSTR(p, "spec", "volumeMode"), "Filesystem");
+        CHECK(JAT(p, "status") == NULL);
+    }
+    built_free(&b);
+
+    if (build_from("spec/minimal.json", &b) == 0) {
+        CHECK(JAT(b.pvc, "spec", "storageClassName") == NULL);   /* cluster default */
+        CHECK_STR(JSTR(b.pvc, "spec", "resources", "requests", "storage"), "10Gi");
+        CHECK_STR(JSTR(b.pvc, "metadata", "name"), "yao-sb-alice-chat1-workspace");
+        CHECK_STR(JSTR(b.pvc, "metadata", "labels", "sandbox.yaoapps.com/user"), "alice");
+        CHECK_STR(JSTR(b.pvc, "metadata", "labels", "sandbox.yaoapps.com/lifecycle"), "session");
+    }
+    built_free(&b);
+}
+
+TEST(pvc_empty_storage_class_is_kept) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "n", "ns", "uid-1" };
+    cJSON *pvc;
+
+    CHECK_INT(parse_text("{" U ",\"workspace\":{\"storageClassName\":\"\",\"size\":\"1.5Gi\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    pvc = sbx_build_pvc(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK_STR(JSTR(pvc, "spec", "storageClassName"), "");
+    CHECK_STR(JSTR(pvc, "spec", "resources", "requests", "storage"), "1536Mi");
+    cJSON_Delete(pvc);
+    sbx_spec_free(&s);
+}
+
+TEST(pod_exact_shape) {
+    struct built b;
+
+    if (build_from("spec/full.json", &b) == 0) {
+        const cJSON *p = b.pod, *c = JAT(b.pod, "spec", "containers", "#0");
+        CHECK_STR(JSTR(p, "apiVersion"), "v1");
+        CHECK_STR(JSTR(p, "kind"), "Pod");
+        CHECK_STR(JSTR(p, "metadata", "name"), b.pod_name);
+        CHECK(sbx_is_dns_label(b.pod_name));
+        CHECK_STR(JSTR(p, "metadata", "namespace"), "team-a");
+        CHECK_STR(JSTR(p, "metadata", "labels", "app.kubernetes.io/managed-by"), "yao-sandbox");
+        CHECK_STR(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/name"), "bob-research");
+        CHECK_STR(JSTR(p, "metadata", "labels", "sandbox.yaoapps.com/lifecycle"), "long-running");
+        CHECK_STR(JSTR(p, "metadata", "annotations", "sandbox.yaoapps.com/user-id"), "Bob@Example.com");
+        CHECK_STR(JSTR(p, "metadata", "annotations", "sandbox.yaoapps.com/chat-id"), "Research Chat #7");
+        CHECK_STR(JSTR(p, "metadata", "ownerReferences", "#0", "uid"),
+                  "6f1e0c52-3d1a-4b7e-9a57-1c0de0f00d42");
+        CHECK(JTRUE(p, "metadata", "ownerReferences", "#0", "controller"));
+        CHECK(JTRUE(p, "metadata", "ownerReferences", "#0", "blockOwnerDeletion"));
+
+        CHECK_STR(JSTR(p, "spec", "restartPolicy"), "Always");
+        CHECK(JFALSE(p, "spec", "automountServiceAccountToken"));
+        CHECK(JFALSE(p, "spec", "enableServiceLinks"));
+        CHECK(JNUM(p, "spec", "terminationGracePeriodSeconds") == 10);
+        CHECK(JTRUE(p, "spec", "securityContext", "runAsNonRoot"));
+        CHECK(JNUM(p, "spec", "securityContext", "runAsUser") == 1000);
+        CHECK(JNUM(p, "spec", "securityContext", "runAsGroup") == 1000);
+        CHECK(JNUM(p, "spec", "securityContext", "fsGroup") == 1000);
+        CHECK_STR(JSTR(p, "spec", "securityContext", "seccompProfile", "type"), "RuntimeDefault");
+        CHECK(JAT(p, "spec", "serviceAccountName") == NULL);
+        CHECK(JAT(p, "spec", "hostNetwork") == NULL);
+
+        CHECK_INT(JSIZE(p, "spec", "containers"), 1);
+        CHECK_STR(JSTR(c, "name"), "sandbox");
+        CHECK_STR(JSTR(c, "image"), "registry.example.com/yao/workspace:1.4.2");
+        CHECK_INT(JSIZE(c, "command"), 2);
+        CHECK_STR(JSTR(c, "command", "#0"), "/usr/bin/tini");
+        CHECK_INT(JSIZE(c, "args"), 4);
+        CHECK_STR(JSTR(c, "args", "#2"), "http.server");
+        CHECK(JFALSE(c, "securityContext", "allowPrivilegeEscalation"));
+        CHECK(JFALSE(c, "securityContext", "privileged"));
+        CHECK(JFALSE(c, "securityContext", "readOnlyRootFilesystem"));
+        CHECK_INT(JSIZE(c, "securityContext", "capabilities", "drop"), 1);
+        CHECK_STR(JSTR(c, "securityContext", "capabilities", "drop", "#0"), "ALL");
+        CHECK(JAT(c, "securityContext", "capabilities", "add") == NULL);
+        CHECK_STR(JSTR(c, "resources", "limits", "memory"), "512Mi");
+        CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "500m");
+        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "512Mi");
+        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "500m");
+
+        /* env: the three injected ones first, then spec.env in order */
+        CHECK_INT(JSIZE(c, "env"), 6);
+        CHECK_STR(JSTR(c, "env", "#0", "name"), "YAO_SANDBOX_NAME");
+        CHECK_STR(JSTR(c, "env", "#0", "value"), "bob-research");
+        CHECK_STR(JSTR(c, "env", "#1", "name"), "YAO_USER_ID");
+        CHECK_STR(JSTR(c, "env", "#1", "value"), "Bob@Example.com");
+        CHECK_STR(JSTR(c, "env", "#2", "name"), "YAO_CHAT_ID");
+        CHECK_STR(JSTR(c, "env", "#2", "value"), "Research Chat #7");
+        CHECK_STR(JSTR(c, "env", "#3", "name"), "LANG");
+        CHECK_STR(JSTR(c, "env", "#3", "value"), "C.UTF-8");
+        CHECK_STR(JSTR(c, "env", "#4", "name"), "EMPTY");
+        CHECK_STR(JSTR(c, "env", "#4", "value"), "");
+        CHECK_STR(JSTR(c, "env", "#5", "name"), "my.dotted-name");
+        CHECK_STR(JSTR(c, "env", "#5", "value"), "line1\nline2");
+
+        /* the workspace volume, from the claim, mounted at mountPath */
+        CHECK_INT(JSIZE(c, "volumeMounts"), 1);
+        CHECK_STR(JSTR(c, "volumeMounts", "#0", "name"), "workspace");
+        CHECK_STR(JSTR(c, "volumeMounts", "#0", "mountPath"), "/home/sandbox/work");
+        CHECK_INT(JSIZE(p, "spec", "volumes"), 1);
+        CHECK_STR(JSTR(p, "spec", "volumes", "#0", "name"), "workspace");
+        CHECK_STR(JSTR(p, "spec", "volumes", "#0", "persistentVolumeClaim", "claimName"), b.claim);
+        CHECK(JAT(p, "status") == NULL);
+    }
+    built_free(&b);
+}
+
+TEST(pod_defaults_idle_process_and_resources) {
+    struct built b;
+
+    if (build_from("spec/minimal.json", &b) == 0) {
+        const cJSON *c = JAT(b.pod, "spec", "containers", "#0");
+        CHECK_STR(JSTR(b.pod, "metadata", "name"), "yao-sb-alice-chat1");
+        CHECK_STR(JSTR(b.pod, "metadata", "namespace"), "yao");
+        CHECK_STR(JSTR(c, "image"), "yao-sandbox/sandbox:latest");
+        CHECK_INT(JSIZE(c, "command"), 3);
+        CHECK_STR(JSTR(c, "command", "#0"), "/bin/sh");
+        CHECK_STR(JSTR(c, "command", "#1"), "-c");
+        CHECK_STR(JSTR(c, "command", "#2"), SBX_IDLE_SCRIPT);
+        CHECK(JAT(c, "args") == NULL);
+        CHECK_STR(JSTR(c, "resources", "limits", "memory"), "2Gi");
+        CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
+        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "2Gi");
+        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "1");
+        CHECK_INT(JSIZE(c, "env"), 3);
+        CHECK_STR(JSTR(c, "env", "#0", "value"), "alice-chat1");
+        CHECK_STR(JSTR(c, "volumeMounts", "#0", "mountPath"), "/workspace");
+        CHECK_STR(JSTR(b.pod, "spec", "volumes", "#0", "persistentVolumeClaim", "claimName"),
+                  "yao-sb-alice-chat1-workspace");
+        CHECK_STR(JSTR(b.pod, "spec", "restartPolicy"), "Always");
+    }
+    built_free(&b);
+}
+
+TEST(pod_one_shot_never_restarts) {
+    struct built b;
+
+    if (build_from("spec/one-shot.json", &b) == 0) {
+        const cJSON *c = JAT(b.pod, "spec", "containers", "#0");
+        CHECK_STR(JSTR(b.pod, "spec", "restartPolicy"), "Never");
+        CHECK_STR(JSTR(b.pod, "metadata", "labels", "sandbox.yaoapps.com/lifecycle"), "one-shot");
+        /* spec.run is exec'd by the controller; the main process idles */
+        CHECK_STR(JSTR(c, "command", "#2"), SBX_IDLE_SCRIPT);
+        CHECK_STR(JSTR(c, "resources", "limits", "memory"), "2Gi");
+        CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
+    }
+    built_free(&b);
+}
+
+TEST(pod_command_args_variants) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "n", NULL, "uid-1" };
+    cJSON *pod;
+
+    /* args only: the image's entrypoint with these args */
+    CHECK_INT(parse_text("{" U ",\"args\":[\"--serve\"]}", NULL, &s, err, sizeof err), 0);
+    pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK(JAT(pod, "spec", "containers", "#0", "command") == NULL);
+    CHECK_STR(JSTR(pod, "spec", "containers", "#0", "args", "#0"), "--serve");
+    CHECK(JAT(pod, "metadata", "namespace") == NULL);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+
+    /* command only */
+    CHECK_INT(parse_text("{" U ",\"command\":[\"sleep\",\"infinity\"],\"args\":[]}", NULL, &s,
+                         err, sizeof err), 0);
+    pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK_INT(JSIZE(pod, "spec", "containers", "#0", "command"), 2);
+    CHECK(JAT(pod, "spec", "containers", "#0", "args") == NULL);
+    cJSON_Delete(pod);
+
+    /* missing owner identity → NULL, never a half object */
+    struct sbx_owner no_uid = { "n", "ns", NULL }, no_name = { NULL, "ns", "u" };
+    CHECK(sbx_build_pod(&no_uid, &s, "p", "p-workspace") == NULL);
+    CHECK(sbx_build_pvc(&no_name, &s, "p", "p-workspace") == NULL);
+    CHECK(sbx_build_pod(NULL, &s, "p", "p-workspace") == NULL);
+    CHECK(sbx_build_pod(&o, &s, "p", NULL) == NULL);
+    sbx_spec_free(&s);
+}
+
+/* IDs that need sanitising still give a valid pod name, claim name and label values; the
+ * raw IDs survive in the annotations and env. Builders do not re-validate, so a 500-char
+ * ID (refused by the parser) is used here to prove the naming path is robust too. */
+TEST(awkward_ids_give_valid_names_and_labels) {
+    static const char *const ids[][2] = {
+        { "Alice", "Chat-ONE" },
+        { "\xe7\x94\xa8\xe6\x88\xb7\xe4\xb8\x80", "\xf0\x9f\x92\xac \xe8\x81\x8a\xe5\xa4\xa9" },
+        { "user@example.com", "../../etc/passwd" },
+        { "---", "___" },
+        { NULL, NULL },   /* 500-char IDs, filled below */
+    };
+    char long_u[501], long_c[501], pod_name[64], claim[80];
+    struct sbx_owner o = { "a-sandbox-name-that-is-rather-long-and-goes-on-and-on-past-63-chars-x",
+                           "ns", "uid" };
+
+    memset(long_u, 'U', 500);
+    long_u[500] = '\0';
+    for (int i = 0; i < 500; i++) long_c[i] = "Zz9-_."[i % 6];
+    long_c[500] = '\0';
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        struct sbx_spec s;
+        cJSON *pod, *pvc;
+        const char *u = ids[i][0] ? ids[i][0] : long_u, *c = ids[i][1] ? ids[i][1] : long_c;
+
+        memset(&s, 0, sizeof s);
+        s.user_id = (char *)u;
+        s.chat_id = (char *)c;
+        s.image = (char *)"img";
+        s.lifecycle = SBX_SESSION;
+        s.memory_bytes = 2 * GIB;
+        s.cpu_millis = 1000;
+        s.workspace_bytes = GIB;
+        CHECK_INT(sbx_name_pod(u, c, pod_name, sizeof pod_name), 0);
+        CHECK(sbx_is_dns_label(pod_name));
+        CHECK(strncmp(pod_name, "yao-sb-", 7) == 0);
+        sbx_claim_name(pod_name, claim, sizeof claim);
+        CHECK(strlen(claim) <= 63 + 10);
+        pod = sbx_build_pod(&o, &s, pod_name, claim);
+        pvc = sbx_build_pvc(&o, &s, pod_name, claim);
+        CHECK(pod != NULL && pvc != NULL);
+        for (int k = 0; k < 2; k++) {
+            const cJSON *obj = k ? pvc : pod;
+            CHECK(is_label_value(JSTR(obj, "metadata", "labels", "sandbox.yaoapps.com/user")));
+            CHECK(is_label_value(JSTR(obj, "metadata", "labels", "sandbox.yaoapps.com/chat")));
+            CHECK(is_label_value(JSTR(obj, "metadata", "labels", "sandbox.yaoapps.com/name")));
+            CHECK_STR(JSTR(obj, "metadata", "annotations", "sandbox.yaoapps.com/user-id"), u);
+            CHECK_STR(JSTR(obj, "metadata", "annotations", "sandbox.yaoapps.com/chat-id"), c);
+        }
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "env", "#1", "value"), u);
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "env", "#2", "value"), c);
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "volumeMounts", "#0", "mountPath"),
+                  "/workspace");   /* mount_path NULL falls back to the default */
+        /* uppercase / unicode / long IDs hash: two different pairs never share a name */
+        if (i == 0) {
+            char other[64];
+            CHECK_INT(sbx_name_pod("alice", "chat-one", other, sizeof other), 0);
+            CHECK(strcmp(other, pod_name) != 0);
+        }
+        cJSON_Delete(pod);
+        cJSON_Delete(pvc);
+    }
+}
+
+TEST(built_objects_serialise) {
+    struct built b;
+
+    if (build_from("spec/full.json", &b) == 0) {
+        char *text = cJSON_PrintUnformatted(b.pod);
+        cJSON *back = cJSON_Parse(text);
+        CHECK(back != NULL);
+        CHECK(cJSON_Compare(back, b.pod, 1));
+        cJSON_Delete(back);
+        free(text);
+    }
+    built_free(&b);
+}
+
+/* ---- allocation failures ------------------------------------------------------------ */
+
+static long alloc_budget = -1;   /* < 0: unlimited */
+
+static void *failing_malloc(size_t n) {
+    if (alloc_budget == 0) return NULL;
+    if (alloc_budget > 0) alloc_budget--;
+    return malloc(n);
+}
+
+/* Every cJSON allocation inside the builders fails in turn: each time the builder returns
+ * NULL and frees what it had built (ASan/valgrind see no leak). */
+TEST(builders_survive_allocation_failure) {
+    struct built b;
+    cJSON_Hooks hooks = { failing_malloc, free };
+    struct sbx_owner o;
+    int pod_ok = 0, pvc_ok = 0;
+    long k;
+
+    if (build_from("spec/full.json", &b) != 0) {
+        built_free(&b);
+        return;
+    }
+    o.name = JSTR(b.json, "metadata", "name");
+    o.namespace_ = JSTR(b.json, "metadata", "namespace");
+    o.uid = JSTR(b.json, "metadata", "uid");
+    cJSON_InitHooks(&hooks);
+    for (k = 0; k < 2000 && !pod_ok; k++) {
+        alloc_budget = k;
+        cJSON *pod = sbx_build_pod(&o, &b.spec, b.pod_name, b.claim);
+        alloc_budget = -1;
+        if (pod) {
+            pod_ok = 1;
+            CHECK(cJSON_Compare(pod, b.pod, 1));
+        }
+        cJSON_Delete(pod);
+    }
+    CHECK(pod_ok);
+    CHECK(k > 50);   /* there really were that many allocations to fail */
+    for (k = 0; k < 2000 && !pvc_ok; k++) {
+        alloc_budget = k;
+        cJSON *pvc = sbx_build_pvc(&o, &b.spec, b.pod_name, b.claim);
+        alloc_budget = -1;
+        if (pvc) {
+            pvc_ok = 1;
+            CHECK(cJSON_Compare(pvc, b.pvc, 1));
+        }
+        cJSON_Delete(pvc);
+    }
+    CHECK(pvc_ok);
+    cJSON_InitHooks(NULL);
+    built_free(&b);
+}
