@@ -220,8 +220,8 @@ static int sbx_is_env_name(const char *s) {
     return 1;
 }
 
-/* True if s is a DNS-1123 subdomain (StorageClass names): <= 253 chars, dot-separated
- * DNS-1123 labels of [a-z0-9-] with alnum at both ends. */
+/* True if s is a DNS-1123 subdomain (StorageClass names), as Kubernetes' IsDNS1123Subdomain
+ * and the CRD pattern: <= 253 chars, dot-separated runs of [a-z0-9-], alnum at both ends. */
 static int sbx_is_dns_subdomain(const char *s) {
     size_t n = strlen(s), i, label = 0;
 
@@ -234,16 +234,16 @@ static int sbx_is_dns_subdomain(const char *s) {
             continue;
         }
         if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return 0;
-        if (label == 0 && ch == '-') return 0;
-        if (++label > 63) return 0;
+        if (label++ == 0 && ch == '-') return 0;
     }
     return 1;
 }
 
-/* An absolute path without ".." elements or control characters; "/" itself is refused
- * when !allow_root. */
+/* An absolute path of at most 1024 characters without control characters. A mount point
+ * (mount != 0) must also not be "/" and not contain ".." elements; a working directory
+ * may (it is only cd'ed into). */
 static int sbx_check_abs_path(struct sbx_pctx *c, const char *s, const char *path,
-                              int allow_root) {
+                              int mount) {
     char q[4 * SBX_QUOTE_MAX + 8];
     const char *p;
     size_t n = sbx_utf8_len(s);
@@ -256,8 +256,8 @@ static int sbx_check_abs_path(struct sbx_pctx *c, const char *s, const char *pat
     if (sbx_has_ctl(s))
         return sbx_fail(c, "%s: %s must not contain control characters", path,
                         sbx_quote(s, q, sizeof q));
-    if (!allow_root && s[strspn(s, "/")] == '\0')
-        return sbx_fail(c, "%s: must not be \"/\"", path);
+    if (!mount) return 0;
+    if (s[strspn(s, "/")] == '\0') return sbx_fail(c, "%s: must not be \"/\"", path);
     for (p = s; (p = strstr(p, "..")) != NULL; p += 2)
         if (p[-1] == '/' && (p[2] == '/' || p[2] == '\0'))
             return sbx_fail(c, "%s: %s must not contain \"..\" elements", path,
@@ -455,7 +455,7 @@ static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, struct sbx
     if (ws && sbx_opt_string(c, ws, "mountPath", "spec.workspace.mountPath", &mount))
         return -1;
     if (!mount) mount = "/workspace";
-    if (sbx_check_abs_path(c, mount, "spec.workspace.mountPath", 0)) return -1;
+    if (sbx_check_abs_path(c, mount, "spec.workspace.mountPath", 1)) return -1;
     return sbx_dup(c, mount, &s->mount_path);
 }
 
@@ -473,7 +473,7 @@ static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *
     if (!r->command.v[0][0]) return sbx_fail(c, "spec.run.command[0]: must not be empty");
     if (sbx_opt_string(c, run, "workingDir", "spec.run.workingDir", &wd)) return -1;
     if (wd) {
-        if (sbx_check_abs_path(c, wd, "spec.run.workingDir", 1)) return -1;
+        if (sbx_check_abs_path(c, wd, "spec.run.workingDir", 0)) return -1;
         if (sbx_dup(c, wd, &r->working_dir)) return -1;
     }
     if (sbx_parse_env(c, run, "env", "spec.run.env", &r->env, &r->nenv)) return -1;
@@ -481,7 +481,7 @@ static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *
                               SBX_RUN_TIMEOUT_DEFAULT_MS, &r->timeout_ms);
 }
 
-/* The whole spec, in the order of the CRD's fields; out is zeroed first. */
+/* The whole spec, in the order of the CRD's fields, into s (zeroed by the caller). */
 static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
     const cJSON *spec, *v, *res;

@@ -61,3 +61,61 @@ fresh_namespace() {
     kubectl create namespace "$1" >/dev/null
     on_exit "kubectl delete namespace $1 --wait=false"
 }
+
+# install_manifests — the CRD and the plain manifests, exactly as a user applies them.
+install_manifests() {
+    kubectl apply -f "$SRC_DIR/crd/" -f "$SRC_DIR/manifests/" >/dev/null &&
+        kubectl wait --for=condition=Established crd/sandboxes.sandbox.yaoapps.com --timeout=30s >/dev/null
+}
+
+# sa_kubeconfig FILE [SA] [NS] — a kubeconfig carrying a ServiceAccount's own token (not
+# admin), so a missing RBAC rule makes the tests fail.
+sa_kubeconfig() {
+    local file=$1 sa=${2:-yao-sandbox-controller} ns=${3:-yao-sandbox-system} token
+    token=$(kubectl -n "$ns" create token "$sa" --duration=2h) || return 1
+    cat > "$file" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:$(cat "$YAO_PLANE_DIR/api-port")", certificate-authority: "$YAO_PLANE_DIR/pki/ca.crt"}
+users:
+- name: $sa
+  user: {token: "$token"}
+contexts:
+- name: local
+  context: {cluster: local, user: $sa}
+current-context: local
+KC
+    chmod 600 "$file"
+}
+
+CONTROLLER_PIDS=()
+# start_controller LOGFILE [ARGS...] — run the controller with the ServiceAccount's
+# kubeconfig in the background; its pid is appended to CONTROLLER_PIDS and it is stopped
+# at exit.
+start_controller() {
+    local log=$1; shift
+    local kc=${CONTROLLER_KUBECONFIG:-$YAO_PLANE_DIR/controller-sa.kubeconfig}
+    [ -f "$kc" ] || sa_kubeconfig "$kc" || return 1
+    "$BUILD_DIR/bin/yao-sandbox-controller" --kubeconfig "$kc" "$@" >>"$log" 2>&1 &
+    CONTROLLER_PIDS+=($!)
+    on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
+}
+
+# kill_controller SIGNAL — signal the newest controller and wait for it.
+kill_controller() {
+    local pid=${CONTROLLER_PIDS[-1]}
+    kill "-${1:-TERM}" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# sandbox_phase NS NAME
+sandbox_phase() { kubectl -n "$1" get sandbox "$2" -o jsonpath='{.status.phase}' 2>/dev/null; }
+# sandbox_reason NS NAME — reason of the Ready condition
+sandbox_reason() { kubectl -n "$1" get sandbox "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null; }
+phase_is() { [ "$(sandbox_phase "$1" "$2")" = "$3" ]; }
+reason_is() { [ "$(sandbox_reason "$1" "$2")" = "$3" ]; }
+# now_ms
+now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -425,6 +425,16 @@ TEST(edge_values_accepted) {
     CHECK_INT(s.nenv, 2);
     CHECK_INT(s.ttl_after_finished_s, 2147483647);
     sbx_spec_free(&s);
+
+    /* a working directory may contain ".." (it is only cd'ed into); StorageClass names
+     * follow IsDNS1123Subdomain, which has no per-label limit */
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"run\":{\"command\":[\"ls\"],"
+                         "\"workingDir\":\"/x/../..\"},\"workspace\":{\"storageClassName\":"
+                         "\"a-storage-class-name-with-a-first-label-longer-than-sixty-three-chars.example.com\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_STR(s.run.working_dir, "/x/../..");
+    sbx_spec_free(&s);
 }
 
 /* ---- invalid input ------------------------------------------------------------------ */
@@ -539,6 +549,8 @@ TEST(invalid_quantities) {
         { "{" U ",\"resources\":{\"memory\":\"-1Gi\"}}",
           { "spec.resources.memory: \"-1Gi\" is not a valid quantity" } },
         { "{" U ",\"resources\":{\"memory\":\"\"}}", { "spec.resources.memory", "not a valid quantity" } },
+        { "{" U ",\"resources\":{\"memory\":\"2K\"}}",
+          { "spec.resources.memory: \"2K\" is not a valid quantity" } },
         { "{" U ",\"resources\":{\"memory\":\"1Mi\"}}",
           { "spec.resources.memory: \"1Mi\" is below the minimum 4Mi" } },
         { "{" U ",\"resources\":{\"memory\":0}}",
@@ -670,7 +682,8 @@ TEST(invalid_workspace_run_ttl) {
         { "{" U ",\"run\":[\"ls\"]}", { "spec.run: must be an object" } },
         { "{" U ",\"run\":{\"command\":[\"ls\"],\"workingDir\":\"src\"}}",
           { "spec.run.workingDir: \"src\" must be an absolute path" } },
-        { "{" U ",\"run\":{\"command\":[\"ls\"],\"workingDir\":\"/x/../..\"}}", { "spec.run.workingDir", ".." } },
+        { "{" U ",\"run\":{\"command\":[\"ls\"],\"workingDir\":\"/x\\ny\"}}",
+          { "spec.run.workingDir: \"/x\\x0ay\" must not contain control characters" } },
         { "{" U ",\"run\":{\"command\":[\"ls\"],\"env\":[{\"name\":\"YAO_CHAT_ID\"}]}}",
           { "spec.run.env[0].name: \"YAO_CHAT_ID\" is reserved" } },
         { "{" U ",\"run\":{\"command\":[\"ls\"],\"env\":[{\"name\":\"A\"},{\"name\":\"A\"}]}}",

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Controller core on the real plane: the CRD and RBAC installed with kubectl apply, the
+# controller running with its ServiceAccount's token; a Sandbox becomes a Bound PVC and a
+# Running pod yao-sb-<user>-<chat> with truthful status; a deleted pod is recreated; a
+# deleted Sandbox takes its pod and PVC with it (garbage collector); a controller killed
+# and restarted mid-way leaves no duplicates; name conflicts and invalid specs are
+# reported; the schema refuses bad objects with a clear message.
+. "$(dirname "$0")/lib.sh"
+NS=yao-it
+LOG=$BUILD_DIR/test-controller.log
+: > "$LOG"
+check "CRD and manifests apply with kubectl" install_manifests
+fresh_namespace $NS
+start_controller "$LOG" --max-running 0 --workers 4
+
+t0=$(now_ms)
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: first}
+spec:
+  userID: alice
+  chatID: chat-1
+  env: [{name: GREETING, value: hi}]
+YAML
+check "Sandbox reaches phase Running" eventually 20 phase_is $NS first Running
+t1=$(now_ms)
+echo "    create -> Running: $((t1 - t0)) ms"
+POD=$(kubectl -n $NS get sandbox first -o jsonpath='{.status.podName}')
+check "pod name follows yao-sb-<user>-<chat> (hashed: the chat ID has a dash)" contains "$POD" "yao-sb-alice-chat-1-"
+check "pod is Running" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.status.phase}')" Running
+CLAIM=$(kubectl -n $NS get sandbox first -o jsonpath='{.status.workspaceClaim}')
+check "workspace PVC is Bound" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.status.phase}')" Bound
+check "status.podIP matches the pod" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.podIP}')" "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.status.podIP}')"
+check "status.nodeName matches the pod" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.nodeName}')" "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.nodeName}')"
+check "Ready condition is True/PodReady" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}')" "True/PodReady"
+check "observedGeneration is set" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.observedGeneration}')" 1
+check "pod is owned by the Sandbox (controller ref)" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}')" "Sandbox/first/true"
+check "PVC is owned by the Sandbox" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.metadata.ownerReferences[0].name}')" first
+check "pod carries the managed-by and user labels" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}/{.metadata.labels.sandbox\.yaoapps\.com/user}')" "yao-sandbox/alice"
+check "pod has no service-account token" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.automountServiceAccountToken}')" false
+check "pod runs as non-root with all capabilities dropped" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.securityContext.runAsNonRoot}/{.spec.containers[0].securityContext.capabilities.drop[0]}')" "true/ALL"
+check "env is injected (YAO_USER_ID, then spec.env)" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{range .spec.containers[0].env[*]}{.name}={.value},{end}')" "YAO_SANDBOX_NAME=first,YAO_USER_ID=alice,YAO_CHAT_ID=chat-1,GREETING=hi,"
+
+# Someone deletes the pod: it comes back.
+old_uid=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}')
+kubectl -n $NS delete pod "$POD" --wait=false >/dev/null
+recreated() { local u; u=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$old_uid" ]; }
+check "a deleted pod is recreated" eventually 20 recreated
+check "and the Sandbox is Running again" eventually 20 phase_is $NS first Running
+
+# Kill the controller right after a burst of creates, restart it: no duplicates, all Running.
+for i in $(seq 1 10); do
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: burst-%s}\nspec: {userID: bob, chatID: c%s}\n---\n' $i $i
+done | kubectl -n $NS apply -f - >/dev/null
+sleep 0.3
+kill_controller KILL
+start_controller "$LOG" --max-running 0
+all_running() { [ "$(kubectl -n $NS get sandboxes -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$')" = 11 ]; }
+check "after kill -9 and restart all 11 Sandboxes are Running" eventually 30 all_running
+check "exactly one pod per Sandbox (11)" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/managed-by=yao-sandbox --no-headers | wc -l)" 11
+check "exactly one PVC per Sandbox (11)" eq "$(kubectl -n $NS get pvc -l app.kubernetes.io/managed-by=yao-sandbox --no-headers | wc -l)" 11
+
+# Name conflict: a pod nobody owns already has the name.
+kubectl -n $NS run yao-sb-carol-c1 --image=busybox --restart=Never --overrides='{"spec":{"automountServiceAccountToken":false}}' >/dev/null
+stranger_uid=$(kubectl -n $NS get pod yao-sb-carol-c1 -o jsonpath='{.metadata.uid}')
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: conflict}\nspec: {userID: carol, chatID: c1}\n' | kubectl -n $NS apply -f - >/dev/null
+check "name conflict is reported as Ready=False/NameConflict" eventually 20 reason_is $NS conflict NameConflict
+check "the stranger's pod is left alone" eq "$(kubectl -n $NS get pod yao-sb-carol-c1 -o jsonpath='{.metadata.uid}/{.metadata.ownerReferences}')" "$stranger_uid/"
+
+# A spec the schema accepts but the controller cannot honour.
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: huge}\nspec: {userID: dave, chatID: c1, resources: {memory: 2000Ti}}\n' | kubectl -n $NS apply -f - >/dev/null
+check "an absurd memory limit is reported as InvalidSpec" eventually 20 reason_is $NS huge InvalidSpec
+check "the InvalidSpec message names the field" contains "$(kubectl -n $NS get sandbox huge -o jsonpath='{.status.conditions[0].message}')" "spec.resources.memory"
+check "and no pod is created for it" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/user=dave --no-headers 2>/dev/null | wc -l)" 0
+
+# The schema refuses bad objects with a clear message.
+bad() { printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: bad}\nspec: %s\n' "$1" | kubectl -n $NS apply -f - 2>&1; }
+check "schema: userID is required" contains "$(bad '{chatID: c}')" "spec.userID: Required value"
+check "schema: lifecycle is an enum" contains "$(bad '{userID: u, chatID: c, lifecycle: forever}')" 'Unsupported value: "forever"'
+check "schema: userID at most 128 chars" contains "$(bad "{userID: $(printf 'u%.0s' $(seq 200)), chatID: c}")" "Too long"
+check "schema: idleTimeout must be a duration" contains "$(bad '{userID: u, chatID: c, idleTimeout: soon}')" "spec.idleTimeout"
+check "schema: one-shot needs spec.run" contains "$(bad '{userID: u, chatID: c, lifecycle: one-shot}')" "spec.run is required"
+check "kubectl explain documents the spec" contains "$(kubectl explain sandbox.spec.workspace 2>&1)" "mountPath"
+
+# Deleting the Sandbox removes its pod and PVC (owner references + garbage collector).
+kubectl -n $NS delete sandbox first --wait=false >/dev/null
+pod_gone() { ! kubectl -n $NS get pod "$POD" >/dev/null 2>&1; }
+pvc_gone() { ! kubectl -n $NS get pvc "$CLAIM" >/dev/null 2>&1; }
+check "deleting the Sandbox removes its pod" eventually 30 pod_gone
+check "deleting the Sandbox removes its PVC" eventually 30 pvc_gone
+check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
+finish
