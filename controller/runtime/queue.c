@@ -154,7 +154,8 @@ static char *heap_pop(struct workqueue *q) {
 
 void queue_add_after(struct workqueue *q, const char *key, int64_t delay_ms) {
     if (delay_ms <= 0) { queue_add(q, key); return; }
-    int64_t due = now_ms() + delay_ms;
+    int64_t now = now_ms();
+    int64_t due = delay_ms > INT64_MAX - now ? INT64_MAX : now + delay_ms; /* saturate */
     pthread_mutex_lock(&q->lock);
     if (q->shutting_down) goto out;
     uintptr_t pos = (uintptr_t)strmap_get(&q->heap_pos, key);

@@ -132,7 +132,10 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
     }
 
     if (limit > 0 && last_used > 0) {
-        int64_t left = last_used + limit - o->now_ms;
+        /* last_used + limit - now without overflow: limit may be INT64_MAX (saturated
+         * ×24) and last_used may lie ahead of now (a client's clock). */
+        int64_t elapsed = o->now_ms - last_used;
+        int64_t left = elapsed < 0 && limit > INT64_MAX + elapsed ? INT64_MAX : limit - elapsed;
         d->requeue_after_ms = left > 0 ? left : 1;
     }
 }

@@ -391,6 +391,47 @@ static int delete_owned(struct sbx_controller *ctl, const char *ns, const char *
     return -1;
 }
 
+struct orphan_ctx {
+    const char *ns, *owner;
+    struct { char name[256], uid[64]; } found[8];
+    int n;
+};
+
+/* Collect objects in ns whose controller reference names the (deleted) owner. */
+static int find_orphans(void *ud, const char *key, const cJSON *obj) {
+    struct orphan_ctx *o = ud;
+    const char *ns = kj_str(obj, "metadata.namespace");
+    if (!ns || strcmp(ns, o->ns) != 0) return 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        const char *kind = kj_str(r, "kind"), *name = kj_str(r, "name");
+        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND) && name && !strcmp(name, o->owner) &&
+            o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
+            snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
+            snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
+                     kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
+            o->n++;
+        }
+    }
+    return o->n >= 8;
+}
+
+/* The Sandbox ns/name no longer exists: delete the pods and PVCs it controlled (uid
+ * preconditions keep a same-named successor's objects safe). */
+static int sweep_orphans(struct sbx_controller *ctl, const char *ns, const char *name, char *err, size_t errlen) {
+    static const char *const resources[2] = {"pods", "persistentvolumeclaims"};
+    struct informer *caches[2] = {ctl->pods, ctl->pvcs};
+    for (int i = 0; i < 2; i++) {
+        struct orphan_ctx o = {.ns = ns, .owner = name};
+        informer_foreach(caches[i], find_orphans, &o);
+        for (int j = 0; j < o.n; j++) {
+            if (delete_owned(ctl, ns, resources[i], o.found[j].name, o.found[j].uid, err, errlen) < 0) return -1;
+            LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o.found[j].name);
+        }
+    }
+    return 0;
+}
+
 /* ---- status --------------------------------------------------------------------------- */
 
 /* Add a timestamp (or nothing when ms is 0). */
@@ -505,9 +546,16 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
 
     if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
     sb = informer_get(ctl->sandboxes, key);
-    if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
+    if (!sb) {
+        /* Gone: the garbage collector deletes what it owned, but only once it knows the
+         * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. */
         release(ctl, key);
-        rc = 0; /* gone or going: owner references let the garbage collector clean up */
+        rc = sweep_orphans(ctl, ns, name, err, errlen);
+        goto out;
+    }
+    if (kj_str(sb, "metadata.deletionTimestamp")) {
+        release(ctl, key);
+        rc = 0; /* going: owner references and the sweep above finish the job */
         goto out;
     }
     const char *uid = kj_str(sb, "metadata.uid");

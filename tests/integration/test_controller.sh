@@ -90,4 +90,16 @@ pvc_gone() { ! kubectl -n $NS get pvc "$CLAIM" >/dev/null 2>&1; }
 check "deleting the Sandbox removes its pod" eventually 30 pod_gone
 check "deleting the Sandbox removes its PVC" eventually 30 pvc_gone
 check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
+
+# With the controller stopped, the owner references alone are enough: the real garbage
+# collector removes a deleted Sandbox's pod and PVC (once its discovery, which resyncs
+# every 30 s, knows the Sandbox kind).
+kill_controller TERM
+P2=$(kubectl -n $NS get sandbox burst-2 -o jsonpath='{.status.podName}')
+C2=$(kubectl -n $NS get sandbox burst-2 -o jsonpath='{.status.workspaceClaim}')
+kubectl -n $NS delete sandbox burst-2 --wait=false >/dev/null
+gc_done() { ! kubectl -n $NS get pod "$P2" >/dev/null 2>&1 && ! kubectl -n $NS get pvc "$C2" >/dev/null 2>&1; }
+t0=$(now_ms)
+check "garbage collector removes pod and PVC of a deleted Sandbox" eventually 120 gc_done
+echo "    garbage collection took $(( $(now_ms) - t0 )) ms"
 finish

@@ -1,0 +1,41 @@
+# yao-bridge tests, included by tests/tests.cmake. Everything here runs against real
+# peers: tests/bridge/peer.c is a Unix/TCP/TLS server with the token handshake, and
+# bridge_tests.py drives the real yao-bridge binary against it (label `bridge`).
+#
+#   cmake --build BUILD --target yao-bridge yao-bridge-test-peer test_bridge_auth
+#   (cd BUILD && ctest -L bridge --output-on-failure)
+if(NOT TARGET yao-bridge)
+  return()
+endif()
+
+set(YAO_BRIDGE_TEST_DIR ${CMAKE_SOURCE_DIR}/tests/bridge)
+
+# The peer: one-connection MCP / echo / send / sink server (see peer.c).
+add_executable(yao-bridge-test-peer ${YAO_BRIDGE_TEST_DIR}/peer.c)
+target_link_libraries(yao-bridge-test-peer PkgConfig::OPENSSL)
+
+# The pure half of the handshake (framing, reply parser, token loading), no network.
+add_executable(test_bridge_auth ${YAO_BRIDGE_TEST_DIR}/test_bridge_auth.c
+  ${CMAKE_SOURCE_DIR}/bridge/bridge_auth.c ${CMAKE_SOURCE_DIR}/bridge/bridge_util.c)
+target_include_directories(test_bridge_auth PRIVATE ${CMAKE_SOURCE_DIR}/bridge)
+target_link_libraries(test_bridge_auth PkgConfig::OPENSSL)
+add_test(NAME bridge.auth COMMAND test_bridge_auth)
+set_tests_properties(bridge.auth PROPERTIES LABELS bridge)
+
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  set(YAO_BRIDGE_DRIVER ${Python3_EXECUTABLE} ${YAO_BRIDGE_TEST_DIR}/bridge_tests.py
+      --bridge $<TARGET_FILE:yao-bridge> --peer $<TARGET_FILE:yao-bridge-test-peer>)
+  # The whole suite in one run, so its closing line counts every case.
+  add_test(NAME bridge.suite COMMAND ${YAO_BRIDGE_DRIVER})
+  set_tests_properties(bridge.suite PROPERTIES LABELS bridge TIMEOUT 600)
+
+  # The bridge itself under valgrind on a Unix and a TLS exchange: no leaks, no errors.
+  find_program(YAO_BRIDGE_VALGRIND valgrind)
+  if(YAO_BRIDGE_VALGRIND)
+    add_test(NAME bridge.valgrind COMMAND ${YAO_BRIDGE_DRIVER}
+      --valgrind ${YAO_BRIDGE_VALGRIND}
+      --only unix_mcp_exchange,unix_half_close,tcp_wrong_token,tls_mcp_half_close,tls_10mb_binary,peer_absent)
+    set_tests_properties(bridge.valgrind PROPERTIES LABELS bridge TIMEOUT 900)
+  endif()
+endif()

@@ -1,0 +1,714 @@
+#!/usr/bin/env python3
+"""yao-bridge end-to-end tests: the real binary against real peers.
+
+Every case starts tests/bridge/peer.c (a one-connection Unix/TCP/TLS server that records
+every payload byte it received and sent) and runs yao-bridge against it, then compares
+bytes: what went into the bridge's stdin with what the peer received, what the peer sent
+with what came out of the bridge's stdout. Errors are checked to be exactly one line on
+stderr. TLS certificates are made with the openssl CLI in a temporary directory.
+
+    bridge_tests.py --bridge BIN --peer BIN [--only a,b] [--valgrind VALGRIND] [--list]
+
+Prints one line per case and closes with "N passed, N failed"; exits 1 on any failure.
+With --valgrind every bridge run is wrapped in valgrind --leak-check=full and a run that
+reports an error or a leak fails its case.
+"""
+import argparse
+import glob
+import hashlib
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def one_line_error(err, *needles):
+    """stderr must be exactly 'yao-bridge: ...\\n' containing every needle."""
+    text = err.decode("utf-8", "replace")
+    check(text.startswith("yao-bridge: ") and text.endswith("\n") and text.count("\n") == 1,
+          "stderr is not one 'yao-bridge: ...' line: %r" % text)
+    for n in needles:
+        check(n in text, "stderr %r lacks %r" % (text.strip(), n))
+    return text.strip()
+
+
+MCP_INITIALIZE = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                  b'"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1.0"}}}\n')
+MCP_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+MCP_TOOLS_LIST = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}\n'
+# UTF-8, an escaped quote, \u2028 and a backslash: the bridge must not touch any of it.
+MCP_TOOLS_CALL = ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo",'
+                  '"arguments":{"text":"h\u00e9llo \u2713 \\"q\\" \\u2028 back\\\\slash \U0001F600"}}}\n'
+                  ).encode("utf-8")
+MCP_SESSION = [MCP_INITIALIZE, MCP_INITIALIZED, MCP_TOOLS_LIST, MCP_TOOLS_CALL]
+
+
+class Peer:
+    """One tests/bridge/peer.c process and the files it writes."""
+
+    def __init__(self, t, listen, *extra):
+        self.t = t
+        d = t.mkdir("peer")
+        self.record, self.sent, self.events = (os.path.join(d, n) for n in ("record", "sent", "events"))
+        self.ready = os.path.join(d, "ready")
+        self.stderr_path = os.path.join(d, "stderr")
+        cmd = [t.args.peer] + list(listen) + ["--ready", self.ready, "--record", self.record,
+                                              "--sent", self.sent, "--events", self.events,
+                                              "--timeout", str(int(120 * t.slow))] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.stderr_path, "wb"))
+        t.cleanups.append(self.kill)
+        deadline = time.time() + 10
+        while not os.path.exists(self.ready):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise Fail("peer did not start: %s" % self.stderr())
+            time.sleep(0.02)
+        with open(self.ready) as f:
+            self.port = f.read().strip()
+
+    def stderr(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace").strip()
+
+    def wait(self):
+        try:
+            rc = self.proc.wait(timeout=30 * self.t.slow)
+        except subprocess.TimeoutExpired:
+            raise Fail("peer did not finish; events: %s" % self.event_list())
+        check(rc == 0, "peer exited %d: %s" % (rc, self.stderr()))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def read(self, path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    def received(self):
+        return self.read(self.record)
+
+    def sent_bytes(self):
+        return self.read(self.sent) if os.path.exists(self.sent) else b""
+
+    def event_list(self):
+        return self.read(self.events).decode("utf-8", "replace").splitlines()
+
+
+class Bridge:
+    """A running yao-bridge with pipes, for interactive exchanges."""
+
+    def __init__(self, t, argv, env, **kw):
+        self.t = t
+        self.proc = subprocess.Popen(t.bridge_cmd(argv), env=t.bridge_env(env), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+        t.cleanups.append(self.kill)
+        self.buf = b""
+        self.out = b""
+
+    def send(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read_line(self, timeout=10):
+        deadline = time.time() + timeout * self.t.slow
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                raise Fail("no line from the bridge within %ss (have %r)" % (timeout, self.buf))
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise Fail("bridge stdout closed early (have %r)" % self.buf)
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        self.out += line + b"\n"
+        return line + b"\n"
+
+    def finish(self, timeout=20):
+        """Close stdin, collect the rest of stdout and stderr, return the exit status."""
+        if self.proc.stdin:
+            self.proc.stdin.close()
+            self.proc.stdin = None
+        try:
+            rest, err = self.proc.communicate(timeout=timeout * self.t.slow)
+        except subprocess.TimeoutExpired:
+            raise Fail("bridge did not exit after stdin EOF")
+        self.out += self.buf + rest
+        self.buf = b""
+        self.err = err
+        self.t.check_valgrind()
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class T:
+    """Per-case context: temp dir, helpers, cleanups."""
+
+    def __init__(self, args, root, name):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix=name + ".", dir=root)
+        self.root = root
+        self.cleanups = []
+        self.slow = 6 if args.valgrind else 1
+        self.vglogs = os.path.join(self.dir, "valgrind")
+
+    def mkdir(self, name):
+        d = tempfile.mkdtemp(prefix=name + ".", dir=self.dir)
+        return d
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def bridge_cmd(self, argv):
+        cmd = [self.args.bridge] + list(argv)
+        if self.args.valgrind:
+            os.makedirs(self.vglogs, exist_ok=True)
+            cmd = [self.args.valgrind, "--quiet", "--error-exitcode=99", "--leak-check=full",
+                   "--errors-for-leak-kinds=definite,indirect,possible",
+                   "--show-leak-kinds=definite,indirect,possible",
+                   "--log-file=" + os.path.join(self.vglogs, "vg.%p.log")] + cmd
+        return cmd
+
+    def bridge_env(self, extra):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_")}
+        env.update(extra or {})
+        return env
+
+    def check_valgrind(self):
+        if not self.args.valgrind:
+            return
+        for log in glob.glob(os.path.join(self.vglogs, "*.log")):
+            with open(log) as f:
+                text = f.read().strip()
+            check(not text, "valgrind reported:\n" + text)
+
+    def run(self, argv=(), env=None, stdin=b"", timeout=30, stdin_file=None, stdout_file=None):
+        """Run the bridge to completion; returns (rc, stdout, stderr)."""
+        kw = {}
+        if stdin_file:
+            kw["stdin"] = open(stdin_file, "rb")
+            stdin = None
+        else:
+            kw["stdin"] = subprocess.PIPE
+        kw["stdout"] = open(stdout_file, "wb") if stdout_file else subprocess.PIPE
+        p = subprocess.Popen(self.bridge_cmd(argv), env=self.bridge_env(env), stderr=subprocess.PIPE, **kw)
+        self.cleanups.append(lambda: p.poll() is None and (p.kill(), p.wait()))
+        try:
+            out, err = p.communicate(stdin, timeout=timeout * self.slow)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Fail("bridge did not exit within %ss" % (timeout * self.slow))
+        self.check_valgrind()
+        check(p.returncode != 99 or not self.args.valgrind, "valgrind error exit")
+        return p.returncode, out or b"", err
+
+    def certs(self):
+        """Self-signed certificates, made once per run: 'good' names localhost, 127.0.0.1
+        and ::1; 'other' names only other.example."""
+        d = os.path.join(self.root, "certs")
+        if not os.path.exists(os.path.join(d, "done")):
+            openssl = shutil.which("openssl")
+            if not openssl:
+                raise Skip("openssl CLI not found")
+            os.makedirs(d, exist_ok=True)
+            for name, cn, san in (("good", "localhost", "DNS:localhost,IP:127.0.0.1,IP:::1"),
+                                  ("other", "other.example", "DNS:other.example")):
+                subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                                "-keyout", os.path.join(d, name + ".key"),
+                                "-out", os.path.join(d, name + ".crt"),
+                                "-subj", "/CN=" + cn, "-addext", "subjectAltName=" + san],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            open(os.path.join(d, "done"), "w").close()
+        return {n: (os.path.join(d, n + ".crt"), os.path.join(d, n + ".key")) for n in ("good", "other")}
+
+
+def lines(data):
+    return data.splitlines(keepends=True)
+
+
+def response_ids(data):
+    ids = []
+    for ln in lines(data):
+        s = ln.decode("utf-8")
+        if '"id":' in s:
+            ids.append(int(s.split('"id":', 1)[1].split(",", 1)[0]))
+    return ids
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+# ---- the cases ------------------------------------------------------------------------
+
+CASES = []
+
+
+def case(desc):
+    def deco(fn):
+        CASES.append((fn.__name__, desc, fn))
+        return fn
+    return deco
+
+
+@case("--help and --version print to stdout and exit 0; a bad option or extra argument is "
+      "one usage line and exit 2")
+def cli_help_version(t):
+    rc, out, err = t.run(["--help"])
+    check(rc == 0 and b"usage: yao-bridge" in out and b"YAO_IPC_MODE" in out and not err,
+          "--help: rc=%d err=%r" % (rc, err))
+    rc, out, err = t.run(["--version"])
+    check(rc == 0 and out.startswith(b"yao-bridge ") and not err, "--version: rc=%d out=%r" % (rc, out))
+    rc, out, err = t.run(["--bogus"])
+    check(rc == 2 and not out, "--bogus: rc=%d" % rc)
+    one_line_error(err, "unknown option '--bogus'")
+    rc, out, err = t.run(["/a.sock", "/b.sock"])
+    check(rc == 2, "two paths: rc=%d" % rc)
+    one_line_error(err, "one SOCKET_PATH expected")
+    rc, out, err = t.run([])
+    check(rc == 2, "no address: rc=%d" % rc)
+    one_line_error(err, "no socket given")
+
+
+@case("MCP initialize / notifications/initialized / tools/list / tools/call over a Unix "
+      "socket, one request at a time; byte-exact both ways; exit 0 after stdin EOF")
+def unix_mcp_exchange(t):
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock])
+    b = Bridge(t, [sock], {})
+    b.send(MCP_INITIALIZE)
+    check(response_ids(b.read_line()) == [1], "initialize: wrong response")
+    b.send(MCP_INITIALIZED)           # a notification: no response expected
+    b.send(MCP_TOOLS_LIST)
+    check(response_ids(b.read_line()) == [2], "tools/list: a response to the notification came first?")
+    b.send(MCP_TOOLS_CALL)
+    resp = b.read_line()
+    check(response_ids(resp) == [3], "tools/call: wrong response")
+    check("h\u00e9llo \u2713 \\\"q\\\" \\u2028 back\\\\slash \U0001F600".encode("utf-8") in resp,
+          "tools/call: text changed in transit: %r" % resp)
+    rc = b.finish()
+    check(rc == 0, "bridge exit %d: %r" % (rc, b.err))
+    check(b.err == b"", "stderr not empty: %r" % b.err)
+    peer.wait()
+    sent = b"".join(MCP_SESSION)
+    check(peer.received() == sent, "peer received %r, bridge was given %r" % (peer.received(), sent))
+    check(peer.sent_bytes() == b.out, "bridge wrote %r, peer sent %r" % (b.out, peer.sent_bytes()))
+    ev = peer.event_list()
+    check("notification notifications/initialized" in ev and "eof" in ev, "peer events: %s" % ev)
+
+
+@case("half-close: on stdin EOF the peer sees EOF, can still send its final reply, and the "
+      "bridge exits 0 only after writing it")
+def unix_half_close(t):
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--defer", "tools/call")
+    rc, out, err = t.run([sock], stdin=b"".join(MCP_SESSION))
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    ev = peer.event_list()
+    check(ev.index("eof") < ev.index("sent-deferred") < ev.index("closed"),
+          "peer did not see EOF before its final reply: %s" % ev)
+    check(response_ids(out) == [1, 2, 3], "responses: %r" % out)
+    check(out == peer.sent_bytes(), "stdout differs from what the peer sent")
+    check(peer.received() == b"".join(MCP_SESSION), "peer received different bytes")
+
+
+@case("the peer closing first ends the bridge (exit 0) while its stdin is still open")
+def unix_peer_closes_first(t):
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--close-after", "1")
+    b = Bridge(t, [sock], {})
+    b.send(MCP_INITIALIZE)
+    check(response_ids(b.read_line()) == [1], "initialize: wrong response")
+    try:
+        b.proc.wait(timeout=10 * t.slow)
+    except subprocess.TimeoutExpired:
+        raise Fail("bridge still running 10s after the peer closed")
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    peer.wait()
+    check(b.out == peer.sent_bytes(), "stdout differs from what the peer sent")
+
+
+@case("10 MB of random binary through a Unix socket, stdin and stdout both pipes: echoed "
+      "back with no loss (sha256 of input = peer's record = output)")
+def unix_10mb_binary(t):
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--mode", "echo")
+    data = os.urandom(10 * 1024 * 1024)
+    rc, out, err = t.run([sock], stdin=data, timeout=60)
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    check(sha(peer.received()) == sha(data), "peer received %d bytes, sha mismatch" % len(peer.received()))
+    check(sha(out) == sha(data), "stdout has %d bytes, sha mismatch" % len(out))
+
+
+@case("peer absent: socket path does not exist -> exit 1, one line "
+      "'yao-bridge: connect unix:PATH: No such file or directory'")
+def peer_absent(t):
+    sock = t.path("missing.sock")
+    rc, out, err = t.run([sock])
+    check(rc == 1 and out == b"", "rc=%d" % rc)
+    line = one_line_error(err)
+    check(line == "yao-bridge: connect unix:%s: No such file or directory" % sock, "got %r" % line)
+
+
+@case("socket file exists but nobody listens -> exit 1, 'Connection refused'")
+def unix_no_listener(t):
+    sock = t.path("stale.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(sock)
+    s.close()
+    rc, out, err = t.run([sock])
+    check(rc == 1, "rc=%d" % rc)
+    one_line_error(err, "connect unix:%s: Connection refused" % sock)
+
+
+@case("YAO_IPC_MODE=socket + YAO_IPC_ADDR, and a Linux abstract socket '@name': bytes in, "
+      "peer's reply after EOF out")
+def env_socket_mode(t):
+    for addr in (t.path("env.sock"), "@yao-bridge-test-%d" % os.getpid()):
+        peer = Peer(t, ["--unix", addr], "--mode", "sink")
+        rc, out, err = t.run([], {"YAO_IPC_MODE": "socket", "YAO_IPC_ADDR": addr}, stdin=MCP_INITIALIZE)
+        check(rc == 0 and err == b"", "%s: bridge exit %d: %r" % (addr, rc, err))
+        peer.wait()
+        check(peer.received() == MCP_INITIALIZE, "%s: peer got %r" % (addr, peer.received()))
+        check(out == b'{"received":%d}\n' % len(MCP_INITIALIZE), "%s: stdout %r" % (addr, out))
+
+
+@case("stdout closed by its reader (EPIPE) -> exit 1 with one line about stdout, no hang")
+def stdout_closed_by_reader(t):
+    blob = t.path("blob")
+    with open(blob, "wb") as f:
+        f.write(os.urandom(4 * 1024 * 1024))
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--mode", "send:" + blob)
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.Popen(t.bridge_cmd([sock]), env=t.bridge_env({}), stdin=subprocess.PIPE,
+                         stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    t.cleanups.append(lambda: p.poll() is None and (p.kill(), p.wait()))
+    try:
+        err = p.communicate(timeout=20 * t.slow)[1]   # stdin stays open until it exits
+    except subprocess.TimeoutExpired:
+        raise Fail("bridge did not exit with its stdout reader gone")
+    t.check_valgrind()
+    check(p.returncode == 1, "rc=%d" % p.returncode)
+    one_line_error(err, "stdout")
+    peer.wait()
+
+
+def tcp_peer(t, *extra, token="s3cret-token.v1", host="127.0.0.1", tls=None):
+    listen = ["--tcp", "%s:0" % (("[%s]" % host) if ":" in host else host), "--token", token]
+    if tls:
+        listen += ["--tls", tls[0], tls[1]]
+    return Peer(t, listen, *extra)
+
+
+GREETING = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}\n'
+
+
+@case("TCP mode with YAO_TOKEN: handshake line accepted, the ack is not forwarded, payload "
+      "sent right behind the ack in the same segment is; MCP exchange byte-exact")
+def tcp_mcp_exchange(t):
+    peer = tcp_peer(t, "--greet", GREETING.decode())
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "s3cret-token.v1"}
+    rc, out, err = t.run([], env, stdin=b"".join(MCP_SESSION))
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    check(out.startswith(GREETING) and response_ids(out[len(GREETING):]) == [1, 2, 3], "stdout: %r" % out)
+    check(b'"ok"' not in out, "handshake ack leaked into stdout")
+    check(out == peer.sent_bytes(), "stdout differs from what the peer sent")
+    check(peer.received() == b"".join(MCP_SESSION), "peer received %r" % peer.received())
+    check("token-ok" in peer.event_list(), "peer events: %s" % peer.event_list())
+
+
+@case("TCP mode with YAO_TOKEN_FILE (trailing newline ignored) and 'localhost' resolution")
+def tcp_token_file(t):
+    peer = tcp_peer(t, "--mode", "sink")
+    tok = t.path("token")
+    with open(tok, "w") as f:
+        f.write("s3cret-token.v1\n")
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "localhost:" + peer.port, "YAO_TOKEN_FILE": tok}
+    rc, out, err = t.run([], env, stdin=b"x" * 1000)
+    peer.wait()
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    check(out == b'{"received":1000}\n', "stdout: %r" % out)
+
+
+@case("wrong token: the peer answers ok:false and closes -> exit 3, one line naming the "
+      "peer and its reason; no payload reaches the peer, nothing reaches stdout")
+def tcp_wrong_token(t):
+    peer = tcp_peer(t)
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "wrong"}
+    rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+    peer.wait()
+    check(rc == 3 and out == b"", "rc=%d out=%r" % (rc, out))
+    one_line_error(err, "tcp:127.0.0.1:%s refused the token: invalid token" % peer.port)
+    check(peer.received() == b"", "payload reached the peer: %r" % peer.received())
+    check(any(e.startswith("token-refused") for e in peer.event_list()), "peer events: %s" % peer.event_list())
+
+
+@case("wrong token, peer just closes without an answer -> exit 1, one line saying it closed "
+      "during the handshake")
+def tcp_refused_by_close(t):
+    peer = tcp_peer(t, "--refuse-by-close")
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "wrong"}
+    rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+    peer.wait()
+    check(rc == 1 and out == b"", "rc=%d" % rc)
+    one_line_error(err, "closed the connection during the token handshake")
+
+
+@case("a TCP peer that never answers the handshake -> exit 1 after YAO_IPC_TIMEOUT")
+def tcp_handshake_timeout(t):
+    peer = Peer(t, ["--tcp", "127.0.0.1:0"])   # plain MCP peer, knows no handshake
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "t",
+           "YAO_IPC_TIMEOUT": "1"}
+    start = time.time()
+    rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+    check(rc == 1 and time.time() - start < 10 * t.slow, "rc=%d" % rc)
+    one_line_error(err, "no handshake reply within 1000 ms")
+    peer.kill()
+
+
+@case("configuration errors are one line and exit 2: tcp without token, bad address, "
+      "unknown mode, TLS options without TLS or in socket mode, bad timeout")
+def config_errors(t):
+    cases = [
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:1"}, "tcp mode needs a token"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "::1:80", "YAO_TOKEN": "t"}, "bad address ::1:80"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "host:99999", "YAO_TOKEN": "t"}, "bad address"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_TOKEN": "t"}, "needs YAO_IPC_ADDR"),
+        ({"YAO_IPC_MODE": "grpc", "YAO_IPC_ADDR": "h:1"}, "YAO_IPC_MODE=grpc is not supported"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "h:1", "YAO_TOKEN": "t", "YAO_IPC_INSECURE": "1"},
+         "need YAO_IPC_TLS=1"),
+        ({"YAO_IPC_MODE": "socket", "YAO_IPC_ADDR": "/x", "YAO_IPC_TLS": "1"}, "tcp mode only"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "h:1", "YAO_TOKEN": "t", "YAO_IPC_TLS": "maybe"},
+         "YAO_IPC_TLS=maybe"),
+        ({"YAO_IPC_ADDR": "/x", "YAO_IPC_TIMEOUT": "0"}, "YAO_IPC_TIMEOUT=0"),
+        ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "h:1", "YAO_TOKEN_FILE": t.path("nope")}, "read token file"),
+    ]
+    for env, needle in cases:
+        rc, out, err = t.run([], env)
+        check(rc == 2, "%s: rc=%d err=%r" % (env, rc, err))
+        one_line_error(err, needle)
+
+
+@case("TCP port with nothing listening -> exit 1, 'connect tcp:127.0.0.1:PORT: Connection refused'")
+def tcp_connection_refused(t):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))       # held, never listening: the port stays closed
+    port = s.getsockname()[1]
+    rc, out, err = t.run([], {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:%d" % port, "YAO_TOKEN": "t"})
+    s.close()
+    check(rc == 1, "rc=%d" % rc)
+    line = one_line_error(err)
+    check(line == "yao-bridge: connect tcp:127.0.0.1:%d: Connection refused" % port, "got %r" % line)
+
+
+@case("TCP over IPv6 with a bracketed [::1]:port address")
+def tcp_ipv6(t):
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+        s.close()
+    except OSError as e:
+        raise Skip("no IPv6 loopback: %s" % e)
+    peer = tcp_peer(t, host="::1")
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "[::1]:" + peer.port, "YAO_TOKEN": "s3cret-token.v1"}
+    rc, out, err = t.run([], env, stdin=b"".join(MCP_SESSION))
+    peer.wait()
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    check(response_ids(out) == [1, 2, 3] and out == peer.sent_bytes(), "stdout: %r" % out)
+
+
+def tls_env(peer, addr_host="localhost", ca=None, token="s3cret-token.v1", **extra):
+    env = {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "%s:%s" % (addr_host, peer.port), "YAO_IPC_TLS": "1",
+           "YAO_TOKEN": token}
+    if ca:
+        env["YAO_IPC_CA"] = ca
+    env.update(extra)
+    return env
+
+
+@case("TLS 1.3 with YAO_IPC_CA and name 'localhost': MCP exchange byte-exact; on stdin EOF "
+      "the close_notify half-close lets the peer see EOF and still send its final reply")
+def tls_mcp_half_close(t):
+    c = t.certs()
+    peer = tcp_peer(t, "--defer", "tools/call", tls=c["good"])
+    rc, out, err = t.run([], tls_env(peer, ca=c["good"][0]), stdin=b"".join(MCP_SESSION))
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    ev = peer.event_list()
+    check("tls TLSv1.3" in ev and "token-ok" in ev, "peer events: %s" % ev)
+    check(ev.index("eof") < ev.index("sent-deferred"), "peer did not see EOF before its final reply: %s" % ev)
+    check(response_ids(out) == [1, 2, 3] and out == peer.sent_bytes(), "stdout: %r" % out)
+    check(peer.received() == b"".join(MCP_SESSION), "peer received different bytes")
+
+
+@case("TLS to an IP literal (127.0.0.1) is checked against the certificate's IP SAN")
+def tls_ip_san(t):
+    c = t.certs()
+    peer = tcp_peer(t, "--mode", "sink", tls=c["good"])
+    rc, out, err = t.run([], tls_env(peer, "127.0.0.1", ca=c["good"][0]), stdin=b"abc\n")
+    peer.wait()
+    check(rc == 0 and err == b"" and out == b'{"received":4}\n', "rc=%d out=%r err=%r" % (rc, out, err))
+
+
+@case("10 MB of random binary echoed through TLS, stdin and stdout regular files: no loss "
+      "(sha256 both directions)")
+def tls_10mb_binary(t):
+    c = t.certs()
+    peer = tcp_peer(t, "--mode", "echo", tls=c["good"])
+    src, dst = t.path("in.bin"), t.path("out.bin")
+    data = os.urandom(10 * 1024 * 1024)
+    with open(src, "wb") as f:
+        f.write(data)
+    rc, _, err = t.run([], tls_env(peer, ca=c["good"][0]), stdin_file=src, stdout_file=dst, timeout=120)
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    with open(dst, "rb") as f:
+        out = f.read()
+    check(sha(peer.received()) == sha(data), "peer received %d bytes, sha mismatch" % len(peer.received()))
+    check(sha(out) == sha(data), "stdout has %d bytes, sha mismatch" % len(out))
+
+
+@case("TLS to a self-signed server without YAO_IPC_CA (system store) -> exit 1, "
+      "'certificate verify failed'")
+def tls_untrusted_cert(t):
+    c = t.certs()
+    peer = tcp_peer(t, tls=c["good"])
+    rc, out, err = t.run([], tls_env(peer), stdin=MCP_INITIALIZE)
+    check(rc == 1 and out == b"", "rc=%d" % rc)
+    one_line_error(err, "tls handshake with tls:localhost:%s: certificate verify failed" % peer.port)
+    peer.wait()
+    check(peer.received() == b"", "payload reached an unverified peer")
+
+
+@case("TLS certificate for other.example while connecting to localhost -> exit 1, "
+      "'hostname mismatch'")
+def tls_wrong_name(t):
+    c = t.certs()
+    peer = tcp_peer(t, tls=c["other"])
+    rc, out, err = t.run([], tls_env(peer, ca=c["other"][0]), stdin=MCP_INITIALIZE)
+    check(rc == 1, "rc=%d" % rc)
+    one_line_error(err, "certificate verify failed: hostname mismatch")
+    peer.wait()
+
+
+@case("YAO_IPC_INSECURE=1 accepts the untrusted, misnamed certificate")
+def tls_insecure(t):
+    c = t.certs()
+    peer = tcp_peer(t, "--mode", "sink", tls=c["other"])
+    rc, out, err = t.run([], tls_env(peer, YAO_IPC_INSECURE="1"), stdin=b"abc\n")
+    peer.wait()
+    check(rc == 0 and err == b"" and out == b'{"received":4}\n', "rc=%d out=%r err=%r" % (rc, out, err))
+
+
+@case("TLS with a wrong token -> exit 3, one line with the peer's reason")
+def tls_wrong_token(t):
+    c = t.certs()
+    peer = tcp_peer(t, tls=c["good"])
+    rc, out, err = t.run([], tls_env(peer, ca=c["good"][0], token="nope"), stdin=MCP_INITIALIZE)
+    peer.wait()
+    check(rc == 3 and out == b"", "rc=%d" % rc)
+    one_line_error(err, "tls:localhost:%s refused the token: invalid token" % peer.port)
+    check(peer.received() == b"", "payload reached the peer")
+
+
+@case("TLS peer closing TCP without close_notify: everything it sent is still written, then "
+      "exit 1 'closed without a TLS close_notify' (possible truncation is not success)")
+def tls_truncation(t):
+    c = t.certs()
+    peer = tcp_peer(t, "--mode", "sink", "--no-close-notify", tls=c["good"])
+    rc, out, err = t.run([], tls_env(peer, ca=c["good"][0]), stdin=b"abc\n")
+    peer.wait()
+    check(rc == 1 and out == b'{"received":4}\n', "rc=%d out=%r" % (rc, out))
+    one_line_error(err, "closed without a TLS close_notify")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bridge", required=True)
+    ap.add_argument("--peer", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--valgrind", default="")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args()
+    if args.list:
+        for name, desc, _ in CASES:
+            print("%-26s %s" % (name, desc))
+        return 0
+    only = [n for n in args.only.split(",") if n]
+    known = {n for n, _, _ in CASES}
+    for n in only:
+        if n not in known:
+            print("unknown case %s" % n)
+            return 2
+    root = tempfile.mkdtemp(prefix="yao-bridge-tests.")
+    passed = failed = skipped = 0
+    print("yao-bridge tests: %s%s" % (args.bridge, " under valgrind" if args.valgrind else ""))
+    for name, desc, fn in CASES:
+        if only and name not in only:
+            continue
+        t = T(args, root, name)
+        print("---- %s: %s" % (name, desc), flush=True)
+        start = time.time()
+        try:
+            fn(t)
+            passed += 1
+            print("PASS %s (%.1fs)" % (name, time.time() - start), flush=True)
+        except Skip as e:
+            skipped += 1
+            print("SKIP %s: %s" % (name, e), flush=True)
+        except Exception as e:
+            failed += 1
+            detail = str(e) if isinstance(e, Fail) else traceback.format_exc()
+            print("FAIL %s: %s" % (name, detail), flush=True)
+        finally:
+            for fn_cleanup in reversed(t.cleanups):
+                try:
+                    fn_cleanup()
+                except Exception:
+                    pass
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    if skipped:
+        print("(%d skipped)" % skipped)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,854 @@
+/* tests/unit/test_lifecycle.c — the pure decision function (sandbox/lifecycle.c), rule by
+ * rule of SPEC §4: name conflicts, bringing up PVC and pod, waiting states, exact
+ * requeue deadlines per lifecycle, session removal, long-running stop and wake-up,
+ * paused/unpaused, the running cap, pod replacement, one-shot runs and their TTL, and
+ * idle limits too large to multiply or add without saturating. */
+#include "check.h"
+
+#include "sandbox/lifecycle.h"
+
+#define SEC INT64_C(1000)
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+#define DAY (24 * HOUR)
+/* 2026-11-29T10:00:00Z */
+#define T0 INT64_C(1795946400000)
+
+#define A_PVC SBX_ACT_CREATE_PVC
+#define A_POD SBX_ACT_CREATE_POD
+#define D_POD SBX_ACT_DELETE_POD
+#define D_PVC SBX_ACT_DELETE_PVC
+#define D_SBX SBX_ACT_DELETE_SANDBOX
+#define RUN SBX_ACT_RUN
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+/* A spec as sbx_spec_parse would give it: idle 30 min, ttl 300 s. Owns no memory. */
+static struct sbx_spec spec_of(enum sbx_lifecycle l) {
+    struct sbx_spec s;
+    memset(&s, 0, sizeof(s));
+    s.lifecycle = l;
+    s.idle_timeout_ms = 30 * MIN;
+    s.ttl_after_finished_s = 300;
+    return s;
+}
+
+/* Nothing exists yet, the sandbox was just created at now, capacity is free. */
+static struct sbx_observed fresh(int64_t now) {
+    struct sbx_observed o;
+    memset(&o, 0, sizeof(o));
+    o.now_ms = now;
+    o.created_ms = now;
+    o.generation = 1;
+    o.admitted = 1;
+    return o;
+}
+
+/* Bound PVC and a Running+ready pod that started at started; time now. */
+static struct sbx_observed running(int64_t started, int64_t now) {
+    struct sbx_observed o = fresh(now);
+    o.created_ms = started - 5 * SEC;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.pod = SBX_OBJ_PRESENT;
+    o.pod_phase = "Running";
+    o.pod_ready = 1;
+    o.pod_started_ms = started;
+    o.status_started_ms = started;
+    o.status_phase = "Running";
+    o.status_reason = SBX_REASON_READY;
+    return o;
+}
+
+static struct sbx_decision decide(const struct sbx_spec *s, const struct sbx_observed *o) {
+    struct sbx_decision d;
+    memset(&d, 0xA5, sizeof(d)); /* lifecycle_decide must write every field */
+    lifecycle_decide(s, o, &d);
+    return d;
+}
+
+/* ---- name conflicts ------------------------------------------------------------------- */
+
+TEST(conflict_pod_foreign_changes_nothing) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.pod = SBX_OBJ_FOREIGN;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "NameConflict");
+    CHECK(strstr(d.message, "pod") != NULL);
+    CHECK(strstr(d.message, "nothing was changed") != NULL);
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.last_used_ms, 0);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.wants_pod, 0);
+}
+
+TEST(conflict_pvc_foreign_changes_nothing) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.pvc = SBX_OBJ_FOREIGN;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_STR(d.reason, SBX_REASON_CONFLICT);
+    CHECK_STR(d.message, "the name of this sandbox's workspace claim is taken by an object it "
+                         "does not own; nothing was changed");
+    CHECK_INT(d.requeue_after_ms, 0);
+}
+
+TEST(conflict_wins_over_every_other_rule) {
+    /* even when the session is long idle, or a one-shot has finished: never touch */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + DAY);
+    o.pod = SBX_OBJ_FOREIGN;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_CONFLICT);
+
+    s = spec_of(SBX_ONE_SHOT);
+    o = fresh(T0 + DAY);
+    o.pvc = SBX_OBJ_FOREIGN;
+    o.pod = SBX_OBJ_PRESENT;
+    o.run_finished = 1;
+    o.run_finished_ms = T0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_CONFLICT);
+
+    s = spec_of(SBX_LONG_RUNNING);
+    s.paused = 1;
+    o = running(T0, T0 + MIN);
+    o.pod = SBX_OBJ_FOREIGN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_CONFLICT);
+}
+
+/* ---- bringing up ---------------------------------------------------------------------- */
+
+TEST(fresh_sandbox_creates_pvc_and_pod) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "Creating");
+    CHECK_STR(d.message, "creating the pod");
+    CHECK_INT(d.wants_pod, 1);
+    CHECK_INT(d.last_used_ms, 0);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.requeue_after_ms, 0); /* no usage signal yet: no idle clock */
+}
+
+TEST(fresh_sandbox_with_annotation_starts_idle_clock) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.last_used_annotation_ms = T0 - 2 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_INT(d.last_used_ms, T0 - 2 * SEC);
+    CHECK_INT(d.requeue_after_ms, 30 * MIN - 2 * SEC);
+}
+
+TEST(pvc_exists_creates_only_pod) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_PRESENT;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_STR(d.phase, "Creating");
+}
+
+TEST(pvc_lost_under_running_pod_is_recreated) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.pvc = SBX_OBJ_ABSENT;
+    o.pvc_bound = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.ready, 1);
+}
+
+TEST(pvc_terminating_waits) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_TERMINATING;
+    o.last_used_annotation_ms = T0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, "Creating");
+    CHECK_STR(d.message, "waiting for the old workspace claim to be deleted");
+    CHECK_INT(d.last_used_ms, T0);
+    CHECK_INT(d.requeue_after_ms, 0);
+}
+
+TEST(pvc_unbound_and_pod_pending) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 0;
+    o.pod = SBX_OBJ_PRESENT;
+    o.pod_phase = "Pending";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "PodNotReady");
+    CHECK_STR(d.message, "waiting for the workspace claim to be bound");
+    CHECK_INT(d.wants_pod, 1);
+}
+
+TEST(pod_pending_with_bound_pvc) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.pod = SBX_OBJ_PRESENT;
+    o.pod_phase = "Pending";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, "PodNotReady");
+    CHECK_STR(d.message, "waiting for the pod to become ready (Pending)");
+    /* no phase reported yet reads as Pending */
+    o.pod_phase = NULL;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "waiting for the pod to become ready (Pending)");
+    /* running but not ready yet */
+    o.pod_phase = "Running";
+    o.pod_ready = 0;
+    o.pod_started_ms = T0 - MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.message, "waiting for the pod to become ready (Running)");
+    CHECK_INT(d.requeue_after_ms, 29 * MIN);
+    o.pod_phase = "Unknown";
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "waiting for the pod to become ready (Unknown)");
+}
+
+/* ---- running and exact deadlines ------------------------------------------------------ */
+
+TEST(running_session_requeues_at_idle_deadline) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 10 * MIN);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.ready, 1);
+    CHECK_STR(d.reason, "PodReady");
+    CHECK_STR(d.message, "the pod is running and ready");
+    CHECK_INT(d.last_used_ms, T0);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.wants_pod, 1);
+    CHECK_INT(d.requeue_after_ms, 20 * MIN); /* T0 + 30m - (T0 + 10m) */
+}
+
+TEST(running_session_newer_annotation_moves_deadline) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 10 * MIN);
+    o.last_used_annotation_ms = T0 + 7 * MIN + 250;
+    o.status_last_used_ms = T0 + 3 * MIN; /* older, ignored */
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.last_used_ms, T0 + 7 * MIN + 250);
+    CHECK_INT(d.requeue_after_ms, 27 * MIN + 250);
+    /* a status.lastUsedAt newer than the annotation counts too */
+    o.status_last_used_ms = T0 + 9 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.last_used_ms, T0 + 9 * MIN);
+    CHECK_INT(d.requeue_after_ms, 29 * MIN);
+}
+
+TEST(running_long_running_requeues_at_24x_idle) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = running(T0, T0 + 10 * MIN);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_STR(d.reason, "PodReady");
+    CHECK_INT(d.requeue_after_ms, 24 * 30 * MIN - 10 * MIN);
+    /* past the session limit, long-running is not idle */
+    o.now_ms = T0 + 11 * HOUR;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, HOUR);
+}
+
+TEST(running_persistent_never_requeues_or_stops) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = running(T0, T0 + MIN);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.last_used_ms, T0);
+    o.now_ms = T0 + 400 * DAY;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, 0);
+}
+
+TEST(deadline_one_ms_before_idle_requeues_one_ms) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 30 * MIN - 1);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, 1);
+}
+
+TEST(last_used_is_newest_signal) {
+    struct sbx_observed o;
+    memset(&o, 0, sizeof(o));
+    CHECK_INT(lifecycle_last_used_ms(&o), 0);
+    o.last_used_annotation_ms = 40;
+    o.status_last_used_ms = 30;
+    o.status_started_ms = 20;
+    o.pod_started_ms = 10;
+    CHECK_INT(lifecycle_last_used_ms(&o), 40);
+    o.status_last_used_ms = 50;
+    CHECK_INT(lifecycle_last_used_ms(&o), 50);
+    o.status_started_ms = 60;
+    CHECK_INT(lifecycle_last_used_ms(&o), 60);
+    o.pod_started_ms = 70;
+    CHECK_INT(lifecycle_last_used_ms(&o), 70);
+}
+
+/* ---- session removal ------------------------------------------------------------------ */
+
+TEST(session_idle_deletes_pod_and_sandbox) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 30 * MIN); /* exactly at the deadline */
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+    CHECK_STR(d.phase, "Stopping");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "Idle");
+    CHECK_STR(d.message, "idle for longer than idleTimeout; removing the session");
+    CHECK_INT(d.last_used_ms, T0);
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.wants_pod, 0);
+}
+
+TEST(session_idle_without_pod_deletes_only_sandbox) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 2 * HOUR);
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    o.pod_started_ms = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+    CHECK_STR(d.reason, SBX_REASON_IDLE);
+    o.pod = SBX_OBJ_TERMINATING;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+}
+
+TEST(session_idle_uses_custom_timeout) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.idle_timeout_ms = 90 * SEC;
+    struct sbx_observed o = running(T0, T0 + 89 * SEC);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, SEC);
+    o.now_ms = T0 + 90 * SEC;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+}
+
+/* A paused session still ages: removal is checked before paused (lifecycle.c order). */
+TEST(session_paused_and_idle_is_removed) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.paused = 1;
+    struct sbx_observed o = running(T0, T0 + 31 * MIN);
+    o.pod = SBX_OBJ_ABSENT;
+    o.status_phase = "Stopped";
+    o.status_reason = SBX_REASON_PAUSED;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+    CHECK_STR(d.reason, SBX_REASON_IDLE);
+}
+
+/* ---- long-running stop and wake-up ---------------------------------------------------- */
+
+TEST(long_running_idle_deletes_pod_keeps_pvc) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = running(T0, T0 + 12 * HOUR);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD);
+    CHECK_STR(d.phase, "Stopping");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "Idle");
+    CHECK_STR(d.message, "stopped after being idle; deleting the pod, keeping the workspace");
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.last_used_ms, T0);
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.wants_pod, 0);
+    /* the pod is terminating: wait */
+    o.pod = SBX_OBJ_TERMINATING;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopping");
+    CHECK_STR(d.message, "stopped after being idle; waiting for the pod to terminate");
+    CHECK_INT(d.stopped_ms, 0);
+}
+
+TEST(long_running_idle_pod_gone_is_stopped) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = running(T0, T0 + 13 * HOUR);
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    o.pod_started_ms = 0;
+    o.admitted = 0; /* a stopped sandbox needs no slot */
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "Idle");
+    CHECK_STR(d.message, "stopped after being idle; the workspace is kept");
+    CHECK_INT(d.stopped_ms, T0 + 13 * HOUR);
+    CHECK_INT(d.requeue_after_ms, 0);
+    /* later passes keep the recorded stoppedAt */
+    o.status_phase = "Stopped";
+    o.status_reason = SBX_REASON_IDLE;
+    o.status_stopped_ms = T0 + 12 * HOUR + 5 * SEC;
+    o.now_ms = T0 + 3 * DAY;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.stopped_ms, T0 + 12 * HOUR + 5 * SEC);
+}
+
+static struct sbx_observed stopped_idle(int64_t now) {
+    struct sbx_observed o = fresh(now);
+    o.created_ms = T0 - HOUR;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.status_started_ms = T0;
+    o.status_last_used_ms = T0;
+    o.status_stopped_ms = T0 + 12 * HOUR;
+    o.status_phase = "Stopped";
+    o.status_reason = SBX_REASON_IDLE;
+    return o;
+}
+
+TEST(long_running_woken_by_newer_annotation) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = stopped_idle(T0 + 2 * DAY);
+    o.last_used_annotation_ms = T0 + 2 * DAY - 3 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, "Creating");
+    CHECK_INT(d.last_used_ms, T0 + 2 * DAY - 3 * SEC);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.requeue_after_ms, 12 * HOUR - 3 * SEC);
+    /* an annotation older than the idle limit does not wake it */
+    o.last_used_annotation_ms = T0 + 2 * DAY - 12 * HOUR;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.stopped_ms, T0 + 12 * HOUR);
+}
+
+TEST(long_running_woken_waits_for_capacity) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = stopped_idle(T0 + 2 * DAY);
+    o.last_used_annotation_ms = T0 + 2 * DAY;
+    o.admitted = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_STR(d.reason, "CapacityExceeded");
+    CHECK_INT(d.wants_pod, 1);
+}
+
+/* ---- paused --------------------------------------------------------------------------- */
+
+TEST(paused_stops_any_lifecycle) {
+    static const enum sbx_lifecycle all[] = {SBX_ONE_SHOT, SBX_SESSION, SBX_LONG_RUNNING,
+                                             SBX_PERSISTENT};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        struct sbx_spec s = spec_of(all[i]);
+        s.paused = 1;
+        struct sbx_observed o = running(T0, T0 + MIN);
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_INT(d.actions, D_POD);
+        CHECK_STR(d.phase, "Stopping");
+        CHECK_INT(d.ready, 0);
+        CHECK_STR(d.reason, "Paused");
+        CHECK_STR(d.message, "paused by spec.paused; deleting the pod, keeping the workspace");
+        CHECK_INT(d.requeue_after_ms, 0);
+        CHECK_INT(d.wants_pod, 0);
+    }
+}
+
+TEST(paused_pod_gone_is_stopped) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    s.paused = 1;
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.pod = SBX_OBJ_TERMINATING;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopping");
+    CHECK_STR(d.message, "paused by spec.paused; waiting for the pod to terminate");
+    o.pod = SBX_OBJ_ABSENT;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_STR(d.reason, "Paused");
+    CHECK_STR(d.message, "paused by spec.paused; the workspace is kept");
+    CHECK_INT(d.stopped_ms, T0 + MIN);
+    /* still paused later, status already says Paused: no fresh idle period, stoppedAt kept */
+    o.status_phase = "Stopped";
+    o.status_reason = SBX_REASON_PAUSED;
+    o.status_stopped_ms = T0 + MIN;
+    o.now_ms = T0 + DAY;
+    d = decide(&s, &o);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.stopped_ms, T0 + MIN);
+    CHECK_INT(d.last_used_ms, T0);
+}
+
+TEST(paused_wins_over_long_running_idle) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    s.paused = 1;
+    struct sbx_observed o = running(T0, T0 + 2 * DAY);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD);
+    CHECK_STR(d.reason, "Paused");
+}
+
+TEST(unpause_starts_fresh_idle_period) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0 + 2 * DAY);
+    o.created_ms = T0 - HOUR;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.status_started_ms = T0;
+    o.status_last_used_ms = T0;       /* two days ago: idle by any measure */
+    o.status_stopped_ms = T0 + 5 * MIN;
+    o.status_phase = "Stopped";
+    o.status_reason = SBX_REASON_PAUSED;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, "Creating");
+    CHECK_INT(d.last_used_ms, T0 + 2 * DAY);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.requeue_after_ms, 30 * MIN);
+
+    /* long-running, idle-stopped before it was paused: unpausing starts it too */
+    s = spec_of(SBX_LONG_RUNNING);
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_INT(d.last_used_ms, T0 + 2 * DAY);
+    CHECK_INT(d.requeue_after_ms, 12 * HOUR);
+
+    /* the same status without the Paused reason stays stopped (idle) */
+    o.status_reason = SBX_REASON_IDLE;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_STR(d.reason, "Idle");
+    CHECK_INT(d.last_used_ms, T0);
+}
+
+/* ---- the running cap ------------------------------------------------------------------ */
+
+TEST(capacity_exceeded_waits_without_actions) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.admitted = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0); /* not even the PVC */
+    CHECK_STR(d.phase, "Pending");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "CapacityExceeded");
+    CHECK_STR(d.message, "the controller's limit of running sandboxes is reached; waiting for "
+                         "capacity");
+    CHECK_INT(d.wants_pod, 1);
+    CHECK_INT(d.requeue_after_ms, 0);
+    /* admitted on a later pass: created */
+    o.admitted = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_STR(d.phase, "Creating");
+}
+
+TEST(capacity_does_not_touch_existing_pod) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.admitted = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_STR(d.reason, "PodReady");
+    o.pod = SBX_OBJ_TERMINATING;
+    d = decide(&s, &o);
+    CHECK_STR(d.reason, "PodNotReady");
+}
+
+/* ---- pod replacement ------------------------------------------------------------------ */
+
+TEST(pod_ended_is_replaced) {
+    static const char *const phases[] = {"Succeeded", "Failed"};
+    for (int i = 0; i < 2; i++) {
+        struct sbx_spec s = spec_of(SBX_SESSION);
+        struct sbx_observed o = running(T0, T0 + 5 * MIN);
+        o.pod_phase = phases[i];
+        o.pod_ready = 0;
+        struct sbx_decision d = decide(&s, &o);
+        char want[128];
+        snprintf(want, sizeof(want), "the pod ended (%s); replacing it", phases[i]);
+        CHECK_INT(d.actions, D_POD);
+        CHECK_STR(d.phase, "Creating");
+        CHECK_INT(d.ready, 0);
+        CHECK_STR(d.reason, "PodNotReady");
+        CHECK_STR(d.message, want);
+        CHECK_INT(d.requeue_after_ms, 25 * MIN);
+    }
+}
+
+TEST(pod_terminating_waits) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = running(T0, T0 + 5 * MIN);
+    o.pod = SBX_OBJ_TERMINATING;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, "PodNotReady");
+    CHECK_STR(d.message, "waiting for the previous pod to terminate");
+    CHECK_INT(d.wants_pod, 1);
+}
+
+/* ---- one-shot ------------------------------------------------------------------------- */
+
+TEST(one_shot_fresh_and_running) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = fresh(T0);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_STR(d.phase, "Creating");
+
+    o = running(T0, T0 + DAY); /* never idle: no limit */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, RUN);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.ready, 1);
+    CHECK_STR(d.reason, "RunningCommand");
+    CHECK_STR(d.message, "running spec.run");
+    CHECK_INT(d.requeue_after_ms, 0);
+
+    o.run_in_progress = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_STR(d.reason, "RunningCommand");
+
+    /* not ready yet: no run */
+    o.run_in_progress = 0;
+    o.pod_ready = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+}
+
+TEST(one_shot_succeeded_cleans_up_and_waits_ttl) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = running(T0, T0 + 70 * SEC);
+    o.run_finished = 1;
+    o.run_exit_code = 0;
+    o.run_finished_ms = T0 + 60 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_STR(d.phase, "Succeeded");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "Succeeded");
+    CHECK_STR(d.message, "the command exited with code 0");
+    CHECK_INT(d.requeue_after_ms, 290 * SEC);
+    CHECK_INT(d.last_used_ms, 0);
+    CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.wants_pod, 0);
+}
+
+TEST(one_shot_failed_cleans_up_and_waits_ttl) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = running(T0, T0 + 70 * SEC);
+    o.run_finished = 1;
+    o.run_exit_code = 7;
+    o.run_finished_ms = T0 + 60 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_STR(d.phase, "Failed");
+    CHECK_STR(d.reason, "Failed");
+    CHECK_STR(d.message, "the command exited with code 7");
+    CHECK_INT(d.requeue_after_ms, 290 * SEC);
+    /* the pod and claim are on their way out: nothing more to delete */
+    o.pod = SBX_OBJ_TERMINATING;
+    o.pvc = SBX_OBJ_TERMINATING;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Failed");
+    o.pod = SBX_OBJ_ABSENT;
+    o.pvc = SBX_OBJ_ABSENT;
+    o.run_exit_code = -1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.message, "the command exited with code -1");
+}
+
+TEST(one_shot_deleted_after_ttl) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = fresh(T0 + 60 * SEC + 300 * SEC - 1);
+    o.run_finished = 1;
+    o.run_exit_code = 0;
+    o.run_finished_ms = T0 + 60 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, 1);
+    o.now_ms += 1; /* exactly finished + ttl */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+    CHECK_STR(d.phase, "Succeeded");
+    CHECK_INT(d.requeue_after_ms, 0);
+    /* late, with leftovers: delete everything at once */
+    o.now_ms = T0 + DAY;
+    o.pod = SBX_OBJ_PRESENT;
+    o.pvc = SBX_OBJ_PRESENT;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC | D_SBX);
+    /* ttl 0: deleted right away */
+    s.ttl_after_finished_s = 0;
+    o.now_ms = o.run_finished_ms;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC | D_SBX);
+    /* the largest ttl the spec allows does not overflow */
+    s.ttl_after_finished_s = INT64_C(2147483647);
+    o.now_ms = o.run_finished_ms + 10 * SEC;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.requeue_after_ms, INT64_C(2147483647) * 1000 - 10 * SEC);
+}
+
+TEST(one_shot_finished_even_when_paused) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    s.paused = 1;
+    struct sbx_observed o = running(T0, T0 + 70 * SEC);
+    o.run_finished = 1;
+    o.run_exit_code = 3;
+    o.run_finished_ms = T0 + 60 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.phase, "Failed");
+    CHECK_INT(d.actions, D_POD | D_PVC);
+}
+
+/* ---- limits --------------------------------------------------------------------------- */
+
+TEST(idle_limit_per_lifecycle) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    CHECK_INT(lifecycle_idle_limit_ms(&s), 30 * MIN);
+    s.lifecycle = SBX_LONG_RUNNING;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), 12 * HOUR);
+    s.lifecycle = SBX_PERSISTENT;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), 0);
+    s.lifecycle = SBX_ONE_SHOT;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), 0);
+}
+
+TEST(idle_limit_saturates) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    s.idle_timeout_ms = INT64_MAX / 24;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), (INT64_MAX / 24) * 24);
+    s.idle_timeout_ms = INT64_MAX / 24 + 1;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), INT64_MAX);
+    s.idle_timeout_ms = INT64_MAX;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), INT64_MAX);
+    s.lifecycle = SBX_SESSION;
+    CHECK_INT(lifecycle_idle_limit_ms(&s), INT64_MAX);
+}
+
+TEST(huge_idle_timeout_never_stops_nor_overflows) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    s.idle_timeout_ms = INT64_MAX / 2; /* × 24 saturates at INT64_MAX */
+    struct sbx_observed o = running(T0, T0 + 365 * DAY);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, INT64_MAX - 365 * DAY);
+    /* a last-used-at from the future (client clock ahead) saturates instead of wrapping */
+    o.now_ms = T0;
+    o.last_used_annotation_ms = T0 + HOUR;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, INT64_MAX);
+    /* same for a session with an INT64_MAX timeout */
+    s.lifecycle = SBX_SESSION;
+    s.idle_timeout_ms = INT64_MAX;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, INT64_MAX);
+}
+
+TEST(future_last_used_with_normal_limit) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.last_used_annotation_ms = T0 + 2 * MIN;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, 31 * MIN);
+}
+
+/* ---- from a parsed object ------------------------------------------------------------- */
+
+TEST(decides_on_parsed_spec) {
+    const char *json =
+        "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"Sandbox\","
+        "\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\"},"
+        "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"lifecycle\":\"long-running\","
+        "\"idleTimeout\":\"90s\"}}";
+    cJSON *obj = cJSON_Parse(json);
+    struct sbx_spec s;
+    char err[256] = "";
+    CHECK(obj != NULL);
+    CHECK_INT(sbx_spec_parse(obj, NULL, &s, err, sizeof(err)), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(s.lifecycle, SBX_LONG_RUNNING);
+    CHECK_INT(s.idle_timeout_ms, 90 * SEC);
+    CHECK_INT(lifecycle_idle_limit_ms(&s), 36 * MIN);
+
+    struct sbx_observed o = running(T0, T0 + SEC);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.requeue_after_ms, 36 * MIN - SEC);
+    o.now_ms = T0 + 36 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD);
+    CHECK_STR(d.reason, "Idle");
+    sbx_spec_free(&s);
+    cJSON_Delete(obj);
+
+    /* without idleTimeout the controller default (30m) applies */
+    obj = cJSON_Parse("{\"spec\":{\"userID\":\"alice\",\"chatID\":\"c2\"}}");
+    CHECK(obj != NULL);
+    CHECK_INT(sbx_spec_parse(obj, NULL, &s, err, sizeof(err)), 0);
+    CHECK_INT(s.lifecycle, SBX_SESSION);
+    o = running(T0, T0 + 30 * MIN);
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+    sbx_spec_free(&s);
+    cJSON_Delete(obj);
+}

@@ -1,0 +1,518 @@
+/* tests/unit/test_queue.c — the work queue (runtime/queue.c): dedup, FIFO order, a key
+ * being processed is never handed out twice and comes back once after queue_done,
+ * delayed adds (earliest due wins, ordering, saturation of huge delays), per-key failure
+ * backoff and forget, shutdown waking blocked workers, and a multi-threaded stress run
+ * (10000 keys, concurrent adders, no key held by two workers at once).
+ * Timing checks use CLOCK_MONOTONIC with tight lower and generous upper bounds. */
+#include "check.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include "runtime/queue.h"
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+/* Gets one key, checks it is want, marks it done and frees it. */
+static void take(struct workqueue *q, const char *want) {
+    char *k = queue_get(q);
+    CHECK_STR(k, want);
+    if (k) {
+        queue_done(q, k);
+        free(k);
+    }
+}
+
+/* Gets one key and returns how long that took (ms); the key goes to *out (caller frees,
+ * after queue_done). */
+static int64_t timed_get(struct workqueue *q, char **out) {
+    int64_t t0 = mono_ms();
+    *out = queue_get(q);
+    return mono_ms() - t0;
+}
+
+/* ---- basics --------------------------------------------------------------------------- */
+
+TEST(dedup_same_key) {
+    struct workqueue *q = queue_new(5, 1000);
+    CHECK(q != NULL);
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/a");
+    CHECK_INT(queue_len(q), 1);
+    CHECK_INT(queue_waiting(q), 0);
+    take(q, "ns/a");
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_free(q);
+}
+
+TEST(fifo_order) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/b");
+    queue_add(q, "ns/c");
+    queue_add(q, "ns/a"); /* already queued: keeps its place */
+    queue_add(q, "ns/d");
+    CHECK_INT(queue_len(q), 4);
+    take(q, "ns/a");
+    take(q, "ns/b");
+    take(q, "ns/c");
+    take(q, "ns/d");
+    CHECK_INT(queue_len(q), 0);
+    queue_free(q);
+}
+
+TEST(fifo_across_ring_growth) {
+    struct workqueue *q = queue_new(5, 1000);
+    char key[32];
+    int bad = 0;
+    /* interleave gets and adds so the ring wraps before it grows */
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        queue_add(q, key);
+    }
+    for (int i = 0; i < 30; i++) {
+        char *k = queue_get(q);
+        snprintf(key, sizeof(key), "k%d", i);
+        if (!k || strcmp(k, key)) bad++;
+        queue_done(q, k);
+        free(k);
+    }
+    for (int i = 50; i < 1000; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        queue_add(q, key);
+    }
+    CHECK_INT(queue_len(q), 970);
+    for (int i = 30; i < 1000; i++) {
+        char *k = queue_get(q);
+        snprintf(key, sizeof(key), "k%d", i);
+        if (!k || strcmp(k, key)) bad++;
+        queue_done(q, k);
+        free(k);
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(queue_len(q), 0);
+    queue_free(q);
+}
+
+TEST(processing_key_is_held_until_done) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add(q, "ns/a");
+    char *a = queue_get(q);
+    CHECK_STR(a, "ns/a");
+    /* re-added (several times) while being processed: not handed out */
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/a");
+    CHECK_INT(queue_len(q), 0);
+    queue_add(q, "ns/b");
+    CHECK_INT(queue_len(q), 1);
+    take(q, "ns/b");
+    CHECK_INT(queue_len(q), 0);
+    /* done: now it is queued again, once */
+    queue_done(q, a);
+    free(a);
+    CHECK_INT(queue_len(q), 1);
+    take(q, "ns/a");
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_free(q);
+}
+
+TEST(done_without_readd_does_not_requeue) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add(q, "ns/a");
+    char *a = queue_get(q);
+    queue_done(q, a);
+    free(a);
+    CHECK_INT(queue_len(q), 0);
+    queue_done(q, "ns/never-seen"); /* harmless */
+    CHECK_INT(queue_len(q), 0);
+    /* after done the key is a normal key again */
+    queue_add(q, "ns/a");
+    CHECK_INT(queue_len(q), 1);
+    take(q, "ns/a");
+    queue_free(q);
+}
+
+TEST(free_with_pending_keys) {
+    struct workqueue *q = queue_new(5, 1000);
+    char key[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        queue_add(q, key);
+        queue_add_after(q, key, 60000 + i);
+        queue_add_rate_limited(q, key);
+    }
+    char *k = queue_get(q); /* one in processing too */
+    CHECK_STR(k, "k0");
+    free(k);
+    CHECK_INT(queue_len(q), 99);
+    CHECK_INT(queue_waiting(q), 100);
+    queue_free(q); /* valgrind: nothing leaks */
+    queue_free(NULL);
+}
+
+/* ---- delays --------------------------------------------------------------------------- */
+
+TEST(add_after_earliest_due_wins) {
+    struct workqueue *q = queue_new(5, 1000);
+    char *k;
+    queue_add_after(q, "ns/x", 500);
+    queue_add_after(q, "ns/x", 50);
+    CHECK_INT(queue_waiting(q), 1);
+    CHECK_INT(queue_len(q), 0);
+    int64_t dt = timed_get(q, &k);
+    CHECK_STR(k, "ns/x");
+    CHECK(dt >= 45);
+    CHECK(dt <= 400);
+    queue_done(q, k);
+    free(k);
+    /* the 500 ms entry was replaced, not kept */
+    CHECK_INT(queue_waiting(q), 0);
+    CHECK_INT(queue_len(q), 0);
+
+    /* the other way round: a later due time does not postpone an earlier one */
+    queue_add_after(q, "ns/y", 50);
+    queue_add_after(q, "ns/y", 5000);
+    CHECK_INT(queue_waiting(q), 1);
+    dt = timed_get(q, &k);
+    CHECK_STR(k, "ns/y");
+    CHECK(dt >= 45);
+    CHECK(dt <= 400);
+    queue_done(q, k);
+    free(k);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_free(q);
+}
+
+TEST(add_after_orders_by_due_time) {
+    struct workqueue *q = queue_new(5, 1000);
+    char *k;
+    int64_t t0 = mono_ms();
+    queue_add_after(q, "ns/c", 180);
+    queue_add_after(q, "ns/a", 60);
+    queue_add_after(q, "ns/b", 120);
+    CHECK_INT(queue_waiting(q), 3);
+    k = queue_get(q);
+    CHECK_STR(k, "ns/a");
+    CHECK(mono_ms() - t0 >= 55);
+    queue_done(q, k);
+    free(k);
+    k = queue_get(q);
+    CHECK_STR(k, "ns/b");
+    CHECK(mono_ms() - t0 >= 115);
+    queue_done(q, k);
+    free(k);
+    k = queue_get(q);
+    CHECK_STR(k, "ns/c");
+    CHECK(mono_ms() - t0 >= 175);
+    CHECK(mono_ms() - t0 <= 800);
+    queue_done(q, k);
+    free(k);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_free(q);
+}
+
+TEST(add_after_nonpositive_is_now) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add_after(q, "ns/a", 0);
+    queue_add_after(q, "ns/b", -5);
+    CHECK_INT(queue_len(q), 2);
+    CHECK_INT(queue_waiting(q), 0);
+    take(q, "ns/a");
+    take(q, "ns/b");
+    queue_free(q);
+}
+
+TEST(delayed_key_already_queued_is_handed_out_once) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add(q, "ns/a");
+    queue_add_after(q, "ns/a", 20);
+    sleep_ms(40);
+    /* the due entry meets the queued one: merged */
+    take(q, "ns/a");
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_free(q);
+}
+
+TEST(delayed_key_due_while_processing_waits_for_done) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add(q, "ns/a");
+    char *a = queue_get(q);
+    queue_add_after(q, "ns/a", 20); /* the worker asks to look again soon */
+    queue_add(q, "ns/b");
+    sleep_ms(40);
+    take(q, "ns/b"); /* pops the due "ns/a": processing, so only marked */
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_waiting(q), 0);
+    queue_done(q, a);
+    free(a);
+    CHECK_INT(queue_len(q), 1);
+    take(q, "ns/a");
+    queue_free(q);
+}
+
+/* A blocked worker must wake for a newly added earlier due time. */
+struct getter { struct workqueue *q; char *key; int64_t waited; };
+
+static void *getter_main(void *arg) {
+    struct getter *g = arg;
+    g->waited = timed_get(g->q, &g->key);
+    return NULL;
+}
+
+TEST(sleeping_worker_wakes_for_earlier_due) {
+    struct workqueue *q = queue_new(5, 1000);
+    struct getter g = {q, NULL, 0};
+    pthread_t t;
+    queue_add_after(q, "ns/late", 5000);
+    CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
+    sleep_ms(30); /* the worker is now in a timed wait for "late" */
+    queue_add_after(q, "ns/soon", 50);
+    pthread_join(t, NULL);
+    CHECK_STR(g.key, "ns/soon");
+    CHECK(g.waited >= 75);
+    CHECK(g.waited <= 1500);
+    CHECK_INT(queue_waiting(q), 1);
+    free(g.key);
+    queue_free(q);
+}
+
+TEST(huge_delay_saturates) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_add_after(q, "ns/never", INT64_MAX);
+    queue_add_after(q, "ns/never", INT64_MAX - 1);
+    CHECK_INT(queue_waiting(q), 1);
+    CHECK_INT(queue_len(q), 0);
+    /* still ordered before by anything sooner */
+    queue_add_after(q, "ns/soon", 10);
+    take(q, "ns/soon");
+    CHECK_INT(queue_waiting(q), 1);
+    /* a worker waiting for it sleeps until shutdown */
+    struct getter g = {q, (char *)"unset", 0};
+    pthread_t t;
+    CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
+    sleep_ms(50);
+    queue_shutdown(q);
+    pthread_join(t, NULL);
+    CHECK(g.key == NULL);
+    CHECK(g.waited >= 45);
+    queue_free(q);
+}
+
+/* ---- failures and backoff ------------------------------------------------------------- */
+
+TEST(rate_limited_counts_and_forget_resets) {
+    struct workqueue *q = queue_new(5, 1000);
+    CHECK_INT(queue_failures(q, "ns/a"), 0);
+    queue_add_rate_limited(q, "ns/a");
+    queue_add_rate_limited(q, "ns/a");
+    queue_add_rate_limited(q, "ns/a");
+    queue_add_rate_limited(q, "ns/b");
+    CHECK_INT(queue_failures(q, "ns/a"), 3);
+    CHECK_INT(queue_failures(q, "ns/b"), 1);
+    CHECK_INT(queue_waiting(q), 2); /* one delayed entry per key */
+    queue_forget(q, "ns/a");
+    CHECK_INT(queue_failures(q, "ns/a"), 0);
+    CHECK_INT(queue_failures(q, "ns/b"), 1);
+    queue_forget(q, "ns/unknown");
+    CHECK_INT(queue_failures(q, "ns/unknown"), 0);
+    queue_free(q);
+}
+
+TEST(rate_limited_backoff_doubles_and_caps) {
+    /* base 40 ms, cap 200 ms: 40, 80, 160, 200, then after forget 40 again */
+    static const int64_t want[] = {40, 80, 160, 200, 200};
+    struct workqueue *q = queue_new(40, 200);
+    char *k;
+    for (int i = 0; i < 5; i++) {
+        queue_add_rate_limited(q, "ns/a");
+        CHECK_INT(queue_failures(q, "ns/a"), i + 1);
+        int64_t dt = timed_get(q, &k);
+        CHECK_STR(k, "ns/a");
+        if (dt < want[i] - 5 || dt > want[i] + 500) {
+            fprintf(stderr, "  failure %d: waited %lld ms, want ~%lld\n", i + 1,
+                    (long long)dt, (long long)want[i]);
+            CHECK(0);
+        }
+        queue_done(q, k);
+        free(k);
+    }
+    queue_forget(q, "ns/a");
+    queue_add_rate_limited(q, "ns/a");
+    int64_t dt = timed_get(q, &k);
+    CHECK_STR(k, "ns/a");
+    CHECK(dt >= 35);
+    CHECK(dt <= 150);
+    queue_done(q, k);
+    free(k);
+    queue_free(q);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------- */
+
+TEST(shutdown_wakes_blocked_get) {
+    struct workqueue *q = queue_new(5, 1000);
+    struct getter g = {q, (char *)"unset", 0};
+    pthread_t t;
+    CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
+    sleep_ms(50);
+    queue_shutdown(q);
+    pthread_join(t, NULL);
+    CHECK(g.key == NULL);
+    CHECK(g.waited >= 45);
+    CHECK(g.waited <= 5000);
+    /* after shutdown: get returns NULL at once, adds are ignored */
+    queue_add(q, "ns/a");
+    queue_add_after(q, "ns/b", 10);
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_waiting(q), 0);
+    CHECK(queue_get(q) == NULL);
+    queue_free(q);
+}
+
+TEST(shutdown_wakes_timed_wait_and_all_workers) {
+    struct workqueue *q = queue_new(5, 1000);
+    struct getter g[3];
+    pthread_t t[3];
+    queue_add_after(q, "ns/later", 60000);
+    for (int i = 0; i < 3; i++) {
+        g[i] = (struct getter){q, (char *)"unset", 0};
+        CHECK_INT(pthread_create(&t[i], NULL, getter_main, &g[i]), 0);
+    }
+    sleep_ms(50);
+    queue_shutdown(q);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(g[i].key == NULL);
+        CHECK(g[i].waited <= 5000);
+    }
+    queue_free(q);
+}
+
+/* ---- concurrency ---------------------------------------------------------------------- */
+
+#define NKEYS 10000
+#define NWORKERS 4
+#define NADDERS 2
+
+struct stress {
+    struct workqueue *q;
+    pthread_mutex_t lock;
+    unsigned char inflight[NKEYS];
+    unsigned processed[NKEYS];
+    int inflight_now;
+    int overlaps, bad_keys;
+};
+
+static int key_index(const char *k) {
+    int i;
+    if (sscanf(k, "ns/key-%d", &i) != 1 || i < 0 || i >= NKEYS) return -1;
+    return i;
+}
+
+static void *stress_worker(void *arg) {
+    struct stress *s = arg;
+    char *k;
+    while ((k = queue_get(s->q)) != NULL) {
+        int i = key_index(k), first = 0;
+        pthread_mutex_lock(&s->lock);
+        if (i < 0) s->bad_keys++;
+        else {
+            if (s->inflight[i]) s->overlaps++;
+            s->inflight[i] = 1;
+            s->inflight_now++;
+            first = s->processed[i] == 0;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (i >= 0 && i % 7 == 0) sched_yield(); /* widen the window for overlaps */
+        /* re-add while processing (once, or it would loop forever) */
+        if (i >= 0 && i % 97 == 0 && first) queue_add(s->q, k);
+        pthread_mutex_lock(&s->lock);
+        if (i >= 0) {
+            s->inflight[i] = 0;
+            s->inflight_now--;
+            s->processed[i]++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        queue_done(s->q, k);
+        free(k);
+    }
+    return NULL;
+}
+
+struct adder { struct stress *s; int seed; };
+
+static void *stress_adder(void *arg) {
+    struct adder *a = arg;
+    char key[32];
+    unsigned x = (unsigned)a->seed * 2654435761u + 1;
+    for (int n = 0; n < NKEYS; n++) {
+        /* a permutation of all keys per adder (stride coprime to NKEYS) */
+        int i = (int)(((unsigned)n * (a->seed ? 7919u : 1u) + (unsigned)a->seed * 13u) % NKEYS);
+        snprintf(key, sizeof(key), "ns/key-%d", i);
+        x = x * 1103515245u + 12345u;
+        if ((x >> 16) % 10 == 0) queue_add_after(a->s->q, key, 1 + (x >> 20) % 5);
+        else queue_add(a->s->q, key);
+        if ((x >> 16) % 5 == 0) queue_add(a->s->q, key); /* duplicate add */
+    }
+    return NULL;
+}
+
+TEST(workers_never_share_a_key_and_see_every_key) {
+    static struct stress s; /* large: keep off the stack */
+    pthread_t w[NWORKERS], ad[NADDERS];
+    struct adder args[NADDERS];
+    memset(&s, 0, sizeof(s));
+    s.q = queue_new(5, 1000);
+    pthread_mutex_init(&s.lock, NULL);
+    for (int i = 0; i < NWORKERS; i++) CHECK_INT(pthread_create(&w[i], NULL, stress_worker, &s), 0);
+    for (int i = 0; i < NADDERS; i++) {
+        args[i] = (struct adder){&s, i};
+        CHECK_INT(pthread_create(&ad[i], NULL, stress_adder, &args[i]), 0);
+    }
+    for (int i = 0; i < NADDERS; i++) pthread_join(ad[i], NULL);
+
+    /* wait (up to 120 s, valgrind is slow) until every key was processed and all is idle */
+    int64_t deadline = mono_ms() + 120000;
+    int missing = NKEYS;
+    for (;;) {
+        pthread_mutex_lock(&s.lock);
+        missing = 0;
+        for (int i = 0; i < NKEYS; i++)
+            if (!s.processed[i]) missing++;
+        int busy = s.inflight_now;
+        pthread_mutex_unlock(&s.lock);
+        if (!missing && !busy && queue_len(s.q) == 0 && queue_waiting(s.q) == 0) break;
+        if (mono_ms() > deadline) break;
+        sleep_ms(5);
+    }
+    queue_shutdown(s.q);
+    for (int i = 0; i < NWORKERS; i++) pthread_join(w[i], NULL);
+
+    CHECK_INT(missing, 0);
+    CHECK_INT(s.overlaps, 0);
+    CHECK_INT(s.bad_keys, 0);
+    unsigned long total = 0;
+    for (int i = 0; i < NKEYS; i++) total += s.processed[i];
+    CHECK(total >= NKEYS);
+    /* never more hand-outs than adds: at most 2 per adder per key, plus one re-add */
+    CHECK(total <= (unsigned long)NKEYS * (NADDERS * 2 + 2));
+    queue_free(s.q);
+    pthread_mutex_destroy(&s.lock);
+}
