@@ -1,26 +1,76 @@
 /* cmd/controller_main.c — yao-sandbox-controller: parses the settings, connects to the API
- * server, runs the Sandbox controller until SIGTERM/SIGINT, then shuts down cleanly.
- * All behaviour lives in the library (controller/kube, runtime, sandbox); this file only
- * wires it together. */
+ * server, serves /healthz /readyz /metrics, optionally waits to be elected leader, runs the
+ * Sandbox controller until SIGTERM/SIGINT (or until leadership is lost), then shuts down
+ * cleanly. All behaviour lives in the library (controller/kube, runtime, sandbox); this
+ * file only wires it together. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube/config.h"
 #include "kube/rest.h"
+#include "runtime/httpd.h"
+#include "runtime/leader.h"
 #include "runtime/log.h"
+#include "sandbox/metrics.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/settings.h"
 
 static volatile sig_atomic_t stop_requested;
+static volatile int leading, lost_leadership;
 
 /* SIGTERM / SIGINT: ask the main loop to stop. */
 static void on_signal(int sig) { stop_requested = 1; }
 
 /* getenv with the signature settings expect. */
 static const char *env_lookup(const char *name) { return getenv(name); }
+
+struct app {
+    struct sbx_controller *ctl;
+    struct leader_elector *elector;  /* NULL without --leader-elect */
+};
+
+/* Leader election callbacks (election thread). */
+static void on_started_leading(void *ud) { leading = 1; }
+static void on_stopped_leading(void *ud) { lost_leadership = 1; }
+
+/* /healthz, /readyz, /metrics. */
+static int serve_probe(void *ud, const char *path, struct dynbuf *body, const char **ctype) {
+    struct app *a = ud;
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/livez")) {
+        dynbuf_append_str(body, "ok\n");
+        return 200;
+    }
+    if (!strcmp(path, "/readyz")) {
+        /* A standby is ready (to take over); a leader once its caches are synced. */
+        int ready = (a->elector && !leader_is_leader(a->elector)) || sbx_controller_ready(a->ctl);
+        dynbuf_append_str(body, ready ? "ok\n" : "caches not synced\n");
+        return ready ? 200 : 503;
+    }
+    if (!strcmp(path, "/metrics")) {
+        *ctype = "text/plain; version=0.0.4; charset=utf-8";
+        int lead = a->elector ? leader_is_leader(a->elector) : 1;
+        return sbx_metrics_render(a->ctl, lead, body) == 0 ? 200 : 500;
+    }
+    dynbuf_append_str(body, "not found\n");
+    return 404;
+}
+
+/* hostname_<random hex>: unique per process, readable in the Lease. */
+static void make_identity(char *out, size_t n) {
+    char host[128] = "unknown";
+    gethostname(host, sizeof(host) - 1);
+    unsigned r = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&r, sizeof(r), 1, f) != 1) r ^= (unsigned)clock();
+        fclose(f);
+    }
+    snprintf(out, n, "%s_%08x", host, r);
+}
 
 int main(int argc, char **argv) {
     struct sbx_settings s;
@@ -38,6 +88,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         return 1;
     }
+    char lease_ns[256];
+    snprintf(lease_ns, sizeof(lease_ns), "%s",
+             s.lease_namespace ? s.lease_namespace : cfg.namespace_ ? cfg.namespace_ : "yao-sandbox-system");
     struct kube_client *client = kube_client_new(&cfg, "yao-sandbox-controller/" YAO_VERSION, err, sizeof(err));
     if (!client) {
         kube_config_free(&cfg);
@@ -52,23 +105,66 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct sbx_controller *ctl = sbx_controller_new(client, &s.controller, err, sizeof(err));
-    if (!ctl) {
+    struct app a = {0};
+    struct httpd *httpd = NULL;
+    int rc = 0;
+    a.ctl = sbx_controller_new(client, &s.controller, err, sizeof(err));
+    if (!a.ctl) {
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         kube_client_free(client);
         return 1;
     }
-    LOGI("msg=\"starting\" version=%s server=%s namespace=%s max_running=%d workers=%d", YAO_VERSION,
-         kube_client_config(client)->server, s.controller.namespace_ ? s.controller.namespace_ : "(all)",
-         s.controller.max_running, s.controller.workers);
-    int rc = 0;
-    if (sbx_controller_run(ctl, (volatile int *)&stop_requested) < 0) {
-        if (!stop_requested) { LOGE("msg=\"could not start the controller\""); rc = 1; }
+    if (s.leader_elect) {
+        char identity[200];
+        make_identity(identity, sizeof(identity));
+        struct leader_options lo = {
+            .namespace_ = lease_ns, .name = s.lease_name, .identity = identity,
+            .lease_duration_ms = s.lease_duration_ms, .renew_deadline_ms = s.renew_deadline_ms,
+            .retry_period_ms = s.retry_period_ms, .on_started = on_started_leading,
+            .on_stopped = on_stopped_leading,
+        };
+        a.elector = leader_new(client, &lo);
+        if (!a.elector || leader_start(a.elector) < 0) {
+            fprintf(stderr, "yao-sandbox-controller: could not start leader election\n");
+            rc = 1;
+            goto done;
+        }
+        LOGI("msg=\"waiting for leadership\" lease=%s/%s identity=%s", lease_ns, s.lease_name, identity);
     } else {
-        while (!stop_requested) pause();
+        leading = 1;
     }
+    if (s.metrics_addr && s.metrics_addr[0]) {
+        httpd = httpd_start(s.metrics_addr, serve_probe, &a, err, sizeof(err));
+        if (!httpd) {
+            fprintf(stderr, "yao-sandbox-controller: %s\n", err);
+            rc = 1;
+            goto done;
+        }
+        LOGI("msg=\"serving probes and metrics\" addr=%s port=%d", s.metrics_addr, httpd_port(httpd));
+    }
+    LOGI("msg=\"starting\" version=%s server=%s namespace=%s max_running=%d workers=%d leader_elect=%d", YAO_VERSION,
+         kube_client_config(client)->server, s.controller.namespace_ ? s.controller.namespace_ : "(all)",
+         s.controller.max_running, s.controller.workers, s.leader_elect);
+
+    while (!stop_requested && !leading) usleep(50000);
+    if (!stop_requested) {
+        if (sbx_controller_run(a.ctl, (volatile int *)&stop_requested) < 0) {
+            if (!stop_requested) { LOGE("msg=\"could not start the controller\""); rc = 1; }
+        } else {
+            while (!stop_requested && !lost_leadership) usleep(100000);
+        }
+    }
+    if (lost_leadership) {
+        /* As client-go does: a replica that lost the lease exits; it is restarted as a standby. */
+        LOGE("msg=\"leadership lost; exiting\"");
+        rc = 1;
+    }
+done:
     LOGI("msg=\"shutting down\"");
-    sbx_controller_free(ctl);
+    sbx_controller_stop(a.ctl);
+    leader_free(a.elector);
+    httpd_stop(httpd);
+    sbx_controller_free(a.ctl);
     kube_client_free(client);
     return rc;
 }

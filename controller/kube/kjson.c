@@ -28,7 +28,11 @@ const char *kj_str(const cJSON *obj, const char *path) {
 
 int64_t kj_int(const cJSON *obj, const char *path, int64_t def) {
     const cJSON *v = kj_path(obj, path);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble) return def;
+    /* Clamp: converting a double outside int64_t's range is undefined. */
+    if (v->valuedouble >= 9223372036854775808.0) return INT64_MAX;
+    if (v->valuedouble <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v->valuedouble;
 }
 
 int kj_bool(const cJSON *obj, const char *path, int def) {
@@ -74,7 +78,9 @@ int kj_time_parse(const char *s, int64_t *ms) {
     p++;
     if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' || digits(&p, 2, &se))
         return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return -1;
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60) return -1;
+    if (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0))) return -1;
     if (*p == '.') {
         p++;
         int n = 0, scale = 100;
@@ -90,7 +96,8 @@ int kj_time_parse(const char *s, int64_t *ms) {
         p++;
     } else if (*p == '+' || *p == '-') {
         int sign = *p++ == '-' ? -1 : 1, oh, om;
-        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om)) return -1;
+        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
+            return -1;
         off_s = sign * (oh * 3600 + om * 60);
     } else {
         return -1;
@@ -101,20 +108,23 @@ int kj_time_parse(const char *s, int64_t *ms) {
     return 0;
 }
 
+/* Whole seconds of ms, rounded down (also before the epoch). */
+static time_t floor_secs(int64_t ms) { return (time_t)(ms / 1000 - (ms % 1000 < 0)); }
+
 void kj_time_format(int64_t ms, char *out, size_t outlen) {
-    time_t t = (time_t)(ms / 1000);
+    time_t t = floor_secs(ms);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 void kj_time_format_micro(int64_t ms, char *out, size_t outlen) {
-    time_t t = (time_t)(ms / 1000);
+    time_t t = floor_secs(ms);
     struct tm tm;
     char base[32];
     gmtime_r(&t, &tm);
     strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, outlen, "%s.%06dZ", base, (int)(ms % 1000) * 1000);
+    snprintf(out, outlen, "%s.%06dZ", base, (int)((ms % 1000 + 1000) % 1000) * 1000);
 }
 
 int64_t kj_now_ms(void) {

@@ -9,10 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kube/events.h"
+#include "kube/exec.h"
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
+#include "sandbox/oneshot.h"
 
 
 /* A capacity slot reserved for a pod we just created stays counted this long even if
@@ -135,6 +138,8 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     strmap_init(&ctl->reserved);
+    strmap_init(&ctl->runs);
+    pthread_cond_init(&ctl->runs_done, NULL);
     ctl->queue = queue_new(5, 1000 * 1000);
 
     sandboxes_path(path, sizeof(path), o->namespace_);
@@ -237,12 +242,18 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     return ctl->nthreads > 0 ? 0 : -1;
 }
 
+int sbx_controller_ready(struct sbx_controller *ctl) { return ctl->nthreads > 0; }
+
 void sbx_controller_stop(struct sbx_controller *ctl) {
     if (!ctl) return;
     ctl->stopping = 1;
     if (ctl->queue) queue_shutdown(ctl->queue);
     for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
     ctl->nthreads = 0;
+    /* Run threads finish their exec (bounded by its timeout) and exit. */
+    pthread_mutex_lock(&ctl->lock);
+    while (ctl->active_runs > 0) pthread_cond_wait(&ctl->runs_done, &ctl->lock);
+    pthread_mutex_unlock(&ctl->lock);
     if (ctl->sandboxes) informer_stop(ctl->sandboxes);
     if (ctl->pods) informer_stop(ctl->pods);
     if (ctl->pvcs) informer_stop(ctl->pvcs);
@@ -256,6 +267,8 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->pvcs);
     queue_free(ctl->queue);
     strmap_clear(&ctl->reserved, NULL);
+    strmap_clear(&ctl->runs, NULL);
+    pthread_cond_destroy(&ctl->runs_done);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
     free(ctl);
@@ -432,15 +445,207 @@ static int sweep_orphans(struct sbx_controller *ctl, const char *ns, const char 
     return 0;
 }
 
-/* ---- status --------------------------------------------------------------------------- */
-
-/* Add a timestamp (or nothing when ms is 0). */
-static void add_time(cJSON *o, const char *k, int64_t ms) {
+/* Add an RFC 3339 timestamp to o (nothing when ms is 0). */
+static void add_time_ms(cJSON *o, const char *k, int64_t ms) {
     char t[40];
     if (ms <= 0) return;
     kj_time_format(ms, t, sizeof(t));
     cJSON_AddStringToObject(o, k, t);
 }
+
+/* ---- one-shot runs ------------------------------------------------------------------------ */
+
+struct run_job {
+    struct sbx_controller *ctl;
+    char key[512], ns[256], name[256], pod[SBX_NAME_MAX + 1];
+    char **argv;
+    size_t argc;
+    int64_t timeout_ms;
+    struct sbx_tail out, err;
+};
+
+/* Stream callbacks: keep the tails. */
+static int run_on_stdout(void *ud, const char *p, size_t n) { sbx_tail_add(&((struct run_job *)ud)->out, p, n); return 0; }
+static int run_on_stderr(void *ud, const char *p, size_t n) { sbx_tail_add(&((struct run_job *)ud)->err, p, n); return 0; }
+
+/* Merge-patch status.run of ns/name. */
+static int patch_run(struct sbx_controller *ctl, const char *ns, const char *name, cJSON *run,
+                     char *err, size_t errlen) {
+    char path[1024];
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *status = cJSON_AddObjectToObject(patch, "status");
+    if (!patch || !status) { cJSON_Delete(patch); cJSON_Delete(run); return -1; }
+    cJSON_AddItemToObject(status, "run", run);
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    return st == 200 ? 0 : -1;
+}
+
+/* status.run for a finished (or interrupted) command. */
+static cJSON *run_result(int64_t started, int64_t finished, int exit_code, const char *out, const char *errtxt,
+                         int truncated) {
+    cJSON *run = cJSON_CreateObject();
+    if (!run) return NULL;
+    cJSON_AddNumberToObject(run, "exitCode", exit_code);
+    add_time_ms(run, "startedAt", started);
+    add_time_ms(run, "finishedAt", finished);
+    cJSON_AddStringToObject(run, "stdout", out);
+    cJSON_AddStringToObject(run, "stderr", errtxt);
+    cJSON_AddBoolToObject(run, "truncated", truncated);
+    return run;
+}
+
+/* Thread: exec spec.run in the pod, record the result, queue the Sandbox again. */
+static void *run_thread(void *arg) {
+    struct run_job *j = arg;
+    struct sbx_controller *ctl = j->ctl;
+    char err[KUBE_ERR_MAX];
+    int64_t started = kj_now_ms();
+    struct kube_exec_options eo = {
+        .namespace_ = j->ns, .pod = j->pod, .container = SBX_CONTAINER_NAME,
+        .argv = (const char *const *)j->argv, .argc = j->argc,
+        .on_stdout = run_on_stdout, .on_stderr = run_on_stderr, .ud = j, .timeout_ms = j->timeout_ms,
+    };
+    struct kube_exec_result er;
+    memset(&er, 0, sizeof(er));
+    int rc = kube_exec(ctl->client, &eo, &er);
+    int code = er.exit_code;
+    if (rc < 0) {
+        /* Could not run it, or it timed out: exit code 124 as timeout(1) reports, with why. */
+        code = 124;
+        char line[600];
+        snprintf(line, sizeof(line), "\nyao-sandbox: %s\n", er.err);
+        sbx_tail_add(&j->err, line, strlen(line));
+    }
+    char *o = malloc(SBX_TAIL_MAX + 1), *e = malloc(SBX_TAIL_MAX + 1);
+    if (o && e) {
+        sbx_tail_text(&j->out, o);
+        sbx_tail_text(&j->err, e);
+        cJSON *run = run_result(started, kj_now_ms(), code, o, e,
+                                sbx_tail_truncated(&j->out) || sbx_tail_truncated(&j->err));
+        for (int attempt = 0; run && attempt < 5; attempt++) {
+            cJSON *copy = cJSON_Duplicate(run, 1);
+            if (patch_run(ctl, j->ns, j->name, copy, err, sizeof(err)) == 0) break;
+            LOGW("msg=\"could not record run result\" sandbox=%s err=\"%s\"", j->key, err);
+            usleep(200000u << attempt);
+        }
+        cJSON_Delete(run);
+    }
+    free(o);
+    free(e);
+    LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", j->key, code);
+    pthread_mutex_lock(&ctl->lock);
+    /* 2 = result written; cleared when the cache shows it (see sbx_reconcile). */
+    strmap_put(&ctl->runs, j->key, (void *)2, NULL);
+    ctl->stats.runs_finished++;
+    ctl->active_runs--;
+    pthread_cond_broadcast(&ctl->runs_done);
+    pthread_mutex_unlock(&ctl->lock);
+    queue_add(ctl->queue, j->key);
+    sbx_run_argv_free(j->argv);
+    free(j);
+    return NULL;
+}
+
+/* This process's knowledge of key's run: 0 none, 1 running, 2 finished and recorded.
+ * finished_in_cache: the cached Sandbox already shows the result, so forget it. */
+static int run_state(struct sbx_controller *ctl, const char *key, int finished_in_cache) {
+    pthread_mutex_lock(&ctl->lock);
+    int state = (int)(intptr_t)strmap_get(&ctl->runs, key);
+    if (state == 2 && finished_in_cache) {
+        strmap_remove(&ctl->runs, key);
+        state = 0;
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    return state;
+}
+
+/* Start spec.run in a thread: status.run.startedAt first, so a restarted controller knows
+ * the command was started and does not run it twice. */
+static int start_run(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                     const char *pod, const struct sbx_spec *spec, char *err, size_t errlen) {
+    struct run_job *j = calloc(1, sizeof(*j));
+    if (!j) { snprintf(err, errlen, "out of memory"); return -1; }
+    j->ctl = ctl;
+    snprintf(j->key, sizeof(j->key), "%s", key);
+    snprintf(j->ns, sizeof(j->ns), "%s", ns);
+    snprintf(j->name, sizeof(j->name), "%s", name);
+    snprintf(j->pod, sizeof(j->pod), "%s", pod);
+    j->timeout_ms = spec->run.timeout_ms;
+    if (sbx_run_argv(&spec->run, &j->argv, &j->argc) < 0) { free(j); snprintf(err, errlen, "out of memory"); return -1; }
+    cJSON *run = cJSON_CreateObject();
+    if (run) add_time_ms(run, "startedAt", kj_now_ms());
+    if (!run || patch_run(ctl, ns, name, run, err, errlen) < 0) {
+        sbx_run_argv_free(j->argv);
+        free(j);
+        return -1;
+    }
+    pthread_mutex_lock(&ctl->lock);
+    strmap_put(&ctl->runs, key, (void *)1, NULL);
+    ctl->active_runs++;
+    ctl->stats.runs_started++;
+    pthread_mutex_unlock(&ctl->lock);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, run_thread, j) != 0) {
+        pthread_attr_destroy(&attr);
+        pthread_mutex_lock(&ctl->lock);
+        strmap_remove(&ctl->runs, key);
+        ctl->active_runs--;
+        pthread_mutex_unlock(&ctl->lock);
+        sbx_run_argv_free(j->argv);
+        free(j);
+        snprintf(err, errlen, "could not start a run thread");
+        return -1;
+    }
+    pthread_attr_destroy(&attr);
+    LOGI("msg=\"run started\" sandbox=%s pod=%s", key, pod);
+    return 0;
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+/* Record an Event on the Sandbox when its state changed in a way a user cares about. */
+static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
+                              const struct sbx_decision *d, const char *pod_name) {
+    const char *old_reason = o->status_reason ? o->status_reason : "";
+    const char *old_phase = o->status_phase ? o->status_phase : "";
+    const char *type = "Normal", *reason = NULL;
+    char msg[400];
+    if (!strcmp(d->phase, "Running") && strcmp(old_phase, "Running") != 0) {
+        reason = "Started";
+        snprintf(msg, sizeof(msg), "pod %s is running", pod_name);
+    } else if (!strcmp(d->phase, "Stopped") && strcmp(old_phase, "Stopped") != 0) {
+        reason = "Stopped";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if ((!strcmp(d->phase, "Succeeded") || !strcmp(d->phase, "Failed")) && strcmp(old_phase, d->phase) != 0) {
+        reason = "RunFinished";
+        type = !strcmp(d->phase, "Failed") ? "Warning" : "Normal";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if (strcmp(old_reason, d->reason) != 0 &&
+               (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_CONFLICT) ||
+                !strcmp(d->reason, SBX_REASON_INVALID))) {
+        reason = d->reason;
+        type = "Warning";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    }
+    if (d->actions & SBX_ACT_DELETE_SANDBOX) {
+        reason = "Removed";
+        type = "Normal";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    }
+    if (!reason) return;
+    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
+                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
+    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
+        count(ctl, &ctl->stats.events);
+}
+
+/* ---- status --------------------------------------------------------------------------- */
+
 
 /* Copy item key from src to dst if present. */
 static void keep(cJSON *dst, const cJSON *src, const char *key) {
@@ -463,10 +668,10 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
     if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
     int64_t started = time_at(pod, "status.startTime");
-    if (running && started) add_time(st, "startedAt", started);
+    if (running && started) add_time_ms(st, "startedAt", started);
     else keep(st, cur, "startedAt");
-    add_time(st, "stoppedAt", d->stopped_ms);
-    add_time(st, "lastUsedAt", d->last_used_ms);
+    add_time_ms(st, "stoppedAt", d->stopped_ms);
+    add_time_ms(st, "lastUsedAt", d->last_used_ms);
     cJSON_AddNumberToObject(st, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
     keep(st, cur, "run");
 
@@ -484,7 +689,7 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     if (old_status && old_time && !strcmp(old_status, status))
         cJSON_AddStringToObject(c, "lastTransitionTime", old_time);
     else
-        add_time(c, "lastTransitionTime", now);
+        add_time_ms(c, "lastTransitionTime", now);
     cJSON_AddStringToObject(c, "reason", d->reason);
     cJSON_AddStringToObject(c, "message", d->message);
     /* Keep other condition types someone else may own. */
@@ -596,6 +801,19 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         o.run_exit_code = (int)kj_int(run, "exitCode", -1);
         o.run_finished_ms = time_at(run, "finishedAt");
     }
+    int rs = run_state(ctl, key, o.run_finished);
+    o.run_in_progress = rs != 0;
+    if (spec.lifecycle == SBX_ONE_SHOT && run && kj_str(run, "startedAt") && !o.run_finished && rs == 0) {
+        /* Started by an earlier controller process that died mid-run: the outcome is
+         * unknown. Record that rather than run the command a second time. */
+        cJSON *r = run_result(time_at(run, "startedAt"), now, -1, "",
+                              "yao-sandbox: the controller restarted while the command was running; "
+                              "it was not run again", 0);
+        if (!r || patch_run(ctl, ns, name, r, err, errlen) < 0) goto out;
+        o.run_finished = 1;
+        o.run_exit_code = -1;
+        o.run_finished_ms = now;
+    }
     o.pvc = classify(pvc, uid);
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
     o.pod = classify(pod, uid);
@@ -643,11 +861,15 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
+    if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, ns, name, pod_name, &spec, err, errlen) < 0)
+        goto out;
+
     cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
     if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
     rc = write_status(ctl, ns, name, sb, st, err, errlen);
     cJSON_Delete(st);
     if (rc < 0) goto out;
+    record_transition(ctl, sb, &o, &d, pod_name);
 
     if (d.actions & SBX_ACT_DELETE_SANDBOX) {
         char path[1024];

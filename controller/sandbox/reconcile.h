@@ -24,7 +24,8 @@ struct sbx_controller_options {
 
 /* Reconcile outcome counters, for metrics. */
 struct sbx_controller_stats {
-    uint64_t reconciles, errors, status_writes, creates, deletes, conflicts;
+    uint64_t reconciles, errors, status_writes, creates, deletes, conflicts, events;
+    uint64_t runs_started, runs_finished;
     uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
     double latency_sum_ms;
 };
@@ -39,6 +40,9 @@ struct sbx_controller {
     volatile int stopping;
     pthread_mutex_t lock;          /* guards reserved, running_keys, stats */
     struct strmap reserved;        /* sandbox key -> expiry (ms) of a capacity slot being filled */
+    struct strmap runs;            /* sandbox key -> 1 while its one-shot command runs */
+    int active_runs;               /* run threads alive (joined at stop) */
+    pthread_cond_t runs_done;
     struct sbx_controller_stats stats;
 };
 
@@ -58,5 +62,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
                   char *err, size_t errlen);
 
 void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out);
+/* True once workers run (all caches synced). */
+int sbx_controller_ready(struct sbx_controller *ctl);
 
 #endif

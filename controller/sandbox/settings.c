@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sandbox/quantity.h"
+#include "sandbox/spec.h"
 
 static const char usage[] =
     "usage: yao-sandbox-controller [flags]\n"
@@ -41,6 +42,23 @@ static int parse_int(const char *s, long max) {
     char *end;
     long v = strtol(s, &end, 10);
     return (*s && !*end && v >= 0 && v <= max) ? (int)v : -1;
+}
+
+/* A default that every Sandbox without the field inherits must pass the spec's own checks
+ * (limits, image and StorageClass syntax), or each such Sandbox would become InvalidSpec:
+ * parse a minimal Sandbox with the current defaults, so the rules cannot drift apart. */
+static int check_defaults(const struct sbx_settings *o, const char *src, const char *val,
+                          char *err, size_t errlen) {
+    cJSON *sb = cJSON_Parse("{\"spec\":{\"userID\":\"u\",\"chatID\":\"c\"}}");
+    struct sbx_spec s;
+    char why[256];
+    int rc;
+    if (!sb) { snprintf(err, errlen, "%s: out of memory", src); return -1; }
+    rc = sbx_spec_parse(sb, &o->controller.defaults, &s, why, sizeof(why));
+    cJSON_Delete(sb);
+    if (rc == 0) { sbx_spec_free(&s); return 0; }
+    snprintf(err, errlen, "%s: \"%s\" cannot be a Sandbox default: %s", src, val, why);
+    return -1;
 }
 
 /* Apply one setting by its flag name (without "--"). 0, or -1 with err. src names
@@ -94,6 +112,9 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         return -1;
     }
 #undef BAD
+    if (!strcmp(name, "image") || !strcmp(name, "idle-timeout") || !strcmp(name, "memory") ||
+        !strcmp(name, "cpu") || !strcmp(name, "workspace-size") || !strcmp(name, "storage-class"))
+        return check_defaults(o, src, val, err, errlen);
     return 0;
 }
 

@@ -1,0 +1,727 @@
+/* kube/exec.c — commands in pods over the API server's exec WebSocket (see exec.h).
+ *
+ * Owns: the request URL (one command= per argv element), the libwebsockets session (one
+ * lws_context per call, so sessions in different threads share nothing), TLS and
+ * credentials from the client's kubeconfig (in memory, through OpenSSL), subprotocol
+ * negotiation (v5.channel.k8s.io, v4.channel.k8s.io), the channel demultiplexer, the
+ * status channel's verdict, stdin streaming with the v5 close signal, and the deadline.
+ * Does not own: retries (a command is not idempotent; the caller decides), what the
+ * output means, or terminal handling (tty is passed to the server; resize is not sent).
+ *
+ * Memory is bounded whatever the output size: data is handed to the callbacks as lws
+ * reads it, one read buffer at a time; a slow callback stalls the reads, and TCP pushes
+ * back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per writable event.
+ *
+ * Known limits:
+ *  - v4.channel.k8s.io cannot half-close: with v4 the command never sees EOF on stdin (we
+ *    stop sending and wait for it to exit). Commands that read stdin to the end need v5
+ *    (Kubernetes >= 1.30); older servers leave them running until the timeout.
+ *  - libwebsockets 4.1 drops the body of a refused upgrade. To surface the Status message
+ *    (pod not found, container not valid, forbidden...) a 4xx refusal is asked again as a
+ *    plain GET of the same URL, which the API server refuses before any proxying (a GET
+ *    without upgrade never reaches the kubelet); its message is used only when the status
+ *    matches. Otherwise the error carries the HTTP status alone.
+ *  - The request URL (argv included) is capped at EXEC_MAX_PATH bytes once encoded; larger
+ *    scripts belong on stdin.
+ *  - Certificate checks of an IPv6-literal server without tls-server-name are unsupported
+ *    by lws' hostname matching. */
+#include "kube/exec.h"
+
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kube/dynbuf.h"
+
+#ifndef YAO_VERSION
+#define YAO_VERSION "dev"
+#endif
+
+#define EXEC_STDIN_CHUNK (32u * 1024)       /* payload of one stdin message */
+#define EXEC_RX_BUFFER (64u * 1024)         /* lws receive buffer of the connection */
+#define EXEC_MAX_PATH 16000u                /* request URL incl. encoded argv (see top) */
+#define EXEC_HEADER_DATA (64u * 1024)       /* lws header table: URL + handshake headers */
+#define EXEC_SERV_BUF (96u * 1024)          /* lws service buffer: holds the whole handshake */
+#define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
+#define EXEC_LOCAL_PROTOCOL "yao-exec"
+
+/* ---- the pure part ---------------------------------------------------------------- */
+
+void kube_exec_demux_init(struct kube_exec_demux *d, kube_exec_output_fn out, kube_exec_output_fn err, void *ud) {
+    d->in_message = 0;
+    d->channel = -1;
+    d->status[0] = 0;
+    d->status_len = 0;
+    d->status_overflow = 0;
+    d->on_stdout = out;
+    d->on_stderr = err;
+    d->ud = ud;
+}
+
+/* Channels a server may send on: the three outputs, plus ids that carry nothing for a
+ * client (stdin, resize, v5 close) and are ignored. */
+static int channel_known(int ch) {
+    return (ch >= KUBE_EXEC_STDIN && ch <= KUBE_EXEC_RESIZE) || ch == KUBE_EXEC_CLOSE;
+}
+
+int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size_t n, int first, int final) {
+    int rc = 0;
+
+    if (first) {
+        d->in_message = 1;
+        d->channel = -1;            /* the id byte is the message's first byte */
+    } else if (!d->in_message) {
+        return -1;                  /* a continuation with no message started */
+    }
+    if (d->channel < 0 && n > 0) {
+        d->channel = p[0];
+        p++;
+        n--;
+        if (!channel_known(d->channel)) {
+            d->in_message = 0;
+            return -1;
+        }
+    }
+    if (n > 0) {
+        switch (d->channel) {
+        case KUBE_EXEC_STDOUT:
+            if (d->on_stdout) rc = d->on_stdout(d->ud, (const char *)p, n);
+            break;
+        case KUBE_EXEC_STDERR:
+            if (d->on_stderr) rc = d->on_stderr(d->ud, (const char *)p, n);
+            break;
+        case KUBE_EXEC_ERROR: {
+            /* Keep one byte for the NUL; past the cap the Status cannot be trusted. */
+            size_t room = sizeof(d->status) - 1 - d->status_len;
+            size_t take = n < room ? n : room;
+            memcpy(d->status + d->status_len, p, take);
+            d->status_len += take;
+            d->status[d->status_len] = 0;
+            if (take < n) d->status_overflow = 1;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (final) d->in_message = 0;
+    return rc;
+}
+
+/* Copy a message into msg (NULL-safe). */
+static void put_msg(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put_msg(char *msg, size_t msglen, const char *fmt, ...) {
+    if (!msg || !msglen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+}
+
+int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen) {
+    cJSON *st = json && len ? cJSON_ParseWithLength(json, len) : NULL;
+    int rc = -1;
+
+    if (msg && msglen) msg[0] = 0;
+    if (!cJSON_IsObject(st)) {
+        put_msg(msg, msglen, "malformed status from the server");
+        goto out;
+    }
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(st, "status");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
+    const cJSON *message = cJSON_GetObjectItemCaseSensitive(st, "message");
+    const char *m = cJSON_IsString(message) && message->valuestring[0] ? message->valuestring : NULL;
+
+    if (cJSON_IsString(status) && !strcmp(status->valuestring, "Success")) {
+        *exit_code = 0;
+        rc = 0;
+        goto out;
+    }
+    if (cJSON_IsString(reason) && !strcmp(reason->valuestring, "NonZeroExitCode")) {
+        const cJSON *causes = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(st, "details"), "causes");
+        const cJSON *cause;
+        cJSON_ArrayForEach(cause, causes) {
+            const cJSON *cr = cJSON_GetObjectItemCaseSensitive(cause, "reason");
+            const cJSON *cm = cJSON_GetObjectItemCaseSensitive(cause, "message");
+            if (!cJSON_IsString(cr) || strcmp(cr->valuestring, "ExitCode") || !cJSON_IsString(cm)) continue;
+            char *end;
+            long v = strtol(cm->valuestring, &end, 10);
+            if (end == cm->valuestring || *end || v < 0 || v > 1000000) break;
+            *exit_code = (int)v;
+            rc = 0;
+            goto out;
+        }
+        put_msg(msg, msglen, "%s", m ? m : "non-zero exit code without a code");
+        goto out;
+    }
+    if (m)
+        put_msg(msg, msglen, "%s", m);
+    else if (cJSON_IsString(reason) && reason->valuestring[0])
+        put_msg(msg, msglen, "%s", reason->valuestring);
+    else
+        put_msg(msg, msglen, "the server reported a failure without a message");
+out:
+    cJSON_Delete(st);
+    return rc;
+}
+
+/* ---- the session ------------------------------------------------------------------- */
+
+struct endpoint {
+    int tls;
+    char host[256];      /* as in the URL, IPv6 without brackets */
+    int port;
+    const char *prefix;  /* path below the host ("" or "/k8s/clusters/x"), no trailing '/' */
+    size_t prefix_len;
+};
+
+struct session {
+    struct kube_client *client;
+    struct kube_config *cfg;
+    const struct kube_exec_options *o;
+    struct kube_exec_result *r;
+    struct kube_exec_demux demux;
+    struct lws_context *ctx;
+    struct lws *wsi;
+    lws_sorted_usec_list_t deadline;
+    const char *offered;
+    char *auth;              /* Authorization header value; wiped after use */
+    int failed;              /* r->err holds the first failure */
+    int tls_failed;
+    int established;
+    int finished;            /* no connection left: the loop ends */
+    int have_status;         /* the error channel's message is complete */
+    int stdin_done;
+    int v5;
+    char close_reason[128];  /* from the server's close frame, if any */
+    unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
+};
+
+/* Record the first failure of the session. */
+static void fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct session *s, const char *fmt, ...) {
+    if (s->failed) return;
+    s->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->r->err, sizeof(s->r->err), fmt, ap);
+    va_end(ap);
+}
+
+/* Demux callbacks: pass through to the caller's, noting who aborted. */
+static int pass_stdout(void *ud, const char *p, size_t n) {
+    struct session *s = ud;
+    int rc = s->o->on_stdout ? s->o->on_stdout(s->o->ud, p, n) : 0;
+    if (rc) fail(s, "exec: the stdout consumer aborted the session");
+    return rc;
+}
+
+static int pass_stderr(void *ud, const char *p, size_t n) {
+    struct session *s = ud;
+    int rc = s->o->on_stderr ? s->o->on_stderr(s->o->ud, p, n) : 0;
+    if (rc) fail(s, "exec: the stderr consumer aborted the session");
+    return rc;
+}
+
+/* True when proto is one of the comma-separated names in list. */
+static int protocol_offered(const char *list, const char *proto) {
+    size_t n = strlen(proto);
+    if (!n) return 0;
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        if ((size_t)(t - p) == n && !strncmp(p, proto, n)) return 1;
+        p = e;
+    }
+    return 0;
+}
+
+/* Load the kubeconfig's CA bundle (every certificate in it) and client certificate chain
+ * and key into the client SSL_CTX, from memory. */
+static int load_tls(struct session *s, SSL_CTX *ssl) {
+    struct kube_config *k = s->cfg;
+    BIO *b = NULL;
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    int rc = -1;
+
+    if (k->ca_pem && k->ca_len && !k->insecure_skip_tls_verify) {
+        X509_STORE *store = SSL_CTX_get_cert_store(ssl);
+        int n = 0;
+        if (!(b = BIO_new_mem_buf(k->ca_pem, (int)k->ca_len))) goto out;
+        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+            if (X509_STORE_add_cert(store, x) == 1) n++;
+            X509_free(x);
+            x = NULL;
+        }
+        BIO_free(b);
+        b = NULL;
+        if (!n) { fail(s, "exec: certificate-authority holds no PEM certificate"); goto out; }
+    }
+    if (k->cert_pem && k->cert_len && k->key_pem && k->key_len) {
+        if (!(b = BIO_new_mem_buf(k->cert_pem, (int)k->cert_len))) goto out;
+        if (!(x = PEM_read_bio_X509(b, NULL, NULL, NULL)) || SSL_CTX_use_certificate(ssl, x) != 1) {
+            fail(s, "exec: client-certificate is not a usable PEM certificate");
+            goto out;
+        }
+        X509_free(x);
+        /* Intermediates after the leaf go out with it. */
+        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+            if (SSL_CTX_add_extra_chain_cert(ssl, x) != 1) goto out;
+            x = NULL;   /* owned by the SSL_CTX now */
+        }
+        BIO_free(b);
+        if (!(b = BIO_new_mem_buf(k->key_pem, (int)k->key_len))) goto out;
+        if (!(key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
+            SSL_CTX_check_private_key(ssl) != 1) {
+            fail(s, "exec: client-key is unreadable or does not match client-certificate");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (rc < 0) fail(s, "exec: cannot load TLS credentials");
+    ERR_clear_error();
+    EVP_PKEY_free(key);
+    X509_free(x);
+    BIO_free(b);
+    return rc;
+}
+
+/* The session deadline passed: end the connection now. */
+static void on_deadline(lws_sorted_usec_list_t *sul) {
+    struct session *s = lws_container_of(sul, struct session, deadline);
+    fail(s, "exec: timed out after %ld ms", s->o->timeout_ms);
+    if (s->wsi)
+        lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+    else
+        s->finished = 1;
+}
+
+/* Send the next stdin chunk, or the v5 close signal at end of input. */
+static int send_stdin(struct session *s, struct lws *wsi) {
+    unsigned char *m = s->tx + LWS_PRE;
+    ssize_t n = s->o->read_stdin(s->o->ud, (char *)m + 1, EXEC_STDIN_CHUNK);
+    if (n < 0 || (size_t)n > EXEC_STDIN_CHUNK) {
+        fail(s, "exec: reading stdin failed");
+        return -1;
+    }
+    if (n == 0) {
+        s->stdin_done = 1;
+        if (!s->v5) return 0;    /* v4 cannot signal EOF (see the top of this file) */
+        m[0] = KUBE_EXEC_CLOSE;
+        m[1] = KUBE_EXEC_STDIN;
+        if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) {
+            fail(s, "exec: sending the stdin close signal failed");
+            return -1;
+        }
+        return 0;
+    }
+    m[0] = KUBE_EXEC_STDIN;
+    if (lws_write(wsi, m, (size_t)n + 1, LWS_WRITE_BINARY) < (int)n + 1) {
+        fail(s, "exec: sending stdin failed");
+        return -1;
+    }
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* The one libwebsockets callback; the session is the context's user pointer. */
+static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
+    struct lws_context *ctx = wsi ? lws_get_context(wsi) : NULL;
+    struct session *s = ctx ? lws_context_user(ctx) : NULL;
+    if (!s) return 0;
+
+    switch (reason) {
+    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_CLIENT_VERIFY_CERTS:
+        if (load_tls(s, user) < 0) s->tls_failed = 1;
+        return 0;
+
+    case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
+        unsigned char **p = in, *end = *p + len;
+        static const char ua[] = "yao-sandbox/" YAO_VERSION;
+        if (s->auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+                                                   (const unsigned char *)s->auth, (int)strlen(s->auth), p, end))
+            return -1;
+        if (lws_add_http_header_by_name(wsi, (const unsigned char *)"user-agent:", (const unsigned char *)ua,
+                                        (int)sizeof(ua) - 1, p, end))
+            return -1;
+        return 0;
+    }
+
+    case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
+        char proto[sizeof(s->r->protocol)] = "";
+        if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0 ||
+            !protocol_offered(s->offered, proto)) {
+            fail(s, "exec: the server chose subprotocol \"%s\", which was not offered (%s)", proto, s->offered);
+            return 1;
+        }
+        snprintf(s->r->protocol, sizeof(s->r->protocol), "%s", proto);
+        s->v5 = !strcmp(proto, "v5.channel.k8s.io");
+        return 0;
+    }
+
+    case LWS_CALLBACK_CLIENT_ESTABLISHED:
+        s->established = 1;
+        s->r->http_status = 101;
+        kube_client_count(s->client, "GET", 101);
+        if (s->o->read_stdin) lws_callback_on_writable(wsi);
+        return 0;
+
+    case LWS_CALLBACK_CLIENT_RECEIVE: {
+        int final = lws_is_final_fragment(wsi);
+        int rc = kube_exec_demux_feed(&s->demux, in, len, lws_is_first_fragment(wsi), final);
+        if (rc) {
+            fail(s, "exec: the server sent a message on unknown channel %d", s->demux.channel);
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+            return -1;
+        }
+        if (final && s->demux.channel == KUBE_EXEC_ERROR && (s->demux.status_len || s->demux.status_overflow)) {
+            /* The verdict is the last thing the server sends: we are done. */
+            s->have_status = 1;
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+            return -1;
+        }
+        return 0;
+    }
+
+    case LWS_CALLBACK_CLIENT_WRITEABLE:
+        if (!s->o->read_stdin || s->stdin_done || s->have_status) return 0;
+        if (send_stdin(s, wsi) < 0) {
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+            return -1;
+        }
+        return 0;
+
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        if (len >= 2) {
+            const unsigned char *c = in;
+            int n = len - 2 > 100 ? 100 : (int)(len - 2);
+            snprintf(s->close_reason, sizeof(s->close_reason), " (close %d%s%.*s)", (c[0] << 8) | c[1],
+                     n ? ": " : "", n, (const char *)c + 2);
+        }
+        return 0;
+
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
+        unsigned int st = wsi ? lws_http_client_http_response(wsi) : 0;
+        const char *why = in && len ? (const char *)in : "unknown error";
+        if (st) s->r->http_status = st;
+        if (st && st != 101)
+            fail(s, "exec: upgrade refused: HTTP %u", st);
+        else if (strstr(why, "PROTOCOL") || strstr(why, "protocol"))
+            fail(s, "exec: the server chose a subprotocol that was not offered (%s): %s", s->offered, why);
+        else
+            fail(s, "exec: connection to %s failed: %s", s->cfg->server, why);
+        s->finished = 1;
+        s->wsi = NULL;
+        return 0;
+    }
+
+    case LWS_CALLBACK_CLIENT_CLOSED:
+        s->finished = 1;
+        s->wsi = NULL;
+        return 0;
+
+    case LWS_CALLBACK_WSI_DESTROY:
+        if (wsi == s->wsi) {
+            s->finished = 1;
+            s->wsi = NULL;
+        }
+        return 0;
+
+    default:
+        return 0;
+    }
+}
+
+static const struct lws_protocols exec_protocols[] = {
+    {EXEC_LOCAL_PROTOCOL, exec_callback, 0, EXEC_RX_BUFFER, 0, NULL, EXEC_STDIN_CHUNK + 16},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+/* lws logs to stderr by default; keep it quiet unless YAO_LWS_LOG asks (a level mask). */
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static void log_setup(void) {
+    const char *v = getenv("YAO_LWS_LOG");
+    lws_set_log_level(v ? atoi(v) : 0, NULL);
+}
+
+/* Split the server URL into scheme, host, port and path prefix. */
+static int parse_server(const char *url, struct endpoint *e, char *err, size_t errlen) {
+    const char *p;
+    memset(e, 0, sizeof(*e));
+    if (!strncasecmp(url, "https://", 8)) {
+        e->tls = 1;
+        p = url + 8;
+    } else if (!strncasecmp(url, "http://", 7)) {
+        p = url + 7;
+    } else {
+        put_msg(err, errlen, "exec: server URL \"%s\" is not http(s)://", url);
+        return -1;
+    }
+    e->port = e->tls ? 443 : 80;
+    const char *host = p, *hend;
+    if (*p == '[') {
+        host = p + 1;
+        if (!(hend = strchr(host, ']'))) goto bad;
+        p = hend + 1;
+    } else {
+        while (*p && *p != ':' && *p != '/') p++;
+        hend = p;
+    }
+    if (hend == host || (size_t)(hend - host) >= sizeof(e->host)) goto bad;
+    memcpy(e->host, host, (size_t)(hend - host));
+    if (*p == ':') {
+        char *end;
+        long port = strtol(p + 1, &end, 10);
+        if (end == p + 1 || port < 1 || port > 65535 || (*end && *end != '/')) goto bad;
+        e->port = (int)port;
+        p = end;
+    }
+    if (*p && *p != '/') goto bad;
+    e->prefix = p;
+    e->prefix_len = strlen(p);
+    while (e->prefix_len && p[e->prefix_len - 1] == '/') e->prefix_len--;
+    return 0;
+bad:
+    put_msg(err, errlen, "exec: cannot parse server URL \"%s\"", url);
+    return -1;
+}
+
+/* Append "&key=" + url-encoded value (or "?" first). */
+static int add_query(struct dynbuf *b, const char *key, const char *value) {
+    size_t cap = strlen(value) * 3 + 1;
+    char *enc = malloc(cap);
+    int rc = -1;
+    if (enc && kube_url_encode(value, enc, cap) == 0)
+        rc = dynbuf_printf(b, "%c%s=%s", memchr(b->data ? b->data : "", '?', b->len) ? '&' : '?', key, enc);
+    free(enc);
+    return rc;
+}
+
+/* The exec path below the server prefix, with the query. */
+static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int want_stdout, int want_stderr) {
+    size_t cap = (strlen(o->namespace_) + strlen(o->pod)) * 3 + 2;
+    char *ns = malloc(cap), *pod = ns ? ns + strlen(o->namespace_) * 3 + 1 : NULL;
+    int rc = -1;
+    if (!ns) return -1;
+    if (kube_url_encode(o->namespace_, ns, strlen(o->namespace_) * 3 + 1) < 0 ||
+        kube_url_encode(o->pod, pod, strlen(o->pod) * 3 + 1) < 0 ||
+        dynbuf_printf(b, "/api/v1/namespaces/%s/pods/%s/exec", ns, pod) < 0)
+        goto out;
+    for (size_t i = 0; i < o->argc; i++)
+        if (add_query(b, "command", o->argv[i]) < 0) goto out;
+    if (o->container && o->container[0] && add_query(b, "container", o->container) < 0) goto out;
+    if (add_query(b, "stdin", o->read_stdin ? "true" : "false") < 0 ||
+        add_query(b, "stdout", want_stdout ? "true" : "false") < 0 ||
+        add_query(b, "stderr", want_stderr ? "true" : "false") < 0 ||
+        add_query(b, "tty", o->tty ? "true" : "false") < 0)
+        goto out;
+    rc = 0;
+out:
+    free(ns);
+    return rc;
+}
+
+/* Wipe and free a secret string. */
+static void free_secret(char *p) {
+    if (!p) return;
+    OPENSSL_cleanse(p, strlen(p));
+    free(p);
+}
+
+/* The Authorization value for the handshake, or NULL: bearer token, else basic auth. */
+static char *auth_value(struct kube_config *k) {
+    char *token = kube_config_token(k, 0);
+    if (token) {
+        size_t n = strlen(token) + sizeof("Bearer ");
+        char *v = malloc(n);
+        if (v) snprintf(v, n, "Bearer %s", token);
+        free_secret(token);
+        return v;
+    }
+    if (k->username && k->password) {
+        size_t n = (strlen(k->username) + strlen(k->password)) * 2 + 16;
+        char *v = malloc(n);
+        if (v && lws_http_basic_auth_gen(k->username, k->password, v, n)) {
+            free(v);
+            v = NULL;
+        }
+        return v;
+    }
+    return NULL;
+}
+
+/* After a 4xx refusal: the Status message of the same request asked without upgrade (the
+ * API server answers it before proxying anything; see the top of this file). */
+static void refusal_message(struct session *s, const char *path) {
+    struct kube_response resp;
+    long st = s->r->http_status;
+    if (st < 400 || st >= 500 || st == 429) return;
+    if (kube_request(s->client, "GET", path, NULL, NULL, 0, &resp) == 0 && resp.status == st) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        put_msg(s->r->err, sizeof(s->r->err), "exec: upgrade refused: %s", msg);
+    }
+    kube_response_free(&resp);
+}
+
+/* Interpret the outcome once the connection is gone. 0 or -1 as kube_exec. */
+static int conclude(struct session *s) {
+    if (s->have_status) {
+        char msg[sizeof(s->r->err)];
+        int code = -1;
+        if (s->demux.status_overflow) {
+            fail(s, "exec: the status from the server exceeds %zu bytes", sizeof(s->demux.status) - 1);
+            return -1;
+        }
+        if (kube_exec_parse_status(s->demux.status, s->demux.status_len, &code, msg, sizeof(msg)) < 0) {
+            s->failed = 0;   /* the server's verdict outranks transport noise after it */
+            fail(s, "exec: %s", msg);
+            return -1;
+        }
+        if (s->failed) return -1;    /* a consumer aborted, or stdin failed */
+        s->r->exit_code = code;
+        s->r->err[0] = 0;
+        return 0;
+    }
+    if (!s->failed) {
+        if (s->established)
+            fail(s, "exec: the connection closed before the command's status arrived%s", s->close_reason);
+        else
+            fail(s, "exec: connection failed");
+    }
+    return -1;
+}
+
+int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
+    struct session *s = NULL;
+    struct dynbuf path, full;
+    struct endpoint ep;
+    int rc = -1;
+
+    memset(r, 0, sizeof(*r));
+    r->exit_code = -1;
+    dynbuf_init(&path, EXEC_MAX_PATH);
+    dynbuf_init(&full, EXEC_MAX_PATH);
+    if (!c || !o || !o->namespace_ || !o->namespace_[0] || !o->pod || !o->pod[0] || !o->argv || !o->argc) {
+        snprintf(r->err, sizeof(r->err), "exec: namespace, pod and a command are required");
+        goto out;
+    }
+    for (size_t i = 0; i < o->argc; i++)
+        if (!o->argv[i]) {
+            snprintf(r->err, sizeof(r->err), "exec: argv[%zu] is NULL", i);
+            goto out;
+        }
+    struct kube_config *cfg = kube_client_config(c);
+    if (parse_server(cfg->server, &ep, r->err, sizeof(r->err)) < 0) goto out;
+
+    /* At least one stream must be requested: with none, ask for stdout and drop it.
+     * With a tty the server merges stderr into stdout. */
+    int want_stderr = o->on_stderr && !o->tty;
+    int want_stdout = o->on_stdout || (!o->read_stdin && !want_stderr);
+    if (build_path(o, &path, want_stdout, want_stderr) < 0 ||
+        dynbuf_append(&full, ep.prefix, ep.prefix_len) < 0 || dynbuf_append(&full, path.data, path.len) < 0) {
+        snprintf(r->err, sizeof(r->err), "exec: the command is too long for one request (limit %u bytes encoded)",
+                 EXEC_MAX_PATH);
+        goto out;
+    }
+
+    if (!(s = calloc(1, sizeof(*s)))) {
+        snprintf(r->err, sizeof(r->err), "exec: out of memory");
+        goto out;
+    }
+    s->client = c;
+    s->cfg = cfg;
+    s->o = o;
+    s->r = r;
+    s->offered = o->protocols && o->protocols[0] ? o->protocols : EXEC_DEFAULT_PROTOCOLS;
+    kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
+    s->auth = auth_value(cfg);
+
+    pthread_once(&log_once, log_setup);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.protocols = exec_protocols;
+    info.user = s;
+    info.gid = -1;
+    info.uid = -1;
+    info.fd_limit_per_thread = 8;            /* one socket plus lws' own pipe; no big fd tables */
+    info.pt_serv_buf_size = EXEC_SERV_BUF;
+    info.max_http_header_data2 = EXEC_HEADER_DATA;
+    info.max_http_header_pool2 = 1;
+    info.connect_timeout_secs = 15;
+    if (ep.tls) {
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        if (cfg->ca_pem && cfg->ca_len) info.options |= LWS_SERVER_OPTION_DISABLE_OS_CA_CERTS;
+    }
+    if (!(s->ctx = lws_create_context(&info))) {
+        fail(s, "exec: cannot create the WebSocket context");
+        goto out;
+    }
+    if (s->tls_failed) goto out;
+
+    static const lws_retry_bo_t keepalive = {
+        .secs_since_valid_ping = 20,     /* ping an idle connection, like client-go */
+        .secs_since_valid_hangup = 120,  /* and give up when nothing comes back */
+    };
+    struct lws_client_connect_info ci;
+    memset(&ci, 0, sizeof(ci));
+    ci.context = s->ctx;
+    ci.address = ep.host;
+    ci.port = ep.port;
+    ci.path = full.data;
+    ci.host = cfg->tls_server_name && cfg->tls_server_name[0] ? cfg->tls_server_name : ep.host;
+    ci.protocol = s->offered;
+    ci.local_protocol_name = EXEC_LOCAL_PROTOCOL;
+    ci.alpn = "http/1.1";                    /* no WebSocket over h2 */
+    ci.pwsi = &s->wsi;
+    ci.retry_and_idle_policy = &keepalive;
+    if (ep.tls) {
+        ci.ssl_connection = LCCSCF_USE_SSL;
+        if (cfg->insecure_skip_tls_verify)
+            ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
+                                 LCCSCF_ALLOW_INSECURE | LCCSCF_ALLOW_EXPIRED;
+    }
+    if (o->timeout_ms > 0)
+        lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
+    if (!lws_client_connect_via_info(&ci)) {
+        fail(s, "exec: cannot connect to %s", cfg->server);
+        s->finished = 1;
+        s->wsi = NULL;
+    }
+    while (!s->finished)
+        if (lws_service(s->ctx, 0) < 0) break;
+    lws_sul_cancel(&s->deadline);
+    if (!s->established) kube_client_count(c, "GET", s->r->http_status);
+    rc = conclude(s);
+    if (rc < 0 && !s->established && r->http_status >= 400) {
+        lws_context_destroy(s->ctx);
+        s->ctx = NULL;
+        refusal_message(s, path.data);
+    }
+out:
+    if (s) {
+        if (s->ctx) lws_context_destroy(s->ctx);
+        free_secret(s->auth);
+        free(s);
+    }
+    dynbuf_free(&path);
+    dynbuf_free(&full);
+    if (rc < 0 && !r->err[0]) snprintf(r->err, sizeof(r->err), "exec: failed");
+    return rc;
+}

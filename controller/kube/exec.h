@@ -1,0 +1,83 @@
+/* kube/exec.h — running a command in a pod through the API server:
+ * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (libwebsockets),
+ * subprotocol v5.channel.k8s.io with fallback to v4.channel.k8s.io. Streams stdout and
+ * stderr to callbacks as they arrive (never buffering the whole output), feeds stdin from a
+ * callback in bounded chunks and closes it (v5 close signal), and returns the command's
+ * exit code from the status channel. Same TLS and credentials as the REST client.
+ * Re-entrant: every call has its own libwebsockets context; no global state, so several
+ * threads may run sessions at once. The frame demultiplexer is separate and pure, for
+ * tests and fuzzing. */
+#ifndef YAO_KUBE_EXEC_H
+#define YAO_KUBE_EXEC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "kube/rest.h"
+
+/* Channel ids of the remotecommand protocol. */
+enum kube_exec_channel {
+    KUBE_EXEC_STDIN = 0,
+    KUBE_EXEC_STDOUT = 1,
+    KUBE_EXEC_STDERR = 2,
+    KUBE_EXEC_ERROR = 3,   /* one JSON Status: the outcome */
+    KUBE_EXEC_RESIZE = 4,
+    KUBE_EXEC_CLOSE = 255, /* v5: close a stream (payload: its id) */
+};
+
+/* Output callback: return 0 to go on, non-zero to abort the session. */
+typedef int (*kube_exec_output_fn)(void *ud, const char *data, size_t len);
+/* Stdin callback: fill up to cap bytes; return the count, 0 at end of input, -1 on error. */
+typedef ssize_t (*kube_exec_input_fn)(void *ud, char *buf, size_t cap);
+
+struct kube_exec_options {
+    const char *namespace_;
+    const char *pod;
+    const char *container;             /* NULL: the pod's only/default container */
+    const char *const *argv;           /* the command, passed exactly (one command= each) */
+    size_t argc;
+    kube_exec_output_fn on_stdout;     /* NULL: stdout not requested */
+    kube_exec_output_fn on_stderr;     /* NULL: stderr not requested (or merged with tty) */
+    kube_exec_input_fn read_stdin;     /* NULL: no stdin */
+    void *ud;
+    int tty;
+    long timeout_ms;                   /* whole session; 0 = none */
+    /* Offered subprotocols, comma-separated; NULL = "v5.channel.k8s.io, v4.channel.k8s.io". */
+    const char *protocols;
+};
+
+struct kube_exec_result {
+    int exit_code;          /* the command's exit status; -1 when unknown */
+    long http_status;       /* status of a failed upgrade, else 101 */
+    char protocol[32];      /* negotiated subprotocol */
+    char err[512];          /* why the session failed (kube_exec returned -1) */
+};
+
+/* Run one command. Returns 0 when the command ran to completion (its status is in
+ * r->exit_code, 0 or not), -1 when it could not be run or the session failed (upgrade
+ * refused, error Status such as a missing container, timeout, transport error, a callback
+ * aborted): r->err says why in one line. */
+int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r);
+
+/* ---- the pure part: frames in, channel data out ------------------------------------- */
+
+/* Reassembles WebSocket message fragments (the channel byte is only in the first) and
+ * dispatches payload by channel; collects the error channel's Status (bounded). */
+struct kube_exec_demux {
+    int in_message;         /* a message's first fragment was seen */
+    int channel;            /* of the current message */
+    char status[64 * 1024]; /* the error channel's bytes */
+    size_t status_len;
+    int status_overflow;
+    kube_exec_output_fn on_stdout, on_stderr;
+    void *ud;
+};
+
+void kube_exec_demux_init(struct kube_exec_demux *d, kube_exec_output_fn out, kube_exec_output_fn err, void *ud);
+/* Feed one fragment. first/final: the fragment flags. Returns 0, or non-zero when a
+ * callback aborted (its value) or the message names an unknown channel (-1). */
+int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size_t n, int first, int final);
+/* Interpret a Status from the error channel: 0 with *exit_code set (0 for Success, N for
+ * NonZeroExitCode), or -1 with msg set when it reports a failure to run the command. */
+int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen);
+
+#endif

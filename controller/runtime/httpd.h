@@ -1,0 +1,20 @@
+/* runtime/httpd.h — a minimal HTTP/1.1 server for /healthz, /readyz and /metrics: GET
+ * only, one request per connection, bounded request size and read time, served by one
+ * thread. Not a general web server: it answers small, local, trusted probes. */
+#ifndef YAO_RUNTIME_HTTPD_H
+#define YAO_RUNTIME_HTTPD_H
+
+#include "kube/dynbuf.h"
+
+/* Fill body for path; return the HTTP status. *content_type defaults to text/plain. */
+typedef int (*httpd_handler_fn)(void *ud, const char *path, struct dynbuf *body, const char **content_type);
+
+struct httpd;
+
+/* Listen on addr ("host:port", ":port" = all interfaces, port 0 = any). NULL with err. */
+struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char *err, size_t errlen);
+/* The port actually bound. */
+int httpd_port(struct httpd *h);
+void httpd_stop(struct httpd *h);
+
+#endif

@@ -1,0 +1,209 @@
+/* runtime/leader.c — Lease-based leader election (see leader.h). */
+#include "runtime/leader.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+
+struct leader_elector {
+    struct kube_client *client;
+    struct leader_options o;
+    char *ns, *name, *identity;
+    pthread_t thread;
+    int started;
+    volatile int stop;
+    volatile int leading;
+    /* what we last saw of someone else's record */
+    char observed_record[512];
+    int64_t observed_ms;
+    int64_t last_renew_ms;       /* monotonic time of our last successful renewal */
+    uint64_t transitions;
+};
+
+/* Monotonic milliseconds: lease expiry is judged by our own clock only. */
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int leader_can_take(const char *holder, int64_t observed_ms, int64_t now_ms, int64_t lease_duration_ms) {
+    if (!holder || !*holder) return 1;
+    return now_ms - observed_ms >= lease_duration_ms;
+}
+
+struct leader_elector *leader_new(struct kube_client *c, const struct leader_options *o) {
+    struct leader_elector *le = calloc(1, sizeof(*le));
+    if (!le) return NULL;
+    le->client = c;
+    le->o = *o;
+    le->ns = strdup(o->namespace_);
+    le->name = strdup(o->name);
+    le->identity = strdup(o->identity);
+    if (!le->ns || !le->name || !le->identity) { leader_free(le); return NULL; }
+    return le;
+}
+
+/* Lease object path. */
+static void lease_path(struct leader_elector *le, char *out, size_t n, int item) {
+    snprintf(out, n, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", le->ns, item ? "/" : "", item ? le->name : "");
+}
+
+/* Fill spec for us as holder. */
+static void set_spec(struct leader_elector *le, cJSON *lease, int new_term, int64_t transitions) {
+    char now[48];
+    kj_time_format_micro(kj_now_ms(), now, sizeof(now));
+    cJSON_DeleteItemFromObjectCaseSensitive(lease, "spec");
+    cJSON *spec = cJSON_AddObjectToObject(lease, "spec");
+    cJSON_AddStringToObject(spec, "holderIdentity", le->identity);
+    cJSON_AddNumberToObject(spec, "leaseDurationSeconds", (double)((le->o.lease_duration_ms + 999) / 1000));
+    cJSON_AddStringToObject(spec, "renewTime", now);
+    cJSON_AddNumberToObject(spec, "leaseTransitions", (double)transitions);
+    if (new_term) cJSON_AddStringToObject(spec, "acquireTime", now);
+}
+
+/* One attempt to acquire or renew. 1 = we hold the lease now, 0 = someone else does,
+ * -1 = could not tell (API error). */
+static int try_acquire_or_renew(struct leader_elector *le) {
+    char path[512], err[KUBE_ERR_MAX];
+    cJSON *lease = NULL;
+    lease_path(le, path, sizeof(path), 1);
+    long st = kube_get(le->client, path, &lease, err, sizeof(err));
+    if (st == 404) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1");
+        cJSON_AddStringToObject(obj, "kind", "Lease");
+        cJSON *md = cJSON_AddObjectToObject(obj, "metadata");
+        cJSON_AddStringToObject(md, "name", le->name);
+        cJSON_AddStringToObject(md, "namespace", le->ns);
+        set_spec(le, obj, 1, 0);
+        lease_path(le, path, sizeof(path), 0);
+        st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
+        cJSON_Delete(obj);
+        if (st == 201) return 1;
+        if (st == 409) return 0;
+        LOGW("msg=\"lease create failed\" err=\"%s\"", err);
+        return -1;
+    }
+    if (st != 200) {
+        LOGW("msg=\"lease get failed\" err=\"%s\"", err);
+        cJSON_Delete(lease);
+        return -1;
+    }
+    const char *holder = kj_str(lease, "spec.holderIdentity");
+    const char *renew = kj_str(lease, "spec.renewTime");
+    int64_t transitions = kj_int(lease, "spec.leaseTransitions", 0);
+    int ours = holder && !strcmp(holder, le->identity);
+    if (!ours) {
+        char record[512];
+        snprintf(record, sizeof(record), "%s|%s", holder ? holder : "", renew ? renew : "");
+        int64_t now = mono_ms();
+        if (strcmp(record, le->observed_record) != 0) {
+            snprintf(le->observed_record, sizeof(le->observed_record), "%s", record);
+            le->observed_ms = now;
+        }
+        if (!leader_can_take(holder, le->observed_ms, now, le->o.lease_duration_ms)) {
+            cJSON_Delete(lease);
+            return 0;
+        }
+        transitions++;
+    }
+    /* A renewal keeps the term's acquireTime; a takeover starts a new term. */
+    char acquired[64] = "";
+    if (ours && kj_str(lease, "spec.acquireTime"))
+        snprintf(acquired, sizeof(acquired), "%s", kj_str(lease, "spec.acquireTime"));
+    set_spec(le, lease, !ours, transitions);
+    if (acquired[0]) cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(lease, "spec"), "acquireTime", acquired);
+    st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
+    cJSON_Delete(lease);
+    if (st == 200) {
+        if (!ours) le->transitions++;
+        return 1;
+    }
+    if (st == 409) return 0; /* someone else updated it first */
+    LOGW("msg=\"lease update failed\" err=\"%s\"", err);
+    return -1;
+}
+
+/* Sleep ms in small steps, waking early on stop. */
+static void nap(struct leader_elector *le, int64_t ms) {
+    while (ms > 0 && !le->stop) {
+        int64_t step = ms > 50 ? 50 : ms;
+        usleep((useconds_t)step * 1000);
+        ms -= step;
+    }
+}
+
+/* The election loop. */
+static void *run(void *arg) {
+    struct leader_elector *le = arg;
+    while (!le->stop) {
+        int r = try_acquire_or_renew(le);
+        int64_t now = mono_ms();
+        if (r == 1) {
+            le->last_renew_ms = now;
+            if (!le->leading) {
+                le->leading = 1;
+                LOGI("msg=\"became leader\" lease=%s/%s identity=%s", le->ns, le->name, le->identity);
+                if (le->o.on_started) le->o.on_started(le->o.ud);
+            }
+        } else if (le->leading && (r == 0 || now - le->last_renew_ms >= le->o.renew_deadline_ms)) {
+            le->leading = 0;
+            LOGW("msg=\"lost leadership\" lease=%s/%s identity=%s", le->ns, le->name, le->identity);
+            if (le->o.on_stopped) le->o.on_stopped(le->o.ud);
+        }
+        nap(le, le->o.retry_period_ms);
+    }
+    return NULL;
+}
+
+int leader_start(struct leader_elector *le) {
+    if (pthread_create(&le->thread, NULL, run, le) != 0) return -1;
+    le->started = 1;
+    return 0;
+}
+
+/* Give the lease up: clear the holder so a standby takes over without waiting. */
+static void release(struct leader_elector *le) {
+    char path[512], err[KUBE_ERR_MAX];
+    cJSON *lease = NULL;
+    lease_path(le, path, sizeof(path), 1);
+    if (kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
+        const char *holder = kj_str(lease, "spec.holderIdentity");
+        if (holder && !strcmp(holder, le->identity)) {
+            cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
+            cJSON_ReplaceItemInObjectCaseSensitive(spec, "holderIdentity", cJSON_CreateString(""));
+            cJSON_ReplaceItemInObjectCaseSensitive(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));
+            if (kube_replace(le->client, path, lease, NULL, err, sizeof(err)) == 200)
+                LOGI("msg=\"released the lease\" lease=%s/%s", le->ns, le->name);
+        }
+    }
+    cJSON_Delete(lease);
+}
+
+void leader_stop(struct leader_elector *le) {
+    if (!le || !le->started) return;
+    le->stop = 1;
+    pthread_join(le->thread, NULL);
+    le->started = 0;
+    if (le->leading) release(le);
+    le->leading = 0;
+}
+
+void leader_free(struct leader_elector *le) {
+    if (!le) return;
+    leader_stop(le);
+    free(le->ns);
+    free(le->name);
+    free(le->identity);
+    free(le);
+}
+
+int leader_is_leader(struct leader_elector *le) { return le && le->leading; }
+uint64_t leader_transitions_seen(struct leader_elector *le) { return le ? le->transitions : 0; }

@@ -1,0 +1,129 @@
+/* sandbox/metrics.c — Prometheus text for the controller (see metrics.h). */
+#include "sandbox/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kube/kjson.h"
+
+#define NPHASES 8
+static const char *const phases[NPHASES] = {"Pending", "Creating", "Running", "Stopping",
+                                            "Stopped", "Succeeded", "Failed", "Unknown"};
+static const char *const lifecycles[4] = {"one-shot", "session", "long-running", "persistent"};
+
+struct phase_counts { unsigned n[NPHASES][4]; };
+
+/* Tally one cached Sandbox by phase and lifecycle. */
+static int tally(void *ud, const char *key, const cJSON *sb) {
+    struct phase_counts *c = ud;
+    const char *phase = kj_str(sb, "status.phase");
+    const char *lc = kj_str(sb, "spec.lifecycle");
+    int p = NPHASES - 1, l = 1;
+    for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) p = i;
+    for (int i = 0; lc && i < 4; i++) if (!strcmp(lc, lifecycles[i])) l = i;
+    c->n[p][l]++;
+    return 0;
+}
+
+/* CPU seconds and resident bytes of this process. */
+static void process_usage(double *cpu_s, long *rss_bytes, long *hwm_bytes) {
+    *cpu_s = 0;
+    *rss_bytes = *hwm_bytes = 0;
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f) {
+        unsigned long ut = 0, st = 0;
+        /* fields 14 and 15: utime, stime (after the parenthesised comm) */
+        if (fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+            *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+        fclose(f);
+    }
+    f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long kb;
+        while (fgets(line, sizeof(line), f)) {
+            if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) *rss_bytes = kb * 1024;
+            if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) *hwm_bytes = kb * 1024;
+        }
+        fclose(f);
+    }
+}
+
+int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf *out) {
+    static const char *const verbs[6] = {"GET", "POST", "PUT", "PATCH", "DELETE", "WATCH"};
+    static const char *const classes[6] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    static const char *const bounds[11] = {"0.001", "0.002", "0.005", "0.01", "0.025", "0.05",
+                                           "0.1", "0.25", "0.5", "1", "2.5"};
+    struct sbx_controller_stats s;
+    sbx_controller_stats(ctl, &s);
+    int rc = 0;
+#define P(...) rc |= dynbuf_printf(out, __VA_ARGS__)
+    P("# HELP yao_sandbox_reconcile_total Reconcile passes.\n# TYPE yao_sandbox_reconcile_total counter\n");
+    P("yao_sandbox_reconcile_total %llu\n", (unsigned long long)s.reconciles);
+    P("# HELP yao_sandbox_reconcile_errors_total Reconcile passes that failed and were retried.\n");
+    P("# TYPE yao_sandbox_reconcile_errors_total counter\nyao_sandbox_reconcile_errors_total %llu\n",
+      (unsigned long long)s.errors);
+    P("# HELP yao_sandbox_reconcile_duration_seconds Time of one reconcile pass.\n");
+    P("# TYPE yao_sandbox_reconcile_duration_seconds histogram\n");
+    unsigned long long cum = 0;
+    for (int i = 0; i < 11; i++) {
+        cum += s.latency_buckets[i];
+        P("yao_sandbox_reconcile_duration_seconds_bucket{le=\"%s\"} %llu\n", bounds[i], cum);
+    }
+    cum += s.latency_buckets[11];
+    P("yao_sandbox_reconcile_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    P("yao_sandbox_reconcile_duration_seconds_sum %.6f\n", s.latency_sum_ms / 1000.0);
+    P("yao_sandbox_reconcile_duration_seconds_count %llu\n", cum);
+
+    P("# HELP yao_sandbox_workqueue_depth Keys ready to be reconciled.\n# TYPE yao_sandbox_workqueue_depth gauge\n");
+    P("yao_sandbox_workqueue_depth %zu\n", queue_len(ctl->queue));
+    P("# HELP yao_sandbox_workqueue_waiting Keys waiting for their deadline or backoff.\n");
+    P("# TYPE yao_sandbox_workqueue_waiting gauge\nyao_sandbox_workqueue_waiting %zu\n", queue_waiting(ctl->queue));
+
+    struct phase_counts pc;
+    memset(&pc, 0, sizeof(pc));
+    informer_foreach(ctl->sandboxes, tally, &pc);
+    P("# HELP yao_sandbox_sandboxes Sandboxes in the cache by phase and lifecycle.\n# TYPE yao_sandbox_sandboxes gauge\n");
+    for (int p = 0; p < NPHASES; p++)
+        for (int l = 0; l < 4; l++)
+            P("yao_sandbox_sandboxes{phase=\"%s\",lifecycle=\"%s\"} %u\n", phases[p], lifecycles[l], pc.n[p][l]);
+
+    struct kube_request_counts rq;
+    kube_client_counts(ctl->client, &rq);
+    P("# HELP yao_sandbox_api_requests_total Requests to the API server by verb and status class.\n");
+    P("# TYPE yao_sandbox_api_requests_total counter\n");
+    for (int v = 0; v < 6; v++)
+        for (int c = 0; c < 6; c++)
+            if (rq.by_verb[v][c])
+                P("yao_sandbox_api_requests_total{verb=\"%s\",code=\"%s\"} %llu\n", verbs[v], classes[c],
+                  (unsigned long long)rq.by_verb[v][c]);
+
+    P("# HELP yao_sandbox_objects_written_total Objects the controller created, deleted, and status writes.\n");
+    P("# TYPE yao_sandbox_objects_written_total counter\n");
+    P("yao_sandbox_objects_written_total{op=\"create\"} %llu\n", (unsigned long long)s.creates);
+    P("yao_sandbox_objects_written_total{op=\"delete\"} %llu\n", (unsigned long long)s.deletes);
+    P("yao_sandbox_objects_written_total{op=\"status\"} %llu\n", (unsigned long long)s.status_writes);
+    P("# HELP yao_sandbox_events_total Kubernetes Events recorded.\n# TYPE yao_sandbox_events_total counter\n");
+    P("yao_sandbox_events_total %llu\n", (unsigned long long)s.events);
+    P("# HELP yao_sandbox_exec_sessions_total One-shot exec sessions started.\n");
+    P("# TYPE yao_sandbox_exec_sessions_total counter\nyao_sandbox_exec_sessions_total %llu\n",
+      (unsigned long long)s.runs_started);
+    P("# HELP yao_sandbox_exec_sessions_active One-shot exec sessions running now.\n");
+    P("# TYPE yao_sandbox_exec_sessions_active gauge\nyao_sandbox_exec_sessions_active %llu\n",
+      (unsigned long long)(s.runs_started - s.runs_finished));
+    P("# HELP yao_sandbox_leader 1 when this replica leads (or runs without election).\n");
+    P("# TYPE yao_sandbox_leader gauge\nyao_sandbox_leader %d\n", is_leader ? 1 : 0);
+
+    double cpu;
+    long rss, hwm;
+    process_usage(&cpu, &rss, &hwm);
+    P("# HELP process_cpu_seconds_total User and system CPU time.\n# TYPE process_cpu_seconds_total counter\n");
+    P("process_cpu_seconds_total %.2f\n", cpu);
+    P("# HELP process_resident_memory_bytes Resident memory.\n# TYPE process_resident_memory_bytes gauge\n");
+    P("process_resident_memory_bytes %ld\n", rss);
+    P("# HELP process_resident_memory_peak_bytes Peak resident memory.\n# TYPE process_resident_memory_peak_bytes gauge\n");
+    P("process_resident_memory_peak_bytes %ld\n", hwm);
+#undef P
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,14 @@
+/* sandbox/metrics.h — the controller's Prometheus metrics in the text exposition format
+ * (version 0.0.4): reconcile counts, errors and latency histogram, work-queue depth,
+ * Sandboxes by phase and lifecycle (from the cache), API requests by verb and status
+ * class, one-shot exec sessions, leadership, and process CPU/memory from /proc. */
+#ifndef YAO_SANDBOX_METRICS_H
+#define YAO_SANDBOX_METRICS_H
+
+#include "kube/dynbuf.h"
+#include "sandbox/reconcile.h"
+
+/* Append the whole exposition to out. is_leader: 1 leading (or no election), 0 standby. */
+int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf *out);
+
+#endif

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Lifecycle policies on the real plane with short timeouts: session removal when idle,
+# touch keeps it alive, long-running stop then wake by touch with the same workspace PVC,
+# pause/resume, one-shot run results and cleanup, the running cap with oldest-first
+# admission, and Events on the Sandboxes.
+. "$(dirname "$0")/lib.sh"
+NS=yao-it
+LOG=$BUILD_DIR/test-lifecycle.log
+: > "$LOG"
+install_manifests
+fresh_namespace $NS
+start_controller "$LOG" --max-running 0
+
+sb() { # name lifecycle extra-spec-yaml
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: lc, chatID: %s, lifecycle: %s%s}\n' \
+        "$1" "$1" "$2" "${3:+, $3}" | kubectl -n $NS apply -f - >/dev/null
+}
+gone() { ! kubectl -n $NS get sandbox "$1" >/dev/null 2>&1; }
+field() { kubectl -n $NS get sandbox "$1" -o jsonpath="$2" 2>/dev/null; }
+touch_sb() { kubectl -n $NS annotate --overwrite sandbox "$1" "sandbox.yaoapps.com/last-used-at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null; }
+events_of() { kubectl -n $NS get events --field-selector "involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason} {end}'; }
+
+# --- session: removed after idleTimeout ------------------------------------------------------
+sb idle-session session "idleTimeout: 3s"
+check "session sandbox starts" eventually 20 phase_is $NS idle-session Running
+t_run=$(now_ms)
+POD=$(field idle-session '{.status.podName}')
+check "idle session is removed" eventually 20 gone idle-session
+t_gone=$(now_ms)
+echo "    removed $((t_gone - t_run)) ms after it was seen Running (idleTimeout 3s)"
+check "removal waited for the idle timeout (>= 1.5 s after Running)" test $((t_gone - t_run)) -ge 1500
+pod_gone() { ! kubectl -n $NS get pod "$1" >/dev/null 2>&1; }
+check "its pod is gone too" eventually 20 pod_gone "$POD"
+
+# --- session kept alive by touches ------------------------------------------------------------
+sb busy-session session "idleTimeout: 3s"
+check "busy session starts" eventually 20 phase_is $NS busy-session Running
+for _ in 1 2 3 4 5 6 7; do touch_sb busy-session; sleep 1; done
+check "a session touched every second outlives its 3s idle timeout" phase_is $NS busy-session Running
+check "status.lastUsedAt follows the touches" test -n "$(field busy-session '{.status.lastUsedAt}')"
+check "and is removed once the touches stop" eventually 20 gone busy-session
+
+# --- long-running: stopped when idle (1s x 24), woken by a touch, same workspace --------------
+sb sleeper long-running "idleTimeout: 1s"
+check "long-running sandbox starts" eventually 20 phase_is $NS sleeper Running
+CLAIM=$(field sleeper '{.status.workspaceClaim}')
+PV=$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')
+check "long-running stops after 24 x idleTimeout" eventually 45 phase_is $NS sleeper Stopped
+check "stopped: reason Idle" reason_is $NS sleeper Idle
+check "stopped: no pod" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=sleeper --no-headers 2>/dev/null | wc -l)" 0
+check "stopped: workspace PVC kept" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')" "$PV"
+check "stopped: stoppedAt set" test -n "$(field sleeper '{.status.stoppedAt}')"
+touch_sb sleeper
+check "a newer last-used-at wakes it" eventually 20 phase_is $NS sleeper Running
+check "woken with the same workspace volume" eq "$(kubectl -n $NS get pvc "$(field sleeper '{.status.workspaceClaim}')" -o jsonpath='{.spec.volumeName}')" "$PV"
+check "Events record Started and Stopped" contains "$(events_of sleeper)" "Stopped"
+
+# --- pause / resume ---------------------------------------------------------------------------
+sb keeper persistent
+check "persistent sandbox starts" eventually 20 phase_is $NS keeper Running
+KCLAIM=$(field keeper '{.status.workspaceClaim}')
+KPV=$(kubectl -n $NS get pvc "$KCLAIM" -o jsonpath='{.spec.volumeName}')
+kubectl -n $NS patch sandbox keeper --type merge -p '{"spec":{"paused":true}}' >/dev/null
+check "paused: phase Stopped" eventually 20 phase_is $NS keeper Stopped
+check "paused: reason Paused" reason_is $NS keeper Paused
+check "paused: no pod" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=keeper --no-headers 2>/dev/null | wc -l)" 0
+kubectl -n $NS patch sandbox keeper --type merge -p '{"spec":{"paused":false}}' >/dev/null
+check "resumed: Running again" eventually 20 phase_is $NS keeper Running
+check "resumed with the same workspace volume" eq "$(kubectl -n $NS get pvc "$KCLAIM" -o jsonpath='{.spec.volumeName}')" "$KPV"
+
+# --- one-shot ---------------------------------------------------------------------------------
+cat <<'YAML' | kubectl -n $NS apply -f - >/dev/null
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: job-fail}
+spec:
+  userID: lc
+  chatID: job-fail
+  lifecycle: one-shot
+  ttlSecondsAfterFinished: 4
+  run:
+    command: ["sh", "-c", "echo hello \"$WHO\"; echo oops >&2; exit 7"]
+    env: [{name: WHO, value: "the world"}]
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: job-ok}
+spec:
+  userID: lc
+  chatID: job-ok
+  lifecycle: one-shot
+  ttlSecondsAfterFinished: 300
+  run:
+    command: ["sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo; echo done"]
+YAML
+check "one-shot with exit 7 ends Failed" eventually 30 phase_is $NS job-fail Failed
+check "status.run.exitCode is 7" eq "$(field job-fail '{.status.run.exitCode}')" 7
+check "status.run.stdout has the output" eq "$(field job-fail '{.status.run.stdout}')" "hello the world"
+check "status.run.stderr has the errors" eq "$(field job-fail '{.status.run.stderr}')" "oops"
+check "status.run has start and finish times" test -n "$(field job-fail '{.status.run.startedAt}')" -a -n "$(field job-fail '{.status.run.finishedAt}')"
+check "one-shot with exit 0 ends Succeeded" eventually 30 phase_is $NS job-ok Succeeded
+check "a long stdout keeps its last 4 KiB and says truncated" eq "$(field job-ok '{.status.run.truncated}')/$(field job-ok '{.status.run.stdout}' | wc -c)" "true/4096"
+no_owned() { [ "$(kubectl -n $NS get pods,pvc -l sandbox.yaoapps.com/chat=$1 --no-headers 2>/dev/null | wc -l)" = 0 ]; }
+check "finished one-shot: pod and PVC deleted" eventually 30 no_owned job-ok
+check "Events record RunFinished" contains "$(events_of job-ok)" RunFinished
+check "the finished Sandbox is deleted after ttlSecondsAfterFinished" eventually 30 gone job-fail
+check "one with a long ttl stays for its result" phase_is $NS job-ok Succeeded
+
+# --- running cap: 3 Sandboxes, cap 2, oldest first ---------------------------------------------
+kill_controller TERM
+kubectl -n $NS delete sandboxes --all --wait=true --timeout=60s >/dev/null
+start_controller "$LOG" --namespace $NS --max-running 2
+sb cap-a persistent; sleep 1.1; sb cap-b persistent; sleep 1.1; sb cap-c persistent
+check "cap: the two oldest run" eventually 20 eval 'phase_is $NS cap-a Running && phase_is $NS cap-b Running'
+check "cap: the third waits in Pending" eventually 10 phase_is $NS cap-c Pending
+check "cap: with reason CapacityExceeded" reason_is $NS cap-c CapacityExceeded
+sleep 2
+check "cap: never more than 2 pods" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/managed-by=yao-sandbox --no-headers | wc -l)" 2
+kubectl -n $NS delete sandbox cap-a --wait=false >/dev/null
+check "cap: when capacity frees, the waiting one starts" eventually 30 phase_is $NS cap-c Running
+check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
+finish

@@ -1,0 +1,739 @@
+/* tests/unit/test_exec.c — kube/exec: the pure demultiplexer (fragments split at every
+ * position, id-only and empty first fragments, unknown channels, the bounded status),
+ * the status verdicts, and whole sessions against the scripted peer of exec_peer.h:
+ * negotiation (v4-only server, a protocol nobody offered, none at all), output routing,
+ * reassembly of a 3-frame message, exit codes, argv reaching the server byte for byte,
+ * refused upgrades with their Status message, stdin in bounded chunks with the v5 close
+ * signal, timeouts, aborts, large output and concurrent sessions in threads. */
+#include "check.h"
+#include "exec_peer.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "kube/dynbuf.h"
+#include "kube/exec.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+struct sink {
+    struct dynbuf out, err;
+    int out_calls, err_calls;
+    int abort_with;      /* non-zero: the stdout callback returns it */
+};
+
+static int sink_out(void *ud, const char *p, size_t n) {
+    struct sink *s = ud;
+    s->out_calls++;
+    if (s->abort_with) return s->abort_with;
+    return dynbuf_append(&s->out, p, n) == 0 ? 0 : 1;
+}
+
+static int sink_err(void *ud, const char *p, size_t n) {
+    struct sink *s = ud;
+    s->err_calls++;
+    return dynbuf_append(&s->err, p, n) == 0 ? 0 : 1;
+}
+
+static void sink_init(struct sink *s) {
+    memset(s, 0, sizeof(*s));
+    dynbuf_init(&s->out, 64u << 20);
+    dynbuf_init(&s->err, 1u << 20);
+}
+
+static void sink_free(struct sink *s) {
+    dynbuf_free(&s->out);
+    dynbuf_free(&s->err);
+}
+
+static const char *sink_text(struct dynbuf *b) { return b->data ? b->data : ""; }
+
+/* A client for the peer: plain http:// (so ws://), a bearer token. */
+static struct kube_client *peer_client(const struct peer *p) {
+    struct kube_config cfg;
+    char url[64], err[256];
+    memset(&cfg, 0, sizeof(cfg));
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
+    cfg.server = strdup(url);
+    cfg.token = strdup("t0ken");
+    pthread_mutex_init(&cfg.lock, NULL);
+    cfg.lock_ready = 1;
+    struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof(err));
+    if (c) kube_client_set_retries(c, 1);
+    return c;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int hexval(int c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decode like Go's url.ParseQuery ('+' is a space). Caller frees. */
+static char *url_decode(const char *s, size_t n) {
+    char *o = malloc(n + 1), *w = o;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n + 0 + 1 && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            *w++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            *w++ = s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    *w = 0;
+    return o;
+}
+
+/* The decoded values of key in the request line's query, in order (at most max). */
+static int query_values(const char *request_line, const char *key, char **vals, int max) {
+    const char *q = strchr(request_line, '?');
+    const char *end = strrchr(request_line, ' ');
+    int n = 0;
+    size_t kl = strlen(key);
+    if (!q || !end) return 0;
+    for (const char *p = q + 1; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *e = amp ? amp : end;
+        if ((size_t)(e - p) > kl && !strncmp(p, key, kl) && p[kl] == '=' && n < max)
+            vals[n++] = url_decode(p + kl + 1, (size_t)(e - p) - kl - 1);
+        p = e + 1;
+    }
+    return n;
+}
+
+/* ---- the demultiplexer ------------------------------------------------------------- */
+
+TEST(demux_reassembles_two_fragments_split_anywhere) {
+    static const unsigned char msg[] = "\x01hello, fragmented world";
+    size_t len = sizeof(msg) - 1;
+    for (size_t k = 0; k <= len; k++) {
+        struct sink s;
+        struct kube_exec_demux *d = malloc(sizeof(*d));
+        sink_init(&s);
+        kube_exec_demux_init(d, sink_out, sink_err, &s);
+        CHECK_INT(kube_exec_demux_feed(d, msg, k, 1, 0), 0);
+        CHECK_INT(kube_exec_demux_feed(d, msg + k, len - k, 0, 1), 0);
+        CHECK_STR(sink_text(&s.out), "hello, fragmented world");
+        CHECK_INT(s.err.len, 0);
+        CHECK_INT(d->in_message, 0);
+        free(d);
+        sink_free(&s);
+    }
+}
+
+TEST(demux_reassembles_three_fragments_split_anywhere) {
+    static const unsigned char msg[] = "\x02" "abcdefghij";
+    size_t len = sizeof(msg) - 1;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    for (size_t i = 0; i <= len; i++)
+        for (size_t j = i; j <= len; j++) {
+            struct sink s;
+            sink_init(&s);
+            kube_exec_demux_init(d, sink_out, sink_err, &s);
+            CHECK_INT(kube_exec_demux_feed(d, msg, i, 1, 0), 0);
+            CHECK_INT(kube_exec_demux_feed(d, msg + i, j - i, 0, 0), 0);
+            CHECK_INT(kube_exec_demux_feed(d, msg + j, len - j, 0, 1), 0);
+            CHECK_STR(sink_text(&s.err), "abcdefghij");
+            CHECK_INT(s.out.len, 0);
+            sink_free(&s);
+        }
+    free(d);
+}
+
+TEST(demux_status_split_anywhere) {
+    static const unsigned char msg[] = "\x03{\"status\":\"Success\"}";
+    size_t len = sizeof(msg) - 1;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    for (size_t k = 0; k <= len; k++) {
+        kube_exec_demux_init(d, NULL, NULL, NULL);
+        CHECK_INT(kube_exec_demux_feed(d, msg, k, 1, 0), 0);
+        CHECK_INT(kube_exec_demux_feed(d, msg + k, len - k, 0, 1), 0);
+        CHECK_STR(d->status, "{\"status\":\"Success\"}");
+        CHECK_INT(d->channel, KUBE_EXEC_ERROR);
+        CHECK_INT(d->status_overflow, 0);
+    }
+    free(d);
+}
+
+TEST(demux_channel_byte_only_in_first_fragment) {
+    /* The continuation starts with 0x02: payload, not a channel switch. */
+    struct sink s;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    sink_init(&s);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x01" "ab", 3, 1, 0), 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x02" "cd", 3, 0, 1), 0);
+    CHECK_INT(s.out.len, 5);
+    CHECK(s.out.len == 5 && !memcmp(s.out.data, "ab\x02" "cd", 5));
+    CHECK_INT(s.err.len, 0);
+    sink_free(&s);
+    free(d);
+}
+
+TEST(demux_id_only_message_delivers_nothing) {
+    struct sink s;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    sink_init(&s);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x01", 1, 1, 1), 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x03", 1, 1, 1), 0);
+    CHECK_INT(s.out_calls, 0);
+    CHECK_INT(d->status_len, 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x01x", 2, 1, 1), 0);
+    CHECK_STR(sink_text(&s.out), "x");
+    sink_free(&s);
+    free(d);
+}
+
+TEST(demux_empty_first_fragment_defers_the_channel_byte) {
+    struct sink s;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    sink_init(&s);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"", 0, 1, 0), 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x02" "late", 5, 0, 1), 0);
+    CHECK_STR(sink_text(&s.err), "late");
+    /* An entirely empty message is ignored. */
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"", 0, 1, 1), 0);
+    CHECK_INT(s.out_calls + s.err_calls, 1);
+    sink_free(&s);
+    free(d);
+}
+
+TEST(demux_unknown_channel_is_an_error) {
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    kube_exec_demux_init(d, NULL, NULL, NULL);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x09x", 2, 1, 1), -1);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x05", 1, 1, 1), -1);
+    /* a continuation without a first fragment */
+    kube_exec_demux_init(d, NULL, NULL, NULL);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x01x", 2, 0, 1), -1);
+    free(d);
+}
+
+TEST(demux_ignores_stdin_resize_and_close_channels) {
+    struct sink s;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    sink_init(&s);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x00x", 2, 1, 1), 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x04{}", 3, 1, 1), 0);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\xff\x00", 2, 1, 1), 0);
+    CHECK_INT(s.out_calls + s.err_calls, 0);
+    CHECK_INT(d->status_len, 0);
+    sink_free(&s);
+    free(d);
+}
+
+TEST(demux_status_is_bounded) {
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    unsigned char chunk[4096];
+    memset(chunk, 'a', sizeof(chunk));
+    kube_exec_demux_init(d, NULL, NULL, NULL);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x03", 1, 1, 0), 0);
+    for (int i = 0; i < 40; i++) CHECK_INT(kube_exec_demux_feed(d, chunk, sizeof(chunk), 0, i == 39), 0);
+    CHECK_INT(d->status_len, sizeof(d->status) - 1);
+    CHECK_INT(d->status_overflow, 1);
+    CHECK_INT(d->status[sizeof(d->status) - 1], 0);
+    free(d);
+}
+
+TEST(demux_callback_abort_value_is_returned) {
+    struct sink s;
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    sink_init(&s);
+    s.abort_with = 7;
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_demux_feed(d, (const unsigned char *)"\x01x", 2, 1, 1), 7);
+    sink_free(&s);
+    free(d);
+}
+
+/* ---- status verdicts ------------------------------------------------------------------ */
+
+TEST(status_success_is_exit_0) {
+    const char *j = "{\"metadata\":{},\"status\":\"Success\"}";
+    int code = -1;
+    char msg[128];
+    CHECK_INT(kube_exec_parse_status(j, strlen(j), &code, msg, sizeof(msg)), 0);
+    CHECK_INT(code, 0);
+}
+
+TEST(status_nonzero_exit_code) {
+    const char *j = "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"command terminated with non-zero exit code\","
+                    "\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":\"ExitCode\",\"message\":\"3\"}]}}";
+    int code = -1;
+    char msg[128];
+    CHECK_INT(kube_exec_parse_status(j, strlen(j), &code, msg, sizeof(msg)), 0);
+    CHECK_INT(code, 3);
+    const char *j255 = "{\"status\":\"Failure\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":"
+                       "[{\"reason\":\"Other\",\"message\":\"x\"},{\"reason\":\"ExitCode\",\"message\":\"255\"}]}}";
+    CHECK_INT(kube_exec_parse_status(j255, strlen(j255), &code, msg, sizeof(msg)), 0);
+    CHECK_INT(code, 255);
+}
+
+TEST(status_failure_reports_its_message) {
+    const char *j = "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"container \\\"nope\\\" not found in pod \\\"p\\\"\","
+                    "\"reason\":\"NotFound\",\"code\":404}";
+    int code = -1;
+    char msg[128];
+    CHECK_INT(kube_exec_parse_status(j, strlen(j), &code, msg, sizeof(msg)), -1);
+    CHECK_STR(msg, "container \"nope\" not found in pod \"p\"");
+    CHECK_INT(code, -1);
+    const char *r = "{\"status\":\"Failure\",\"reason\":\"InternalError\"}";
+    CHECK_INT(kube_exec_parse_status(r, strlen(r), &code, msg, sizeof(msg)), -1);
+    CHECK_STR(msg, "InternalError");
+}
+
+TEST(status_malformed_or_incomplete) {
+    int code = -1;
+    char msg[128];
+    CHECK_INT(kube_exec_parse_status("{\"status\":", 10, &code, msg, sizeof(msg)), -1);
+    CHECK(strstr(msg, "malformed") != NULL);
+    CHECK_INT(kube_exec_parse_status("", 0, &code, msg, sizeof(msg)), -1);
+    CHECK_INT(kube_exec_parse_status("[1]", 3, &code, msg, sizeof(msg)), -1);
+    const char *nocode = "{\"status\":\"Failure\",\"reason\":\"NonZeroExitCode\",\"message\":\"exit?\"}";
+    CHECK_INT(kube_exec_parse_status(nocode, strlen(nocode), &code, msg, sizeof(msg)), -1);
+    CHECK_STR(msg, "exit?");
+    const char *bad = "{\"status\":\"Failure\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":"
+                      "[{\"reason\":\"ExitCode\",\"message\":\"3x\"}]}}";
+    CHECK_INT(kube_exec_parse_status(bad, strlen(bad), &code, msg, sizeof(msg)), -1);
+    CHECK_INT(code, -1);
+    CHECK_INT(kube_exec_parse_status("{}", 2, &code, NULL, 0), -1);
+}
+
+/* ---- sessions against the scripted peer ------------------------------------------------ */
+
+static const char *const SH_ARGV[] = {"sh", "-c", "echo hi"};
+
+TEST(session_v4_output_fragments_exit_code_and_argv) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    static const char *const argv[] = {
+        "printf", "%s\\n", "two words", "quote\"s 'single'", "a&b=c?d#e", "100% + plus", "", "ünï€ode ✓", "semi;colon/slash",
+    };
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_options o = {
+        .namespace_ = "ns-1", .pod = "p", .container = "main", .argv = argv, .argc = sizeof(argv) / sizeof(argv[0]),
+        .on_stdout = sink_out, .on_stderr = sink_err, .ud = &s, .timeout_ms = 10000,
+    };
+    struct kube_exec_result r;
+    int rc = kube_exec(c, &o, &r);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(r.exit_code, 3);
+    CHECK_INT(r.http_status, 101);
+    CHECK_STR(r.protocol, "v4.channel.k8s.io");
+    CHECK_STR(sink_text(&s.out), "hello\nfragmented\n");
+    CHECK_STR(sink_text(&s.err), "oops\n");
+    CHECK_STR(p.offered, "v5.channel.k8s.io, v4.channel.k8s.io");
+    CHECK_STR(p.authorization, "Bearer t0ken");
+    CHECK_INT(p.upgrades, 1);
+    CHECK_INT(p.plain_gets, 0);
+    CHECK(p.request_line && !strncmp(p.request_line, "GET /api/v1/namespaces/ns-1/pods/p/exec?", 40));
+    char *vals[16];
+    int n = p.request_line ? query_values(p.request_line, "command", vals, 16) : 0;
+    CHECK_INT(n, (int)o.argc);
+    for (int i = 0; i < n; i++) {
+        if (i < (int)o.argc) CHECK_STR(vals[i], argv[i]);
+        free(vals[i]);
+    }
+    const char *keys[] = {"container", "stdin", "stdout", "stderr", "tty"};
+    const char *want[] = {"main", "false", "true", "true", "false"};
+    for (int k = 0; k < 5; k++) {
+        n = p.request_line ? query_values(p.request_line, keys[k], vals, 16) : 0;
+        CHECK_INT(n, 1);
+        if (n == 1) CHECK_STR(vals[0], want[k]);
+        for (int i = 0; i < n; i++) free(vals[i]);
+    }
+    sink_free(&s);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_long_argv_arrives_exactly_or_fails_cleanly) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    size_t big = 4000;   /* 12000 bytes once encoded (every byte below is reserved) */
+    char *arg = malloc(big + 1);
+    for (size_t i = 0; i < big; i++) arg[i] = "&%+ '\"/?"[i % 8];
+    arg[big] = 0;
+    const char *argv[] = {"sh", "-c", arg};
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = argv, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    if (r.err[0]) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(r.exit_code, 3);
+    char *vals[4];
+    int n = p.request_line ? query_values(p.request_line, "command", vals, 4) : 0;
+    CHECK_INT(n, 3);
+    if (n == 3) CHECK(strcmp(vals[2], arg) == 0);
+    for (int i = 0; i < n; i++) free(vals[i]);
+    /* Beyond the limit: refused before connecting. */
+    char *huge = malloc(20001);
+    memset(huge, '&', 20000);
+    huge[20000] = 0;
+    argv[2] = huge;
+    int before = p.upgrades;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "too long") != NULL);
+    CHECK_INT(p.upgrades, before);
+    free(huge);
+    free(arg);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_refused_upgrade_reports_status_and_message) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_FORBIDDEN), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK_INT(r.http_status, 403);
+    CHECK_INT(r.exit_code, -1);
+    CHECK(strstr(r.err, "403") != NULL);
+    CHECK(strstr(r.err, "cannot create resource \"pods/exec\"") != NULL);
+    if (!strstr(r.err, "pods/exec")) fprintf(stderr, "    err: %s\n", r.err);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_rejects_a_protocol_that_was_not_offered) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BAD_PROTOCOL), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "not offered") != NULL);
+    fprintf(stderr, "    (%s)\n", r.err);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_rejects_an_upgrade_without_protocol) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_NO_PROTOCOL), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "not offered") != NULL);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_only_the_offered_protocols_are_sent) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000,
+                                  .protocols = "v4.channel.k8s.io"};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    CHECK_STR(p.offered, "v4.channel.k8s.io");
+    CHECK_STR(r.protocol, "v4.channel.k8s.io");
+    /* no output callbacks at all: stdout is still requested (one stream is required) */
+    char *vals[2];
+    int n = p.request_line ? query_values(p.request_line, "stdout", vals, 2) : 0;
+    CHECK_INT(n, 1);
+    if (n) CHECK_STR(vals[0], "true");
+    for (int i = 0; i < n; i++) free(vals[i]);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+struct source {
+    const unsigned char *data;
+    size_t len, pos, max_cap;
+};
+
+static ssize_t source_read(void *ud, char *buf, size_t cap) {
+    struct source *s = ud;
+    if (cap > s->max_cap) s->max_cap = cap;
+    size_t n = s->len - s->pos < cap ? s->len - s->pos : cap;
+    memcpy(buf, s->data + s->pos, n);
+    s->pos += n;
+    return (ssize_t)n;
+}
+
+struct echo_ud {
+    struct sink sink;
+    struct source src;
+};
+
+static int echo_out(void *ud, const char *p, size_t n) { return sink_out(&((struct echo_ud *)ud)->sink, p, n); }
+static ssize_t echo_in(void *ud, char *buf, size_t cap) { return source_read(&((struct echo_ud *)ud)->src, buf, cap); }
+
+static unsigned char *pattern(size_t n) {
+    unsigned char *b = malloc(n);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        b[i] = (unsigned char)(x >> 16);
+    }
+    return b;
+}
+
+TEST(session_v5_stdin_round_trip_chunks_and_close_signal) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+    p.support_v5 = 1;
+    struct kube_client *c = peer_client(&p);
+    size_t n = 300000;
+    unsigned char *data = pattern(n);
+    struct echo_ud u;
+    sink_init(&u.sink);
+    u.src = (struct source){data, n, 0, 0};
+    static const char *const cat[] = {"cat"};
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = cat, .argc = 1, .on_stdout = echo_out,
+                                  .read_stdin = echo_in, .ud = &u, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    int rc = kube_exec(c, &o, &r);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_STR(r.protocol, "v5.channel.k8s.io");
+    CHECK_INT(r.exit_code, 0);
+    CHECK_INT(u.sink.out.len, n);
+    CHECK(u.sink.out.len == n && !memcmp(u.sink.out.data, data, n));
+    CHECK_INT(p.stdin_bytes, n);
+    CHECK(p.stdin_max_message <= 32 * 1024);
+    CHECK(u.src.max_cap <= 32 * 1024);
+    CHECK_INT(p.stdin_closed, 1);
+    CHECK_INT(p.unmasked_frames, 0);
+    char *vals[2];
+    int k = p.request_line ? query_values(p.request_line, "stdin", vals, 2) : 0;
+    CHECK_INT(k, 1);
+    if (k) CHECK_STR(vals[0], "true");
+    for (int i = 0; i < k; i++) free(vals[i]);
+    sink_free(&u.sink);
+    free(data);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_v4_stdin_streams_without_close_signal) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+    size_t n = 100000;
+    p.echo_expect = n;
+    struct kube_client *c = peer_client(&p);
+    unsigned char *data = pattern(n);
+    struct echo_ud u;
+    sink_init(&u.sink);
+    u.src = (struct source){data, n, 0, 0};
+    static const char *const cat[] = {"cat"};
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = cat, .argc = 1, .on_stdout = echo_out,
+                                  .read_stdin = echo_in, .ud = &u, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    CHECK_STR(r.protocol, "v4.channel.k8s.io");
+    CHECK(u.sink.out.len == n && !memcmp(u.sink.out.data, data, n));
+    CHECK_INT(p.stdin_closed, 0);
+    sink_free(&u.sink);
+    free(data);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_timeout) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_SILENT), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 300};
+    struct kube_exec_result r;
+    int64_t t0 = now_ms();
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    int64_t took = now_ms() - t0;
+    CHECK(strstr(r.err, "timed out") != NULL);
+    CHECK(took >= 250 && took < 3000);
+    if (took < 250 || took >= 3000) fprintf(stderr, "    took %lld ms: %s\n", (long long)took, r.err);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_failure_status_is_an_error_with_message) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_FAILURE), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .container = "nope", .argv = SH_ARGV, .argc = 3,
+                                  .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "container \"nope\" not found") != NULL);
+    CHECK_INT(r.exit_code, -1);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_unknown_channel_fails) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_UNKNOWN_CHANNEL), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "unknown channel 7") != NULL);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_close_without_status_fails) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_NO_STATUS), 0);
+    struct kube_client *c = peer_client(&p);
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .on_stdout = sink_out,
+                                  .ud = &s, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "before the command's status") != NULL);
+    CHECK(strstr(r.err, "bye") != NULL);
+    CHECK_STR(sink_text(&s.out), "partial");
+    sink_free(&s);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_callback_abort) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    struct sink s;
+    sink_init(&s);
+    s.abort_with = 1;
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .on_stdout = sink_out,
+                                  .ud = &s, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "aborted") != NULL);
+    CHECK_INT(s.out_calls, 1);
+    sink_free(&s);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+struct counter {
+    size_t bytes;
+    int bad;
+    size_t biggest;
+};
+
+static int count_out(void *ud, const char *p, size_t n) {
+    struct counter *k = ud;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] != (unsigned char)((k->bytes + i) % 251)) k->bad = 1;
+    k->bytes += n;
+    if (n > k->biggest) k->biggest = n;
+    return 0;
+}
+
+TEST(session_large_output_streams_in_bounded_pieces) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BIG), 0);
+    p.big_bytes = 20u << 20;
+    struct kube_client *c = peer_client(&p);
+    struct counter k = {0, 0, 0};
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .on_stdout = count_out,
+                                  .ud = &k, .timeout_ms = 30000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    CHECK_INT(k.bytes, p.big_bytes);
+    CHECK_INT(k.bad, 0);
+    CHECK(k.biggest <= 64 * 1024);   /* never more than one receive buffer at once */
+    CHECK_INT(r.exit_code, 0);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+struct par {
+    struct kube_client *c;
+    int idx, rc, code;
+    char out[64], err[64];
+    struct sink s;
+};
+
+static void *par_run(void *arg) {
+    struct par *a = arg;
+    char ns[32];
+    snprintf(ns, sizeof(ns), "ns-%d", a->idx);
+    sink_init(&a->s);
+    struct kube_exec_options o = {.namespace_ = ns, .pod = "p", .argv = SH_ARGV, .argc = 3, .on_stdout = sink_out,
+                                  .on_stderr = sink_err, .ud = &a->s, .timeout_ms = 20000};
+    struct kube_exec_result r;
+    a->rc = kube_exec(a->c, &o, &r);
+    a->code = r.exit_code;
+    snprintf(a->out, sizeof(a->out), "%s", sink_text(&a->s.out));
+    snprintf(a->err, sizeof(a->err), "%s", sink_text(&a->s.err));
+    sink_free(&a->s);
+    return NULL;
+}
+
+TEST(session_concurrent_sessions_in_threads) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    enum { N = 8 };
+    struct par a[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        memset(&a[i], 0, sizeof(a[i]));
+        a[i].c = c;
+        a[i].idx = i;
+        CHECK_INT(pthread_create(&t[i], NULL, par_run, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(a[i].rc, 0);
+        CHECK_INT(a[i].code, 3);
+        CHECK_STR(a[i].out, "hello\nfragmented\n");
+        CHECK_STR(a[i].err, "oops\n");
+    }
+    CHECK_INT(p.upgrades, N);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_connection_refused) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_SILENT), 0);
+    struct kube_client *c = peer_client(&p);
+    peer_stop(&p);   /* nobody listens there any more */
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 5000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(r.err[0] != 0);
+    CHECK(r.http_status == 0);
+    kube_client_free(c);
+}
+
+TEST(session_argument_checks) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_SILENT), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_result r;
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 0};
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(r.err[0] != 0);
+    const char *withnull[] = {"a", NULL};
+    o.argv = withnull;
+    o.argc = 2;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    o.argv = SH_ARGV;
+    o.argc = 3;
+    o.pod = "";
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK_INT(p.upgrades, 0);
+    kube_client_free(c);
+    peer_stop(&p);
+}
