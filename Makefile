@@ -8,7 +8,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test unit demo plane-up plane-down clean
+.PHONY: all deps configure build test unit demo images bench plane-up plane-down clean
 
 all: build
 
@@ -30,6 +30,12 @@ unit: build
 
 demo: build
 	@tests/cluster/demo
+
+images:
+	@images/build.sh all
+
+bench: build
+	@bench/run
 
 plane-up:
 	@tests/cluster/up

@@ -163,13 +163,15 @@ static void set_rv(struct informer *inf, const char *rv) {
 }
 
 /* Build "<path>?k=v&..." for a list or watch call. */
-static int build_path(struct informer *inf, char *out, size_t outlen, int watch, const char *cont) {
+static int build_path(struct informer *inf, char *out, size_t outlen, int watch, const char *cont,
+                      long *timeout_s) {
     char limit[16];
     snprintf(out, outlen, "%s", inf->path);
     if (inf->selector && kube_path_add_query(out, outlen, "labelSelector", inf->selector) < 0) return -1;
     if (watch) {
         char timeout[16];
-        snprintf(timeout, sizeof(timeout), "%u", 300 + rand_r(&inf->seed) % 300);
+        *timeout_s = 300 + (long)(rand_r(&inf->seed) % 300);
+        snprintf(timeout, sizeof(timeout), "%ld", *timeout_s);
         if (kube_path_add_query(out, outlen, "watch", "true") < 0 ||
             kube_path_add_query(out, outlen, "allowWatchBookmarks", "true") < 0 ||
             kube_path_add_query(out, outlen, "resourceVersion", inf->rv) < 0 ||
@@ -214,7 +216,8 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     stat_inc(inf, &inf->stats.lists);
     for (;;) {
         cJSON *page = NULL;
-        if (build_path(inf, path, sizeof(path), 0, cont) < 0) {
+        long unused;
+        if (build_path(inf, path, sizeof(path), 0, cont, &unused) < 0) {
             snprintf(err, errlen, "list %s: path too long", inf->path);
             goto out;
         }
@@ -314,9 +317,13 @@ static void *run(void *arg) {
             need_list = 0;
         }
         char path[2048];
-        if (build_path(inf, path, sizeof(path), 1, NULL) < 0) break;
+        long timeout_s = 0;
+        if (build_path(inf, path, sizeof(path), 1, NULL, &timeout_s) < 0) break;
         stat_inc(inf, &inf->stats.watches);
-        enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, 180, err, sizeof(err));
+        /* A quiet watch may carry nothing (not even a bookmark) until the server ends it at
+         * timeoutSeconds; only silence well past that means the connection is dead. */
+        enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, timeout_s + 60,
+                                             err, sizeof(err));
         switch (end) {
         case KUBE_WATCH_CLOSED:
             failures = 0;

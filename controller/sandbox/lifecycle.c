@@ -87,13 +87,15 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
     int64_t limit = lifecycle_idle_limit_ms(s);
     int idle = limit > 0 && last_used > 0 && o->now_ms - last_used >= limit;
 
+    /* A pause is the user's explicit word: it keeps even an idle session (and its
+     * workspace) until it is cleared, which then counts as a use. */
+    if (s->paused) { stop(o, d, SBX_REASON_PAUSED); return; }
     if (idle && s->lifecycle == SBX_SESSION) {
         if (o->pod == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_POD;
         d->actions |= SBX_ACT_DELETE_SANDBOX;
         say(d, "Stopping", 0, SBX_REASON_IDLE, "idle for longer than idleTimeout; removing the session%s", "");
         return;
     }
-    if (s->paused) { stop(o, d, SBX_REASON_PAUSED); return; }
     if (idle) { stop(o, d, SBX_REASON_IDLE); return; }
 
     d->wants_pod = 1;

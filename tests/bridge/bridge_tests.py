@@ -371,6 +371,60 @@ def unix_10mb_binary(t):
     check(sha(out) == sha(data), "stdout has %d bytes, sha mismatch" % len(out))
 
 
+@case("stdin/stdout are socketpairs, as Node/libuv (Claude CLI) spawns stdio servers: MCP "
+      "session, half-close via shutdown(SHUT_WR) on the stdin socket, byte-exact, exit 0")
+def stdio_socketpairs(t):
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--defer", "tools/call")
+    in_parent, in_child = socket.socketpair()
+    out_parent, out_child = socket.socketpair()
+    p = subprocess.Popen(t.bridge_cmd([sock]), env=t.bridge_env({}), stdin=in_child.fileno(),
+                         stdout=out_child.fileno(), stderr=subprocess.PIPE)
+    in_child.close()
+    out_child.close()
+    t.cleanups.append(lambda: p.poll() is None and (p.kill(), p.wait()))
+    in_parent.sendall(b"".join(MCP_SESSION))
+    in_parent.shutdown(socket.SHUT_WR)          # what libuv does on stdin.end()
+    out_parent.settimeout(20 * t.slow)
+    out = b""
+    while True:
+        chunk = out_parent.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    err = p.stderr.read()
+    rc = p.wait(timeout=10 * t.slow)
+    t.check_valgrind()
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
+    peer.wait()
+    check(response_ids(out) == [1, 2, 3] and out == peer.sent_bytes(), "stdout: %r" % out)
+    check(peer.received() == b"".join(MCP_SESSION), "peer received different bytes")
+
+
+@case("O_NONBLOCK, set on stdin/stdout pipes for the run, is restored at exit (the parent "
+      "shares those open file descriptions)")
+def stdio_flags_restored(t):
+    import fcntl
+    sock = t.path("yao.sock")
+    peer = Peer(t, ["--unix", sock], "--mode", "sink")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, b"ping\n")
+    os.close(in_w)
+    p = subprocess.Popen(t.bridge_cmd([sock]), env=t.bridge_env({}), stdin=in_r, stdout=out_w,
+                         stderr=subprocess.PIPE)
+    err = p.communicate(timeout=20 * t.slow)[1]
+    t.check_valgrind()
+    check(p.returncode == 0 and err == b"", "bridge exit %d: %r" % (p.returncode, err))
+    for name, fd in (("stdin", in_r), ("stdout", out_w)):
+        check(not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK, "%s left non-blocking" % name)
+    os.close(out_w)
+    check(os.read(out_r, 100) == b'{"received":5}\n', "unexpected output")
+    os.close(in_r)
+    os.close(out_r)
+    peer.wait()
+
+
 @case("peer absent: socket path does not exist -> exit 1, one line "
       "'yao-bridge: connect unix:PATH: No such file or directory'")
 def peer_absent(t):
@@ -404,27 +458,75 @@ def env_socket_mode(t):
         check(out == b'{"received":%d}\n' % len(MCP_INITIALIZE), "%s: stdout %r" % (addr, out))
 
 
-@case("stdout closed by its reader (EPIPE) -> exit 1 with one line about stdout, no hang")
+@case("stdout closed by its reader -> exit 1 with one line about stdout, no hang: (a) reader "
+      "gone before any output, (b) reader closes mid-stream (EPIPE on write)")
 def stdout_closed_by_reader(t):
     blob = t.path("blob")
     with open(blob, "wb") as f:
-        f.write(os.urandom(4 * 1024 * 1024))
+        f.write(os.urandom(8 * 1024 * 1024))
+    for variant in ("before", "mid-stream"):
+        sock = t.path("yao-%s.sock" % variant)
+        peer = Peer(t, ["--unix", sock], "--mode", "send:" + blob)
+        r, w = os.pipe()
+        if variant == "before":
+            os.close(r)
+        p = subprocess.Popen(t.bridge_cmd([sock]), env=t.bridge_env({}), stdin=subprocess.PIPE,
+                             stdout=w, stderr=subprocess.PIPE)
+        os.close(w)
+        t.cleanups.append(lambda p=p: p.poll() is None and (p.kill(), p.wait()))
+        if variant == "mid-stream":
+            got = 0
+            while got < 256 * 1024:
+                chunk = os.read(r, 65536)
+                check(chunk, "bridge stdout ended early")
+                got += len(chunk)
+            os.close(r)
+        try:
+            err = p.communicate(timeout=20 * t.slow)[1]   # stdin stays open until it exits
+        except subprocess.TimeoutExpired:
+            raise Fail("%s: bridge did not exit with its stdout reader gone" % variant)
+        t.check_valgrind()
+        check(p.returncode == 1, "%s: rc=%d" % (variant, p.returncode))
+        # Mid-stream the bridge meets the closed pipe either in write() (EPIPE) or, if it
+        # was idle at that moment, as POLLERR on stdout; both must end the run.
+        one_line_error(err, "write stdout: the reader closed it" if variant == "before" else "write stdout: ")
+        peer.wait()
+
+
+@case("backpressure: 4 MB echoed while stdout is read slowly in small pieces; nothing lost, "
+      "nothing reordered")
+def unix_slow_reader(t):
     sock = t.path("yao.sock")
-    peer = Peer(t, ["--unix", sock], "--mode", "send:" + blob)
-    r, w = os.pipe()
-    os.close(r)
+    peer = Peer(t, ["--unix", sock], "--mode", "echo")
+    data = os.urandom(4 * 1024 * 1024)
     p = subprocess.Popen(t.bridge_cmd([sock]), env=t.bridge_env({}), stdin=subprocess.PIPE,
-                         stdout=w, stderr=subprocess.PIPE)
-    os.close(w)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t.cleanups.append(lambda: p.poll() is None and (p.kill(), p.wait()))
-    try:
-        err = p.communicate(timeout=20 * t.slow)[1]   # stdin stays open until it exits
-    except subprocess.TimeoutExpired:
-        raise Fail("bridge did not exit with its stdout reader gone")
+    import threading
+
+    def feed():
+        p.stdin.write(data)
+        p.stdin.close()
+    th = threading.Thread(target=feed, daemon=True)
+    th.start()
+    out = bytearray()
+    fd = p.stdout.fileno()
+    deadline = time.time() + 60 * t.slow
+    while time.time() < deadline:
+        chunk = os.read(fd, 16384)
+        if not chunk:
+            break
+        out += chunk
+        if len(out) % (256 * 1024) < 16384:
+            time.sleep(0.02)      # stall now and then: the pipe fills, the bridge must wait
+    th.join(5)
+    err = p.stderr.read()
+    rc = p.wait(timeout=10 * t.slow)
     t.check_valgrind()
-    check(p.returncode == 1, "rc=%d" % p.returncode)
-    one_line_error(err, "stdout")
+    check(rc == 0 and err == b"", "bridge exit %d: %r" % (rc, err))
     peer.wait()
+    check(len(out) == len(data) and sha(bytes(out)) == sha(data),
+          "stdout has %d of %d bytes / sha mismatch" % (len(out), len(data)))
 
 
 def tcp_peer(t, *extra, token="s3cret-token.v1", host="127.0.0.1", tls=None):

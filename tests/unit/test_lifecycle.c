@@ -368,7 +368,8 @@ TEST(session_idle_uses_custom_timeout) {
 }
 
 /* A paused session still ages: removal is checked before paused (lifecycle.c order). */
-TEST(session_paused_and_idle_is_removed) {
+TEST(session_paused_and_idle_is_kept) {
+    /* paused wins over idle removal: the user asked to keep it */
     struct sbx_spec s = spec_of(SBX_SESSION);
     s.paused = 1;
     struct sbx_observed o = running(T0, T0 + 31 * MIN);
@@ -376,8 +377,14 @@ TEST(session_paused_and_idle_is_removed) {
     o.status_phase = "Stopped";
     o.status_reason = SBX_REASON_PAUSED;
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, D_SBX);
-    CHECK_STR(d.reason, SBX_REASON_IDLE);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_STR(d.reason, SBX_REASON_PAUSED);
+    /* cleared: a fresh idle period starts now, so it is started, not removed */
+    s.paused = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_INT(d.last_used_ms, o.now_ms);
 }
 
 /* ---- long-running stop and wake-up ---------------------------------------------------- */

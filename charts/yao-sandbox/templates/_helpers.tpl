@@ -1,0 +1,93 @@
+{{/*
+Base name of every object: the release name when it already contains the chart name
+(release "yao-sandbox" -> "yao-sandbox", so the objects are named exactly as in
+manifests/), else "<release>-<chart>". Truncated so that "<fullname>-leader-election"
+still fits in 63 characters.
+*/}}
+{{- define "yao-sandbox.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 42 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 42 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 42 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of the controller's Deployment, ServiceAccount, ClusterRole/Role, bindings, Lease. */}}
+{{- define "yao-sandbox.controllerName" -}}
+{{- printf "%s-controller" (include "yao-sandbox.fullname" .) -}}
+{{- end -}}
+
+{{/* Labels that select the controller pods (stable across upgrades). */}}
+{{- define "yao-sandbox.selectorLabels" -}}
+app.kubernetes.io/name: {{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{/* Labels of every object of the release. */}}
+{{- define "yao-sandbox.labels" -}}
+app.kubernetes.io/name: {{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: yao-sandbox
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/*
+The namespace the controller watches, or "" for all of them. The controller takes one
+--namespace: more than one entry in watchNamespaces is refused here, at render time.
+*/}}
+{{- define "yao-sandbox.watchNamespace" -}}
+{{- $ns := .Values.watchNamespaces | default list -}}
+{{- if gt (len $ns) 1 -}}
+{{- fail (printf "watchNamespaces: the controller watches one namespace or all of them, got %d (%s); leave it empty for cluster-wide mode, or install one release per namespace" (len $ns) (join ", " $ns)) -}}
+{{- end -}}
+{{- if eq (len $ns) 1 -}}
+{{- $one := index $ns 0 -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $one) -}}
+{{- fail (printf "watchNamespaces: %q is not a valid namespace name" $one) -}}
+{{- end -}}
+{{- $one -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Leader election is on when asked for, and always with more than one replica. */}}
+{{- define "yao-sandbox.leaderElect" -}}
+{{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The rules of the controller's ClusterRole (cluster-wide mode) or Role (namespaced mode):
+what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yaml.
+*/}}
+{{- define "yao-sandbox.controllerRules" -}}
+# informer (list/watch; the controller never GETs a Sandbox: it reads its cache),
+# removal of finished or idle Sandboxes (delete)
+- apiGroups: [sandbox.yaoapps.com]
+  resources: [sandboxes]
+  verbs: [list, watch, delete]
+# status writes: merge patch on /status only
+- apiGroups: [sandbox.yaoapps.com]
+  resources: [sandboxes/status]
+  verbs: [patch]
+# the sandbox pods and workspace claims it owns (get: after a 409 on create, to tell
+# its own object from a stranger's)
+- apiGroups: [""]
+  resources: [pods, persistentvolumeclaims]
+  verbs: [get, list, watch, create, delete]
+# one-shot runs: the WebSocket upgrade is a GET (audited as get), and since 1.30 the
+# authorizer also requires create on pods/exec for it
+- apiGroups: [""]
+  resources: [pods/exec]
+  verbs: [create, get]
+# Events on Sandboxes (core/v1, one new Event per transition)
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end -}}

@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# The Helm chart charts/yao-sandbox on the real plane: it lints clean (also --strict); its
+# CRD is crd/sandbox.yaml byte for byte; rendered with default values it holds the same
+# RBAC rules, bindings, CRD and a comparable Deployment as manifests/ (one source of
+# truth, two ways to install); its output passes a server-side dry run; a release
+# installs, upgrades (a changed value reaches the Deployment) and uninstalls; the real
+# controller, running with the chart's ServiceAccount token, brings a Sandbox to Running in
+# cluster-wide and in namespaced mode without one Forbidden; the client roles let an editor
+# create and exec into a Sandbox and a viewer only read, and are aggregated into the
+# built-in edit/admin/view roles.
+#
+# The release is "yao-sandbox-helm" in namespace yao-sandbox-helm, so that it does not
+# collide with the plain manifests (yao-sandbox-system) that the other suites install:
+# its cluster-scoped objects are named yao-sandbox-helm-*, and are compared with the
+# manifests' yao-sandbox-* by suffix.
+. "$(dirname "$0")/lib.sh"
+CHART=$SRC_DIR/charts/yao-sandbox
+REL=yao-sandbox-helm   # release name, and the namespace it is installed in
+RNS=yao-sandbox-helm
+NS=yao-it-2            # where the Sandboxes of this suite live
+LOG=$BUILD_DIR/test-helm.log
+: > "$LOG"
+BIN=$BUILD_DIR/bin/yao-sandbox-controller
+[ -x "$BIN" ] || { echo "no controller binary at $BIN (set YAO_BUILD_DIR)" >&2; exit 1; }
+HELM=$(cached_bin helm)
+[ -x "$HELM" ] || "$SRC_DIR/tests/cluster/build" helm >&2 || { echo "cannot build helm" >&2; exit 1; }
+
+T=$(mktemp -d)
+on_exit "rm -rf $T"
+# Keep helm's own config, cache and repositories out of the user's home.
+export HELM_CONFIG_HOME=$T/helm/config HELM_CACHE_HOME=$T/helm/cache HELM_DATA_HOME=$T/helm/data
+# install, upgrade and uninstall print their notes: keep the output to the results.
+helm() {
+    case $1 in
+        install | upgrade | uninstall) local out; out=$("$HELM" "$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; } ;;
+        *) "$HELM" "$@" ;;
+    esac
+}
+
+# python3's stdlib has no YAML parser: kubectl turns YAML into JSON (client side), and
+# objs.py reads the JSON stream. `objs.py names F`: KIND/NAME per object, sorted.
+# `objs.py same A B KIND/NAME [KIND/NAME_IN_B]`: the comparable view of one object in A
+# equals that of one object in B (prints both on mismatch). `objs.py get F KIND/NAME EXPR`:
+# evaluate a Python expression over the object `o` (helpers: args, env, c = container 0).
+cat > "$T/objs.py" <<'PY'
+import json, sys
+
+def load(path):
+    s, dec, i, out = open(path).read(), json.JSONDecoder(), 0, []
+    while True:
+        while i < len(s) and s[i].isspace():
+            i += 1
+        if i >= len(s):
+            return out
+        o, i = dec.raw_decode(s, i)
+        out.extend(o.get("items", []) if o.get("kind") == "List" else [o])
+
+def find(objs, ref):
+    kind, name = ref.split("/", 1)
+    hits = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    if len(hits) != 1:
+        sys.exit(f"{ref}: {len(hits)} objects")
+    return hits[0]
+
+def rules(rs):
+    return sorted((json.dumps({k: sorted(v) if isinstance(v, list) else v for k, v in r.items()},
+                              sort_keys=True) for r in rs or []))
+
+def container(c):
+    keep = ["name", "image", "imagePullPolicy", "ports", "livenessProbe", "readinessProbe",
+            "resources", "securityContext"]
+    v = {k: c.get(k) for k in keep}
+    v["args"] = sorted(c.get("args", []))
+    v["env"] = sorted(c.get("env", []), key=lambda e: e["name"])
+    return v
+
+def view(o):
+    k, m = o["kind"], o["metadata"]
+    if k in ("ClusterRole", "Role"):
+        agg = {l: v for l, v in m.get("labels", {}).items() if l.startswith("rbac.authorization.k8s.io/aggregate")}
+        return {"rules": rules(o.get("rules")), "aggregate": agg}
+    if k in ("ClusterRoleBinding", "RoleBinding"):
+        return {"roleRef": o["roleRef"], "subjects": o["subjects"], "namespace": m.get("namespace")}
+    if k == "CustomResourceDefinition":
+        return {"spec": o["spec"], "labels": m.get("labels")}
+    if k == "ServiceAccount":
+        return {"namespace": m.get("namespace")}
+    if k == "Service":
+        return {"namespace": m.get("namespace"), "type": o["spec"].get("type"), "ports": o["spec"]["ports"]}
+    if k == "Deployment":
+        p = o["spec"]["template"]["spec"]
+        return {"namespace": m.get("namespace"), "replicas": o["spec"].get("replicas"),
+                "serviceAccountName": p.get("serviceAccountName"), "securityContext": p.get("securityContext"),
+                "containers": [container(c) for c in p["containers"]]}
+    return {"namespace": m.get("namespace")}
+
+cmd = sys.argv[1]
+if cmd == "names":
+    print("\n".join(sorted(f'{o["kind"]}/{o["metadata"]["name"]}' for o in load(sys.argv[2]))))
+elif cmd == "same":
+    a = view(find(load(sys.argv[2]), sys.argv[4]))
+    b = view(find(load(sys.argv[3]), sys.argv[5] if len(sys.argv) > 5 else sys.argv[4]))
+    if a != b:
+        print("    chart:     " + json.dumps(a, sort_keys=True), file=sys.stderr)
+        print("    manifests: " + json.dumps(b, sort_keys=True), file=sys.stderr)
+        sys.exit(1)
+elif cmd == "get":
+    o = find(load(sys.argv[2]), sys.argv[3])
+    c = o.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0]
+    args = " ".join(c.get("args", []))
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+    r = eval(sys.argv[4])
+    print(json.dumps(r, sort_keys=True) if not isinstance(r, str) else r)
+PY
+objs() { python3 "$T/objs.py" "$@"; }
+# to_json YAML_FILE_OR_DIR OUT — the objects as a JSON stream.
+to_json() { kubectl create --dry-run=client -o json -f "$1" > "$2"; }
+# render OUT [helm template args...] — render the chart as release yao-sandbox in
+# yao-sandbox-system (the names of manifests/) to OUT.yaml and OUT.json.
+render() {
+    local out=$1; shift
+    helm template yao-sandbox "$CHART" --namespace yao-sandbox-system "$@" > "$out.yaml" &&
+        to_json "$out.yaml" "$out.json"
+}
+has_no() { ! grep -q -- "$2" <<<"$1" || { echo "    [$1] contains [$2]" >&2; return 1; }; }
+
+# --- the chart on its own -----------------------------------------------------------------
+check "chart CRD is crd/sandbox.yaml, byte for byte" cmp "$SRC_DIR/crd/sandbox.yaml" "$CHART/crds/sandbox.yaml"
+lint_clean() { local out; out=$(helm lint "$@" 2>&1) || { echo "$out" >&2; return 1; }; has_no "$out" "\[WARNING\]\|\[ERROR\]"; }
+check "helm lint is clean" lint_clean "$CHART"
+check "helm lint --strict is clean" lint_clean --strict "$CHART"
+check "helm lint --strict is clean in namespaced mode" lint_clean --strict "$CHART" --set "watchNamespaces={team-a}" --set replicas=2
+
+# Default values, release "yao-sandbox" in yao-sandbox-system: the objects of manifests/.
+render "$T/default" --include-crds
+# What install_manifests applies: crd/ and manifests/.
+{ cat "$SRC_DIR/crd/sandbox.yaml"; for f in "$SRC_DIR"/manifests/*.yaml; do echo ---; cat "$f"; done; } > "$T/manifests.yaml"
+to_json "$T/manifests.yaml" "$T/manifests.json"
+check "chart renders the same objects as crd/ + manifests/ (manifests/ adds the Namespace)" \
+    eq "$(objs names "$T/default.json")" "$(objs names "$T/manifests.json" | grep -v '^Namespace/')"
+for ref in $(objs names "$T/default.json"); do
+    check "in step with crd/ + manifests/: $ref" objs same "$T/default.json" "$T/manifests.json" "$ref"
+done
+check "manifests/ has the client roles yao-sandbox-editor and yao-sandbox-viewer" \
+    eq "$(objs names "$T/manifests.json" | grep -c -- '^ClusterRole/yao-sandbox-editor$\|^ClusterRole/yao-sandbox-viewer$')" 2
+
+dget() { objs get "$1.json" Deployment/"${2:-yao-sandbox-controller}" "$3"; }
+check "controller runs as uid 65532, non-root, RuntimeDefault seccomp" \
+    eq "$(dget "$T/default" "" '[o["spec"]["template"]["spec"]["securityContext"][k] for k in ("runAsUser","runAsNonRoot")] + [o["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]["type"]]')" '[65532, true, "RuntimeDefault"]'
+check "container: read-only root, no privilege escalation, drops ALL" \
+    eq "$(dget "$T/default" "" '[c["securityContext"][k] for k in ("readOnlyRootFilesystem","allowPrivilegeEscalation","capabilities")]')" '[true, false, {"drop": ["ALL"]}]'
+check "probes: /healthz and /readyz on the metrics port 8080" \
+    eq "$(dget "$T/default" "" '[c["livenessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["path"], c["ports"][0]["containerPort"], "--metrics-addr=:8080" in args]')" '["/healthz", "/readyz", 8080, true]'
+check "leader election on by default; Lease namespace from the downward API" \
+    eq "$(dget "$T/default" "" '["--leader-elect" in c["args"], env["YAO_SANDBOX_LEASE_NAMESPACE"]]')" '[true, {"fieldRef": {"fieldPath": "metadata.namespace"}}]'
+check "cluster-wide by default (no --namespace)" eq "$(dget "$T/default" "" '"--namespace" in args')" false
+
+render "$T/custom" --set image.tag=1.2.3 --set logLevel=debug --set metrics.port=9090 \
+    --set sandboxDefaults.storageClass=fast --set sandboxDefaults.max=7 --set sandboxDefaults.memory=1Gi \
+    --set 'extraEnv[0].name=YAO_SANDBOX_WORKERS' --set 'extraEnv[0].value=8' \
+    --set nodeSelector.pool=system --set 'tolerations[0].key=dedicated' --set 'tolerations[0].operator=Exists' \
+    --set podAnnotations.team=ai --set leaderElection.enabled=false
+check "values reach the Deployment (image, log level, port, YAO_SANDBOX_*, extraEnv, scheduling, annotations)" \
+    eq "$(dget "$T/custom" "" '[c["image"], args, c["ports"][0]["containerPort"], env["YAO_SANDBOX_STORAGE_CLASS"], env["YAO_SANDBOX_MAX"], env["YAO_SANDBOX_MEMORY"], env["YAO_SANDBOX_WORKERS"], o["spec"]["template"]["spec"]["nodeSelector"], o["spec"]["template"]["spec"]["tolerations"][0]["key"], o["spec"]["template"]["metadata"]["annotations"]]')" \
+    '["yao-sandbox/controller:1.2.3", "--log-level=debug --metrics-addr=:9090", 9090, "fast", "7", "1Gi", "8", {"pool": "system"}, "dedicated", {"team": "ai"}]'
+check "metrics Service follows metrics.port" eq "$(objs get "$T/custom.json" Service/yao-sandbox-controller-metrics 'o["spec"]["ports"][0]["port"]')" 9090
+check "leaderElection.enabled=false, 1 replica: no --leader-elect, no leader-election Role" \
+    eq "$(objs names "$T/custom.json" | grep -c leader-election)" 0
+render "$T/replicas" --set leaderElection.enabled=false --set replicas=3
+check "more than one replica forces --leader-elect" eq "$(dget "$T/replicas" "" '[o["spec"]["replicas"], "--leader-elect" in c["args"]]')" '[3, true]'
+
+render "$T/nsmode" --set "watchNamespaces={team-a}"
+check "namespaced mode: Role and RoleBinding in the watched namespace, no cluster-wide grant" \
+    eq "$(objs names "$T/nsmode.json" | grep -v -- '-editor$\|-viewer$' | grep 'Role')" \
+    "$(printf '%s\n' Role/yao-sandbox-controller Role/yao-sandbox-leader-election RoleBinding/yao-sandbox-controller RoleBinding/yao-sandbox-leader-election)"
+check "namespaced mode: the Role in team-a has the ClusterRole's rules" \
+    objs same "$T/nsmode.json" "$T/manifests.json" Role/yao-sandbox-controller ClusterRole/yao-sandbox-controller
+check "namespaced mode: Role in team-a, bound to the SA of the release namespace" \
+    eq "$(objs get "$T/nsmode.json" RoleBinding/yao-sandbox-controller '[o["metadata"]["namespace"], o["subjects"][0]["namespace"]]' | tr -d '\n')" '["team-a", "yao-sandbox-system"]'
+check "namespaced mode: controller started with --namespace=team-a" eq "$(dget "$T/nsmode" "" '"--namespace=team-a" in c["args"]')" true
+two=$(helm template x "$CHART" --set "watchNamespaces={a,b}" 2>&1)
+check "two watchNamespaces are refused with an explanation" contains "$two" "watches one namespace or all of them, got 2 (a, b)"
+
+# --- against the API server -----------------------------------------------------------------
+# Leftovers of an interrupted run (the release's cluster-scoped objects outlive its namespace).
+helm uninstall $REL -n $RNS --wait >/dev/null 2>&1
+kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$REL --ignore-not-found >/dev/null
+fresh_namespace $RNS
+fresh_namespace $NS
+dry_run() { helm template $REL "$CHART" --namespace $RNS "$@" | kubectl apply --dry-run=server -f - >/dev/null; }
+check "helm template | kubectl apply --dry-run=server (default values, with the CRD)" dry_run --include-crds
+check "helm template | kubectl apply --dry-run=server (namespaced mode)" dry_run --set "watchNamespaces={$NS}"
+
+on_exit "'$HELM' uninstall $REL -n $RNS --wait"
+check "helm install" helm install $REL "$CHART" --namespace $RNS
+check "release is deployed, revision 1" eq "$(helm status $REL -n $RNS -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["info"]["status"], d["version"])')" "deployed 1"
+C=$REL-controller
+check "NOTES explain how to create a first Sandbox" contains "$(helm get notes $REL -n $RNS)" "kubectl apply -n default -f -"
+exists() { kubectl get "$@" >/dev/null; }
+check "ServiceAccount $C" exists -n $RNS serviceaccount $C
+check "ClusterRole and ClusterRoleBinding $C" exists clusterrole/$C clusterrolebinding/$C
+check "leader-election Role and RoleBinding in $RNS" exists -n $RNS role/$REL-leader-election rolebinding/$REL-leader-election
+check "client ClusterRoles $REL-editor and $REL-viewer" exists clusterrole/$REL-editor clusterrole/$REL-viewer
+check "metrics Service" exists -n $RNS service/$C-metrics
+check "Deployment $C" exists -n $RNS deployment/$C
+established() { kubectl wait --for=condition=Established crd/sandboxes.sandbox.yaoapps.com --timeout=30s >/dev/null; }
+check "Sandbox CRD is Established" established
+pods_running() { [ "$(kubectl -n $RNS get pods -l app.kubernetes.io/instance=$REL,app.kubernetes.io/component=controller -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$')" = "$1" ]; }
+# kwok plays the kubelet: the pod is scheduled and Running, but nothing runs it, and kwok
+# does not run probes (they are exercised against the local controller below).
+check "controller pod is scheduled and Running (kwok)" eventually 30 pods_running 1
+
+# The installed RBAC, compared with manifests/ by suffix (yao-sandbox-helm-X vs yao-sandbox-X).
+kubectl get clusterrole $C $REL-editor $REL-viewer -o json > "$T/installed-cr.json"
+kubectl get -n $RNS role $REL-leader-election -o json > "$T/installed-le.json"
+check "installed $C rules = manifests' yao-sandbox-controller" objs same "$T/installed-cr.json" "$T/manifests.json" ClusterRole/$C ClusterRole/yao-sandbox-controller
+check "installed $REL-editor rules and aggregation = manifests' yao-sandbox-editor" objs same "$T/installed-cr.json" "$T/manifests.json" ClusterRole/$REL-editor ClusterRole/yao-sandbox-editor
+check "installed $REL-viewer rules and aggregation = manifests' yao-sandbox-viewer" objs same "$T/installed-cr.json" "$T/manifests.json" ClusterRole/$REL-viewer ClusterRole/yao-sandbox-viewer
+check "installed leader-election Role = manifests'" objs same "$T/installed-le.json" "$T/manifests.json" Role/$REL-leader-election Role/yao-sandbox-leader-election
+check "ClusterRoleBinding grants $C to the release's ServiceAccount" \
+    eq "$(kubectl get clusterrolebinding $C -o jsonpath='{.roleRef.name}/{.subjects[0].kind}/{.subjects[0].namespace}/{.subjects[0].name}')" "$C/ServiceAccount/$RNS/$C"
+
+# --- the real controller with the chart's ServiceAccount token -------------------------------
+SAKC=$T/controller.kubeconfig
+sa_kubeconfig "$SAKC" $C $RNS
+can() { kubectl --kubeconfig "$SAKC" auth can-i "$@" 2>/dev/null; }
+check "SA can list/watch Sandboxes in every namespace" eq "$(can watch sandboxes.sandbox.yaoapps.com --all-namespaces)" yes
+check "SA can create pods and PVCs" eq "$(can create pods -n $NS)/$(can create persistentvolumeclaims -n $NS)" yes/yes
+check "SA can update Leases in the release namespace only" eq "$(can update leases.coordination.k8s.io -n $RNS)/$(can update leases.coordination.k8s.io -n default)" yes/no
+check "SA cannot read Secrets or create Sandboxes (least privilege)" eq "$(can get secrets -n $NS)/$(can create sandboxes.sandbox.yaoapps.com -n $NS)" no/no
+
+# Like the Deployment, with a local port for /healthz /readyz /metrics and the Lease in the
+# release namespace (the pod gets it from the downward API). --namespace keeps this
+# controller off the Sandboxes of other suites: its rights are still the ClusterRole's.
+MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+run_controller() {
+    CONTROLLER_KUBECONFIG=$SAKC YAO_SANDBOX_LEASE_NAMESPACE=$RNS start_controller "$1" \
+        --namespace $NS --leader-elect --lease-name $C --metrics-addr 127.0.0.1:$MPORT --max-running 0 --log-level info
+}
+LOG1=$T/controller-clusterwide.log
+run_controller "$LOG1"
+sandbox() { printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: %s, chatID: %s}\n' "$@"; }
+sandbox helm-first alice c1 | kubectl -n $NS apply -f - >/dev/null
+check "Sandbox becomes Running under the chart's ClusterRole" eventually 30 phase_is $NS helm-first Running
+no_denials() { local n; n=$(grep -ciE 'reconcile failed|forbidden|could not' "$1"); [ "$n" = 0 ] || { grep -iE 'reconcile failed|forbidden|could not' "$1" | head -5 >&2; return 1; }; }
+check "controller log has no Forbidden / reconcile failed / could not" no_denials "$LOG1"
+events_on() { [ -n "$(kubectl -n $NS get events --field-selector involvedObject.kind=Sandbox,involvedObject.name=$1 -o name)" ]; }
+check "controller recorded Events on the Sandbox" eventually 10 events_on helm-first
+if grep -qa '/apis/coordination.k8s.io/v1/namespaces/' "$BIN"; then
+    holder() { [ -n "$(kubectl -n $RNS get lease $C -o jsonpath='{.spec.holderIdentity}')" ]; }
+    check "controller holds the Lease $C in $RNS (leader-election Role)" eventually 30 holder
+else
+    echo "skip Lease check: this controller build has no leader election yet"
+fi
+if grep -qaP '/readyz\x00' "$BIN"; then
+    http_ok() { curl -fsS -o /dev/null "http://127.0.0.1:$MPORT$1"; }
+    check "/healthz answers 200 (liveness probe path)" eventually 10 http_ok /healthz
+    check "/readyz answers 200 (readiness probe path)" eventually 20 http_ok /readyz
+    check "/metrics is Prometheus text" contains "$(curl -fsS "http://127.0.0.1:$MPORT/metrics")" "# TYPE "
+else
+    echo "skip probe checks: this controller build serves no /healthz /readyz yet"
+fi
+
+# --- client roles -----------------------------------------------------------------------------
+kubectl -n $NS create serviceaccount yao-client >/dev/null
+kubectl -n $NS create rolebinding yao-client --clusterrole=$REL-editor --serviceaccount=$NS:yao-client >/dev/null
+kubectl -n $NS create serviceaccount yao-viewer >/dev/null
+kubectl -n $NS create rolebinding yao-viewer --clusterrole=$REL-viewer --serviceaccount=$NS:yao-viewer >/dev/null
+CKC=$T/client.kubeconfig
+VKC=$T/viewer.kubeconfig
+sa_kubeconfig "$CKC" yao-client $NS
+sa_kubeconfig "$VKC" yao-viewer $NS
+ck() { kubectl --kubeconfig "$CKC" -n $NS "$@"; }
+vk() { kubectl --kubeconfig "$VKC" -n $NS "$@"; }
+bound() { [ "$(ck auth can-i create sandboxes.sandbox.yaoapps.com)" = yes ]; }
+eventually 10 bound
+check "editor creates a Sandbox with its own token" eval 'sandbox client-sb bob c1 | ck create -f - >/dev/null'
+check "editor's Sandbox becomes Running" eventually 30 phase_is $NS client-sb Running
+check "editor can get, patch (touch) and delete Sandboxes" \
+    eq "$(ck auth can-i get sandboxes.sandbox.yaoapps.com)/$(ck auth can-i patch sandboxes.sandbox.yaoapps.com)/$(ck auth can-i delete sandboxes.sandbox.yaoapps.com)" yes/yes/yes
+check "editor cannot write status, delete pods or read Secrets" \
+    eq "$(ck auth can-i patch sandboxes.sandbox.yaoapps.com --subresource=status)/$(ck auth can-i delete pods)/$(ck auth can-i get secrets)" no/no/no
+CPOD=$(kubectl -n $NS get sandbox client-sb -o jsonpath='{.status.podName}')
+check "editor execs into its Sandbox's pod (kubectl exec)" eq "$(ck exec "$CPOD" -- echo hello-from-sandbox 2>&1)" hello-from-sandbox
+if [ -x "$BUILD_DIR/bin/yao-sandbox" ]; then
+    check "editor execs into its Sandbox (yao-sandbox exec)" \
+        eq "$(KUBECONFIG=$CKC "$BUILD_DIR/bin/yao-sandbox" exec client-sb -n $NS -- echo hello-from-cli 2>&1)" hello-from-cli
+    check "and the CLI could mark it used (last-used-at)" \
+        test -n "$(kubectl -n $NS get sandbox client-sb -o jsonpath='{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}')"
+else
+    echo "skip yao-sandbox exec: no $BUILD_DIR/bin/yao-sandbox (the CLI is not built)"
+fi
+check "viewer lists Sandboxes" contains "$(vk get sandboxes -o name 2>&1)" "sandbox.sandbox.yaoapps.com/client-sb"
+check "viewer can get sandboxes/status" eq "$(vk auth can-i get sandboxes.sandbox.yaoapps.com --subresource=status)" yes
+check "viewer: auth can-i create sandboxes -> no" eq "$(vk auth can-i create sandboxes.sandbox.yaoapps.com)" no
+check "viewer: creating a Sandbox is Forbidden" contains "$(sandbox viewer-sb eve c1 | vk create -f - 2>&1)" "Forbidden"
+check "viewer cannot exec" eq "$(vk auth can-i create pods/exec)" no
+# Aggregation into the built-in roles (the kube-controller-manager fills them in).
+for r in edit admin view; do kubectl -n $NS create rolebinding agg-$r --clusterrole=$r --serviceaccount=$NS:agg-$r >/dev/null; done
+as() { kubectl -n $NS auth can-i "$2" sandboxes.sandbox.yaoapps.com --as=system:serviceaccount:$NS:$1 2>/dev/null; }
+is_yes() { [ "$(as "$1" "$2")" = yes ]; }
+check "built-in edit role grants creating Sandboxes (aggregated)" eventually 20 is_yes agg-edit create
+check "built-in admin role grants deleting Sandboxes (aggregated)" eventually 20 is_yes agg-admin delete
+check "built-in view role grants listing Sandboxes (aggregated)" eventually 20 is_yes agg-view list
+check "built-in view role does not grant creating Sandboxes" eq "$(as agg-view create)" no
+
+# --- upgrade: a changed value reaches the Deployment ---------------------------------------------
+check "helm upgrade (logLevel=debug, replicas=2)" helm upgrade $REL "$CHART" --namespace $RNS --reuse-values --set logLevel=debug --set replicas=2
+check "release is at revision 2" eq "$(helm status $REL -n $RNS -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["info"]["status"], d["version"])')" "deployed 2"
+check "Deployment now runs --log-level=debug with 2 replicas" \
+    eq "$(kubectl -n $RNS get deployment $C -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args}')" '2 ["--log-level=debug","--metrics-addr=:8080","--leader-elect","--lease-name=yao-sandbox-helm-controller"]'
+# kwok's pods do not stay Ready on this plane (its nodes flap NotReady), so a rolling update
+# may not finish: assert that the rollout started, not that it completed.
+debug_pod() { [ "$(kubectl -n $RNS get pods -l app.kubernetes.io/instance=$REL -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.containers[0].args[0]}{"\n"}{end}' | grep -c -- --log-level=debug)" -ge 1 ]; }
+check "a controller pod with the new template is Running (kwok)" eventually 60 debug_pod
+new_rs() { kubectl -n $RNS get rs -l app.kubernetes.io/instance=$REL -o jsonpath='{range .items[*]}{.spec.template.spec.containers[0].args[0]} {.spec.replicas}{"\n"}{end}' | grep -q -- '--log-level=debug [12]$'; }
+check "the Deployment rolls out a new ReplicaSet for it" eventually 30 new_rs
+
+# --- upgrade to namespaced mode: the Role alone is enough -----------------------------------------
+kill_controller TERM
+check "cluster-wide controller's log stayed clean to its end (client Sandboxes too)" no_denials "$LOG1"
+check "helm upgrade to namespaced mode (watchNamespaces={$NS})" helm upgrade $REL "$CHART" --namespace $RNS --reuse-values --set "watchNamespaces={$NS}"
+gone() { ! kubectl get "$@" >/dev/null 2>&1; }
+check "ClusterRole $C is gone" gone clusterrole/$C
+check "ClusterRoleBinding $C is gone" gone clusterrolebinding/$C
+check "Role and RoleBinding $C in $NS" exists -n $NS role/$C rolebinding/$C
+check "Deployment now runs with --namespace=$NS" contains "$(kubectl -n $RNS get deployment $C -o jsonpath='{.spec.template.spec.containers[0].args}')" "\"--namespace=$NS\""
+ns_only() { [ "$(can list sandboxes.sandbox.yaoapps.com -n $NS)/$(can list sandboxes.sandbox.yaoapps.com --all-namespaces)/$(can list sandboxes.sandbox.yaoapps.com -n default)" = yes/no/no ]; }
+check "SA may now list Sandboxes in $NS only" eventually 10 ns_only
+LOG2=$T/controller-namespaced.log
+run_controller "$LOG2"
+sandbox helm-second carol c1 | kubectl -n $NS apply -f - >/dev/null
+check "Sandbox becomes Running under the namespaced Role" eventually 30 phase_is $NS helm-second Running
+P2=$(kubectl -n $NS get sandbox helm-second -o jsonpath='{.status.podName}')
+uid2=$(kubectl -n $NS get pod "$P2" -o jsonpath='{.metadata.uid}')
+kubectl -n $NS delete pod "$P2" --wait=false >/dev/null
+recreated() { local u; u=$(kubectl -n $NS get pod "$P2" -o jsonpath='{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$uid2" ]; }
+check "a deleted sandbox pod is recreated under the namespaced Role" eventually 30 recreated
+check "controller log has no Forbidden / reconcile failed / could not (namespaced)" no_denials "$LOG2"
+cat "$LOG1" "$LOG2" >> "$LOG"
+
+# --- uninstall -----------------------------------------------------------------------------------
+check "helm uninstall" helm uninstall $REL --namespace $RNS --wait
+check "Deployment is gone" gone -n $RNS deployment/$C
+check "client ClusterRoles are gone" gone clusterrole/$REL-editor
+check "viewer ClusterRole is gone" gone clusterrole/$REL-viewer
+check "Role in $NS is gone" gone -n $NS role/$C
+check "the CRD stays (helm never deletes crds/)" exists crd/sandboxes.sandbox.yaoapps.com
+check "and so do the Sandboxes" exists -n $NS sandbox/helm-second
+check "no cluster-scoped object of the release is left" eq "$(kubectl get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$REL -o name)" ""
+finish
