@@ -67,7 +67,4 @@ endif()
 include(${CMAKE_SOURCE_DIR}/tests/bridge/bridge.cmake OPTIONAL)
 
 # Container images (buildah): built and checked by tests/images/test_images.sh.
-option(YAO_IMAGE_TESTS "Build the container images with buildah and test them" ON)
-if(YAO_IMAGE_TESTS)
-  include(${CMAKE_SOURCE_DIR}/tests/images/images.cmake OPTIONAL)
-endif()
+include(${CMAKE_SOURCE_DIR}/tests/images/images.cmake OPTIONAL)

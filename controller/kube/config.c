@@ -51,7 +51,9 @@ struct kcfg_src {
     char *where;
 };
 
-/* Write a one-line message into err (if the caller gave room for one). */
+/* Write a one-line message into err (if the caller gave room for one). Names and values
+ * quoted from the document may hold line breaks (YAML folds them in): control bytes
+ * become '?' so the message stays one line. */
 static void kcfg_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void kcfg_err(char *err, size_t errlen, const char *fmt, ...)
@@ -62,6 +64,8 @@ static void kcfg_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    for (char *p = err; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
 }
 
 /* printf into a fresh heap string; NULL on ENOMEM. */

@@ -21,8 +21,10 @@
  *    plain GET of the same URL, which the API server refuses before any proxying (a GET
  *    without upgrade never reaches the kubelet); its message is used only when the status
  *    matches. Otherwise the error carries the HTTP status alone.
- *  - The request URL (argv included) is capped at EXEC_MAX_PATH bytes once encoded; larger
- *    scripts belong on stdin.
+ *  - libwebsockets 4.1 formats the request line into 2048 bytes (longer ones are cut and
+ *    the request is garbage), so the URL — path and encoded argv — is capped at
+ *    EXEC_MAX_URI bytes; longer commands fail cleanly before connecting. Scripts of more
+ *    than ~2 KB belong on stdin (sh -s). Query encoding keeps text short (space as '+').
  *  - Certificate checks of an IPv6-literal server without tls-server-name are unsupported
  *    by lws' hostname matching. */
 #include "kube/exec.h"
@@ -33,7 +35,6 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,9 +50,9 @@
 
 #define EXEC_STDIN_CHUNK (32u * 1024)       /* payload of one stdin message */
 #define EXEC_RX_BUFFER (64u * 1024)         /* lws receive buffer of the connection */
-#define EXEC_MAX_PATH 16000u                /* request URL incl. encoded argv (see top) */
-#define EXEC_HEADER_DATA (64u * 1024)       /* lws header table: URL + handshake headers */
-#define EXEC_SERV_BUF (96u * 1024)          /* lws service buffer: holds the whole handshake */
+#define EXEC_MAX_URI 2032u                  /* 2048 - "GET " - " HTTP/1.1\r\n" - NUL (see top) */
+#define EXEC_HEADER_DATA (16u * 1024)       /* lws header table: URL, handshake headers, reply */
+#define EXEC_SERV_BUF (64u * 1024)          /* lws service buffer: the handshake, then reads */
 #define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
 
@@ -204,12 +205,14 @@ struct session {
     int stdin_done;
     int v5;
     char close_reason[128];  /* from the server's close frame, if any */
+    char tls_verify[160];    /* why OpenSSL refused the server's certificate */
     unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
 };
 
 /* Record the first failure of the session. */
 static void fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(struct session *s, const char *fmt, ...) {
+    if (s->ctx) lws_cancel_service(s->ctx);   /* the loop may be about to sleep */
     if (s->failed) return;
     s->failed = 1;
     va_list ap;
@@ -350,6 +353,15 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         if (load_tls(s, user) < 0) s->tls_failed = 1;
         return 0;
 
+    case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
+        /* Only noted, for a readable error: the verdict stays OpenSSL's (and lws'). */
+        if (!len && user && !s->tls_verify[0]) {
+            X509_STORE_CTX *x = user;
+            snprintf(s->tls_verify, sizeof(s->tls_verify), "%s (depth %d)",
+                     X509_verify_cert_error_string(X509_STORE_CTX_get_error(x)), X509_STORE_CTX_get_error_depth(x));
+        }
+        return 0;
+
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
         unsigned char **p = in, *end = *p + len;
         static const char ua[] = "yao-sandbox/" YAO_VERSION;
@@ -421,24 +433,29 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         if (st) s->r->http_status = st;
         if (st && st != 101)
             fail(s, "exec: upgrade refused: HTTP %u", st);
+        else if (s->tls_verify[0] && !s->cfg->insecure_skip_tls_verify)
+            fail(s, "exec: TLS: the server certificate of %s is not trusted: %s", s->cfg->server, s->tls_verify);
         else if (strstr(why, "PROTOCOL") || strstr(why, "protocol"))
             fail(s, "exec: the server chose a subprotocol that was not offered (%s): %s", s->offered, why);
         else
             fail(s, "exec: connection to %s failed: %s", s->cfg->server, why);
         s->finished = 1;
         s->wsi = NULL;
+        lws_cancel_service(ctx);
         return 0;
     }
 
     case LWS_CALLBACK_CLIENT_CLOSED:
         s->finished = 1;
         s->wsi = NULL;
+        lws_cancel_service(ctx);    /* end the loop now, not at lws' next timer */
         return 0;
 
     case LWS_CALLBACK_WSI_DESTROY:
         if (wsi == s->wsi) {
             s->finished = 1;
             s->wsi = NULL;
+            lws_cancel_service(ctx);
         }
         return 0;
 
@@ -501,19 +518,29 @@ bad:
     return -1;
 }
 
-/* Append "&key=" + url-encoded value (or "?" first). */
+/* Append "?key=" or "&key=" and the value encoded for a query the way Go's url.Values
+ * does it (space as '+'), leaving the RFC 3986 query characters that need no escape as
+ * they are: argv is mostly text, and every byte counts against EXEC_MAX_URI. */
 static int add_query(struct dynbuf *b, const char *key, const char *value) {
-    size_t cap = strlen(value) * 3 + 1;
-    char *enc = malloc(cap);
-    int rc = -1;
-    if (enc && kube_url_encode(value, enc, cap) == 0)
-        rc = dynbuf_printf(b, "%c%s=%s", memchr(b->data ? b->data : "", '?', b->len) ? '&' : '?', key, enc);
-    free(enc);
-    return rc;
+    static const char hex[] = "0123456789ABCDEF";
+    char sep = memchr(b->data ? b->data : "", '?', b->len) ? '&' : '?';
+    if (dynbuf_printf(b, "%c%s=", sep, key) < 0) return -1;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    strchr("-._~!$'()*,:@/?", *p);
+        if (*p == ' ') {
+            if (dynbuf_append(b, "+", 1) < 0) return -1;
+        } else if (dynbuf_append(b, plain ? (const char *)p : enc, plain ? 1 : 3) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* The exec path below the server prefix, with the query. */
-static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int want_stdout, int want_stderr) {
+static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int want_stdout, int want_stderr,
+                      int tty) {
     size_t cap = (strlen(o->namespace_) + strlen(o->pod)) * 3 + 2;
     char *ns = malloc(cap), *pod = ns ? ns + strlen(o->namespace_) * 3 + 1 : NULL;
     int rc = -1;
@@ -528,7 +555,7 @@ static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int w
     if (add_query(b, "stdin", o->read_stdin ? "true" : "false") < 0 ||
         add_query(b, "stdout", want_stdout ? "true" : "false") < 0 ||
         add_query(b, "stderr", want_stderr ? "true" : "false") < 0 ||
-        add_query(b, "tty", o->tty ? "true" : "false") < 0)
+        add_query(b, "tty", tty ? "true" : "false") < 0)
         goto out;
     rc = 0;
 out:
@@ -577,6 +604,10 @@ static void refusal_message(struct session *s, const char *path) {
         put_msg(s->r->err, sizeof(s->r->err), "exec: upgrade refused: %s", msg);
     }
     kube_response_free(&resp);
+    if (st == 403) {
+        size_t n = strlen(s->r->err);
+        put_msg(s->r->err + n, sizeof(s->r->err) - n, " (exec needs get and create on pods/exec)");
+    }
 }
 
 /* Interpret the outcome once the connection is gone. 0 or -1 as kube_exec. */
@@ -615,8 +646,8 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
 
     memset(r, 0, sizeof(*r));
     r->exit_code = -1;
-    dynbuf_init(&path, EXEC_MAX_PATH);
-    dynbuf_init(&full, EXEC_MAX_PATH);
+    dynbuf_init(&path, EXEC_MAX_URI);
+    dynbuf_init(&full, EXEC_MAX_URI);
     if (!c || !o || !o->namespace_ || !o->namespace_[0] || !o->pod || !o->pod[0] || !o->argv || !o->argc) {
         snprintf(r->err, sizeof(r->err), "exec: namespace, pod and a command are required");
         goto out;
@@ -629,14 +660,17 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     struct kube_config *cfg = kube_client_config(c);
     if (parse_server(cfg->server, &ep, r->err, sizeof(r->err)) < 0) goto out;
 
-    /* At least one stream must be requested: with none, ask for stdout and drop it.
-     * With a tty the server merges stderr into stdout. */
-    int want_stderr = o->on_stderr && !o->tty;
+    /* A terminal only with stdin, as kubectl does (a tty with nothing to read makes no
+     * sense, and some runtimes — kwok — crash on it); with one, stderr is merged into
+     * stdout by the server. At least one stream must be requested: with none, ask for
+     * stdout and drop it. */
+    int tty = o->tty && o->read_stdin;
+    int want_stderr = o->on_stderr && !tty;
     int want_stdout = o->on_stdout || (!o->read_stdin && !want_stderr);
-    if (build_path(o, &path, want_stdout, want_stderr) < 0 ||
+    if (build_path(o, &path, want_stdout, want_stderr, tty) < 0 ||
         dynbuf_append(&full, ep.prefix, ep.prefix_len) < 0 || dynbuf_append(&full, path.data, path.len) < 0) {
-        snprintf(r->err, sizeof(r->err), "exec: the command is too long for one request (limit %u bytes encoded)",
-                 EXEC_MAX_PATH);
+        snprintf(r->err, sizeof(r->err), "exec: the command is too long for one request (the URL may have at most "
+                 "%u bytes once encoded); pass long scripts on stdin", EXEC_MAX_URI);
         goto out;
     }
 

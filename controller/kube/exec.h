@@ -39,7 +39,8 @@ struct kube_exec_options {
     kube_exec_output_fn on_stderr;     /* NULL: stderr not requested (or merged with tty) */
     kube_exec_input_fn read_stdin;     /* NULL: no stdin */
     void *ud;
-    int tty;
+    int tty;                           /* a terminal: only with read_stdin (else ignored, as
+                                          kubectl does); stderr then arrives merged in stdout */
     long timeout_ms;                   /* whole session; 0 = none */
     /* Offered subprotocols, comma-separated; NULL = "v5.channel.k8s.io, v4.channel.k8s.io". */
     const char *protocols;
@@ -55,7 +56,13 @@ struct kube_exec_result {
 /* Run one command. Returns 0 when the command ran to completion (its status is in
  * r->exit_code, 0 or not), -1 when it could not be run or the session failed (upgrade
  * refused, error Status such as a missing container, timeout, transport error, a callback
- * aborted): r->err says why in one line. */
+ * aborted): r->err says why in one line.
+ * The callbacks run on the calling thread. read_stdin is called whenever the socket can
+ * take another chunk (at most 32 KiB); output is not read while it blocks.
+ * Limits (libwebsockets 4.1, see exec.c): the URL with the encoded argv may have at most
+ * 2032 bytes — longer commands fail before connecting, so pass scripts on stdin; with
+ * v4.channel.k8s.io (servers before 1.30) stdin cannot be closed, so the command never
+ * sees EOF on it. */
 int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r);
 
 /* ---- the pure part: frames in, channel data out ------------------------------------- */

@@ -195,7 +195,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
     return len;
 }
 
-/* One attempt. Returns 0 with resp->status set, or -1 on a transport error (resp->err). */
+/* One attempt. Returns 0 with resp->status set, -1 on a transport error (resp->err), or
+ * -2 when the body exceeds KUBE_MAX_BODY (resp->err; final: the same body would come again). */
 static int do_once(struct kube_client *c, const char *method, const char *path,
                    const char *content_type, const char *body, size_t body_len,
                    struct kube_response *resp, long *retry_after_s) {
@@ -222,6 +223,8 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    /* Refuse a too-large Content-Length before reading it; on_body catches the rest. */
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)KUBE_MAX_BODY);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -237,11 +240,13 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     }
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
-        if (cc == CURLE_WRITE_ERROR && r.body.len + 1 > 0)
+        if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED) {
             set_err(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
                     method, path, KUBE_MAX_BODY);
-        else
+            rc = -2;
+        } else {
             set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
+        }
         resp->status = 0;
         kube_client_count(c, method, 0);
         /* A handle whose transfer failed may hold a broken connection: drop it. */
@@ -284,6 +289,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
         kube_response_free(resp);
         int rc = do_once(c, method, path, content_type, body, body_len, resp, &retry_after);
         int retriable;
+        if (rc == -2) return -1;   /* body over KUBE_MAX_BODY: retrying cannot help */
         if (rc < 0) retriable = idempotent(method);
         else if (resp->status == 429 || resp->status == 503) retriable = 1;
         else if (resp->status >= 500) retriable = idempotent(method);

@@ -44,7 +44,7 @@ struct peer {
     int support_v5;            /* choose v5.channel.k8s.io when offered (default: v4 only) */
     size_t echo_expect;        /* PEER_ECHO under v4: stdin bytes before the status */
     size_t big_bytes;          /* PEER_BIG */
-    volatile int stop;
+    _Atomic int stop;          /* set by peer_stop */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_t conns[PEER_MAX_CONNS];
