@@ -21,6 +21,8 @@ check "the API server rejects a non-restricted pod in this namespace" contains \
 KC=$YAO_PLANE_DIR/security-sa.kubeconfig
 sa_kubeconfig "$KC"
 TOKEN=$(sed -n 's/.*token: "\(.*\)".*/\1/p' "$KC")
+# A fresh Lease, so the election path that creates it is exercised too.
+kubectl -n yao-sandbox-system delete lease yao-sandbox-controller --ignore-not-found >/dev/null
 audit_lines_before=$(wc -l < "$AUDIT" 2>/dev/null || echo 0)
 strace -f -qq -e trace=open,openat,creat -o "$TRACE" \
     "$BUILD_DIR/bin/yao-sandbox-controller" --kubeconfig "$KC" --leader-elect --lease-namespace yao-sandbox-system \
