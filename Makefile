@@ -8,7 +8,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test unit demo images bench plane-up plane-down clean
+.PHONY: all deps configure build test unit demo images bench chaos plane-up plane-down clean
 
 all: build
 
@@ -36,6 +36,10 @@ images:
 
 bench: build
 	@bench/run
+
+chaos: build
+	@tests/cluster/build all
+	@tests/chaos/run
 
 plane-up:
 	@tests/cluster/up

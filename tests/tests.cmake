@@ -44,6 +44,10 @@ foreach(src ${YAO_UNIT_TESTS})
   endif()
 endforeach()
 
+# Driver of kube_exec for tests/integration/test_exec.sh (and the benchmark).
+add_executable(exec_probe ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
+target_link_libraries(exec_probe yaocore)
+
 # Integration suites: tests/integration/*.sh, each gets KUBECONFIG of the shared plane.
 option(YAO_CLUSTER_TESTS "Run integration tests against the local control plane" ON)
 if(YAO_CLUSTER_TESTS)

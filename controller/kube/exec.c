@@ -2,7 +2,8 @@
  *
  * Owns: the request URL (one command= per argv element), the libwebsockets session (one
  * lws_context per call, so sessions in different threads share nothing), TLS and
- * credentials from the client's kubeconfig (in memory, through OpenSSL), subprotocol
+ * credentials from the client's kubeconfig (in memory, through OpenSSL; see "TLS and
+ * libwebsockets 4.1" below), subprotocol
  * negotiation (v5.channel.k8s.io, v4.channel.k8s.io), the channel demultiplexer, the
  * status channel's verdict, stdin streaming with the v5 close signal, and the deadline.
  * Does not own: retries (a command is not idempotent; the caller decides), what the
@@ -26,7 +27,19 @@
  *    EXEC_MAX_URI bytes; longer commands fail cleanly before connecting. Scripts of more
  *    than ~2 KB belong on stdin (sh -s). Query encoding keeps text short (space as '+').
  *  - Certificate checks of an IPv6-literal server without tls-server-name are unsupported
- *    by lws' hostname matching. */
+ *    by lws' hostname matching.
+ *
+ * TLS and libwebsockets 4.1: a context created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT
+ * allocates a fresh OpenSSL ex-data index into a process-global variable that every lws
+ * connection then uses to find itself from its SSL object. Contexts created per call would
+ * (1) race — a session whose handshake straddles another thread's context creation fails
+ * certificate verification — and (2) grow the index without bound, making every SSL_new
+ * in the process slower (measured: +2.5 ms per SSL object after 20 000 contexts). So no
+ * context here ever asks for the global init: each session builds its own client SSL_CTX
+ * (CA bundle, client certificate chain and key, all from memory) and hands it to the
+ * context's vhost as provided_client_ssl_ctx through lws_init_vhost_client_ssl; the
+ * global index then stays at its initial value for good. Nothing else in the process may
+ * create lws contexts with DO_SSL_GLOBAL_INIT. */
 #include "kube/exec.h"
 
 #include <cjson/cJSON.h>
@@ -193,12 +206,12 @@ struct session {
     struct kube_exec_result *r;
     struct kube_exec_demux demux;
     struct lws_context *ctx;
+    SSL_CTX *ssl;            /* the session's client TLS context (ours, not lws') */
     struct lws *wsi;
     lws_sorted_usec_list_t deadline;
     const char *offered;
     char *auth;              /* Authorization header value; wiped after use */
     int failed;              /* r->err holds the first failure */
-    int tls_failed;
     int established;
     int finished;            /* no connection left: the loop ends */
     int have_status;         /* the error channel's message is complete */
@@ -252,15 +265,20 @@ static int protocol_offered(const char *list, const char *proto) {
     return 0;
 }
 
-/* Load the kubeconfig's CA bundle (every certificate in it) and client certificate chain
- * and key into the client SSL_CTX, from memory. */
-static int load_tls(struct session *s, SSL_CTX *ssl) {
+/* The session's client SSL_CTX: the kubeconfig's CA bundle (every certificate in it, or
+ * the system store when it names none), client certificate chain and key, all from
+ * memory. NULL with the failure recorded. */
+static SSL_CTX *make_tls(struct session *s) {
     struct kube_config *k = s->cfg;
+    SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
     BIO *b = NULL;
     X509 *x = NULL;
     EVP_PKEY *key = NULL;
     int rc = -1;
 
+    if (!ssl || SSL_CTX_set_min_proto_version(ssl, TLS1_2_VERSION) != 1) goto out;
+    if (!(k->ca_pem && k->ca_len) && !k->insecure_skip_tls_verify && SSL_CTX_set_default_verify_paths(ssl) != 1)
+        goto out;
     if (k->ca_pem && k->ca_len && !k->insecure_skip_tls_verify) {
         X509_STORE *store = SSL_CTX_get_cert_store(ssl);
         int n = 0;
@@ -296,12 +314,16 @@ static int load_tls(struct session *s, SSL_CTX *ssl) {
     }
     rc = 0;
 out:
-    if (rc < 0) fail(s, "exec: cannot load TLS credentials");
+    if (rc < 0) {
+        fail(s, "exec: cannot set up TLS");
+        SSL_CTX_free(ssl);
+        ssl = NULL;
+    }
     ERR_clear_error();
     EVP_PKEY_free(key);
     X509_free(x);
     BIO_free(b);
-    return rc;
+    return ssl;
 }
 
 /* The session deadline passed: end the connection now. */
@@ -349,10 +371,6 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     if (!s) return 0;
 
     switch (reason) {
-    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_CLIENT_VERIFY_CERTS:
-        if (load_tls(s, user) < 0) s->tls_failed = 1;
-        return 0;
-
     case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
         /* Only noted, for a readable error: the verdict stays OpenSSL's (and lws'). */
         if (!len && user && !s->tls_verify[0]) {
@@ -699,15 +717,21 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     info.max_http_header_data2 = EXEC_HEADER_DATA;
     info.max_http_header_pool2 = 1;
     info.connect_timeout_secs = 15;
-    if (ep.tls) {
-        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-        if (cfg->ca_pem && cfg->ca_len) info.options |= LWS_SERVER_OPTION_DISABLE_OS_CA_CERTS;
-    }
-    if (!(s->ctx = lws_create_context(&info))) {
+    if (ep.tls && !(s->ssl = make_tls(s))) goto out;
+    if (!(s->ctx = lws_create_context(&info))) {   /* no DO_SSL_GLOBAL_INIT: see the top */
         fail(s, "exec: cannot create the WebSocket context");
         goto out;
     }
-    if (s->tls_failed) goto out;
+    if (ep.tls) {
+        struct lws_context_creation_info ti = info;
+        struct lws_vhost *vh = lws_get_vhost_by_name(s->ctx, "default");
+        ti.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;   /* only lets the vhost take our SSL_CTX */
+        ti.provided_client_ssl_ctx = s->ssl;
+        if (!vh || lws_init_vhost_client_ssl(&ti, vh)) {
+            fail(s, "exec: cannot set up TLS for the WebSocket context");
+            goto out;
+        }
+    }
 
     static const lws_retry_bo_t keepalive = {
         .secs_since_valid_ping = 20,     /* ping an idle connection, like client-go */
@@ -725,8 +749,9 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     ci.alpn = "http/1.1";                    /* no WebSocket over h2 */
     ci.pwsi = &s->wsi;
     ci.retry_and_idle_policy = &keepalive;
+    ci.ssl_connection = LCCSCF_PRIORITIZE_READS;  /* drain what arrived: one connection per context */
     if (ep.tls) {
-        ci.ssl_connection = LCCSCF_USE_SSL;
+        ci.ssl_connection |= LCCSCF_USE_SSL;
         if (cfg->insecure_skip_tls_verify)
             ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
                                  LCCSCF_ALLOW_INSECURE | LCCSCF_ALLOW_EXPIRED;
@@ -751,6 +776,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
 out:
     if (s) {
         if (s->ctx) lws_context_destroy(s->ctx);
+        SSL_CTX_free(s->ssl);   /* after the context: its connections used it */
         free_secret(s->auth);
         free(s);
     }

@@ -48,12 +48,11 @@ static void sink_free(struct sink *s) {
 
 static const char *sink_text(struct dynbuf *b) { return b->data ? b->data : ""; }
 
-/* A client for the peer: plain http:// (so ws://), a bearer token. */
-static struct kube_client *peer_client(const struct peer *p) {
+/* A client for a server URL, with a bearer token. */
+static struct kube_client *url_client(const char *url) {
     struct kube_config cfg;
-    char url[64], err[256];
+    char err[256];
     memset(&cfg, 0, sizeof(cfg));
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
     cfg.server = strdup(url);
     cfg.token = strdup("t0ken");
     pthread_mutex_init(&cfg.lock, NULL);
@@ -61,6 +60,13 @@ static struct kube_client *peer_client(const struct peer *p) {
     struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof(err));
     if (c) kube_client_set_retries(c, 1);
     return c;
+}
+
+/* A client for the peer: plain http:// (so ws://). */
+static struct kube_client *peer_client(const struct peer *p) {
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
+    return url_client(url);
 }
 
 static int64_t now_ms(void) {
@@ -783,4 +789,26 @@ TEST(session_argument_checks) {
     CHECK_INT(p.upgrades, 0);
     kube_client_free(c);
     peer_stop(&p);
+}
+
+TEST(session_server_url_prefix_and_unusable_urls) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/k8s/clusters/c-1/", p.port);
+    struct kube_client *c = url_client(url);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000};
+    struct kube_exec_result r;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    static const char want[] = "GET /k8s/clusters/c-1/api/v1/namespaces/ns/pods/p/exec?";
+    CHECK(p.request_line && !strncmp(p.request_line, want, sizeof(want) - 1));
+    kube_client_free(c);
+    peer_stop(&p);
+    static const char *const bad[] = {"ftp://127.0.0.1", "http://127.0.0.1:99999", "https://", "http://[::1", "127.0.0.1:6443"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c = url_client(bad[i]);
+        CHECK_INT(kube_exec(c, &o, &r), -1);
+        CHECK(strstr(r.err, "server URL") != NULL);
+        kube_client_free(c);
+    }
 }
