@@ -478,6 +478,7 @@ ssize_t cli_tar_src_read(struct cli_tar_src *s, char *buf, size_t cap) {
     return (ssize_t)got;
 }
 
+/* Why cli_tar_src_read failed. */
 const char *cli_tar_src_error(const struct cli_tar_src *s) { return s->err; }
 
 /* Release the source, closing any open file. */
@@ -1003,6 +1004,7 @@ int cli_untar_finish(struct cli_untar *u) {
     return u->failed ? -1 : 0;
 }
 
+/* Why the extractor failed; the counters below. */
 const char *cli_untar_error(const struct cli_untar *u) { return u->err; }
 size_t cli_untar_rejected(const struct cli_untar *u) { return u->rejected; }
 size_t cli_untar_entries(const struct cli_untar *u) { return u->entries; }

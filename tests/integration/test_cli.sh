@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The yao-sandbox CLI on the real plane, with the controller running on its ServiceAccount
+# token: exec (exit codes, stdout/stderr kept apart, argv passed exactly, stdin, -w, -e,
+# --timeout), touch, stop/start and exec waking a stopped sandbox with the same workspace
+# claim, get/list with filters, the file helpers (write/read, ls, stat, mkdir, rm, cp in
+# and out of files and trees, 5 MB binaries compared by sha256, names with spaces and
+# unicode, an escaping symlink rejected on the way out), and the error contract (one line,
+# exit 1 for runtime errors, 2 for usage errors).
+#
+# kwok runs exec'd commands on this host in $YAO_PLANE_DIR/exec-home, not in a container,
+# so there is no /workspace: every file helper gets --root $WS, a directory relative to
+# that working directory (unique per run).
+. "$(dirname "$0")/lib.sh"
+NS=yao-it-3
+LOG=$BUILD_DIR/test-cli.log
+: > "$LOG"
+Y=$BUILD_DIR/bin/yao-sandbox
+WS=cli-it-$$
+T=$(mktemp -d)
+on_exit "rm -rf '$T'"
+on_exit "rm -rf '$YAO_PLANE_DIR/exec-home/$WS'"
+ysb() { "$Y" -n $NS --root "$WS" --start-timeout 60s "$@"; }
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+quiet() { "$@" >/dev/null; }
+one_line() { [ "$(wc -l < "$1")" = 1 ] || { echo "    not one line: $(cat "$1")" >&2; return 1; }; }
+
+check "CRD and manifests apply with kubectl" install_manifests
+fresh_namespace $NS
+start_controller "$LOG" --namespace $NS --max-running 0
+
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: work}
+spec: {userID: alice, chatID: c1, lifecycle: long-running}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: chat}
+spec: {userID: bob, chatID: c2, lifecycle: session}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: odd}
+spec: {userID: "Odd User@example.com", chatID: c3, lifecycle: persistent}
+YAML
+check "the Sandbox reaches phase Running" eventually 30 phase_is $NS work Running
+
+# ---- exec --------------------------------------------------------------------------------
+out=$("$Y" -n $NS exec work -- sh -c 'echo to-stdout; echo to-stderr >&2' 2>"$T/err")
+check "exec: stdout is ours" eq "$out" to-stdout
+check "exec: stderr is ours, separately" eq "$(cat "$T/err")" to-stderr
+"$Y" -n $NS exec work -- true; check "exec: exit code 0" eq $? 0
+"$Y" -n $NS exec work -- sh -c 'exit 3'; check "exec: exit code 3" eq $? 3
+"$Y" -n $NS exec work -- sh -c 'exit 42'; check "exec: exit code 42" eq $? 42
+out=$("$Y" -n $NS exec work -- printf '[%s]' 'a b' "it's" '&&' '$HOME' '"q"' 'é ✓' '' '*' ';' '%20')
+check "exec: argv reaches the command exactly" eq "$out" "[a b][it's][&&][\$HOME][\"q\"][é ✓][][*][;][%20]"
+# the first word after SANDBOX starts the command even without --, and its flags stay its own
+check "exec: flags after the command belong to it" eq "$("$Y" -n $NS exec work printf '%s' -n)" "-n"
+head -c 3000000 /dev/urandom > "$T/stdin.bin"
+"$Y" -n $NS exec -i work -- cat < "$T/stdin.bin" > "$T/stdout.bin"
+check "exec -i: 3 MB of binary stdin come back unchanged" eq "$(sha "$T/stdout.bin")" "$(sha "$T/stdin.bin")"
+check "exec -i: the command sees EOF" eq "$(printf 'a\nb\nc\n' | "$Y" -n $NS exec -i work -- wc -l)" 3
+ysb exec work -- mkdir -p "$WS/a dir"
+out=$("$Y" -n $NS exec -w "$WS/a dir" -e A=1 -e 'B=x y' -e 'C=' work -- sh -c 'pwd; printf "%s|%s|%s" "$A" "$B" "${C-unset}"')
+check "exec -w: runs in the directory (spaces kept)" eq "$(echo "$out" | head -1)" "$YAO_PLANE_DIR/exec-home/$WS/a dir"
+check "exec -e: variables set exactly" eq "$(echo "$out" | tail -1)" "1|x y|"
+t0=$(now_ms)
+"$Y" -n $NS exec --timeout 1s work -- sleep 10 2>"$T/err"; rc=$?
+check "exec --timeout: gives up with exit 1" eq $rc 1
+check "exec --timeout: within 5 s" test $(( $(now_ms) - t0 )) -lt 5000
+check "exec --timeout: says so in one line" one_line "$T/err"
+
+# ---- touch -------------------------------------------------------------------------------
+ann() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}'; }
+before=$(ann work)
+sleep 1.1
+"$Y" -n $NS touch work; check "touch: exit 0" eq $? 0
+after=$(ann work)
+check "touch: last-used-at changes" test "$before" != "$after"
+within() { local t; t=$(date -d "$1" +%s) && [ $(( $(date +%s) - t )) -le 5 ] && [ $(( t - $(date +%s) )) -le 5 ]; }
+check "touch: last-used-at is now (RFC 3339)" within "$after"
+sleep 1.1
+"$Y" -n $NS exec work -- true
+check "exec marks the sandbox used" test "$(ann work)" != "$after"
+
+# ---- stop / start / exec wakes it ----------------------------------------------------------
+CLAIM=$(kubectl -n $NS get sandbox work -o jsonpath='{.status.workspaceClaim}')
+PV=$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')
+check "stop --wait: exit 0" quiet "$Y" -n $NS stop work --wait
+check "stop: phase Stopped" phase_is $NS work Stopped
+no_pod() { [ "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/name=work --no-headers 2>/dev/null | wc -l)" = 0 ]; }
+check "stop: no pod" eventually 20 no_pod
+check "stop: spec.paused is true" eq "$(kubectl -n $NS get sandbox work -o jsonpath='{.spec.paused}')" true
+out=$("$Y" -n $NS --start-timeout 60s exec work -- echo woke-up)
+check "exec on a stopped sandbox starts it and runs" eq "$out" woke-up
+check "and it is Running, unpaused" eq "$(sandbox_phase $NS work)/$(kubectl -n $NS get sandbox work -o jsonpath='{.spec.paused}')" Running/false
+check "the workspace claim is reused" eq "$(kubectl -n $NS get sandbox work -o jsonpath='{.status.workspaceClaim}')" "$CLAIM"
+check "and bound to the same volume" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')" "$PV"
+"$Y" -n $NS stop work >/dev/null
+check "stop (no wait) then start --wait: Running" quiet "$Y" -n $NS --start-timeout 60s start work --wait
+check "start: the claim is still the same" eq "$(kubectl -n $NS get sandbox work -o jsonpath='{.status.workspaceClaim}')" "$CLAIM"
+
+# ---- get / list --------------------------------------------------------------------------
+check "other sandboxes Running" eventually 30 phase_is $NS chat Running
+check "the persistent one too" eventually 30 phase_is $NS odd Running
+out=$("$Y" -n $NS get work)
+check "get: user" contains "$out" "User:         alice"
+check "get: lifecycle" contains "$out" "Lifecycle:    long-running"
+check "get: phase" contains "$out" "Phase:        Running"
+check "get: pod" contains "$out" "Pod:          $(kubectl -n $NS get sandbox work -o jsonpath='{.status.podName}')"
+check "get -o json is the object" eq "$("$Y" -n $NS get work -o json | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["kind"], o["spec"]["userID"])')" "Sandbox alice"
+check "get -o yaml is the object" eq "$("$Y" -n $NS get work -o yaml | python3 -c 'import yaml,sys; o=yaml.safe_load(sys.stdin); print(o["metadata"]["name"], o["status"]["phase"])' 2>&1)" "work Running"
+names() { "$Y" -n $NS list "$@" | awk 'NR > 1 {print $1}' | sort | tr '\n' ' '; }
+check "list: header" eq "$("$Y" -n $NS list | head -1 | tr -s ' ')" "NAME USER CHAT LIFECYCLE PHASE POD AGE"
+check "list: all three" eq "$(names)" "chat odd work "
+check "list --user alice" eq "$(names --user alice)" "work "
+check "list --user with a non-label user ID" eq "$(names --user 'Odd User@example.com')" "odd "
+check "list --lifecycle session" eq "$(names --lifecycle session)" "chat "
+"$Y" -n $NS stop chat --wait >/dev/null
+check "list --phase Stopped" eq "$(names --phase Stopped)" "chat "
+check "list --phase running (any case) --lifecycle persistent" eq "$(names --phase running --lifecycle persistent)" "odd "
+check "list -A has a NAMESPACE column" eq "$("$Y" list -A --user alice | awk -v ns=$NS 'NR == 1 {h = $1} $1 == ns {print h ":" $1 "/" $2}')" "NAMESPACE:$NS/work"
+check "list -o json is a List" eq "$("$Y" -n $NS list -o json --user bob | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["kind"], [i["metadata"]["name"] for i in o["items"]])')" "List ['chat']"
+
+# ---- file helpers ------------------------------------------------------------------------
+NAME="dir one/file with spaces ✓.txt"
+printf 'hello\nworld ✓\n' | ysb write work "$NAME" -p
+check "write -p: exit 0" eq $? 0
+check "read gives back what write wrote" eq "$(ysb read work "$NAME")" "$(printf 'hello\nworld ✓')"
+head -c 5242880 /dev/urandom > "$T/big.bin"
+ysb write work big.bin < "$T/big.bin"
+ysb read work big.bin > "$T/big.read"
+check "write/read: 5 MB binary round trip (sha256)" eq "$(sha "$T/big.read")" "$(sha "$T/big.bin")"
+check "cp in: 5 MB file" ysb cp "$T/big.bin" work:big-cp.bin
+check "cp in: same bytes in the sandbox" eq "$(ysb read work big-cp.bin | sha256sum | cut -d' ' -f1)" "$(sha "$T/big.bin")"
+check "cp out: 5 MB file" ysb cp work:big-cp.bin "$T/big.out"
+check "cp out: same bytes here (sha256)" eq "$(sha "$T/big.out")" "$(sha "$T/big.bin")"
+
+out=$(ysb ls work)
+check "ls: names, one per line, sorted" eq "$(echo "$out" | tr '\n' '|')" "a dir|big-cp.bin|big.bin|dir one|"
+check "ls -l: mode and size" contains "$(ysb ls work -l)" "-rw-r--r--      5242880"
+check "ls PATH" eq "$(ysb ls work "dir one")" "file with spaces ✓.txt"
+check "ls -o json: FileInfo objects" eq "$(ysb ls work -o json | python3 -c 'import json,sys; print([(f["name"], f["isDir"], f["size"] if not f["isDir"] else 0) for f in json.load(sys.stdin)])')" "[('a dir', True, 0), ('big-cp.bin', False, 5242880), ('big.bin', False, 5242880), ('dir one', True, 0)]"
+check "stat: type and size" eq "$(ysb stat work big.bin | grep -E '^(Type|Size):' | tr -s ' ' | tr '\n' '|')" "Type: file|Size: 5242880|"
+check "stat -o json" eq "$(ysb stat work "$NAME" -o json | python3 -c 'import json,sys; f=json.load(sys.stdin); print(f["name"], f["size"], f["type"], f["mode"])')" "file with spaces ✓.txt 16 file 0644"
+check "mkdir" ysb mkdir work "new dir"
+check "mkdir: it is a directory" eq "$(ysb stat work "new dir" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["isDir"])')" True
+ysb mkdir work "new dir" 2>"$T/err"; rc=$?
+check "mkdir of an existing directory fails (exit 1)" eq $rc 1
+check "mkdir: the error is one line" one_line "$T/err"
+check "mkdir -p of an existing directory succeeds" ysb mkdir -p work "new dir/a/b"
+ysb rm work "new dir" 2>"$T/err"; rc=$?
+check "rm of a directory without -r fails" eq $rc 1
+check "rm -r removes a tree" ysb rm -r work "new dir"
+ysb stat work "new dir" 2>"$T/err"; rc=$?
+check "stat of a removed path: exit 1" eq $rc 1
+check "stat of a removed path: one line naming it" eq "$(grep -c "new dir.*No such file or directory" "$T/err")" 1
+check "rm -f of a missing file succeeds" ysb rm -f work "never existed"
+
+# a tree: nested directories, unicode and spaces, an executable, a symlink, an empty dir
+mkdir -p "$T/tree/sub dir/deeper" "$T/tree/empty"
+echo one > "$T/tree/sub dir/deeper/héllo wörld.txt"
+printf '#!/bin/sh\necho hi\n' > "$T/tree/run.sh"; chmod 755 "$T/tree/run.sh"
+head -c 100000 /dev/urandom > "$T/tree/sub dir/data.bin"
+ln -s "sub dir/data.bin" "$T/tree/link"
+check "cp in: a directory tree" ysb cp "$T/tree" work:tree-copy
+check "cp in: tree lands under the new name" eq "$(ysb ls work tree-copy | tr '\n' '|')" "empty|link|run.sh|sub dir|"
+check "cp out: the tree back" ysb cp work:tree-copy "$T/tree-back"
+check "cp out: identical tree (content, links)" diff -r --no-dereference "$T/tree" "$T/tree-back"
+check "cp out: the executable keeps its mode" test -x "$T/tree-back/run.sh"
+mkdir "$T/into"
+check "cp out into an existing directory" ysb cp work:tree-copy "$T/into"
+check "  lands as DIR/NAME" test -f "$T/into/tree-copy/sub dir/deeper/héllo wörld.txt"
+check "cp in into an existing sandbox directory" ysb cp "$T/tree" "work:a dir"
+check "  lands as DIR/NAME" eq "$(ysb read work "a dir/tree/sub dir/deeper/héllo wörld.txt")" one
+
+# an escaping symlink in the sandbox is refused on the way out
+ysb exec work -- sh -c "mkdir -p '$WS/trap' && ln -sfn /etc '$WS/trap/etc-link' && echo ok > '$WS/trap/fine.txt'" >/dev/null
+ysb cp work:trap "$T/trap" 2>"$T/err"; rc=$?
+check "cp out of an escaping symlink fails (exit 1)" eq $rc 1
+check "  the entry is reported" contains "$(cat "$T/err")" 'rejected entry "trap/etc-link"'
+check "  and not created" test ! -e "$T/trap/etc-link" -a ! -L "$T/trap/etc-link"
+check "  the safe entries are extracted" eq "$(cat "$T/trap/fine.txt")" ok
+
+# ---- errors ------------------------------------------------------------------------------
+"$Y" -n $NS exec no-such-sandbox -- true 2>"$T/err"; rc=$?
+check "unknown sandbox: exit 1" eq $rc 1
+check "unknown sandbox: one line" one_line "$T/err"
+check "unknown sandbox: names it" contains "$(cat "$T/err")" '"no-such-sandbox" not found'
+"$Y" -n $NS exec 2>"$T/err"; rc=$?
+check "exec without arguments: exit 2" eq $rc 2
+check "  one line with a usage hint" contains "$(cat "$T/err")" "yao-sandbox exec --help"
+"$Y" -n $NS exec work 2>"$T/err"; rc=$?
+check "exec without a command: exit 2" eq $rc 2
+ysb read work 2>"$T/err"; rc=$?
+check "read without PATH: exit 2" eq $rc 2
+check "  one line" one_line "$T/err"
+ysb read work missing.txt 2>"$T/err"; rc=$?
+check "read of a missing file: exit 1" eq $rc 1
+check "  one line naming it" contains "$(cat "$T/err")" "missing.txt: No such file or directory"
+"$Y" -n $NS frobnicate 2>"$T/err"; rc=$?
+check "unknown command: exit 2" eq $rc 2
+"$Y" -n $NS list --bogus 2>"$T/err"; rc=$?
+check "unknown flag: exit 2" eq $rc 2
+helps() { local c; for c in exec get list start stop touch read write ls stat mkdir rm cp; do "$Y" $c --help | grep -q "^Usage: yao-sandbox $c" || return 1; done; }
+check "every command has --help" helps
+check "--version" contains "$("$Y" --version)" "yao-sandbox "
+check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
+finish
