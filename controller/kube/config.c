@@ -521,6 +521,11 @@ static char *kcfg_server(const char *s, const char *where, const char *what, cha
         }
         out = strndup(s, n);
     } else {
+        if (n == 0) {   /* "/" or "///": nothing left to be the host */
+            kcfg_err(err, errlen, "kubeconfig: %s%s: server \"%.200s\" has no host", where,
+                     what, s);
+            return NULL;
+        }
         out = kcfg_fmt("https://%.*s", (int)n, s);
     }
     if (!out) kcfg_err(err, errlen, "kubeconfig: out of memory");

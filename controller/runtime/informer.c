@@ -211,19 +211,31 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     char path[2048];
     char *cont = NULL;
     struct strmap seen;
-    int rc = -1;
+    int rc = -1, restarted = 0;
     strmap_init(&seen);
     stat_inc(inf, &inf->stats.lists);
     for (;;) {
         cJSON *page = NULL;
         long unused;
+        if (inf->stop) {   /* a long (or endless) pagination must not delay informer_stop */
+            snprintf(err, errlen, "list %s: stopped", inf->path);
+            goto out;
+        }
         if (build_path(inf, path, sizeof(path), 0, cont, &unused) < 0) {
             snprintf(err, errlen, "list %s: path too long", inf->path);
             goto out;
         }
         long st = kube_get(inf->client, path, &page, err, errlen);
         if (st != 200) {
-            if (st == 410 && cont) { free(cont); cont = NULL; strmap_clear(&seen, NULL); continue; }
+            /* An expired continue token: start over from page one, once. If that expires
+             * too, fail: run() backs off instead of looping on the server. */
+            if (st == 410 && cont && !restarted) {
+                restarted = 1;
+                free(cont);
+                cont = NULL;
+                strmap_clear(&seen, NULL);
+                continue;
+            }
             cJSON_Delete(page);
             goto out;
         }
@@ -299,6 +311,13 @@ static void nap(struct informer *inf, int64_t ms) {
     }
 }
 
+/* Milliseconds on the monotonic clock. */
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The informer thread: list, then watch until told to stop. */
 static void *run(void *arg) {
     struct informer *inf = arg;
@@ -308,6 +327,7 @@ static void *run(void *arg) {
     while (!inf->stop) {
         if (need_list) {
             if (do_list(inf, err, sizeof(err)) < 0) {
+                if (inf->stop) break;
                 stat_inc(inf, &inf->stats.errors);
                 LOGW("msg=\"list failed\" path=%s err=\"%s\"", inf->path, err);
                 int64_t d = backoff_exponential_ms(failures++, 800, 30000);
@@ -320,18 +340,29 @@ static void *run(void *arg) {
         long timeout_s = 0;
         if (build_path(inf, path, sizeof(path), 1, NULL, &timeout_s) < 0) break;
         stat_inc(inf, &inf->stats.watches);
+        unsigned long events_before = inf->stats.events;   /* only this thread writes it */
+        int64_t started = mono_ms();
         /* A quiet watch may carry nothing (not even a bookmark) until the server ends it at
          * timeoutSeconds; only silence well past that means the connection is dead. */
         enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, timeout_s + 60,
                                              err, sizeof(err));
+        /* A watch that ends within a second without a single event did not work, however
+         * it ended (client-go: "very short watch"): back off, or a server that closes every
+         * watch at once, or answers each with 410, gets watches or full LISTs in a tight loop. */
+        int short_watch = inf->stats.events == events_before && mono_ms() - started < 1000;
         switch (end) {
         case KUBE_WATCH_CLOSED:
-            failures = 0;
-            break;
         case KUBE_WATCH_EXPIRED:
-            stat_inc(inf, &inf->stats.relists_expired);
-            need_list = 1;
-            failures = 0;
+            if (end == KUBE_WATCH_EXPIRED) {
+                stat_inc(inf, &inf->stats.relists_expired);
+                need_list = 1;
+            }
+            if (!short_watch) {
+                failures = 0;
+            } else {
+                int64_t d = backoff_exponential_ms(failures++, 800, 30000);
+                nap(inf, backoff_jitter_ms(d, 0.2, rand_r(&inf->seed) / (RAND_MAX + 1.0)));
+            }
             break;
         case KUBE_WATCH_STOPPED:
             break;
