@@ -72,3 +72,26 @@ include(${CMAKE_SOURCE_DIR}/tests/bridge/bridge.cmake OPTIONAL)
 
 # Container images (buildah): built and checked by tests/images/test_images.sh.
 include(${CMAKE_SOURCE_DIR}/tests/images/images.cmake OPTIONAL)
+
+# Fuzz regressions: each fuzz/fuzz_<t>.c linked with fuzz/replay.c instead of libFuzzer
+# replays the saved crashes in fuzz/regressions/<t>/ and the seed corpus fuzz/corpus/<t>/
+# (ASan+UBSan when YAO_SANITIZED_TESTS). The fuzzing itself is fuzz/run.sh (clang).
+file(GLOB YAO_FUZZ_TARGETS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/fuzz_*.c)
+foreach(src ${YAO_FUZZ_TARGETS})
+  get_filename_component(name ${src} NAME_WE)
+  string(REGEX REPLACE "^fuzz_" "" target ${name})
+  add_executable(replay_${target} ${CMAKE_SOURCE_DIR}/fuzz/replay.c ${src})
+  target_include_directories(replay_${target} PRIVATE ${CMAKE_SOURCE_DIR}/fuzz)
+  if(YAO_SANITIZED_TESTS)
+    target_link_libraries(replay_${target} yaocore_san)
+  else()
+    target_link_libraries(replay_${target} yaocore)
+  endif()
+  add_test(NAME fuzz-replay.${target} COMMAND replay_${target}
+    ${CMAKE_SOURCE_DIR}/fuzz/regressions/${target} ${CMAKE_SOURCE_DIR}/fuzz/corpus/${target})
+  set_tests_properties(fuzz-replay.${target} PROPERTIES LABELS fuzz-replay
+    ENVIRONMENT "YAO_SOURCE_DIR=${CMAKE_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")
+endforeach()
+# A bounded libFuzzer run of every target (clang): 10 s each in make test.
+add_test(NAME fuzz.run COMMAND ${CMAKE_SOURCE_DIR}/fuzz/run.sh 10)
+set_tests_properties(fuzz.run PROPERTIES LABELS fuzz TIMEOUT 600 RESOURCE_LOCK fuzz)

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# fuzz/run.sh — build and run the libFuzzer targets of fuzz/, one at a time.
+#
+#   fuzz/run.sh [SECONDS]   build every target with clang (-fsanitize=fuzzer,address,undefined),
+#                           run each for SECONDS (default 20) from its seed corpus
+#                           (fuzz/corpus/<t>/) and saved crashes (fuzz/regressions/<t>/);
+#                           print execs, exec/s and coverage per target, then
+#                           "N passed, N failed"; exit 1 if any target crashed.
+#   fuzz/run.sh --replay    build fuzz/replay.c with each target using gcc + ASan/UBSan and
+#                           replay fuzz/regressions/<t>/ and fuzz/corpus/<t>/ (no clang needed).
+#
+# Environment: FUZZ_TARGETS="ndjson spec" runs a subset; FUZZ_WORK (default
+# /tmp/yao-fuzz-$UID) holds binaries, the growing corpora, logs and crash artifacts;
+# CLANG (default clang, else clang-14); FUZZ_JOBS is not supported on purpose: one
+# fuzzer at a time. Sources are compiled directly (the controller files each target needs
+# plus the pkg-config libraries); nothing here uses or touches the CMake build.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+work=${FUZZ_WORK:-/tmp/yao-fuzz-$(id -u)}
+all_targets="ndjson kubeconfig spec exec_demux quantity naming"
+targets=${FUZZ_TARGETS:-$all_targets}
+
+# Controller sources per target (relative to controller/).
+sources() {
+    case $1 in
+    ndjson)     echo kube/ndjson.c kube/dynbuf.c kube/watch.c kube/rest.c kube/config.c runtime/backoff.c ;;
+    kubeconfig) echo kube/config.c ;;
+    spec)       echo sandbox/spec.c sandbox/naming.c sandbox/quantity.c ;;
+    exec_demux) echo kube/exec.c kube/dynbuf.c kube/rest.c kube/config.c runtime/backoff.c ;;
+    quantity)   echo sandbox/quantity.c ;;
+    naming)     echo sandbox/naming.c ;;
+    *) echo "run.sh: unknown target $1" >&2; return 1 ;;
+    esac
+}
+
+# Longest input per target: enough for the formats, small enough to stay fast.
+max_len() {
+    case $1 in
+    ndjson) echo 65536 ;; kubeconfig|spec) echo 16384 ;; exec_demux) echo 8192 ;;
+    quantity) echo 64 ;; naming) echo 1024 ;;
+    esac
+}
+
+libs=$(pkg-config --cflags --libs libcurl libcjson yaml-0.1 openssl libwebsockets) || {
+    echo "run.sh: pkg-config failed (libcurl libcjson yaml-0.1 openssl libwebsockets)" >&2
+    exit 2
+}
+common=(-std=c11 -D_GNU_SOURCE '-DYAO_VERSION="0.1.0"' -I"$src/controller" -I"$here"
+        -g -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter)
+
+# build_one COMPILER SANFLAGS OUT MAIN TARGET
+build_one() {
+    local cc=$1 san=$2 out=$3 main=$4 t=$5 files=() f
+    for f in $(sources "$t"); do files+=("$src/controller/$f"); done
+    # shellcheck disable=SC2086
+    "$cc" "${common[@]}" $san -o "$out" $main "$here/fuzz_$t.c" "${files[@]}" $libs -lpthread -lm \
+        >"$out.build.log" 2>&1 || { cat "$out.build.log" >&2; return 1; }
+}
+
+mkdir -p "$work/bin"
+
+if [ "${1:-}" = "--replay" ]; then
+    passed=0 failed=0
+    for t in $targets; do
+        bin=$work/bin/replay_$t
+        if ! build_one "${CC:-gcc}" "-O1 -fsanitize=address,undefined -fno-sanitize-recover=all" \
+                "$bin" "$here/replay.c" "$t"; then
+            echo "FAIL $t (build)"; failed=$((failed + 1)); continue
+        fi
+        if YAO_SOURCE_DIR=$src ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+                "$bin" "$here/regressions/$t" "$here/corpus/$t" >"$work/replay_$t.log" 2>&1; then
+            echo "ok   $t ($(tail -1 "$work/replay_$t.log"))"; passed=$((passed + 1))
+        else
+            echo "FAIL $t"; tail -30 "$work/replay_$t.log"; failed=$((failed + 1))
+        fi
+    done
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+fi
+
+secs=${1:-20}
+case $secs in ''|*[!0-9]*) echo "usage: $0 [SECONDS] | --replay" >&2; exit 2 ;; esac
+clang=${CLANG:-}
+if [ -z "$clang" ]; then
+    for c in clang clang-14; do command -v "$c" >/dev/null && { clang=$c; break; }; done
+fi
+[ -n "$clang" ] || { echo "run.sh: clang not found (apt-get install -y clang libclang-rt-14-dev)" >&2; exit 2; }
+
+passed=0 failed=0 summary=()
+for t in $targets; do
+    bin=$work/bin/fuzz_$t
+    mkdir -p "$work/corpus/$t" "$work/artifacts/$t"
+    if ! build_one "$clang" "-O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all" \
+            "$bin" "" "$t"; then
+        summary+=("FAIL $t: build failed"); failed=$((failed + 1)); continue
+    fi
+    dict=()
+    [ -f "$here/dict/$t.dict" ] && dict=(-dict="$here/dict/$t.dict")
+    seeds=("$here/corpus/$t")
+    [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
+    log=$work/fuzz_$t.log
+    echo "== $t: ${secs}s, max_len $(max_len "$t")"
+    YAO_SOURCE_DIR=$src "$bin" -max_total_time="$secs" -max_len="$(max_len "$t")" \
+        -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$work/artifacts/$t/" "${dict[@]}" \
+        "$work/corpus/$t" "${seeds[@]}" </dev/null >"$log" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
+    corp=$(grep -o 'corp: [0-9]*/[0-9a-zA-Z]*' "$log" | tail -1)
+    line="$t: ${execs:-?} execs, ${rate:-?} exec/s, ${cov:-cov: ?}, ${corp:-corp: ?}"
+    if [ $rc -eq 0 ]; then
+        summary+=("ok   $line"); passed=$((passed + 1))
+    else
+        summary+=("FAIL $line (exit $rc; log $log)"); failed=$((failed + 1))
+        grep -E 'ERROR: |SUMMARY: |property violated|Test unit written to' "$log" | head -8
+    fi
+done
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

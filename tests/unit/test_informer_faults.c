@@ -1,0 +1,395 @@
+/* tests/unit/test_informer_faults.c — the informer (runtime/informer.c, kube/watch.c)
+ * against a scripted fake API server (tests/fake/fake_apiserver.py, scenario
+ * tests/fake/scenarios/informer_faults.json; each case watches its own namespace):
+ * paginated lists with continue tokens (and an expired token), watch events written byte
+ * by byte, BOOKMARK moving the resourceVersion, an ERROR 410 event and an HTTP 410 each
+ * forcing a relist that converges on the server's state (a delete that happened while
+ * disconnected reaches the handler with cur NULL), a dropped connection and a malformed
+ * event line each followed by a reconnect, after a backoff, from the last good RV.
+ * The fake's request log shows which list and watch requests were made, and when. */
+#include <pthread.h>
+
+#include "check.h"
+#include "../fake/fake.h"
+#include "kube/watch.h"
+#include "runtime/informer.h"
+
+static struct fake fake;
+static int fake_up = -1;   /* -1 not tried, 0 failed, 1 running */
+
+static void stop_fake(void) { fake_stop(&fake); }
+
+static int up(void) {
+    if (fake_up < 0) {
+        fake_up = fake_start(&fake, "informer_faults.json") == 0;
+        atexit(stop_fake);
+    }
+    return fake_up;
+}
+
+/* What the change handler saw: "+key" add, "~key" update, "-key" delete, space-separated. */
+struct rec {
+    pthread_mutex_t lock;
+    char seen[4096];
+    size_t len;
+};
+
+static void on_change(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct rec *r = ud;
+    char op = !old ? '+' : cur ? '~' : '-';
+    pthread_mutex_lock(&r->lock);
+    int n = snprintf(r->seen + r->len, sizeof r->seen - r->len, "%c%s ", op, key);
+    if (n > 0 && (size_t)n < sizeof r->seen - r->len) r->len += (size_t)n;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* 1 if the handler saw token (e.g. "-pages/c") exactly `times` times. */
+static int saw(struct rec *r, const char *token, int times) {
+    char want[128];
+    int n = 0;
+    snprintf(want, sizeof want, "%s ", token);
+    pthread_mutex_lock(&r->lock);
+    for (const char *p = r->seen; (p = strstr(p, want)); p += strlen(want))
+        if (p == r->seen || p[-1] == ' ') n++;
+    pthread_mutex_unlock(&r->lock);
+    return n == times;
+}
+
+struct run {
+    struct kube_client *client;
+    struct informer *inf;
+    struct rec rec;
+    char path[128];
+};
+
+/* Start an informer on namespace ns of the fake (page size 2). 0 or -1. */
+static int run_start(struct run *r, const char *ns) {
+    memset(r, 0, sizeof(*r));
+    pthread_mutex_init(&r->rec.lock, NULL);
+    snprintf(r->path, sizeof r->path, "/api/v1/namespaces/%s/pods", ns);
+    if (!up() || !(r->client = fake_client(&fake))) return -1;
+    struct informer_options o = {.path = r->path, .on_change = on_change, .ud = &r->rec,
+                                 .page_size = 2};
+    r->inf = informer_new(r->client, &o);
+    if (!r->inf || informer_start(r->inf) != 0) return -1;
+    return 0;
+}
+
+static void run_stop(struct run *r) {
+    if (r->inf) informer_free(r->inf);   /* stops and joins */
+    if (r->client) kube_client_free(r->client);
+    pthread_mutex_destroy(&r->rec.lock);
+}
+
+static struct informer_stats stats(struct run *r) {
+    struct informer_stats s;
+    informer_stats(r->inf, &s);
+    return s;
+}
+
+/* Poll until cond holds or ms pass. */
+#define WAIT_FOR(cond, ms) do {                                              \
+    long long wait_deadline_ = fake_now_ms() + (ms);                          \
+    while (!(cond) && fake_now_ms() < wait_deadline_) fake_sleep_ms(10);      \
+} while (0)
+
+/* status.phase of the cached object, into out ("" when absent). */
+static const char *phase(struct run *r, const char *key, char *out, size_t outlen) {
+    cJSON *o = informer_get(r->inf, key);
+    const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "status"), "phase"));
+    snprintf(out, outlen, "%s", p ? p : "");
+    cJSON_Delete(o);
+    return out;
+}
+
+/* The fake's requests for the run's collection: the resourceVersion of each watch
+ * ("10,20,30"), the number of list requests, and the watch requests' start/end times. */
+struct seen_requests {
+    char watch_rvs[256];
+    int lists, watches;
+    double start[8], end[8];
+};
+
+static void requests(struct run *r, struct seen_requests *s) {
+    const cJSON *e[32];
+    cJSON *log = fake_log(&fake);
+    int n = fake_requests(log, "GET", r->path, e, 32);
+    memset(s, 0, sizeof(*s));
+    for (int i = 0; i < n && i < 32; i++) {
+        const char *w = fake_query(e[i], "watch");
+        if (!w || strcmp(w, "true") != 0) { s->lists++; continue; }
+        const char *rv = fake_query(e[i], "resourceVersion");
+        size_t used = strlen(s->watch_rvs);
+        snprintf(s->watch_rvs + used, sizeof s->watch_rvs - used, "%s%s", used ? "," : "", rv ? rv : "?");
+        if (s->watches < 8) {
+            s->start[s->watches] = fake_time(e[i], "t");
+            s->end[s->watches] = fake_time(e[i], "t_end");
+        }
+        s->watches++;
+    }
+    cJSON_Delete(log);
+}
+
+TEST(paginated_list_bytewise_watch_bookmark_and_410_relist) {
+    struct run r;
+    struct seen_requests q;
+    char ph[32];
+    if (run_start(&r, "pages") != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+
+    WAIT_FOR(informer_synced(r.inf), 10000);
+    CHECK(informer_synced(r.inf));
+    /* The third watch (after the relist) hangs: by then everything else happened. */
+    WAIT_FOR(stats(&r).watches >= 3 && informer_count(r.inf) == 3, 15000);
+
+    struct informer_stats s = stats(&r);
+    CHECK_INT(s.lists, 2);
+    CHECK_INT(s.relists_expired, 1);
+    CHECK_INT(s.watches, 3);
+    CHECK_INT(s.events, 4);              /* ADDED, MODIFIED, DELETED, BOOKMARK */
+    CHECK_INT(informer_count(r.inf), 3);
+    CHECK_STR(phase(&r, "pages/a", ph, sizeof ph), "Failed");   /* the relisted version */
+    CHECK_STR(phase(&r, "pages/d", ph, sizeof ph), "Running");
+    CHECK_STR(phase(&r, "pages/e", ph, sizeof ph), "Running");
+    cJSON *gone = informer_get(r.inf, "pages/c");
+    CHECK(gone == NULL);
+    cJSON_Delete(gone);
+    /* The default transform dropped managedFields before caching. */
+    cJSON *a = informer_get(r.inf, "pages/a");
+    CHECK(a && !cJSON_GetObjectItem(cJSON_GetObjectItem(a, "metadata"), "managedFields"));
+    cJSON_Delete(a);
+
+    /* Both pages loaded, the watch events applied, c deleted by the relist. */
+    CHECK(saw(&r.rec, "+pages/a", 1) && saw(&r.rec, "+pages/b", 1) && saw(&r.rec, "+pages/c", 1));
+    CHECK(saw(&r.rec, "+pages/d", 1));
+    CHECK(saw(&r.rec, "-pages/b", 1));
+    CHECK(saw(&r.rec, "-pages/c", 1));    /* deleted while disconnected: cur NULL */
+    CHECK(saw(&r.rec, "+pages/e", 1));
+    CHECK(saw(&r.rec, "~pages/a", 2));    /* MODIFIED event, then the relist */
+
+    requests(&r, &q);
+    CHECK_INT(q.lists, 3);                /* page 1, page 2 (continue), relist */
+    CHECK_STR(q.watch_rvs, "10,20,30");   /* list RV, the BOOKMARK's RV, relist RV */
+    if (strcmp(q.watch_rvs, "10,20,30")) fprintf(stderr, "  handler saw: %s\n", r.rec.seen);
+    run_stop(&r);
+}
+
+TEST(http_410_on_watch_relists) {
+    struct run r;
+    struct seen_requests q;
+    if (run_start(&r, "gone") != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(informer_count(r.inf) == 3, 10000);
+    struct informer_stats s = stats(&r);
+    CHECK_INT(informer_count(r.inf), 3);
+    CHECK_INT(s.relists_expired, 1);
+    CHECK_INT(s.lists, 2);
+    cJSON *y = informer_get(r.inf, "gone/y"), *z = informer_get(r.inf, "gone/z");
+    CHECK(y && z);
+    cJSON_Delete(y);
+    cJSON_Delete(z);
+    CHECK(saw(&r.rec, "+gone/x", 1) && saw(&r.rec, "~gone/x", 1));
+    requests(&r, &q);
+    CHECK_STR(q.watch_rvs, "5,6");
+    run_stop(&r);
+}
+
+TEST(dropped_connection_reconnects_after_backoff) {
+    struct run r;
+    struct seen_requests q;
+    char ph[32];
+    if (run_start(&r, "drop") != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(!strcmp(phase(&r, "drop/q", ph, sizeof ph), "Succeeded"), 10000);
+    CHECK_STR(phase(&r, "drop/q", ph, sizeof ph), "Succeeded");
+    struct informer_stats s = stats(&r);
+    CHECK_INT(s.errors, 1);
+    CHECK_INT(s.lists, 1);               /* one failure is not a reason to relist */
+    CHECK_INT(s.relists_expired, 0);
+    requests(&r, &q);
+    CHECK_STR(q.watch_rvs, "1,2");       /* resumed from the last event's RV */
+    if (q.watches >= 2) {
+        double gap = q.start[1] - q.end[0];
+        CHECK(gap >= 0.7);               /* backoff: 800 ms, +up to 20% jitter */
+        CHECK(gap < 3.0);
+    }
+    run_stop(&r);
+}
+
+TEST(malformed_event_line_reconnects) {
+    struct run r;
+    struct seen_requests q;
+    char ph[32];
+    if (run_start(&r, "bad") != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(!strcmp(phase(&r, "bad/m", ph, sizeof ph), "Succeeded"), 10000);
+    CHECK_STR(phase(&r, "bad/m", ph, sizeof ph), "Succeeded");
+    struct informer_stats s = stats(&r);
+    CHECK_INT(s.errors, 1);
+    CHECK_INT(s.lists, 1);
+    requests(&r, &q);
+    CHECK_STR(q.watch_rvs, "1,2");
+    if (q.watches >= 2) CHECK(q.start[1] - q.end[0] >= 0.7);
+    CHECK(saw(&r.rec, "+bad/m", 1) && saw(&r.rec, "~bad/m", 1));
+    run_stop(&r);
+}
+
+TEST(expired_continue_token_restarts_the_list) {
+    struct run r;
+    struct seen_requests q;
+    if (run_start(&r, "cont") != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(stats(&r).watches >= 1, 10000);
+    CHECK(informer_synced(r.inf));
+    CHECK_INT(informer_count(r.inf), 2);
+    CHECK_INT(stats(&r).lists, 1);
+    CHECK_INT(stats(&r).errors, 0);
+    requests(&r, &q);
+    CHECK_INT(q.lists, 3);               /* page 1, stale continue (410), page 1 again */
+    CHECK_STR(q.watch_rvs, "9");
+    run_stop(&r);
+}
+
+/* A server that ends every watch at once (empty 200) or answers each with 410 must not
+ * get a tight loop of watches or full LISTs: a watch under a second without an event
+ * backs off (800 ms doubling), as client-go's "very short watch" does. */
+TEST(instant_watch_ends_back_off) {
+    static const char *const ns[] = {"spin", "storm"};
+    struct run r[2];
+    int ok = 1;
+    for (int i = 0; i < 2; i++) ok &= run_start(&r[i], ns[i]) == 0;   /* both at once */
+    CHECK(ok);
+    if (ok) fake_sleep_ms(2500);
+    for (int i = 0; i < 2; i++) {
+        struct seen_requests q;
+        struct informer_stats s = {0};
+        if (r[i].inf) s = stats(&r[i]);
+        run_stop(&r[i]);
+        if (!ok) continue;
+        requests(&r[i], &q);
+        /* at 0 s, ~0.8-1 s, ~2.4-2.9 s: two or three watches, not thousands */
+        CHECK(s.watches >= 2 && s.watches <= 4);
+        CHECK(q.watches >= 2 && q.watches <= 4);
+        if (q.watches >= 2) CHECK(q.start[1] - q.end[0] >= 0.7);
+        if (i == 1) {
+            CHECK(s.relists_expired >= 2 && s.relists_expired <= 4);
+            CHECK(q.lists >= 2 && q.lists <= 4);
+        } else {
+            CHECK_INT(s.lists, 1);
+        }
+        if (s.watches > 4) fprintf(stderr, "  %s: %lu watches, %lu lists in 2.5 s\n", ns[i], s.watches, s.lists);
+    }
+}
+
+/* Continue tokens that always expire: the list restarts once, then fails and backs off
+ * (no tight loop of LISTs); a pagination that never ends: informer_stop still returns
+ * promptly (the stop flag is checked per page). */
+TEST(expiring_tokens_and_endless_pages_stay_bounded) {
+    static const char *const ns[] = {"expiring", "endless"};
+    struct run r[2];
+    int ok = 1;
+    for (int i = 0; i < 2; i++) ok &= run_start(&r[i], ns[i]) == 0;
+    CHECK(ok);
+    if (ok) fake_sleep_ms(1500);
+    for (int i = 0; i < 2; i++) {
+        struct seen_requests q;
+        struct informer_stats s = {0};
+        if (r[i].inf) s = stats(&r[i]);
+        int synced = r[i].inf && informer_synced(r[i].inf);
+        long long t0 = fake_now_ms();
+        run_stop(&r[i]);
+        long long stop_ms = fake_now_ms() - t0;
+        if (!ok) continue;
+        CHECK(stop_ms < 2000);
+        CHECK(!synced);                  /* no complete list ever arrived */
+        requests(&r[i], &q);
+        if (i == 0) {
+            /* page 1, 410, page 1, 410 → fail; again after ~0.8-1 s: at most 12 */
+            CHECK(q.lists >= 4 && q.lists <= 12);
+            CHECK(s.errors >= 1 && s.errors <= 3);
+            if (q.lists > 12) fprintf(stderr, "  expiring: %d list requests in 1.5 s\n", q.lists);
+        }
+    }
+}
+
+/* ---- kube_watch alone: the outcomes the informer's loop switches on ------------------ */
+
+struct watch_sink { int calls; int stop_after; char names[256]; };
+
+static int count_event(void *ud, const char *type, cJSON *object, cJSON *event) {
+    struct watch_sink *w = ud;
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(object, "metadata"), "name"));
+    size_t used = strlen(w->names);
+    snprintf(w->names + used, sizeof w->names - used, "%s%s:%s", used ? "," : "", type, name ? name : "?");
+    w->calls++;
+    return w->stop_after && w->calls >= w->stop_after;
+}
+
+/* One kube_watch on namespace ns of the fake; *took_ms receives how long it ran. */
+static enum kube_watch_end watch_once(const char *ns, struct watch_sink *w, const volatile int *stop,
+                                      long stall_s, char *err, size_t errlen, long long *took_ms) {
+    char path[160];
+    struct kube_client *c = up() ? fake_client(&fake) : NULL;
+    enum kube_watch_end end = KUBE_WATCH_FAILED;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?watch=true&resourceVersion=1", ns);
+    err[0] = '\0';
+    long long t0 = fake_now_ms();
+    if (c) end = kube_watch(c, path, count_event, w, stop, stall_s, err, errlen);
+    *took_ms = fake_now_ms() - t0;
+    kube_client_free(c);
+    return end;
+}
+
+TEST(watch_stall_gives_up) {
+    struct watch_sink w = {0};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    CHECK_INT(watch_once("wstall", &w, NULL, 1, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK(took >= 900 && took < 5000);
+    CHECK(err[0] != '\0');
+    CHECK_INT(w.calls, 0);
+}
+
+static volatile int stop_flag;
+
+static void *raise_stop(void *arg) {
+    fake_sleep_ms(300);
+    stop_flag = 1;
+    return NULL;
+}
+
+TEST(watch_stop_flag_ends_a_quiet_stream) {
+    struct watch_sink w = {0};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    pthread_t t;
+    stop_flag = 0;
+    pthread_create(&t, NULL, raise_stop, NULL);
+    CHECK_INT(watch_once("wstall", &w, &stop_flag, 0, err, sizeof err, &took), KUBE_WATCH_STOPPED);
+    pthread_join(t, NULL);
+    CHECK(took >= 250 && took < 3000);   /* the flag is polled about once a second */
+}
+
+TEST(watch_line_over_the_limit_fails) {
+    struct watch_sink w = {0};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    CHECK_INT(watch_once("wbig", &w, NULL, 0, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK(strstr(err, "event larger than 16777216 bytes") != NULL);
+    CHECK_INT(w.calls, 0);
+}
+
+TEST(watch_http_500_message_and_error_event) {
+    struct watch_sink w = {0};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    CHECK_INT(watch_once("w500", &w, NULL, 0, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK(strstr(err, "HTTP 500: etcdserver: request timed out") != NULL);
+    CHECK_INT(watch_once("werr", &w, NULL, 0, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK_STR(err, "watch: internal error");
+    CHECK_INT(w.calls, 0);               /* nothing after the ERROR event is delivered */
+}
+
+TEST(watch_callback_stops_the_stream) {
+    struct watch_sink w = {.stop_after = 1};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    CHECK_INT(watch_once("wstop", &w, NULL, 0, err, sizeof err, &took), KUBE_WATCH_STOPPED);
+    CHECK_STR(w.names, "ADDED:one");
+    CHECK(took < 3000);
+}
