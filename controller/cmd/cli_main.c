@@ -263,18 +263,6 @@ static int parse_args(int argc, char **argv, const struct command *cmd, struct a
 
 /* ---- output helpers ------------------------------------------------------------------- */
 
-/* Write all bytes to fd; -1 with errno on failure (EPIPE included). */
-static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Human age like kubectl: 45s, 3m20s, 25m, 3h20m, 20h, 3d4h, 30d, 2y. */
 static void human_age(int64_t ms, char *out, size_t n) {
     long long s = ms < 0 ? 0 : ms / 1000;
@@ -340,7 +328,7 @@ static int print_json(const cJSON *v) {
     dynbuf_init(&b, SIZE_MAX);
     json_node(&b, v, 0);
     dynbuf_append(&b, "\n", 1);
-    int rc = b.data && write_all(1, b.data, b.len) == 0 ? 0 : fail("writing output: %s", strerror(errno));
+    int rc = b.data && cli_write_all(1, b.data, b.len) == 0 ? 0 : fail("writing output: %s", strerror(errno));
     dynbuf_free(&b);
     return rc;
 }
@@ -411,7 +399,7 @@ static int print_yaml(const cJSON *v) {
     struct dynbuf b;
     dynbuf_init(&b, SIZE_MAX);
     yaml_node(&b, v, 0, 0);
-    int rc = write_all(1, b.data ? b.data : "", b.len) == 0 ? 0 : 1;
+    int rc = cli_write_all(1, b.data ? b.data : "", b.len) == 0 ? 0 : 1;
     dynbuf_free(&b);
     return rc;
 }
@@ -612,7 +600,7 @@ static int x_out(void *ud, const char *p, size_t n) {
         }
         return 0;
     }
-    if (x->out_fd >= 0 && write_all(x->out_fd, p, n) < 0) {
+    if (x->out_fd >= 0 && cli_write_all(x->out_fd, p, n) < 0) {
         if (errno == EPIPE) x->broken_pipe = 1;
         else snprintf(x->why, sizeof(x->why), "writing output: %s", strerror(errno));
         return 1;
@@ -628,7 +616,7 @@ static int x_err(void *ud, const char *p, size_t n) {
         dynbuf_append(x->err_buf, p, n < room ? n : room);
         return 0;
     }
-    if (x->err_fd >= 0 && write_all(x->err_fd, p, n) < 0 && errno == EPIPE) {
+    if (x->err_fd >= 0 && cli_write_all(x->err_fd, p, n) < 0 && errno == EPIPE) {
         x->broken_pipe = 1;
         return 1;
     }

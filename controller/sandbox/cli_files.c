@@ -927,8 +927,8 @@ struct cli_untar *cli_untar_new(const struct cli_untar_options *o, char *err, si
     return u;
 }
 
-/* Write all of n bytes to fd. */
-static int write_all(int fd, const unsigned char *p, size_t n) {
+int cli_write_all(int fd, const void *data, size_t n) {
+    const unsigned char *p = data;
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR) continue;
@@ -963,7 +963,7 @@ int cli_untar_feed(struct cli_untar *u, const void *data, size_t len) {
             size_t k = u->remaining < len ? (size_t)u->remaining : len;
             if (u->meta_type) {
                 if (dynbuf_append(&u->meta, p, k) < 0) return ut_fail(u, "out of memory");
-            } else if (u->out_fd >= 0 && write_all(u->out_fd, p, k) < 0) {
+            } else if (u->out_fd >= 0 && cli_write_all(u->out_fd, p, k) < 0) {
                 return ut_fail(u, "write: %s", strerror(errno));
             }
             p += k;

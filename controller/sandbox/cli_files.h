@@ -128,4 +128,7 @@ void cli_mode_string(char type, unsigned mode, char *out);
 int cli_exec_argv(const char *const *cmd, size_t ncmd, const char *const *env, size_t nenv,
                   const char *workdir, const char ***out, size_t *nout);
 
+/* Write all n bytes to fd, retrying on EINTR and short writes; -1 with errno set. */
+int cli_write_all(int fd, const void *data, size_t n);
+
 #endif
