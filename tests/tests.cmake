@@ -45,8 +45,11 @@ foreach(src ${YAO_UNIT_TESTS})
 endforeach()
 
 # Driver of kube_exec for tests/integration/test_exec.sh (and the benchmark).
-add_executable(exec_probe ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
-target_link_libraries(exec_probe yaocore)
+# (Guarded: the image build copies only this file, not the test sources.)
+if(EXISTS ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
+  add_executable(exec_probe ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
+  target_link_libraries(exec_probe yaocore)
+endif()
 
 # Integration suites: tests/integration/*.sh, each gets KUBECONFIG of the shared plane.
 option(YAO_CLUSTER_TESTS "Run integration tests against the local control plane" ON)

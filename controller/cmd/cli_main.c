@@ -14,9 +14,6 @@
  * Known limits:
  *  - The file helpers need GNU find (ls/stat use -printf), tar, sh, cat in the image; the
  *    sandbox images are Debian-based.
- *  - kube_exec asks for stdin from inside its event loop, so `exec -i` reads our stdin
- *    with a blocking read: output that arrives while we wait for input is shown once the
- *    next input chunk (or EOF) comes. Fine for pipes and files; interactive shells lag.
  *  - `exec -t` puts the local terminal in raw mode but sends no resize events. */
 #include <ctype.h>
 #include <errno.h>
@@ -577,8 +574,10 @@ struct xio {
     struct cli_untar *untar;     /* extracted */
     int err_fd;                  /* stderr → this fd, or */
     struct dynbuf *err_buf;      /* captured (first STDERR_KEEP bytes) */
-    int in_fd;                   /* stdin from this fd, or */
-    struct cli_tar_src *tar;     /* from a tar source */
+    int in_fd;                   /* stdin from this fd (read by kube_exec's own thread, so
+                                    output flows while it is idle: a terminal, a quiet
+                                    pipe), or */
+    struct cli_tar_src *tar;     /* from a tar source (reads regular files: never waits) */
     int broken_pipe;             /* our stdout/stderr reader went away */
     char why[600];               /* why a callback aborted */
 };
@@ -623,20 +622,12 @@ static int x_err(void *ud, const char *p, size_t n) {
     return 0;
 }
 
-/* exec stdin: the next tar bytes, or a blocking read of our stdin (see the top). */
+/* exec stdin from a tar source: the next bytes of the archive. */
 static ssize_t x_in(void *ud, char *buf, size_t cap) {
     struct xio *x = ud;
-    if (x->tar) {
-        ssize_t r = cli_tar_src_read(x->tar, buf, cap);
-        if (r < 0) snprintf(x->why, sizeof(x->why), "%s", cli_tar_src_error(x->tar));
-        return r;
-    }
-    for (;;) {
-        ssize_t r = read(x->in_fd, buf, cap);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) snprintf(x->why, sizeof(x->why), "reading stdin: %s", strerror(errno));
-        return r;
-    }
+    ssize_t r = cli_tar_src_read(x->tar, buf, cap);
+    if (r < 0) snprintf(x->why, sizeof(x->why), "%s", cli_tar_src_error(x->tar));
+    return r;
 }
 
 /* Run argv in the sandbox container of pod. 0 with *code, or -1 with err. */
@@ -646,7 +637,8 @@ static int run_in_pod(struct cli *c, const char *pod, const char *const *argv, s
         .namespace_ = c->ns, .pod = pod, .container = SBX_CONTAINER_NAME,
         .argv = argv, .argc = argc,
         .on_stdout = x_out, .on_stderr = x_err,
-        .read_stdin = want_stdin ? x_in : NULL,
+        .read_stdin = want_stdin && x->tar ? x_in : NULL,
+        .use_stdin_fd = want_stdin && !x->tar, .stdin_fd = x->in_fd,
         .ud = x, .tty = tty, .timeout_ms = timeout_ms,
     };
     struct kube_exec_result r;

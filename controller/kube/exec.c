@@ -5,13 +5,17 @@
  * credentials from the client's kubeconfig (in memory, through OpenSSL; see "TLS and
  * libwebsockets 4.1" below), subprotocol
  * negotiation (v5.channel.k8s.io, v4.channel.k8s.io), the channel demultiplexer, the
- * status channel's verdict, stdin streaming with the v5 close signal, and the deadline.
+ * status channel's verdict, stdin streaming with the v5 close signal (and the stdin
+ * reader thread of use_stdin_fd), and the deadline.
  * Does not own: retries (a command is not idempotent; the caller decides), what the
  * output means, or terminal handling (tty is passed to the server; resize is not sent).
  *
  * Memory is bounded whatever the output size: data is handed to the callbacks as lws
  * reads it, one read buffer at a time; a slow callback stalls the reads, and TCP pushes
- * back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per writable event.
+ * back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per writable event:
+ * from read_stdin, called on the loop; or from stdin_fd, read by a thread of the session
+ * into KUBE_EXEC_STDIN_SLOTS chunks ahead at most (see struct stdin_reader), so waiting
+ * for input never holds up output. The thread is joined before kube_exec returns.
  *
  * Known limits:
  *  - v4.channel.k8s.io cannot half-close: with v4 the command never sees EOF on stdin (we
@@ -48,12 +52,16 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "kube/dynbuf.h"
 
@@ -199,6 +207,34 @@ struct endpoint {
     size_t prefix_len;
 };
 
+/* Stdin from an fd (use_stdin_fd): a thread reads the fd into a ring of chunk slots and
+ * wakes the event loop (lws_cancel_service, which lws turns into EVENT_WAIT_CANCELLED on
+ * the loop's thread); the loop sends the oldest full slot per writable event and frees
+ * it. Slots [head, head + count) are full and belong to the loop; the next one is the
+ * reader's to fill. When all are full the reader waits (backpressure: it reads no more
+ * than the socket takes). It waits for input in poll() on the fd and a pipe of its own,
+ * so stopping it needs no input: the loop writes to the pipe and joins it. */
+struct stdin_slot {
+    size_t len;
+    unsigned char buf[LWS_PRE + 1 + EXEC_STDIN_CHUNK];   /* lws' headroom, channel id, data */
+};
+
+struct stdin_reader {
+    int fd;
+    int wake[2];                 /* the stop pipe: read end polled by the reader */
+    struct lws_context *ctx;     /* to wake the loop */
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* a slot was freed, or stop */
+    /* under mu */
+    unsigned head, count;
+    int eof;                     /* read() returned 0: no more after the full slots */
+    int err;                     /* errno of a failed read or poll */
+    int stop;
+    struct stdin_slot slot[KUBE_EXEC_STDIN_SLOTS];
+};
+
 struct session {
     struct kube_client *client;
     struct kube_config *cfg;
@@ -217,6 +253,7 @@ struct session {
     int have_status;         /* the error channel's message is complete */
     int stdin_done;
     int v5;
+    struct stdin_reader *in; /* stdin from an fd, else NULL */
     char close_reason[128];  /* from the server's close frame, if any */
     char tls_verify[160];    /* why OpenSSL refused the server's certificate */
     unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
@@ -336,7 +373,21 @@ static void on_deadline(lws_sorted_usec_list_t *sul) {
         s->finished = 1;
 }
 
-/* Send the next stdin chunk, or the v5 close signal at end of input. */
+/* End of input: the v5 close signal for stdin (v4 cannot signal EOF: see the top). */
+static int send_stdin_eof(struct session *s, struct lws *wsi) {
+    unsigned char *m = s->tx + LWS_PRE;
+    s->stdin_done = 1;
+    if (!s->v5) return 0;
+    m[0] = KUBE_EXEC_CLOSE;
+    m[1] = KUBE_EXEC_STDIN;
+    if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) {
+        fail(s, "exec: sending the stdin close signal failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Send the next stdin chunk from read_stdin, or the close signal at end of input. */
 static int send_stdin(struct session *s, struct lws *wsi) {
     unsigned char *m = s->tx + LWS_PRE;
     ssize_t n = s->o->read_stdin(s->o->ud, (char *)m + 1, EXEC_STDIN_CHUNK);
@@ -344,23 +395,149 @@ static int send_stdin(struct session *s, struct lws *wsi) {
         fail(s, "exec: reading stdin failed");
         return -1;
     }
-    if (n == 0) {
-        s->stdin_done = 1;
-        if (!s->v5) return 0;    /* v4 cannot signal EOF (see the top of this file) */
-        m[0] = KUBE_EXEC_CLOSE;
-        m[1] = KUBE_EXEC_STDIN;
-        if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) {
-            fail(s, "exec: sending the stdin close signal failed");
-            return -1;
-        }
-        return 0;
-    }
+    if (n == 0) return send_stdin_eof(s, wsi);
     m[0] = KUBE_EXEC_STDIN;
     if (lws_write(wsi, m, (size_t)n + 1, LWS_WRITE_BINARY) < (int)n + 1) {
         fail(s, "exec: sending stdin failed");
         return -1;
     }
     lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* The reader thread: fill free slots from the fd until EOF, an error, or stop. */
+static void *stdin_reader_main(void *arg) {
+    struct stdin_reader *rd = arg;
+    for (;;) {
+        pthread_mutex_lock(&rd->mu);
+        while (!rd->stop && rd->count == KUBE_EXEC_STDIN_SLOTS) pthread_cond_wait(&rd->cv, &rd->mu);
+        int stop = rd->stop;
+        struct stdin_slot *sl = &rd->slot[(rd->head + rd->count) % KUBE_EXEC_STDIN_SLOTS];
+        pthread_mutex_unlock(&rd->mu);
+        if (stop) return NULL;
+
+        /* Wait for input (or stop) without reading, so a stop needs no input. */
+        struct pollfd pf[2] = {{rd->fd, POLLIN, 0}, {rd->wake[0], POLLIN, 0}};
+        int np = poll(pf, 2, -1);
+        int err = 0;
+        ssize_t n = -1;
+        if (np < 0 && errno != EINTR && errno != EAGAIN) {
+            err = errno;
+        } else if (np <= 0) {
+            continue;
+        } else if (pf[1].revents) {
+            return NULL;                              /* stopped */
+        } else if (pf[0].revents & POLLNVAL) {
+            err = EBADF;                              /* the fd was closed under us */
+        } else {
+            n = read(rd->fd, sl->buf + LWS_PRE + 1, EXEC_STDIN_CHUNK);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+            if (n < 0) err = errno;
+        }
+        pthread_mutex_lock(&rd->mu);
+        if (err)
+            rd->err = err;
+        else if (n == 0)
+            rd->eof = 1;
+        else {
+            sl->len = (size_t)n;
+            rd->count++;
+        }
+        pthread_mutex_unlock(&rd->mu);
+        lws_cancel_service(rd->ctx);                  /* the loop sends it */
+        if (n <= 0) return NULL;                      /* EOF or error: nothing more to read */
+    }
+}
+
+/* A reader for fd, not started yet; NULL (with errno) when out of memory or pipes. */
+static struct stdin_reader *stdin_reader_new(int fd) {
+    struct stdin_reader *rd = calloc(1, sizeof(*rd));
+    if (!rd) return NULL;
+    rd->fd = fd;
+    if (pipe2(rd->wake, O_CLOEXEC) < 0) {
+        int e = errno;
+        free(rd);
+        errno = e;
+        return NULL;
+    }
+    pthread_mutex_init(&rd->mu, NULL);
+    pthread_cond_init(&rd->cv, NULL);
+    return rd;
+}
+
+/* Start reading; the loop of ctx is woken for every chunk. 0 or -1. */
+static int stdin_reader_start(struct stdin_reader *rd, struct lws_context *ctx) {
+    rd->ctx = ctx;
+    if (pthread_create(&rd->thread, NULL, stdin_reader_main, rd) != 0) return -1;
+    rd->started = 1;
+    return 0;
+}
+
+/* Stop the thread (wherever it waits: for a slot, for input) and join it. */
+static void stdin_reader_stop(struct stdin_reader *rd) {
+    if (!rd || !rd->started) return;
+    pthread_mutex_lock(&rd->mu);
+    rd->stop = 1;
+    pthread_cond_broadcast(&rd->cv);
+    pthread_mutex_unlock(&rd->mu);
+    ssize_t w;
+    do w = write(rd->wake[1], "x", 1);
+    while (w < 0 && errno == EINTR);
+    pthread_join(rd->thread, NULL);
+    rd->started = 0;
+}
+
+static void stdin_reader_free(struct stdin_reader *rd) {
+    if (!rd) return;
+    stdin_reader_stop(rd);
+    close(rd->wake[0]);
+    close(rd->wake[1]);
+    pthread_mutex_destroy(&rd->mu);
+    pthread_cond_destroy(&rd->cv);
+    free(rd);
+}
+
+/* Something for the loop to send: a full slot, EOF or an error. */
+static int stdin_reader_pending(struct stdin_reader *rd) {
+    pthread_mutex_lock(&rd->mu);
+    int pending = rd->count || rd->eof || rd->err;
+    pthread_mutex_unlock(&rd->mu);
+    return pending;
+}
+
+/* Send the oldest full slot; when none is left, the close signal at EOF or the read
+ * error. Nothing yet: wait for the reader's wake-up. */
+static int send_stdin_fd(struct session *s, struct lws *wsi) {
+    struct stdin_reader *rd = s->in;
+    pthread_mutex_lock(&rd->mu);
+    unsigned count = rd->count;
+    int eof = rd->eof, err = rd->err;
+    struct stdin_slot *sl = &rd->slot[rd->head];
+    pthread_mutex_unlock(&rd->mu);
+
+    if (count) {
+        unsigned char *m = sl->buf + LWS_PRE;
+        size_t n = sl->len + 1;
+        m[0] = KUBE_EXEC_STDIN;
+        /* lws_write sends it or keeps the rest itself: the slot is free after it. */
+        if (lws_write(wsi, m, n, LWS_WRITE_BINARY) < (int)n) {
+            fail(s, "exec: sending stdin failed");
+            return -1;
+        }
+        pthread_mutex_lock(&rd->mu);
+        rd->head = (rd->head + 1) % KUBE_EXEC_STDIN_SLOTS;
+        rd->count--;
+        int more = rd->count || rd->eof || rd->err;
+        pthread_cond_signal(&rd->cv);
+        pthread_mutex_unlock(&rd->mu);
+        if (more) lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (err) {
+        fail(s, "exec: reading stdin: %s", strerror(err));
+        return -1;
+    }
+    if (eof) return send_stdin_eof(s, wsi);
     return 0;
 }
 
@@ -408,6 +585,11 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         s->established = 1;
         s->r->http_status = 101;
         kube_client_count(s->client, "GET", 101);
+        if (s->in && stdin_reader_start(s->in, ctx) < 0) {
+            fail(s, "exec: cannot start the stdin reader thread");
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+            return -1;
+        }
         if (s->o->read_stdin) lws_callback_on_writable(wsi);
         return 0;
 
@@ -429,11 +611,20 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     }
 
     case LWS_CALLBACK_CLIENT_WRITEABLE:
-        if (!s->o->read_stdin || s->stdin_done || s->have_status) return 0;
-        if (send_stdin(s, wsi) < 0) {
+        if (!(s->o->read_stdin || s->in) || s->stdin_done || s->have_status) return 0;
+        if ((s->in ? send_stdin_fd(s, wsi) : send_stdin(s, wsi)) < 0) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
             return -1;
         }
+        return 0;
+
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        /* lws_cancel_service() was called: by the stdin reader (or by fail/close, which
+         * need nothing here). lws 4.1 sends this to every protocol of every vhost with a
+         * stand-in wsi that only has the context, so the connection is s->wsi. */
+        if (s->in && s->wsi && s->established && !s->finished && !s->failed && !s->stdin_done &&
+            !s->have_status && stdin_reader_pending(s->in))
+            lws_callback_on_writable(s->wsi);
         return 0;
 
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
@@ -557,8 +748,8 @@ static int add_query(struct dynbuf *b, const char *key, const char *value) {
 }
 
 /* The exec path below the server prefix, with the query. */
-static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int want_stdout, int want_stderr,
-                      int tty) {
+static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int want_stdin, int want_stdout,
+                      int want_stderr, int tty) {
     size_t cap = (strlen(o->namespace_) + strlen(o->pod)) * 3 + 2;
     char *ns = malloc(cap), *pod = ns ? ns + strlen(o->namespace_) * 3 + 1 : NULL;
     int rc = -1;
@@ -570,7 +761,7 @@ static int build_path(const struct kube_exec_options *o, struct dynbuf *b, int w
     for (size_t i = 0; i < o->argc; i++)
         if (add_query(b, "command", o->argv[i]) < 0) goto out;
     if (o->container && o->container[0] && add_query(b, "container", o->container) < 0) goto out;
-    if (add_query(b, "stdin", o->read_stdin ? "true" : "false") < 0 ||
+    if (add_query(b, "stdin", want_stdin ? "true" : "false") < 0 ||
         add_query(b, "stdout", want_stdout ? "true" : "false") < 0 ||
         add_query(b, "stderr", want_stderr ? "true" : "false") < 0 ||
         add_query(b, "tty", tty ? "true" : "false") < 0)
@@ -675,6 +866,14 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
             snprintf(r->err, sizeof(r->err), "exec: argv[%zu] is NULL", i);
             goto out;
         }
+    if (o->use_stdin_fd && o->read_stdin) {
+        snprintf(r->err, sizeof(r->err), "exec: stdin from both read_stdin and stdin_fd");
+        goto out;
+    }
+    if (o->use_stdin_fd && (o->stdin_fd < 0 || fcntl(o->stdin_fd, F_GETFD) < 0)) {
+        snprintf(r->err, sizeof(r->err), "exec: stdin_fd %d is not an open file descriptor", o->stdin_fd);
+        goto out;
+    }
     struct kube_config *cfg = kube_client_config(c);
     if (parse_server(cfg->server, &ep, r->err, sizeof(r->err)) < 0) goto out;
 
@@ -682,10 +881,11 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
      * sense, and some runtimes — kwok — crash on it); with one, stderr is merged into
      * stdout by the server. At least one stream must be requested: with none, ask for
      * stdout and drop it. */
-    int tty = o->tty && o->read_stdin;
+    int want_stdin = o->read_stdin || o->use_stdin_fd;
+    int tty = o->tty && want_stdin;
     int want_stderr = o->on_stderr && !tty;
-    int want_stdout = o->on_stdout || (!o->read_stdin && !want_stderr);
-    if (build_path(o, &path, want_stdout, want_stderr, tty) < 0 ||
+    int want_stdout = o->on_stdout || (!want_stdin && !want_stderr);
+    if (build_path(o, &path, want_stdin, want_stdout, want_stderr, tty) < 0 ||
         dynbuf_append(&full, ep.prefix, ep.prefix_len) < 0 || dynbuf_append(&full, path.data, path.len) < 0) {
         snprintf(r->err, sizeof(r->err), "exec: the command is too long for one request (the URL may have at most "
                  "%u bytes once encoded); pass long scripts on stdin", EXEC_MAX_URI);
@@ -703,6 +903,10 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     s->offered = o->protocols && o->protocols[0] ? o->protocols : EXEC_DEFAULT_PROTOCOLS;
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
     s->auth = auth_value(cfg);
+    if (o->use_stdin_fd && !(s->in = stdin_reader_new(o->stdin_fd))) {
+        fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
+        goto out;
+    }
 
     pthread_once(&log_once, log_setup);
     struct lws_context_creation_info info;
@@ -765,6 +969,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
     while (!s->finished)
         if (lws_service(s->ctx, 0) < 0) break;
+    stdin_reader_stop(s->in);   /* before the context goes: it wakes the context's loop */
     lws_sul_cancel(&s->deadline);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
     rc = conclude(s);
@@ -775,6 +980,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
 out:
     if (s) {
+        stdin_reader_free(s->in);   /* stopped and joined: before the context */
         if (s->ctx) lws_context_destroy(s->ctx);
         SSL_CTX_free(s->ssl);   /* after the context: its connections used it */
         free_secret(s->auth);

@@ -2,11 +2,11 @@
  * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (libwebsockets),
  * subprotocol v5.channel.k8s.io with fallback to v4.channel.k8s.io. Streams stdout and
  * stderr to callbacks as they arrive (never buffering the whole output), feeds stdin from a
- * callback in bounded chunks and closes it (v5 close signal), and returns the command's
- * exit code from the status channel. Same TLS and credentials as the REST client.
- * Re-entrant: every call has its own libwebsockets context; no global state, so several
- * threads may run sessions at once. The frame demultiplexer is separate and pure, for
- * tests and fuzzing. */
+ * callback or a file descriptor in bounded chunks and closes it (v5 close signal), and
+ * returns the command's exit code from the status channel. Same TLS and credentials as
+ * the REST client. Re-entrant: every call has its own libwebsockets context (and, reading
+ * stdin from an fd, its own reader thread); no global state, so several threads may run
+ * sessions at once. The frame demultiplexer is separate and pure, for tests and fuzzing. */
 #ifndef YAO_KUBE_EXEC_H
 #define YAO_KUBE_EXEC_H
 
@@ -24,6 +24,9 @@ enum kube_exec_channel {
     KUBE_EXEC_CLOSE = 255, /* v5: close a stream (payload: its id) */
 };
 
+/* Stdin read ahead from an fd (use_stdin_fd): at most this many 32 KiB chunks. */
+#define KUBE_EXEC_STDIN_SLOTS 4
+
 /* Output callback: return 0 to go on, non-zero to abort the session. */
 typedef int (*kube_exec_output_fn)(void *ud, const char *data, size_t len);
 /* Stdin callback: fill up to cap bytes; return the count, 0 at end of input, -1 on error. */
@@ -37,10 +40,28 @@ struct kube_exec_options {
     size_t argc;
     kube_exec_output_fn on_stdout;     /* NULL: stdout not requested */
     kube_exec_output_fn on_stderr;     /* NULL: stderr not requested (or merged with tty) */
-    kube_exec_input_fn read_stdin;     /* NULL: no stdin */
+    /* Stdin comes from one of two sources, or none (both unset, as in a zero-initialised
+     * struct):
+     *  - read_stdin: called on the session's event loop whenever the socket can take
+     *    another chunk. While it runs nothing else of the session happens (no output is
+     *    delivered, no ping answered), so it should not wait for input: for data the
+     *    caller has or can produce at once (a buffer, a file, a tar stream being written).
+     *  - use_stdin_fd non-zero: the session reads stdin_fd (>= 0) itself, in a thread of
+     *    its own, so output keeps flowing while the fd has nothing to read: the way to
+     *    pass a terminal, or a pipe that may go quiet. The fd is read until EOF (which
+     *    closes the command's stdin, v5) or the end of the session; it is neither closed
+     *    nor made non-blocking (a non-blocking fd works too). Up to KUBE_EXEC_STDIN_SLOTS
+     *    x 32 KiB may be read ahead; what was read but not sent when the session ends is
+     *    lost. The flag is there because a zero-initialised stdin_fd is 0, a valid fd:
+     *    fd 0 is use_stdin_fd = 1, stdin_fd = 0; stdin_fd alone means nothing.
+     * Both at once, or use_stdin_fd with a negative or closed fd, is an argument error. */
+    kube_exec_input_fn read_stdin;     /* NULL: no stdin from a callback */
+    int use_stdin_fd;                  /* non-zero: stdin from stdin_fd (see above) */
+    int stdin_fd;                      /* only with use_stdin_fd */
     void *ud;
-    int tty;                           /* a terminal: only with read_stdin (else ignored, as
-                                          kubectl does); stderr then arrives merged in stdout */
+    int tty;                           /* a terminal: only with stdin (read_stdin or
+                                          use_stdin_fd; else ignored, as kubectl does);
+                                          stderr then arrives merged in stdout */
     long timeout_ms;                   /* whole session; 0 = none */
     /* Offered subprotocols, comma-separated; NULL = "v5.channel.k8s.io, v4.channel.k8s.io". */
     const char *protocols;
@@ -58,7 +79,11 @@ struct kube_exec_result {
  * refused, error Status such as a missing container, timeout, transport error, a callback
  * aborted): r->err says why in one line.
  * The callbacks run on the calling thread. read_stdin is called whenever the socket can
- * take another chunk (at most 32 KiB); output is not read while it blocks.
+ * take another chunk (at most 32 KiB); output is not read while it blocks. With
+ * use_stdin_fd a reader thread per session fills a bounded buffer from the fd (it stops
+ * reading when the buffer is full, so a slow server pushes back) and wakes the loop; it
+ * is stopped and joined before kube_exec returns, even when it is waiting for input that
+ * never comes.
  * Limits (libwebsockets 4.1, see exec.c): the URL with the encoded argv may have at most
  * 2032 bytes — longer commands fail before connecting, so pass scripts on stdin; with
  * v4.channel.k8s.io (servers before 1.30) stdin cannot be closed, so the command never

@@ -1,10 +1,11 @@
 /* tests/integration/exec_probe.c — a small driver of kube_exec for test_exec.sh:
  *
- *   exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin] [--tty]
+ *   exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] [--tty]
  *              [--protocols P] [--timeout MS] [--parallel N] [--repeat N] -- CMD...
  *
  * Streams the command's stdout and stderr to its own (unbuffered, so memory stays flat),
- * feeds its stdin with --stdin, and exits with the command's exit code, or 125 with the
+ * feeds its stdin with --stdin (kube_exec reads fd 0 itself: use_stdin_fd) or
+ * --stdin-callback (a blocking read(0) in read_stdin, the older way), and exits with the command's exit code, or 125 with the
  * error on stderr when the command could not be run. --parallel N runs N sessions at once
  * in threads (no stdin) and prints one line per session instead of the output:
  *   session I rc=R exit=E stdout_bytes=B stdout_sha256=H stderr=FIRST-LINE
@@ -31,7 +32,7 @@
 
 struct probe_opts {
     const char *kubeconfig, *ns, *pod, *container, *protocols;
-    int use_stdin, tty, parallel, repeat;
+    int use_stdin, stdin_callback, tty, parallel, repeat;
     long timeout_ms;
     const char *const *argv;
     size_t argc;
@@ -160,7 +161,7 @@ static int run_parallel(struct kube_client *c, const struct probe_opts *po) {
 /* ---- main ------------------------------------------------------------------------------ */
 
 static int usage(void) {
-    fprintf(stderr, "usage: exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin] [--tty] "
+    fprintf(stderr, "usage: exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] [--tty] "
                     "[--protocols P] [--timeout MS] [--parallel N] -- CMD...\n");
     return 2;
 }
@@ -172,6 +173,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) { i++; break; }
         if (!strcmp(a, "--stdin") || !strcmp(a, "-i")) po.use_stdin = 1;
+        else if (!strcmp(a, "--stdin-callback")) po.use_stdin = po.stdin_callback = 1;
         else if (!strcmp(a, "--tty") || !strcmp(a, "-t")) po.tty = 1;
         else if (i + 1 < argc && !strcmp(a, "--kubeconfig")) po.kubeconfig = argv[++i];
         else if (i + 1 < argc && (!strcmp(a, "-n") || !strcmp(a, "--namespace"))) po.ns = argv[++i];
@@ -217,8 +219,9 @@ int main(int argc, char **argv) {
     } else {
         struct kube_exec_options o = {
             .namespace_ = po.ns, .pod = po.pod, .container = po.container, .argv = po.argv, .argc = po.argc,
-            .on_stdout = to_stdout, .on_stderr = po.tty ? NULL : to_stderr, .read_stdin = po.use_stdin ? from_stdin : NULL,
-            .tty = po.tty, .timeout_ms = po.timeout_ms, .protocols = po.protocols,
+            .on_stdout = to_stdout, .on_stderr = po.tty ? NULL : to_stderr,
+            .read_stdin = po.stdin_callback ? from_stdin : NULL, .use_stdin_fd = po.use_stdin && !po.stdin_callback,
+            .stdin_fd = 0, .tty = po.tty, .timeout_ms = po.timeout_ms, .protocols = po.protocols,
         };
         struct kube_exec_result r;
         for (int k = 0; k < po.repeat; k++) {

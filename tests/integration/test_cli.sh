@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The yao-sandbox CLI on the real plane, with the controller running on its ServiceAccount
-# token: exec (exit codes, stdout/stderr kept apart, argv passed exactly, stdin, -w, -e,
-# --timeout), touch, stop/start and exec waking a stopped sandbox with the same workspace
-# claim, get/list with filters, the file helpers (write/read, ls, stat, mkdir, rm, cp in
-# and out of files and trees, 5 MB binaries compared by sha256, names with spaces and
-# unicode, an escaping symlink rejected on the way out), and the error contract (one line,
-# exit 1 for runtime errors, 2 for usage errors).
+# token: exec (exit codes, stdout/stderr kept apart, argv passed exactly, stdin, output not
+# held up while a piped stdin is quiet, -w, -e, --timeout), touch, stop/start and exec
+# waking a stopped sandbox with the same workspace claim, get/list with filters, the file
+# helpers (write/read, ls, stat, mkdir, rm, cp in and out of files and trees, 5 MB
+# binaries compared by sha256, names with spaces and unicode, an escaping symlink rejected
+# on the way out), and the error contract (one line, exit 1 for runtime errors, 2 for
+# usage errors).
 #
 # kwok runs exec'd commands on this host in $YAO_PLANE_DIR/exec-home, not in a container,
 # so there is no /workspace: every file helper gets --root $WS, a directory relative to
@@ -61,6 +62,20 @@ head -c 3000000 /dev/urandom > "$T/stdin.bin"
 "$Y" -n $NS exec -i work -- cat < "$T/stdin.bin" > "$T/stdout.bin"
 check "exec -i: 3 MB of binary stdin come back unchanged" eq "$(sha "$T/stdout.bin")" "$(sha "$T/stdin.bin")"
 check "exec -i: the command sees EOF" eq "$(printf 'a\nb\nc\n' | "$Y" -n $NS exec -i work -- wc -l)" 3
+# A pipe that goes quiet: the answer to the first line must come while we still wait for
+# the second (stdin is read off exec's event loop), not once the next input arrives.
+t0=$(now_ms)
+(echo first; sleep 2; now_ms > "$T/second_at"; echo second) |
+    "$Y" -n $NS exec -i work -- sh -c 'read a; echo "got $a"; read b; echo "got $b"' |
+    while IFS= read -r line; do echo "$(now_ms) $line"; done > "$T/stamped"
+first_at=$(awk '$2 == "got" && $3 == "first" { print $1 }' "$T/stamped")
+answered_early() {
+    [ -n "$first_at" ] && [ "$first_at" -lt "$(cat "$T/second_at")" ] && [ $((first_at - t0)) -lt 1500 ] && return 0
+    echo "    start $t0, \"second\" written at $(cat "$T/second_at"), output: $(tr '\n' '|' < "$T/stamped")" >&2
+    return 1
+}
+check "exec -i: output comes while stdin is quiet (\"got first\" < 1.5 s, before \"second\" is written)" answered_early
+check "exec -i: a quiet pipe's later input still arrives" eq "$(cut -d' ' -f2- "$T/stamped" | tr '\n' '|')" "got first|got second|"
 ysb exec work -- mkdir -p "$WS/a dir"
 out=$("$Y" -n $NS exec -w "$WS/a dir" -e A=1 -e 'B=x y' -e 'C=' work -- sh -c 'pwd; printf "%s|%s|%s" "$A" "$B" "${C-unset}"')
 check "exec -w: runs in the directory (spaces kept)" eq "$(echo "$out" | head -1)" "$YAO_PLANE_DIR/exec-home/$WS/a dir"

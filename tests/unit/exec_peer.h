@@ -27,7 +27,8 @@ enum peer_script {
     PEER_FORBIDDEN,      /* 403 with a Status body, to the upgrade and to a plain GET */
     PEER_BAD_PROTOCOL,   /* 101 naming a subprotocol nobody offered */
     PEER_NO_PROTOCOL,    /* 101 without Sec-WebSocket-Protocol */
-    PEER_ECHO,           /* stdin echoed on stdout; Success at the close signal (v5) or after echo_expect bytes (v4) */
+    PEER_ECHO,           /* greeting (if any) on stdout at once, then stdin echoed on stdout; Success at the
+                            close signal (v5) or after echo_expect bytes (v4) */
     PEER_SILENT,         /* upgrade, then nothing */
     PEER_FAILURE,        /* a Failure Status: container not found */
     PEER_UNKNOWN_CHANNEL,/* a message on channel 7 */
@@ -43,6 +44,7 @@ struct peer {
     enum peer_script script;
     int support_v5;            /* choose v5.channel.k8s.io when offered (default: v4 only) */
     size_t echo_expect;        /* PEER_ECHO under v4: stdin bytes before the status */
+    const char *greeting;      /* PEER_ECHO: sent on stdout right after the upgrade */
     size_t big_bytes;          /* PEER_BIG */
     _Atomic int stop;          /* set by peer_stop */
     pthread_t thread;
@@ -232,6 +234,7 @@ static void peer_script_run(struct peer *p, int fd) {
         int op, fin, v5 = !strcmp(p->chosen, "v5.channel.k8s.io");
         unsigned char *pl;
         size_t n;
+        if (p->greeting && peer_msg(p, fd, 1, p->greeting, strlen(p->greeting)) < 0) break;
         while (peer_read_frame(p, fd, &op, &fin, &pl, &n) == 0) {
             if (op == 8) {
                 peer_frame(p, fd, 8, 1, pl, n >= 2 ? 2 : 0);

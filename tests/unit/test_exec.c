@@ -4,11 +4,16 @@
  * negotiation (v4-only server, a protocol nobody offered, none at all), output routing,
  * reassembly of a 3-frame message, exit codes, argv reaching the server byte for byte,
  * refused upgrades with their Status message, stdin in bounded chunks with the v5 close
- * signal, timeouts, aborts, large output and concurrent sessions in threads. */
+ * signal, stdin from a file descriptor (output delivered while the fd has nothing to read,
+ * EOF closing stdin, sessions that end with stdin idle returning at once, read errors),
+ * timeouts, aborts, large output and concurrent sessions in threads. */
 #include "check.h"
 #include "exec_peer.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "kube/dynbuf.h"
@@ -594,6 +599,355 @@ TEST(session_v4_stdin_streams_without_close_signal) {
     CHECK_INT(p.stdin_closed, 0);
     sink_free(&u.sink);
     free(data);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+/* ---- stdin from a file descriptor (use_stdin_fd) ---------------------------------------- */
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A session run in a thread, its stdout watched from the test's thread. */
+struct fd_session {
+    struct kube_client *c;
+    const char *const *argv;
+    size_t argc;
+    int fd, tty;
+    long timeout_ms;
+    pthread_mutex_t mu;
+    struct dynbuf out;               /* under mu */
+    _Atomic int saw_hello;           /* stdout so far contains "hello" */
+    _Atomic int done;
+    int rc;
+    int64_t took_ms;
+    struct kube_exec_result r;
+};
+
+static int fd_session_out(void *ud, const char *p, size_t n) {
+    struct fd_session *f = ud;
+    pthread_mutex_lock(&f->mu);
+    int rc = dynbuf_append(&f->out, p, n) == 0 ? 0 : 1;
+    if (f->out.len >= 5 && memmem(f->out.data, f->out.len, "hello", 5)) f->saw_hello = 1;
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+static void fd_session_init(struct fd_session *f, struct kube_client *c, int fd) {
+    static const char *const cat[] = {"cat"};
+    memset(f, 0, sizeof(*f));
+    f->c = c;
+    f->argv = cat;
+    f->argc = 1;
+    f->fd = fd;
+    f->timeout_ms = 10000;
+    pthread_mutex_init(&f->mu, NULL);
+    dynbuf_init(&f->out, 64u << 20);
+}
+
+static void fd_session_free(struct fd_session *f) {
+    dynbuf_free(&f->out);
+    pthread_mutex_destroy(&f->mu);
+}
+
+static void *fd_session_run(void *arg) {
+    struct fd_session *f = arg;
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = f->argv, .argc = f->argc,
+                                  .on_stdout = fd_session_out, .ud = f, .use_stdin_fd = 1, .stdin_fd = f->fd,
+                                  .tty = f->tty, .timeout_ms = f->timeout_ms};
+    int64_t t0 = now_ms();
+    f->rc = kube_exec(f->c, &o, &f->r);
+    f->took_ms = now_ms() - t0;
+    f->done = 1;
+    return NULL;
+}
+
+/* Wait (at most ms) until *flag is set. */
+static int wait_flag(_Atomic int *flag, int ms) {
+    for (int waited = 0; !*flag && waited < ms; waited += 5) sleep_ms(5);
+    return *flag ? 0 : -1;
+}
+
+/* The bug this mode fixes: with a blocking read of stdin on the event loop, "hello" would
+ * only come out once the test wrote something. Here nothing is written until "hello" has
+ * reached on_stdout; then "x" and EOF, echoed back, and (v5) the close signal. The same
+ * with a non-blocking fd, and under v4 (no close signal: the peer ends after 1 byte). */
+TEST(session_fd_stdin_output_flows_while_stdin_is_idle) {
+    for (int round = 0; round < 3; round++) {
+        int v5 = round != 2, nonblock = round == 1;
+        struct peer p;
+        CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+        p.support_v5 = v5;
+        p.greeting = "hello";
+        p.echo_expect = 1;
+        struct kube_client *c = peer_client(&p);
+        int pfd[2];
+        CHECK_INT(pipe(pfd), 0);
+        if (nonblock) fcntl(pfd[0], F_SETFL, fcntl(pfd[0], F_GETFL) | O_NONBLOCK);
+        struct fd_session f;
+        fd_session_init(&f, c, pfd[0]);
+        pthread_t t;
+        CHECK_INT(pthread_create(&t, NULL, fd_session_run, &f), 0);
+        int saw = wait_flag(&f.saw_hello, 5000);
+        CHECK_INT(saw, 0);                   /* before anything was written to the pipe */
+        if (saw) fprintf(stderr, "    round %d: no \"hello\" while stdin was idle (done=%d)\n", round, (int)f.done);
+        CHECK_INT(f.done, 0);                /* the session waits for its stdin */
+        CHECK_INT(write(pfd[1], "x", 1), 1);
+        close(pfd[1]);
+        pthread_join(t, NULL);
+        CHECK_INT(f.rc, 0);
+        if (f.rc) fprintf(stderr, "    round %d err: %s\n", round, f.r.err);
+        CHECK_INT(f.r.exit_code, 0);
+        CHECK_STR(f.r.protocol, v5 ? "v5.channel.k8s.io" : "v4.channel.k8s.io");
+        CHECK_STR(sink_text(&f.out), "hellox");
+        CHECK_INT(p.stdin_bytes, 1);
+        CHECK_INT(p.stdin_closed, v5);
+        char *vals[2];
+        int k = p.request_line ? query_values(p.request_line, "stdin", vals, 2) : 0;
+        CHECK_INT(k, 1);
+        if (k) CHECK_STR(vals[0], "true");
+        for (int i = 0; i < k; i++) free(vals[i]);
+        close(pfd[0]);
+        fd_session_free(&f);
+        kube_client_free(c);
+        peer_stop(&p);
+    }
+}
+
+struct pipe_writer {
+    int fd;
+    const unsigned char *data;
+    size_t len;
+};
+
+/* Write it all in uneven pieces, then close: EOF for the session. */
+static void *pipe_writer_run(void *arg) {
+    struct pipe_writer *w = arg;
+    size_t off = 0, piece = 1;
+    while (off < w->len) {
+        size_t n = piece < w->len - off ? piece : w->len - off;
+        ssize_t k = write(w->fd, w->data + off, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        off += (size_t)k;
+        piece = piece * 7 % 100003 + 1;
+    }
+    close(w->fd);
+    return NULL;
+}
+
+/* Stdin through a pipe (written by a thread, so the reader fills and waits on its slots)
+ * and from a regular file: byte for byte, in messages of at most 32 KiB, closed at EOF. */
+TEST(session_fd_stdin_round_trip_and_eof_closes_v5) {
+    size_t n = 500000;
+    unsigned char *data = pattern(n);
+    for (int round = 0; round < 2; round++) {
+        struct peer p;
+        CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+        p.support_v5 = 1;
+        struct kube_client *c = peer_client(&p);
+        int fd = -1, pfd[2] = {-1, -1};
+        pthread_t wt;
+        struct pipe_writer w;
+        if (round == 0) {
+            CHECK_INT(pipe(pfd), 0);
+            fd = pfd[0];
+            w = (struct pipe_writer){pfd[1], data, n};
+            CHECK_INT(pthread_create(&wt, NULL, pipe_writer_run, &w), 0);
+        } else {
+            FILE *tf = tmpfile();
+            CHECK(tf != NULL);
+            fd = dup(fileno(tf));
+            fclose(tf);
+            CHECK_INT(write(fd, data, n), (long long)n);
+            lseek(fd, 0, SEEK_SET);
+        }
+        struct fd_session f;
+        fd_session_init(&f, c, fd);
+        fd_session_run(&f);
+        if (round == 0) pthread_join(wt, NULL);
+        CHECK_INT(f.rc, 0);
+        if (f.rc) fprintf(stderr, "    round %d err: %s\n", round, f.r.err);
+        CHECK_INT(f.r.exit_code, 0);
+        CHECK_INT(f.out.len, n);
+        CHECK(f.out.len == n && !memcmp(f.out.data, data, n));
+        CHECK_INT(p.stdin_bytes, n);
+        CHECK(p.stdin_max_message <= 32 * 1024);
+        CHECK_INT(p.stdin_closed, 1);
+        CHECK_INT(p.unmasked_frames, 0);
+        close(fd);
+        fd_session_free(&f);
+        kube_client_free(c);
+        peer_stop(&p);
+    }
+    /* an empty stdin: the close signal at once */
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+    p.support_v5 = 1;
+    struct kube_client *c = peer_client(&p);
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct fd_session f;
+    fd_session_init(&f, c, fd);
+    fd_session_run(&f);
+    CHECK_INT(f.rc, 0);
+    CHECK_INT(p.stdin_bytes, 0);
+    CHECK_INT(p.stdin_closed, 1);
+    close(fd);
+    fd_session_free(&f);
+    kube_client_free(c);
+    peer_stop(&p);
+    free(data);
+}
+
+/* The command ends (or the session times out) while stdin is open and has nothing to
+ * read: kube_exec returns at once, the reader thread stopped without needing input. */
+TEST(session_fd_stdin_idle_does_not_hold_up_the_end) {
+    for (int round = 0; round < 2; round++) {
+        struct peer p;
+        CHECK_INT(peer_start(&p, round ? PEER_SILENT : PEER_BASIC), 0);
+        struct kube_client *c = peer_client(&p);
+        int pfd[2];
+        CHECK_INT(pipe(pfd), 0);
+        struct fd_session f;
+        fd_session_init(&f, c, pfd[0]);
+        f.argv = SH_ARGV;
+        f.argc = 3;
+        if (round) f.timeout_ms = 300;
+        fd_session_run(&f);
+        if (round == 0) {
+            CHECK_INT(f.rc, 0);
+            CHECK_INT(f.r.exit_code, 3);
+            CHECK_STR(sink_text(&f.out), "hello\nfragmented\n");
+            CHECK(f.took_ms < 1000);
+        } else {
+            CHECK_INT(f.rc, -1);
+            CHECK(strstr(f.r.err, "timed out") != NULL);
+            CHECK(f.took_ms >= 250 && f.took_ms < 1300);
+        }
+        if (f.took_ms >= 1000 + 300 * round) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)f.took_ms);
+        /* the pipe was not read from: what comes later is still there for its owner */
+        CHECK_INT(write(pfd[1], "y", 1), 1);
+        char b = 0;
+        CHECK_INT(read(pfd[0], &b, 1), 1);
+        CHECK_INT(b, 'y');
+        close(pfd[0]);
+        close(pfd[1]);
+        fd_session_free(&f);
+        kube_client_free(c);
+        peer_stop(&p);
+    }
+}
+
+/* A read error on the fd (a directory) fails the session with the reason. */
+TEST(session_fd_stdin_read_error_fails_the_session) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+    p.support_v5 = 1;
+    struct kube_client *c = peer_client(&p);
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct fd_session f;
+    fd_session_init(&f, c, fd);
+    fd_session_run(&f);
+    CHECK_INT(f.rc, -1);
+    CHECK(strstr(f.r.err, "reading stdin") != NULL);
+    if (!strstr(f.r.err, "reading stdin")) fprintf(stderr, "    err: %s\n", f.r.err);
+    CHECK(f.took_ms < 5000);
+    close(fd);
+    fd_session_free(&f);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+TEST(session_fd_stdin_argument_checks_and_tty) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_BASIC), 0);
+    struct kube_client *c = peer_client(&p);
+    struct kube_exec_result r;
+    int pfd[2];
+    CHECK_INT(pipe(pfd), 0);
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 10000,
+                                  .use_stdin_fd = 1, .stdin_fd = -1};
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "stdin_fd -1") != NULL);
+    int closed = dup(pfd[0]);
+    close(closed);
+    o.stdin_fd = closed;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "not an open file descriptor") != NULL);
+    o.stdin_fd = pfd[0];
+    o.read_stdin = empty_stdin;
+    CHECK_INT(kube_exec(c, &o, &r), -1);
+    CHECK(strstr(r.err, "both") != NULL);
+    CHECK_INT(p.upgrades, 0);
+    /* stdin_fd alone (as a zero-initialised struct has fd 0) is not stdin */
+    o.read_stdin = NULL;
+    o.use_stdin_fd = 0;
+    o.stdin_fd = 0;
+    o.tty = 1;
+    CHECK_INT(kube_exec(c, &o, &r), 0);
+    const char *keys[] = {"stdin", "tty"};
+    const char *without[] = {"false", "false"}, *with[] = {"true", "true"};
+    for (int round = 0; round < 2; round++) {
+        if (round) {
+            o.use_stdin_fd = 1;
+            o.stdin_fd = pfd[0];
+            CHECK_INT(kube_exec(c, &o, &r), 0);   /* ends with stdin idle */
+        }
+        for (int k = 0; k < 2; k++) {
+            char *vals[2];
+            int n = p.request_line ? query_values(p.request_line, keys[k], vals, 2) : 0;
+            CHECK_INT(n, 1);
+            if (n) CHECK_STR(vals[0], round ? with[k] : without[k]);
+            for (int i = 0; i < n; i++) free(vals[i]);
+        }
+    }
+    close(pfd[0]);
+    close(pfd[1]);
+    kube_client_free(c);
+    peer_stop(&p);
+}
+
+struct fd_par {
+    struct kube_client *c;
+    unsigned char *data;
+    size_t len;
+    int fd;
+    struct fd_session f;
+    pthread_t t;
+};
+
+/* Several sessions at once, each with its own stdin file and reader thread. */
+TEST(session_fd_stdin_concurrent_sessions) {
+    struct peer p;
+    CHECK_INT(peer_start(&p, PEER_ECHO), 0);
+    p.support_v5 = 1;
+    struct kube_client *c = peer_client(&p);
+    enum { N = 4 };
+    struct fd_par a[N];
+    for (int i = 0; i < N; i++) {
+        a[i].len = 40000 + 30000 * (size_t)i;
+        a[i].data = pattern(a[i].len);
+        for (size_t k = 0; k < a[i].len; k++) a[i].data[k] ^= (unsigned char)i;
+        FILE *tf = tmpfile();
+        a[i].fd = tf ? dup(fileno(tf)) : -1;
+        if (tf) fclose(tf);
+        CHECK_INT(write(a[i].fd, a[i].data, a[i].len), (long long)a[i].len);
+        lseek(a[i].fd, 0, SEEK_SET);
+        fd_session_init(&a[i].f, c, a[i].fd);
+        CHECK_INT(pthread_create(&a[i].t, NULL, fd_session_run, &a[i].f), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(a[i].t, NULL);
+        CHECK_INT(a[i].f.rc, 0);
+        CHECK(a[i].f.out.len == a[i].len && !memcmp(a[i].f.out.data, a[i].data, a[i].len));
+        close(a[i].fd);
+        free(a[i].data);
+        fd_session_free(&a[i].f);
+    }
+    CHECK_INT(p.upgrades, N);
     kube_client_free(c);
     peer_stop(&p);
 }
