@@ -47,13 +47,13 @@
 #include "kube/exec.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libwebsockets.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>

@@ -5,9 +5,10 @@
  *
  * Streams the command's stdout and stderr to its own (unbuffered, so memory stays flat),
  * feeds its stdin with --stdin (kube_exec reads fd 0 itself: use_stdin_fd) or
- * --stdin-callback (a blocking read(0) in read_stdin, the older way), and exits with the command's exit code, or 125 with the
- * error on stderr when the command could not be run. --parallel N runs N sessions at once
- * in threads (no stdin) and prints one line per session instead of the output:
+ * --stdin-callback (a blocking read(0) in read_stdin, the older way), and exits with the
+ * command's exit code, or 125 with the error on stderr when the command could not be run.
+ * --parallel N runs N sessions at once in threads (no stdin) and prints one line per
+ * session instead of the output:
  *   session I rc=R exit=E stdout_bytes=B stdout_sha256=H stderr=FIRST-LINE
  * --repeat N runs the (single) session N times in a row, stopping at the first failure.
  * Environment: YAO_EXEC_PROBE_RSS=1 prints "VmHWM: N kB" (peak RSS) to stderr at the end;
@@ -161,8 +162,8 @@ static int run_parallel(struct kube_client *c, const struct probe_opts *po) {
 /* ---- main ------------------------------------------------------------------------------ */
 
 static int usage(void) {
-    fprintf(stderr, "usage: exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] [--tty] "
-                    "[--protocols P] [--timeout MS] [--parallel N] -- CMD...\n");
+    fprintf(stderr, "usage: exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] "
+                    "[--tty] [--protocols P] [--timeout MS] [--parallel N] -- CMD...\n");
     return 2;
 }
 

@@ -11,7 +11,7 @@ LOG=$BUILD_DIR/test-controller.log
 : > "$LOG"
 check "CRD and manifests apply with kubectl" install_manifests
 fresh_namespace $NS
-start_controller "$LOG" --max-running 0 --workers 4
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
 
 t0=$(now_ms)
 kubectl -n $NS apply -f - >/dev/null <<'YAML'
@@ -55,7 +55,7 @@ for i in $(seq 1 10); do
 done | kubectl -n $NS apply -f - >/dev/null
 sleep 0.3
 kill_controller KILL
-start_controller "$LOG" --max-running 0
+start_controller "$LOG" --namespace $NS --max-running 0
 all_running() { [ "$(kubectl -n $NS get sandboxes -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$')" = 11 ]; }
 check "after kill -9 and restart all 11 Sandboxes are Running" eventually 30 all_running
 check "exactly one pod per Sandbox (11)" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/managed-by=yao-sandbox --no-headers | wc -l)" 11

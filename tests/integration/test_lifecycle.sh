@@ -9,7 +9,7 @@ LOG=$BUILD_DIR/test-lifecycle.log
 : > "$LOG"
 install_manifests
 fresh_namespace $NS
-start_controller "$LOG" --max-running 0
+start_controller "$LOG" --namespace $NS --max-running 0
 
 sb() { # name lifecycle extra-spec-yaml
     printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: lc, chatID: %s, lifecycle: %s%s}\n' \

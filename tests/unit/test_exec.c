@@ -826,7 +826,8 @@ TEST(session_fd_stdin_idle_does_not_hold_up_the_end) {
             CHECK(strstr(f.r.err, "timed out") != NULL);
             CHECK(f.took_ms >= 250 && f.took_ms < 1300);
         }
-        if (f.took_ms >= 1000 + 300 * round) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)f.took_ms);
+        if (f.took_ms >= 1000 + 300 * round)
+            fprintf(stderr, "    round %d took %lld ms\n", round, (long long)f.took_ms);
         /* the pipe was not read from: what comes later is still there for its owner */
         CHECK_INT(write(pfd[1], "y", 1), 1);
         char b = 0;
