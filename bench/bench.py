@@ -1,0 +1,1187 @@
+#!/usr/bin/env python3
+"""bench/bench.py — side-by-side benchmark of yao-sandbox against kubernetes-sigs/agent-sandbox
+and against a no-controller floor, on the local control plane. Driven by bench/run, which
+brings the plane up, builds/caches both controllers and passes their paths here.
+
+Everything is Python standard library: http.client + ssl with HTTP keep-alive against the
+API server, one thread per watch, a pool of client threads for the bursts. Times come from
+this process's monotonic clock at the moment a request is sent or a watch event is read,
+never from the second-resolution timestamps the API server writes into objects.
+
+One measured run (a "config": floor, ours or agent_sandbox) on a fresh namespace:
+  1. watches on pods, PVCs and (for controllers) the Sandbox kind, started and established
+     BEFORE anything is created; the controller started and its caches synced;
+  2. snapshot (controller CPU, controller API requests); burst of N creates from
+     --clients threads; wait until every sandbox is Ready;
+  3. settle 2 s, then --idle seconds of idle CPU measurement with N sandboxes present;
+  4. burst of N deletes; wait until every pod, PVC and Sandbox is gone; snapshot; VmHWM.
+"""
+import argparse
+import datetime
+import http.client
+import json
+import os
+import queue
+import random
+import re
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+IMAGE = "yao-sandbox/sandbox:latest"     # same image string for all three
+CPU = "250m"                             # requests == limits, as our controller sets them
+MEMORY = "256Mi"
+WORKSPACE = "1Gi"
+STORAGE_CLASS = "yao-test"
+IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+OURS_GROUP = "sandbox.yaoapps.com/v1alpha1"
+PEER_GROUP = "agents.x-k8s.io/v1alpha1"
+FLOW_SCHEMA = {"ours": "yao-bench-ours", "agent_sandbox": "yao-bench-agent-sandbox"}
+SA_NS = "yao-bench"
+KEYS = ["pod_p50_ms", "pod_p90_ms", "pod_p99_ms", "ready_p50_ms", "ready_p90_ms", "ready_p99_ms",
+        "all_ready_s", "all_gone_s", "rss_peak_kib", "cpu_s", "requests_per_sandbox", "idle_cpu_pct"]
+
+
+def log(msg):
+    print(f"[{datetime.datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# API client
+# --------------------------------------------------------------------------------------------
+class Api:
+    """Minimal Kubernetes REST client: bearer token, CA file, keep-alive connections.
+    Counts every request it sends (the harness's own API traffic)."""
+
+    def __init__(self, server, token, ca):
+        u = urllib.parse.urlparse(server)
+        self.server, self.host, self.port, self.token = server, u.hostname, u.port, token
+        self.ctx = ssl.create_default_context(cafile=ca)
+        self.ca = ca
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def conn(self, timeout=60):
+        return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
+
+    def call(self, method, path, body=None, conn=None, ctype="application/json", raw=False):
+        """-> (status, parsed JSON or text). Retries once on a dropped keep-alive connection."""
+        own = conn is None
+        c = conn or self.conn()
+        hdr = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            hdr["Content-Type"] = ctype
+        try:
+            for attempt in (0, 1):
+                try:
+                    with self.lock:
+                        self.count += 1
+                    c.request(method, path, body=data, headers=hdr)
+                    r = c.getresponse()
+                    payload = r.read()
+                    break
+                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+                        http.client.CannotSendRequest, http.client.ResponseNotReady):
+                    c.close()
+                    if attempt:
+                        raise
+            if raw:
+                return r.status, payload.decode(errors="replace")
+            try:
+                return r.status, json.loads(payload) if payload else None
+            except ValueError:
+                return r.status, payload.decode(errors="replace")
+        finally:
+            if own:
+                c.close()
+
+    def must(self, method, path, body=None, ok=(200, 201, 202), **kw):
+        st, obj = self.call(method, path, body, **kw)
+        if st not in ok:
+            raise RuntimeError(f"{method} {path}: HTTP {st}: {str(obj)[:300]}")
+        return obj
+
+    def apply(self, path, name, body):
+        """Create, or leave as is when it exists (409)."""
+        st, obj = self.call("POST", path, body)
+        if st not in (200, 201, 409):
+            raise RuntimeError(f"POST {path}/{name}: HTTP {st}: {str(obj)[:300]}")
+
+
+class Watch(threading.Thread):
+    """LIST for a resourceVersion, then a streaming WATCH from it. on_event(t, type, obj) is
+    called with the monotonic time at which the event's line was read. Re-watches from the
+    last seen resourceVersion if the server ends the stream."""
+
+    def __init__(self, api, path, on_event):
+        super().__init__(daemon=True)
+        self.api, self.path, self.on_event = api, path, on_event
+        self.established = threading.Event()
+        self.stopping = False
+        self.conn = None
+        self.error = None
+
+    def run(self):
+        try:
+            lst = self.api.must("GET", self.path)
+            rv = lst["metadata"]["resourceVersion"]
+            for item in lst.get("items", []):
+                self.on_event(time.monotonic(), "ADDED", item)
+            while not self.stopping:
+                self.conn = self.api.conn(timeout=None)
+                sep = "&" if "?" in self.path else "?"
+                self.conn.request("GET", f"{self.path}{sep}watch=1&resourceVersion={rv}&timeoutSeconds=3600",
+                                  headers={"Authorization": "Bearer " + self.api.token})
+                r = self.conn.getresponse()
+                if r.status != 200:
+                    raise RuntimeError(f"watch {self.path}: HTTP {r.status}")
+                self.established.set()
+                while True:
+                    line = r.readline()
+                    t = time.monotonic()
+                    if not line:
+                        break
+                    ev = json.loads(line)
+                    if ev["type"] == "ERROR":
+                        raise RuntimeError(f"watch {self.path}: {ev['object'].get('message')}")
+                    rv = ev["object"]["metadata"].get("resourceVersion", rv)
+                    if ev["type"] != "BOOKMARK":
+                        self.on_event(t, ev["type"], ev["object"])
+                self.conn.close()
+        except Exception as e:  # noqa: BLE001 — reported by the run
+            if not self.stopping:
+                self.error = e
+                log(f"watch {self.path} failed: {e}")
+        finally:
+            self.established.set()
+
+    def stop(self):
+        self.stopping = True
+        try:
+            if self.conn and self.conn.sock:
+                self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------------------------
+# Objects of equal shape
+# --------------------------------------------------------------------------------------------
+def pod_spec(env_name, user, chat, claim=None):
+    """The pod our controller builds (controller/sandbox/spec.c), reproduced for the peer's
+    podTemplate and for the floor, so admission, scheduling and kwok see the same shape."""
+    spec = {
+        "restartPolicy": "Always",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 10,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+                            "fsGroupChangePolicy": "OnRootMismatch",
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": "sandbox", "image": IMAGE, "command": ["/bin/sh", "-c", IDLE_SCRIPT],
+            "env": [{"name": "YAO_SANDBOX_NAME", "value": env_name}, {"name": "YAO_USER_ID", "value": user},
+                    {"name": "YAO_CHAT_ID", "value": chat}],
+            "resources": {"limits": {"cpu": CPU, "memory": MEMORY}, "requests": {"cpu": CPU, "memory": MEMORY}},
+            "volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}],
+            "securityContext": {"allowPrivilegeEscalation": False, "privileged": False,
+                                "readOnlyRootFilesystem": False, "capabilities": {"drop": ["ALL"]}},
+        }],
+    }
+    if claim:
+        spec["volumes"] = [{"name": "workspace", "persistentVolumeClaim": {"claimName": claim}}]
+    return spec
+
+
+def pvc_spec():
+    return {"accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS, "volumeMode": "Filesystem",
+            "resources": {"requests": {"storage": WORKSPACE}}}
+
+
+def ours_sandbox(name, i):
+    # lifecycle persistent: like the peer's Sandbox without shutdownTime, never stopped.
+    return {"apiVersion": OURS_GROUP, "kind": "Sandbox", "metadata": {"name": name},
+            "spec": {"userID": "bench", "chatID": f"c{i:05d}", "image": IMAGE, "lifecycle": "persistent",
+                     "resources": {"cpu": CPU, "memory": MEMORY},
+                     "workspace": {"size": WORKSPACE, "storageClassName": STORAGE_CLASS}}}
+
+
+def peer_sandbox(name, i):
+    return {"apiVersion": PEER_GROUP, "kind": "Sandbox", "metadata": {"name": name},
+            "spec": {"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": "bench"}},
+                                     "spec": pod_spec(name, "bench", f"c{i:05d}")},
+                     "volumeClaimTemplates": [{"metadata": {"name": "workspace"}, "spec": pvc_spec()}]}}
+
+
+def floor_objects(ns, name, i):
+    claim = f"{name}-workspace"
+    return ([(f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+              {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim}, "spec": pvc_spec()}),
+             (f"/api/v1/namespaces/{ns}/pods",
+              {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "bench"}},
+               "spec": pod_spec(name, "bench", f"c{i:05d}", claim)})],
+            [f"/api/v1/namespaces/{ns}/pods/{name}", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}"])
+
+
+def cond_true(obj, ctype):
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c.get("status") == "True"
+    return False
+
+
+def pod_ready(p):
+    return (p.get("status") or {}).get("phase") == "Running" and cond_true(p, "Ready")
+
+
+# --------------------------------------------------------------------------------------------
+# Process and metrics probes
+# --------------------------------------------------------------------------------------------
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK   # utime + stime
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def flow_counts(api):
+    """apiserver_flowcontrol_dispatched_requests_total by flow schema: each controller runs as
+    its own ServiceAccount, matched by its own FlowSchema, so this counts exactly its requests."""
+    st, text = api.call("GET", "/metrics", raw=True)
+    out = {}
+    for m in re.finditer(r'^apiserver_flowcontrol_dispatched_requests_total\{flow_schema="([^"]+)"[^}]*\} (\S+)$',
+                         text, re.M):
+        out[m.group(1)] = out.get(m.group(1), 0) + float(m.group(2))
+    return out
+
+
+def trace_summary(path, windows, n):
+    """Requests recorded by reqtrace.py inside the windows, by verb and resource, per sandbox."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            t, method, target = line.split(" ", 2)
+            t = float(t)
+            if not any(a <= t <= b for a, b in windows):
+                continue
+            p, _, q = target.strip().partition("?")
+            parts = p.strip("/").split("/")
+            parts = parts[2:] if parts[0] == "api" else parts[3:]
+            if len(parts) > 2 and parts[0] == "namespaces":
+                parts = parts[2:]
+            res = parts[0] if parts else "/"
+            if len(parts) > 2:
+                res += "/" + parts[2]
+            if "watch=1" in q or "watch=true" in q:
+                kind = " watch"
+            elif method == "GET" and len(parts) == 1:
+                kind = " list"
+            else:
+                kind = ""
+            key = f"{method} {res}{kind}"
+            counts[key] = counts.get(key, 0) + 1
+    return {k: round(v / n, 2) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+
+
+def pct(values, p):
+    if not values:
+        return None
+    v = sorted(values)
+    k = (len(v) - 1) * p / 100.0
+    f = int(k)
+    c = min(f + 1, len(v) - 1)
+    return v[f] + (v[c] - v[f]) * (k - f)
+
+
+def rnd(x, nd=1):
+    return None if x is None else round(x, nd)
+
+
+# --------------------------------------------------------------------------------------------
+# Setup: identities for the controllers, CRDs
+# --------------------------------------------------------------------------------------------
+def wait_nodes_ready(api, timeout=60):
+    """A kwok node that misses its heartbeat is marked NotReady by kube-controller-manager,
+    which flips every pod on it to Ready=False for good: never start a run on such a plane."""
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = api.must("GET", "/api/v1/nodes?labelSelector=type%3Dkwok")["items"]
+        bad = [nd["metadata"]["name"] for nd in nodes if not cond_true(nd, "Ready")]
+        if nodes and not bad:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"kwok nodes not Ready: {bad or 'none found'}")
+        time.sleep(0.5)
+
+
+def ensure_namespace(api, ns):
+    api.apply("/api/v1/namespaces", ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:   # pods are refused until the default ServiceAccount exists
+        st, _ = api.call("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+        if st == 200:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"namespace {ns}: no default ServiceAccount after 60 s")
+
+
+def controller_kubeconfig(api, who, workdir, via=None):
+    """A ServiceAccount yao-bench/<flow schema name> bound to cluster-admin (the same rights
+    as the admin token, for both controllers), a FlowSchema that sends exactly its requests
+    to the exempt priority level (no API-side throttling, like the admin token), and a
+    kubeconfig carrying a fresh token for it."""
+    sa = FLOW_SCHEMA[who]
+    ensure_namespace(api, SA_NS)
+    api.apply(f"/api/v1/namespaces/{SA_NS}/serviceaccounts", sa,
+              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
+    api.apply("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", sa,
+              {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": sa},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+               "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": SA_NS}]})
+    api.apply("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", sa,
+              {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": sa},
+               "spec": {"matchingPrecedence": 50, "priorityLevelConfiguration": {"name": "exempt"},
+                        "rules": [{"subjects": [{"kind": "ServiceAccount",
+                                                 "serviceAccount": {"name": sa, "namespace": SA_NS}}],
+                                   "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                      "namespaces": ["*"], "clusterScope": True}],
+                                   "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
+    tok = api.must("POST", f"/api/v1/namespaces/{SA_NS}/serviceaccounts/{sa}/token",
+                   {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                    "spec": {"expirationSeconds": 4 * 3600}})["status"]["token"]
+    path = os.path.join(workdir, f"{sa}{'-traced' if via else ''}.kubeconfig")
+    cluster = (f'{{server: "{via}", insecure-skip-tls-verify: true}}' if via else
+               f'{{server: "{api.server}", certificate-authority: "{api.ca}"}}')
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster: {cluster}
+users:
+- name: {sa}
+  user: {{token: "{tok}"}}
+contexts:
+- name: bench
+  context: {{cluster: bench, user: {sa}, namespace: {SA_NS}}}
+current-context: bench
+""")
+    return path
+
+
+def gc_knows_peer_kind(api, timeout=90):
+    """The peer relies on the garbage collector to delete a Sandbox's pod and PVC. The GC only
+    acts for owner kinds its discovery knows, and it re-reads discovery every 30 s: right after
+    the CRD is installed, deletes would look up to 30 s slower than on any real cluster. Probe:
+    a ConfigMap owned by a peer Sandbox (no controller running); delete the Sandbox; wait until
+    the GC has deleted the ConfigMap. Returns the seconds it took."""
+    ns = SA_NS
+    ensure_namespace(api, ns)
+    base = f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
+    t0 = time.monotonic()
+    while True:
+        name = f"gc-probe-{random.randrange(16**6):06x}"
+        sb = api.must("POST", base, {"apiVersion": PEER_GROUP, "kind": "Sandbox", "metadata": {"name": name},
+                                     "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": IMAGE}]}},
+                                              "replicas": 0}})
+        api.must("POST", f"/api/v1/namespaces/{ns}/configmaps",
+                 {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": name, "ownerReferences": [{"apiVersion": PEER_GROUP, "kind": "Sandbox",
+                                                                  "name": name, "uid": sb["metadata"]["uid"]}]}})
+        api.must("DELETE", f"{base}/{name}")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if api.call("GET", f"/api/v1/namespaces/{ns}/configmaps/{name}")[0] == 404:
+                return time.monotonic() - t0
+            time.sleep(0.2)
+        api.call("DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"the garbage collector did not act for {PEER_GROUP} Sandboxes in {timeout} s")
+
+
+def remove_identities(api):
+    """The controllers' ServiceAccounts, cluster-admin bindings and FlowSchemas go at the end:
+    no cluster-admin identity is left behind on a shared plane."""
+    for sa in FLOW_SCHEMA.values():
+        api.call("DELETE", f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{sa}")
+        api.call("DELETE", f"/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{sa}")
+        api.call("DELETE", f"/api/v1/namespaces/{SA_NS}/serviceaccounts/{sa}")
+
+
+def kubectl(args, kubeconfig, check=True, **kw):
+    p = subprocess.run(["kubectl", "--kubeconfig", kubeconfig] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()[:500]}")
+    return p
+
+
+class PeerCrd:
+    """The peer's Sandbox CRD is installed only while the benchmark runs. Its kind is also
+    `sandboxes`, and with fresh discovery `kubectl get sandbox` resolves to agents.x-k8s.io
+    (alphabetically first), which would break anyone using `kubectl get sandbox` on the same
+    plane meanwhile. After removing it, `kubectl api-resources` refreshes kubectl's discovery
+    cache (which would otherwise keep mapping `sandbox` to the removed kind)."""
+
+    def __init__(self, api, path, kubeconfig):
+        self.api, self.path, self.kubeconfig = api, path, kubeconfig
+
+    def __enter__(self):
+        kubectl(["apply", "-f", self.path], self.kubeconfig)
+        # (kubectl wait fails on a CRD that has no conditions yet: poll the API instead)
+        deadline = time.monotonic() + 60
+        while not cond_true(self.api.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                                                 "sandboxes.agents.x-k8s.io")[1] or {}, "Established"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the agent-sandbox CRD is not Established after 60 s")
+            time.sleep(0.2)
+        while self.api.call("GET", f"/apis/{PEER_GROUP}/sandboxes")[0] != 200:   # served
+            if time.monotonic() > deadline:
+                raise RuntimeError("agents.x-k8s.io/sandboxes is not served after 60 s")
+            time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc):
+        kubectl(["delete", "-f", self.path, "--ignore-not-found", "--wait=true", "--timeout=120s"],
+                self.kubeconfig, check=False)
+        kubectl(["api-resources"], self.kubeconfig, check=False)
+
+
+# --------------------------------------------------------------------------------------------
+# One measured run
+# --------------------------------------------------------------------------------------------
+def burst(api, items, fn, clients):
+    """Run fn(conn, item) for every item from `clients` threads, each with one keep-alive
+    connection. Returns the list of errors."""
+    q = queue.Queue()
+    for it in items:
+        q.put(it)
+    errors = []
+
+    def worker():
+        c = api.conn()
+        try:
+            while True:
+                try:
+                    it = q.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    fn(c, it)
+                except Exception as e:  # noqa: BLE001
+                    errors.append(f"{it}: {e}")
+        finally:
+            c.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors
+
+
+class Run:
+    def __init__(self, args, api, who, n, tag):
+        self.args, self.api, self.who, self.n = args, api, who, n
+        self.ns = f"yao-bench-{tag}"
+        self.names = [f"sb-{i:05d}" for i in range(n)]
+        self.lock = threading.Lock()
+        self.created = {}     # name -> monotonic time the create request was sent
+        self.pod_t = {}       # name -> first ADDED of its pod
+        self.ready_t = {}     # name -> first time Ready
+        # the stages in between, for the latency profile
+        self.stage = {"pvc_exists": {}, "pvc_bound": {}, "pod_scheduled": {}, "pod_ready": {}}
+        self.live = {"pods": set(), "pvcs": set(), "sandboxes": set()}
+        self.seen = {"pods": 0, "pvcs": 0, "sandboxes": 0}
+        self.last_gone = 0.0
+        self.changed = threading.Condition(self.lock)
+        self.timeout = args.timeout or max(120.0, 0.6 * n)
+        self.proc = None
+        self.tracer = None
+        self.perf = None
+        self.watches = []
+        self.bound_q = queue.Queue() if (who == "floor" and args.floor_after_bound) else None
+        self.result = {}
+
+    # ---- watch callbacks
+    def _key_of_pod(self, p):
+        md = p["metadata"]
+        if self.who == "ours":
+            return (md.get("labels") or {}).get("sandbox.yaoapps.com/name")
+        return md["name"]
+
+    def _key_of_pvc(self, o):
+        md = o["metadata"]
+        if self.who == "ours":
+            return (md.get("labels") or {}).get("sandbox.yaoapps.com/name")
+        if self.who == "agent_sandbox":
+            return md["name"][len("workspace-"):] if md["name"].startswith("workspace-") else None
+        return md["name"][:-len("-workspace")] if md["name"].endswith("-workspace") else None
+
+    def _stage(self, name, k, t):
+        if k is not None and k not in self.stage[name]:
+            self.stage[name][k] = t
+
+    def _track(self, kind, t, typ, obj):
+        name = obj["metadata"]["name"]
+        if typ == "ADDED":
+            if name not in self.live[kind]:
+                self.seen[kind] += 1
+            self.live[kind].add(name)
+        elif typ == "DELETED":
+            self.live[kind].discard(name)
+            self.last_gone = max(self.last_gone, t)
+
+    def on_pod(self, t, typ, p):
+        with self.lock:
+            self._track("pods", t, typ, p)
+            k = self._key_of_pod(p)
+            if k is not None and typ == "ADDED" and k not in self.pod_t:
+                self.pod_t[k] = t
+            if typ != "DELETED":
+                if (p.get("spec") or {}).get("nodeName"):
+                    self._stage("pod_scheduled", k, t)
+                if pod_ready(p):
+                    self._stage("pod_ready", k, t)
+            if self.who == "floor" and k is not None and typ != "DELETED" and k not in self.ready_t and pod_ready(p):
+                self.ready_t[k] = t
+            self.changed.notify_all()
+
+    def on_pvc(self, t, typ, o):
+        with self.lock:
+            self._track("pvcs", t, typ, o)
+            if typ != "DELETED":
+                k = self._key_of_pvc(o)
+                self._stage("pvc_exists", k, t)
+                if (o.get("status") or {}).get("phase") == "Bound":
+                    if k is not None and k not in self.stage["pvc_bound"] and self.bound_q is not None:
+                        self.bound_q.put(k)
+                    self._stage("pvc_bound", k, t)
+
+    def pod_feeder(self):
+        """--floor-after-bound: the floor's pods are created only once their claim is Bound
+        (what a controller could do for an Immediate storage class), by --clients threads."""
+        index = {name: i for i, name in enumerate(self.names)}
+        errors = []
+
+        def work():
+            c = self.api.conn()
+            try:
+                while True:
+                    k = self.bound_q.get()
+                    if k is None:
+                        self.bound_q.put(None)
+                        return
+                    (_, (path, body)), _ = floor_objects(self.ns, k, index[k])
+                    st, obj = self.api.call("POST", path, body, conn=c)
+                    if st not in (201, 409):
+                        errors.append(f"{k}: HTTP {st}")
+            finally:
+                c.close()
+
+        ts = [threading.Thread(target=work) for _ in range(self.args.clients)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            log(f"floor: {len(errors)} pod creates failed, first: {errors[0]}")
+            self.changed.notify_all()
+
+    def on_sandbox(self, t, typ, sb):
+        with self.lock:
+            self._track("sandboxes", t, typ, sb)
+            k = sb["metadata"]["name"]
+            if typ != "DELETED" and k not in self.ready_t:
+                if self.who == "ours":
+                    ok = (sb.get("status") or {}).get("phase") == "Running" and cond_true(sb, "Ready")
+                else:
+                    ok = cond_true(sb, "Ready")
+                if ok:
+                    self.ready_t[k] = t
+            self.changed.notify_all()
+
+    def wait(self, pred, timeout):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not pred():
+                broken = [w for w in self.watches if w.error]
+                if broken:
+                    raise RuntimeError(f"watch failed: {broken[0].error}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(min(left, 0.5))
+        return True
+
+    # ---- controller process
+    def start_controller(self, workdir):
+        a = self.args
+        logf = open(os.path.join(workdir, f"{self.ns}.log"), "w")
+        via = None
+        if a.trace:
+            self.trace_log = os.path.join(workdir, f"{self.ns}.requests")
+            self.tracer = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "reqtrace.py"),
+                                            self.api.server, self.api.ca, self.trace_log],
+                                           stdout=subprocess.PIPE, text=True)
+            via = f"https://127.0.0.1:{self.tracer.stdout.readline().strip()}"
+        kc = controller_kubeconfig(self.api, self.who, workdir, via)
+        if self.who == "ours":
+            cmd = [a.ours, "--kubeconfig", kc, "--namespace", self.ns, "--max-running", "0",
+                   "--workers", str(a.workers)]
+            synced = "caches synced"
+        else:
+            cmd = [a.peer, "--kubeconfig", kc, "--leader-elect=false", "--metrics-bind-address", "0",
+                   "--health-probe-bind-address", "0", "--sandbox-concurrent-workers", str(a.peer_workers)]
+            synced = "Starting workers"
+        self.result["controller_cmd"] = " ".join(cmd)
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        logf.close()
+        path = os.path.join(workdir, f"{self.ns}.log")
+        while time.monotonic() - t0 < 60:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.who} controller exited with {self.proc.returncode}; see {path}")
+            with open(path, errors="replace") as f:
+                if synced in f.read():
+                    break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError(f"{self.who} controller: no '{synced}' in 60 s; see {path}")
+        self.result["startup_ms"] = rnd((time.monotonic() - t0) * 1000)
+        time.sleep(1.0)   # let it finish its initial sync before the baseline snapshot
+        self.result["rss_after_start_kib"] = proc_status(self.proc.pid, "VmRSS")
+        if a.perf:
+            self.perf_data = os.path.join(workdir, f"{self.ns}.perf")
+            self.perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph", a.perf_callgraph,
+                                          "-p", str(self.proc.pid),
+                                          "-o", self.perf_data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+
+    def snapshot(self):
+        s = {"t": time.monotonic(), "wall": time.time(), "client": self.api.count}
+        if self.proc:
+            s["cpu"] = proc_cpu_s(self.proc.pid)
+            s["req"] = flow_counts(self.api).get(FLOW_SCHEMA[self.who], 0.0)
+        return s
+
+    # ---- the run
+    def execute(self, workdir):
+        api, ns, n, a = self.api, self.ns, self.n, self.args
+        log(f"{self.who}: N={n} in namespace {ns}")
+        wait_nodes_ready(api)
+        ensure_namespace(api, ns)
+        if self.who == "ours":
+            cr_path = f"/apis/{OURS_GROUP}/namespaces/{ns}/sandboxes"
+        elif self.who == "agent_sandbox":
+            cr_path = f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
+        else:
+            cr_path = None
+        watches = [Watch(api, f"/api/v1/namespaces/{ns}/pods", self.on_pod),
+                   Watch(api, f"/api/v1/namespaces/{ns}/persistentvolumeclaims", self.on_pvc)]
+        if cr_path:
+            watches.append(Watch(api, cr_path, self.on_sandbox))
+        self.watches = watches
+        for w in watches:
+            w.start()
+        for w in watches:
+            w.established.wait(30)
+            if w.error:
+                raise w.error
+        try:
+            if self.who != "floor":
+                self.start_controller(workdir)
+            self._measure(cr_path)
+        finally:
+            for w in watches:
+                w.stop()
+            if self.proc:
+                if self.proc.poll() is None:
+                    self.proc.terminate()
+                    try:
+                        self.proc.wait(15)
+                    except subprocess.TimeoutExpired:
+                        self.proc.kill()
+                        self.proc.wait()
+            if self.tracer:
+                self.tracer.kill()
+                self.tracer.wait()
+            if self.perf:
+                self.perf.wait(30)   # perf ends with the process it follows
+                self.result["perf_data"] = self.perf_data
+            api.call("DELETE", f"/api/v1/namespaces/{ns}")
+        return self.result
+
+    def _measure(self, cr_path):
+        api, ns, n, a, r = self.api, self.ns, self.n, self.args, self.result
+        s0 = self.snapshot()
+
+        # ---- create burst
+        def create(c, item):
+            i, name = item
+            if self.who == "floor":
+                objs, _ = floor_objects(ns, name, i)
+                with self.lock:
+                    self.created[name] = time.monotonic()
+                if a.floor_after_bound:
+                    objs = objs[:1]     # the pod follows once the claim is Bound (pod_feeder)
+                for path, body in objs:
+                    st, obj = api.call("POST", path, body, conn=c)
+                    if st not in (201, 409):   # 409: a retried request had gone through
+                        raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
+            else:
+                body = ours_sandbox(name, i) if self.who == "ours" else peer_sandbox(name, i)
+                with self.lock:
+                    self.created[name] = time.monotonic()
+                st, obj = api.call("POST", cr_path, body, conn=c)
+                if st not in (201, 409):
+                    raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
+
+        feeder = None
+        if self.who == "floor" and a.floor_after_bound:
+            feeder = threading.Thread(target=self.pod_feeder, daemon=True)
+            feeder.start()
+        t_burst = time.monotonic()
+        errs = burst(api, list(enumerate(self.names)), create, a.clients)
+        t_sent = time.monotonic()
+        if errs:
+            raise RuntimeError(f"{len(errs)} creates failed, first: {errs[0]}")
+        all_ready = self.wait(lambda: len(self.ready_t) >= n, self.timeout)
+        if feeder:
+            self.bound_q.put(None)
+            feeder.join()
+        s_ready = self.snapshot()
+        with self.lock:
+            pod_lat = [(self.pod_t[k] - self.created[k]) * 1000 for k in self.names if k in self.pod_t]
+            ready_lat = [(self.ready_t[k] - self.created[k]) * 1000 for k in self.names if k in self.ready_t]
+            last_ready = max(self.ready_t.values()) if self.ready_t else None
+            profile = {}
+            for st in ("pvc_exists", "pvc_bound", "pod_exists", "pod_scheduled", "pod_ready", "sandbox_ready"):
+                src = self.pod_t if st == "pod_exists" else self.ready_t if st == "sandbox_ready" else self.stage[st]
+                lat = [(src[k] - self.created[k]) * 1000 for k in self.names if k in src]
+                profile[st] = {"p50_ms": rnd(pct(lat, 50)), "p99_ms": rnd(pct(lat, 99)), "count": len(lat)}
+        r["profile"] = profile
+        r.update({
+            "n": n, "namespace": ns, "create_burst_s": rnd(t_sent - t_burst, 3),
+            "ready_count": len(ready_lat), "pod_count": len(pod_lat),
+            "pod_p50_ms": rnd(pct(pod_lat, 50)), "pod_p90_ms": rnd(pct(pod_lat, 90)), "pod_p99_ms": rnd(pct(pod_lat, 99)),
+            "ready_p50_ms": rnd(pct(ready_lat, 50)), "ready_p90_ms": rnd(pct(ready_lat, 90)),
+            "ready_p99_ms": rnd(pct(ready_lat, 99)),
+            "all_ready_s": rnd(last_ready - t_burst, 3) if all_ready else None,
+        })
+        if not all_ready:
+            log(f"{self.who}: only {len(ready_lat)}/{n} Ready after {self.timeout}s")
+        else:
+            log(f"{self.who}: all {n} Ready in {r['all_ready_s']} s (ready p50 {r['ready_p50_ms']} ms, "
+                f"p99 {r['ready_p99_ms']} ms)")
+
+        # ---- idle with N present
+        time.sleep(2.0)
+        s_idle0 = self.snapshot()
+        time.sleep(a.idle)
+        s_idle1 = self.snapshot()
+        if self.proc:
+            r["idle_cpu_pct"] = rnd((s_idle1["cpu"] - s_idle0["cpu"]) / (s_idle1["t"] - s_idle0["t"]) * 100, 2)
+            r["idle_requests"] = s_idle1["req"] - s_idle0["req"]
+        else:
+            r["idle_cpu_pct"] = None
+
+        # ---- delete burst
+        def delete(c, name):
+            if self.who == "floor":
+                _, paths = floor_objects(ns, name, 0)
+            else:
+                paths = [f"{cr_path}/{name}"]
+            for p in paths:
+                st, obj = api.call("DELETE", p, conn=c)
+                if st not in (200, 202, 404):
+                    raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
+
+        t_del = time.monotonic()
+        errs = burst(api, self.names, delete, a.clients)
+        if errs:
+            raise RuntimeError(f"{len(errs)} deletes failed, first: {errs[0]}")
+        expect_sb = n if cr_path else 0
+
+        def gone():
+            return (not self.live["pods"] and not self.live["pvcs"] and not self.live["sandboxes"]
+                    and self.seen["pods"] >= n and self.seen["pvcs"] >= n and self.seen["sandboxes"] >= expect_sb)
+
+        all_gone = self.wait(gone, self.timeout)
+        s_end = self.snapshot()
+        with self.lock:
+            r["all_gone_s"] = rnd(self.last_gone - t_del, 3) if all_gone else None
+            r["left_over"] = {k: len(v) for k, v in self.live.items()}
+        if not all_gone:
+            log(f"{self.who}: not all gone after {self.timeout}s: {r['left_over']}")
+        else:
+            log(f"{self.who}: all gone in {r['all_gone_s']} s")
+
+        # ---- controller totals (the idle window is reported separately, not included)
+        busy = (s_end["t"] - s0["t"]) - (s_idle1["t"] - s_idle0["t"])
+        r["client_requests_per_sandbox"] = rnd((s_end["client"] - s0["client"]) / n, 2)
+        if self.proc:
+            r["cpu_s"] = rnd((s_end["cpu"] - s0["cpu"]) - (s_idle1["cpu"] - s_idle0["cpu"]), 2)
+            reqs = (s_end["req"] - s0["req"]) - (s_idle1["req"] - s_idle0["req"])
+            r["requests"] = int(reqs)
+            r["requests_per_sandbox"] = rnd(reqs / n, 2)
+            r["rss_peak_kib"] = proc_status(self.proc.pid, "VmHWM")
+            # what the resident set is made of at the end: private heap vs mapped files
+            # (binary and shared libraries, whose pages are shared with other processes)
+            r["rss_anon_kib_end"] = proc_status(self.proc.pid, "RssAnon")
+            r["rss_file_kib_end"] = proc_status(self.proc.pid, "RssFile")
+            r["busy_window_s"] = rnd(busy, 2)
+            r["create_phase_cpu_s"] = rnd(s_ready["cpu"] - s0["cpu"], 2)      # burst → all Ready
+            r["delete_phase_cpu_s"] = rnd(s_end["cpu"] - s_idle1["cpu"], 2)   # delete burst → all gone
+            if self.tracer:
+                time.sleep(0.5)
+                r["traced_requests"] = trace_summary(self.trace_log, [(s0["wall"], s_idle0["wall"]),
+                                                                      (s_idle1["wall"], s_end["wall"])], n)
+        else:
+            r.update({"cpu_s": None, "requests_per_sandbox": None, "rss_peak_kib": None})
+
+
+# --------------------------------------------------------------------------------------------
+# Exec: our client against kubectl exec, same pod, same path
+# --------------------------------------------------------------------------------------------
+def timed_run(cmd, count_stdout=False, timeout=300):
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    total = 0
+    if count_stdout:
+        while True:
+            b = p.stdout.read1(1 << 20)
+            if not b:
+                break
+            total += len(b)
+    else:
+        p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)       # the client's own CPU time comes with it
+    p.returncode = rc = os.waitstatus_to_exitcode(status)
+    timed_run.cpu = ru.ru_utime + ru.ru_stime
+    return time.monotonic() - t0, rc, total, err.decode(errors="replace")
+
+
+def exec_bench(args, api, workdir):
+    """Our exec client(s) and kubectl exec, alternating, against the same pod (a Sandbox of
+    ours in yao-bench, which kwok's ClusterExec serves), same API server, same admin
+    kubeconfig. Each invocation is a fresh process, timed from spawn to exit; stdout is read
+    through a pipe and counted. "ours" is the yao-sandbox CLI (what users run; it also reads
+    the Sandbox and touches last-used-at on each exec) when built, else exec_probe (the bare
+    kube/exec.c transport); when both exist the probe is measured too."""
+    res = {"client": None, "status": "not run"}
+    clients = []
+    if args.cli and os.access(args.cli, os.X_OK):
+        clients.append("yao-sandbox exec")
+    if args.exec_probe and os.access(args.exec_probe, os.X_OK):
+        clients.append("exec_probe")
+    if not clients:
+        res["status"] = ("skipped: neither the yao-sandbox CLI nor exec_probe is built "
+                         f"(looked for {args.cli} and {args.exec_probe})")
+        log("exec: " + res["status"])
+        return res
+    res["client"] = clients[0]
+    ns = SA_NS   # in kwok's exec allow-list
+    ensure_namespace(api, ns)
+    run = Run(args, api, "ours", 1, "exec")
+    run.ns = ns
+    path = f"/apis/{OURS_GROUP}/namespaces/{ns}/sandboxes"
+    name = "bench-exec"
+    api.call("DELETE", f"{path}/{name}")
+    try:
+        run.start_controller(workdir)
+        api.must("POST", path, ours_sandbox(name, 0), ok=(201, 409))
+        pod = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            sb = api.must("GET", f"{path}/{name}")
+            if (sb.get("status") or {}).get("phase") == "Running":
+                pod = sb["status"]["podName"]
+                break
+            time.sleep(0.2)
+        if not pod:
+            raise RuntimeError("exec sandbox did not become Running in 60 s")
+        kc = args.kubeconfig
+        bases = {"kubectl": ["kubectl", "--kubeconfig", kc, "exec", "-n", ns, pod, "-c", "sandbox", "--"],
+                 "yao-sandbox exec": [args.cli, "--kubeconfig", kc, "-n", ns, "exec", name, "--"],
+                 "exec_probe": [args.exec_probe, "--kubeconfig", kc, "-n", ns, pod, "--"]}
+        order = ["kubectl"] + clients
+        res.update({"pod": f"{ns}/{pod}", "commands": {c: " ".join(bases[c]) + " CMD" for c in order}})
+        lat = {c: [] for c in order}
+        thr = {c: [] for c in order}
+        cpu = {c: [] for c in order}
+        for i in range(args.exec_reps):
+            for c in (order if i % 2 == 0 else order[::-1]):
+                dt, rc, _, err = timed_run(bases[c] + ["true"])
+                if rc != 0:
+                    raise RuntimeError(f"exec true via {c}: exit {rc}: {err.strip()[:300]}")
+                lat[c].append(dt * 1000)
+        nbytes = args.exec_bytes
+        for i in range(args.exec_tput_reps):
+            for c in (order if i % 2 == 0 else order[::-1]):
+                dt, rc, total, err = timed_run(bases[c] + ["head", "-c", str(nbytes), "/dev/zero"], count_stdout=True)
+                if rc != 0 or total != nbytes:
+                    raise RuntimeError(f"exec head via {c}: exit {rc}, {total}/{nbytes} bytes: {err.strip()[:300]}")
+                thr[c].append(total / dt / 1e6)
+                cpu[c].append(timed_run.cpu)
+        per = {c: {"true_p50_ms": rnd(statistics.median(lat[c])), "true_p90_ms": rnd(pct(lat[c], 90)),
+                   "stdout_MBps": rnd(statistics.median(thr[c])), "stdout_MBps_all": [rnd(x) for x in thr[c]],
+                   "stdout_client_cpu_s": rnd(statistics.median(cpu[c]), 2)}
+               for c in order}
+        o, k = per[clients[0]], per["kubectl"]
+        res.update({
+            "status": "ok", "per_client": per, "stdout_bytes": nbytes,
+            "reps_true": args.exec_reps, "reps_stdout": args.exec_tput_reps,
+            "true_p50_ms_ours": o["true_p50_ms"], "true_p50_ms_kubectl": k["true_p50_ms"],
+            "true_p90_ms_ours": o["true_p90_ms"], "true_p90_ms_kubectl": k["true_p90_ms"],
+            "stdout_MBps_ours": o["stdout_MBps"], "stdout_MBps_kubectl": k["stdout_MBps"],
+            "throughput_ratio": rnd(o["stdout_MBps"] / k["stdout_MBps"], 2),
+            "latency_ratio": rnd(o["true_p50_ms"] / k["true_p50_ms"], 2),
+        })
+        for c in order:
+            log(f"exec {c}: true p50 {per[c]['true_p50_ms']} ms, {nbytes / 1e6:g} MB stdout "
+                f"{per[c]['stdout_MBps']} MB/s")
+    except Exception as e:  # noqa: BLE001 — the exec part is reported, not fatal
+        res["status"] = f"failed: {e}"
+        log("exec: " + res["status"])
+    finally:
+        api.call("DELETE", f"{path}/{name}")
+        time.sleep(1)
+        if run.proc and run.proc.poll() is None:
+            run.proc.terminate()
+            run.proc.wait(15)
+        if run.tracer:
+            run.tracer.kill()
+            run.tracer.wait()
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+def median_of(runs):
+    out = {}
+    keys = []
+    for r in runs:
+        for k, v in r.items():
+            if k not in keys and isinstance(v, (int, float)) and not isinstance(v, bool):
+                keys.append(k)
+    for k in keys:
+        vals = [r[k] for r in runs if isinstance(r.get(k), (int, float))]
+        if len(vals) == len(runs):
+            out[k] = rnd(statistics.median(vals), 3 if k.endswith("_s") else 2)
+        else:
+            out[k] = None   # some round did not produce it (e.g. not all Ready): no median
+    for k in KEYS:
+        out.setdefault(k, None)
+    return out
+
+
+def spread_of(runs):
+    sp = {}
+    for k in KEYS:
+        vals = [r.get(k) for r in runs if isinstance(r.get(k), (int, float))]
+        if vals:
+            sp[k] = [min(vals), max(vals)]
+    return sp
+
+
+def bench_n(args, api, n, workdir):
+    order = ["floor", "ours", "agent_sandbox"]
+    runs = {k: [] for k in order}
+    only = set(args.only.split(",")) if args.only else set(order)
+    for rnd_i in range(args.rounds):
+        seq = order if rnd_i % 2 == 0 else list(reversed(order))
+        for who in seq:
+            if who not in only:
+                continue
+            tag = f"{who.replace('_', '-')}-{n}-{rnd_i + 1}-{random.randrange(16**4):04x}"
+            r = Run(args, api, who, n, tag)
+            if who == "agent_sandbox":
+                waited = gc_knows_peer_kind(api)
+                if waited > 1:
+                    log(f"garbage collector knows the agent-sandbox kind (waited {waited:.1f} s)")
+            runs[who].append(r.execute(workdir))
+            time.sleep(args.pause)
+    out = {"n": n, "rounds": args.rounds}
+    for who in order:
+        if not runs[who]:
+            out[who] = median_of([])
+            continue
+        out[who] = median_of(runs[who])
+        out[who]["spread"] = spread_of(runs[who])
+        out[who]["runs"] = runs[who]
+    return out
+
+
+def fmt(v):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 10 else f"{v:.1f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+ROWS = [("pod_p50_ms", "create → pod exists p50 (ms)"), ("pod_p99_ms", "create → pod exists p99 (ms)"),
+        ("ready_p50_ms", "create → Ready p50 (ms)"), ("ready_p90_ms", "create → Ready p90 (ms)"),
+        ("ready_p99_ms", "create → Ready p99 (ms)"),
+        ("all_ready_s", "all N Ready (s)"), ("all_gone_s", "all gone after delete (s)"),
+        ("rss_peak_kib", "controller peak RSS (KiB)"), ("cpu_s", "controller CPU, create+delete (s)"),
+        ("requests_per_sandbox", "controller API requests / sandbox"),
+        ("idle_cpu_pct", "controller idle CPU with N present (%)")]
+
+
+def table(res):
+    lines = [f"| N = {res['n']} (median of {res.get('rounds', 1)}) | floor (no controller) | yao-sandbox | agent-sandbox v0.4.6 | ours / peer |",
+             "|---|---|---|---|---|"]
+    for k, label in ROWS:
+        f, o, p = res["floor"].get(k), res["ours"].get(k), res["agent_sandbox"].get(k)
+        ratio = fmt(rnd(o / p, 2)) + "×" if isinstance(o, (int, float)) and isinstance(p, (int, float)) and p else "–"
+        lines.append(f"| {label} | {fmt(f)} | {fmt(o)} | {fmt(p)} | {ratio} |")
+    return "\n".join(lines)
+
+
+def exec_table(e):
+    if e.get("status") != "ok":
+        return f"exec: {e.get('status')}"
+    mb = e["stdout_bytes"] / 1e6
+    lines = [f"| exec, pod {e['pod']} | `true` p50 (ms) | `true` p90 (ms) | {mb:g} MB stdout (MB/s) "
+             f"| client CPU for {mb:g} MB (s) |", "|---|---|---|---|---|"]
+    for c, v in e["per_client"].items():
+        lines.append(f"| {c} | {fmt(v['true_p50_ms'])} | {fmt(v['true_p90_ms'])} | {fmt(v['stdout_MBps'])} "
+                     f"| {fmt(v.get('stdout_client_cpu_s'))} |")
+    lines.append(f"| {e['client']} / kubectl | {fmt(e['latency_ratio'])}× | | {fmt(e['throughput_ratio'])}× | |")
+    return "\n".join(lines)
+
+
+def targets(res, e):
+    o, p, f = res["ours"], res["agent_sandbox"], res["floor"]
+
+    def ratio(a, b):
+        return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+    checks = [("ready p99 ≤ 0.5× peer", ratio(o["ready_p99_ms"], p["ready_p99_ms"]), 0.5),
+              ("all-ready ≤ 0.5× peer", ratio(o["all_ready_s"], p["all_ready_s"]), 0.5),
+              ("peak RSS ≤ 0.2× peer", ratio(o["rss_peak_kib"], p["rss_peak_kib"]), 0.2),
+              ("CPU s ≤ 0.5× peer", ratio(o["cpu_s"], p["cpu_s"]), 0.5),
+              ("requests/sandbox ≤ peer", ratio(o["requests_per_sandbox"], p["requests_per_sandbox"]), 1.0),
+              ("all-ready ≤ 1.3× floor", ratio(o["all_ready_s"], f["all_ready_s"]), 1.3)]
+    out = []
+    for name, r, lim in checks:
+        out.append({"target": name, "ratio": rnd(r, 2), "met": None if r is None else r <= lim})
+    if e.get("status") == "ok":
+        out.append({"target": "exec throughput ≥ 1.0× kubectl", "ratio": e["throughput_ratio"],
+                    "met": e["throughput_ratio"] >= 1.0})
+    else:
+        out.append({"target": "exec throughput ≥ 1.0× kubectl", "ratio": None, "met": None})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--token-file", required=True)
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--kubeconfig", required=True, help="admin kubeconfig (kubectl, exec)")
+    ap.add_argument("--ours", required=True)
+    ap.add_argument("--peer", required=True)
+    ap.add_argument("--peer-crd", required=True)
+    ap.add_argument("--exec-probe", default="")
+    ap.add_argument("--cli", default="")
+    ap.add_argument("-n", type=int, action="append", help="sandboxes per run (repeatable)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated subset of floor,ours,agent_sandbox (diagnosis)")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=4, help="our controller's --workers")
+    ap.add_argument("--peer-workers", type=int, default=4, help="peer's --sandbox-concurrent-workers")
+    ap.add_argument("--idle", type=float, default=20.0)
+    ap.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds to wait for all Ready / all gone (default max(120, 0.6 N))")
+    ap.add_argument("--exec", dest="do_exec", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--exec-only", action="store_true", help="only the exec part (prints it, writes nothing)")
+    ap.add_argument("--exec-reps", type=int, default=20)
+    ap.add_argument("--exec-tput-reps", type=int, default=3)
+    ap.add_argument("--exec-bytes", type=int, default=100_000_000)
+    ap.add_argument("--trace", action="store_true",
+                    help="diagnosis: route each controller through bench/reqtrace.py and break its requests "
+                         "down by verb and resource (changes the transport: not for the measured numbers)")
+    ap.add_argument("--perf", action="store_true",
+                    help="diagnosis: perf record each controller during its run (WORKDIR/<namespace>.perf)")
+    ap.add_argument("--perf-callgraph", default="fp", help="perf --call-graph mode (fp, dwarf)")
+    ap.add_argument("--floor-after-bound", action="store_true",
+                    help="diagnosis: the floor creates each pod only once its claim is Bound")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--machine", default="{}")
+    ap.add_argument("--command", default="")
+    args = ap.parse_args()
+    with open(args.token_file) as f:
+        api = Api(args.server, f.read().strip(), args.ca)
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        run_all(args, api)
+    finally:
+        remove_identities(api)
+
+
+def run_all(args, api):
+    ns = sorted(set(args.n or [100]))
+    if args.exec_only:
+        e = exec_bench(args, api, args.workdir)
+        print(exec_table(e))
+        print(json.dumps(e, indent=1))
+        return
+    started = datetime.datetime.now(datetime.timezone.utc)
+    per_n = {}
+    with PeerCrd(api, args.peer_crd, args.kubeconfig):
+        for n in ns:
+            per_n[n] = bench_n(args, api, n, args.workdir)
+            print(table(per_n[n]), flush=True)
+            print(flush=True)
+    e = exec_bench(args, api, args.workdir) if args.do_exec else {"status": "not run (--no-exec)"}
+    largest = per_n[max(ns)]
+    doc = {"n": largest["n"], "rounds": args.rounds,
+           "floor": largest["floor"], "ours": largest["ours"], "agent_sandbox": largest["agent_sandbox"],
+           "exec": e, "targets": targets(largest, e),
+           "smaller_n": {str(k): {w: {kk: v[w].get(kk) for kk in KEYS} for w in ("floor", "ours", "agent_sandbox")}
+                         for k, v in per_n.items() if k != max(ns)},
+           "date": started.isoformat(timespec="seconds"), "machine": json.loads(args.machine),
+           "command": args.command,
+           "settings": {"clients": args.clients, "ours_workers": args.workers, "peer_workers": args.peer_workers,
+                        "idle_s": args.idle, "image": IMAGE, "cpu": CPU, "memory": MEMORY,
+                        "workspace": WORKSPACE, "storage_class": STORAGE_CLASS}}
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, args.out)
+    print(exec_table(e))
+    print()
+    for t in doc["targets"]:
+        mark = "–" if t["met"] is None else ("met" if t["met"] else "NOT met")
+        print(f"target {t['target']}: {fmt(t['ratio'])}× {mark}")
+    log(f"results in {args.out}; logs in {args.workdir}")
+
+
+if __name__ == "__main__":
+    main()
