@@ -23,6 +23,7 @@ build: configure
 
 test: build
 	@tests/cluster/build all
+	@bench/run --build-only
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 1800
 
 unit: build

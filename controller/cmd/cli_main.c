@@ -1029,7 +1029,7 @@ static int cmd_read(struct cli *c) {
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = 1, .err_fd = -1, .err_buf = &errb, .in_fd = -1};
-    int code, rc = file_op(c, pod, argv, 3, &x, 0, &code);
+    int code = -1, rc = file_op(c, pod, argv, 3, &x, 0, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
     if (x.broken_pipe) rc = 141;
     dynbuf_free(&errb);
@@ -1046,7 +1046,7 @@ static int cmd_write(struct cli *c) {
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = 2, .err_fd = -1, .err_buf = &errb, .in_fd = 0};
-    int code, rc = file_op(c, pod, c->a->parents ? mkp : plain, 5, &x, 1, &code);
+    int code = -1, rc = file_op(c, pod, c->a->parents ? mkp : plain, 5, &x, 1, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
     dynbuf_free(&errb);
     free(file);
@@ -1100,7 +1100,7 @@ static int find_listing(struct cli *c, const char *pod, const char *file, int ls
     dynbuf_init(&out, CAPTURE_MAX);
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = -1, .out_buf = &out, .err_fd = -1, .err_buf = &errb, .in_fd = -1};
-    int code, rc = ls ? file_op(c, pod, argv_ls, 9, &x, 0, &code) : file_op(c, pod, argv_stat, 6, &x, 0, &code);
+    int code = -1, rc = ls ? file_op(c, pod, argv_ls, 9, &x, 0, &code) : file_op(c, pod, argv_stat, 6, &x, 0, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
     if (rc == 0 && cli_ls_parse(out.data, out.len, v, n) < 0)
         rc = fail("%s: unexpected output from find in the sandbox (GNU find is required)", current->name);
@@ -1191,7 +1191,7 @@ static int simple_op(struct cli *c, const char *pod, const char *const *argv, si
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = 2, .err_fd = -1, .err_buf = &errb, .in_fd = -1};
-    int code, rc = file_op(c, pod, argv, argc, &x, 0, &code);
+    int code = -1, rc = file_op(c, pod, argv, argc, &x, 0, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
     dynbuf_free(&errb);
     return rc;

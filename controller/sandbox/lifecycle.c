@@ -110,9 +110,21 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
         return;
     }
 
+    /* Bringing a pod up reads as one state (one status write) however many steps the
+     * claim, the scheduler and the node take; only departures from the normal path get
+     * their own message. */
+    static const char creating[] = "creating the workspace claim and the pod; waiting for the pod to start%s";
     if (o->pod == SBX_OBJ_ABSENT) {
+        say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
+        if (o->pvc == SBX_OBJ_ABSENT) {
+            d->requeue_after_ms = SBX_BIND_WAIT_MS;
+            return;
+        }
+        if (!o->pvc_bound && o->pvc_age_ms < SBX_BIND_WAIT_MS) {
+            d->requeue_after_ms = SBX_BIND_WAIT_MS - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
+            return;
+        }
         d->actions |= SBX_ACT_CREATE_POD;
-        say(d, "Creating", 0, SBX_REASON_CREATING, "creating the pod%s", "");
     } else if (o->pod == SBX_OBJ_TERMINATING) {
         say(d, "Creating", 0, SBX_REASON_NOT_READY, "waiting for the previous pod to terminate%s", "");
     } else if (o->pod_phase && (!strcmp(o->pod_phase, "Succeeded") || !strcmp(o->pod_phase, "Failed"))) {
@@ -126,11 +138,12 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
         } else {
             say(d, "Running", 1, SBX_REASON_READY, "the pod is running and ready%s", "");
         }
-    } else if (o->pvc == SBX_OBJ_PRESENT && !o->pvc_bound) {
-        say(d, "Creating", 0, SBX_REASON_NOT_READY, "waiting for the workspace claim to be bound%s", "");
+    } else if (!o->pod_phase || !strcmp(o->pod_phase, "Pending")) {
+        say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
+    } else if (!strcmp(o->pod_phase, "Running")) {
+        say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod is running but not ready%s", "");
     } else {
-        say(d, "Creating", 0, SBX_REASON_NOT_READY, "waiting for the pod to become ready (%s)",
-            o->pod_phase ? o->pod_phase : "Pending");
+        say(d, "Creating", 0, SBX_REASON_NOT_READY, "waiting for the pod to become ready (%s)", o->pod_phase);
     }
 
     if (limit > 0 && last_used > 0) {

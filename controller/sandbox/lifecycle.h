@@ -37,6 +37,7 @@ struct sbx_observed {
     /* Owned objects. */
     enum sbx_object_state pvc;
     int pvc_bound;
+    int64_t pvc_age_ms;              /* now - the claim's creationTimestamp */
     enum sbx_object_state pod;
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
     int pod_ready;
@@ -87,6 +88,12 @@ int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s);
 
 /* The newest usage signal: last-used-at annotation, status.lastUsedAt, pod start. */
 int64_t lifecycle_last_used_ms(const struct sbx_observed *o);
+
+/* A new pod waits this long for its workspace claim to be bound: a pod created before
+ * its claim is bound is put into the scheduler's backoff (1 s, 2 s, 4 s, ...), so on
+ * classes that bind at once waiting is faster; classes that bind only for a consumer
+ * (WaitForFirstConsumer) get their pod after this delay. */
+#define SBX_BIND_WAIT_MS 3000
 
 /* Decide. Never fails; d is fully written. */
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);

@@ -48,9 +48,29 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
 
 /* ---- informer handlers --------------------------------------------------------------- */
 
-/* A Sandbox changed: queue it. */
+/* The names a deleted Sandbox's pod and claim had, so its orphans are found by key. */
+struct gone_names {
+    char pod[SBX_NAME_MAX + 1];
+    char claim[128];
+};
+
+/* A Sandbox changed: queue it. A deleted one leaves the names of what it owned. */
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
+    const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
+    if (!cur && user && chat) {
+        struct gone_names *g = calloc(1, sizeof(*g));
+        if (g && sbx_name_pod(user, chat, g->pod, sizeof(g->pod)) == 0) {
+            void *prev = NULL;
+            sbx_claim_name(g->pod, g->claim, sizeof(g->claim));
+            pthread_mutex_lock(&ctl->lock);
+            if (strmap_put(&ctl->gone, key, g, &prev) < 0) free(g);
+            pthread_mutex_unlock(&ctl->lock);
+            free(prev);
+        } else {
+            free(g);
+        }
+    }
     queue_add(ctl->queue, key);
 }
 
@@ -139,6 +159,8 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     pthread_mutex_init(&ctl->lock, NULL);
     strmap_init(&ctl->reserved);
     strmap_init(&ctl->runs);
+    strmap_init(&ctl->sweeps);
+    strmap_init(&ctl->gone);
     pthread_cond_init(&ctl->runs_done, NULL);
     ctl->queue = queue_new(5, 1000 * 1000);
 
@@ -268,6 +290,8 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     queue_free(ctl->queue);
     strmap_clear(&ctl->reserved, NULL);
     strmap_clear(&ctl->runs, NULL);
+    strmap_clear(&ctl->sweeps, NULL);
+    strmap_clear(&ctl->gone, free);
     pthread_cond_destroy(&ctl->runs_done);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
@@ -429,19 +453,62 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
     return o->n >= 8;
 }
 
-/* The Sandbox ns/name no longer exists: delete the pods and PVCs it controlled (uid
- * preconditions keep a same-named successor's objects safe). */
-static int sweep_orphans(struct sbx_controller *ctl, const char *ns, const char *name, char *err, size_t errlen) {
+/* The garbage collector normally deletes a removed Sandbox's objects within moments; the
+ * controller steps in only for what is still there after this grace period (the GC learns
+ * a new CRD's kind only at its 30 s discovery resync). */
+#define SWEEP_GRACE_MS 3000
+
+/* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
+ * delete the pods and PVCs it controlled (uid preconditions keep a same-named
+ * successor's objects safe). *requeue_ms asks to look again when the grace ends. */
+static int sweep_orphans(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                         int64_t *requeue_ms, char *err, size_t errlen) {
     static const char *const resources[2] = {"pods", "persistentvolumeclaims"};
     struct informer *caches[2] = {ctl->pods, ctl->pvcs};
-    for (int i = 0; i < 2; i++) {
-        struct orphan_ctx o = {.ns = ns, .owner = name};
-        informer_foreach(caches[i], find_orphans, &o);
-        for (int j = 0; j < o.n; j++) {
-            if (delete_owned(ctl, ns, resources[i], o.found[j].name, o.found[j].uid, err, errlen) < 0) return -1;
-            LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o.found[j].name);
+    struct orphan_ctx o[2] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}};
+    struct gone_names names;
+    pthread_mutex_lock(&ctl->lock);
+    struct gone_names *g = strmap_get(&ctl->gone, key);
+    if (g) names = *g;
+    pthread_mutex_unlock(&ctl->lock);
+    if (g) {
+        /* The usual case: the names are known, two cache lookups. */
+        const char *objs[2] = {names.pod, names.claim};
+        for (int i = 0; i < 2; i++) {
+            char okey[512];
+            snprintf(okey, sizeof(okey), "%s/%s", ns, objs[i]);
+            cJSON *obj = informer_get(caches[i], okey);
+            if (obj) find_orphans(&o[i], okey, obj);
+            cJSON_Delete(obj);
         }
+    } else {
+        /* Deleted before this process saw it: walk the caches. */
+        for (int i = 0; i < 2; i++) informer_foreach(caches[i], find_orphans, &o[i]);
     }
+    int64_t now = kj_now_ms();
+    pthread_mutex_lock(&ctl->lock);
+    int64_t first = (int64_t)(intptr_t)strmap_get(&ctl->sweeps, key);
+    if (o[0].n + o[1].n == 0) {
+        strmap_remove(&ctl->sweeps, key);
+        free(strmap_remove(&ctl->gone, key));
+    } else if (!first) {
+        strmap_put(&ctl->sweeps, key, (void *)(intptr_t)now, NULL);
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    if (o[0].n + o[1].n == 0) return 0;
+    if (!first || now - first < SWEEP_GRACE_MS) {
+        *requeue_ms = first ? SWEEP_GRACE_MS - (now - first) : SWEEP_GRACE_MS;
+        return 0;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < o[i].n; j++) {
+            if (delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
+            LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
+        }
+    pthread_mutex_lock(&ctl->lock);
+    strmap_remove(&ctl->sweeps, key);
+    free(strmap_remove(&ctl->gone, key));
+    pthread_mutex_unlock(&ctl->lock);
     return 0;
 }
 
@@ -731,7 +798,7 @@ static int report_invalid(struct sbx_controller *ctl, const char *ns, const char
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
     d.reason = SBX_REASON_INVALID;
-    snprintf(d.message, sizeof(d.message), "%s", why);
+    snprintf(d.message, sizeof(d.message), "%.255s", why);
     cJSON *st = desired_status(sb, &d, NULL, NULL, NULL, kj_now_ms());
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = write_status(ctl, ns, name, sb, st, err, errlen);
@@ -755,7 +822,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
          * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. */
         release(ctl, key);
-        rc = sweep_orphans(ctl, ns, name, err, errlen);
+        rc = sweep_orphans(ctl, key, ns, name, requeue_ms, err, errlen);
         goto out;
     }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
@@ -816,6 +883,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     }
     o.pvc = classify(pvc, uid);
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
+    o.pvc_age_ms = pvc ? now - time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
     o.pod_phase = kj_str(pod, "status.phase");
     o.pod_ready = pod && kj_str(ready_condition(pod), "status") && !strcmp(kj_str(ready_condition(pod), "status"), "True");

@@ -41,6 +41,8 @@ struct sbx_controller {
     pthread_mutex_t lock;          /* guards reserved, running_keys, stats */
     struct strmap reserved;        /* sandbox key -> expiry (ms) of a capacity slot being filled */
     struct strmap runs;            /* sandbox key -> 1 while its one-shot command runs */
+    struct strmap sweeps;          /* deleted sandbox key -> when its orphans were first seen (ms) */
+    struct strmap gone;            /* deleted sandbox key -> its owned objects' names (struct gone_names) */
     int active_runs;               /* run threads alive (joined at stop) */
     pthread_cond_t runs_done;
     struct sbx_controller_stats stats;

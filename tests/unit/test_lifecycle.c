@@ -129,27 +129,46 @@ TEST(conflict_wins_over_every_other_rule) {
 
 /* ---- bringing up ---------------------------------------------------------------------- */
 
-TEST(fresh_sandbox_creates_pvc_and_pod) {
+TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_INT(d.actions, A_PVC); /* the pod follows the claim's binding */
     CHECK_STR(d.phase, "Creating");
     CHECK_INT(d.ready, 0);
     CHECK_STR(d.reason, "Creating");
-    CHECK_STR(d.message, "creating the pod");
+    CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start");
     CHECK_INT(d.wants_pod, 1);
     CHECK_INT(d.last_used_ms, 0);
     CHECK_INT(d.stopped_ms, 0);
+    CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_MS); /* look again if no bind event comes */
+    /* claim there, not bound yet, 1 s old: wait the rest of the bind wait */
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_age_ms = 1000;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, "Creating");
+    CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_MS - 1000);
+    /* bound: the pod is created */
+    o.pvc_bound = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
     CHECK_INT(d.requeue_after_ms, 0); /* no usage signal yet: no idle clock */
+    /* never bound (a WaitForFirstConsumer class binds only for a pod): after the wait */
+    o.pvc_bound = 0;
+    o.pvc_age_ms = SBX_BIND_WAIT_MS;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
 }
 
 TEST(fresh_sandbox_with_annotation_starts_idle_clock) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
     o.last_used_annotation_ms = T0 - 2 * SEC;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_INT(d.actions, A_POD);
     CHECK_INT(d.last_used_ms, T0 - 2 * SEC);
     CHECK_INT(d.requeue_after_ms, 30 * MIN - 2 * SEC);
 }
@@ -158,6 +177,7 @@ TEST(pvc_exists_creates_only_pod) {
     struct sbx_spec s = spec_of(SBX_PERSISTENT);
     struct sbx_observed o = fresh(T0);
     o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, A_POD);
     CHECK_STR(d.phase, "Creating");
@@ -199,8 +219,8 @@ TEST(pvc_unbound_and_pod_pending) {
     CHECK_INT(d.actions, 0);
     CHECK_STR(d.phase, "Creating");
     CHECK_INT(d.ready, 0);
-    CHECK_STR(d.reason, "PodNotReady");
-    CHECK_STR(d.message, "waiting for the workspace claim to be bound");
+    CHECK_STR(d.reason, "Creating");
+    CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start"); /* one status write for the whole bring-up */
     CHECK_INT(d.wants_pod, 1);
 }
 
@@ -214,12 +234,12 @@ TEST(pod_pending_with_bound_pvc) {
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, 0);
     CHECK_STR(d.phase, "Creating");
-    CHECK_STR(d.reason, "PodNotReady");
-    CHECK_STR(d.message, "waiting for the pod to become ready (Pending)");
+    CHECK_STR(d.reason, "Creating");
+    CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start");
     /* no phase reported yet reads as Pending */
     o.pod_phase = NULL;
     d = decide(&s, &o);
-    CHECK_STR(d.message, "waiting for the pod to become ready (Pending)");
+    CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start");
     /* running but not ready yet */
     o.pod_phase = "Running";
     o.pod_ready = 0;
@@ -228,7 +248,8 @@ TEST(pod_pending_with_bound_pvc) {
     CHECK_INT(d.actions, 0);
     CHECK_STR(d.phase, "Creating");
     CHECK_INT(d.ready, 0);
-    CHECK_STR(d.message, "waiting for the pod to become ready (Running)");
+    CHECK_STR(d.reason, "PodNotReady");
+    CHECK_STR(d.message, "the pod is running but not ready");
     CHECK_INT(d.requeue_after_ms, 29 * MIN);
     o.pod_phase = "Unknown";
     d = decide(&s, &o);
@@ -588,10 +609,10 @@ TEST(capacity_exceeded_waits_without_actions) {
                          "capacity");
     CHECK_INT(d.wants_pod, 1);
     CHECK_INT(d.requeue_after_ms, 0);
-    /* admitted on a later pass: created */
+    /* admitted on a later pass: created (claim first) */
     o.admitted = 1;
     d = decide(&s, &o);
-    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_INT(d.actions, A_PVC);
     CHECK_STR(d.phase, "Creating");
 }
 
@@ -647,7 +668,7 @@ TEST(one_shot_fresh_and_running) {
     struct sbx_spec s = spec_of(SBX_ONE_SHOT);
     struct sbx_observed o = fresh(T0);
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_INT(d.actions, A_PVC);
     CHECK_STR(d.phase, "Creating");
 
     o = running(T0, T0 + DAY); /* never idle: no limit */
