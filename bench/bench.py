@@ -70,6 +70,19 @@ class Api:
         return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
 
     def call(self, method, path, body=None, conn=None, ctype="application/json", raw=False):
+        """-> (status, parsed JSON or text). Retries what the server asks to retry (429/503,
+        e.g. "storage is (re)initializing" just after a CRD is installed), honouring
+        Retry-After, up to about 30 s."""
+        for attempt in range(30):
+            st, obj = self.call_once(method, path, body, conn, ctype, raw)
+            if st not in (429, 503) or attempt == 29:
+                return st, obj
+            wait = 1.0
+            if isinstance(obj, dict):
+                wait = float((obj.get("details") or {}).get("retryAfterSeconds") or 1)
+            time.sleep(min(max(wait, 0.1), 5.0))
+
+    def call_once(self, method, path, body=None, conn=None, ctype="application/json", raw=False):
         """-> (status, parsed JSON or text). Retries once on a dropped keep-alive connection."""
         own = conn is None
         c = conn or self.conn()
