@@ -17,11 +17,16 @@ static const char usage[] =
     "\n"
     "  --kubeconfig PATH        kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)\n"
     "  --namespace NS           watch only NS (YAO_SANDBOX_NAMESPACE; default: all namespaces)\n"
-    "  --image IMAGE            default sandbox image (YAO_SANDBOX_IMAGE)\n"
+    "  --image IMAGE            default sandbox image (YAO_SANDBOX_IMAGE; " SBX_DEFAULT_IMAGE ")\n"
+    "  --image-pull-policy P    imagePullPolicy of sandbox pods: Always, IfNotPresent, Never\n"
+    "                           (YAO_SANDBOX_IMAGE_PULL_POLICY; IfNotPresent)\n"
     "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
     "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
     "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
+    "  --memory-request QTY     default memory request, capped at the limit\n"
+    "                           (YAO_SANDBOX_MEMORY_REQUEST; 256Mi)\n"
+    "  --cpu-request QTY        default cpu request, capped at the limit (YAO_SANDBOX_CPU_REQUEST; 100m)\n"
     "  --workspace-size QTY     default workspace size (YAO_SANDBOX_WORKSPACE_SIZE; 10Gi)\n"
     "  --storage-class NAME     default workspace storage class (YAO_SANDBOX_STORAGE_CLASS)\n"
     "  --workers N              reconcile workers (YAO_SANDBOX_WORKERS; 4)\n"
@@ -84,6 +89,17 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
     } else if (!strcmp(name, "cpu")) {
         if (qty_parse_cpu(val, &v) < 0 || v < 1) BAD("not a cpu quantity");
         d->cpu_millis = v;
+    } else if (!strcmp(name, "memory-request")) {
+        if (qty_parse_memory(val, &v) < 0 || v < (4 << 20)) BAD("not a memory quantity of at least 4Mi");
+        d->memory_request_bytes = v;
+        o->memory_request_set = 1;
+    } else if (!strcmp(name, "cpu-request")) {
+        if (qty_parse_cpu(val, &v) < 0 || v < 1) BAD("not a cpu quantity of at least 1m");
+        d->cpu_request_millis = v;
+        o->cpu_request_set = 1;
+    } else if (!strcmp(name, "image-pull-policy")) {
+        if (sbx_pull_policy_parse(val, &d->pull_policy) < 0)
+            BAD("not an image pull policy (Always, IfNotPresent or Never)");
     } else if (!strcmp(name, "workspace-size")) {
         if (qty_parse_memory(val, &v) < 0 || v < (1 << 20)) BAD("not a storage quantity of at least 1Mi");
         d->workspace_bytes = v;
@@ -113,8 +129,32 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
     }
 #undef BAD
     if (!strcmp(name, "image") || !strcmp(name, "idle-timeout") || !strcmp(name, "memory") ||
-        !strcmp(name, "cpu") || !strcmp(name, "workspace-size") || !strcmp(name, "storage-class"))
+        !strcmp(name, "cpu") || !strcmp(name, "memory-request") || !strcmp(name, "cpu-request") ||
+        !strcmp(name, "workspace-size") || !strcmp(name, "storage-class"))
         return check_defaults(o, src, val, err, errlen);
+    return 0;
+}
+
+/* A request given explicitly must not exceed its limit (a Sandbox without requests of its
+ * own would otherwise be refused by the API server, or silently get less than asked);
+ * checked once every flag and variable is in, since either may come first. */
+static int check_requests(const struct sbx_settings *o, char *err, size_t errlen) {
+    const struct sbx_defaults *d = &o->controller.defaults;
+    char req[32], lim[32];
+    if (o->memory_request_set && d->memory_request_bytes > d->memory_bytes) {
+        qty_format_memory(d->memory_request_bytes, req, sizeof(req));
+        qty_format_memory(d->memory_bytes, lim, sizeof(lim));
+        snprintf(err, errlen, "memory request %s (--memory-request / YAO_SANDBOX_MEMORY_REQUEST) is above "
+                 "the memory limit %s (--memory / YAO_SANDBOX_MEMORY)", req, lim);
+        return -1;
+    }
+    if (o->cpu_request_set && d->cpu_request_millis > d->cpu_millis) {
+        qty_format_cpu(d->cpu_request_millis, req, sizeof(req));
+        qty_format_cpu(d->cpu_millis, lim, sizeof(lim));
+        snprintf(err, errlen, "cpu request %s (--cpu-request / YAO_SANDBOX_CPU_REQUEST) is above "
+                 "the cpu limit %s (--cpu / YAO_SANDBOX_CPU)", req, lim);
+        return -1;
+    }
     return 0;
 }
 
@@ -122,6 +162,8 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
     {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
     {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
+    {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},
+    {"YAO_SANDBOX_IMAGE_PULL_POLICY", "image-pull-policy"},
     {"YAO_SANDBOX_WORKSPACE_SIZE", "workspace-size"}, {"YAO_SANDBOX_STORAGE_CLASS", "storage-class"},
     {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
     {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
@@ -172,6 +214,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
         snprintf(src, sizeof(src), "--%s", name);
         if (apply(o, name, val, src, err, errlen) < 0) return -1;
     }
+    if (check_requests(o, err, errlen) < 0) return -1;
     if (o->renew_deadline_ms >= o->lease_duration_ms || o->retry_period_ms >= o->renew_deadline_ms) {
         snprintf(err, errlen, "leader election needs retry-period < renew-deadline < lease-duration");
         return -1;

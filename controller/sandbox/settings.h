@@ -17,6 +17,9 @@ struct sbx_settings {
     const char *lease_name, *lease_namespace;
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     int show_help, show_version;
+    /* Requests given explicitly (flag or variable): one above its limit is an error at
+     * startup; the built-in request is instead capped at each Sandbox's limit. */
+    int memory_request_set, cpu_request_set;
 };
 
 typedef const char *(*sbx_getenv_fn)(const char *name);

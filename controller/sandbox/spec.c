@@ -47,7 +47,9 @@
 #define SBX_TTL_DEFAULT_S 300
 #define SBX_TTL_MAX_S INT64_C(2147483647)   /* int32, like Job's field */
 
-#define SBX_DEFAULT_IMAGE "yao-sandbox/sandbox:latest"
+#ifndef YAO_VERSION
+#error "YAO_VERSION (the project version) must be defined by the build; see CMakeLists.txt"
+#endif
 #define SBX_RUN_AS 1000                     /* uid, gid and fsGroup of the sandbox */
 #define SBX_GRACE_SECONDS 10
 #define SBX_VOLUME_NAME "workspace"
@@ -434,6 +436,54 @@ static int sbx_parse_duration(struct sbx_pctx *c, const cJSON *obj, const char *
     return 0;
 }
 
+/* One request of spec.resources.requests: given, it must lie within [min, max] and not
+ * above the limit (the API server refuses a pod whose request exceeds its limit, so this
+ * is reported as InvalidSpec rather than silently changed); absent, the controller's
+ * default request, capped at the limit, so that lowering only a limit in a spec (memory
+ * 128Mi under a 256Mi default request) still gives a valid pod. */
+static int sbx_parse_request(struct sbx_pctx *c, const cJSON *res, const cJSON *req,
+                             const char *key, enum sbx_qty_kind kind, int64_t min,
+                             int64_t max, int64_t dflt, int64_t limit, int64_t *out) {
+    char path[64], lim[32], got[32];
+
+    snprintf(path, sizeof path, "spec.resources.requests.%s", key);
+    if (!req || !sbx_member(req, key)) {
+        *out = dflt < limit ? dflt : limit;
+        return 0;
+    }
+    if (sbx_parse_qty(c, req, key, path, kind, min, max, dflt, out)) return -1;
+    if (*out > limit)
+        return sbx_fail(c, "%s: %s is above the %s limit %s (%s); a request cannot exceed "
+                        "its limit", path, sbx_qty_show(kind, *out, got, sizeof got),
+                        key, sbx_qty_show(kind, limit, lim, sizeof lim),
+                        res && sbx_member(res, key)
+                            ? (kind == SBX_QTY_CPU ? "spec.resources.cpu" : "spec.resources.memory")
+                            : (kind == SBX_QTY_CPU ? "the controller default YAO_SANDBOX_CPU"
+                                                   : "the controller default YAO_SANDBOX_MEMORY"));
+    return 0;
+}
+
+/* spec.resources: memory and cpu are the limits (the field names predate requests);
+ * requests {memory, cpu} are optional and default to the controller's, capped at the
+ * limits. */
+static int sbx_parse_resources(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
+    const cJSON *res, *req = NULL;
+
+    if (sbx_opt_object(c, spec, "resources", "spec.resources", &res)) return -1;
+    if (sbx_parse_qty(c, res, "memory", "spec.resources.memory", SBX_QTY_BYTES, SBX_MEMORY_MIN,
+                      SBX_MEMORY_MAX, c->d->memory_bytes, &s->memory_bytes))
+        return -1;
+    if (sbx_parse_qty(c, res, "cpu", "spec.resources.cpu", SBX_QTY_CPU, SBX_CPU_MIN,
+                      SBX_CPU_MAX, c->d->cpu_millis, &s->cpu_millis))
+        return -1;
+    if (res && sbx_opt_object(c, res, "requests", "spec.resources.requests", &req)) return -1;
+    if (sbx_parse_request(c, res, req, "memory", SBX_QTY_BYTES, SBX_MEMORY_MIN, SBX_MEMORY_MAX,
+                          c->d->memory_request_bytes, s->memory_bytes, &s->memory_request_bytes))
+        return -1;
+    return sbx_parse_request(c, res, req, "cpu", SBX_QTY_CPU, SBX_CPU_MIN, SBX_CPU_MAX,
+                             c->d->cpu_request_millis, s->cpu_millis, &s->cpu_request_millis);
+}
+
 /* spec.workspace: size, storageClassName ("" kept: no class), mountPath. */
 static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
@@ -484,7 +534,7 @@ static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *
 /* The whole spec, in the order of the CRD's fields, into s (zeroed by the caller). */
 static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
-    const cJSON *spec, *v, *res;
+    const cJSON *spec, *v;
     const char *str;
 
     if (!cJSON_IsObject(sandbox)) return sbx_fail(c, "Sandbox: not a JSON object");
@@ -527,13 +577,8 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
 
     if (sbx_parse_env(c, spec, "env", "spec.env", &s->env, &s->nenv)) return -1;
 
-    if (sbx_opt_object(c, spec, "resources", "spec.resources", &res)) return -1;
-    if (sbx_parse_qty(c, res, "memory", "spec.resources.memory", SBX_QTY_BYTES, SBX_MEMORY_MIN,
-                      SBX_MEMORY_MAX, c->d->memory_bytes, &s->memory_bytes))
-        return -1;
-    if (sbx_parse_qty(c, res, "cpu", "spec.resources.cpu", SBX_QTY_CPU, SBX_CPU_MIN,
-                      SBX_CPU_MAX, c->d->cpu_millis, &s->cpu_millis))
-        return -1;
+    if (sbx_parse_resources(c, spec, s)) return -1;
+    s->pull_policy = c->d->pull_policy;
 
     if (sbx_parse_workspace(c, spec, s)) return -1;
 
@@ -561,6 +606,9 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->idle_timeout_ms = INT64_C(30) * 60 * 1000;
     d->memory_bytes = INT64_C(2) << 30;
     d->cpu_millis = 1000;
+    d->memory_request_bytes = SBX_DEFAULT_MEMORY_REQUEST;
+    d->cpu_request_millis = SBX_DEFAULT_CPU_REQUEST;
+    d->pull_policy = SBX_PULL_IF_NOT_PRESENT;
     d->workspace_bytes = INT64_C(10) << 30;
     d->storage_class = NULL;
 }
@@ -571,6 +619,28 @@ static const char *const sbx_lifecycle_names[] = {
     [SBX_LONG_RUNNING] = "long-running",
     [SBX_PERSISTENT] = "persistent",
 };
+
+static const char *const sbx_pull_policy_names[] = {
+    [SBX_PULL_IF_NOT_PRESENT] = "IfNotPresent",
+    [SBX_PULL_ALWAYS] = "Always",
+    [SBX_PULL_NEVER] = "Never",
+};
+
+const char *sbx_pull_policy_name(enum sbx_pull_policy p) {
+    if ((unsigned)p >= sizeof sbx_pull_policy_names / sizeof *sbx_pull_policy_names)
+        return "IfNotPresent";
+    return sbx_pull_policy_names[p];
+}
+
+int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out) {
+    if (!s) return -1;
+    for (size_t i = 0; i < sizeof sbx_pull_policy_names / sizeof *sbx_pull_policy_names; i++)
+        if (strcmp(s, sbx_pull_policy_names[i]) == 0) {
+            *out = (enum sbx_pull_policy)i;
+            return 0;
+        }
+    return -1;
+}
 
 const char *sbx_lifecycle_name(enum sbx_lifecycle l) {
     if ((unsigned)l >= sizeof sbx_lifecycle_names / sizeof *sbx_lifecycle_names) return "unknown";
@@ -761,14 +831,17 @@ static int sbx_add_env(cJSON *env, const char *name, const char *value) {
 static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
                                const struct sbx_spec *s) {
     static const char *const idle[] = { "/bin/sh", "-c", SBX_IDLE_SCRIPT };
-    char mem[32], cpu[32];
+    char mem[32], cpu[32], mem_req[32], cpu_req[32];
     cJSON *env, *res, *lim, *req, *mounts, *mount, *sc, *caps;
 
     if (qty_format_memory(s->memory_bytes, mem, sizeof mem) != 0 ||
-        qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0)
+        qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0 ||
+        qty_format_memory(s->memory_request_bytes, mem_req, sizeof mem_req) != 0 ||
+        qty_format_cpu(s->cpu_request_millis, cpu_req, sizeof cpu_req) != 0)
         return -1;
     if (!cJSON_AddStringToObject(ctr, "name", SBX_CONTAINER_NAME) ||
-        !cJSON_AddStringToObject(ctr, "image", s->image))
+        !cJSON_AddStringToObject(ctr, "image", s->image) ||
+        !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(s->pull_policy)))
         return -1;
     if (!s->has_command && !s->has_args) {
         if (sbx_add_strv(ctr, "command", idle, 3)) return -1;
@@ -792,7 +865,8 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
     lim = cJSON_AddObjectToObject(res, "limits");
     req = cJSON_AddObjectToObject(res, "requests");
     if (!cJSON_AddStringToObject(lim, "cpu", cpu) || !cJSON_AddStringToObject(lim, "memory", mem) ||
-        !cJSON_AddStringToObject(req, "cpu", cpu) || !cJSON_AddStringToObject(req, "memory", mem))
+        !cJSON_AddStringToObject(req, "cpu", cpu_req) ||
+        !cJSON_AddStringToObject(req, "memory", mem_req))
         return -1;
 
     mounts = cJSON_AddArrayToObject(ctr, "volumeMounts");

@@ -33,6 +33,13 @@ enum sbx_lifecycle {
     SBX_PERSISTENT,
 };
 
+/* The container's imagePullPolicy (controller-wide, YAO_SANDBOX_IMAGE_PULL_POLICY). */
+enum sbx_pull_policy {
+    SBX_PULL_IF_NOT_PRESENT,   /* the default: an image loaded into the node is used */
+    SBX_PULL_ALWAYS,
+    SBX_PULL_NEVER,
+};
+
 struct sbx_env { char *name; char *value; };
 
 struct sbx_strv { char **v; size_t n; };   /* string array; v NULL when n == 0 */
@@ -55,7 +62,9 @@ struct sbx_spec {
                                   entrypoint/cmd (an empty list counts as not given) */
     struct sbx_strv command, args;
     struct sbx_env *env; size_t nenv;
-    int64_t memory_bytes, cpu_millis;
+    int64_t memory_bytes, cpu_millis;                  /* limits */
+    int64_t memory_request_bytes, cpu_request_millis;  /* requests, never above the limits */
+    enum sbx_pull_policy pull_policy;
     int64_t workspace_bytes;
     char *storage_class;       /* NULL = cluster default */
     char *mount_path;          /* default /workspace */
@@ -67,8 +76,11 @@ struct sbx_spec {
 struct sbx_defaults {
     const char *image;             /* YAO_SANDBOX_IMAGE */
     int64_t idle_timeout_ms;       /* YAO_SANDBOX_IDLE_TIMEOUT, 30 min */
-    int64_t memory_bytes;          /* YAO_SANDBOX_MEMORY, 2 GiB */
-    int64_t cpu_millis;            /* YAO_SANDBOX_CPU, 1000 */
+    int64_t memory_bytes;          /* YAO_SANDBOX_MEMORY, 2 GiB (limit) */
+    int64_t cpu_millis;            /* YAO_SANDBOX_CPU, 1000 (limit) */
+    int64_t memory_request_bytes;  /* YAO_SANDBOX_MEMORY_REQUEST, 256 MiB (capped at the limit) */
+    int64_t cpu_request_millis;    /* YAO_SANDBOX_CPU_REQUEST, 100 (capped at the limit) */
+    enum sbx_pull_policy pull_policy; /* YAO_SANDBOX_IMAGE_PULL_POLICY, IfNotPresent */
     int64_t workspace_bytes;       /* 10 GiB */
     const char *storage_class;     /* NULL = cluster default */
 };
@@ -76,9 +88,25 @@ struct sbx_defaults {
 /* The idle main process used when the spec gives neither command nor args. */
 #define SBX_IDLE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 
-/* Fill d with the built-in defaults: image "yao-sandbox/sandbox:latest", idle 30 min,
- * memory 2 GiB, cpu 1000m, workspace 10 GiB, cluster-default storage class. */
+/* The default sandbox image: the sandbox image of this very release, tagged with the
+ * project version (CMakeLists.txt passes it in as YAO_VERSION; images/build.sh tags the
+ * image the same way). Never ":latest": with imagePullPolicy IfNotPresent a versioned tag
+ * lets a node use an image loaded into it without a registry. */
+#define SBX_DEFAULT_IMAGE "yao-sandbox/sandbox:" YAO_VERSION
+
+/* Requests sized for density: a sandbox is mostly an idle shell waiting for exec, so it
+ * reserves little and may burst up to its limits (2 GiB, 1 core by default). */
+#define SBX_DEFAULT_MEMORY_REQUEST (INT64_C(256) << 20)
+#define SBX_DEFAULT_CPU_REQUEST 100
+
+/* Fill d with the built-in defaults: image SBX_DEFAULT_IMAGE with pull policy
+ * IfNotPresent, idle 30 min, limits memory 2 GiB and cpu 1000m, requests 256 MiB and
+ * 100m, workspace 10 GiB, cluster-default storage class. */
 void sbx_defaults_init(struct sbx_defaults *d);
+
+/* "Always", "IfNotPresent", "Never" (Kubernetes spelling, case-sensitive). */
+const char *sbx_pull_policy_name(enum sbx_pull_policy p);
+int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out);
 
 const char *sbx_lifecycle_name(enum sbx_lifecycle l);    /* "one-shot", ... */
 int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out);
@@ -86,7 +114,7 @@ int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out);
 /* Parse and validate the `spec` of a Sandbox object (the whole object is passed).
  * Everything the API server's schema may have let through is checked again here
  * (required IDs, lengths, quantities, durations, env names, enum values, absolute
- * mountPath, run.command for one-shot), including the defaults taken from d (NULL = the
+ * mountPath, run.command for one-shot, requests not above limits), including the defaults taken from d (NULL = the
  * built-in defaults). Limits and rules mirror crd/sandbox.yaml. 0 on success; -1 with a readable message in err
  * (used verbatim as the Ready=False/InvalidSpec condition message); out is then empty. */
 int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
@@ -113,8 +141,8 @@ cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
 /* The sandbox Pod: one container "sandbox" with the image; command/args from the spec,
  * and when neither is given an idle main process that exits promptly on SIGTERM
  * (/bin/sh -c SBX_IDLE_SCRIPT), so any image with a POSIX sh can be exec'd into; env
- * YAO_SANDBOX_NAME / YAO_USER_ID / YAO_CHAT_ID then spec.env; limits = requests =
- * memory/cpu; the workspace PVC mounted at mountPath; restricted-PSS hardening
+ * YAO_SANDBOX_NAME / YAO_USER_ID / YAO_CHAT_ID then spec.env; imagePullPolicy from the
+ * controller; limits = memory/cpu, requests = memory_request/cpu_request; the workspace PVC mounted at mountPath; restricted-PSS hardening
  * (runAsNonRoot, runAsUser/runAsGroup/fsGroup 1000, allowPrivilegeEscalation false,
  * capabilities drop ALL, seccompProfile RuntimeDefault); automountServiceAccountToken
  * false; enableServiceLinks false; restartPolicy Always (Never for one-shot);

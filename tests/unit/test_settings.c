@@ -73,7 +73,12 @@ TEST(defaults) {
     CHECK_INT(o.controller.workers, 4);
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
-    CHECK_STR(o.controller.defaults.image, "yao-sandbox/sandbox:latest");
+    CHECK_STR(o.controller.defaults.image, "yao-sandbox/sandbox:" YAO_VERSION);
+    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(o.controller.defaults.memory_request_bytes, 256 * MIB);
+    CHECK_INT(o.controller.defaults.cpu_request_millis, 100);
+    CHECK_INT(o.memory_request_set, 0);
+    CHECK_INT(o.cpu_request_set, 0);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 30 * MIN);
     CHECK_INT(o.controller.defaults.memory_bytes, 2 * GIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 1000);
@@ -110,6 +115,9 @@ TEST(usage_mentions_every_flag) {
         "--kubeconfig", "--namespace", "--image", "--max-running", "--idle-timeout",
         "--memory", "--cpu", "--workspace-size", "--storage-class", "--workers", "--resync",
         "--metrics-addr", "--leader-elect", "--lease-name", "--lease-namespace",
+        "--image-pull-policy", "YAO_SANDBOX_IMAGE_PULL_POLICY", "--memory-request",
+        "YAO_SANDBOX_MEMORY_REQUEST", "--cpu-request", "YAO_SANDBOX_CPU_REQUEST", "IfNotPresent",
+        "256Mi", "100m", SBX_DEFAULT_IMAGE,
         "--lease-duration", "--renew-deadline", "--retry-period", "--log-level", "--version",
         "--help", "YAO_SANDBOX_MAX",
     };
@@ -131,6 +139,9 @@ static const char *const full_env[] = {
     "YAO_SANDBOX_IDLE_TIMEOUT", "1h30m",
     "YAO_SANDBOX_MEMORY", "512m",
     "YAO_SANDBOX_CPU", "0.5",
+    "YAO_SANDBOX_MEMORY_REQUEST", "128m",
+    "YAO_SANDBOX_CPU_REQUEST", "0.25",
+    "YAO_SANDBOX_IMAGE_PULL_POLICY", "Always",
     "YAO_SANDBOX_WORKSPACE_SIZE", "20Gi",
     "YAO_SANDBOX_STORAGE_CLASS", "fast-ssd",
     "YAO_SANDBOX_WORKERS", "8",
@@ -152,6 +163,9 @@ TEST(env_applied) {
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * MIN);
     CHECK_INT(o.controller.defaults.memory_bytes, 512 * MIB); /* Docker-style "m" */
     CHECK_INT(o.controller.defaults.cpu_millis, 500);
+    CHECK_INT(o.controller.defaults.memory_request_bytes, 128 * MIB);
+    CHECK_INT(o.controller.defaults.cpu_request_millis, 250);
+    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_ALWAYS);
     CHECK_INT(o.controller.defaults.workspace_bytes, 20 * GIB);
     CHECK_STR(o.controller.defaults.storage_class, "fast-ssd");
     CHECK_INT(o.controller.workers, 8);
@@ -187,6 +201,7 @@ TEST(flags_equals_form) {
     CHECK_INT(parse_with(NULL, &o, "--kubeconfig=/tmp/kc", "--namespace=ns1",
                          "--image=img:2", "--max-running=3", "--idle-timeout=90s",
                          "--memory=1Gi", "--cpu=250m", "--workspace-size=1Gi",
+                         "--memory-request=300Mi", "--cpu-request=20m", "--image-pull-policy=Never",
                          "--storage-class=standard", "--workers=16", "--resync=0",
                          "--metrics-addr=127.0.0.1:8080", "--lease-name=l1",
                          "--lease-namespace=ns2", "--lease-duration=30s",
@@ -200,6 +215,9 @@ TEST(flags_equals_form) {
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * SEC);
     CHECK_INT(o.controller.defaults.memory_bytes, GIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 250);
+    CHECK_INT(o.controller.defaults.memory_request_bytes, 300 * MIB);
+    CHECK_INT(o.controller.defaults.cpu_request_millis, 20);
+    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_NEVER);
     CHECK_INT(o.controller.defaults.workspace_bytes, GIB);
     CHECK_STR(o.controller.defaults.storage_class, "standard");
     CHECK_INT(o.controller.workers, 16);
@@ -292,6 +310,77 @@ TEST(limits_at_the_edges) {
     CHECK_INT(o.controller.defaults.memory_bytes, 4 * MIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 1);
     CHECK_INT(o.controller.defaults.workspace_bytes, MIB);
+}
+
+/* ---- requests and pull policy ---------------------------------------------------------- */
+
+TEST(requests_and_pull_policy_flags_override_env) {
+    struct sbx_settings o;
+    CHECK_INT(parse_with(full_env, &o, "--cpu-request", "0.1", "--image-pull-policy", "IfNotPresent", NULL), 0);
+    CHECK_INT(o.controller.defaults.cpu_request_millis, 100);
+    CHECK_INT(o.controller.defaults.memory_request_bytes, 128 * MIB); /* still the variable's */
+    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(o.memory_request_set, 1);
+    CHECK_INT(o.cpu_request_set, 1);
+}
+
+TEST(pull_policy_is_validated) {
+    static const char *const bad[] = {"always", "Sometimes", "", "IfNotPresent "};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sbx_settings o;
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--image-pull-policy=%s", bad[i]);
+        CHECK_INT(parse_with(NULL, &o, flag, NULL), -1);
+        CHECK(err_has("--image-pull-policy", "Always, IfNotPresent or Never", NULL));
+        const char *env[] = {"YAO_SANDBOX_IMAGE_PULL_POLICY", bad[i], NULL};
+        CHECK_INT(parse_with(env, &o, NULL), -1);
+        CHECK(err_has("YAO_SANDBOX_IMAGE_PULL_POLICY", "not an image pull policy", NULL));
+    }
+}
+
+TEST(explicit_request_above_limit_is_an_error) {
+    struct sbx_settings o;
+    /* either order, flag or variable: checked once everything is read */
+    CHECK_INT(parse_with(NULL, &o, "--memory-request=3Gi", NULL), -1);
+    CHECK(err_has("memory request 3Gi", "YAO_SANDBOX_MEMORY_REQUEST", "memory limit 2Gi", NULL));
+    CHECK_INT(parse_with(NULL, &o, "--memory-request=1Gi", "--memory=512Mi", NULL), -1);
+    CHECK(err_has("memory request 1Gi", "memory limit 512Mi", "--memory", NULL));
+    static const char *const env[] = {"YAO_SANDBOX_CPU_REQUEST", "2", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), -1);
+    CHECK(err_has("cpu request 2", "--cpu-request / YAO_SANDBOX_CPU_REQUEST", "cpu limit 1", NULL));
+    /* raised together with the limit it is fine, and equal to the limit too */
+    CHECK_INT(parse_with(env, &o, "--cpu=2", "--memory-request=2g", NULL), 0);
+    CHECK_INT(o.controller.defaults.cpu_request_millis, 2000);
+    CHECK_INT(o.controller.defaults.memory_request_bytes, 2 * GIB);
+}
+
+TEST(builtin_requests_are_capped_by_a_lowered_limit) {
+    /* only the limit lowered below the built-in request: no error, each Sandbox gets the
+     * limit as its request */
+    struct sbx_settings o;
+    CHECK_INT(parse_with(NULL, &o, "--memory=128Mi", "--cpu=50m", NULL), 0);
+    cJSON *sb = cJSON_Parse("{\"spec\":{\"userID\":\"u\",\"chatID\":\"c\"}}");
+    struct sbx_spec s;
+    char e[256];
+    CHECK_INT(sbx_spec_parse(sb, &o.controller.defaults, &s, e, sizeof(e)), 0);
+    CHECK_INT(s.memory_request_bytes, 128 * MIB);
+    CHECK_INT(s.cpu_request_millis, 50);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+}
+
+TEST(request_values_are_validated) {
+    static const char *const cases[][2] = {
+        {"--memory-request=lots", "--memory-request"},
+        {"--memory-request=1Mi", "at least 4Mi"},
+        {"--cpu-request=0", "--cpu-request"},
+        {"--cpu-request=-1", "not a cpu quantity"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sbx_settings o;
+        CHECK_INT(parse_with(NULL, &o, cases[i][0], NULL), -1);
+        CHECK(err_has(cases[i][1], NULL));
+    }
 }
 
 /* ---- errors --------------------------------------------------------------------------- */

@@ -147,10 +147,13 @@ TEST(defaults_init_builtin) {
 
     memset(&d, 0x5a, sizeof d);
     sbx_defaults_init(&d);
-    CHECK_STR(d.image, "yao-sandbox/sandbox:latest");
+    CHECK_STR(d.image, "yao-sandbox/sandbox:" YAO_VERSION);
+    CHECK_INT(d.pull_policy, SBX_PULL_IF_NOT_PRESENT);
     CHECK_INT(d.idle_timeout_ms, 30 * 60 * 1000);
     CHECK_INT(d.memory_bytes, 2 * GIB);
     CHECK_INT(d.cpu_millis, 1000);
+    CHECK_INT(d.memory_request_bytes, 256 * MIB);
+    CHECK_INT(d.cpu_request_millis, 100);
     CHECK_INT(d.workspace_bytes, 10 * GIB);
     CHECK(d.storage_class == NULL);
 }
@@ -180,7 +183,8 @@ TEST(minimal_spec_gets_defaults) {
     CHECK_STR(err, "");
     CHECK_STR(s.user_id, "alice");
     CHECK_STR(s.chat_id, "chat1");
-    CHECK_STR(s.image, "yao-sandbox/sandbox:latest");
+    CHECK_STR(s.image, SBX_DEFAULT_IMAGE);
+    CHECK_INT(s.pull_policy, SBX_PULL_IF_NOT_PRESENT);
     CHECK_INT(s.lifecycle, SBX_SESSION);
     CHECK_INT(s.idle_timeout_ms, 30 * 60 * 1000);
     CHECK_INT(s.paused, 0);
@@ -193,6 +197,8 @@ TEST(minimal_spec_gets_defaults) {
     CHECK(s.env == NULL);
     CHECK_INT(s.memory_bytes, 2 * GIB);
     CHECK_INT(s.cpu_millis, 1000);
+    CHECK_INT(s.memory_request_bytes, 256 * MIB);
+    CHECK_INT(s.cpu_request_millis, 100);
     CHECK_INT(s.workspace_bytes, 10 * GIB);
     CHECK(s.storage_class == NULL);
     CHECK_STR(s.mount_path, "/workspace");
@@ -307,6 +313,8 @@ TEST(full_spec_every_field) {
     }
     CHECK_INT(s.memory_bytes, 512 * MIB);
     CHECK_INT(s.cpu_millis, 500);
+    CHECK_INT(s.memory_request_bytes, 384 * MIB);
+    CHECK_INT(s.cpu_request_millis, 250);
     CHECK_INT(s.workspace_bytes, 20 * GIB);
     CHECK_STR(s.storage_class, "fast-ssd");
     CHECK_STR(s.mount_path, "/home/sandbox/work");
@@ -411,7 +419,7 @@ TEST(edge_values_accepted) {
                          "\"ttlSecondsAfterFinished\":0,\"command\":[],\"args\":[\"x\"]}",
                          NULL, &s, err, sizeof err), 0);
     CHECK_STR(err, "");
-    CHECK_STR(s.image, "yao-sandbox/sandbox:latest");
+    CHECK_STR(s.image, SBX_DEFAULT_IMAGE);
     CHECK_INT(s.memory_bytes, 2 * GIB);
     CHECK_STR(s.mount_path, "/a..b/c/");
     CHECK_INT(s.ttl_after_finished_s, 0);
@@ -578,6 +586,155 @@ TEST(invalid_quantities) {
         { "{" U ",\"workspace\":[]}", { "spec.workspace: must be an object" } },
     };
     check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+/* ---- requests and limits ------------------------------------------------------------ */
+
+TEST(requests_are_separate_from_limits) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_defaults d;
+
+    /* given explicitly, in either unit style, at most the limits */
+    CHECK_INT(parse_text("{" U ",\"resources\":{\"memory\":\"1g\",\"cpu\":\"2\","
+                         "\"requests\":{\"memory\":\"512m\",\"cpu\":\"0.5\"}}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(s.memory_bytes, GIB);
+    CHECK_INT(s.cpu_millis, 2000);
+    CHECK_INT(s.memory_request_bytes, 512 * MIB);
+    CHECK_INT(s.cpu_request_millis, 500);
+    sbx_spec_free(&s);
+
+    /* equal to the limits is fine (Guaranteed QoS) */
+    CHECK_INT(parse_text("{" U ",\"resources\":{\"memory\":\"1Gi\",\"cpu\":\"1\","
+                         "\"requests\":{\"memory\":1073741824,\"cpu\":\"1000m\"}}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.memory_request_bytes, GIB);
+    CHECK_INT(s.cpu_request_millis, 1000);
+    sbx_spec_free(&s);
+
+    /* only one request given: the other one is the controller's */
+    CHECK_INT(parse_text("{" U ",\"resources\":{\"requests\":{\"cpu\":\"250m\"}}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.cpu_request_millis, 250);
+    CHECK_INT(s.memory_request_bytes, 256 * MIB);
+    CHECK_INT(s.memory_bytes, 2 * GIB);
+    sbx_spec_free(&s);
+
+    /* controller defaults for requests are applied */
+    sbx_defaults_init(&d);
+    d.memory_request_bytes = 64 * MIB;
+    d.cpu_request_millis = 50;
+    CHECK_INT(parse_text("{" U "}", &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.memory_request_bytes, 64 * MIB);
+    CHECK_INT(s.cpu_request_millis, 50);
+    sbx_spec_free(&s);
+}
+
+TEST(default_requests_never_exceed_a_lowered_limit) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_defaults d;
+
+    /* spec lowers only the limits below the default requests (256Mi, 100m) */
+    CHECK_INT(parse_text("{" U ",\"resources\":{\"memory\":\"128Mi\",\"cpu\":\"50m\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(s.memory_bytes, 128 * MIB);
+    CHECK_INT(s.memory_request_bytes, 128 * MIB);
+    CHECK_INT(s.cpu_millis, 50);
+    CHECK_INT(s.cpu_request_millis, 50);
+    sbx_spec_free(&s);
+
+    /* a controller whose default limits are below its default requests: capped too */
+    sbx_defaults_init(&d);
+    d.memory_bytes = 64 * MIB;
+    d.cpu_millis = 20;
+    CHECK_INT(parse_text("{" U "}", &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.memory_request_bytes, 64 * MIB);
+    CHECK_INT(s.cpu_request_millis, 20);
+    sbx_spec_free(&s);
+
+    /* and in the pod */
+    struct sbx_owner o = { "t", "ns", "uid-1" };
+    CHECK_INT(parse_text("{" U ",\"resources\":{\"memory\":\"128Mi\"}}", NULL, &s, err, sizeof err), 0);
+    cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    const cJSON *c = JAT(pod, "spec", "containers", "#0");
+    CHECK_STR(JSTR(c, "resources", "limits", "memory"), "128Mi");
+    CHECK_STR(JSTR(c, "resources", "requests", "memory"), "128Mi");
+    CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
+    CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "100m");
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+TEST(request_above_limit_is_invalid) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"resources\":{\"memory\":\"1Gi\",\"requests\":{\"memory\":\"2Gi\"}}}",
+          { "spec.resources.requests.memory: 2Gi is above the memory limit 1Gi (spec.resources.memory)",
+            "cannot exceed" } },
+        { "{" U ",\"resources\":{\"cpu\":\"500m\",\"requests\":{\"cpu\":\"1\"}}}",
+          { "spec.resources.requests.cpu: 1 is above the cpu limit 500m (spec.resources.cpu)" } },
+        /* above the controller's default limit (2Gi / 1 core) when the spec sets no limit */
+        { "{" U ",\"resources\":{\"requests\":{\"memory\":\"3Gi\"}}}",
+          { "spec.resources.requests.memory: 3Gi is above the memory limit 2Gi",
+            "controller default YAO_SANDBOX_MEMORY" } },
+        { "{" U ",\"resources\":{\"requests\":{\"cpu\":\"1001m\"}}}",
+          { "spec.resources.requests.cpu", "controller default YAO_SANDBOX_CPU" } },
+        { "{" U ",\"resources\":{\"requests\":{\"memory\":\"lots\"}}}",
+          { "spec.resources.requests.memory: \"lots\" is not a valid quantity" } },
+        { "{" U ",\"resources\":{\"requests\":{\"memory\":\"1Mi\"}}}",
+          { "spec.resources.requests.memory: \"1Mi\" is below the minimum 4Mi" } },
+        { "{" U ",\"resources\":{\"requests\":{\"cpu\":\"0\"}}}",
+          { "spec.resources.requests.cpu: \"0\" is below the minimum 1m" } },
+        { "{" U ",\"resources\":{\"requests\":[]}}", { "spec.resources.requests: must be an object" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+}
+
+/* ---- image pull policy ---------------------------------------------------------------- */
+
+TEST(pull_policy_names_round_trip) {
+    static const char *const names[] = { "IfNotPresent", "Always", "Never" };
+    enum sbx_pull_policy p;
+
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(sbx_pull_policy_parse(names[i], &p), 0);
+        CHECK_INT(p, i);
+        CHECK_STR(sbx_pull_policy_name(p), names[i]);
+    }
+    CHECK_INT(sbx_pull_policy_parse("ifnotpresent", &p), -1);
+    CHECK_INT(sbx_pull_policy_parse("", &p), -1);
+    CHECK_INT(sbx_pull_policy_parse(NULL, &p), -1);
+    CHECK_INT(SBX_PULL_IF_NOT_PRESENT, 0);   /* a zeroed spec means the safe default */
+}
+
+TEST(pull_policy_reaches_the_pod) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_defaults d;
+    struct sbx_owner o = { "t", "ns", "uid-1" };
+    static const char *const want[] = { "IfNotPresent", "Always", "Never" };
+
+    for (int i = 0; i < 3; i++) {
+        sbx_defaults_init(&d);
+        d.pull_policy = (enum sbx_pull_policy)i;
+        CHECK_INT(parse_text("{" U ",\"image\":\"mine:latest\"}", &d, &s, err, sizeof err), 0);
+        cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "image"), "mine:latest");
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "imagePullPolicy"), want[i]);
+        cJSON_Delete(pod);
+        sbx_spec_free(&s);
+    }
+}
+
+TEST(default_image_is_this_release) {
+    /* the tag is the project version the build passes in, never "latest" */
+    CHECK_STR(SBX_DEFAULT_IMAGE, "yao-sandbox/sandbox:" YAO_VERSION);
+    CHECK(strlen(YAO_VERSION) > 0);
+    CHECK(strcmp(YAO_VERSION, "latest") != 0);
+    CHECK(strchr(YAO_VERSION, '.') != NULL);
 }
 
 TEST(invalid_env_and_argv) {
@@ -848,8 +1005,9 @@ TEST(pod_exact_shape) {
         CHECK(JAT(c, "securityContext", "capabilities", "add") == NULL);
         CHECK_STR(JSTR(c, "resources", "limits", "memory"), "512Mi");
         CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "500m");
-        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "512Mi");
-        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "500m");
+        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "384Mi");
+        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "250m");
+        CHECK_STR(JSTR(c, "imagePullPolicy"), "IfNotPresent");
 
         /* env: the three injected ones first, then spec.env in order */
         CHECK_INT(JSIZE(c, "env"), 6);
@@ -885,7 +1043,10 @@ TEST(pod_defaults_idle_process_and_resources) {
         const cJSON *c = JAT(b.pod, "spec", "containers", "#0");
         CHECK_STR(JSTR(b.pod, "metadata", "name"), "yao-sb-alice-chat1");
         CHECK_STR(JSTR(b.pod, "metadata", "namespace"), "yao");
-        CHECK_STR(JSTR(c, "image"), "yao-sandbox/sandbox:latest");
+        /* the versioned sandbox image of this release, used from the node if it is there */
+        CHECK_STR(JSTR(c, "image"), "yao-sandbox/sandbox:" YAO_VERSION);
+        CHECK(strstr(JSTR(c, "image"), ":latest") == NULL);
+        CHECK_STR(JSTR(c, "imagePullPolicy"), "IfNotPresent");
         CHECK_INT(JSIZE(c, "command"), 3);
         CHECK_STR(JSTR(c, "command", "#0"), "/bin/sh");
         CHECK_STR(JSTR(c, "command", "#1"), "-c");
@@ -893,8 +1054,9 @@ TEST(pod_defaults_idle_process_and_resources) {
         CHECK(JAT(c, "args") == NULL);
         CHECK_STR(JSTR(c, "resources", "limits", "memory"), "2Gi");
         CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
-        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "2Gi");
-        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "1");
+        /* requests are not the limits: sized for density */
+        CHECK_STR(JSTR(c, "resources", "requests", "memory"), "256Mi");
+        CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "100m");
         CHECK_INT(JSIZE(c, "env"), 3);
         CHECK_STR(JSTR(c, "env", "#0", "value"), "alice-chat1");
         CHECK_STR(JSTR(c, "volumeMounts", "#0", "mountPath"), "/workspace");
