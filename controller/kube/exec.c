@@ -8,7 +8,8 @@
  * status channel's verdict, stdin streaming with the v5 close signal (and the stdin
  * reader thread of use_stdin_fd), and the deadline.
  * Does not own: retries (a command is not idempotent; the caller decides), what the
- * output means, or terminal handling (tty is passed to the server; resize is not sent).
+ * output means, or the local terminal (raw mode, SIGWINCH): the caller reports the size
+ * through term_size and a resize flag, the session sends it on the resize channel.
  *
  * Memory is bounded whatever the output size: data is handed to the callbacks as lws
  * reads it, one read buffer at a time; a slow callback stalls the reads, and TCP pushes
@@ -16,6 +17,13 @@
  * from read_stdin, called on the loop; or from stdin_fd, read by a thread of the session
  * into KUBE_EXEC_STDIN_SLOTS chunks ahead at most (see struct stdin_reader), so waiting
  * for input never holds up output. The thread is joined before kube_exec returns.
+ *
+ * The end: the status message is the server's last word. Once it is complete the session
+ * stops sending and the connection is dropped (lws' asynchronous kill), not closed
+ * politely: a polite close first flushes what lws still holds for the socket and then
+ * waits for the server's close frame, and a server whose command exited without reading
+ * stdin has stopped reading the connection, so both waits would run into lws' timeouts
+ * (5 s each) or, behind a proxy that never gives up, forever.
  *
  * Known limits:
  *  - v4.channel.k8s.io cannot half-close: with v4 the command never sees EOF on stdin (we
@@ -140,6 +148,14 @@ int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size
     return rc;
 }
 
+size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *out, size_t cap) {
+    if (cap < 2) return 0;
+    out[0] = KUBE_EXEC_RESIZE;
+    int n = snprintf((char *)out + 1, cap - 1, "{\"Width\":%u,\"Height\":%u}", width, height);
+    if (n < 0 || (size_t)n >= cap - 1) return 0;
+    return (size_t)n + 1;
+}
+
 /* Copy a message into msg (NULL-safe). */
 static void put_msg(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void put_msg(char *msg, size_t msglen, const char *fmt, ...) {
@@ -253,6 +269,11 @@ struct session {
     int have_status;         /* the error channel's message is complete */
     int stdin_done;
     int v5;
+    int tty;                 /* a terminal was asked for (and is in effect: with stdin) */
+    lws_sorted_usec_list_t resize_check;   /* looks at o->resized */
+    int resize_pending;      /* a size to send: size_w x size_h */
+    int size_sent;           /* sent_w x sent_h went out */
+    unsigned size_w, size_h, sent_w, sent_h;
     struct stdin_reader *in; /* stdin from an fd, else NULL */
     char close_reason[128];  /* from the server's close frame, if any */
     char tls_verify[160];    /* why OpenSSL refused the server's certificate */
@@ -371,6 +392,49 @@ static void on_deadline(lws_sorted_usec_list_t *sul) {
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
     else
         s->finished = 1;
+}
+
+/* Ask the caller for the terminal's size; queue it for the resize channel when it is not
+ * what was sent (or queued) last. */
+static void size_update(struct session *s) {
+    unsigned w = 0, h = 0;
+    if (!s->o->term_size || s->o->term_size(s->o->ud, &w, &h) < 0) return;
+    if (s->resize_pending ? (w == s->size_w && h == s->size_h)
+                          : (s->size_sent && w == s->sent_w && h == s->sent_h))
+        return;
+    s->size_w = w;
+    s->size_h = h;
+    s->resize_pending = 1;
+    if (s->wsi) lws_callback_on_writable(s->wsi);
+}
+
+/* Every KUBE_EXEC_RESIZE_CHECK_MS while the session lasts: did the caller's flag (its
+ * SIGWINCH handler) go up? Cleared before the size is read, so no change is lost. */
+static void on_resize_check(lws_sorted_usec_list_t *sul) {
+    struct session *s = lws_container_of(sul, struct session, resize_check);
+    if (!s->wsi || s->finished || s->have_status || s->failed) return;
+    if (*s->o->resized) {
+        *s->o->resized = 0;
+        size_update(s);
+    }
+    lws_sul_schedule(s->ctx, 0, &s->resize_check, on_resize_check,
+                     (lws_usec_t)KUBE_EXEC_RESIZE_CHECK_MS * LWS_US_PER_MS);
+}
+
+/* Send the queued terminal size on the resize channel. */
+static int send_resize(struct session *s, struct lws *wsi) {
+    unsigned char buf[LWS_PRE + 64];
+    size_t n = kube_exec_resize_message(s->size_w, s->size_h, buf + LWS_PRE, sizeof(buf) - LWS_PRE);
+    s->resize_pending = 0;
+    if (!n) return 0;   /* cannot happen: two unsigned numbers fit */
+    if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n) {
+        fail(s, "exec: sending the terminal size failed");
+        return -1;
+    }
+    s->size_sent = 1;
+    s->sent_w = s->size_w;
+    s->sent_h = s->size_h;
+    return 0;
 }
 
 /* End of input: the v5 close signal for stdin (v4 cannot signal EOF: see the top). */
@@ -591,9 +655,16 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             return -1;
         }
         if (s->o->read_stdin) lws_callback_on_writable(wsi);
+        if (s->tty && s->o->term_size) {
+            size_update(s);
+            if (s->o->resized)
+                lws_sul_schedule(ctx, 0, &s->resize_check, on_resize_check,
+                                 (lws_usec_t)KUBE_EXEC_RESIZE_CHECK_MS * LWS_US_PER_MS);
+        }
         return 0;
 
     case LWS_CALLBACK_CLIENT_RECEIVE: {
+        if (s->have_status) return 0;   /* the verdict was the last word */
         int final = lws_is_final_fragment(wsi);
         int rc = kube_exec_demux_feed(&s->demux, in, len, lws_is_first_fragment(wsi), final);
         if (rc) {
@@ -602,16 +673,27 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             return -1;
         }
         if (final && s->demux.channel == KUBE_EXEC_ERROR && (s->demux.status_len || s->demux.status_overflow)) {
-            /* The verdict is the last thing the server sends: we are done. */
+            /* The verdict is the last thing the server sends: we are done. Drop the
+             * connection now, whatever stdin lws still holds for it (see the top). */
             s->have_status = 1;
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
-            return -1;
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            lws_cancel_service(ctx);
+            return 0;
         }
         return 0;
     }
 
     case LWS_CALLBACK_CLIENT_WRITEABLE:
-        if (!(s->o->read_stdin || s->in) || s->stdin_done || s->have_status) return 0;
+        if (s->have_status || s->failed) return 0;
+        if (s->resize_pending) {
+            if (send_resize(s, wsi) < 0) {
+                lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
+                return -1;
+            }
+            if ((s->o->read_stdin || s->in) && !s->stdin_done) lws_callback_on_writable(wsi);
+            return 0;
+        }
+        if (!(s->o->read_stdin || s->in) || s->stdin_done) return 0;
         if ((s->in ? send_stdin_fd(s, wsi) : send_stdin(s, wsi)) < 0) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
             return -1;
@@ -901,6 +983,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     s->o = o;
     s->r = r;
     s->offered = o->protocols && o->protocols[0] ? o->protocols : EXEC_DEFAULT_PROTOCOLS;
+    s->tty = tty;
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
     s->auth = auth_value(cfg);
     if (o->use_stdin_fd && !(s->in = stdin_reader_new(o->stdin_fd))) {
@@ -971,6 +1054,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
         if (lws_service(s->ctx, 0) < 0) break;
     stdin_reader_stop(s->in);   /* before the context goes: it wakes the context's loop */
     lws_sul_cancel(&s->deadline);
+    lws_sul_cancel(&s->resize_check);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
     rc = conclude(s);
     if (rc < 0 && !s->established && r->http_status >= 400) {

@@ -10,6 +10,7 @@
 #ifndef YAO_KUBE_EXEC_H
 #define YAO_KUBE_EXEC_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "kube/rest.h"
@@ -26,11 +27,16 @@ enum kube_exec_channel {
 
 /* Stdin read ahead from an fd (use_stdin_fd): at most this many 32 KiB chunks. */
 #define KUBE_EXEC_STDIN_SLOTS 4
+/* How often the loop looks at a terminal session's resize flag (see term_size). */
+#define KUBE_EXEC_RESIZE_CHECK_MS 100
 
 /* Output callback: return 0 to go on, non-zero to abort the session. */
 typedef int (*kube_exec_output_fn)(void *ud, const char *data, size_t len);
 /* Stdin callback: fill up to cap bytes; return the count, 0 at end of input, -1 on error. */
 typedef ssize_t (*kube_exec_input_fn)(void *ud, char *buf, size_t cap);
+/* Terminal size callback: set the columns and rows; return 0, or -1 when there is no size
+ * to send. */
+typedef int (*kube_exec_size_fn)(void *ud, unsigned *width, unsigned *height);
 
 struct kube_exec_options {
     const char *namespace_;
@@ -62,6 +68,14 @@ struct kube_exec_options {
     int tty;                           /* a terminal: only with stdin (read_stdin or
                                           use_stdin_fd; else ignored, as kubectl does);
                                           stderr then arrives merged in stdout */
+    /* The terminal's size (tty only; NULL: no size is sent, and the program sees 0x0).
+     * Called on the session's loop right after the session opens, and again whenever
+     * *resized is non-zero (looked at every KUBE_EXEC_RESIZE_CHECK_MS; cleared before the
+     * call, so a change during it is seen next time); a size that differs from the last
+     * one sent goes out on the resize channel as {"Width":W,"Height":H}. resized is what a
+     * SIGWINCH handler sets (NULL: the size is sent once). */
+    kube_exec_size_fn term_size;
+    volatile sig_atomic_t *resized;
     long timeout_ms;                   /* whole session; 0 = none */
     /* Offered subprotocols, comma-separated; NULL = "v5.channel.k8s.io, v4.channel.k8s.io". */
     const char *protocols;
@@ -84,6 +98,10 @@ struct kube_exec_result {
  * reading when the buffer is full, so a slow server pushes back) and wakes the loop; it
  * is stopped and joined before kube_exec returns, even when it is waiting for input that
  * never comes.
+ * The status ends the session at once: stdin not sent yet (read ahead, or queued in the
+ * socket because the server stopped reading it, as servers do once the command has
+ * exited) is dropped, and the connection is closed without waiting for the server to take
+ * it, so a command that exits without reading its input never holds up the return.
  * Limits (libwebsockets 4.1, see exec.c): the URL with the encoded argv may have at most
  * 2032 bytes — longer commands fail before connecting, so pass scripts on stdin; with
  * v4.channel.k8s.io (servers before 1.30) stdin cannot be closed, so the command never
@@ -111,5 +129,8 @@ int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size
 /* Interpret a Status from the error channel: 0 with *exit_code set (0 for Success, N for
  * NonZeroExitCode), or -1 with msg set when it reports a failure to run the command. */
 int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen);
+/* The resize message for a terminal of width x height: the channel byte (4), then
+ * {"Width":W,"Height":H}. Returns its length, or 0 when out (cap bytes) is too small. */
+size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *out, size_t cap);
 
 #endif

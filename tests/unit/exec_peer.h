@@ -34,6 +34,9 @@ enum peer_script {
     PEER_UNKNOWN_CHANNEL,/* a message on channel 7 */
     PEER_NO_STATUS,      /* some output, then a close frame without a status */
     PEER_BIG,            /* big_bytes of patterned stdout in messages of many sizes, then Success */
+    PEER_EXIT_UNREAD,    /* reads echo_expect stdin bytes, then stops reading (a command that
+                            exited without reading its input), sends exit code 3, reads
+                            nothing for unread_ms, then reads to the end of the stream */
 };
 
 #define PEER_MAX_CONNS 64
@@ -60,6 +63,9 @@ struct peer {
     size_t stdin_bytes, stdin_max_message;
     int stdin_closed;          /* the v5 close signal for stdin arrived */
     int unmasked_frames;
+    char resizes[512];         /* PEER_ECHO: resize messages' payloads, one a line */
+    int unread_ms;             /* PEER_EXIT_UNREAD: how long it reads nothing after the status */
+    int client_dropped;        /* PEER_EXIT_UNREAD: then found the connection closed */
 };
 
 /* Wait until fd is ready for events (POLLIN/POLLOUT); -1 on timeout or stop. */
@@ -252,6 +258,12 @@ static void peer_script_run(struct peer *p, int fd) {
                     total = p->stdin_bytes;
                     pthread_mutex_unlock(&p->mu);
                     done = !v5 && total >= p->echo_expect;
+                } else if (pl[0] == 4) {
+                    pthread_mutex_lock(&p->mu);
+                    size_t have = strlen(p->resizes);
+                    snprintf(p->resizes + have, sizeof(p->resizes) - have, "%.*s\n", (int)(n - 1),
+                             (const char *)pl + 1);
+                    pthread_mutex_unlock(&p->mu);
                 } else if (pl[0] == 255 && n == 2 && pl[1] == 0) {
                     pthread_mutex_lock(&p->mu);
                     p->stdin_closed = 1;
@@ -313,6 +325,38 @@ static void peer_script_run(struct peer *p, int fd) {
         free(buf);
         peer_msg(p, fd, 3, ok, sizeof(ok) - 1);
         peer_drain(p, fd);
+        break;
+    }
+    case PEER_EXIT_UNREAD: {
+        static const char st[] =
+            "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"command terminated with non-zero exit code: "
+            "exit status 3\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":\"ExitCode\","
+            "\"message\":\"3\"}]}}";
+        int op, fin;
+        unsigned char *pl;
+        size_t n, got = 0;
+        while (got < p->echo_expect && peer_read_frame(p, fd, &op, &fin, &pl, &n) == 0) {
+            if (op == 2 && n >= 1 && pl[0] == 0) got += n - 1;
+            free(pl);
+        }
+        pthread_mutex_lock(&p->mu);
+        p->stdin_bytes = got;
+        pthread_mutex_unlock(&p->mu);
+        if (peer_msg(p, fd, 3, st, sizeof(st) - 1) < 0) break;
+        /* Read nothing for unread_ms (the client's FIN waits behind the stdin the socket
+         * still holds), then read to the end: an end of stream means the client had gone. */
+        for (int waited = 0; waited < p->unread_ms && !p->stop; waited += 10) poll(NULL, 0, 10);
+        char sink[65536];
+        for (;;) {
+            if (peer_wait(p, fd, POLLIN) < 0) break;
+            ssize_t r = recv(fd, sink, sizeof(sink), 0);
+            if (r < 0 && errno == EINTR) continue;
+            if (r > 0) continue;
+            pthread_mutex_lock(&p->mu);
+            p->client_dropped = r == 0 || errno == ECONNRESET;
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
         break;
     }
     default:

@@ -1,0 +1,279 @@
+/* tests/unit/test_exec_end.c — kube/exec against the scripted peer of exec_peer.h, for
+ * what a real kubelet showed and kwok had hidden:
+ *  - the end of a session whose command exits without reading its stdin: the server stops
+ *    reading the connection, sends the exit status and waits; kube_exec must return the
+ *    exit code at once, whatever stdin it still had (an endless fd, an endless callback),
+ *    under v5 and v4, and drop the connection;
+ *  - the terminal size: the resize message's encoding, sent right after the session opens
+ *    (tty only), again when the caller's resize flag goes up and the size changed, never
+ *    for an unchanged size, without a size callback, or without a terminal. */
+#include "check.h"
+#include "exec_peer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "kube/exec.h"
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A client of the peer (plain http://, so ws://) with a bearer token. */
+static struct kube_client *peer_client(const struct peer *p) {
+    struct kube_config cfg;
+    char err[256], url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.server = strdup(url);
+    cfg.token = strdup("t0ken");
+    pthread_mutex_init(&cfg.lock, NULL);
+    cfg.lock_ready = 1;
+    struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof(err));
+    if (c) kube_client_set_retries(c, 1);
+    return c;
+}
+
+static const char *const CAT[] = {"cat"};
+
+static int drop_output(void *ud, const char *p, size_t n) { return 0; }
+
+/* An endless stdin from the callback: zeros, 32 KiB at a time, for ever. */
+static ssize_t endless(void *ud, char *buf, size_t cap) {
+    memset(buf, 0, cap);
+    return (ssize_t)cap;
+}
+
+/* ---- the end: the status arrives while stdin is still being sent ----------------------- */
+
+/* The peer takes 64 KiB of stdin, then never reads again and sends exit code 3. With stdin
+ * from /dev/zero (never EOF) or an endless callback, under v5 and v4, kube_exec returns
+ * 0 with exit code 3 within a second, and the connection is closed (the peer, reading
+ * again later, finds the end of the stream). Before the fix it waited for lws to flush stdin into a socket nobody read
+ * and then for a close frame that never came. */
+TEST(session_ends_at_the_status_while_stdin_is_unread) {
+    for (int round = 0; round < 4; round++) {
+        int from_fd = round < 2, v5 = round % 2 == 0;
+        struct peer p;
+        CHECK_INT(peer_start(&p, PEER_EXIT_UNREAD), 0);
+        p.support_v5 = v5;
+        p.echo_expect = 64 * 1024;
+        p.unread_ms = 1500;
+        struct kube_client *c = peer_client(&p);
+        int fd = from_fd ? open("/dev/zero", O_RDONLY | O_CLOEXEC) : -1;
+        struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = CAT, .argc = 1,
+                                      .on_stdout = drop_output, .on_stderr = drop_output,
+                                      .use_stdin_fd = from_fd, .stdin_fd = fd,
+                                      .read_stdin = from_fd ? NULL : endless, .timeout_ms = 20000};
+        struct kube_exec_result r;
+        int64_t t0 = now_ms();
+        int rc = kube_exec(c, &o, &r);
+        int64_t took = now_ms() - t0;
+        CHECK_INT(rc, 0);
+        if (rc) fprintf(stderr, "    round %d: %s\n", round, r.err);
+        CHECK_INT(r.exit_code, 3);
+        CHECK_STR(r.protocol, v5 ? "v5.channel.k8s.io" : "v4.channel.k8s.io");
+        CHECK(took < 1000);
+        if (took >= 1000) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)took);
+        CHECK(p.stdin_bytes >= 64 * 1024);
+        for (int waited = 0; waited < 5000 && !p.client_dropped; waited += 10) sleep_ms(10);
+        CHECK_INT(p.client_dropped, 1);       /* the connection was closed, not left open */
+        if (fd >= 0) close(fd);
+        kube_client_free(c);
+        peer_stop(&p);
+    }
+}
+
+/* ---- the terminal size ------------------------------------------------------------------ */
+
+TEST(resize_message_encoding) {
+    unsigned char m[64];
+    size_t n = kube_exec_resize_message(80, 24, m, sizeof(m));
+    CHECK_INT(n, 1 + strlen("{\"Width\":80,\"Height\":24}"));
+    CHECK_INT(m[0], KUBE_EXEC_RESIZE);
+    CHECK(n > 1 && !memcmp(m + 1, "{\"Width\":80,\"Height\":24}", n - 1));
+    n = kube_exec_resize_message(4294967295u, 0, m, sizeof(m));
+    CHECK(n > 1 && !memcmp(m + 1, "{\"Width\":4294967295,\"Height\":0}", n - 1));
+    CHECK_INT(kube_exec_resize_message(80, 24, m, 10), 0);   /* too small: nothing */
+    CHECK_INT(kube_exec_resize_message(80, 24, m, 1), 0);
+    CHECK_INT(kube_exec_resize_message(80, 24, m, 26), 1 + 24);   /* exactly fits with its NUL */
+    CHECK_INT(kube_exec_resize_message(80, 24, m, 25), 0);
+}
+
+/* A terminal whose size the test sets, and a session in a thread reading stdin from a
+ * pipe the test writes (its EOF ends the session: PEER_ECHO answers the close signal). */
+struct term {
+    pthread_mutex_t mu;
+    unsigned w, h;
+    int have;                 /* 0: term_size says there is no size */
+    int calls;
+    volatile sig_atomic_t resized;
+    struct kube_client *c;
+    int fd, tty, with_size, with_flag;
+    int rc;
+    struct kube_exec_result r;
+};
+
+static int term_size(void *ud, unsigned *w, unsigned *h) {
+    struct term *t = ud;
+    pthread_mutex_lock(&t->mu);
+    t->calls++;
+    int rc = t->have ? 0 : -1;
+    *w = t->w;
+    *h = t->h;
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+static void term_set(struct term *t, unsigned w, unsigned h) {
+    pthread_mutex_lock(&t->mu);
+    t->w = w;
+    t->h = h;
+    t->have = 1;
+    pthread_mutex_unlock(&t->mu);
+    t->resized = 1;           /* what a SIGWINCH handler does */
+}
+
+static void *term_session(void *arg) {
+    struct term *t = arg;
+    struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = CAT, .argc = 1, .on_stdout = drop_output,
+                                  .use_stdin_fd = 1, .stdin_fd = t->fd, .ud = t, .tty = t->tty,
+                                  .term_size = t->with_size ? term_size : NULL,
+                                  .resized = t->with_flag ? &t->resized : NULL, .timeout_ms = 20000};
+    t->rc = kube_exec(t->c, &o, &t->r);
+    return NULL;
+}
+
+/* The peer's record of resize messages so far. */
+static void resizes(struct peer *p, char *out, size_t n) {
+    pthread_mutex_lock(&p->mu);
+    snprintf(out, n, "%s", p->resizes);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Wait (at most 3 s) until the peer has recorded exactly want. */
+static int wait_resizes(struct peer *p, const char *want) {
+    char got[512];
+    for (int waited = 0; waited < 3000; waited += 10) {
+        resizes(p, got, sizeof(got));
+        if (!strcmp(got, want)) return 0;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "    resizes: \"%s\", wanted \"%s\"\n", got, want);
+    return -1;
+}
+
+/* Start a terminal session against a fresh echo peer. */
+static void term_start(struct term *t, struct peer *p, pthread_t *th, int pfd[2], int v5) {
+    CHECK_INT(peer_start(p, PEER_ECHO), 0);
+    p->support_v5 = v5;
+    p->echo_expect = 1;       /* v4: the status after one byte of stdin */
+    CHECK_INT(pipe(pfd), 0);
+    t->c = peer_client(p);
+    t->fd = pfd[0];
+    CHECK_INT(pthread_create(th, NULL, term_session, t), 0);
+}
+
+/* End it: one byte and EOF on stdin, the status, the thread joined. */
+static void term_end(struct term *t, struct peer *p, pthread_t th, int pfd[2]) {
+    CHECK_INT(write(pfd[1], "x", 1), 1);
+    close(pfd[1]);
+    pthread_join(th, NULL);
+    CHECK_INT(t->rc, 0);
+    if (t->rc) fprintf(stderr, "    %s\n", t->r.err);
+    close(pfd[0]);
+    kube_client_free(t->c);
+    peer_stop(p);
+    pthread_mutex_destroy(&t->mu);
+}
+
+static void term_init(struct term *t, int tty, int with_size, int with_flag) {
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_init(&t->mu, NULL);
+    t->tty = tty;
+    t->with_size = with_size;
+    t->with_flag = with_flag;
+}
+
+/* The size right after the session opens, a change when the flag goes up (under v5 and
+ * v4, both have the resize channel), nothing for a flag without a change, and the next
+ * change again. */
+TEST(session_tty_sends_the_size_at_start_and_on_change) {
+    for (int v5 = 1; v5 >= 0; v5--) {
+        struct term t;
+        struct peer p;
+        pthread_t th;
+        int pfd[2];
+        term_init(&t, 1, 1, 1);
+        t.w = 80;
+        t.h = 24;
+        t.have = 1;
+        term_start(&t, &p, &th, pfd, v5);
+        CHECK_INT(wait_resizes(&p, "{\"Width\":80,\"Height\":24}\n"), 0);
+        term_set(&t, 132, 43);
+        CHECK_INT(wait_resizes(&p, "{\"Width\":80,\"Height\":24}\n{\"Width\":132,\"Height\":43}\n"), 0);
+        pthread_mutex_lock(&t.mu);
+        int calls = t.calls;
+        pthread_mutex_unlock(&t.mu);
+        t.resized = 1;                        /* a SIGWINCH, same size */
+        for (int waited = 0; waited < 2000 && t.resized; waited += 10) sleep_ms(10);
+        CHECK_INT(t.resized, 0);              /* seen and cleared by the loop */
+        sleep_ms(3 * KUBE_EXEC_RESIZE_CHECK_MS);
+        pthread_mutex_lock(&t.mu);
+        CHECK_INT(t.calls, calls + 1);        /* asked once more */
+        pthread_mutex_unlock(&t.mu);
+        term_set(&t, 40, 10);
+        CHECK_INT(wait_resizes(&p, "{\"Width\":80,\"Height\":24}\n{\"Width\":132,\"Height\":43}\n"
+                                   "{\"Width\":40,\"Height\":10}\n"), 0);
+        term_end(&t, &p, th, pfd);
+        CHECK_INT(p.stdin_bytes, 1);          /* stdin flowed next to the resizes */
+    }
+}
+
+/* No message: without a terminal, without a size callback, while the callback has no size
+ * (then the first size it has is sent when the flag goes up), or without a flag (the
+ * size goes out once). */
+TEST(session_resize_only_with_a_terminal_and_a_size) {
+    for (int round = 0; round < 4; round++) {
+        struct term t;
+        struct peer p;
+        pthread_t th;
+        int pfd[2];
+        term_init(&t, round != 0, round != 1, 1);
+        t.w = 100;
+        t.h = 30;
+        t.have = round != 2;
+        if (round == 3) t.with_flag = 0;
+        term_start(&t, &p, &th, pfd, 1);
+        sleep_ms(300);
+        char got[512];
+        resizes(&p, got, sizeof(got));
+        CHECK_STR(got, round == 3 ? "{\"Width\":100,\"Height\":30}\n" : "");
+        if (round == 0 || round == 1) {
+            pthread_mutex_lock(&t.mu);
+            CHECK_INT(t.calls, 0);            /* not even asked */
+            pthread_mutex_unlock(&t.mu);
+        }
+        if (round == 2) {
+            term_set(&t, 90, 20);
+            CHECK_INT(wait_resizes(&p, "{\"Width\":90,\"Height\":20}\n"), 0);
+        }
+        if (round == 3) {
+            term_set(&t, 90, 20);             /* nobody looks at a flag it was not given */
+            sleep_ms(300);
+            resizes(&p, got, sizeof(got));
+            CHECK_STR(got, "{\"Width\":100,\"Height\":30}\n");
+        }
+        term_end(&t, &p, th, pfd);
+    }
+}
