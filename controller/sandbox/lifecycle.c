@@ -1,7 +1,9 @@
 /* sandbox/lifecycle.c — the pure decision function (see lifecycle.h). Reads top to
  * bottom in the order the rules apply: name conflicts, finished one-shot runs, stopping
  * (session removal, long-running idle, paused), the running cap, then bringing the
- * workspace claim and the pod up and reporting their state. */
+ * workspace claim and the pod up and reporting their state — with the scheduler's or the
+ * kubelet's own reason when the pod does not start. The idle clock starts when the
+ * sandbox first becomes Ready, never before. */
 #include "sandbox/lifecycle.h"
 
 #include <stdio.h>
@@ -21,10 +23,34 @@ int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s) {
 /* Larger of two timestamps. */
 static int64_t newest(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* Was status.startedAt recorded for the current pod? The pod's startTime and its Ready
+ * condition's time come from the same kubelet clock and a pod becomes Ready only after it
+ * started, so a recorded time before startTime belongs to an earlier pod. */
+static int started_with_this_pod(const struct sbx_observed *o) {
+    return o->status_started_ms > 0 && o->status_started_ms >= o->pod_started_ms;
+}
+
+/* The first Ready of the current pod, not pod.status.startTime (the kubelet sets that
+ * when it accepts the pod, before the image pull, which on a real node can take minutes
+ * or fail for good), nor the container's state.running.startedAt (set before any
+ * readiness check passes, and again on every restart): the Ready condition's
+ * lastTransitionTime is the moment the sandbox became usable. Recorded in
+ * status.startedAt, so a restarting container neither resets nor loses it. */
+int64_t lifecycle_started_ms(const struct sbx_observed *o) {
+    if (o->pod != SBX_OBJ_PRESENT || !o->pod_ready || started_with_this_pod(o))
+        return o->status_started_ms;
+    return o->pod_ready_since_ms > 0 ? o->pod_ready_since_ms : o->now_ms;
+}
+
+int lifecycle_clock_runs(const struct sbx_observed *o) {
+    if (lifecycle_started_ms(o) <= 0) return 0;          /* never Ready */
+    if (o->pod != SBX_OBJ_PRESENT) return 1;
+    return o->pod_ready || (o->pod_started_ms > 0 && started_with_this_pod(o));
+}
+
 int64_t lifecycle_last_used_ms(const struct sbx_observed *o) {
     int64_t t = newest(o->last_used_annotation_ms, o->status_last_used_ms);
-    t = newest(t, o->status_started_ms);
-    return newest(t, o->pod_started_ms);
+    return newest(t, lifecycle_started_ms(o));
 }
 
 /* Set the status part of the decision. */
@@ -34,6 +60,73 @@ static void say(struct sbx_decision *d, const char *phase, int ready, const char
     d->ready = ready;
     d->reason = reason;
     snprintf(d->message, sizeof(d->message), fmt, arg ? arg : "");
+}
+
+/* Append text to the message, cut on a UTF-8 boundary with "..." when it does not fit:
+ * the scheduler's and the kubelet's messages (image pull errors) can be long. */
+static void append_message(struct sbx_decision *d, const char *text) {
+    size_t used = strlen(d->message), room = sizeof(d->message) - used - 1, n = strlen(text);
+    if (n > room) {
+        n = room >= 3 ? room - 3 : 0;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;   /* not mid-character */
+        memcpy(d->message + used, text, n);
+        memcpy(d->message + used + n, "...", room >= 3 ? 3 : 0);
+        d->message[used + n + (room >= 3 ? 3 : 0)] = 0;
+        return;
+    }
+    memcpy(d->message + used, text, n + 1);
+}
+
+/* A reason the Ready condition can carry: CamelCase as the CRD's pattern
+ * ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ demands, and short; anything else a kubelet
+ * might report is not passed on (the status write would be refused). */
+static int valid_reason(const char *r) {
+    size_t n = r ? strlen(r) : 0;
+    if (n == 0 || n > 64 || !((r[0] >= 'A' && r[0] <= 'Z') || (r[0] >= 'a' && r[0] <= 'z'))) return 0;
+    for (size_t i = 1; i < n; i++) {
+        char c = r[i];
+        int word = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        if (!word && !((c == ',' || c == ':') && i + 1 < n)) return 0;
+    }
+    return 1;
+}
+
+/* The status fields that only report the pod: restarts and the last termination. Read
+ * from a pod that is ours and not being deleted (a pod the controller stops ends with
+ * SIGTERM, which says nothing about the sandbox); otherwise the last one recorded. */
+static void report_container(const struct sbx_observed *o, struct sbx_decision *d) {
+    d->restart_count = -1;
+    d->last_termination = o->status_last_termination;
+    if (o->pod != SBX_OBJ_PRESENT || !o->ctr.present) return;
+    d->restart_count = o->ctr.restart_count;
+    if (o->ctr.terminated.present) d->last_termination = o->ctr.terminated;
+    else if (o->ctr.last.present) d->last_termination = o->ctr.last;
+}
+
+/* A pod that is not Ready and says why: the scheduler cannot place it, or its container
+ * waits for a reason other than the normal ContainerCreating / PodInitializing (image
+ * pull errors, CrashLoopBackOff, configuration errors). Sets the decision's status to
+ * Creating with that reason and message and returns 1; 0 when there is nothing to say. */
+static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
+    const char *reason = o->pod_unscheduled_reason, *msg = o->pod_unscheduled_message;
+    int waiting = 0;
+    if (!valid_reason(reason)) {
+        reason = o->ctr.waiting_reason;
+        msg = o->ctr.waiting_message;
+        waiting = 1;
+        if (!valid_reason(reason) || !strcmp(reason, "ContainerCreating") || !strcmp(reason, "PodInitializing"))
+            return 0;
+    }
+    say(d, "Creating", 0, reason, "%s", "");
+    append_message(d, msg && *msg ? msg : waiting ? "the container is waiting" : "the pod cannot be scheduled");
+    /* Why a crash-looping container ended last time (OOMKilled, Error and its exit code). */
+    const struct sbx_termination *t = &o->ctr.last;
+    if (waiting && t->present && valid_reason(t->reason)) {
+        char last[128];
+        snprintf(last, sizeof(last), "; last termination: %s (exit code %d)", t->reason, t->exit_code);
+        append_message(d, last);
+    }
+    return 1;
 }
 
 /* The sandbox should have no pod now (paused, or long-running and idle): delete it and
@@ -54,6 +147,9 @@ static void stop(const struct sbx_observed *o, struct sbx_decision *d, const cha
 
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
     memset(d, 0, sizeof(*d));
+    d->started_ms = o->status_started_ms;
+    d->restart_count = -1;
+    d->last_termination = o->status_last_termination;
 
     if (o->pod == SBX_OBJ_FOREIGN || o->pvc == SBX_OBJ_FOREIGN) {
         say(d, "Pending", 0, SBX_REASON_CONFLICT,
@@ -61,6 +157,9 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
             o->pod == SBX_OBJ_FOREIGN ? "pod" : "workspace claim");
         return;
     }
+
+    d->started_ms = lifecycle_started_ms(o);
+    report_container(o, d);
 
     /* A finished one-shot: clean up, keep the result for ttlSecondsAfterFinished. */
     if (s->lifecycle == SBX_ONE_SHOT && o->run_finished) {
@@ -70,6 +169,12 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
             say(d, "Succeeded", 0, SBX_REASON_SUCCEEDED, "the command exited with code %s", code);
         else
             say(d, "Failed", 0, SBX_REASON_FAILED, "the command exited with code %s", code);
+        /* The container itself was killed for memory (a one-shot pod never restarts, so
+         * a recorded termination is this run's); kept in status.lastTermination once the
+         * pod is gone, so the message stays the same. */
+        if (d->last_termination.present && d->last_termination.reason &&
+            !strcmp(d->last_termination.reason, "OOMKilled"))
+            append_message(d, "; the container was OOMKilled");
         if (o->pod == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_POD;
         if (o->pvc == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_PVC;
         int64_t expires = o->run_finished_ms + s->ttl_after_finished_s * 1000;
@@ -84,7 +189,8 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
         last_used = o->now_ms;
     d->last_used_ms = last_used;
 
-    int64_t limit = lifecycle_idle_limit_ms(s);
+    /* No idle deadline before the sandbox has been Ready (see lifecycle_clock_runs). */
+    int64_t limit = lifecycle_clock_runs(o) ? lifecycle_idle_limit_ms(s) : 0;
     int idle = limit > 0 && last_used > 0 && o->now_ms - last_used >= limit;
 
     /* A pause is the user's explicit word: it keeps even an idle session (and its
@@ -130,7 +236,14 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
     } else if (o->pod_phase && (!strcmp(o->pod_phase, "Succeeded") || !strcmp(o->pod_phase, "Failed"))) {
         /* The main process ended (or the pod was evicted): replace the pod. */
         d->actions |= SBX_ACT_DELETE_POD;
-        say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod ended (%s); replacing it", o->pod_phase);
+        const struct sbx_termination *t = &o->ctr.terminated;
+        if (t->present && valid_reason(t->reason)) {
+            char why[160];
+            snprintf(why, sizeof(why), "%s: %s, exit code %d", o->pod_phase, t->reason, t->exit_code);
+            say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod ended (%s); replacing it", why);
+        } else {
+            say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod ended (%s); replacing it", o->pod_phase);
+        }
     } else if (o->pod_phase && !strcmp(o->pod_phase, "Running") && o->pod_ready) {
         if (s->lifecycle == SBX_ONE_SHOT) {
             if (!o->run_in_progress) d->actions |= SBX_ACT_RUN;
@@ -138,6 +251,8 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
         } else {
             say(d, "Running", 1, SBX_REASON_READY, "the pod is running and ready%s", "");
         }
+    } else if (pod_trouble(o, d)) {
+        /* the scheduler's or the kubelet's reason, set by pod_trouble */
     } else if (!o->pod_phase || !strcmp(o->pod_phase, "Pending")) {
         say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
     } else if (!strcmp(o->pod_phase, "Running")) {

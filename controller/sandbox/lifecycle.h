@@ -18,6 +18,27 @@ enum sbx_object_state {
     SBX_OBJ_FOREIGN,      /* the name is taken by an object this Sandbox does not own */
 };
 
+/* One termination of the sandbox container (a containerStatus's state.terminated or
+ * lastState.terminated, or status.lastTermination as last written). */
+struct sbx_termination {
+    int present;
+    const char *reason;              /* OOMKilled, Error, Completed, ... (NULL if none) */
+    int exit_code;
+    int64_t finished_ms;             /* 0 = unknown */
+};
+
+/* The sandbox container's status in the pod (the container named SBX_CONTAINER_NAME). */
+struct sbx_container_status {
+    int present;                     /* the pod reports a status for it */
+    int ready;
+    int restart_count;
+    const char *waiting_reason;      /* state.waiting: ContainerCreating, ErrImagePull, ... */
+    const char *waiting_message;
+    int64_t running_since_ms;        /* state.running.startedAt */
+    struct sbx_termination terminated;  /* state.terminated: the current run ended */
+    struct sbx_termination last;        /* lastState.terminated: the run before this one */
+};
+
 struct sbx_observed {
     int64_t now_ms;
     int64_t created_ms;            /* Sandbox creationTimestamp */
@@ -25,10 +46,11 @@ struct sbx_observed {
     /* Usage signals (0 = unknown). */
     int64_t last_used_annotation_ms; /* sandbox.yaoapps.com/last-used-at */
     int64_t status_last_used_ms;     /* status.lastUsedAt as last written */
-    int64_t status_started_ms;       /* status.startedAt */
+    int64_t status_started_ms;       /* status.startedAt: when the sandbox became Ready */
     int64_t status_stopped_ms;       /* status.stoppedAt */
     const char *status_phase;        /* status.phase, NULL if none */
     const char *status_reason;       /* status Ready condition reason, NULL if none */
+    struct sbx_termination status_last_termination; /* status.lastTermination */
     /* One-shot result already recorded in status.run. */
     int run_finished;
     int run_exit_code;
@@ -40,8 +62,15 @@ struct sbx_observed {
     int64_t pvc_age_ms;              /* now - the claim's creationTimestamp */
     enum sbx_object_state pod;
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
-    int pod_ready;
-    int64_t pod_started_ms;          /* pod status.startTime */
+    int pod_ready;                   /* Ready condition True */
+    int64_t pod_ready_since_ms;      /* its lastTransitionTime while True (0 = unknown) */
+    /* status.startTime: when the kubelet accepted the pod, before the image is pulled and
+     * the container started. Never a usage signal; it only tells whether
+     * status.startedAt was recorded for this pod or for an earlier one. */
+    int64_t pod_started_ms;
+    /* PodScheduled=False: the scheduler's reason (Unschedulable) and message, else NULL. */
+    const char *pod_unscheduled_reason, *pod_unscheduled_message;
+    struct sbx_container_status ctr;
     /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
      * oldest first). */
     int admitted;
@@ -69,13 +98,24 @@ enum sbx_action {
 #define SBX_REASON_SUCCEEDED "Succeeded"
 #define SBX_REASON_FAILED "Failed"
 #define SBX_REASON_EXPIRED "Expired"
+/* Besides these, a pod that does not start lends its own reason: the scheduler's
+ * (Unschedulable) or the container's waiting reason as the kubelet reports it
+ * (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
+ * InvalidImageName, ...), with the scheduler's or kubelet's message. */
+#define SBX_REASON_UNSCHEDULABLE "Unschedulable"
+
+/* The Ready condition's message, at most this many bytes (cut on a UTF-8 boundary). */
+#define SBX_MESSAGE_MAX 1024
 
 struct sbx_decision {
     unsigned actions;              /* SBX_ACT_* */
     const char *phase;             /* status.phase to write */
     int ready;                     /* Ready condition status */
-    const char *reason;            /* Ready condition reason */
-    char message[256];             /* Ready condition message */
+    const char *reason;            /* Ready condition reason (may point into o's strings) */
+    char message[SBX_MESSAGE_MAX]; /* Ready condition message */
+    int64_t started_ms;            /* status.startedAt: when the sandbox became Ready (0 = never) */
+    int restart_count;             /* status.restartCount of the current pod (-1 = no pod: omit) */
+    struct sbx_termination last_termination; /* status.lastTermination (strings may point into o) */
     int64_t last_used_ms;          /* status.lastUsedAt to write (0 = leave unset) */
     int64_t stopped_ms;            /* status.stoppedAt to write (0 = clear) */
     int64_t requeue_after_ms;      /* look again after this long (0 = only on change) */
@@ -86,7 +126,21 @@ struct sbx_decision {
  * (persistent, one-shot: 0). */
 int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s);
 
-/* The newest usage signal: last-used-at annotation, status.lastUsedAt, pod start. */
+/* When the sandbox became Ready, as status.startedAt should record it: the moment the
+ * current pod first became Ready (its Ready condition's lastTransitionTime), kept while
+ * that pod lives on through container restarts, replaced once a new pod becomes Ready;
+ * otherwise the recorded status.startedAt (0 = never Ready). */
+int64_t lifecycle_started_ms(const struct sbx_observed *o);
+
+/* Whether the idle clock runs: only once the sandbox has been Ready. A pod that is still
+ * being scheduled, pulling its image or failing to start, and has never been Ready, was
+ * never usable, so it is never idle: no idle deadline at all until it is Ready. A pod that
+ * was Ready and is restarting keeps its clock; without a pod (stopped, or about to be
+ * created again) the recorded clock of the sandbox applies. */
+int lifecycle_clock_runs(const struct sbx_observed *o);
+
+/* The newest usage signal: last-used-at annotation, status.lastUsedAt, and the time the
+ * sandbox became Ready (lifecycle_started_ms). */
 int64_t lifecycle_last_used_ms(const struct sbx_observed *o);
 
 /* A new pod waits this long for its workspace claim to be bound: a pod created before

@@ -16,6 +16,7 @@
 #include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
+#include "sandbox/podstatus.h"
 
 
 /* A capacity slot reserved for a pod we just created stays counted this long even if
@@ -119,24 +120,6 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     }
 }
 
-/* Keep only what the controller reads of a Pod: metadata and a slice of status. */
-static void shrink_pod(cJSON *pod) {
-    informer_strip_metadata(pod);
-    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
-    if (spec) {
-        cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");
-        cJSON_DeleteItemFromObjectCaseSensitive(pod, "spec");
-        cJSON *small = cJSON_AddObjectToObject(pod, "spec");
-        if (small && node) cJSON_AddItemToObject(small, "nodeName", node);
-        else cJSON_Delete(node);
-    }
-    cJSON *status = cJSON_GetObjectItemCaseSensitive(pod, "status");
-    cJSON_DeleteItemFromObjectCaseSensitive(status, "containerStatuses");
-    cJSON_DeleteItemFromObjectCaseSensitive(status, "initContainerStatuses");
-    cJSON_DeleteItemFromObjectCaseSensitive(status, "podIPs");
-    cJSON_DeleteItemFromObjectCaseSensitive(status, "hostIPs");
-}
-
 /* Keep only metadata and status.phase of a PVC. */
 static void shrink_pvc(cJSON *pvc) {
     informer_strip_metadata(pvc);
@@ -172,7 +155,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     snprintf(selector, sizeof(selector), "%s=%s", SBX_LABEL_MANAGED_BY, SBX_MANAGED_BY);
     core_path(path, sizeof(path), o->namespace_, "pods");
     io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
-                                   .ud = ctl, .transform = shrink_pod};
+                                   .ud = ctl, .transform = sbx_pod_shrink};
     ctl->pods = informer_new(c, &io);
     core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
     io.path = path;
@@ -681,7 +664,7 @@ static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const
     const char *old_reason = o->status_reason ? o->status_reason : "";
     const char *old_phase = o->status_phase ? o->status_phase : "";
     const char *type = "Normal", *reason = NULL;
-    char msg[400];
+    char msg[SBX_MESSAGE_MAX + 64];
     if (!strcmp(d->phase, "Running") && strcmp(old_phase, "Running") != 0) {
         reason = "Started";
         snprintf(msg, sizeof(msg), "pod %s is running", pod_name);
@@ -734,9 +717,10 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     int running = !strcmp(d->phase, "Running");
     if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
     if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
-    int64_t started = time_at(pod, "status.startTime");
-    if (running && started) add_time_ms(st, "startedAt", started);
-    else keep(st, cur, "startedAt");
+    add_time_ms(st, "startedAt", d->started_ms);
+    if (d->restart_count >= 0) cJSON_AddNumberToObject(st, "restartCount", d->restart_count);
+    cJSON *term = sbx_termination_json(&d->last_termination);
+    if (term) cJSON_AddItemToObject(st, "lastTermination", term);
     add_time_ms(st, "stoppedAt", d->stopped_ms);
     add_time_ms(st, "lastUsedAt", d->last_used_ms);
     cJSON_AddNumberToObject(st, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
@@ -798,7 +782,11 @@ static int report_invalid(struct sbx_controller *ctl, const char *ns, const char
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
     d.reason = SBX_REASON_INVALID;
-    snprintf(d.message, sizeof(d.message), "%.255s", why);
+    snprintf(d.message, sizeof(d.message), "%s", why);
+    /* What the status recorded about earlier pods stays. */
+    d.started_ms = time_at(sb, "status.startedAt");
+    d.restart_count = -1;
+    sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
     cJSON *st = desired_status(sb, &d, NULL, NULL, NULL, kj_now_ms());
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = write_status(ctl, ns, name, sb, st, err, errlen);
@@ -862,6 +850,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     o.status_stopped_ms = time_at(sb, "status.stoppedAt");
     o.status_phase = kj_str(sb, "status.phase");
     o.status_reason = kj_str(ready_condition(sb), "reason");
+    sbx_termination_read(kj_path(sb, "status.lastTermination"), &o.status_last_termination);
     const cJSON *run = kj_path(sb, "status.run");
     if (run && kj_str(run, "finishedAt")) {
         o.run_finished = 1;
@@ -885,9 +874,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
     o.pvc_age_ms = pvc ? now - time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
-    o.pod_phase = kj_str(pod, "status.phase");
-    o.pod_ready = pod && kj_str(ready_condition(pod), "status") && !strcmp(kj_str(ready_condition(pod), "status"), "True");
-    o.pod_started_ms = time_at(pod, "status.startTime");
+    sbx_pod_observe(pod, &o);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) release(ctl, key);
 

@@ -44,16 +44,21 @@ static struct sbx_observed fresh(int64_t now) {
     return o;
 }
 
-/* Bound PVC and a Running+ready pod that started at started; time now. */
+/* Bound PVC and a Running pod that became Ready at started (the kubelet accepted it 20 s
+ * earlier: image pull), already recorded in status.startedAt; time now. */
 static struct sbx_observed running(int64_t started, int64_t now) {
     struct sbx_observed o = fresh(now);
-    o.created_ms = started - 5 * SEC;
+    o.created_ms = started - 25 * SEC;
     o.pvc = SBX_OBJ_PRESENT;
     o.pvc_bound = 1;
     o.pod = SBX_OBJ_PRESENT;
     o.pod_phase = "Running";
     o.pod_ready = 1;
-    o.pod_started_ms = started;
+    o.pod_ready_since_ms = started;
+    o.pod_started_ms = started - 20 * SEC;
+    o.ctr.present = 1;
+    o.ctr.ready = 1;
+    o.ctr.running_since_ms = started;
     o.status_started_ms = started;
     o.status_phase = "Running";
     o.status_reason = SBX_REASON_READY;
@@ -161,7 +166,9 @@ TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     CHECK_INT(d.actions, A_POD);
 }
 
-TEST(fresh_sandbox_with_annotation_starts_idle_clock) {
+TEST(annotation_before_first_ready_starts_no_clock) {
+    /* a client touched the Sandbox when it created it: recorded, but no idle deadline
+     * before the sandbox has been Ready */
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
     o.last_used_annotation_ms = T0 - 2 * SEC;
@@ -170,7 +177,14 @@ TEST(fresh_sandbox_with_annotation_starts_idle_clock) {
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, A_POD);
     CHECK_INT(d.last_used_ms, T0 - 2 * SEC);
-    CHECK_INT(d.requeue_after_ms, 30 * MIN - 2 * SEC);
+    CHECK_INT(d.started_ms, 0);
+    CHECK_INT(d.requeue_after_ms, 0);
+    /* a day later, still waiting for capacity: not idle */
+    o.now_ms = T0 + DAY;
+    o.admitted = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_CAPACITY);
 }
 
 TEST(pvc_exists_creates_only_pod) {
@@ -240,7 +254,8 @@ TEST(pod_pending_with_bound_pvc) {
     o.pod_phase = NULL;
     d = decide(&s, &o);
     CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start");
-    /* running but not ready yet */
+    /* running but not ready yet: never Ready, so no idle deadline however long ago the
+     * kubelet accepted it */
     o.pod_phase = "Running";
     o.pod_ready = 0;
     o.pod_started_ms = T0 - MIN;
@@ -250,7 +265,8 @@ TEST(pod_pending_with_bound_pvc) {
     CHECK_INT(d.ready, 0);
     CHECK_STR(d.reason, "PodNotReady");
     CHECK_STR(d.message, "the pod is running but not ready");
-    CHECK_INT(d.requeue_after_ms, 29 * MIN);
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.started_ms, 0);
     o.pod_phase = "Unknown";
     d = decide(&s, &o);
     CHECK_STR(d.message, "waiting for the pod to become ready (Unknown)");
@@ -341,8 +357,15 @@ TEST(last_used_is_newest_signal) {
     CHECK_INT(lifecycle_last_used_ms(&o), 50);
     o.status_started_ms = 60;
     CHECK_INT(lifecycle_last_used_ms(&o), 60);
+    /* the pod's startTime is not a use: the kubelet sets it before pulling the image */
+    o.pod = SBX_OBJ_PRESENT;
     o.pod_started_ms = 70;
-    CHECK_INT(lifecycle_last_used_ms(&o), 70);
+    CHECK_INT(lifecycle_last_used_ms(&o), 60);
+    /* becoming Ready is: a new pod (started after the recorded startedAt) Ready at 80 */
+    o.pod_ready = 1;
+    o.pod_ready_since_ms = 80;
+    CHECK_INT(lifecycle_started_ms(&o), 80);
+    CHECK_INT(lifecycle_last_used_ms(&o), 80);
 }
 
 /* ---- session removal ------------------------------------------------------------------ */
@@ -879,4 +902,370 @@ TEST(decides_on_parsed_spec) {
     CHECK_INT(d.actions, D_POD | D_SBX);
     sbx_spec_free(&s);
     cJSON_Delete(obj);
+}
+
+/* ---- the idle clock starts at the first Ready ----------------------------------------- */
+
+/* A pod the kubelet accepted at accepted but that never became Ready (image pull, crash
+ * loop, scheduling); nothing recorded yet; time now. */
+static struct sbx_observed never_ready(int64_t accepted, int64_t now) {
+    struct sbx_observed o = fresh(now);
+    o.created_ms = accepted - 2 * SEC;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.pod = SBX_OBJ_PRESENT;
+    o.pod_phase = "Pending";
+    o.pod_started_ms = accepted;
+    o.ctr.present = 1;
+    o.status_phase = "Creating";
+    o.status_reason = SBX_REASON_CREATING;
+    return o;
+}
+
+TEST(never_ready_pod_is_never_idle) {
+    static const char *const phases[] = {"Pending", "Running"};
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.idle_timeout_ms = 3 * SEC;
+    for (int i = 0; i < 2; i++) {
+        struct sbx_observed o = never_ready(T0, T0 + 8 * SEC);
+        o.pod_phase = phases[i];
+        o.ctr.waiting_reason = i ? "CrashLoopBackOff" : "ImagePullBackOff";
+        o.last_used_annotation_ms = T0;             /* touched at creation */
+        o.status_last_used_ms = T0;
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_INT(d.actions, 0);                      /* not removed 8 s after creation */
+        CHECK_STR(d.phase, "Creating");
+        CHECK_INT(d.requeue_after_ms, 0);             /* no idle deadline at all */
+        CHECK_INT(d.started_ms, 0);
+        CHECK_INT(lifecycle_clock_runs(&o), 0);
+        o.now_ms = T0 + 400 * DAY;                    /* nor ever */
+        d = decide(&s, &o);
+        CHECK_INT(d.actions, 0);
+        CHECK_INT(d.requeue_after_ms, 0);
+        /* long-running is not stopped either */
+        struct sbx_spec l = spec_of(SBX_LONG_RUNNING);
+        l.idle_timeout_ms = SEC;
+        d = decide(&l, &o);
+        CHECK_INT(d.actions, 0);
+        CHECK_STR(d.phase, "Creating");
+    }
+}
+
+TEST(clock_counts_from_first_ready_not_start_time) {
+    /* accepted at T0, image pulled for 10 minutes, Ready at T0 + 10m */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = never_ready(T0, T0 + 10 * MIN + 5 * SEC);
+    o.pod_phase = "Running";
+    o.pod_ready = 1;
+    o.pod_ready_since_ms = T0 + 10 * MIN;
+    o.ctr.ready = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.started_ms, T0 + 10 * MIN);           /* recorded as status.startedAt */
+    CHECK_INT(d.last_used_ms, T0 + 10 * MIN);
+    CHECK_INT(d.requeue_after_ms, 30 * MIN - 5 * SEC);
+    /* 35 minutes after the kubelet accepted it, 25 after it became Ready: not idle */
+    o.status_started_ms = d.started_ms;
+    o.status_last_used_ms = d.last_used_ms;
+    o.now_ms = T0 + 35 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.started_ms, T0 + 10 * MIN);
+    CHECK_INT(d.requeue_after_ms, 5 * MIN);
+    o.now_ms = T0 + 40 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+    CHECK_STR(d.reason, SBX_REASON_IDLE);
+    /* without a lastTransitionTime the Ready pass itself is the first Ready */
+    o = never_ready(T0, T0 + MIN);
+    o.pod_phase = "Running";
+    o.pod_ready = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.started_ms, T0 + MIN);
+}
+
+TEST(container_restart_keeps_the_clock) {
+    /* Ready at T0 + 1m and recorded; the container then crashed and restarts */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = never_ready(T0, T0 + 20 * MIN);
+    o.status_started_ms = T0 + MIN;
+    o.status_last_used_ms = T0 + MIN;
+    o.pod_phase = "Running";
+    o.ctr.waiting_reason = "CrashLoopBackOff";
+    o.ctr.restart_count = 3;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(lifecycle_clock_runs(&o), 1);           /* this pod was Ready once */
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, "CrashLoopBackOff");
+    CHECK_INT(d.started_ms, T0 + MIN);                /* not lost while not Ready */
+    CHECK_INT(d.requeue_after_ms, 11 * MIN);
+    /* Ready again at T0 + 20m: the clock is not reset by the restart */
+    o.pod_ready = 1;
+    o.pod_ready_since_ms = T0 + 20 * MIN;
+    o.ctr.waiting_reason = NULL;
+    d = decide(&s, &o);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.started_ms, T0 + MIN);
+    CHECK_INT(d.last_used_ms, T0 + MIN);
+    CHECK_INT(d.requeue_after_ms, 11 * MIN);
+    /* crash-looping and unused past the idle timeout: removed like any idle session */
+    o.pod_ready = 0;
+    o.pod_ready_since_ms = 0;
+    o.now_ms = T0 + 31 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+}
+
+TEST(a_new_pod_records_its_own_first_ready) {
+    /* startedAt recorded for an earlier pod (before this pod's startTime) */
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = never_ready(T0 + 2 * DAY, T0 + 2 * DAY + MIN);
+    o.status_started_ms = T0;
+    o.status_last_used_ms = T0 + 2 * DAY - SEC;       /* the touch that woke it */
+    o.status_stopped_ms = T0 + 13 * HOUR;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(lifecycle_clock_runs(&o), 0);           /* the new pod has not been Ready */
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.started_ms, T0);                      /* kept until the new pod is Ready */
+    CHECK_INT(d.requeue_after_ms, 0);
+    o.pod_phase = "Running";
+    o.pod_ready = 1;
+    o.pod_ready_since_ms = T0 + 2 * DAY + 50 * SEC;
+    d = decide(&s, &o);
+    CHECK_STR(d.phase, "Running");
+    CHECK_INT(d.started_ms, T0 + 2 * DAY + 50 * SEC);
+    CHECK_INT(d.last_used_ms, T0 + 2 * DAY + 50 * SEC);
+    CHECK_INT(d.requeue_after_ms, 12 * HOUR - 10 * SEC);
+}
+
+TEST(stopped_sandbox_keeps_its_clock_without_a_pod) {
+    /* Ready once, then its pod went away (deleted by someone): the recorded clock decides */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 31 * MIN);
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    o.pod_ready_since_ms = 0;
+    o.pod_started_ms = 0;
+    o.ctr.present = 0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+    CHECK_INT(d.started_ms, T0);
+    CHECK_INT(d.restart_count, -1);
+}
+
+/* ---- why a pod does not start ------------------------------------------------------------ */
+
+TEST(waiting_reasons_reach_the_ready_condition) {
+    static const struct { const char *phase, *reason, *message; } cases[] = {
+        {"Pending", "ErrImagePull", "rpc error: code = NotFound desc = failed to pull and unpack image \"docker.io/x/y:1\""},
+        {"Pending", "ImagePullBackOff", "Back-off pulling image \"x/y:1\""},
+        {"Running", "CrashLoopBackOff", "back-off 40s restarting failed container=sandbox pod=p"},
+        {"Pending", "CreateContainerConfigError", "secret \"s\" not found"},
+        {"Pending", "InvalidImageName", "Failed to apply default image tag \"UPPER\": invalid reference format"},
+        {"Pending", "RunContainerError", "failed to create containerd task"},
+    };
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sbx_observed o = never_ready(T0, T0 + MIN);
+        o.pod_phase = cases[i].phase;
+        o.ctr.waiting_reason = cases[i].reason;
+        o.ctr.waiting_message = cases[i].message;
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_INT(d.actions, 0);
+        CHECK_STR(d.phase, "Creating");
+        CHECK_INT(d.ready, 0);
+        CHECK_STR(d.reason, cases[i].reason);
+        CHECK_STR(d.message, cases[i].message);
+        CHECK_INT(d.restart_count, 0);
+    }
+    /* the normal waiting reasons keep the one bring-up message */
+    static const char *const normal[] = {"ContainerCreating", "PodInitializing"};
+    for (int i = 0; i < 2; i++) {
+        struct sbx_observed o = never_ready(T0, T0 + MIN);
+        o.ctr.waiting_reason = normal[i];
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_STR(d.reason, SBX_REASON_CREATING);
+        CHECK_STR(d.message, "creating the workspace claim and the pod; waiting for the pod to start");
+    }
+    /* no message from the kubelet */
+    struct sbx_observed o = never_ready(T0, T0 + MIN);
+    o.ctr.waiting_reason = "ErrImageNeverPull";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.reason, "ErrImageNeverPull");
+    CHECK_STR(d.message, "the container is waiting");
+}
+
+TEST(unschedulable_reaches_the_ready_condition) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = never_ready(0, T0 + MIN);   /* not scheduled: no startTime */
+    o.ctr.present = 0;
+    o.pod_unscheduled_reason = "Unschedulable";
+    o.pod_unscheduled_message = "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint.";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, SBX_REASON_UNSCHEDULABLE);
+    CHECK_STR(d.message, "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint.");
+    CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.restart_count, -1);                  /* no container status yet */
+    o.pod_unscheduled_message = NULL;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "the pod cannot be scheduled");
+    /* a scheduled pod (PodScheduled True: no reason) falls back to the container */
+    o.pod_unscheduled_reason = NULL;
+    o.ctr.present = 1;
+    o.ctr.waiting_reason = "ErrImagePull";
+    d = decide(&s, &o);
+    CHECK_STR(d.reason, "ErrImagePull");
+}
+
+TEST(reasons_the_schema_would_refuse_are_not_passed_on) {
+    static const char *const bad[] = {
+        "", "has space", "1Leading", "Trailing:", "dash-ed", "x\n",
+        "AReasonThatIsFarTooLongToBeAnythingAKubeletWouldReallyEverSayAboutAContainer",
+    };
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sbx_observed o = never_ready(T0, T0 + MIN);
+        o.ctr.waiting_reason = bad[i];
+        o.ctr.waiting_message = "whatever";
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_STR(d.reason, SBX_REASON_CREATING);
+        o.pod_phase = "Running";
+        d = decide(&s, &o);
+        CHECK_STR(d.reason, SBX_REASON_NOT_READY);
+    }
+    struct sbx_observed o = never_ready(T0, T0 + MIN);
+    o.ctr.waiting_reason = "Odd_But:Valid9";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.reason, "Odd_But:Valid9");
+}
+
+TEST(long_messages_are_cut_on_a_character_boundary) {
+    char msg[3000];
+    size_t n = 0;
+    /* "é" (2 bytes) repeated: any cut at an odd offset would split one */
+    while (n + 2 < sizeof(msg)) { msg[n++] = '\xc3'; msg[n++] = '\xa9'; }
+    msg[n] = 0;
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = never_ready(T0, T0 + MIN);
+    o.ctr.waiting_reason = "ErrImagePull";
+    o.ctr.waiting_message = msg;
+    struct sbx_decision d = decide(&s, &o);
+    size_t len = strlen(d.message);
+    CHECK(len < SBX_MESSAGE_MAX);
+    CHECK(len > SBX_MESSAGE_MAX - 8);
+    CHECK(!strcmp(d.message + len - 3, "..."));
+    CHECK_INT(len % 2, 1);                            /* whole characters + "..." */
+    CHECK_INT((unsigned char)d.message[len - 4], 0xa9);
+    /* a short one is untouched */
+    o.ctr.waiting_message = "short";
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "short");
+}
+
+TEST(oom_killed_and_restarted_shows_in_status) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 10 * MIN);
+    o.ctr.restart_count = 2;
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0 + 9 * MIN};
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.phase, "Running");
+    CHECK_STR(d.reason, SBX_REASON_READY);
+    CHECK_INT(d.restart_count, 2);
+    CHECK_INT(d.last_termination.present, 1);
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    CHECK_INT(d.last_termination.exit_code, 137);
+    CHECK_INT(d.last_termination.finished_ms, T0 + 9 * MIN);
+    /* crash-looping on it: the kubelet's reason, with the last termination in the message */
+    o.pod_ready = 0;
+    o.pod_ready_since_ms = 0;
+    o.ctr.ready = 0;
+    o.ctr.waiting_reason = "CrashLoopBackOff";
+    o.ctr.waiting_message = "back-off 20s restarting failed container";
+    d = decide(&s, &o);
+    CHECK_STR(d.reason, "CrashLoopBackOff");
+    CHECK_STR(d.message, "back-off 20s restarting failed container; last termination: OOMKilled (exit code 137)");
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    /* a current terminated state is newer than lastState */
+    o.ctr.waiting_reason = NULL;
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 1, T0 + 10 * MIN};
+    d = decide(&s, &o);
+    CHECK_STR(d.last_termination.reason, "Error");
+}
+
+TEST(last_termination_is_kept_without_a_pod_and_not_taken_from_a_deleted_one) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    s.paused = 1;
+    struct sbx_observed o = running(T0, T0 + MIN);
+    o.status_last_termination = (struct sbx_termination){1, "OOMKilled", 137, T0 - MIN};
+    /* the pod the pause deletes ends with SIGTERM: that says nothing about the sandbox */
+    o.pod = SBX_OBJ_TERMINATING;
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + MIN};
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    CHECK_INT(d.restart_count, -1);
+    o.pod = SBX_OBJ_ABSENT;
+    d = decide(&s, &o);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    CHECK_INT(d.last_termination.exit_code, 137);
+    /* nothing recorded, nothing reported */
+    o.status_last_termination.present = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.last_termination.present, 0);
+}
+
+TEST(ended_pod_says_how_it_ended) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0, T0 + 5 * MIN);
+    o.pod_phase = "Failed";
+    o.pod_ready = 0;
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 4 * MIN};
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD);
+    CHECK_STR(d.reason, SBX_REASON_NOT_READY);
+    CHECK_STR(d.message, "the pod ended (Failed: OOMKilled, exit code 137); replacing it");
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+}
+
+TEST(one_shot_oom_killed_says_so) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = running(T0, T0 + 70 * SEC);
+    o.pod_phase = "Failed";
+    o.pod_ready = 0;
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 60 * SEC};
+    o.run_finished = 1;
+    o.run_exit_code = 137;
+    o.run_finished_ms = T0 + 60 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.phase, "Failed");
+    CHECK_STR(d.message, "the command exited with code 137; the container was OOMKilled");
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    /* after cleanup, from status.lastTermination: the same message */
+    o.pod = SBX_OBJ_ABSENT;
+    o.pvc = SBX_OBJ_ABSENT;
+    o.ctr.present = 0;
+    o.status_last_termination = d.last_termination;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "the command exited with code 137; the container was OOMKilled");
+    /* a plain failure says nothing more */
+    o.status_last_termination.present = 0;
+    o.run_exit_code = 2;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "the command exited with code 2");
+}
+
+TEST(foreign_pod_status_is_not_reported) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = never_ready(T0, T0 + MIN);
+    o.pod = SBX_OBJ_FOREIGN;
+    o.ctr.restart_count = 5;
+    o.ctr.waiting_reason = "CrashLoopBackOff";
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0};
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.reason, SBX_REASON_CONFLICT);
+    CHECK_INT(d.restart_count, -1);
+    CHECK_INT(d.last_termination.present, 0);
 }

@@ -1,0 +1,36 @@
+/* sandbox/podstatus.h — what the controller reads of a sandbox Pod's status: the slim form
+ * the pod cache keeps (sbx_pod_shrink), the observations lifecycle_decide needs from it
+ * (sbx_pod_observe: phase, readiness and since when, the scheduler's verdict, the sandbox
+ * container's state, restarts and last termination), and status.lastTermination of a
+ * Sandbox in and out of JSON. Pure: cJSON in, cJSON or structs out, no I/O and no clock.
+ * Not here: the decisions (lifecycle.c) and writing status (reconcile.c). */
+#ifndef YAO_SANDBOX_PODSTATUS_H
+#define YAO_SANDBOX_PODSTATUS_H
+
+#include <cjson/cJSON.h>
+#include "sandbox/lifecycle.h"
+
+/* Cut a Pod down to what the controller reads, in place: metadata (without managedFields
+ * and the last-applied annotation), spec.nodeName, and of the status phase, reason,
+ * message, podIP, startTime, the Ready and PodScheduled conditions, and a slice of the
+ * sandbox container's status (ready, restartCount, state.waiting reason/message,
+ * state.running.startedAt, state.terminated and lastState.terminated reason/exitCode/
+ * finishedAt). Messages are cut to SBX_MESSAGE_MAX bytes on a UTF-8 boundary. A pod
+ * holds a few hundred bytes in the cache however much its kubelet reports. */
+void sbx_pod_shrink(cJSON *pod);
+
+/* Fill the pod fields of o (pod_phase, pod_ready, pod_ready_since_ms, pod_started_ms,
+ * pod_unscheduled_reason/message, ctr) from a pod, full or shrunk; pod NULL clears them.
+ * The strings point into pod, which must outlive o's use. Leaves o->pod (ownership) to
+ * the caller. */
+void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o);
+
+/* A termination from {reason, exitCode, finishedAt} (a containerStatus's
+ * state.terminated, or a Sandbox's status.lastTermination); NULL → not present. Strings
+ * point into obj. */
+void sbx_termination_read(const cJSON *obj, struct sbx_termination *t);
+/* status.lastTermination as a new object {reason, exitCode, finishedAt}; NULL when t is
+ * not present or on ENOMEM. */
+cJSON *sbx_termination_json(const struct sbx_termination *t);
+
+#endif
