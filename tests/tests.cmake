@@ -52,18 +52,30 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
 endif()
 
 # Integration suites: tests/integration/*.sh, each gets KUBECONFIG of the shared plane.
+#                  With YAO_REAL_NODE_TESTS (default ON) the plane has a real node
+#                  (kubelet + containerd, tests/cluster/up --real-node) and the
+#                  test_node_*.sh suites run real containers on it.
 option(YAO_CLUSTER_TESTS "Run integration tests against the local control plane" ON)
+option(YAO_REAL_NODE_TESTS "Join a real kubelet + containerd node and run the suites that need it" ON)
 if(YAO_CLUSTER_TESTS)
   set(YAO_PLANE_ENV "YAO_BUILD_DIR=${CMAKE_BINARY_DIR};YAO_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
-  add_test(NAME cluster.up COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/up)
+  if(YAO_REAL_NODE_TESTS)
+    add_test(NAME cluster.up COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/up --real-node)
+  else()
+    add_test(NAME cluster.up COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/up)
+  endif()
+  # (it builds the images for the real node: not at the same time as the image suite)
   set_tests_properties(cluster.up PROPERTIES FIXTURES_SETUP plane LABELS cluster
-    ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 3600)
+    ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 3600 RESOURCE_LOCK images)
   add_test(NAME cluster.down COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/down)
   set_tests_properties(cluster.down PROPERTIES FIXTURES_CLEANUP plane LABELS cluster
     ENVIRONMENT "${YAO_PLANE_ENV}")
   file(GLOB YAO_INTEGRATION_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh)
   foreach(script ${YAO_INTEGRATION_TESTS})
     get_filename_component(name ${script} NAME_WE)
+    if(name MATCHES "^test_node_" AND NOT YAO_REAL_NODE_TESTS)
+      continue()
+    endif()
     add_test(NAME cluster.${name} COMMAND bash ${script})
     set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
       RESOURCE_LOCK plane ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 900)

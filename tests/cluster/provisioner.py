@@ -7,7 +7,7 @@ binds the pair exactly as it does behind a real CSI provisioner, and kube-schedu
 schedules the pods that mount it. Deletes Released volumes it provisioned (reclaim policy
 Delete). Talks to the API server over HTTPS with the admin token; standard library only.
 """
-import json, os, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
+import json, os, shutil, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
 
 CLASS = "yao-test"
 PROVISIONER = "yao-sandbox.test/hostpath"
@@ -53,6 +53,16 @@ def provision(pvc):
                          "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
         },
     }
+    # The directory is made here, world-writable like real local provisioners make theirs
+    # (local-path-provisioner: 0777): the kubelet would create a missing hostPath directory
+    # 0755 root, and fsGroup does not apply to hostPath volumes, so a non-root sandbox
+    # could not write its workspace.
+    try:
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, 0o777)
+    except OSError as e:
+        log("mkdir %s: %s" % (path, e))
+        return
     try:
         call("POST", "/api/v1/persistentvolumes", pv).close()
         log("provisioned %s for %s/%s" % (name, meta["namespace"], meta["name"]))
@@ -70,6 +80,9 @@ def reclaim(pv):
     try:
         call("DELETE", "/api/v1/persistentvolumes/" + meta["name"]).close()
         log("deleted released %s" % meta["name"])
+        path = pv.get("spec", {}).get("hostPath", {}).get("path", "")
+        if path.startswith(root + os.sep):
+            shutil.rmtree(path, ignore_errors=True)
     except urllib.error.HTTPError as e:
         if e.code != 404:
             log("delete %s: HTTP %d" % (meta["name"], e.code))
