@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Controller core on the real plane: the CRD and RBAC installed with kubectl apply, the
 # controller running with its ServiceAccount's token; a Sandbox becomes a Bound PVC and a
-# Running pod yao-sb-<user>-<chat> with truthful status; a deleted pod is recreated; a
-# deleted Sandbox takes its pod and PVC with it (garbage collector); a controller killed
-# and restarted mid-way leaves no duplicates; name conflicts and invalid specs are
-# reported; the schema refuses bad objects with a clear message.
+# Running pod yao-sb-<user>-<chat> with truthful status (versioned default image pulled
+# IfNotPresent, requests apart from limits, startedAt = first Ready); a crash-looping,
+# OOM-killed container and an unschedulable pod are named in status; a deleted pod is
+# recreated; a deleted Sandbox takes its pod and PVC with it (garbage collector); a
+# controller killed and restarted mid-way leaves no duplicates; name conflicts and invalid
+# specs (a request above its limit) are reported; the schema refuses bad objects with a
+# clear message.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
 LOG=$BUILD_DIR/test-controller.log
@@ -41,6 +44,22 @@ check "pod carries the managed-by and user labels" eq "$(kubectl -n $NS get pod 
 check "pod has no service-account token" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.automountServiceAccountToken}')" false
 check "pod runs as non-root with all capabilities dropped" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.securityContext.runAsNonRoot}/{.spec.containers[0].securityContext.capabilities.drop[0]}')" "true/ALL"
 check "env is injected (YAO_USER_ID, then spec.env)" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{range .spec.containers[0].env[*]}{.name}={.value},{end}')" "YAO_SANDBOX_NAME=first,YAO_USER_ID=alice,YAO_CHAT_ID=chat-1,GREETING=hi,"
+VERSION=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")
+check "default image is the versioned sandbox image, pulled IfNotPresent" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.containers[0].image} {.spec.containers[0].imagePullPolicy}')" "yao-sandbox/sandbox:$VERSION IfNotPresent"
+check "requests are sized for density, limits are the ceilings" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.containers[0].resources.requests.cpu}/{.spec.containers[0].resources.requests.memory} {.spec.containers[0].resources.limits.cpu}/{.spec.containers[0].resources.limits.memory}')" "100m/256Mi 1/2Gi"
+ready_since() { kubectl -n $NS get pod "$POD" -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}'; }
+check "status.startedAt is when the pod became Ready" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.startedAt}')" "$(ready_since)"
+check "status.restartCount is 0" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.restartCount}')" 0
+check "kubectl get shows the Ready reason" contains "$(kubectl -n $NS get sandbox first --no-headers)" "PodReady"
+
+# What the kubelet says reaches the Sandbox. kwok does not crash containers, so the pod's
+# status is written as a kubelet would after an OOM kill and two restarts.
+started_before=$(kubectl -n $NS get sandbox first -o jsonpath='{.status.startedAt}')
+kubectl -n $NS patch pod "$POD" --subresource=status --type=strategic -p '{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'","reason":"ContainersNotReady"}],"containerStatuses":[{"name":"sandbox","image":"x","imageID":"","ready":false,"restartCount":2,"state":{"running":null,"waiting":{"reason":"CrashLoopBackOff","message":"back-off 20s restarting failed container=sandbox"}},"lastState":{"terminated":{"reason":"OOMKilled","exitCode":137,"startedAt":"2026-01-01T00:00:00Z","finishedAt":"2026-01-01T00:00:09Z"}}}]}}' >/dev/null
+check "a crash-looping container: Ready=False/CrashLoopBackOff" eventually 20 reason_is $NS first CrashLoopBackOff
+check "  phase Creating, the kubelet's message and the last termination" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.phase}: {.status.conditions[?(@.type=="Ready")].message}')" "Creating: back-off 20s restarting failed container=sandbox; last termination: OOMKilled (exit code 137)"
+check "  status.lastTermination is OOMKilled/137, restartCount 2" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.lastTermination.reason}/{.status.lastTermination.exitCode}/{.status.lastTermination.finishedAt} {.status.restartCount}')" "OOMKilled/137/2026-01-01T00:00:09Z 2"
+check "  and startedAt (the first Ready) is kept" eq "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.startedAt}')" "$started_before"
 
 # Someone deletes the pod: it comes back.
 old_uid=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}')
@@ -74,6 +93,28 @@ check "an absurd memory limit is reported as InvalidSpec" eventually 20 reason_i
 check "the InvalidSpec message names the field" contains "$(kubectl -n $NS get sandbox huge -o jsonpath='{.status.conditions[0].message}')" "spec.resources.memory"
 check "and no pod is created for it" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/user=dave --no-headers 2>/dev/null | wc -l)" 0
 
+# Requests: a Sandbox sets its own; one above its limit is InvalidSpec naming the field.
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: sized}\nspec: {userID: erin, chatID: c1, resources: {memory: 1Gi, cpu: "2", requests: {memory: 512Mi, cpu: 500m}}}\n' | kubectl -n $NS apply -f - >/dev/null
+check "a Sandbox with its own requests runs" eventually 20 phase_is $NS sized Running
+check "  and its pod has them (limits unchanged)" eq "$(kubectl -n $NS get pod "$(kubectl -n $NS get sandbox sized -o jsonpath='{.status.podName}')" -o jsonpath='{.spec.containers[0].resources.requests.cpu}/{.spec.containers[0].resources.requests.memory} {.spec.containers[0].resources.limits.cpu}/{.spec.containers[0].resources.limits.memory}')" "500m/512Mi 2/1Gi"
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: overreq}\nspec: {userID: frank, chatID: c1, resources: {memory: 1Gi, requests: {memory: 2Gi}}}\n' | kubectl -n $NS apply -f - >/dev/null
+check "a request above its limit is InvalidSpec" eventually 20 reason_is $NS overreq InvalidSpec
+check "  naming the field" contains "$(kubectl -n $NS get sandbox overreq -o jsonpath='{.status.conditions[0].message}')" "spec.resources.requests.memory: 2Gi is above the memory limit 1Gi"
+check "  and no pod is created for it" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/user=frank --no-headers 2>/dev/null | wc -l)" 0
+
+# Unschedulable: the scheduler's verdict is the Ready reason. The kwok nodes have 256
+# cores each, so two 200-core sandboxes fill both and a third cannot be placed.
+for g in greedy-1 greedy-2 greedy-3; do
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: gina, chatID: %s, lifecycle: persistent, resources: {cpu: "200", requests: {cpu: "200"}}}\n' $g $g | kubectl -n $NS apply -f - >/dev/null
+    sleep 0.5
+done
+unschedulable_one() { [ "$(for g in greedy-1 greedy-2 greedy-3; do sandbox_reason $NS $g; echo; done | grep -c '^Unschedulable$')" = 1 ]; }
+check "a sandbox no node can hold: Ready=False/Unschedulable" eventually 30 unschedulable_one
+UNSCHED=$(for g in greedy-1 greedy-2 greedy-3; do reason_is $NS $g Unschedulable && echo $g; done)
+msg=$(kubectl -n $NS get sandbox "$UNSCHED" -o jsonpath='{.status.phase}: {.status.conditions[?(@.type=="Ready")].message}')
+check "  in phase Creating with the scheduler's message" eval 'contains "$msg" "Creating: 0/" && contains "$msg" "Insufficient cpu"'
+kubectl -n $NS delete sandbox greedy-1 greedy-2 greedy-3 --wait=false >/dev/null
+
 # The schema refuses bad objects with a clear message.
 bad() { printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: bad}\nspec: %s\n' "$1" | kubectl -n $NS apply -f - 2>&1; }
 check "schema: userID is required" contains "$(bad '{chatID: c}')" "spec.userID: Required value"
@@ -81,6 +122,8 @@ check "schema: lifecycle is an enum" contains "$(bad '{userID: u, chatID: c, lif
 check "schema: userID at most 128 chars" contains "$(bad "{userID: $(printf 'u%.0s' $(seq 200)), chatID: c}")" "Too long"
 check "schema: idleTimeout must be a duration" contains "$(bad '{userID: u, chatID: c, idleTimeout: soon}')" "spec.idleTimeout"
 check "schema: one-shot needs spec.run" contains "$(bad '{userID: u, chatID: c, lifecycle: one-shot}')" "spec.run is required"
+check "schema: requests are quantities" contains "$(bad '{userID: u, chatID: c, resources: {requests: {cpu: lots}}}')" "spec.resources.requests.cpu"
+check "kubectl explain documents the requests" contains "$(kubectl explain sandbox.spec.resources.requests 2>&1)" "at most its"
 check "kubectl explain documents the spec" contains "$(kubectl explain sandbox.spec.workspace 2>&1)" "mountPath"
 
 # Deleting the Sandbox removes its pod and PVC (owner references + garbage collector).

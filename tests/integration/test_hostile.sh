@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Hostile and bad input through the real API server: odd IDs (unicode, control
 # characters, 500 chars, ../../etc, shell metacharacters), invalid env names, a huge
-# run.command, absurd quantities. Each one is refused by the schema with a clear message
-# or reported as Ready=False; the controller never crashes, never creates an invalid
-# object and never loops hot (its reconcile counter stays flat while nothing changes).
+# run.command, absurd quantities and requests, a kubelet writing an 80 KB message or an
+# invalid reason. Each one is refused by the schema with a clear message or reported as
+# Ready=False; the controller never crashes, never creates an invalid object, never fails
+# a status write and never loops hot (its reconcile counter stays flat while nothing changes).
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
 LOG=$BUILD_DIR/test-hostile.log
@@ -59,10 +60,34 @@ check "mountPath with .. refused" contains "$(apply_json "$(sb_json mp u c '{"wo
 apply_json "$(sb_json absurdmem u1 c '{"resources":{"memory":"900Pi"}}')" >/dev/null
 apply_json "$(sb_json absurdcpu u2 c '{"resources":{"cpu":"100000"}}')" >/dev/null
 apply_json "$(sb_json tinyws u3 c '{"workspace":{"size":"1k"}}')" >/dev/null
-for s in absurdmem absurdcpu tinyws; do
+apply_json "$(sb_json absurdreq u5 c '{"resources":{"requests":{"memory":"900Pi"}}}')" >/dev/null
+for s in absurdmem absurdcpu tinyws absurdreq; do
     check "$s: Ready=False/InvalidSpec" eventually 20 reason_is $NS $s InvalidSpec
 done
-check "absurd quantities create no pod" eq "$(kubectl -n $NS get pods -l 'sandbox.yaoapps.com/user in (u1,u2,u3)' --no-headers 2>/dev/null | wc -l)" 0
+check "absurd quantities create no pod" eq "$(kubectl -n $NS get pods -l 'sandbox.yaoapps.com/user in (u1,u2,u3,u5)' --no-headers 2>/dev/null | wc -l)" 0
+check "malformed request refused" contains "$(apply_json "$(sb_json req u c '{"resources":{"requests":{"cpu":"1 core"}}}')")" "spec.resources.requests.cpu"
+
+# --- a hostile pod status (what a broken kubelet could write) ------------------------------------
+# An 80 KB waiting message is cut to fit; a reason the Sandbox schema would refuse is not
+# passed on; either way the status write succeeds.
+apply_json "$(sb_json kubelet u6 c)" >/dev/null
+eventually 30 phase_is $NS kubelet Running
+PATCH=$(mktemp)
+on_exit "rm -f $PATCH"
+pod_status() { # reason message-repeat-count: the status patch, in $PATCH
+    python3 -c 'import json,sys
+json.dump({"status":{"conditions":[{"type":"Ready","status":"False","reason":"ContainersNotReady"}],
+  "containerStatuses":[{"name":"sandbox","image":"x","imageID":"","ready":False,"restartCount":0,
+  "state":{"running":None,"waiting":{"reason":sys.argv[1],"message":"\u00e9" * int(sys.argv[2])}}}]}},
+  open(sys.argv[3], "w"), ensure_ascii=False)' "$1" "$2" "$PATCH"
+    kubectl -n $NS patch pod "$(pod_of kubelet)" --subresource=status --type=strategic --patch-file "$PATCH" >/dev/null
+}
+pod_status ErrImagePull 40000
+check "an 80 KB kubelet message: Ready=False/ErrImagePull" eventually 20 reason_is $NS kubelet ErrImagePull
+msg_bytes=$(kubectl -n $NS get sandbox kubelet -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}' | wc -c)
+check "  the message is cut to at most 1 KiB (got $msg_bytes bytes)" test "$msg_bytes" -le 1024 -a "$msg_bytes" -ge 1000
+pod_status 'Not A Reason; rm -rf /' 1
+check "a reason the schema would refuse becomes PodNotReady" eventually 20 reason_is $NS kubelet PodNotReady
 check "the InvalidSpec message is readable and names the field" contains "$(kubectl -n $NS get sandbox absurdcpu -o jsonpath='{.status.conditions[0].message}')" "spec.resources.cpu"
 
 # --- the controller stays up and quiet ------------------------------------------------------------

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Lifecycle policies on the real plane with short timeouts: session removal when idle,
+# the idle clock starting at the first Ready (a session that cannot start is never idle),
 # touch keeps it alive, long-running stop then wake by touch with the same workspace PVC,
 # pause/resume, one-shot run results and cleanup, the running cap with oldest-first
 # admission, and Events on the Sandboxes.
@@ -67,6 +68,27 @@ check "paused: no pod" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat
 kubectl -n $NS patch sandbox keeper --type merge -p '{"spec":{"paused":false}}' >/dev/null
 check "resumed: Running again" eventually 20 phase_is $NS keeper Running
 check "resumed with the same workspace volume" eq "$(kubectl -n $NS get pvc "$KCLAIM" -o jsonpath='{.spec.volumeName}')" "$KPV"
+
+# --- the idle clock starts at the first Ready --------------------------------------------------
+# A session that cannot start is never idle, even when a client touched it at creation. The
+# kwok nodes have 256 cores each: two 200-core sandboxes fill both, a third cannot be placed.
+sb hog-a persistent 'resources: {cpu: "200", requests: {cpu: "200"}}'
+sb hog-b persistent 'resources: {cpu: "200", requests: {cpu: "200"}}'
+check "two 200-core sandboxes fill the two nodes" eventually 20 eval 'phase_is $NS hog-a Running && phase_is $NS hog-b Running'
+sb waiter session 'idleTimeout: 2s, resources: {cpu: "200", requests: {cpu: "200"}}'
+touch_sb waiter
+check "a session no node can hold waits: Ready=False/Unschedulable" eventually 20 reason_is $NS waiter Unschedulable
+sleep 5
+check "never Ready: not removed as Idle 5 s past its 2 s idle timeout" eq "$(sandbox_phase $NS waiter)/$(sandbox_reason $NS waiter)" "Creating/Unschedulable"
+check "  and no startedAt yet" eq "$(field waiter '{.status.startedAt}')" ""
+kubectl -n $NS delete sandbox hog-a --wait=false >/dev/null
+check "once a node frees, it runs" eventually 30 phase_is $NS waiter Running
+t_ready=$(now_ms)
+check "  with startedAt = when its pod became Ready" eq "$(field waiter '{.status.startedAt}')" "$(kubectl -n $NS get pod "$(field waiter '{.status.podName}')" -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')"
+check "then, idle for 2 s after Ready, it is removed" eventually 20 gone waiter
+echo "    removed $(($(now_ms) - t_ready)) ms after it was seen Running (idleTimeout 2s)"
+check "  not before its idle timeout ran from Ready (>= 1 s after Running)" test $(($(now_ms) - t_ready)) -ge 1000
+kubectl -n $NS delete sandbox hog-b --wait=false >/dev/null
 
 # --- one-shot ---------------------------------------------------------------------------------
 cat <<'YAML' | kubectl -n $NS apply -f - >/dev/null
