@@ -119,3 +119,47 @@ phase_is() { [ "$(sandbox_phase "$1" "$2")" = "$3" ]; }
 reason_is() { [ "$(sandbox_reason "$1" "$2")" = "$3" ]; }
 # now_ms
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# --- the real node (tests/cluster/up --real-node) -------------------------------------------
+# Suites that need real containers call use_real_node: it fails when the plane has no real
+# node, uncordons yao-node and cordons the kwok nodes so every new pod lands on the real
+# node, and puts both back at exit. (The other suites leave yao-node cordoned: kwok nodes
+# stay the default, e.g. for scale work.)
+REAL_NODE=yao-node
+have_real_node() {
+    [ -f "$YAO_PLANE_DIR/node/pids/kubelet.pid" ] &&
+        kubectl wait --for=condition=Ready "node/$REAL_NODE" --timeout=10s >/dev/null 2>&1
+}
+use_real_node() {
+    if ! have_real_node; then
+        echo "this suite needs the real node: start the plane with tests/cluster/up --real-node" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    local kwok
+    kwok=$(kubectl get nodes -l type=kwok -o name)
+    # shellcheck disable=SC2086
+    kubectl cordon $kwok >/dev/null && kubectl uncordon "$REAL_NODE" >/dev/null || return 1
+    on_exit "kubectl cordon $REAL_NODE; kubectl uncordon $kwok"
+    NODE_IP=$(cat "$YAO_PLANE_DIR/node-ip")
+}
+# node_allow_port PORT — let pods open connections to PORT on the node (the node's guard
+# drops every other connection from pods to the host); removed at exit.
+node_allow_port() {
+    iptables -A YAO-NODE-ALLOW -p tcp -d "$NODE_IP" --dport "$1" -j ACCEPT &&
+        on_exit "iptables -D YAO-NODE-ALLOW -p tcp -d $NODE_IP --dport $1 -j ACCEPT"
+}
+# pod_node NS POD
+pod_node() { kubectl -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
+# node_image REF BUILDAH_IMAGE — make a buildah image available to the real node's
+# containerd as REF (docker.io/...), skipped when containerd has it already.
+node_image() {
+    local ref=$1 src=$2 tar
+    local ctr=(ctr --address "$YAO_PLANE_DIR/node/containerd/containerd.sock" -n k8s.io)
+    local all; all=$("${ctr[@]}" images ls -q) && grep -qx "$ref" <<<"$all" && return 0
+    tar=$(mktemp -u /tmp/yao-node-image.XXXXXX.tar)
+    buildah push -q "$src" "oci-archive:$tar:$ref" && "${ctr[@]}" images import "$tar" >/dev/null
+    local rc=$?
+    rm -f "$tar"
+    return $rc
+}
