@@ -10,7 +10,11 @@
  * Oracle: a reference model of the contract in exec.h that keeps every byte (no cap):
  * the demux must hand the same stdout/stderr bytes to the callbacks, keep the first
  * 64 KiB - 1 of the error channel NUL-terminated and flag the overflow, and return the
- * same codes (-1 for a continuation outside a message or an unknown channel). */
+ * same codes (-1 for a continuation outside a message or an unknown channel).
+ *
+ * The same input (after byte 0) is also a stream tail for kube_exec_tail_replay, with
+ * start = byte 0 >> 1: refused, it must leave a fresh demux untouched and call no
+ * callback; accepted, the status message must be complete (the demux in no message). */
 #include "fuzz.h"
 
 #include "kube/dynbuf.h"
@@ -134,6 +138,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     check_status(d->status, d->status_len);
     check_status((const char *)data, size);
+
+    if (size > 0) {
+        struct sink t = {0};
+        dynbuf_init(&t.out, 64u << 20);
+        dynbuf_init(&t.err, 64u << 20);
+        kube_exec_demux_init(d, on_stdout, on_stderr, &t);
+        int trc = kube_exec_tail_replay(d, data + 1, size - 1, data[0] >> 1);
+        FUZZ_ASSERT(trc == 0 || trc == -1);
+        if (trc < 0) FUZZ_ASSERT(t.calls == 0 && d->status_len == 0 && !d->in_message);
+        else FUZZ_ASSERT(!d->in_message);
+        dynbuf_free(&t.out);
+        dynbuf_free(&t.err);
+    }
 
     dynbuf_free(&k.out);
     dynbuf_free(&k.err);

@@ -69,6 +69,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "kube/dynbuf.h"
@@ -82,6 +84,7 @@
 #define EXEC_MAX_URI 2032u                  /* 2048 - "GET " - " HTTP/1.1\r\n" - NUL (see top) */
 #define EXEC_HEADER_DATA (16u * 1024)       /* lws header table: URL, handshake headers, reply */
 #define EXEC_SERV_BUF (64u * 1024)          /* lws service buffer: the handshake, then reads */
+#define EXEC_SALVAGE_MAX (8u << 20)         /* what is read past lws after a failed write */
 #define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
 
@@ -146,6 +149,83 @@ int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size
     }
     if (final) d->in_message = 0;
     return rc;
+}
+
+/* One server frame at p (n bytes left): 0 with its header length, payload length, FIN
+ * and opcode; -1 when it is not a valid server frame or not all there. */
+static int tail_frame(const unsigned char *p, size_t n, size_t *hdr, uint64_t *len, int *fin, int *op) {
+    if (n < 2 || (p[0] & 0x70) || (p[1] & 0x80)) return -1;   /* reserved bits; servers never mask */
+    *fin = p[0] >> 7;
+    *op = p[0] & 15;
+    if (!(*op <= 2 || (*op >= 8 && *op <= 10))) return -1;
+    uint64_t l = p[1] & 127;
+    *hdr = 2;
+    if (l == 126) {
+        if (n < 4) return -1;
+        l = ((uint64_t)p[2] << 8) | p[3];
+        *hdr = 4;
+    } else if (l == 127) {
+        if (n < 10 || (p[2] & 0x80)) return -1;
+        l = 0;
+        for (int i = 2; i < 10; i++) l = (l << 8) | p[i];
+        *hdr = 10;
+    }
+    if (*op >= 8 && (!*fin || l > 125)) return -1;   /* control frames are whole and short */
+    if (l > n - *hdr) return -1;
+    *len = l;
+    return 0;
+}
+
+/* Walk a tail: first the rest of the payload of the frame lws was in (start bytes: part
+ * of the message d is in, or, when d is not in one, a frame that starts a message), then
+ * whole frames. With feed 0 only check it (1: it holds a complete status message, 0: it
+ * does not, -1: these are not frames); with feed 1 give the data messages to d until the
+ * status is complete. */
+static int tail_walk(struct kube_exec_demux *d, int feed, const unsigned char *t, size_t n, size_t start) {
+    size_t pos = start, hdr;
+    uint64_t len;
+    int fin, op, in_msg = d->in_message, channel = d->in_message ? d->channel : -1;
+    if (start) {
+        /* Was that frame its message's last? Yes, unless the next data frame continues it. */
+        int lead_final = 1;
+        for (size_t q = start; q < n; q += hdr + (size_t)len) {
+            if (tail_frame(t + q, n - q, &hdr, &len, &fin, &op) < 0) return -1;
+            if (op >= 8 && op <= 10 && op != 8) continue;
+            lead_final = op != 0;
+            break;
+        }
+        if (channel < 0) {
+            channel = t[0];
+            if (!((channel >= KUBE_EXEC_STDIN && channel <= KUBE_EXEC_RESIZE) || channel == KUBE_EXEC_CLOSE))
+                return -1;
+        }
+        if (feed && kube_exec_demux_feed(d, t, start, !in_msg, lead_final) != 0) return -1;
+        in_msg = !lead_final;
+        if (lead_final && channel == KUBE_EXEC_ERROR) return 1;
+    }
+    while (pos < n) {
+        if (tail_frame(t + pos, n - pos, &hdr, &len, &fin, &op) < 0) return -1;
+        const unsigned char *pl = t + pos + hdr;
+        pos += hdr + (size_t)len;
+        if (op == 8) return 0;                      /* close: nothing after it */
+        if (op >= 9) continue;                      /* ping, pong */
+        if ((op == 0) != in_msg) return -1;         /* a continuation only inside a message */
+        if (op != 0) channel = -1;
+        if (channel < 0 && len > 0) {
+            channel = pl[0];
+            if (!((channel >= KUBE_EXEC_STDIN && channel <= KUBE_EXEC_RESIZE) || channel == KUBE_EXEC_CLOSE))
+                return -1;
+        }
+        if (feed && kube_exec_demux_feed(d, pl, (size_t)len, op != 0, fin) != 0) return -1;
+        in_msg = !fin;
+        if (fin && channel == KUBE_EXEC_ERROR) return 1;
+    }
+    return 0;
+}
+
+int kube_exec_tail_replay(struct kube_exec_demux *d, const unsigned char *tail, size_t n, size_t start) {
+    if (start > n || tail_walk(d, 0, tail, n, start) != 1) return -1;
+    return tail_walk(d, 1, tail, n, start) == 1 ? 0 : -1;
 }
 
 size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *out, size_t cap) {
@@ -268,6 +348,7 @@ struct session {
     int finished;            /* no connection left: the loop ends */
     int have_status;         /* the error channel's message is complete */
     int stdin_done;
+    int stdin_refused;       /* a stdin write failed: the server had closed the connection */
     int v5;
     int tty;                 /* a terminal was asked for (and is in effect: with stdin) */
     lws_sorted_usec_list_t resize_check;   /* looks at o->resized */
@@ -394,6 +475,38 @@ static void on_deadline(lws_sorted_usec_list_t *sul) {
         s->finished = 1;
 }
 
+/* After a failed write: read what the server sent before it closed (lws would drop it),
+ * and if its status is there, take it and end the session (see "the end" at the top). */
+static void salvage_status(struct session *s, struct lws *wsi) {
+    struct dynbuf tail;
+    unsigned char buf[16384];
+    SSL *ssl = lws_get_ssl(wsi);
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    dynbuf_init(&tail, EXEC_SALVAGE_MAX);
+    for (;;) {
+        int n = ssl ? SSL_read(ssl, buf, (int)sizeof(buf)) : (int)recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0 || dynbuf_append(&tail, buf, (size_t)n) < 0) break;
+    }
+    ERR_clear_error();
+    size_t start = lws_remaining_packet_payload(wsi);
+    if (tail.len && kube_exec_tail_replay(&s->demux, (const unsigned char *)tail.data, tail.len, start) == 0) {
+        s->have_status = 1;
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        lws_cancel_service(s->ctx);
+    }
+    dynbuf_free(&tail);
+}
+
+/* A stdin (or resize) write failed: the server has closed the connection, its command
+ * has exited, and its status is most likely waiting in our receive buffer. Not a failure
+ * of the session: stop sending and look for the status; without it, conclude reports the
+ * connection that closed before the status came. */
+static void stdin_refused(struct session *s, struct lws *wsi) {
+    s->stdin_done = 1;
+    s->stdin_refused = 1;
+    salvage_status(s, wsi);
+}
+
 /* Ask the caller for the terminal's size; queue it for the resize channel when it is not
  * what was sent (or queued) last. */
 static void size_update(struct session *s) {
@@ -428,8 +541,8 @@ static int send_resize(struct session *s, struct lws *wsi) {
     s->resize_pending = 0;
     if (!n) return 0;   /* cannot happen: two unsigned numbers fit */
     if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n) {
-        fail(s, "exec: sending the terminal size failed");
-        return -1;
+        stdin_refused(s, wsi);
+        return 0;
     }
     s->size_sent = 1;
     s->sent_w = s->size_w;
@@ -444,10 +557,7 @@ static int send_stdin_eof(struct session *s, struct lws *wsi) {
     if (!s->v5) return 0;
     m[0] = KUBE_EXEC_CLOSE;
     m[1] = KUBE_EXEC_STDIN;
-    if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) {
-        fail(s, "exec: sending the stdin close signal failed");
-        return -1;
-    }
+    if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) stdin_refused(s, wsi);
     return 0;
 }
 
@@ -462,8 +572,8 @@ static int send_stdin(struct session *s, struct lws *wsi) {
     if (n == 0) return send_stdin_eof(s, wsi);
     m[0] = KUBE_EXEC_STDIN;
     if (lws_write(wsi, m, (size_t)n + 1, LWS_WRITE_BINARY) < (int)n + 1) {
-        fail(s, "exec: sending stdin failed");
-        return -1;
+        stdin_refused(s, wsi);
+        return 0;
     }
     lws_callback_on_writable(wsi);
     return 0;
@@ -585,8 +695,8 @@ static int send_stdin_fd(struct session *s, struct lws *wsi) {
         m[0] = KUBE_EXEC_STDIN;
         /* lws_write sends it or keeps the rest itself: the slot is free after it. */
         if (lws_write(wsi, m, n, LWS_WRITE_BINARY) < (int)n) {
-            fail(s, "exec: sending stdin failed");
-            return -1;
+            stdin_refused(s, wsi);
+            return 0;
         }
         pthread_mutex_lock(&rd->mu);
         rd->head = (rd->head + 1) % KUBE_EXEC_STDIN_SLOTS;
@@ -603,6 +713,21 @@ static int send_stdin_fd(struct session *s, struct lws *wsi) {
     }
     if (eof) return send_stdin_eof(s, wsi);
     return 0;
+}
+
+/* Whether input waits to be read: in the socket, or decrypted inside OpenSSL. lws 4.1
+ * services a connection's writes before its reads, and once a write has failed it drops
+ * whatever it reads next. A server whose command exited closes the connection right after
+ * the status, with our unread stdin in its buffer, so its TCP stack answers with a reset:
+ * the status and the reset arrive together, and a stdin write that goes first fails and
+ * loses the status (kwok: 3 sessions in 4). So no write while input is waiting; the status
+ * is read and ends the session first. */
+static int input_waiting(struct lws *wsi) {
+    int n = 0;
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0) return 1;
+    SSL *ssl = lws_get_ssl(wsi);
+    return ssl && SSL_pending(ssl) > 0;
 }
 
 /* The one libwebsockets callback; the session is the context's user pointer. */
@@ -685,6 +810,11 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
 
     case LWS_CALLBACK_CLIENT_WRITEABLE:
         if (s->have_status || s->failed) return 0;
+        if (input_waiting(wsi)) {
+            /* Read first (see input_waiting): lws handles this round's input next. */
+            lws_callback_on_writable(wsi);
+            return 0;
+        }
         if (s->resize_pending) {
             if (send_resize(s, wsi) < 0) {
                 lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
@@ -922,7 +1052,8 @@ static int conclude(struct session *s) {
     }
     if (!s->failed) {
         if (s->established)
-            fail(s, "exec: the connection closed before the command's status arrived%s", s->close_reason);
+            fail(s, "exec: the connection closed before the command's status arrived%s%s", s->close_reason,
+                 s->stdin_refused ? " (it stopped taking stdin)" : "");
         else
             fail(s, "exec: connection failed");
     }

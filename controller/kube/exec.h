@@ -129,6 +129,18 @@ int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size
 /* Interpret a Status from the error channel: 0 with *exit_code set (0 for Success, N for
  * NonZeroExitCode), or -1 with msg set when it reports a failure to run the command. */
 int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen);
+/* Replay the tail of a server's stream that was read past libwebsockets (see exec.c, "the
+ * end": after a failed write lws drops what it reads, and the status is in it). start is
+ * where lws' frame parser stood: the count of payload bytes left of the frame it was in
+ * (0 at a frame boundary); those bytes continue the demultiplexer's current message, or
+ * start one when it is in none (lws had read that frame's header only), and that frame was
+ * its message's last unless a continuation follows. From start on the tail must be whole
+ * server frames — unmasked, no reserved bits, known
+ * opcodes, whole control frames — up to a complete message on the error channel (the
+ * server's last word). Only then is anything fed to d (its output callbacks run for the
+ * data messages before the status, in order): 0 with the status in d, or -1 and d as it
+ * was. */
+int kube_exec_tail_replay(struct kube_exec_demux *d, const unsigned char *tail, size_t n, size_t start);
 /* The resize message for a terminal of width x height: the channel byte (4), then
  * {"Width":W,"Height":H}. Returns its length, or 0 when out (cap bytes) is too small. */
 size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *out, size_t cap);

@@ -10,7 +10,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <poll.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -65,6 +68,8 @@ struct peer {
     int unmasked_frames;
     char resizes[512];         /* PEER_ECHO: resize messages' payloads, one a line */
     int unread_ms;             /* PEER_EXIT_UNREAD: how long it reads nothing after the status */
+    int reset_after_status;    /* PEER_EXIT_UNREAD: instead, close with a reset right after it
+                                  (greeting, if set, goes on stdout just before the status) */
     int client_dropped;        /* PEER_EXIT_UNREAD: then found the connection closed */
 };
 
@@ -342,7 +347,19 @@ static void peer_script_run(struct peer *p, int fd) {
         pthread_mutex_lock(&p->mu);
         p->stdin_bytes = got;
         pthread_mutex_unlock(&p->mu);
+        if (p->greeting && peer_msg(p, fd, 1, p->greeting, strlen(p->greeting)) < 0) break;
         if (peer_msg(p, fd, 3, st, sizeof(st) - 1) < 0) break;
+        if (p->reset_after_status) {
+            /* What an API server does once the command has exited: close at once, the
+             * client's stdin unread, so the client gets a reset right behind the status
+             * (once the status has left: a reset discards what is still queued). */
+            int unsent = 1;
+            for (int waited = 0; waited < 2000 && unsent > 0; waited++)
+                if (ioctl(fd, SIOCOUTQNSD, &unsent) < 0 || unsent > 0) poll(NULL, 0, 1);
+            struct linger lg = {1, 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            break;
+        }
         /* Read nothing for unread_ms (the client's FIN waits behind the stdin the socket
          * still holds), then read to the end: an end of stream means the client had gone. */
         for (int waited = 0; waited < p->unread_ms && !p->stop; waited += 10) poll(NULL, 0, 10);
@@ -458,6 +475,8 @@ static void *peer_accept_loop(void *arg) {
         if (poll(&pf, 1, 50) <= 0) continue;
         int c = accept(p->fd, NULL, NULL);
         if (c < 0) continue;
+        int one = 1;   /* every message leaves at once, as from Go's servers */
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         struct peer_conn_arg *a = malloc(sizeof(*a));
         pthread_mutex_lock(&p->mu);
         int slot = p->nconns < PEER_MAX_CONNS && a;

@@ -4,6 +4,10 @@
  *    reading the connection, sends the exit status and waits; kube_exec must return the
  *    exit code at once, whatever stdin it still had (an endless fd, an endless callback),
  *    under v5 and v4, and drop the connection;
+ *  - the same server closing at once after the status, so a reset lands right behind it:
+ *    the status and the output before it must still arrive (read past lws, which drops
+ *    input after a failed write), and the pure replay of such a tail refuses anything
+ *    that is not whole frames ending in a complete status;
  *  - the terminal size: the resize message's encoding, sent right after the session opens
  *    (tty only), again when the caller's resize flag goes up and the size changed, never
  *    for an unchanged size, without a size callback, or without a terminal. */
@@ -16,6 +20,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "kube/dynbuf.h"
 #include "kube/exec.h"
 
 static int64_t now_ms(void) {
@@ -47,6 +52,32 @@ static struct kube_client *peer_client(const struct peer *p) {
 static const char *const CAT[] = {"cat"};
 
 static int drop_output(void *ud, const char *p, size_t n) { return 0; }
+
+static int keep_output(void *ud, const char *p, size_t n) { return dynbuf_append(ud, p, n) < 0; }
+
+struct sink {
+    struct dynbuf out, err;
+};
+
+static int sink_out(void *ud, const char *p, size_t n) { return dynbuf_append(&((struct sink *)ud)->out, p, n) < 0; }
+static int sink_err(void *ud, const char *p, size_t n) { return dynbuf_append(&((struct sink *)ud)->err, p, n) < 0; }
+
+static void sink_init(struct sink *s) {
+    dynbuf_init(&s->out, 1u << 20);
+    dynbuf_init(&s->err, 1u << 20);
+}
+
+static void sink_free(struct sink *s) {
+    dynbuf_free(&s->out);
+    dynbuf_free(&s->err);
+}
+
+/* The bytes so far as a string ("" when none). */
+static const char *sink_text(struct dynbuf *b) {
+    if (!b->data || dynbuf_append(b, "", 1) < 0) return "";
+    b->len--;
+    return b->data;
+}
 
 /* An endless stdin from the callback: zeros, 32 KiB at a time, for ever. */
 static ssize_t endless(void *ud, char *buf, size_t cap) {
@@ -276,4 +307,210 @@ TEST(session_resize_only_with_a_terminal_and_a_size) {
         }
         term_end(&t, &p, th, pfd);
     }
+}
+
+/* The server closes right after the status with our stdin unread: its TCP stack resets
+ * the connection, and the reset lands right behind the status. A stdin write that comes
+ * first fails — and lws 4.1 then drops what it reads. The status (and the output before
+ * it) must still come through, every time: 20 sessions, stdin from an fd and from a
+ * callback, v5 and v4. */
+TEST(session_status_survives_a_reset_behind_it) {
+    for (int round = 0; round < 20; round++) {
+        int from_fd = round % 2 == 0, v5 = round % 4 < 2;
+        struct peer p;
+        CHECK_INT(peer_start(&p, PEER_EXIT_UNREAD), 0);
+        p.support_v5 = v5;
+        p.echo_expect = 256 * 1024;
+        p.reset_after_status = 1;
+        p.greeting = "last words\n";
+        struct kube_client *c = peer_client(&p);
+        int fd = from_fd ? open("/dev/zero", O_RDONLY | O_CLOEXEC) : -1;
+        struct dynbuf out;
+        dynbuf_init(&out, 1024);
+        struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = CAT, .argc = 1,
+                                      .on_stdout = keep_output, .ud = &out,
+                                      .use_stdin_fd = from_fd, .stdin_fd = fd,
+                                      .read_stdin = from_fd ? NULL : endless, .timeout_ms = 20000};
+        struct kube_exec_result r;
+        int64_t t0 = now_ms();
+        int rc = kube_exec(c, &o, &r);
+        CHECK_INT(rc, 0);
+        if (rc) fprintf(stderr, "    round %d: %s\n", round, r.err);
+        CHECK_INT(r.exit_code, 3);
+        CHECK(out.len == 11 && !memcmp(out.data, "last words\n", 11));
+        CHECK(now_ms() - t0 < 2000);
+        dynbuf_free(&out);
+        if (fd >= 0) close(fd);
+        kube_client_free(c);
+        peer_stop(&p);
+    }
+}
+
+/* ---- the tail read past lws ---------------------------------------------------------- */
+
+/* A server frame: FIN, binary (or op), payload = channel byte + data. */
+static size_t frame(unsigned char *out, int fin, int op, int channel, const char *data, size_t n) {
+    size_t len = n + (channel >= 0 ? 1 : 0), h = 0;
+    out[h++] = (unsigned char)((fin ? 0x80 : 0) | op);
+    if (len < 126) {
+        out[h++] = (unsigned char)len;
+    } else {
+        out[h++] = 126;
+        out[h++] = (unsigned char)(len >> 8);
+        out[h++] = (unsigned char)len;
+    }
+    if (channel >= 0) out[h++] = (unsigned char)channel;
+    memcpy(out + h, data, n);
+    return h + n;
+}
+
+static const char ST3[] = "{\"metadata\":{},\"status\":\"Failure\",\"reason\":\"NonZeroExitCode\","
+                          "\"details\":{\"causes\":[{\"reason\":\"ExitCode\",\"message\":\"3\"}]}}";
+
+TEST(tail_replay_finds_the_status_after_whole_frames) {
+    unsigned char t[4096];
+    size_t n = 0;
+    n += frame(t + n, 1, 2, 1, "out", 3);
+    n += frame(t + n, 1, 9, -1, "", 0);                    /* a ping */
+    n += frame(t + n, 0, 2, 2, "er", 2);                   /* stderr in two fragments */
+    n += frame(t + n, 1, 0, -1, "r", 1);
+    size_t st_at = n;
+    n += frame(t + n, 0, 2, 3, ST3, 40);                   /* the status in two fragments */
+    n += frame(t + n, 1, 0, -1, ST3 + 40, sizeof(ST3) - 1 - 40);
+    n += frame(t + n, 1, 8, -1, "\x03\xe8", 2);            /* close */
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 0), 0);
+    CHECK_STR(sink_text(&s.out), "out");
+    CHECK_STR(sink_text(&s.err), "err");
+    CHECK_STR(d->status, ST3);
+    int code = -1;
+    CHECK_INT(kube_exec_parse_status(d->status, d->status_len, &code, NULL, 0), 0);
+    CHECK_INT(code, 3);
+    /* the status alone, without a close after it */
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t + st_at, n - st_at - 4, 0), 0);
+    CHECK_STR(d->status, ST3);
+    sink_free(&s);
+    free(d);
+}
+
+/* lws was inside a stdout frame: its remaining payload bytes come first and continue the
+ * demultiplexer's message; the frames after them are read as frames. */
+TEST(tail_replay_starts_where_lws_stood) {
+    unsigned char t[4096];
+    size_t n = 0;
+    memcpy(t, "ing output\n", 11);                         /* the rest of "1 streaming output\n" */
+    n += 11;
+    n += frame(t + n, 1, 2, 3, ST3, sizeof(ST3) - 1);
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    static const unsigned char head[] = "\x01stream";
+    CHECK_INT(kube_exec_demux_feed(d, head, 7, 1, 0), 0);  /* what lws had delivered */
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 11), 0);
+    CHECK_STR(sink_text(&s.out), "streaming output\n");
+    CHECK_STR(d->status, ST3);
+    /* read from the wrong place, the same bytes are no frames: nothing is fed */
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    s.out.len = 0;
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 0), -1);
+    CHECK_INT(s.out.len, 0);
+    CHECK_INT(d->status_len, 0);
+    CHECK_INT(kube_exec_tail_replay(d, t, n, n + 1), -1);  /* start past the end */
+    sink_free(&s);
+    free(d);
+}
+
+/* lws had read a frame's header and none of its payload (the demultiplexer is in no
+ * message): the payload starts the message. That frame is the message's last unless a
+ * continuation follows (a ping in between does not tell). */
+TEST(tail_replay_after_a_header_lws_read_alone) {
+    unsigned char t[4096];
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    /* the status's payload itself */
+    size_t n = 0;
+    t[n++] = KUBE_EXEC_ERROR;
+    memcpy(t + n, ST3, sizeof(ST3) - 1);
+    n += sizeof(ST3) - 1;
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t, n, n), 0);
+    CHECK_STR(d->status, ST3);
+    /* a stdout frame's payload, a ping, its continuation, then the status */
+    n = 0;
+    memcpy(t, "" "ab", 3);
+    n += 3;
+    n += frame(t + n, 1, 9, -1, "", 0);
+    n += frame(t + n, 1, 0, -1, "cd", 2);
+    n += frame(t + n, 1, 2, 3, ST3, sizeof(ST3) - 1);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 3), 0);
+    CHECK_STR(sink_text(&s.out), "abcd");
+    CHECK_STR(d->status, ST3);
+    /* the same first frame followed by a new message: it was final, and the stdout
+     * continuation that the walk would need is absent — a continuation after a final
+     * frame is refused */
+    n = 3;
+    n += frame(t + n, 1, 2, 3, ST3, sizeof(ST3) - 1);
+    n += frame(t + n, 1, 0, -1, "x", 1);
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    s.out.len = 0;
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 3), 0);        /* the status ends it first */
+    CHECK_STR(sink_text(&s.out), "ab");
+    t[0] = 9;                                                /* no such channel */
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t, n, 3), -1);
+    sink_free(&s);
+    free(d);
+}
+
+/* Nothing is fed unless a complete status is there: a tail without one, a cut status,
+ * masked or reserved-bit frames, unknown opcodes or channels, a continuation out of
+ * place, a fragmented or long control frame. */
+TEST(tail_replay_refuses_what_is_not_a_finished_stream) {
+    unsigned char t[4096], bad[4096];
+    size_t n = 0;
+    n += frame(t + n, 1, 2, 1, "out", 3);
+    size_t before_status = n;
+    n += frame(t + n, 1, 2, 3, ST3, sizeof(ST3) - 1);
+    struct sink s;
+    sink_init(&s);
+    struct kube_exec_demux *d = malloc(sizeof(*d));
+    kube_exec_demux_init(d, sink_out, sink_err, &s);
+    CHECK_INT(kube_exec_tail_replay(d, t, before_status, 0), -1);   /* no status */
+    CHECK_INT(kube_exec_tail_replay(d, t, n - 1, 0), -1);           /* status cut short */
+    CHECK_INT(kube_exec_tail_replay(d, t, 1, 0), -1);               /* half a header */
+    struct { size_t at; unsigned char or_mask, set; } mutations[] = {
+        {0, 0x40, 0},           /* a reserved bit */
+        {1, 0x80, 0},           /* masked */
+        {0, 0, 0x83},           /* opcode 3 */
+        {0, 0, 0x80},           /* a continuation with no message */
+        {2, 0, 7},              /* channel 7 */
+        {0, 0, 0x02},           /* no FIN, then a new message starts */
+        {0, 0, 0x09},           /* a ping without FIN */
+    };
+    for (size_t i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+        memcpy(bad, t, n);
+        if (mutations[i].or_mask) bad[mutations[i].at] |= mutations[i].or_mask;
+        else bad[mutations[i].at] = mutations[i].set;
+        CHECK_INT(kube_exec_tail_replay(d, bad, n, 0), -1);
+    }
+    size_t m = 0;                                                   /* a 126-byte ping */
+    bad[m++] = 0x89;
+    bad[m++] = 126;
+    bad[m++] = 0;
+    bad[m++] = 126;
+    memset(bad + m, 'p', 126);
+    m += 126;
+    m += frame(bad + m, 1, 2, 3, ST3, sizeof(ST3) - 1);
+    CHECK_INT(kube_exec_tail_replay(d, bad, m, 0), -1);
+    CHECK_INT(s.out.len, 0);                                        /* nothing was fed */
+    CHECK_INT(d->status_len, 0);
+    sink_free(&s);
+    free(d);
 }
