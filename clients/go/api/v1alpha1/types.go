@@ -1,0 +1,206 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Well-known names shared with the controller (controller/sandbox/spec.h).
+const (
+	// AnnotationLastUsedAt is the RFC 3339 time a client last used the sandbox; the
+	// controller's idle clock counts from the newest of it and status.startedAt.
+	AnnotationLastUsedAt = "sandbox.yaoapps.com/last-used-at"
+	// AnnotationUserID and AnnotationChatID hold the raw IDs on the objects the controller
+	// creates (labels carry sanitised values).
+	AnnotationUserID = "sandbox.yaoapps.com/user-id"
+	AnnotationChatID = "sandbox.yaoapps.com/chat-id"
+
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelName      = "sandbox.yaoapps.com/name"
+	LabelUser      = "sandbox.yaoapps.com/user"
+	LabelChat      = "sandbox.yaoapps.com/chat"
+	LabelLifecycle = "sandbox.yaoapps.com/lifecycle"
+
+	// ContainerName is the name of the sandbox container in the pod.
+	ContainerName = "sandbox"
+	// DefaultMountPath is where the workspace is mounted when spec.workspace.mountPath is unset.
+	DefaultMountPath = "/workspace"
+
+	// FieldUserID and FieldChatID are the CRD's selectableFields, for field selectors
+	// such as "spec.userID=alice".
+	FieldUserID = "spec.userID"
+	FieldChatID = "spec.chatID"
+)
+
+// Lifecycle is a Sandbox's lifecycle policy.
+type Lifecycle string
+
+const (
+	LifecycleOneShot     Lifecycle = "one-shot"
+	LifecycleSession     Lifecycle = "session"
+	LifecycleLongRunning Lifecycle = "long-running"
+	LifecyclePersistent  Lifecycle = "persistent"
+)
+
+// Phase is where a Sandbox is in its lifecycle.
+type Phase string
+
+const (
+	PhasePending   Phase = "Pending"
+	PhaseCreating  Phase = "Creating"
+	PhaseRunning   Phase = "Running"
+	PhaseStopping  Phase = "Stopping"
+	PhaseStopped   Phase = "Stopped"
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+)
+
+// ConditionReady is the condition type every Sandbox carries.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition that the client acts on (the controller sets more:
+// Creating, PodNotReady, ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...).
+const (
+	ReasonPodReady         = "PodReady"
+	ReasonCapacityExceeded = "CapacityExceeded"
+	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonNameConflict     = "NameConflict"
+	ReasonIdle             = "Idle"
+	ReasonPaused           = "Paused"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Sandbox is an isolated, persistent pod (plus its workspace claim) for one (user, chat)
+// pair of a Yao application.
+type Sandbox struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SandboxSpec   `json:"spec"`
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// SandboxSpec is what the client asks for. Empty fields take the controller's defaults.
+type SandboxSpec struct {
+	UserID string `json:"userID"`
+	ChatID string `json:"chatID"`
+	// Image is the container image; the controller's YAO_SANDBOX_IMAGE when empty.
+	Image     string    `json:"image,omitempty"`
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// IdleTimeout is a duration string such as "90s", "30m", "2h".
+	IdleTimeout string `json:"idleTimeout,omitempty"`
+	// Paused stops the sandbox (pod deleted, workspace kept); false starts it again.
+	Paused    bool           `json:"paused,omitempty"`
+	Command   []string       `json:"command,omitempty"`
+	Args      []string       `json:"args,omitempty"`
+	Env       []EnvVar       `json:"env,omitempty"`
+	Resources *Resources     `json:"resources,omitempty"`
+	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
+	Run       *RunSpec       `json:"run,omitempty"`
+	// TTLSecondsAfterFinished is, for one-shot, how long the finished Sandbox stays.
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// EnvVar is one environment variable of the container (or of a one-shot run).
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// Resources are the container's limits (memory "2g"/"2Gi", cpu "1.0"/"500m") and,
+// optionally, its requests.
+type Resources struct {
+	Memory   *intstr.IntOrString `json:"memory,omitempty"`
+	CPU      *intstr.IntOrString `json:"cpu,omitempty"`
+	Requests *ResourceRequests   `json:"requests,omitempty"`
+}
+
+// ResourceRequests is what the scheduler reserves; each at most its limit.
+type ResourceRequests struct {
+	Memory *intstr.IntOrString `json:"memory,omitempty"`
+	CPU    *intstr.IntOrString `json:"cpu,omitempty"`
+}
+
+// WorkspaceSpec describes the PersistentVolumeClaim that holds the user's files.
+type WorkspaceSpec struct {
+	Size             *intstr.IntOrString `json:"size,omitempty"`
+	StorageClassName *string             `json:"storageClassName,omitempty"`
+	MountPath        string              `json:"mountPath,omitempty"`
+}
+
+// RunSpec is a one-shot Sandbox's command.
+type RunSpec struct {
+	Command    []string `json:"command"`
+	WorkingDir string   `json:"workingDir,omitempty"`
+	Env        []EnvVar `json:"env,omitempty"`
+	Timeout    string   `json:"timeout,omitempty"`
+}
+
+// SandboxStatus is the observed state, written by the controller.
+type SandboxStatus struct {
+	Phase              Phase              `json:"phase,omitempty"`
+	PodName            string             `json:"podName,omitempty"`
+	PodIP              string             `json:"podIP,omitempty"`
+	NodeName           string             `json:"nodeName,omitempty"`
+	WorkspaceClaim     string             `json:"workspaceClaim,omitempty"`
+	StartedAt          *metav1.Time       `json:"startedAt,omitempty"`
+	RestartCount       int32              `json:"restartCount,omitempty"`
+	LastTermination    *TerminationState  `json:"lastTermination,omitempty"`
+	StoppedAt          *metav1.Time       `json:"stoppedAt,omitempty"`
+	LastUsedAt         *metav1.Time       `json:"lastUsedAt,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Run                *RunStatus         `json:"run,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TerminationState is the last time the sandbox container ended on its own.
+type TerminationState struct {
+	Reason     string       `json:"reason,omitempty"`
+	ExitCode   int32        `json:"exitCode,omitempty"`
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// RunStatus is the result of a one-shot run: exit code, times, output tails (4 KiB each).
+type RunStatus struct {
+	ExitCode   *int32       `json:"exitCode,omitempty"`
+	StartedAt  *metav1.Time `json:"startedAt,omitempty"`
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	Stdout     string       `json:"stdout,omitempty"`
+	Stderr     string       `json:"stderr,omitempty"`
+	Truncated  bool         `json:"truncated,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxList is a list of Sandboxes.
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sandbox `json:"items"`
+}
+
+// ReadyCondition returns the Ready condition, or nil when the controller has not set it yet.
+func (s *Sandbox) ReadyCondition() *metav1.Condition {
+	for i := range s.Status.Conditions {
+		if s.Status.Conditions[i].Type == ConditionReady {
+			return &s.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// MountPath is where the workspace is mounted in the container.
+func (s *Sandbox) MountPath() string {
+	if s.Spec.Workspace != nil && s.Spec.Workspace.MountPath != "" {
+		return s.Spec.Workspace.MountPath
+	}
+	return DefaultMountPath
+}
+
+// IsRunning is true when the sandbox has a running pod that commands can be sent to:
+// phase Running with a pod, not paused, not being deleted.
+func (s *Sandbox) IsRunning() bool {
+	return s.Status.Phase == PhaseRunning && s.Status.PodName != "" && !s.Spec.Paused &&
+		s.DeletionTimestamp == nil
+}
