@@ -6,7 +6,14 @@
  *   bridge_conn.c  the connection: Unix/TCP connect with a deadline, TLS, the handshake
  *                  exchange, and non-blocking read/write/half-close over plain or TLS
  *   bridge_pump.c  the poll() loop that copies stdin -> connection -> stdout
- *   bridge_util.c  the first-error-wins error record, monotonic clock
+ *   bridge_util.c  the first-error-wins error record, monotonic clock, bounded buffers
+ *
+ * grpc mode (YAO_IPC_MODE=grpc) reads MCP JSON-RPC itself instead of copying bytes:
+ *   bridge_json.c  a small JSON scanner: validate, compact, find members, decode strings — pure
+ *   bridge_pb.c    the few proto3 messages of yao.Yao by hand, gRPC framing/status — pure
+ *   bridge_mcp.c   MCP JSON-RPC request -> RPC, RPC result/error -> JSON-RPC reply — pure
+ *   bridge_grpc.c  the HTTP/2 (nghttp2) client: connection, calls, metadata, tokens
+ *   bridge_serve.c the grpc mode's poll() loop: stdin lines -> calls -> stdout lines
  *
  * The wire protocol (and why it looks the way it does) is in bridge/README.md. */
 #ifndef YAO_BRIDGE_H
@@ -46,9 +53,29 @@ void bridge_err_set(struct bridge_err *e, int code, const char *fmt, ...)
 /* Milliseconds on the monotonic clock. */
 int64_t bridge_now_ms(void);
 
+/* A growable byte buffer with a hard ceiling (max); bytes [off, len) are live. */
+struct bridge_dyn {
+    unsigned char *data;
+    size_t off, len, cap, max;
+};
+void bridge_dyn_init(struct bridge_dyn *d, size_t max);
+/* Append: 0, or -1 past the ceiling or out of memory (the buffer is then unchanged). */
+int bridge_dyn_add(struct bridge_dyn *d, const void *p, size_t n);
+int bridge_dyn_adds(struct bridge_dyn *d, const char *s);
+int bridge_dyn_addf(struct bridge_dyn *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drop n bytes from the front. */
+void bridge_dyn_consume(struct bridge_dyn *d, size_t n);
+/* The live bytes, NUL-terminated (NULL only when out of memory). */
+const char *bridge_dyn_str(struct bridge_dyn *d);
+/* Move the live bytes out (malloc'd, NUL-terminated) and empty the buffer. */
+char *bridge_dyn_take(struct bridge_dyn *d, size_t *len);
+void bridge_dyn_free(struct bridge_dyn *d);
+#define BRIDGE_DYN_LEN(d) ((d)->len - (d)->off)
+#define BRIDGE_DYN_PTR(d) ((d)->data + (d)->off)
+
 /* ---- configuration ------------------------------------------------------------ */
 
-enum bridge_mode { BRIDGE_MODE_UNIX, BRIDGE_MODE_TCP };
+enum bridge_mode { BRIDGE_MODE_UNIX, BRIDGE_MODE_TCP, BRIDGE_MODE_GRPC };
 
 struct bridge_config {
     enum bridge_mode mode;
@@ -58,7 +85,11 @@ struct bridge_config {
     const char *ca_file;  /* TLS: PEM bundle to trust instead of the system store */
     char *token;          /* TCP only: bearer token, owned, wiped on free */
     size_t token_len;
-    int timeout_ms;       /* connect + TLS handshake + token handshake */
+    int timeout_ms;       /* connect + TLS handshake + token handshake; grpc: per call */
+    /* grpc mode only (the token above is the bearer token) */
+    const char *refresh_token;  /* YAO_REFRESH_TOKEN, may be NULL; not owned */
+    const char *sandbox_id;     /* YAO_SANDBOX_ID: x-sandbox-id and every session_id */
+    const char *upstream;       /* YAO_GRPC_UPSTREAM when YAO_GRPC_TAI=enable, else NULL */
 };
 
 /* ---- bridge_auth.c: the token handshake, pure -------------------------------------- */
@@ -124,5 +155,157 @@ struct bridge_buf {
  * Returns BRIDGE_EXIT_OK or the code of the error recorded in err. */
 int bridge_pump_run(struct bridge_conn *c, int in_fd, int out_fd,
                     struct bridge_buf *up, struct bridge_buf *down, struct bridge_err *err);
+
+/* Connect to host:port (TCP) and, if cfg->tls, run the TLS handshake: TLS 1.3 only in
+ * tcp mode; in grpc mode TLS 1.2+ with ALPN "h2" required. No token handshake.
+ * 0 or -1 (recorded). Used by the grpc mode for each (re)connection. */
+int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
+                     struct bridge_err *err);
+
+/* 1 when addr is host:port or [ipv6]:port with a numeric port (checked before dialing). */
+int bridge_addr_ok(const char *addr);
+
+/* ---- bridge_json.c: JSON scanning, pure ---------------------------------------------- */
+
+#define BJSON_MAX_DEPTH 256
+
+/* Skip whitespace. */
+const char *bjson_ws(const char *p, const char *end);
+/* The end of the one JSON value starting at p (no leading whitespace), or NULL when it is
+ * not valid JSON (strict RFC 8259 grammar; depth at most BJSON_MAX_DEPTH). */
+const char *bjson_value_end(const char *p, const char *end);
+/* 1 when [p, p+n) is exactly one JSON value with optional whitespace around it. */
+int bjson_valid(const char *p, size_t n);
+/* Append the valid JSON value [p, p+n) with the whitespace outside strings removed (so
+ * it fits on one line); strings and numbers are copied byte for byte. 0 or -1. */
+int bjson_compact(struct bridge_dyn *d, const char *p, size_t n);
+/* Find member key of the object value [p, end): 1 with the value's span, 0 absent,
+ * -1 the value is not an object. Keys are compared after decoding their escapes. */
+int bjson_member(const char *p, const char *end, const char *key, const char **vp,
+                 const char **ve);
+/* Decode the string value [p, e) into malloc'd NUL-terminated UTF-8 (length in *len).
+ * NULL if it is not a string, decodes to invalid UTF-8 or to a NUL byte, or on ENOMEM. */
+char *bjson_string(const char *p, const char *e, size_t *len);
+/* Append s as a JSON string literal (quotes, escapes; invalid UTF-8 becomes U+FFFD). */
+int bjson_add_string(struct bridge_dyn *d, const char *s, size_t n);
+
+/* ---- bridge_pb.c: proto3 wire format and gRPC framing, pure ----------------------------- */
+
+/* Append field number field as a length-delimited value (proto3: nothing when n == 0). */
+int bpb_add_bytes(struct bridge_dyn *d, unsigned field, const void *p, size_t n);
+/* Find the length-delimited field in a message (the last occurrence wins, as proto3
+ * merges): 1 found, 0 absent (an empty value), -1 malformed. Other fields are skipped. */
+int bpb_get_bytes(const unsigned char *msg, size_t n, unsigned field, const unsigned char **vp,
+                  size_t *vn);
+/* The canonical name of a gRPC status code ("UNAUTHENTICATED"), or "CODE_<n>". */
+const char *bgrpc_code_name(int code, char *buf, size_t cap);
+/* The gRPC status for an HTTP status without grpc-status (gRPC's HTTP mapping). */
+int bgrpc_code_from_http(int http_status);
+/* Percent-decode grpc-message in place; returns the new length. */
+size_t bgrpc_percent_decode(char *s, size_t n);
+/* Format a grpc-timeout header value for ms milliseconds (at most 8 digits). */
+void bgrpc_timeout_header(char *buf, size_t cap, int64_t ms);
+
+/* ---- bridge_mcp.c: MCP JSON-RPC <-> yao.Yao, pure ------------------------------------ */
+
+enum mcp_rpc {
+    MCP_RPC_HEALTHZ,         /* for initialize */
+    MCP_RPC_LIST_TOOLS,      /* tools/list */
+    MCP_RPC_CALL_TOOL,       /* tools/call */
+    MCP_RPC_LIST_RESOURCES,  /* resources/list */
+    MCP_RPC_READ_RESOURCE,   /* resources/read */
+};
+
+#define BRIDGE_MSG_MAX (64u * 1024 * 1024)   /* longest request line / RPC message */
+#define BRIDGE_OUT_MAX (256u * 1024 * 1024)  /* most replies waiting for stdout */
+
+/* One request that needs an RPC. */
+struct mcp_req {
+    char *id;               /* the request id as compact JSON text, malloc'd */
+    enum mcp_rpc rpc;
+    char version[32];       /* initialize: the protocol version to answer with */
+    struct bridge_dyn body; /* the protobuf request message (no gRPC prefix) */
+};
+
+/* What one stdin line asks for. */
+enum mcp_action { MCP_NONE, MCP_REPLIED, MCP_CALL };
+
+/* Handle one line (without its newline): MCP_REPLIED when a reply line was appended to
+ * out (ping, or any error), MCP_CALL when req is filled and needs its RPC, MCP_NONE for a
+ * notification or blank line; -1 out of memory. */
+int mcp_handle_line(const char *line, size_t n, const char *session_id, struct mcp_req *req,
+                    struct bridge_dyn *out);
+/* The RPC's method path, e.g. "/yao.Yao/MCPCallTool". */
+const char *mcp_rpc_path(enum mcp_rpc rpc);
+/* Append the reply for a successful RPC with response message msg. A response that is not
+ * what the method returns (bad protobuf, field not valid JSON) becomes an error reply. */
+int mcp_reply_result(struct bridge_dyn *out, const struct mcp_req *req, const unsigned char *msg,
+                     size_t n);
+/* Error replies for a failed RPC: MCP_ERR_RPC carries grpc_status, the other kinds pass
+ * grpc_status < 0. message is plain text (escaped here). */
+#define MCP_ERR_RPC        (-32000) /* the server answered with a gRPC error status */
+#define MCP_ERR_CONNECTION (-32001) /* no connection, or it was lost during the call */
+#define MCP_ERR_DEADLINE   (-32002) /* no answer before the call's deadline */
+int mcp_reply_error(struct bridge_dyn *out, const char *id, int code, const char *message,
+                    int grpc_status);
+void mcp_req_free(struct mcp_req *req);
+
+/* ---- bridge_grpc.c: the HTTP/2 gRPC client ----------------------------------------- */
+
+enum bgrpc_outcome { BGRPC_PENDING, BGRPC_OK, BGRPC_STATUS, BGRPC_CONN, BGRPC_DEADLINE };
+
+/* One unary call, owned by the client while in flight and by the caller when done. */
+struct bgrpc_call {
+    struct bgrpc_call *next;
+    struct mcp_req req;          /* what it answers (its body is the request message) */
+    int32_t stream_id;
+    unsigned char *frame;        /* the length-prefixed request message */
+    size_t frame_len, frame_off;
+    struct bridge_dyn resp;      /* DATA received: length-prefixed response message(s) */
+    int http_status;
+    int grpc_status;             /* -1 until the server sends one */
+    char *grpc_message;          /* decoded, malloc'd, may be NULL */
+    int64_t start_ms, deadline_ms;
+    enum bgrpc_outcome outcome;
+    char error[320];             /* BGRPC_CONN / BGRPC_DEADLINE: what happened */
+};
+
+struct bgrpc {
+    const struct bridge_config *cfg;
+    struct bridge_conn conn;
+    void *session;               /* nghttp2_session *, NULL while not connected */
+    char authority[300];
+    char *token, *refresh;       /* current credentials, owned (rotated ones replace them) */
+    struct bgrpc_call *active;   /* in flight */
+    struct bgrpc_call *done;     /* finished, for the caller to take */
+    struct bridge_dyn out;       /* HTTP/2 bytes waiting for the socket */
+    int connects;                /* connections made (for the record) */
+    int rotations;               /* token rotations seen */
+};
+
+/* Set up (no connection yet); takes over cfg->token. 0 or -1 (recorded). */
+int bgrpc_init(struct bgrpc *g, struct bridge_config *cfg, struct bridge_err *err);
+/* Start call (connecting first if needed). The call is always accepted: a failure to
+ * connect finishes it at once with outcome BGRPC_CONN. */
+void bgrpc_start(struct bgrpc *g, struct bgrpc_call *call);
+/* The poll events the connection waits for (0 when there is no connection). */
+short bgrpc_events(struct bgrpc *g);
+/* Do the I/O poll reported; any finished calls move to the done list. */
+void bgrpc_io(struct bgrpc *g, short revents);
+/* Finish calls whose deadline passed; returns the nearest remaining deadline or -1. */
+int64_t bgrpc_expire(struct bgrpc *g, int64_t now);
+/* Take one finished call, or NULL. */
+struct bgrpc_call *bgrpc_take_done(struct bgrpc *g);
+/* Number of calls in flight. */
+int bgrpc_active(const struct bgrpc *g);
+void bgrpc_call_free(struct bgrpc_call *call);
+/* Close the connection and free everything, calls included. */
+void bgrpc_free(struct bgrpc *g);
+
+/* ---- bridge_serve.c: the grpc mode's loop ----------------------------------------- */
+
+/* Serve MCP on in_fd/out_fd until stdin EOF and every reply is written. BRIDGE_EXIT_OK, or
+ * the code of the error recorded (stdout gone, stdin read error, out of memory). */
+int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *err);
 
 #endif

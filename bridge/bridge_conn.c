@@ -5,6 +5,7 @@
  * host name (or IP) verification; the token handshake (bridge_auth.c builds and parses
  * the lines, this file moves them); and non-blocking read/write/half-close that look the
  * same to the pump whether the bytes go through OpenSSL or straight to the socket.
+ * bridge_conn_dial is the same connect + TLS for the grpc mode (TLS 1.2+, ALPN h2).
  *
  * Does not own: the copy loop (bridge_pump.c) or what the bytes mean (nothing does). */
 #include "bridge.h"
@@ -215,8 +216,15 @@ static int tls_start(struct bridge_conn *c, const struct bridge_config *cfg, con
     c->ssl_ctx = ctx;
     if (!ctx) goto ssl_err;
     /* TLS 1.3 only: its close_notify closes one direction (RFC 8446 §6.1), which is how
-     * the bridge half-closes; a TLS 1.2 stack answers close_notify by closing. */
-    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION)) goto ssl_err;
+     * the bridge half-closes; a TLS 1.2 stack answers close_notify by closing. gRPC never
+     * half-closes the connection, so there TLS 1.2 (the floor of RFC 7540 §9.2) is fine,
+     * and HTTP/2 is negotiated with ALPN "h2" (gRPC servers refuse a TLS client without). */
+    if (!SSL_CTX_set_min_proto_version(ctx, cfg->mode == BRIDGE_MODE_GRPC ? TLS1_2_VERSION
+                                                                          : TLS1_3_VERSION))
+        goto ssl_err;
+    if (cfg->mode == BRIDGE_MODE_GRPC &&
+        SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x02h2", 3) != 0)
+        goto ssl_err;
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (cfg->insecure) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -252,6 +260,15 @@ static int tls_start(struct bridge_conn *c, const struct bridge_config *cfg, con
         ERR_clear_error();
         errno = 0;
         r = SSL_connect(ssl);
+        if (r == 1 && cfg->mode == BRIDGE_MODE_GRPC) {
+            const unsigned char *proto = NULL;
+            unsigned int plen = 0;
+            SSL_get0_alpn_selected(ssl, &proto, &plen);
+            if (plen == 2 && !memcmp(proto, "h2", 2)) return 0;
+            bridge_err_set(err, BRIDGE_EXIT_IO, "tls handshake with %s: the server did not "
+                           "select HTTP/2 (ALPN h2); is it a gRPC server?", c->label);
+            return -1;
+        }
         if (r == 1) return 0;
         saved = errno;
         e = SSL_get_error(ssl, r);
@@ -371,6 +388,33 @@ int bridge_conn_open(struct bridge_conn *c, const struct bridge_config *cfg,
     if (connect_tcp(c, host, port, deadline, err) < 0) return -1;
     if (cfg->tls && tls_start(c, cfg, host, deadline, err) < 0) return -1;
     return token_handshake(c, cfg, early, early_cap, early_len, deadline, err);
+}
+
+/* 1 when addr is host:port or [ipv6]:port with a numeric port. */
+int bridge_addr_ok(const char *addr) {
+    char host[256], port[8];
+
+    return split_host_port(addr, host, sizeof host, port, sizeof port) == 0;
+}
+
+/* Connect and, if configured, TLS; no token handshake (grpc mode). */
+int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
+                     struct bridge_err *err) {
+    char host[256], port[8];
+
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->rd_want = POLLIN;
+    c->wr_want = POLLOUT;
+    snprintf(c->label, sizeof c->label, "%s:%s", cfg->tls ? "tls" : "tcp", cfg->addr);
+    if (split_host_port(cfg->addr, host, sizeof host, port, sizeof port) < 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port",
+                       cfg->addr);
+        return -1;
+    }
+    if (connect_tcp(c, host, port, deadline, err) < 0) return -1;
+    if (cfg->tls && tls_start(c, cfg, host, deadline, err) < 0) return -1;
+    return 0;
 }
 
 /* Read from the peer (see bridge.h for the return values). */

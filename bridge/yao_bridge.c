@@ -22,6 +22,8 @@
 
 #define DEFAULT_TIMEOUT_S 30
 #define MAX_TIMEOUT_S 3600
+#define DEFAULT_GRPC_TIMEOUT_S 120
+#define MAX_GRPC_TIMEOUT_S 86400
 
 /* O_NONBLOCK we set on a stdio fd, to be put back at exit. */
 struct stdio_flags {
@@ -43,7 +45,7 @@ static void usage(FILE *f) {
           "                 YAO_IPC_MODE and YAO_IPC_ADDR are not consulted.\n"
           "\n"
           "Environment:\n"
-          "  YAO_IPC_MODE      socket (default) or tcp\n"
+          "  YAO_IPC_MODE      socket (default), tcp or grpc\n"
           "  YAO_IPC_ADDR      socket mode: socket path; tcp mode: host:port or [ipv6]:port\n"
           "  YAO_IPC_TLS       tcp mode: 1 to use TLS 1.3\n"
           "  YAO_IPC_CA        TLS: PEM file of CAs to trust (default: system store)\n"
@@ -52,6 +54,19 @@ static void usage(FILE *f) {
           "  YAO_TOKEN_FILE      tcp mode; YAO_TOKEN wins; trailing whitespace of the file\n"
           "                      is ignored)\n"
           "  YAO_IPC_TIMEOUT   seconds allowed for connect + TLS + token handshake (30)\n"
+          "\n"
+          "grpc mode: serve MCP JSON-RPC on stdio by calling Yao's gRPC service yao.Yao\n"
+          "(initialize, ping, tools/list, tools/call, resources/list, resources/read):\n"
+          "  YAO_GRPC_ADDR     host:port of the server (or of Yao's Tai relay)\n"
+          "  YAO_TOKEN         bearer token (or YAO_TOKEN_FILE); YAO_REFRESH_TOKEN optional;\n"
+          "                    tokens the server rotates are used from then on\n"
+          "  YAO_SANDBOX_ID    session_id of every call, and x-sandbox-id\n"
+          "  YAO_GRPC_TAI      enable: send YAO_GRPC_UPSTREAM as x-grpc-upstream\n"
+          "  YAO_GRPC_TLS      1 to use TLS (ALPN h2); else plaintext HTTP/2\n"
+          "  YAO_GRPC_CA       TLS: PEM file of CAs to trust (default: system store)\n"
+          "  YAO_GRPC_INSECURE TLS: 1 to skip certificate and host name verification\n"
+          "  YAO_GRPC_TIMEOUT  seconds per call, connecting included (120)\n"
+          "RPC failures become JSON-RPC errors; the bridge runs until stdin EOF.\n"
           "\n"
           "Exit status: 0 peer closed and all output written; 1 connect/TLS/I-O error;\n"
           "2 usage or configuration error; 3 the peer refused the token.\n"
@@ -78,6 +93,78 @@ static int env_bool(const char *name, int *out, struct bridge_err *err) {
 static const char *env_str(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
+}
+
+/* The grpc mode's part of the environment (YAO_GRPC_*, YAO_TOKEN*, YAO_SANDBOX_ID). */
+static int config_grpc(struct bridge_config *cfg, struct bridge_err *err) {
+    const char *timeout = env_str("YAO_GRPC_TIMEOUT"), *tai = env_str("YAO_GRPC_TAI");
+    int r;
+
+    cfg->mode = BRIDGE_MODE_GRPC;
+    cfg->timeout_ms = DEFAULT_GRPC_TIMEOUT_S * 1000;
+    if (env_str("YAO_IPC_TLS") || env_str("YAO_IPC_CA") || env_str("YAO_IPC_INSECURE") ||
+        env_str("YAO_IPC_TIMEOUT")) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "grpc mode is configured with YAO_GRPC_TLS, "
+                       "YAO_GRPC_CA, YAO_GRPC_INSECURE and YAO_GRPC_TIMEOUT, not YAO_IPC_*");
+        return -1;
+    }
+    cfg->addr = env_str("YAO_GRPC_ADDR");
+    if (!cfg->addr) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_IPC_MODE=grpc needs YAO_GRPC_ADDR=host:port");
+        return -1;
+    }
+    if (!bridge_addr_ok(cfg->addr)) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address YAO_GRPC_ADDR=%s: want host:port or "
+                       "[ipv6]:port", cfg->addr);
+        return -1;
+    }
+    if (timeout) {
+        char *end;
+        long s = strtol(timeout, &end, 10);
+        if (*end || s < 1 || s > MAX_GRPC_TIMEOUT_S) {
+            bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_GRPC_TIMEOUT=%s: want whole seconds, 1 to %d",
+                           timeout, MAX_GRPC_TIMEOUT_S);
+            return -1;
+        }
+        cfg->timeout_ms = (int)s * 1000;
+    }
+    if (env_bool("YAO_GRPC_TLS", &cfg->tls, err) < 0) return -1;
+    if (env_bool("YAO_GRPC_INSECURE", &cfg->insecure, err) < 0) return -1;
+    cfg->ca_file = env_str("YAO_GRPC_CA");
+    if (!cfg->tls && (cfg->insecure || cfg->ca_file)) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_GRPC_CA and YAO_GRPC_INSECURE need YAO_GRPC_TLS=1");
+        return -1;
+    }
+    if (cfg->ca_file && access(cfg->ca_file, R_OK) < 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_GRPC_CA=%s: %s", cfg->ca_file, strerror(errno));
+        return -1;
+    }
+    cfg->sandbox_id = env_str("YAO_SANDBOX_ID");
+    if (!cfg->sandbox_id) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "grpc mode needs YAO_SANDBOX_ID (the session_id of "
+                       "every call and the x-sandbox-id metadata)");
+        return -1;
+    }
+    cfg->refresh_token = env_str("YAO_REFRESH_TOKEN");
+    if (tai && strcmp(tai, "enable") && strcmp(tai, "disable")) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_GRPC_TAI=%s: want enable or disable", tai);
+        return -1;
+    }
+    if (tai && !strcmp(tai, "enable")) {
+        cfg->upstream = env_str("YAO_GRPC_UPSTREAM");
+        if (!cfg->upstream) {
+            bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_GRPC_TAI=enable needs YAO_GRPC_UPSTREAM "
+                           "(the Yao server the relay forwards to)");
+            return -1;
+        }
+    }
+    r = bridge_auth_token_load(&cfg->token, &cfg->token_len, err);
+    if (r < 0) return -1;
+    if (r == 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "grpc mode needs a token: set YAO_TOKEN or YAO_TOKEN_FILE");
+        return -1;
+    }
+    return 0;
 }
 
 /* Fill cfg from the positional argument (may be NULL) and the environment. */
@@ -120,9 +207,11 @@ static int config_load(struct bridge_config *cfg, const char *path_arg, struct b
             bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_IPC_MODE=tcp needs YAO_IPC_ADDR=host:port");
             return -1;
         }
+    } else if (!strcmp(mode, "grpc")) {
+        return config_grpc(cfg, err);
     } else {
-        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_IPC_MODE=%s is not supported (want socket or tcp)",
-                       mode);
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_IPC_MODE=%s is not supported (want socket, tcp "
+                       "or grpc)", mode);
         return -1;
     }
     if (env_bool("YAO_IPC_TLS", &cfg->tls, err) < 0) return -1;
@@ -238,6 +327,18 @@ int main(int argc, char **argv) {
     if (config_load(&cfg, path_arg, &err) < 0) goto out;
     if (stdout_closed) {
         bridge_err_set(&err, BRIDGE_EXIT_IO, "stdout is not open");
+        goto out;
+    }
+    if (cfg.mode == BRIDGE_MODE_GRPC) {
+        struct bgrpc g;
+        if (bgrpc_init(&g, &cfg, &err) == 0) {
+            stdio_nonblock(&in_flags, 0);
+            stdio_nonblock(&out_flags, 1);
+            bridge_serve_run(&g, 0, 1, &err);
+            stdio_restore(&out_flags);
+            stdio_restore(&in_flags);
+        }
+        bgrpc_free(&g);
         goto out;
     }
     up.data = malloc(BRIDGE_BUF_SIZE);

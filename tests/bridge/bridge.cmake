@@ -1,6 +1,7 @@
 # yao-bridge tests, included by tests/tests.cmake. Everything here runs against real
-# peers: tests/bridge/peer.c is a Unix/TCP/TLS server with the token handshake, and
-# bridge_tests.py drives the real yao-bridge binary against it (label `bridge`).
+# peers: tests/bridge/peer.c is a Unix/TCP/TLS server with the token handshake,
+# tests/bridge/grpcpeer a grpc-go server of yao.Yao for the grpc mode, and bridge_tests.py
+# drives the real yao-bridge binary against them (label `bridge`).
 #
 #   cmake --build BUILD --target yao-bridge yao-bridge-test-peer test_bridge_auth
 #   (cd BUILD && ctest -L bridge --output-on-failure)
@@ -22,20 +23,31 @@ target_link_libraries(test_bridge_auth PkgConfig::OPENSSL)
 add_test(NAME bridge.auth COMMAND test_bridge_auth)
 set_tests_properties(bridge.auth PROPERTIES LABELS bridge)
 
+# The grpc mode's peer: a grpc-go server generated from grpcpeer/yao.proto, built by its
+# build.sh from the Go module proxy and cached outside the repository by a hash of its
+# sources. Built as a test fixture, so `cmake --build` never needs Go or the network.
+set(YAO_GRPCPEER ${CMAKE_BINARY_DIR}/bin/yao-grpcpeer)
+add_test(NAME bridge.grpcpeer.build COMMAND ${YAO_BRIDGE_TEST_DIR}/grpcpeer/build.sh ${YAO_GRPCPEER})
+set_tests_properties(bridge.grpcpeer.build PROPERTIES LABELS bridge TIMEOUT 600
+  FIXTURES_SETUP yao_grpcpeer)
+
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(YAO_BRIDGE_DRIVER ${Python3_EXECUTABLE} ${YAO_BRIDGE_TEST_DIR}/bridge_tests.py
-      --bridge $<TARGET_FILE:yao-bridge> --peer $<TARGET_FILE:yao-bridge-test-peer>)
+      --bridge $<TARGET_FILE:yao-bridge> --peer $<TARGET_FILE:yao-bridge-test-peer>
+      --grpcpeer ${YAO_GRPCPEER})
   # The whole suite in one run, so its closing line counts every case.
   add_test(NAME bridge.suite COMMAND ${YAO_BRIDGE_DRIVER})
-  set_tests_properties(bridge.suite PROPERTIES LABELS bridge TIMEOUT 600)
+  set_tests_properties(bridge.suite PROPERTIES LABELS bridge TIMEOUT 600
+    FIXTURES_REQUIRED yao_grpcpeer)
 
   # The bridge itself under valgrind on a Unix and a TLS exchange: no leaks, no errors.
   find_program(YAO_BRIDGE_VALGRIND valgrind)
   if(YAO_BRIDGE_VALGRIND)
     add_test(NAME bridge.valgrind COMMAND ${YAO_BRIDGE_DRIVER}
       --valgrind ${YAO_BRIDGE_VALGRIND}
-      --only unix_mcp_exchange,unix_half_close,tcp_wrong_token,tls_mcp_half_close,tls_10mb_binary,peer_absent)
-    set_tests_properties(bridge.valgrind PROPERTIES LABELS bridge TIMEOUT 900)
+      --only unix_mcp_exchange,unix_half_close,tcp_wrong_token,tls_mcp_half_close,tls_10mb_binary,peer_absent,grpc_mcp_session,grpc_large_result,grpc_server_dies,grpc_wrong_token,grpc_token_rotation,grpc_tls,grpc_deadline,grpc_protocol_errors,grpc_config_errors)
+    set_tests_properties(bridge.valgrind PROPERTIES LABELS bridge TIMEOUT 900
+      FIXTURES_REQUIRED yao_grpcpeer)
   endif()
 endif()

@@ -7,7 +7,10 @@ bytes: what went into the bridge's stdin with what the peer received, what the p
 with what came out of the bridge's stdout. Errors are checked to be exactly one line on
 stderr. TLS certificates are made with the openssl CLI in a temporary directory.
 
-    bridge_tests.py --bridge BIN --peer BIN [--only a,b] [--valgrind VALGRIND] [--list]
+    bridge_tests.py --bridge BIN --peer BIN [--grpcpeer BIN] [--only a,b] [--valgrind VALGRIND] [--list]
+
+The grpc_* cases run the bridge's grpc mode against tests/bridge/grpcpeer, a real grpc-go
+server generated from tests/bridge/grpcpeer/yao.proto (built by its build.sh).
 
 Prints one line per case and closes with "N passed, N failed"; exits 1 on any failure.
 With --valgrind every bridge run is wrapped in valgrind --leak-check=full and a run that
@@ -16,6 +19,7 @@ reports an error or a leak fails its case.
 import argparse
 import glob
 import hashlib
+import json
 import os
 import select
 import shutil
@@ -611,7 +615,8 @@ def config_errors(t):
         ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "::1:80", "YAO_TOKEN": "t"}, "bad address ::1:80"),
         ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "host:99999", "YAO_TOKEN": "t"}, "bad address"),
         ({"YAO_IPC_MODE": "tcp", "YAO_TOKEN": "t"}, "needs YAO_IPC_ADDR"),
-        ({"YAO_IPC_MODE": "grpc", "YAO_IPC_ADDR": "h:1"}, "YAO_IPC_MODE=grpc is not supported"),
+        ({"YAO_IPC_MODE": "grpc", "YAO_IPC_ADDR": "h:1"}, "YAO_IPC_MODE=grpc needs YAO_GRPC_ADDR"),
+        ({"YAO_IPC_MODE": "h2"}, "YAO_IPC_MODE=h2 is not supported"),
         ({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "h:1", "YAO_TOKEN": "t", "YAO_IPC_INSECURE": "1"},
          "need YAO_IPC_TLS=1"),
         ({"YAO_IPC_MODE": "socket", "YAO_IPC_ADDR": "/x", "YAO_IPC_TLS": "1"}, "tcp mode only"),
@@ -758,11 +763,373 @@ def tls_truncation(t):
     check(rc == 1 and out == b'{"received":4}\n', "rc=%d out=%r" % (rc, out))
     one_line_error(err, "closed without a TLS close_notify")
 
+# ---- grpc mode: MCP JSON-RPC on stdio <-> yao.Yao over HTTP/2 ------------------------------
+
+class GrpcPeer:
+    """One tests/bridge/grpcpeer process (grpc-go) and the calls it recorded."""
+
+    def __init__(self, t, *extra, tls=None, listen="127.0.0.1:0"):
+        if not t.args.grpcpeer:
+            raise Skip("no --grpcpeer given")
+        self.t = t
+        d = t.mkdir("grpcpeer")
+        self.ready, self.record = os.path.join(d, "ready"), os.path.join(d, "record")
+        self.stderr_path = os.path.join(d, "stderr")
+        cmd = [t.args.grpcpeer, "-listen", listen, "-ready", self.ready, "-record", self.record]
+        if tls:
+            cmd += ["-cert", tls[0], "-key", tls[1]]
+        self.proc = subprocess.Popen(cmd + list(extra), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=open(self.stderr_path, "wb"))
+        t.cleanups.append(self.kill)
+        deadline = time.time() + 10
+        while not os.path.exists(self.ready):
+            if self.proc.poll() is not None or time.time() > deadline:
+                with open(self.stderr_path) as f:
+                    raise Fail("grpcpeer did not start: %s" % f.read())
+            time.sleep(0.02)
+        with open(self.ready) as f:
+            self.port = f.read().strip()
+
+    def calls(self):
+        if not os.path.exists(self.record):
+            return []
+        with open(self.record, "rb") as f:
+            return [json.loads(ln) for ln in f.read().splitlines()]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def grpc_env(peer, host="127.0.0.1", **extra):
+    env = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "%s:%s" % (host, peer.port), "YAO_TOKEN": "tok-1",
+           "YAO_REFRESH_TOKEN": "ref-1", "YAO_SANDBOX_ID": "sbx-1"}
+    env.update(extra)
+    return env
+
+
+def go_json(s):
+    """A string as Go's encoding/json writes it (what grpcpeer's results contain)."""
+    out = json.dumps(s, ensure_ascii=False, separators=(",", ":"))
+    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                 ("\u2029", "\\u2029")):
+        out = out.replace(a, b)
+    return out
+
+
+def req(id_, method, params=None):
+    m = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        m["params"] = params
+    return (json.dumps(m, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def text_result(text):
+    return '{"content":[{"text":%s,"type":"text"}],"isError":false}' % go_json(text)
+
+
+def rpc_error(id_, code, message, grpc=None):
+    data = ',"data":{"grpcStatus":%d,"grpcCode":"%s"}' % grpc if grpc else ""
+    return ('{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s%s}}\n'
+            % (json.dumps(id_), code, json.dumps(message, ensure_ascii=False), data)).encode("utf-8")
+
+
+GRPC_INIT_REPLY = (b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":'
+                   b'{"tools":{},"resources":{}},"serverInfo":{"name":"yao-bridge","version":"%s"}}}\n')
+GRPC_TOOLS = (b'[{"description":"Echo the arguments \\u003cas text\\u003e \\u0026 more","inputSchema":'
+              b'{"type":"object"},"name":"echo"},{"description":"N MiB of text","inputSchema":'
+              b'{"properties":{"mb":{"type":"integer"}},"type":"object"},"name":"big"}]')
+# UTF-8, an escaped quote, an escaped U+2028, a backslash, an astral character, a number
+# no double holds, and whitespace the bridge compacts away.
+GRPC_ARGS_IN = ('{ "text" : "h\u00e9llo \u2713 \\"q\\" \\u2028 back\\\\slash \U0001F600",\n'
+                '  "n": 12345678901234567890 }')
+GRPC_ARGS = '{"text":"h\u00e9llo \u2713 \\"q\\" \\u2028 back\\\\slash \U0001F600","n":12345678901234567890}'
+
+
+def bridge_version(t):
+    out = subprocess.run([t.args.bridge, "--version"], stdout=subprocess.PIPE, check=True).stdout
+    return out.split()[1]
+
+
+def big_text(n):
+    parts, size, i = [], 0, 0
+    while size < n:
+        ln = "yao-bridge %07d\n" % i
+        parts.append(ln)
+        size += len(ln)
+        i += 1
+    return "".join(parts)[:n]
+
+
+@case("grpc: an MCP session byte-checked both ways (initialize answered locally after "
+      "Healthz, notification ignored, tools/list, tools/call with UTF-8 arguments, "
+      "resources/list, resources/read, ping); the metadata and requests as the server saw them")
+def grpc_mcp_session(t):
+    peer = GrpcPeer(t)
+    b = Bridge(t, [], grpc_env(peer))
+    b.send(MCP_INITIALIZE)
+    check(b.read_line() == GRPC_INIT_REPLY % bridge_version(t), "initialize: %r" % b.out)
+    b.send(MCP_INITIALIZED)
+    b.send(MCP_TOOLS_LIST)
+    line = b.read_line()
+    check(line == b'{"jsonrpc":"2.0","id":2,"result":{"tools":' + GRPC_TOOLS + b'}}\n', "tools/list: %r" % line)
+    call = ('{"jsonrpc":"2.0","id":"call-3","method":"tools/call","params":{"name":"echo","arguments":%s}}\n'
+            % GRPC_ARGS_IN.replace("\n", " ")).encode("utf-8")
+    b.send(call)
+    line = b.read_line()
+    want = ('{"jsonrpc":"2.0","id":"call-3","result":%s}\n' % text_result(GRPC_ARGS)).encode("utf-8")
+    check(line == want, "tools/call:\n got %r\nwant %r" % (line, want))
+    b.send(req(4, "resources/list"))
+    line = b.read_line()
+    check(line == b'{"jsonrpc":"2.0","id":4,"result":{"resources":[{"mimeType":"text/plain","name":"readme",'
+          b'"uri":"yao://docs/readme"}]}}\n', "resources/list: %r" % line)
+    b.send(req(5, "resources/read", {"uri": "yao://docs/r\u00e9sum\u00e9"}))
+    line = b.read_line()
+    want = ('{"jsonrpc":"2.0","id":5,"result":{"contents":[{"mimeType":"text/plain","text":"contents of '
+            'yao://docs/r\u00e9sum\u00e9 \u2713","uri":"yao://docs/r\u00e9sum\u00e9"}]}}\n').encode("utf-8")
+    check(line == want, "resources/read: %r" % line)
+    b.send(req(6, "ping"))
+    check(b.read_line() == b'{"jsonrpc":"2.0","id":6,"result":{}}\n', "ping")
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    calls = peer.calls()
+    check([c["method"] for c in calls] == ["/yao.Yao/Healthz", "/yao.Yao/MCPListTools", "/yao.Yao/MCPCallTool",
+                                           "/yao.Yao/MCPListResources", "/yao.Yao/MCPReadResource"],
+          "server saw %s" % [c["method"] for c in calls])
+    for c in calls:
+        md = c["metadata"]
+        check(md.get("authorization") == ["Bearer tok-1"] and md.get("x-refresh-token") == ["ref-1"] and
+              md.get("x-sandbox-id") == ["sbx-1"] and "x-grpc-upstream" not in md and
+              md.get("content-type") == ["application/grpc"] and
+              md.get("user-agent", [""])[0].startswith("yao-bridge/"), "metadata: %s" % md)
+        check(110000 < c["deadline_ms"] <= 120000, "deadline %s ms, want the default 120 s" % c["deadline_ms"])
+        check(c["method"].endswith("Healthz") or c["session_id"] == "sbx-1", "session_id: %s" % c)
+    check(calls[2]["tool"] == "echo" and calls[2]["arguments"] == GRPC_ARGS,
+          "arguments as received: %r" % calls[2].get("arguments"))
+    check(calls[4]["uri"] == "yao://docs/r\u00e9sum\u00e9", "uri: %r" % calls[4]["uri"])
+    check(len({c["peer"] for c in calls}) == 1, "more than one connection: %s" % {c["peer"] for c in calls})
+
+
+@case("grpc: metadata and config through the relay: YAO_GRPC_TAI=enable sends YAO_GRPC_UPSTREAM "
+      "as x-grpc-upstream, YAO_TOKEN_FILE is the bearer, YAO_GRPC_TIMEOUT is the grpc-timeout")
+def grpc_metadata_relay(t):
+    peer = GrpcPeer(t, "-token", "file-token.v2")
+    tok = t.path("token")
+    with open(tok, "w") as f:
+        f.write("file-token.v2\n")
+    env = grpc_env(peer, YAO_GRPC_TAI="enable", YAO_GRPC_UPSTREAM="yao-host:9099", YAO_GRPC_TIMEOUT="7",
+                   YAO_TOKEN_FILE=tok)
+    del env["YAO_TOKEN"]
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST)
+    check(rc == 0 and err == b"" and out.startswith(b'{"jsonrpc":"2.0","id":2,"result":{"tools":['),
+          "rc=%d out=%r err=%r" % (rc, out[:200], err))
+    (c,) = peer.calls()
+    md = c["metadata"]
+    check(md.get("x-grpc-upstream") == ["yao-host:9099"] and md.get("authorization") == ["Bearer file-token.v2"],
+          "metadata: %s" % md)
+    check(5000 < c["deadline_ms"] <= 7000, "deadline %s ms, want 7 s" % c["deadline_ms"])
+    # without YAO_GRPC_TAI=enable the upstream is not sent
+    rc, out, err = t.run([], grpc_env(peer, YAO_GRPC_UPSTREAM="yao-host:9099", YAO_TOKEN="file-token.v2"),
+                         stdin=MCP_TOOLS_LIST)
+    check(rc == 0 and "x-grpc-upstream" not in peer.calls()[-1]["metadata"], "upstream sent without TAI")
+
+
+@case("grpc: a 6 MiB tool result arrives whole, as one line, text intact")
+def grpc_large_result(t):
+    peer = GrpcPeer(t)
+    rc, out, err = t.run([], grpc_env(peer), stdin=req(9, "tools/call", {"name": "big", "arguments": {"mb": 6}}),
+                         timeout=60)
+    check(rc == 0 and err == b"", "rc=%d err=%r" % (rc, err))
+    check(out.count(b"\n") == 1 and out.endswith(b"\n"), "not one line: %d newlines" % out.count(b"\n"))
+    msg = json.loads(out)
+    text = msg["result"]["content"][0]["text"]
+    check(msg["id"] == 9 and len(text) == 6 << 20 and text == big_text(6 << 20),
+          "text of %d bytes, sha %s" % (len(text), sha(text.encode())))
+
+
+@case("grpc: the server dies mid-call -> that call gets -32001 'connection ... lost'; the next "
+      "one -32001 'Connection refused'; a new server on the port is reconnected to; exit 0 at EOF")
+def grpc_server_dies(t):
+    peer = GrpcPeer(t, "-die-on", "crash")
+    b = Bridge(t, [], grpc_env(peer))
+    b.send(MCP_TOOLS_LIST)
+    check(b'"id":2,"result"' in b.read_line(), "tools/list before the crash")
+    b.send(req(3, "tools/call", {"name": "crash", "arguments": {}}))
+    line = b.read_line()
+    want = rpc_error(3, -32001, "MCPCallTool: connection to tcp:127.0.0.1:%s lost: the server closed the "
+                     "connection" % peer.port)
+    alt = rpc_error(3, -32001, "MCPCallTool: connection to tcp:127.0.0.1:%s lost: read tcp:127.0.0.1:%s: "
+                    "Connection reset by peer" % (peer.port, peer.port))
+    check(line in (want, alt), "crash reply: %r" % line)
+    peer.proc.wait(timeout=10)
+    b.send(req(4, "tools/list"))
+    line = b.read_line()
+    check(line == rpc_error(4, -32001, "MCPListTools: connect tcp:127.0.0.1:%s: Connection refused" % peer.port),
+          "after the crash: %r" % line)
+    peer2 = GrpcPeer(t, listen="127.0.0.1:" + peer.port)
+    b.send(req(5, "tools/list"))
+    check(b'"id":5,"result":{"tools":[' in b.read_line(), "no reconnect")
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    check([c["status"] for c in peer.calls()] == ["OK", "died"] and len(peer2.calls()) == 1,
+          "servers saw %s / %s" % (peer.calls(), peer2.calls()))
+
+
+@case("grpc: a wrong token -> the server answers UNAUTHENTICATED -> -32000 naming it (Healthz, "
+      "which Yao serves without a token, still lets initialize succeed)")
+def grpc_wrong_token(t):
+    peer = GrpcPeer(t)
+    rc, out, err = t.run([], grpc_env(peer, YAO_TOKEN="wrong"), stdin=MCP_INITIALIZE + MCP_TOOLS_LIST)
+    check(rc == 0 and err == b"", "rc=%d err=%r" % (rc, err))
+    lines = sorted(lines_of(out))
+    check(lines == sorted([GRPC_INIT_REPLY % bridge_version(t),
+                           rpc_error(2, -32000, "MCPListTools: UNAUTHENTICATED: invalid token", (16, "UNAUTHENTICATED"))]),
+          "got %r" % out)
+
+
+def lines_of(out):
+    return out.splitlines(keepends=True)
+
+
+@case("grpc: token rotation: new tokens in a response's headers (x-access-token, "
+      "x-refresh-token) are what every later call carries; the server accepts only the new one")
+def grpc_token_rotation(t):
+    peer = GrpcPeer(t, "-rotate-after", "2")
+    b = Bridge(t, [], grpc_env(peer))
+    for i in range(2, 6):
+        b.send(req(i, "tools/list"))
+        line = b.read_line()
+        check(b'"id":%d,"result":{"tools":[' % i in line, "call %d: %r" % (i, line))
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    seen = [(c["metadata"]["authorization"][0], c["metadata"]["x-refresh-token"][0]) for c in peer.calls()]
+    check(seen == [("Bearer tok-1", "ref-1")] * 2 + [("Bearer tok-1-r1", "ref-1-r1")] * 2, "tokens: %s" % seen)
+
+
+@case("grpc: 100 tools/call in a row, each waiting for its reply, on one HTTP/2 connection; "
+      "prints the time per call")
+def grpc_100_calls(t):
+    peer = GrpcPeer(t)
+    b = Bridge(t, [], grpc_env(peer))
+    b.send(MCP_TOOLS_LIST)  # connect outside the timing
+    b.read_line()
+    times = []
+    for i in range(100):
+        start = time.perf_counter()
+        b.send(req(100 + i, "tools/call", {"name": "echo", "arguments": {"i": i}}))
+        line = b.read_line()
+        times.append(time.perf_counter() - start)
+        want = ('{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (100 + i, text_result('{"i":%d}' % i))).encode()
+        check(line == want, "call %d: %r" % (i, line))
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    calls = peer.calls()
+    check(len(calls) == 101 and len({c["peer"] for c in calls}) == 1, "%d calls on %d connections"
+          % (len(calls), len({c["peer"] for c in calls})))
+    times.sort()
+    print("     per call: median %.3f ms, p90 %.3f ms, max %.3f ms (stdin line -> stdout line)"
+          % (times[50] * 1e3, times[90] * 1e3, times[-1] * 1e3))
+
+
+@case("grpc: TLS with YAO_GRPC_CA (ALPN h2, name checked); without the CA the call fails "
+      "-32001 'certificate verify failed'; a plaintext bridge against TLS fails too")
+def grpc_tls(t):
+    c = t.certs()
+    peer = GrpcPeer(t, tls=c["good"])
+    env = grpc_env(peer, host="localhost", YAO_GRPC_TLS="1", YAO_GRPC_CA=c["good"][0])
+    b = Bridge(t, [], env)
+    b.send(MCP_INITIALIZE)
+    check(b.read_line() == GRPC_INIT_REPLY % bridge_version(t), "initialize over TLS")
+    b.send(req(3, "tools/call", {"name": "echo", "arguments": {"s": "\u00fc"}}))
+    check(b.read_line() == ('{"jsonrpc":"2.0","id":3,"result":%s}\n' % text_result('{"s":"\u00fc"}')).encode(),
+          "tools/call over TLS: %r" % b.out)
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    rc, out, err = t.run([], grpc_env(peer, host="localhost", YAO_GRPC_TLS="1"), stdin=MCP_TOOLS_LIST)
+    check(rc == 0 and out.startswith(b'{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"MCPListTools: '
+                                     b'tls handshake with tls:localhost:%s: certificate verify failed'
+                                     % peer.port.encode()), "untrusted: %r" % out)
+    rc, out, err = t.run([], grpc_env(peer, host="localhost"), stdin=MCP_TOOLS_LIST)
+    check(rc == 0 and b'"code":-32001' in out and b"MCPListTools: connection to tcp:localhost:" in out,
+          "plaintext to TLS: %r" % out)
+    check(len(peer.calls()) == 2, "calls: %s" % peer.calls())
+
+
+@case("grpc: per-call deadline: a call slower than YAO_GRPC_TIMEOUT ends with a -32002 "
+      "'deadline exceeded' reply while a ping sent after it is answered first")
+def grpc_deadline(t):
+    peer = GrpcPeer(t)
+    b = Bridge(t, [], grpc_env(peer, YAO_GRPC_TIMEOUT="1"))
+    start = time.time()
+    b.send(req(7, "tools/call", {"name": "sleep", "arguments": {"ms": 5000}}))
+    b.send(req(8, "ping"))
+    check(b.read_line() == b'{"jsonrpc":"2.0","id":8,"result":{}}\n', "ping not first")
+    line = b.read_line()
+    took = time.time() - start
+    check(line == rpc_error(7, -32002, "MCPCallTool: no answer within 1000 ms (deadline exceeded)") and
+          took < 3 * t.slow, "after %.1fs: %r" % (took, line))
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+
+
+@case("grpc: JSON-RPC errors answered locally: parse error, batch, unknown method, missing "
+      "params, bad id, an RPC error status with its grpc-message; notifications get no reply")
+def grpc_protocol_errors(t):
+    peer = GrpcPeer(t)
+    stdin = (b'{"jsonrpc":"2.0","id":1,"method":\n'
+             b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n'
+             + req(2, "prompts/list") + req(3, "tools/call", {"arguments": {}})
+             + req(4, "resources/read", {}) + b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}\n'
+             + b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n\n'
+             + req(5, "tools/call", {"name": "fail", "arguments": {"code": 7, "message": "no \u00e9 100%"}}))
+    rc, out, err = t.run([], grpc_env(peer), stdin=stdin)
+    check(rc == 0 and err == b"", "rc=%d err=%r" % (rc, err))
+    want = [rpc_error(None, -32700, "parse error: not valid JSON"),
+            rpc_error(None, -32600, "invalid request: batches are not supported"),
+            rpc_error(2, -32601, "method not found: prompts/list"),
+            rpc_error(3, -32602, "invalid params: tools/call needs params.name (a string)"),
+            rpc_error(4, -32602, "invalid params: resources/read needs params.uri (a string)"),
+            rpc_error(None, -32600, "invalid request: id must be a string or a number"),
+            rpc_error(5, -32000, "MCPCallTool: PERMISSION_DENIED: no \u00e9 100%", (7, "PERMISSION_DENIED"))]
+    check(lines_of(out) == want, "got:\n%s" % out.decode("utf-8", "replace"))
+    check([c["tool"] for c in peer.calls()] == ["fail"], "calls: %s" % peer.calls())
+
+
+@case("grpc: configuration errors are one line and exit 2")
+def grpc_config_errors(t):
+    base = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:1", "YAO_TOKEN": "t", "YAO_SANDBOX_ID": "s"}
+    cases = [
+        ({"YAO_GRPC_ADDR": None}, "needs YAO_GRPC_ADDR=host:port"),
+        ({"YAO_GRPC_ADDR": "nohost"}, "bad address YAO_GRPC_ADDR=nohost"),
+        ({"YAO_SANDBOX_ID": None}, "grpc mode needs YAO_SANDBOX_ID"),
+        ({"YAO_TOKEN": None}, "grpc mode needs a token"),
+        ({"YAO_TOKEN": "a\tb"}, "printable ASCII only"),
+        ({"YAO_GRPC_TAI": "enable"}, "YAO_GRPC_TAI=enable needs YAO_GRPC_UPSTREAM"),
+        ({"YAO_GRPC_TAI": "on"}, "YAO_GRPC_TAI=on: want enable or disable"),
+        ({"YAO_GRPC_CA": "/etc/hostname"}, "need YAO_GRPC_TLS=1"),
+        ({"YAO_GRPC_TLS": "1", "YAO_GRPC_CA": t.path("nope.pem")}, "YAO_GRPC_CA="),
+        ({"YAO_GRPC_TIMEOUT": "0"}, "YAO_GRPC_TIMEOUT=0"),
+        ({"YAO_IPC_TLS": "1"}, "not YAO_IPC_*"),
+    ]
+    for change, needle in cases:
+        env = dict(base)
+        for k, v in change.items():
+            if v is None:
+                env.pop(k)
+            else:
+                env[k] = v
+        rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST)
+        check(rc == 2 and out == b"", "%s: rc=%d out=%r" % (change, rc, out))
+        one_line_error(err, needle)
+
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bridge", required=True)
     ap.add_argument("--peer", required=True)
+    ap.add_argument("--grpcpeer", default="", help="tests/bridge/grpcpeer binary (grpc cases skip without)")
     ap.add_argument("--only", default="")
     ap.add_argument("--valgrind", default="")
     ap.add_argument("--list", action="store_true")

@@ -1,0 +1,171 @@
+/* bridge/bridge_serve.c — the grpc mode's one poll() loop: read MCP JSON-RPC lines from
+ * stdin, answer some at once (ping, errors), start an RPC for the others
+ * (bridge_mcp.c decides, bridge_grpc.c calls), and write each reply as one line to stdout
+ * as its call finishes — several calls may be in flight at once, on one HTTP/2 connection.
+ *
+ * Back-pressure: stdin is not read while MAX_INFLIGHT calls are running or more than
+ * OUT_HIGH bytes of replies wait for stdout. The run ends at stdin EOF, once every call
+ * has finished and every reply is written (exit 0). RPC failures are answered in-band
+ * and never end the run; only stdio failures do. */
+#include "bridge.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_INFLIGHT 64
+#define OUT_HIGH (1024 * 1024)
+#define READ_CHUNK (64 * 1024)
+
+/* Turn one finished call into its reply line. */
+static int reply(struct bridge_dyn *out, struct bgrpc_call *c) {
+    const char *method = mcp_rpc_path(c->req.rpc) + strlen("/yao.Yao/");
+    struct bridge_dyn m;
+    char nb[24];
+    int r;
+
+    if (c->outcome == BGRPC_OK)
+        return mcp_reply_result(out, &c->req, BRIDGE_DYN_PTR(&c->resp) + 5, BRIDGE_DYN_LEN(&c->resp) - 5);
+    bridge_dyn_init(&m, 4096);
+    if (c->outcome == BGRPC_STATUS) {
+        const char *detail = c->grpc_message && *c->grpc_message ? c->grpc_message : c->error;
+        r = bridge_dyn_addf(&m, "%s: %s%s%.3000s", method, bgrpc_code_name(c->grpc_status, nb, sizeof nb),
+                            *detail ? ": " : "", detail);
+        if (r == 0) r = mcp_reply_error(out, c->req.id, MCP_ERR_RPC, bridge_dyn_str(&m), c->grpc_status);
+    } else {
+        r = bridge_dyn_addf(&m, "%s: %s", method, c->error);
+        if (r == 0)
+            r = mcp_reply_error(out, c->req.id, c->outcome == BGRPC_DEADLINE ? MCP_ERR_DEADLINE
+                                                                             : MCP_ERR_CONNECTION,
+                                bridge_dyn_str(&m), -1);
+    }
+    bridge_dyn_free(&m);
+    return r;
+}
+
+/* Handle one complete line: a reply, a call, or nothing. 0 or -1 (out of memory). */
+static int line(struct bgrpc *g, const char *p, size_t n, struct bridge_dyn *out) {
+    struct bgrpc_call *c = calloc(1, sizeof *c);
+    int r;
+
+    if (!c) return -1;
+    if (n && p[n - 1] == '\r') n--;
+    r = mcp_handle_line(p, n, g->cfg->sandbox_id, &c->req, out);
+    if (r == MCP_CALL) {
+        bgrpc_start(g, c); /* the client owns it until it is done */
+        return 0;
+    }
+    free(c);
+    return r < 0 ? -1 : 0;
+}
+
+int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *err) {
+    struct bridge_dyn in, out;
+    int in_eof = 0, skipping = 0;
+    unsigned char *buf = malloc(READ_CHUNK);
+
+    bridge_dyn_init(&in, BRIDGE_MSG_MAX);
+    bridge_dyn_init(&out, BRIDGE_OUT_MAX);
+    if (!buf) goto nomem;
+    for (;;) {
+        struct bgrpc_call *c;
+        struct pollfd pfd[3];
+        int64_t nearest, now;
+        unsigned char *nl;
+        int timeout;
+
+        /* complete lines -> replies or calls */
+        while (bgrpc_active(g) < MAX_INFLIGHT && BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
+               (nl = memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)))) {
+            size_t n = (size_t)(nl - BRIDGE_DYN_PTR(&in));
+            if (!skipping && line(g, (const char *)BRIDGE_DYN_PTR(&in), n, &out) < 0) goto nomem;
+            skipping = 0;
+            bridge_dyn_consume(&in, n + 1);
+        }
+        if (in_eof && BRIDGE_DYN_LEN(&in) && !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in))) {
+            /* a last line without its newline still counts */
+            if (!skipping && line(g, (const char *)BRIDGE_DYN_PTR(&in), BRIDGE_DYN_LEN(&in), &out) < 0)
+                goto nomem;
+            bridge_dyn_consume(&in, BRIDGE_DYN_LEN(&in));
+        }
+        /* finished calls -> replies */
+        while ((c = bgrpc_take_done(g))) {
+            int r = reply(&out, c);
+            bgrpc_call_free(c);
+            if (r < 0) {
+                bridge_err_set(err, BRIDGE_EXIT_IO, "stdout is not keeping up: more than %u bytes "
+                               "of replies waiting", BRIDGE_OUT_MAX);
+                goto done;
+            }
+        }
+        if (in_eof && !BRIDGE_DYN_LEN(&in) && !bgrpc_active(g) && !BRIDGE_DYN_LEN(&out)) break;
+
+        now = bridge_now_ms();
+        nearest = bgrpc_expire(g, now);
+        if (g->done) continue; /* deadlines passed: reply first */
+        timeout = nearest < 0 ? -1 : (int)(nearest - now > 60000 ? 60000 : nearest - now + 1);
+        pfd[0].fd = in_fd;
+        pfd[0].events = !in_eof && bgrpc_active(g) < MAX_INFLIGHT && BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
+                        !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)) ? POLLIN : 0;
+        if (!pfd[0].events) pfd[0].fd = -1;
+        pfd[1].fd = out_fd;
+        pfd[1].events = BRIDGE_DYN_LEN(&out) ? POLLOUT : 0;
+        pfd[2].fd = g->session ? g->conn.fd : -1;
+        pfd[2].events = bgrpc_events(g);
+        pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
+        if (poll(pfd, 3, timeout) < 0) {
+            if (errno == EINTR) continue;
+            bridge_err_set(err, BRIDGE_EXIT_IO, "poll: %s", strerror(errno));
+            goto done;
+        }
+        if (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP)) {
+            if (!BRIDGE_DYN_LEN(&out)) {
+                bridge_err_set(err, BRIDGE_EXIT_IO, "write stdout: the reader closed it");
+                goto done;
+            }
+            ssize_t w = write(out_fd, BRIDGE_DYN_PTR(&out), BRIDGE_DYN_LEN(&out));
+            if (w > 0) bridge_dyn_consume(&out, (size_t)w);
+            else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                bridge_err_set(err, BRIDGE_EXIT_IO, "write stdout: %s", strerror(errno));
+                goto done;
+            }
+        }
+        if (pfd[2].revents) bgrpc_io(g, pfd[2].revents);
+        if (pfd[0].revents) {
+            ssize_t n = read(in_fd, buf, READ_CHUNK);
+            if (n > 0) {
+                if (bridge_dyn_add(&in, buf, (size_t)n) < 0) {
+                    /* a line longer than any request may be: answer it, skip to its end */
+                    bridge_dyn_consume(&in, BRIDGE_DYN_LEN(&in));
+                    if (!skipping) {
+                        char m[96];
+                        snprintf(m, sizeof m, "invalid request: longer than %u bytes", BRIDGE_MSG_MAX);
+                        if (mcp_reply_error(&out, NULL, -32600, m, -1) < 0) goto nomem;
+                    }
+                    skipping = 1;
+                    nl = memchr(buf, '\n', (size_t)n);
+                    if (nl) {
+                        skipping = 0;
+                        if (bridge_dyn_add(&in, nl + 1, (size_t)(buf + n - nl - 1)) < 0) goto nomem;
+                    }
+                }
+            } else if (n == 0) {
+                in_eof = 1;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                bridge_err_set(err, BRIDGE_EXIT_IO, "read stdin: %s", strerror(errno));
+                goto done;
+            }
+        }
+    }
+    goto done;
+nomem:
+    bridge_err_set(err, BRIDGE_EXIT_IO, "out of memory");
+done:
+    free(buf);
+    bridge_dyn_free(&in);
+    bridge_dyn_free(&out);
+    return err->code;
+}
