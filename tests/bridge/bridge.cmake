@@ -31,6 +31,14 @@ add_test(NAME bridge.grpcpeer.build COMMAND ${YAO_BRIDGE_TEST_DIR}/grpcpeer/buil
 set_tests_properties(bridge.grpcpeer.build PROPERTIES LABELS bridge TIMEOUT 600
   FIXTURES_SETUP yao_grpcpeer)
 
+# The pure half of the grpc mode (JSON scanner, proto3, MCP mapping), no network.
+add_executable(test_bridge_mcp ${YAO_BRIDGE_TEST_DIR}/test_bridge_mcp.c
+  ${CMAKE_SOURCE_DIR}/bridge/bridge_json.c ${CMAKE_SOURCE_DIR}/bridge/bridge_pb.c
+  ${CMAKE_SOURCE_DIR}/bridge/bridge_mcp.c ${CMAKE_SOURCE_DIR}/bridge/bridge_util.c)
+target_include_directories(test_bridge_mcp PRIVATE ${CMAKE_SOURCE_DIR}/bridge)
+add_test(NAME bridge.mcp COMMAND test_bridge_mcp)
+set_tests_properties(bridge.mcp PROPERTIES LABELS bridge)
+
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(YAO_BRIDGE_DRIVER ${Python3_EXECUTABLE} ${YAO_BRIDGE_TEST_DIR}/bridge_tests.py

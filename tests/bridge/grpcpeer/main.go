@@ -42,7 +42,7 @@ var (
 	certFile    = flag.String("cert", "", "TLS certificate (PEM); plaintext h2c without it")
 	keyFile     = flag.String("key", "", "TLS key (PEM)")
 	token       = flag.String("token", "tok-1", "the access token accepted")
-	refresh     = flag.String("refresh", "ref-1", "the refresh token expected with it")
+	refresh     = flag.String("refresh", "ref-1", "the refresh token a rotation builds on (<refresh>-r1)")
 	session     = flag.String("session", "sbx-1", "the session_id that names an MCP client")
 	rotateAfter = flag.Int("rotate-after", 0, "rotate the tokens on this authenticated call (0: never)")
 	dieOn       = flag.String("die-on", "", "exit the process when this tool is called")
