@@ -3,7 +3,7 @@
 # tests/bridge/grpcpeer a grpc-go server of yao.Yao for the grpc mode, and bridge_tests.py
 # drives the real yao-bridge binary against them (label `bridge`).
 #
-#   cmake --build BUILD --target yao-bridge yao-bridge-test-peer test_bridge_auth
+#   cmake --build BUILD --target yao-bridge yao-bridge-test-peer test_bridge_auth test_bridge_mcp
 #   (cd BUILD && ctest -L bridge --output-on-failure)
 if(NOT TARGET yao-bridge)
   return()
