@@ -9,22 +9,32 @@
  * (kube/exec.c), tar writing/extraction and path safety (sandbox/cli_files.c).
  *
  * Exit codes: 0 success; 2 usage errors; 1 runtime errors; exec exits with the command's
- * code. Every error is one line on stderr starting "yao-sandbox: ".
+ * code, or 75 (CLI_EXIT_SANDBOX_STOPPED) when the sandbox was stopped, paused, deleted or
+ * restarted while the command ran. Every error is one line on stderr starting
+ * "yao-sandbox: ".
+ *
+ * While a command runs in a sandbox (exec and every file helper) a thread marks the
+ * sandbox used every third of its idle timeout (1 s to 60 s), so an open session counts
+ * as use; nothing marks it after the command ended (that would wake a sandbox stopped
+ * meanwhile).
  *
  * Known limits:
- *  - The file helpers need GNU find (ls/stat use -printf), tar, sh, cat in the image; the
- *    sandbox images are Debian-based.
- *  - `exec -t` puts the local terminal in raw mode but sends no resize events. */
+ *  - The file helpers need sh, cat, mkdir, rm, stat, readlink (ls, stat) and tar (cp) in
+ *    the image: GNU coreutils or busybox both do (see CLI_LIST_SCRIPT).
+ *  - `exec -t` takes the terminal size from stdin's terminal, else from $COLUMNS and
+ *    $LINES; a SIGWINCH is passed on within KUBE_EXEC_RESIZE_CHECK_MS. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
@@ -81,6 +91,10 @@ struct cli {
     struct kube_client *kc;
     char ns[256];
     int64_t start_timeout_ms;
+    /* Of the running Sandbox (ensure_running): how often a session marks it used, and its
+     * pod as the command starts (to tell whether it was stopped under the command). */
+    int64_t touch_interval_ms;
+    char pod[256], pod_started[64];
 };
 
 struct command {
@@ -140,7 +154,7 @@ static const char main_help[] =
     "\n"
     "Run commands in yao-sandbox Sandboxes (" SBX_API_VERSION ") and move files in and\n"
     "out of them. A stopped or paused sandbox is started on use; every use marks it used\n"
-    "(annotation " SBX_ANN_LAST_USED ").\n"
+    "(annotation " SBX_ANN_LAST_USED "), and so does a command while it runs.\n"
     "\n"
     "Commands:\n"
     "  exec SANDBOX [-i] [-t] [-w DIR] [-e K=V]... -- CMD...  run a command\n"
@@ -547,6 +561,18 @@ static int wait_for(struct cli *c, const char *name, enum want want, cJSON **out
     }
 }
 
+/* Remember what a session needs of the running Sandbox: the touch interval from its
+ * spec.idleTimeout, its pod and the pod's start. */
+static void note_running(struct cli *c, const cJSON *sb) {
+    int64_t idle = 0;
+    const char *it = kj_str(sb, "spec.idleTimeout");
+    if (!it || qty_parse_duration(it, &idle) < 0) idle = 0;
+    c->touch_interval_ms = cli_touch_interval_ms(idle);
+    const char *pod = kj_str(sb, "status.podName"), *started = kj_str(sb, "status.startedAt");
+    snprintf(c->pod, sizeof(c->pod), "%s", pod ? pod : "");
+    snprintf(c->pod_started, sizeof(c->pod_started), "%s", started ? started : "");
+}
+
 /* The sandbox, running: unpause it if paused, mark it used (which also wakes an idle
  * long-running sandbox), and wait until it runs. 0 with *out, or 1. */
 static int ensure_running(struct cli *c, const char *name, cJSON **out) {
@@ -561,9 +587,15 @@ static int ensure_running(struct cli *c, const char *name, cJSON **out) {
     int paused = kj_bool(sb, "spec.paused", 0);
     int running = !strcmp(phase, "Running") && pod && *pod && !paused;
     if (patch_sandbox(c, name, 1, paused ? 0 : -1, 0)) { cJSON_Delete(sb); return 1; }
-    if (running) { *out = sb; return 0; }
+    if (running) {
+        note_running(c, sb);
+        *out = sb;
+        return 0;
+    }
     cJSON_Delete(sb);
-    return wait_for(c, name, WANT_RUNNING, out);
+    if (wait_for(c, name, WANT_RUNNING, out)) return 1;
+    note_running(c, *out);
+    return 0;
 }
 
 /* ---- exec plumbing -------------------------------------------------------------------- */
@@ -630,7 +662,91 @@ static ssize_t x_in(void *ud, char *buf, size_t cap) {
     return r;
 }
 
-/* Run argv in the sandbox container of pod. 0 with *code, or -1 with err. */
+/* Marks the sandbox used every touch_interval_ms while a session runs (see the top), on
+ * a thread of its own so that a slow API server never holds up the session's output. */
+struct toucher {
+    struct cli *c;
+    const char *name;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, started;
+};
+
+static void *toucher_main(void *arg) {
+    struct toucher *t = arg;
+    struct timespec next;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &next);
+        next.tv_sec += t->c->touch_interval_ms / 1000;
+        next.tv_nsec += (t->c->touch_interval_ms % 1000) * 1000000L;
+        if (next.tv_nsec >= 1000000000L) { next.tv_sec++; next.tv_nsec -= 1000000000L; }
+        while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &next) != ETIMEDOUT) {}
+        if (t->stop) break;
+        pthread_mutex_unlock(&t->mu);
+        patch_sandbox(t->c, t->name, 1, -1, 1);   /* best effort: the next one comes anyway */
+        pthread_mutex_lock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* Start touching (no-op when the interval is unknown: no running Sandbox was seen). */
+static void toucher_start(struct toucher *t, struct cli *c, const char *name) {
+    memset(t, 0, sizeof(*t));
+    t->c = c;
+    t->name = name;
+    if (c->touch_interval_ms <= 0) return;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    t->started = pthread_create(&t->thread, NULL, toucher_main, t) == 0;
+    if (!t->started) {
+        pthread_cond_destroy(&t->cv);
+        pthread_mutex_destroy(&t->mu);
+    }
+}
+
+/* Stop touching; a touch in flight is waited for, none starts after this returns. */
+static void toucher_stop(struct toucher *t) {
+    if (!t->started) return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = 1;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->thread, NULL);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    t->started = 0;
+}
+
+/* Set by SIGWINCH (exec -t with a terminal on stdin); kube_exec looks at it. */
+static volatile sig_atomic_t winch;
+
+static void on_winch(int sig) {
+    (void)sig;
+    winch = 1;
+}
+
+/* The terminal size for exec -t: stdin's terminal, else $COLUMNS x $LINES. */
+static int term_size(void *ud, unsigned *width, unsigned *height) {
+    struct winsize ws;
+    (void)ud;
+    if (isatty(0)) {
+        if (ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_col || !ws.ws_row) return -1;
+        *width = ws.ws_col;
+        *height = ws.ws_row;
+        return 0;
+    }
+    return cli_term_size_env(getenv("COLUMNS"), getenv("LINES"), width, height);
+}
+
+/* Run argv in the sandbox container of pod, marking the sandbox used while it runs.
+ * 0 with *code, or -1 with err. */
 static int run_in_pod(struct cli *c, const char *pod, const char *const *argv, size_t argc, struct xio *x,
                       int want_stdin, int tty, long timeout_ms, int *code, char *err, size_t errlen) {
     struct kube_exec_options o = {
@@ -640,9 +756,14 @@ static int run_in_pod(struct cli *c, const char *pod, const char *const *argv, s
         .read_stdin = want_stdin && x->tar ? x_in : NULL,
         .use_stdin_fd = want_stdin && !x->tar, .stdin_fd = x->in_fd,
         .ud = x, .tty = tty, .timeout_ms = timeout_ms,
+        .term_size = tty ? term_size : NULL, .resized = tty && isatty(0) ? &winch : NULL,
     };
     struct kube_exec_result r;
-    if (kube_exec(c->kc, &o, &r) < 0) {
+    struct toucher t;
+    toucher_start(&t, c, c->a->pos[0]);
+    int rc = kube_exec(c->kc, &o, &r);
+    toucher_stop(&t);
+    if (rc < 0) {
         snprintf(err, errlen, "%s", x->why[0] ? x->why : r.err);
         return -1;
     }
@@ -650,29 +771,9 @@ static int run_in_pod(struct cli *c, const char *pod, const char *const *argv, s
     return 0;
 }
 
-/* The remote command's complaint as one line: the last meaningful stderr line without its
- * "prog: " (and "sh: 1: ") prefix. */
+/* The remote command's complaint as one line (see cli_remote_message). */
 static void remote_message(const struct dynbuf *b, char *out, size_t n) {
-    char *copy = strndup(b->data ? b->data : "", b->len);
-    out[0] = '\0';
-    if (!copy) return;
-    char *save = NULL, *best = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        while (*line == ' ' || *line == '\t') line++;
-        if (!*line || strstr(line, "Exiting with failure status")) continue;
-        best = line;
-    }
-    if (best) {
-        char *p = best;
-        size_t k = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/");
-        if (k && p[k] == ':' && p[k + 1] == ' ') p += k + 2;
-        k = strspn(p, "0123456789");
-        if (k && p[k] == ':' && p[k + 1] == ' ') p += k + 2;
-        size_t len = strlen(p);
-        while (len && (p[len - 1] == '\r' || p[len - 1] == ' ')) p[--len] = '\0';
-        snprintf(out, n, "%s", p);
-    }
-    free(copy);
+    cli_remote_message(b->data ? b->data : "", b->len, out, n);
 }
 
 /* Resolve a sandbox path against --root / $YAO_SANDBOX_ROOT / the mountPath. Never starts
@@ -720,7 +821,52 @@ static void tty_restore(void) {
     tio_saved = 0;
 }
 
-/* exec SANDBOX -- CMD...: wake, run with our streams, mark used, exit with its code. */
+/* The Sandbox as the CLI sees it now, for cli_sandbox_stopped; *sb is kept for the
+ * strings (caller deletes). 0, or -1 when it could not be read (then nothing is known). */
+static int sandbox_view(struct cli *c, const char *name, cJSON **sb, struct cli_sandbox_view *v) {
+    char path[640], err[KUBE_ERR_MAX];
+    memset(v, 0, sizeof(*v));
+    *sb = NULL;
+    sandbox_path(c, name, path, sizeof(path));
+    long st = kube_get(c->kc, path, sb, err, sizeof(err));
+    if (st == 404) {
+        cJSON_Delete(*sb);
+        *sb = NULL;
+        v->gone = 1;
+        return 0;
+    }
+    if (st != 200 || !*sb) {
+        cJSON_Delete(*sb);
+        *sb = NULL;
+        return -1;
+    }
+    const char *rs, *msg;
+    ready_of(*sb, &rs, &v->reason, &msg);
+    v->deleting = kj_path(*sb, "metadata.deletionTimestamp") != NULL;
+    v->paused = kj_bool(*sb, "spec.paused", 0);
+    v->phase = kj_str(*sb, "status.phase");
+    v->pod = kj_str(*sb, "status.podName");
+    v->started = kj_str(*sb, "status.startedAt");
+    return 0;
+}
+
+/* After an exec that was killed or lost its stream: was the sandbox stopped under it?
+ * Then say so in one line and return CLI_EXIT_SANDBOX_STOPPED; else 0. */
+static int stopped_under_command(struct cli *c, const char *name) {
+    struct cli_sandbox_view before = {.phase = "Running", .pod = c->pod,
+                                      .started = c->pod_started[0] ? c->pod_started : NULL}, after;
+    cJSON *sb;
+    char why[256];
+    if (sandbox_view(c, name, &sb, &after) < 0) return 0;
+    int stopped = cli_sandbox_stopped(&before, &after, why, sizeof(why));
+    cJSON_Delete(sb);
+    if (!stopped) return 0;
+    fprintf(stderr, PROG ": sandbox %s %s\n", name, why);
+    return CLI_EXIT_SANDBOX_STOPPED;
+}
+
+/* exec SANDBOX -- CMD...: wake, run with our streams (marking the sandbox used while the
+ * command runs), exit with its code — or 75 when the sandbox was stopped under it. */
 static int cmd_exec(struct cli *c) {
     struct args *a = c->a;
     const char *name = a->pos[0];
@@ -739,27 +885,39 @@ static int cmd_exec(struct cli *c) {
     if (connect_cluster(c)) { free(argv); return 1; }
     cJSON *sb;
     if (ensure_running(c, name, &sb)) { free(argv); return 1; }
-    char pod[256];
-    snprintf(pod, sizeof(pod), "%s", kj_str(sb, "status.podName"));
     cJSON_Delete(sb);
 
-    if (a->tty && a->stdin_ && isatty(0) && tcgetattr(0, &saved_tio) == 0) {
-        struct termios raw = saved_tio;
-        cfmakeraw(&raw);
-        if (tcsetattr(0, TCSANOW, &raw) == 0) { tio_saved = 1; atexit(tty_restore); }
+    int tty = a->tty && a->stdin_;
+    if (tty && isatty(0)) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_winch;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGWINCH, &sa, NULL);
+        if (tcgetattr(0, &saved_tio) == 0) {
+            struct termios raw = saved_tio;
+            cfmakeraw(&raw);
+            if (tcsetattr(0, TCSANOW, &raw) == 0) { tio_saved = 1; atexit(tty_restore); }
+        }
     }
     struct xio x = {.out_fd = 1, .err_fd = 2, .in_fd = 0};
     int code = -1;
     char err[700];
-    int rc = run_in_pod(c, pod, argv, argc, &x, a->stdin_, a->tty, (long)timeout_ms, &code, err, sizeof(err));
+    int rc = run_in_pod(c, c->pod, argv, argc, &x, a->stdin_, a->tty, (long)timeout_ms, &code, err, sizeof(err));
     tty_restore();
     free(argv);
-    patch_sandbox(c, name, 1, -1, 1);   /* best effort: the sandbox was just used */
+    /* No touch now: the command has ended, and a touch would wake a sandbox stopped
+     * meanwhile. A command killed, or a stream that dropped, may mean just that. */
+    if (!(rc < 0 && x.broken_pipe) && cli_exec_check_sandbox(rc == 0, code)) {
+        int stopped = stopped_under_command(c, name);
+        if (stopped) return stopped;
+    }
     if (rc < 0) {
         if (x.broken_pipe) return 141;  /* like a command killed by SIGPIPE */
         return fail("exec in sandbox \"%s\": %s", name, err);
     }
-    return code < 0 ? 1 : code > 255 ? 255 : code;
+    return cli_exit_code(code);
 }
 
 /* ---- get / list ----------------------------------------------------------------------- */
@@ -1053,7 +1211,7 @@ static int cmd_write(struct cli *c) {
     return rc;
 }
 
-/* Readable name of a find %y type. */
+/* Readable name of a file type letter. */
 static const char *type_name(char t) {
     switch (t) {
     case 'f': return "file";
@@ -1091,19 +1249,19 @@ static int cmp_info(const void *a, const void *b) {
     return strcmp(((const struct cli_file_info *)a)->name, ((const struct cli_file_info *)b)->name);
 }
 
-/* Run the find listing for ls (depth 1) or stat (depth 0). 0 with the entries, or 1. */
+/* Run the listing for ls (the path and its entries) or stat (the path alone). 0 with the
+ * entries, the path's own first, or 1. */
 static int find_listing(struct cli *c, const char *pod, const char *file, int ls,
                         struct cli_file_info **v, size_t *n) {
-    const char *argv_ls[] = {"find", "-H", file, "-mindepth", "0", "-maxdepth", "1", "-printf", CLI_FIND_PRINTF};
-    const char *argv_stat[] = {"find", file, "-maxdepth", "0", "-printf", CLI_FIND_PRINTF};
+    const char *argv[] = {"sh", "-c", CLI_LIST_SCRIPT, "sh", ls ? "ls" : "stat", file};
     struct dynbuf out, errb;
     dynbuf_init(&out, CAPTURE_MAX);
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = -1, .out_buf = &out, .err_fd = -1, .err_buf = &errb, .in_fd = -1};
-    int code = -1, rc = ls ? file_op(c, pod, argv_ls, 9, &x, 0, &code) : file_op(c, pod, argv_stat, 6, &x, 0, &code);
+    int code = -1, rc = file_op(c, pod, argv, 6, &x, 0, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
-    if (rc == 0 && cli_ls_parse(out.data, out.len, v, n) < 0)
-        rc = fail("%s: unexpected output from find in the sandbox (GNU find is required)", current->name);
+    if (rc == 0 && (cli_listing_parse(out.data, out.len, v, n) < 0 || *n == 0))
+        rc = fail("%s: unexpected output from the listing in the sandbox", current->name);
     dynbuf_free(&out);
     dynbuf_free(&errb);
     return rc;
@@ -1161,7 +1319,7 @@ static int cmd_stat(struct cli *c) {
     struct cli_file_info *v = NULL;
     size_t n = 0;
     int rc = find_listing(c, pod, file, 0, &v, &n);
-    if (rc == 0 && n != 1) rc = fail("stat: unexpected output from find in the sandbox");
+    if (rc == 0 && n != 1) rc = fail("stat: unexpected output from the listing in the sandbox");
     if (rc == 0) {
         if (a->output) {
             cJSON *o = info_json(&v[0], file);
@@ -1269,19 +1427,32 @@ static int cp_in(struct cli *c, const char *local, const char *rpath) {
     char *lbase = local_base(local), *rdir = NULL, *rname = NULL;
     int rc = 0, code = 0;
     if (!lbase) { rc = fail("cp: cannot copy \"%s\"", local); goto out; }
-    /* An existing directory receives the source under its own name; otherwise PATH names
-     * the copy. */
-    const char *test[] = {"test", "-d", file};
-    struct xio tx = {.out_fd = 2, .err_fd = 2, .in_fd = -1};
-    if ((rc = file_op(c, pod, test, 3, &tx, 0, &code))) goto out;
-    if (code == 0) {
+    /* Before anything is sent: tar is there, and either PATH is a directory (the source
+     * goes inside under its own name) or its parent is (PATH names the copy). */
+    if (cli_path_split(file, &rdir, &rname) < 0) { rc = fail("out of memory"); goto out; }
+    const char *check[] = {"sh", "-c", CLI_CP_IN_CHECK, "sh", file, rdir};
+    struct dynbuf what, cerr;
+    dynbuf_init(&what, 64);
+    dynbuf_init(&cerr, STDERR_KEEP);
+    struct xio cx = {.out_fd = -1, .out_buf = &what, .err_fd = -1, .err_buf = &cerr, .in_fd = -1};
+    rc = file_op(c, pod, check, 6, &cx, 0, &code);
+    int into_dir = rc == 0 && code == 0 && what.len >= 3 && !memcmp(what.data, "dir", 3);
+    /* "DIR/" (or "DIR/.") asks for a directory: never a new file named DIR */
+    size_t rl = strlen(rpath);
+    int wants_dir = !strcmp(rname, ".") || (rl && rpath[rl - 1] == '/');
+    int new_name = rc == 0 && code == 0 && what.len >= 3 && !memcmp(what.data, "new", 3) && !wants_dir;
+    if (rc == 0 && code != 0) rc = remote_failed(&cerr, code);
+    else if (rc == 0 && !into_dir && !new_name) rc = fail("cp: %s: no such directory in the sandbox", file);
+    dynbuf_free(&what);
+    dynbuf_free(&cerr);
+    if (rc) goto out;
+    if (into_dir) {
+        free(rdir);
+        free(rname);
         rdir = strdup(file);
         rname = strdup(lbase);
-    } else if (cli_path_split(file, &rdir, &rname) == 0 && !strcmp(rname, ".")) {
-        rc = fail("cp: %s: no such directory in the sandbox", file);
-        goto out;
+        if (!rdir || !rname) { rc = fail("out of memory"); goto out; }
     }
-    if (!rdir || !rname) { rc = fail("out of memory"); goto out; }
     char err[512];
     struct cli_tar_src *src = cli_tar_src_new(local, rname, note_stderr, "cp", err, sizeof(err));
     if (!src) { rc = fail("cp: %s", err); goto out; }
@@ -1325,11 +1496,11 @@ static int cp_out(struct cli *c, const char *rpath, const char *local) {
     struct cli_untar_options uo = {.dest_dir = dest, .from = from, .to = to, .on_reject = note_stderr, .ud = "cp"};
     struct cli_untar *u = cli_untar_new(&uo, err, sizeof(err));
     if (!u) { rc = fail("cp: %s", err); goto out; }
-    const char *mktar[] = {"tar", "-cf", "-", "-C", rdir, member};
+    const char *mktar[] = {"sh", "-c", CLI_CP_OUT_SCRIPT, "sh", rdir, member, file};
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.untar = u, .err_fd = -1, .err_buf = &errb, .in_fd = -1};
-    rc = file_op(c, pod, mktar, 6, &x, 0, &code);
+    rc = file_op(c, pod, mktar, 7, &x, 0, &code);
     if (rc == 0 && code >= 2) rc = remote_failed(&errb, code);
     else if (rc == 0 && code == 1) {           /* GNU tar: some files changed while read */
         char msg[1024];
@@ -1385,11 +1556,19 @@ static const struct command commands[] = {
      "\n"
      "Run a command in the sandbox's container and exit with its exit code. A stopped,\n"
      "stopping, paused or pending sandbox is started first (spec.paused cleared, waiting up\n"
-     "to --start-timeout for phase Running); the sandbox is marked used before and after.\n"
+     "to --start-timeout for phase Running). The sandbox is marked used as the command\n"
+     "starts and every third of its idleTimeout (1s to 60s) while it runs, never after.\n"
      "Arguments reach the command exactly as given (no shell in between).\n"
      "\n"
+     "Exit code: the command's; 75 when the sandbox was stopped, paused, deleted or\n"
+     "restarted while the command ran (one line on stderr says which; a command killed for\n"
+     "another reason, e.g. out of memory, still gives 137); 1 when the command could not\n"
+     "be run; 2 for usage errors.\n"
+     "\n"
      "  -i, --stdin          send our stdin to the command (closed at EOF)\n"
-     "  -t, --tty            allocate a terminal (stderr is merged into stdout)\n"
+     "  -t, --tty            allocate a terminal (with -i; stderr is merged into stdout) of\n"
+     "                       our terminal's size, resized with it; when stdin is no\n"
+     "                       terminal, of $COLUMNS x $LINES if both are set, else no size\n"
      "  -w, --workdir DIR    run in DIR (through sh -c 'cd -- \"$0\" && exec \"$@\"')\n"
      "  -e, --env NAME=VALUE set an environment variable (through env); repeatable\n"
      "  --timeout DUR        give up after DUR (e.g. 30s, 5m); default: none\n",
@@ -1450,8 +1629,8 @@ static const struct command commands[] = {
     {"ls", cmd_ls, ls_opts,
      "Usage: " PROG " ls SANDBOX [PATH] [-l] [-o json]\n"
      "\n"
-     "List a directory of the sandbox (default: the workspace), sorted by name. Needs GNU\n"
-     "find in the image.\n"
+     "List a directory of the sandbox (default: the workspace), sorted by name. Works with\n"
+     "GNU coreutils or busybox in the image (sh, stat, readlink).\n"
      "\n"
      "  -l, --long           mode, size, modification time, name (and link target)\n"
      "  -o json              FileInfo objects: name, path, size, mode, modTime, isDir, type\n",
@@ -1484,7 +1663,8 @@ static const struct command commands[] = {
      "\n"
      "Copy a file or directory tree into or out of a sandbox, through tar in the sandbox.\n"
      "If the destination is an existing directory the source is copied into it under its\n"
-     "own name, otherwise the destination names the copy. Modes are kept, owners are not.\n"
+     "own name, otherwise the destination names the copy (its directory must exist; a\n"
+     "missing one is reported before anything is sent). Modes are kept, owners are not.\n"
      "Copying out, entries that would land outside LOCAL (absolute names, \"..\", links\n"
      "pointing outside) are rejected, reported, and make the command fail.\n",
      2, 2, 0},

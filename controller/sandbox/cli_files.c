@@ -1,7 +1,9 @@
 /* sandbox/cli_files.c — the pure half of the yao-sandbox CLI's file helpers (see
  * cli_files.h): sandbox path handling, a pull-model tar writer over a local tree, a
- * streaming tar extractor that treats the archive as hostile, the `find -printf` listing
- * parser, and the exec -w/-e command wrapper.
+ * streaming tar extractor that treats the archive as hostile, the portable listing script
+ * and its parser, cp's remote checks and the message of a failed remote command, the
+ * exec -w/-e command wrapper and exec's small decisions (terminal size, touch interval,
+ * a sandbox stopped under a command, exit codes).
  *
  * The extractor's safety does not rest on name checks alone: every path is opened one
  * component at a time below the destination with O_NOFOLLOW, so no symlink — from the
@@ -11,6 +13,7 @@
  * sparse files are stored expanded; the extractor refuses GNU sparse and device entries. */
 #include "sandbox/cli_files.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1032,64 +1035,153 @@ void cli_file_infos_free(struct cli_file_info *v, size_t n) {
     free(v);
 }
 
-/* Parse one "TYPE SIZE MTIME MODE NAME" record. */
-static int parse_record(const char *r, struct cli_file_info *fi) {
-    char *end;
-    if (!r[0] || r[1] != ' ') return -1;
-    fi->type = strchr("fdlpscbD", r[0]) ? r[0] : '?';
-    const char *p = r + 2;
-    if (*p < '0' || *p > '9') return -1;
-    errno = 0;
-    fi->size = strtoull(p, &end, 10);
-    if (errno || *end != ' ') return -1;
-    p = end + 1;
-    int neg = *p == '-';
-    if (neg) p++;
-    if (*p < '0' || *p > '9') return -1;
-    long long sec = strtoll(p, &end, 10);
-    if (errno) return -1;
-    long long ms = 0;
-    if (*end == '.') {
-        int k = 0;
-        for (end++; *end >= '0' && *end <= '9'; end++) if (k < 3) { ms = ms * 10 + (*end - '0'); k++; }
-        while (k++ < 3) ms *= 10;
+/* The listing (see the header). Kept to what busybox ash and busybox stat do as well as
+ * dash/bash and GNU stat, and short (it travels in the exec URL, which lws caps): e NAMES
+ * prints a group — one `stat -c` for all its names (one process, not one per entry), and
+ * when that fails because an entry vanished meanwhile (its lines would no longer match the
+ * names), one stat per entry with "-" for the missing; readlink for link targets ("&&echo
+ * ." keeps a target's trailing newlines from $(...)). The groups of a directory come from
+ * three globs (plain names, dot names, dot-dot names: "." and ".." excluded); a glob that
+ * matched nothing stays as it is, and names nothing that exists. */
+const char CLI_LIST_SCRIPT[] =
+    "p=$2\n"
+    "command -v stat >/dev/null||{ echo stat is not available in the sandbox image >&2;exit 127;}\n"
+    "[ -e \"$p\" ]||[ -L \"$p\" ]||{ printf '%s: No such file or directory\\n' \"$p\" >&2;exit 1;}\n"
+    "e(){ f=$1;shift;echo $#\n"
+    "for x;do t=;[ -z \"$f\" ]&&[ -L \"$x\" ]&&t=$(readlink -- \"$x\"&&echo .)&&t=${t%??}\n"
+    "printf '%s\\0%s\\0' \"$x\" \"$t\";done\n"
+    "if s=$(stat $f -c '%f %s %Y' -- \"$@\" 2>/dev/null);then echo \"$s\"\n"
+    "else for x;do stat $f -c '%f %s %Y' -- \"$x\" 2>/dev/null||echo -;done;fi;}\n"
+    "if [ $1 = ls ]&&[ -e \"$p\" ];then e -L \"$p\";else e '' \"$p\";fi\n"
+    "[ $1 = ls ]&&[ -d \"$p\" ]||exit 0\n"
+    "CDPATH= cd -- \"$p\"&&[ -r . ]||{ printf '%s: Permission denied\\n' \"$p\" >&2;exit 1;}\n"
+    "for g in '*' '.[!.]*' '..?*';do set -- $g;{ [ -e \"$1\" ]||[ -L \"$1\" ];}&&e '' \"$@\";done\n"
+    "exit 0\n";
+
+/* Type letter of a raw st_mode (S_IFMT bits, as stat's %f gives them). */
+static char type_of_mode(unsigned long m) {
+    switch (m & 0170000) {
+    case 0100000: return 'f';
+    case 0040000: return 'd';
+    case 0120000: return 'l';
+    case 0010000: return 'p';
+    case 0140000: return 's';
+    case 0020000: return 'c';
+    case 0060000: return 'b';
+    default: return '?';
     }
-    if (*end != ' ') return -1;
-    fi->mtime_ms = (neg ? -1 : 1) * (sec * 1000 + ms);
-    p = end + 1;
-    if (*p < '0' || *p > '7') return -1;
-    unsigned long mode = strtoul(p, &end, 8);
-    if (*end != ' ' || mode > 07777) return -1;
-    fi->mode = (unsigned)mode;
-    fi->name = dup_str(end + 1);
-    return fi->name ? 0 : -1;
+}
+
+/* One "MODE SIZE MTIME" line (hex, decimal, decimal seconds). 0, 1 for "-", or -1. */
+static int parse_stat_line(const char *l, struct cli_file_info *fi) {
+    char *end;
+    if (!strcmp(l, "-")) return 1;
+    if (!isxdigit((unsigned char)l[0])) return -1;
+    errno = 0;
+    unsigned long m = strtoul(l, &end, 16);
+    if (errno || *end != ' ' || !isdigit((unsigned char)end[1])) return -1;
+    uint64_t size = strtoull(end + 1, &end, 10);
+    if (errno || *end != ' ') return -1;
+    const char *t = end + 1;
+    if (!(isdigit((unsigned char)t[0]) || (t[0] == '-' && isdigit((unsigned char)t[1])))) return -1;
+    long long sec = strtoll(t, &end, 10);
+    if (errno || *end || sec > INT64_MAX / 1000 || sec < INT64_MIN / 1000) return -1;
+    fi->type = type_of_mode(m);
+    fi->mode = (unsigned)(m & 07777);
+    fi->size = size;
+    fi->mtime_ms = (int64_t)sec * 1000;
+    return 0;
+}
+
+/* The base name ls shows (see header). */
+char *cli_base_name(const char *path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    if (n == 1 && path[0] == '/') return dup_str("/");
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    char *r = malloc(n - b + 1);
+    if (!r) return NULL;
+    memcpy(r, path + b, n - b);
+    r[n - b] = '\0';
+    return r;
 }
 
 /* Parse a listing (see header). */
-int cli_ls_parse(const char *buf, size_t len, struct cli_file_info **out, size_t *n) {
+int cli_listing_parse(const char *buf, size_t len, struct cli_file_info **out, size_t *n) {
     struct cli_file_info *v = NULL;
     size_t cnt = 0, cap = 0, pos = 0;
+    int first_group = 1;
     *out = NULL;
     *n = 0;
     while (pos < len) {
-        const char *rec = buf + pos;
-        const char *z1 = memchr(rec, '\0', len - pos);
-        if (!z1) goto bad;
-        const char *lnk = z1 + 1;
-        const char *z2 = lnk < buf + len ? memchr(lnk, '\0', (size_t)(buf + len - lnk)) : NULL;
-        if (!z2) goto bad;
-        if (cnt == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
+        /* the count */
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        if (!nl || nl == buf + pos) goto bad;
+        char num[24];
+        size_t nlen = (size_t)(nl - (buf + pos));
+        if (nlen >= sizeof(num)) goto bad;
+        memcpy(num, buf + pos, nlen);
+        num[nlen] = '\0';
+        if (strspn(num, "0123456789") != nlen) goto bad;
+        unsigned long long k = strtoull(num, NULL, 10);
+        if (k > len) goto bad;                        /* each entry takes bytes */
+        pos = (size_t)(nl + 1 - buf);
+        if (first_group && k != 1) goto bad;
+        if (cnt + k > cap) {
+            size_t ncap = cap ? cap : 16;
+            while (ncap < cnt + k) ncap *= 2;
             struct cli_file_info *nv = realloc(v, ncap * sizeof(*nv));
             if (!nv) goto bad;
             v = nv;
             cap = ncap;
         }
-        memset(&v[cnt], 0, sizeof(v[cnt]));
-        if (parse_record(rec, &v[cnt]) < 0) { free(v[cnt].name); goto bad; }
-        if (!(v[cnt].link = dup_str(lnk))) { free(v[cnt].name); goto bad; }
-        cnt++;
-        pos = (size_t)(z2 + 1 - buf);
+        /* k names with link targets */
+        size_t base = cnt;
+        for (unsigned long long i = 0; i < k; i++) {
+            const char *z1 = memchr(buf + pos, '\0', len - pos);
+            if (!z1 || z1 == buf + pos) goto bad;     /* names are never empty */
+            const char *lnk = z1 + 1;
+            const char *z2 = lnk < buf + len ? memchr(lnk, '\0', (size_t)(buf + len - lnk)) : NULL;
+            if (!z2) goto bad;
+            memset(&v[cnt], 0, sizeof(v[cnt]));
+            v[cnt].name = first_group ? cli_base_name(buf + pos) : dup_str(buf + pos);
+            v[cnt].link = dup_str(lnk);
+            cnt++;
+            if (!v[cnt - 1].name || !v[cnt - 1].link) goto bad;
+            pos = (size_t)(z2 + 1 - buf);
+        }
+        /* k stat lines, in the same order; a vanished entry is dropped */
+        size_t keep = base;
+        for (size_t i = base; i < cnt; i++) {
+            const char *e = memchr(buf + pos, '\n', len - pos);
+            char line[96];
+            if (!e || (size_t)(e - (buf + pos)) >= sizeof(line)) goto bad;
+            memcpy(line, buf + pos, (size_t)(e - (buf + pos)));
+            line[e - (buf + pos)] = '\0';
+            pos = (size_t)(e + 1 - buf);
+            int r = parse_stat_line(line, &v[i]);
+            if (r < 0) goto bad;
+            if (r == 1) {
+                free(v[i].name);
+                free(v[i].link);
+                v[i].name = v[i].link = NULL;
+                continue;
+            }
+            if (v[i].type != 'l') v[i].link[0] = '\0';
+            if (keep != i) {
+                v[keep] = v[i];
+                v[i].name = v[i].link = NULL;
+            }
+            keep++;
+        }
+        if (first_group && keep == base) { cnt = keep; goto bad; }   /* the path itself vanished */
+        cnt = keep;
+        first_group = 0;
+    }
+    if (!cnt) {
+        free(v);
+        v = NULL;
     }
     *out = v;
     *n = cnt;
@@ -1110,6 +1202,134 @@ void cli_mode_string(char type, unsigned mode, char *out) {
     if (mode & 02000) out[6] = out[6] == 'x' ? 's' : 'S';
     if (mode & 01000) out[9] = out[9] == 'x' ? 't' : 'T';
     out[10] = '\0';
+}
+
+/* ---- cp's remote scripts, remote messages ----------------------------------------------- */
+
+const char CLI_CP_IN_CHECK[] =
+    "command -v tar >/dev/null 2>&1 || { echo 'tar is not available in the sandbox image' >&2; exit 127; }\n"
+    "if [ -d \"$1\" ]; then echo dir\n"
+    "elif [ -d \"$2\" ]; then echo new\n"
+    "else printf '%s: no such directory in the sandbox\\n' \"$2\" >&2; exit 1\n"
+    "fi\n";
+
+const char CLI_CP_OUT_SCRIPT[] =
+    "command -v tar >/dev/null 2>&1 || { echo 'tar is not available in the sandbox image' >&2; exit 127; }\n"
+    "[ -e \"$1/$2\" ] || [ -L \"$1/$2\" ] || { printf '%s: no such file or directory in the sandbox\\n' \"$3\" >&2; exit 2; }\n"
+    "exec tar -cf - -C \"$1\" \"$2\"\n";
+
+/* A line that only sums up earlier ones (GNU tar's closing words). */
+static int summary_line(const char *l) {
+    static const char *const sums[] = {"Error is not recoverable", "Exiting with failure status",
+                                       "Error exit delayed from previous errors"};
+    for (size_t i = 0; i < sizeof(sums) / sizeof(*sums); i++)
+        if (strstr(l, sums[i])) return 1;
+    return 0;
+}
+
+/* Whether p[0..n) names a program whose "NAME: " starts its complaints — the tools the
+ * CLI runs, and the shells (a path such as "x: No such file" is no program). */
+static int known_program(const char *p, size_t n) {
+    static const char *const progs[] = {"tar", "sh", "dash", "bash", "ash", "busybox", "cat", "mkdir", "rm",
+                                        "stat", "readlink", "dirname", "env", "find", "ls"};
+    for (size_t i = 0; i < sizeof(progs) / sizeof(*progs); i++)
+        if (strlen(progs[i]) == n && !strncmp(p, progs[i], n)) return 1;
+    return 0;
+}
+
+/* The first meaningful stderr line (see header). */
+void cli_remote_message(const char *buf, size_t len, char *out, size_t outlen) {
+    if (!outlen) return;
+    out[0] = '\0';
+    size_t pos = 0;
+    while (pos < len) {
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - buf) : len;
+        const char *l = buf + pos;
+        size_t n = end - pos;
+        pos = end + 1;
+        while (n && (*l == ' ' || *l == '\t')) { l++; n--; }
+        while (n && (l[n - 1] == '\r' || l[n - 1] == ' ' || l[n - 1] == '\t')) n--;
+        if (!n) continue;
+        char line[1024];
+        if (n >= sizeof(line)) n = sizeof(line) - 1;
+        memcpy(line, l, n);
+        line[n] = '\0';
+        if (summary_line(line)) continue;
+        char *p = line;
+        size_t k = strcspn(p, ":");
+        if (p[k] == ':' && p[k + 1] == ' ' && known_program(p, k)) {
+            p += k + 2;                                           /* "tar: ", "sh: " */
+            k = strspn(p, "0123456789");
+            if (k && p[k] == ':' && p[k + 1] == ' ') p += k + 2;  /* dash's "1: " */
+        }
+        snprintf(out, outlen, "%s", p);
+        return;
+    }
+}
+
+/* ---- exec's decisions ----------------------------------------------------------------- */
+
+/* A whole number 1..65535, or 0. */
+static unsigned small_count(const char *s) {
+    if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 5) return 0;
+    unsigned long v = strtoul(s, NULL, 10);
+    return v >= 1 && v <= 65535 ? (unsigned)v : 0;
+}
+
+int cli_term_size_env(const char *columns, const char *lines, unsigned *width, unsigned *height) {
+    unsigned w = small_count(columns), h = small_count(lines);
+    if (!w || !h) return -1;
+    *width = w;
+    *height = h;
+    return 0;
+}
+
+int64_t cli_touch_interval_ms(int64_t idle_timeout_ms) {
+    if (idle_timeout_ms <= 0) return CLI_TOUCH_MAX_MS;
+    int64_t t = idle_timeout_ms / 3;
+    return t < CLI_TOUCH_MIN_MS ? CLI_TOUCH_MIN_MS : t > CLI_TOUCH_MAX_MS ? CLI_TOUCH_MAX_MS : t;
+}
+
+/* Two optional strings differ (both set and unequal, or only one set). */
+static int differs(const char *a, const char *b) {
+    if (!a || !*a) return b && *b;
+    return !b || strcmp(a, b) != 0;
+}
+
+static int is(const char *s, const char *v) { return s && !strcmp(s, v); }
+
+int cli_sandbox_stopped(const struct cli_sandbox_view *before, const struct cli_sandbox_view *after,
+                        char *why, size_t whylen) {
+    const char *r = after->reason;
+    int known = is(r, "Idle") || is(r, "Paused");
+    if (after->gone) {
+        snprintf(why, whylen, "was deleted while the command ran");
+        return 1;
+    }
+    if (after->deleting) {
+        if (known) snprintf(why, whylen, "was deleted while the command ran (reason: %s)", r);
+        else snprintf(why, whylen, "was deleted while the command ran");
+        return 1;
+    }
+    if (is(after->phase, "Stopping") || is(after->phase, "Stopped") || after->paused || known) {
+        const char *what = known ? r : after->paused ? "Paused" : after->phase;
+        snprintf(why, whylen, "was stopped while the command ran (reason: %s)", what);
+        return 1;
+    }
+    if (differs(before->pod, after->pod) || (before->started && after->started && differs(before->started, after->started))) {
+        snprintf(why, whylen, "was restarted while the command ran (its pod was replaced)");
+        return 1;
+    }
+    return 0;
+}
+
+int cli_exec_check_sandbox(int session_ok, int exit_code) {
+    return !session_ok || exit_code == 137 || exit_code == 143;
+}
+
+int cli_exit_code(int exit_code) {
+    return exit_code < 0 ? 1 : exit_code > 255 ? 255 : exit_code;
 }
 
 /* ---- exec -w / -e --------------------------------------------------------------------- */

@@ -3,8 +3,11 @@
  * ustar/pax writer over a local tree: it never holds the archive in memory), the safe tar
  * extractor that `cp` uses for what comes out of a sandbox (it refuses absolute paths,
  * `..`, links that leave the destination, and never follows a symlink while writing),
- * parsing the `find -printf` listing behind `ls`/`stat`, and wrapping a command for
- * `exec -w/-e`. Everything here is unit-testable against a temporary directory.
+ * the portable listing script behind `ls`/`stat` and its parser, the remote scripts and
+ * messages of `cp`, wrapping a command for `exec -w/-e`, and the small decisions of
+ * `exec` (terminal size from the environment, the touch interval, whether the sandbox was
+ * stopped under a command, exit codes). Everything here is unit-testable without a
+ * cluster (the scripts run locally, under GNU tools and under busybox).
  * The exec transport, the Kubernetes calls and the command line live in cmd/cli_main.c. */
 #ifndef YAO_SANDBOX_CLI_FILES_H
 #define YAO_SANDBOX_CLI_FILES_H
@@ -97,22 +100,34 @@ void cli_untar_free(struct cli_untar *u);
 
 /* ---- listings (ls / stat) -------------------------------------------------------------- */
 
-/* The find(1) format the CLI asks for (GNU find; sandbox images are Debian-based): per
- * entry "TYPE SIZE MTIME MODE NAME\0LINK\0" — %y %s %T@ %m %f, then %l. */
-#define CLI_FIND_PRINTF "%y %s %T@ %m %f\\0%l\\0"
+/* The listing behind ls and stat, run as `sh -c CLI_LIST_SCRIPT sh MODE PATH` (MODE "ls"
+ * or "stat"). Portable: POSIX sh, `stat -c '%f %s %Y'`, `readlink` and globbing — what
+ * GNU coreutils and busybox both have (GNU find's -printf, which busybox lacks, is not
+ * used). Output, in groups: a count N and '\n'; N times NAME '\0' LINK-TARGET '\0'
+ * (the target only for a symlink that is not followed); then N lines "MODE SIZE MTIME"
+ * (stat's raw mode in hex, bytes, seconds) in the same order, "-" for an entry that
+ * vanished meanwhile. The first group is PATH itself (followed if it is a symlink when
+ * MODE is ls); for ls of a directory, its entries follow (names relative to it, hidden
+ * ones included). Errors: one line on stderr naming PATH, exit 1; exit 127 with "stat is
+ * not available in the sandbox image" when there is no stat. */
+extern const char CLI_LIST_SCRIPT[];
 
 struct cli_file_info {
     char *name;        /* base name */
     char *link;        /* symlink target, "" otherwise */
-    char type;         /* find %y: f d l p s c b, '?' unknown */
+    char type;         /* f d l p s c b, '?' unknown */
     uint64_t size;
     int64_t mtime_ms;
     unsigned mode;     /* permission bits (07777) */
 };
-/* Parse a complete listing. 0 with a malloc'd array (NULL when n == 0), or -1 when the
- * text is malformed or ENOMEM. */
-int cli_ls_parse(const char *buf, size_t len, struct cli_file_info **out, size_t *n);
+/* Parse CLI_LIST_SCRIPT's complete output. The first entry is the listed path, named by
+ * its base name (cli_base_name); vanished entries are left out. 0 with a malloc'd array
+ * (NULL when n == 0), or -1 when the text is malformed or ENOMEM. */
+int cli_listing_parse(const char *buf, size_t len, struct cli_file_info **out, size_t *n);
 void cli_file_infos_free(struct cli_file_info *v, size_t n);
+/* The name ls shows for a path: its last component ("/" for the root; trailing slashes
+ * ignored). malloc'd, NULL on ENOMEM. */
+char *cli_base_name(const char *path);
 /* "drwxr-xr-x" style string of type + mode into out (>= 11 bytes). */
 void cli_mode_string(char type, unsigned mode, char *out);
 
@@ -127,6 +142,66 @@ void cli_mode_string(char type, unsigned mode, char *out);
  * array). 0, or -1 on ENOMEM or when ncmd is 0 or an env entry is not NAME=VALUE. */
 int cli_exec_argv(const char *const *cmd, size_t ncmd, const char *const *env, size_t nenv,
                   const char *workdir, const char ***out, size_t *nout);
+
+/* ---- remote scripts and messages ---------------------------------------------------------- */
+
+/* cp into a sandbox, before anything is sent: `sh -c CLI_CP_IN_CHECK sh DEST PARENT`.
+ * Prints "dir" when DEST is a directory (the copy goes inside it), "new" when DEST's
+ * PARENT is one (the copy is named DEST); otherwise exit 1 with "PARENT: no such
+ * directory in the sandbox" on stderr. Exit 127 with "tar is not available in the sandbox
+ * image" when there is no tar. */
+extern const char CLI_CP_IN_CHECK[];
+/* cp out of a sandbox: `sh -c CLI_CP_OUT_SCRIPT sh DIR MEMBER SHOWN` writes the tar of
+ * DIR/MEMBER to stdout; exit 127 (no tar, as above), or 2 with "SHOWN: no such file or
+ * directory in the sandbox" before tar runs when DIR/MEMBER does not exist. */
+extern const char CLI_CP_OUT_SCRIPT[];
+
+/* The remote command's complaint as one line: the first meaningful line of its stderr —
+ * blank lines and tar's closing summaries ("Error is not recoverable: exiting now",
+ * "Exiting with failure status due to previous errors") skipped — without the "prog: "
+ * of the tools the CLI runs and of the shells, and sh's "N: " after it ("tar: ", "sh: 1: ";
+ * a line starting with a path keeps it). out is "" when there is none. */
+void cli_remote_message(const char *buf, size_t len, char *out, size_t outlen);
+
+/* ---- exec ------------------------------------------------------------------------------- */
+
+/* exits with this when the sandbox was stopped, paused, deleted or restarted while the
+ * command ran (EX_TEMPFAIL of sysexits.h: running it again starts the sandbox again).
+ * Not 137 or 143, which a command killed by SIGKILL or SIGTERM (an OOM kill) gives. */
+#define CLI_EXIT_SANDBOX_STOPPED 75
+
+/* A terminal size from $COLUMNS and $LINES (either may be NULL): 0 with both when each is
+ * a whole number in 1..65535, else -1. For `exec -t` when stdin is not a terminal. */
+int cli_term_size_env(const char *columns, const char *lines, unsigned *width, unsigned *height);
+/* How often a running exec marks the sandbox used: a third of its idle timeout, at least
+ * CLI_TOUCH_MIN_MS and at most CLI_TOUCH_MAX_MS (the most, too, when the timeout is not
+ * known: idle_timeout_ms <= 0). */
+#define CLI_TOUCH_MIN_MS 1000
+#define CLI_TOUCH_MAX_MS 60000
+int64_t cli_touch_interval_ms(int64_t idle_timeout_ms);
+
+/* What the CLI knows of a Sandbox before and after a command ran. Strings may be NULL. */
+struct cli_sandbox_view {
+    int gone;              /* 404 */
+    int deleting;          /* metadata.deletionTimestamp */
+    int paused;            /* spec.paused */
+    const char *phase;     /* status.phase */
+    const char *reason;    /* the Ready condition's reason */
+    const char *pod;       /* status.podName */
+    const char *started;   /* status.startedAt: when its pod started */
+};
+/* Whether the sandbox was stopped under the command: 1 with why ("was stopped while the
+ * command ran (reason: Idle)", "was deleted while the command ran", "was restarted while
+ * the command ran (its pod was replaced)") — it is gone or being deleted; its phase is
+ * Stopping or Stopped, it is paused, or its Ready reason is Idle or Paused; or its pod's
+ * name or start time changed — else 0. */
+int cli_sandbox_stopped(const struct cli_sandbox_view *before, const struct cli_sandbox_view *after,
+                        char *why, size_t whylen);
+/* Whether an exec's end calls for a look at the sandbox: the session failed (the stream
+ * dropped) or the command died of SIGKILL or SIGTERM (137, 143). */
+int cli_exec_check_sandbox(int session_ok, int exit_code);
+/* The CLI's exit code for a command's: 0..255 as is, above 255 255, unknown (< 0) 1. */
+int cli_exit_code(int exit_code);
 
 /* Write all n bytes to fd, retrying on EINTR and short writes; -1 with errno set. */
 int cli_write_all(int fd, const void *data, size_t n);

@@ -3,7 +3,8 @@
  * extractor against hostile archives (absolute names, "..", escaping symlinks and hard
  * links, paths through symlinks) and against archives GNU tar wrote (gnu and pax long
  * names), a round trip of a tree with a 5 MB binary file and a name with spaces and
- * unicode, the find -printf listing parser and the exec -w/-e wrapper. */
+ * unicode, the listing parser and the exec -w/-e wrapper. (The remote scripts themselves
+ * run in test_cli_remote.c.) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -519,34 +520,63 @@ TEST(round_trip_of_a_tree_with_a_5mb_binary_and_a_unicode_name) {
 
 /* ---- listings and exec wrapping ------------------------------------------------------- */
 
-TEST(ls_parse_reads_find_printf_records) {
+TEST(listing_parse_reads_groups_of_names_and_stat_lines) {
     static const char listing[] =
-        "d 4096 1732873000.1234567890 755 .\0\0"
-        "f 5242880 1732873001.5 644 big file.bin\0\0"
-        "l 6 1732873002.0000000000 777 link\0target\0"
-        "f 0 -5.250 600 " UNICODE_NAME "\0\0";
+        "1\n/w/dir/\0\0" "41ed 4096 1732873000\n"
+        "4\nbig file.bin\0\0link\0target\n\0" UNICODE_NAME "\0\0gone\0\0"
+        "81a4 5242880 1732873001\n" "a1ff 7 1732873002\n" "8180 0 -5\n" "-\n"
+        "1\n.hidden\0\0" "11b6 0 0\n";
     struct cli_file_info *v;
     size_t n;
-    CHECK_INT(cli_ls_parse(listing, sizeof(listing) - 1, &v, &n), 0);
-    CHECK_INT(n, 4);
-    if (n == 4) {
+    CHECK_INT(cli_listing_parse(listing, sizeof(listing) - 1, &v, &n), 0);
+    CHECK_INT(n, 5);                                   /* "gone" vanished: left out */
+    if (n == 5) {
         CHECK_INT(v[0].type, 'd');
-        CHECK_STR(v[0].name, ".");
-        CHECK_INT(v[0].mtime_ms, 1732873000123LL);
-        CHECK_INT(v[1].size, 5242880);
+        CHECK_STR(v[0].name, "dir");                   /* the path, by its base name */
+        CHECK_INT(v[0].mode, 0755);
+        CHECK_INT(v[0].mtime_ms, 1732873000000LL);
         CHECK_STR(v[1].name, "big file.bin");
-        CHECK_INT(v[1].mtime_ms, 1732873001500LL);
+        CHECK_INT(v[1].type, 'f');
+        CHECK_INT(v[1].size, 5242880);
         CHECK_INT(v[1].mode, 0644);
-        CHECK_STR(v[2].link, "target");
-        CHECK_INT(v[3].mtime_ms, -5250);
+        CHECK_STR(v[1].link, "");
+        CHECK_INT(v[2].type, 'l');
+        CHECK_STR(v[2].link, "target\n");              /* a newline in a target survives */
         CHECK_STR(v[3].name, UNICODE_NAME);
+        CHECK_INT(v[3].mode, 0600);
+        CHECK_INT(v[3].mtime_ms, -5000);
+        CHECK_STR(v[4].name, ".hidden");
+        CHECK_INT(v[4].type, 'p');
     }
     cli_file_infos_free(v, n);
-    CHECK_INT(cli_ls_parse("", 0, &v, &n), 0);
+    CHECK_INT(cli_listing_parse("", 0, &v, &n), 0);
     CHECK_INT(n, 0);
-    CHECK_INT(cli_ls_parse("f 1 2 644 x\0", 12, &v, &n), -1);      /* no link field */
-    CHECK_INT(cli_ls_parse("f x 2 644 x\0\0", 13, &v, &n), -1);
-    CHECK_INT(cli_ls_parse("f 1 2 999 x\0\0", 13, &v, &n), -1);
+    CHECK(v == NULL);
+    static const struct { const char *text; size_t len; } bad[] = {
+        {"1\nx\0\0", 5},                                 /* no stat line */
+        {"1\nx\0", 4},                                   /* no link field */
+        {"2\nx\0\0" "81a4 0 0\n", 14},                   /* first group is not one entry */
+        {"1\nx\0\0" "81a4 0 0\n" "1\n\0\0" "81a4 0 0\n", 25},   /* an empty name */
+        {"1\nx\0\0" "zz 0 0\n", 12},                     /* mode not hex */
+        {"1\nx\0\0" "81a4 x 0\n", 14},
+        {"1\nx\0\0" "81a4 0 0 9\n", 16},
+        {"1\nx\0\0" "-\n", 8},                           /* the path itself vanished */
+        {"x\n", 2},
+        {"99999999999999999999\n", 21},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_INT(cli_listing_parse(bad[i].text, bad[i].len, &v, &n), -1);
+    }
+}
+
+TEST(base_name_like_ls) {
+    static const char *const cases[][2] = {{"/w/a", "a"}, {"/w/a/", "a"}, {"a", "a"}, {"/", "/"},
+                                           {"//", "/"}, {".", "."}, {"/w/..", ".."}, {"x y/\xc3\xa9", "\xc3\xa9"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *b = cli_base_name(cases[i][0]);
+        CHECK_STR(b, cases[i][1]);
+        free(b);
+    }
 }
 
 TEST(mode_string_like_ls) {
