@@ -1,7 +1,8 @@
 /* tests/integration/exec_probe.c — a small driver of kube_exec for test_exec.sh:
  *
  *   exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] [--tty]
- *              [--protocols P] [--timeout MS] [--parallel N] [--repeat N] -- CMD...
+ *              [--size WxH[,WxH]...] [--protocols P] [--timeout MS] [--parallel N]
+ *              [--repeat N] -- CMD...
  *
  * Streams the command's stdout and stderr to its own (unbuffered, so memory stays flat),
  * feeds its stdin with --stdin (kube_exec reads fd 0 itself: use_stdin_fd) or
@@ -11,10 +12,13 @@
  * session instead of the output:
  *   session I rc=R exit=E stdout_bytes=B stdout_sha256=H stderr=FIRST-LINE
  * --repeat N runs the (single) session N times in a row, stopping at the first failure.
+ * --size (with --tty) gives the terminal size: the first right away, the next one at each
+ * SIGWINCH the probe gets (the test's `kill -WINCH`), as a terminal's owner would.
  * Environment: YAO_EXEC_PROBE_RSS=1 prints "VmHWM: N kB" (peak RSS) to stderr at the end;
  * YAO_EXEC_PROBE_VERBOSE=1 prints the negotiated subprotocol, the time per session, and
  * OpenSSL's next SSL ex-data index before and after (it must not grow with sessions). */
 #include <errno.h>
+#include <signal.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
@@ -32,7 +36,7 @@
 #define PROBE_MAX_PARALLEL 64
 
 struct probe_opts {
-    const char *kubeconfig, *ns, *pod, *container, *protocols;
+    const char *kubeconfig, *ns, *pod, *container, *protocols, *sizes;
     int use_stdin, stdin_callback, tty, parallel, repeat;
     long timeout_ms;
     const char *const *argv;
@@ -60,6 +64,22 @@ static ssize_t from_stdin(void *ud, char *buf, size_t cap) {
         if (r < 0 && errno == EINTR) continue;
         return r;
     }
+}
+
+/* --size: the sizes, and how many SIGWINCHes came (the size to report is the one at that
+ * index, the last one once they run out). */
+static volatile sig_atomic_t winches, resized;
+
+static void on_winch(int sig) {
+    (void)sig;
+    winches++;
+    resized = 1;
+}
+
+static int probe_size(void *ud, unsigned *w, unsigned *h) {
+    const char *p = ud;
+    for (int i = 0; i < winches && strchr(p, ','); i++) p = strchr(p, ',') + 1;
+    return sscanf(p, "%ux%u", w, h) == 2 ? 0 : -1;
 }
 
 static long elapsed_ms(const struct timespec *t0) {
@@ -163,7 +183,8 @@ static int run_parallel(struct kube_client *c, const struct probe_opts *po) {
 
 static int usage(void) {
     fprintf(stderr, "usage: exec_probe --kubeconfig K -n NS POD [-c CONTAINER] [--stdin|--stdin-callback] "
-                    "[--tty] [--protocols P] [--timeout MS] [--parallel N] -- CMD...\n");
+                    "[--tty] [--size WxH[,WxH]...] [--protocols P] [--timeout MS] [--parallel N] [--repeat N] "
+                    "-- CMD...\n");
     return 2;
 }
 
@@ -180,6 +201,7 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && (!strcmp(a, "-n") || !strcmp(a, "--namespace"))) po.ns = argv[++i];
         else if (i + 1 < argc && (!strcmp(a, "-c") || !strcmp(a, "--container"))) po.container = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--protocols")) po.protocols = argv[++i];
+        else if (i + 1 < argc && !strcmp(a, "--size")) po.sizes = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--timeout")) po.timeout_ms = atol(argv[++i]);
         else if (i + 1 < argc && !strcmp(a, "--parallel")) po.parallel = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(a, "--repeat")) po.repeat = atoi(argv[++i]);
@@ -223,7 +245,16 @@ int main(int argc, char **argv) {
             .on_stdout = to_stdout, .on_stderr = po.tty ? NULL : to_stderr,
             .read_stdin = po.stdin_callback ? from_stdin : NULL, .use_stdin_fd = po.use_stdin && !po.stdin_callback,
             .stdin_fd = 0, .tty = po.tty, .timeout_ms = po.timeout_ms, .protocols = po.protocols,
+            .term_size = po.sizes ? probe_size : NULL, .resized = po.sizes ? &resized : NULL,
+            .ud = (void *)po.sizes,
         };
+        if (po.sizes) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_winch;
+            sa.sa_flags = SA_RESTART;
+            sigaction(SIGWINCH, &sa, NULL);
+        }
         struct kube_exec_result r;
         for (int k = 0; k < po.repeat; k++) {
             if (kube_exec(c, &o, &r) < 0) {

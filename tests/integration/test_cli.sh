@@ -5,8 +5,11 @@
 # waking a stopped sandbox with the same workspace claim, get/list with filters, the file
 # helpers (write/read, ls, stat, mkdir, rm, cp in and out of files and trees, 5 MB
 # binaries compared by sha256, names with spaces and unicode, an escaping symlink rejected
-# on the way out), and the error contract (one line, exit 1 for runtime errors, 2 for
-# usage errors).
+# on the way out), the error contract (one line, exit 1 for runtime errors, 2 for usage
+# errors), and what a real kubelet showed: exec -t's terminal size and SIGWINCH, the exit
+# code of a command that never reads its stdin (20 runs), cp's destination checked first
+# and tar's own reason, awkward names through ls/stat, touches while a command runs, and
+# exit 75 with the sandbox left stopped when it is paused under a command.
 #
 # kwok runs exec'd commands on this host in $YAO_PLANE_DIR/exec-home, not in a container,
 # so there is no /workspace: every file helper gets --root $WS, a directory relative to
@@ -218,6 +221,128 @@ check "  one line naming it" contains "$(cat "$T/err")" "missing.txt: No such fi
 check "unknown command: exit 2" eq $rc 2
 "$Y" -n $NS list --bogus 2>"$T/err"; rc=$?
 check "unknown flag: exit 2" eq $rc 2
+# ---- what a real kubelet showed (kwok had hidden it) ------------------------------------
+# exec -t: the program sees our terminal's size, and a new one after a SIGWINCH. The CLI
+# runs on a pseudo-terminal of a known size (python's pty module); the short sleeps let the
+# server apply the size as the command starts.
+cat > "$T/on_pty.py" <<'PY'
+# on_pty.py ROWS COLS [RESIZE_AFTER_S ROWS2 COLS2] -- CMD...: CMD on a new terminal of that
+# size (resized and sent SIGWINCH later if asked); prints what CMD wrote, exits with it.
+import fcntl, os, pty, select, signal, struct, sys, termios, time
+a = sys.argv[1:]
+sep = a.index('--')
+size, cmd = [int(x) if i != 2 else float(x) for i, x in enumerate(a[:sep])], a[sep + 1:]
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', size[0], size[1], 0, 0))
+    os.execvp(cmd[0], cmd)
+t0, out, resized = time.time(), b'', len(size) < 5
+while time.time() - t0 < 30:
+    if not resized and time.time() - t0 >= size[2]:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', size[3], size[4], 0, 0))
+        os.kill(pid, signal.SIGWINCH)
+        resized = True
+    if select.select([fd], [], [], 0.05)[0]:
+        try:
+            b = os.read(fd, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+sys.stdout.write(out.decode(errors='replace').replace('\r', ''))
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+PY
+out=$(python3 "$T/on_pty.py" 33 120 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 0.3'); rc=$?
+check "exec -t: the program sees our terminal's size (stty size: 33 120)" eq "$rc/$out" "0/33 120"
+out=$(python3 "$T/on_pty.py" 33 120 1.2 50 200 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 1.8; stty size; sleep 0.3'); rc=$?
+check "exec -t: after a SIGWINCH it sees the new size (33 120, then 50 200)" eq "$rc/$(echo "$out" | tr '\n' ' ')" "0/33 120 50 200 "
+out=$(COLUMNS=91 LINES=17 "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 0.3' </dev/null | tr -d '\r')
+check "exec -t without a terminal: the size of \$COLUMNS x \$LINES" eq "$out" "17 91"
+
+# A command that exits without reading its stdin: exit code at once, every time.
+head -c 5000000 /dev/urandom > "$T/in5"
+exit3_runs() {
+    local i rc t0 t1
+    for i in $(seq 20); do
+        t0=$(now_ms)
+        timeout 30 "$Y" -n $NS exec -i work -- sh -c 'exit 3' < "$T/in5" 2>"$T/exit3.err"; rc=$?
+        t1=$(now_ms)
+        if [ "$rc" != 3 ] || [ $((t1 - t0)) -ge 3000 ]; then
+            echo "    run $i: exit $rc after $((t1 - t0)) ms: $(cat "$T/exit3.err")" >&2
+            return 1
+        fi
+    done
+}
+check "exec -i, 5 MB the command never reads: exit 3 within 3 s, 20 runs in a row" exit3_runs
+
+# cp checks the destination first: a missing directory is named before anything is sent.
+head -c 300000 /dev/urandom > "$T/300k.bin"
+t0=$(now_ms)
+ysb cp "$T/300k.bin" "work:no such dir/sub/x.bin" 2>"$T/err"; rc=$?
+check "cp into a missing directory: exit 1 within 3 s" eq "$rc/$([ $(( $(now_ms) - t0 )) -lt 3000 ] && echo fast)" "1/fast"
+check "  one line naming the missing directory" eq "$(cat "$T/err")" "yao-sandbox: cp: $WS/no such dir/sub: no such directory in the sandbox"
+ysb cp "$T/300k.bin" "work:not-a-dir/" 2>"$T/err"; rc=$?
+check "cp into DIR/ that does not exist: exit 1, named" eq "$rc/$(cat "$T/err")" "1/yao-sandbox: cp: $WS/not-a-dir/: no such directory in the sandbox"
+check "  and nothing was created" eq "$(ysb ls work | grep -c -e '^no such dir$' -e '^not-a-dir$')" 0
+ysb cp "work:never there" "$T/never" 2>"$T/err"; rc=$?
+check "cp out of a missing path: exit 1, named" eq "$rc/$(cat "$T/err")" "1/yao-sandbox: cp: $WS/never there: no such file or directory in the sandbox"
+ysb exec work -- sh -c "mkdir -p '$WS/locked' && chmod 555 '$WS/locked'"
+ysb cp "$T/300k.bin" work:locked/x.bin 2>"$T/err"; rc=$?
+check "cp where tar cannot write: exit 1 with tar's own reason" eq "$rc/$(cat "$T/err")" "1/yao-sandbox: cp: x.bin: Cannot open: Permission denied"
+ysb exec work -- chmod 755 "$WS/locked"
+
+# ls and stat through the portable listing: awkward names come back exactly.
+ysb exec work -- sh -c "mkdir -p '$WS/odd' && cd '$WS/odd' && touch \"\$(printf 'new\\nline')\" \"q'uote\\\"dq\" ./-dash .hidden && ln -s -- -dash link"
+check "ls: names with a newline, quotes, a leading dash, hidden ones, a link" \
+    eq "$(ysb ls work odd -o json | python3 -c 'import json,sys; print(sorted((f["name"], f["type"], f.get("linkTarget", "")) for f in json.load(sys.stdin)))')" \
+    "[('-dash', 'file', ''), ('.hidden', 'file', ''), ('link', 'symlink', '-dash'), ('new\\nline', 'file', ''), ('q\\'uote\"dq', 'file', '')]"
+check "stat of a symlink describes the link" eq "$(ysb stat work odd/link -o json | python3 -c 'import json,sys; f=json.load(sys.stdin); print(f["type"], f["linkTarget"])')" "symlink -dash"
+
+# An exec marks the sandbox used while it runs: a session Sandbox idle after 3 s survives
+# an 8 s command (it used to be deleted under it) and is still Running right after.
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: brief}
+spec: {userID: carol, chatID: c4, lifecycle: session, idleTimeout: 3s}
+YAML
+check "a session Sandbox with idleTimeout 3s is Running" eventually 30 phase_is $NS brief Running
+"$Y" -n $NS exec brief -- sleep 8; rc=$?
+check "  an 8 s exec in it: exit 0" eq $rc 0
+check "  and the sandbox is still there, Running (touched while the command ran)" eq "$(sandbox_phase $NS brief)" Running
+
+# No touch once the command has ended (it would wake a sandbox stopped meanwhile): after a
+# 3 s exec (idleTimeout 30m: the next touch would come after 60 s) last-used-at is the
+# time the command started, not the time it ended.
+t_start=$(date +%s)
+"$Y" -n $NS exec work -- sleep 3
+touched=$(date -d "$(ann work)" +%s)
+check "exec marks the sandbox used as the command starts, not after it ended" test "$touched" -le $((t_start + 1))
+
+# A sandbox stopped while a command runs: one line, exit 75 (not 137), and no touch after
+# the command that would start it again. (A kwok pod's deletion does not kill the command,
+# so it exits 137 itself, as a kubelet reports the command it killed.)
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: held}
+spec: {userID: dave, chatID: c5, lifecycle: long-running}
+YAML
+check "a long-running Sandbox is Running" eventually 30 phase_is $NS held Running
+( sleep 1; "$Y" -n $NS stop held >/dev/null ) &
+stopper=$!
+"$Y" -n $NS exec held -- sh -c 'sleep 4; exit 137' >/dev/null 2>"$T/err"; rc=$?
+wait $stopper
+check "exec while the sandbox is paused: exit 75" eq $rc 75
+check "  and one line saying why" eq "$(cat "$T/err")" "yao-sandbox: sandbox held was stopped while the command ran (reason: Paused)"
+sleep 3
+check "  the sandbox stays stopped afterwards" eq "$(sandbox_phase $NS held)/$(kubectl -n $NS get sandbox held -o jsonpath='{.spec.paused}')" "Stopped/true"
+no_held_pod() { [ "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/name=held --no-headers 2>/dev/null | wc -l)" = 0 ]; }
+check "  with no pod" no_held_pod
+"$Y" -n $NS exec work -- sh -c 'exit 137' 2>"$T/err"; rc=$?
+check "a command that exits 137 while the sandbox runs: exit 137, nothing said" eq "$rc/$(cat "$T/err")" "137/"
+
 helps() { local c; for c in exec get list start stop touch read write ls stat mkdir rm cp; do "$Y" $c --help | grep -q "^Usage: yao-sandbox $c" || return 1; done; }
 check "every command has --help" helps
 check "--version" contains "$("$Y" --version)" "yao-sandbox "

@@ -4,7 +4,8 @@
 # argv with spaces, quotes, &, %, + and UTF-8 arriving exactly, a 5 MB binary stdin round
 # trip closed with the v5 signal, the v4 fallback, 50 MB of output in flat memory, clear
 # errors (missing container or pod, RBAC refusal, timeout) with exit 125, four sessions at
-# once in threads, a tty with stdin. Prints the latency of `true` and the 100 MB throughput
+# once in threads, a tty with stdin, the terminal size at start and after a SIGWINCH, and
+# the exit code of a command that exits without reading 5 MB of stdin, 20 runs in a row. Prints the latency of `true` and the 100 MB throughput
 # next to kubectl exec's (informational, not asserted).
 . "$(dirname "$0")/lib.sh"
 NS=${YAO_EXEC_NS:-yao-it-2}     # kwok runs exec'd commands only in the ClusterExec namespaces
@@ -134,6 +135,40 @@ echo "    exec of 'true', one session inside the probe (mean of 30): $(sed -n 's
 # which stops copying the pty's output as soon as the command exits.)
 probe --stdin --tty -- sh -c 'echo to-out; echo to-err >&2; sleep 0.3' </dev/null >"$WORK/tty" 2>"$WORK/tty.e"; rc=$?
 check "tty: exit 0, stderr merged into stdout" eq "$rc/$(tr -d '\r' <"$WORK/tty" | sort | tr '\n' ' ')" "0/to-err to-out "
+
+# The terminal's size reaches the program: sent on the resize channel as the session opens
+# (the server applies it while the command starts, hence the short sleep first), and again
+# at each SIGWINCH the probe gets (--size's next value).
+probe --stdin --tty --size 80x24 -- sh -c 'sleep 0.3; stty size; sleep 0.3' </dev/null >"$WORK/size"; rc=$?
+check "tty: the program sees the size that was sent (stty size: 24 80)" eq "$rc/$(tr -d '\r' <"$WORK/size")" "0/24 80"
+"$PROBE" --kubeconfig "$KUBECONFIG" -n "$NS" "$POD" --stdin --tty --size 80x24,132x43 -- \
+    sh -c 'sleep 0.3; stty size; sleep 1.7; stty size; sleep 0.3' </dev/null >"$WORK/winch" &
+pid=$!
+sleep 1
+kill -WINCH "$pid"
+wait "$pid"; rc=$?
+check "tty: a SIGWINCH sends the new size (24 80, then 43 132)" eq "$rc/$(tr -d '\r' <"$WORK/winch" | tr '\n' ' ')" "0/24 80 43 132 "
+
+# A command that exits without reading its stdin: the server stops reading, sends the
+# status and closes at once, so a reset lands right behind the status. The exit code must
+# come back every time, quickly (it used to: "sending stdin failed", exit 125, 11 runs in
+# 20), with stdin from the fd (reader thread) and from the callback.
+head -c 5000000 /dev/urandom >"$WORK/in5"
+exit3_runs() {
+    local i rc t0 t1
+    for i in $(seq 20); do
+        t0=$(now_ms)
+        timeout 30 "$PROBE" --kubeconfig "$KUBECONFIG" -n "$NS" "$POD" "$1" -- sh -c 'exit 3' \
+            <"$WORK/in5" 2>"$WORK/exit3.err"; rc=$?
+        t1=$(now_ms)
+        if [ "$rc" != 3 ] || [ $((t1 - t0)) -ge 3000 ]; then
+            echo "    run $i: exit $rc after $((t1 - t0)) ms: $(tail -1 "$WORK/exit3.err")" >&2
+            return 1
+        fi
+    done
+}
+check "exit without reading 5 MB of stdin (fd): exit 3 within 3 s, 20 runs in a row" exit3_runs --stdin
+check "exit without reading 5 MB of stdin (callback): exit 3 within 3 s, 20 runs in a row" exit3_runs --stdin-callback
 
 # Informational: latency of `true` and 100 MB throughput, ours and kubectl's.
 n=10
