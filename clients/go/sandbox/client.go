@@ -232,12 +232,11 @@ func (c *Client) GetOrCreate(ctx context.Context, req Request) (*v1alpha1.Sandbo
 			return nil, false, err
 		}
 		sb = &v1alpha1.Sandbox{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace, Labels: req.Labels, Annotations: req.Annotations},
-			Spec:       *req.Spec.DeepCopy(),
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: req.Labels, Annotations: req.Annotations},
+			Spec:       req.Spec,
 		}
 		sb.Spec.UserID, sb.Spec.ChatID = req.UserID, req.ChatID
-		out := &v1alpha1.Sandbox{}
-		err = c.sandboxes.Post().Namespace(c.namespace).Resource(v1alpha1.Resource).Body(sb).Do(ctx).Into(out)
+		out, err := c.Create(ctx, sb)
 		if err == nil {
 			return out, true, nil
 		}
@@ -246,6 +245,18 @@ func (c *Client) GetOrCreate(ctx context.Context, req Request) (*v1alpha1.Sandbo
 		}
 		// Someone else created it between our GET and POST: read it (loop).
 	}
+}
+
+// Create creates sb as given (in the client's namespace) and returns what the API server
+// stored. Prefer GetOrCreate, which names the Sandbox canonically.
+func (c *Client) Create(ctx context.Context, sb *v1alpha1.Sandbox) (*v1alpha1.Sandbox, error) {
+	in := sb.DeepCopy()
+	in.Namespace = c.namespace
+	out := &v1alpha1.Sandbox{}
+	if err := c.sandboxes.Post().Namespace(c.namespace).Resource(v1alpha1.Resource).Body(in).Do(ctx).Into(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // patch sends a JSON merge patch of v to the Sandbox.

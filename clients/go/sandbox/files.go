@@ -115,7 +115,8 @@ func errKind(code int, msg string) error {
 	switch {
 	case code == 127 && strings.Contains(msg, "not available"):
 		return errors.ErrUnsupported
-	case strings.Contains(msg, "No such file or directory"), strings.Contains(msg, "Not a directory"):
+	case strings.Contains(msg, "No such file or directory"), strings.Contains(msg, "Not a directory"),
+		strings.Contains(msg, "Directory nonexistent"), strings.Contains(msg, "nonexistent directory"): // dash, busybox sh
 		return fs.ErrNotExist
 	case strings.Contains(msg, "File exists"):
 		return fs.ErrExist

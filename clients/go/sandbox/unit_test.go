@@ -98,6 +98,24 @@ func TestRemoteMessage(t *testing.T) {
 	}
 }
 
+func TestErrKind(t *testing.T) {
+	for msg, want := range map[string]error{
+		"/w/x: No such file or directory":                   fs.ErrNotExist,
+		"cannot create /w/a/b: Directory nonexistent":       fs.ErrNotExist, // dash
+		"can't create /w/a/b: nonexistent directory":        fs.ErrNotExist, // busybox sh
+		"cannot create directory '/w/a': File exists":       fs.ErrExist,
+		"cannot open '/w/x' for reading: Permission denied": fs.ErrPermission,
+		"cannot remove '/w/d': Is a directory":              nil,
+	} {
+		if got := errKind(1, msg); got != want {
+			t.Errorf("errKind(%q) = %v, want %v", msg, got, want)
+		}
+	}
+	if got := errKind(127, "stat is not available in the sandbox image"); !errors.Is(got, errors.ErrUnsupported) {
+		t.Errorf("errKind(127, no stat) = %v", got)
+	}
+}
+
 func TestFileMode(t *testing.T) {
 	for raw, want := range map[uint32]fs.FileMode{
 		0o100644: 0o644, 0o040755: fs.ModeDir | 0o755, 0o120777: fs.ModeSymlink | 0o777,
