@@ -1441,8 +1441,9 @@ static int cp_in(struct cli *c, const char *local, const char *rpath) {
     size_t rl = strlen(rpath);
     int wants_dir = !strcmp(rname, ".") || (rl && rpath[rl - 1] == '/');
     int new_name = rc == 0 && code == 0 && what.len >= 3 && !memcmp(what.data, "new", 3) && !wants_dir;
-    if (rc == 0 && code != 0) rc = remote_failed(&cerr, code);
-    else if (rc == 0 && !into_dir && !new_name) rc = fail("cp: %s: no such directory in the sandbox", file);
+    if (rc == 0 && ((code == 1 && wants_dir) || (code == 0 && !into_dir && !new_name)))
+        rc = fail("cp: %s: no such directory in the sandbox", file);   /* DIR/ as asked */
+    else if (rc == 0 && code != 0) rc = remote_failed(&cerr, code);
     dynbuf_free(&what);
     dynbuf_free(&cerr);
     if (rc) goto out;

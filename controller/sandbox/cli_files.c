@@ -1206,17 +1206,24 @@ void cli_mode_string(char type, unsigned mode, char *out) {
 
 /* ---- cp's remote scripts, remote messages ----------------------------------------------- */
 
+/* tar as a direct exec finds it: an executable file in a PATH directory (cp in runs tar
+ * without a shell). `command -v` would not do: a busybox shell built to run its applets
+ * answers "tar" for an applet that has no link, which no direct exec could run. */
+#define CP_FIND_TAR                                                                     \
+    "t=;IFS=:;for d in $PATH;do [ -f \"${d:-.}/tar\" ]&&[ -x \"${d:-.}/tar\" ]&&{ t=${d:-.}/tar;break;};done;unset IFS\n" \
+    "[ -n \"$t\" ]||{ echo 'tar is not available in the sandbox image' >&2;exit 127;}\n"
+
 const char CLI_CP_IN_CHECK[] =
-    "command -v tar >/dev/null 2>&1 || { echo 'tar is not available in the sandbox image' >&2; exit 127; }\n"
-    "if [ -d \"$1\" ]; then echo dir\n"
-    "elif [ -d \"$2\" ]; then echo new\n"
-    "else printf '%s: no such directory in the sandbox\\n' \"$2\" >&2; exit 1\n"
+    CP_FIND_TAR
+    "if [ -d \"$1\" ];then echo dir\n"
+    "elif [ -d \"$2\" ];then echo new\n"
+    "else printf '%s: no such directory in the sandbox\\n' \"$2\" >&2;exit 1\n"
     "fi\n";
 
 const char CLI_CP_OUT_SCRIPT[] =
-    "command -v tar >/dev/null 2>&1 || { echo 'tar is not available in the sandbox image' >&2; exit 127; }\n"
-    "[ -e \"$1/$2\" ] || [ -L \"$1/$2\" ] || { printf '%s: no such file or directory in the sandbox\\n' \"$3\" >&2; exit 2; }\n"
-    "exec tar -cf - -C \"$1\" \"$2\"\n";
+    CP_FIND_TAR
+    "[ -e \"$1/$2\" ]||[ -L \"$1/$2\" ]||{ printf '%s: no such file or directory in the sandbox\\n' \"$3\" >&2;exit 2;}\n"
+    "exec \"$t\" -cf - -C \"$1\" \"$2\"\n";
 
 /* A line that only sums up earlier ones (GNU tar's closing words). */
 static int summary_line(const char *l) {

@@ -149,11 +149,13 @@ int cli_exec_argv(const char *const *cmd, size_t ncmd, const char *const *env, s
  * Prints "dir" when DEST is a directory (the copy goes inside it), "new" when DEST's
  * PARENT is one (the copy is named DEST); otherwise exit 1 with "PARENT: no such
  * directory in the sandbox" on stderr. Exit 127 with "tar is not available in the sandbox
- * image" when there is no tar. */
+ * image" when no PATH directory holds an executable tar (cp in runs it without a shell;
+ * a busybox applet without its link does not count). */
 extern const char CLI_CP_IN_CHECK[];
 /* cp out of a sandbox: `sh -c CLI_CP_OUT_SCRIPT sh DIR MEMBER SHOWN` writes the tar of
- * DIR/MEMBER to stdout; exit 127 (no tar, as above), or 2 with "SHOWN: no such file or
- * directory in the sandbox" before tar runs when DIR/MEMBER does not exist. */
+ * DIR/MEMBER to stdout with the tar found as above; exit 127 (no tar), or 2 with "SHOWN:
+ * no such file or directory in the sandbox" before tar runs when DIR/MEMBER does not
+ * exist. */
 extern const char CLI_CP_OUT_SCRIPT[];
 
 /* The remote command's complaint as one line: the first meaningful line of its stderr —

@@ -223,39 +223,11 @@ check "unknown command: exit 2" eq $rc 2
 check "unknown flag: exit 2" eq $rc 2
 # ---- what a real kubelet showed (kwok had hidden it) ------------------------------------
 # exec -t: the program sees our terminal's size, and a new one after a SIGWINCH. The CLI
-# runs on a pseudo-terminal of a known size (python's pty module); the short sleeps let the
-# server apply the size as the command starts.
-cat > "$T/on_pty.py" <<'PY'
-# on_pty.py ROWS COLS [RESIZE_AFTER_S ROWS2 COLS2] -- CMD...: CMD on a new terminal of that
-# size (resized and sent SIGWINCH later if asked); prints what CMD wrote, exits with it.
-import fcntl, os, pty, select, signal, struct, sys, termios, time
-a = sys.argv[1:]
-sep = a.index('--')
-size, cmd = [int(x) if i != 2 else float(x) for i, x in enumerate(a[:sep])], a[sep + 1:]
-pid, fd = pty.fork()
-if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', size[0], size[1], 0, 0))
-    os.execvp(cmd[0], cmd)
-t0, out, resized = time.time(), b'', len(size) < 5
-while time.time() - t0 < 30:
-    if not resized and time.time() - t0 >= size[2]:
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', size[3], size[4], 0, 0))
-        os.kill(pid, signal.SIGWINCH)
-        resized = True
-    if select.select([fd], [], [], 0.05)[0]:
-        try:
-            b = os.read(fd, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        out += b
-sys.stdout.write(out.decode(errors='replace').replace('\r', ''))
-sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-PY
-out=$(python3 "$T/on_pty.py" 33 120 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 0.3'); rc=$?
+# runs on a pseudo-terminal of a known size (pty_run.py); the short sleeps let the server
+# apply the size as the command starts.
+out=$(python3 "$IT_DIR/pty_run.py" 33 120 --timeout 30 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 0.3'); rc=$?
 check "exec -t: the program sees our terminal's size (stty size: 33 120)" eq "$rc/$out" "0/33 120"
-out=$(python3 "$T/on_pty.py" 33 120 1.2 50 200 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 1.8; stty size; sleep 0.3'); rc=$?
+out=$(python3 "$IT_DIR/pty_run.py" 33 120 --resize-after 1.2 50 200 --timeout 30 -- "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 1.8; stty size; sleep 0.3'); rc=$?
 check "exec -t: after a SIGWINCH it sees the new size (33 120, then 50 200)" eq "$rc/$(echo "$out" | tr '\n' ' ')" "0/33 120 50 200 "
 out=$(COLUMNS=91 LINES=17 "$Y" -n $NS exec -i -t work -- sh -c 'sleep 0.3; stty size; sleep 0.3' </dev/null | tr -d '\r')
 check "exec -t without a terminal: the size of \$COLUMNS x \$LINES" eq "$out" "17 91"

@@ -370,9 +370,10 @@ TEST(listing_script_gives_the_same_bytes_under_both) {
     free(base);
 }
 
-/* Without stat or tar (an image that has a shell and little else: busybox's own sh finds
- * its applets whatever PATH says, so this is the machine's sh with an empty PATH): the
- * clear message, exit 127. */
+/* Without stat or tar (an image that has a shell and little else: the machine's sh with
+ * an empty PATH): the clear message, exit 127. And a busybox whose sh runs applets
+ * without their links (busybox-static) but has no tar link: cp in runs tar without a
+ * shell, so that tar does not count. */
 TEST(scripts_name_a_missing_tool) {
     char *base = tmpdir_new();
     if (!base) { CHECK(base != NULL); return; }
@@ -396,6 +397,20 @@ TEST(scripts_name_a_missing_tool) {
         run_free(&r);
         const char *out_args[] = {".", ".", "."};
         run_script(&e2, base, CLI_CP_OUT_SCRIPT, out_args, 3, &r);
+        CHECK_INT(r.code, 127);
+        CHECK_STR(text(&r.err), "tar is not available in the sandbox image\n");
+        run_free(&r);
+    }
+    char bbdir[600], tarlink[700];
+    snprintf(bbdir, sizeof(bbdir), "%s/bb", base);
+    struct env b;
+    int have = busybox_env(&b, bbdir) == 0;
+    CHECK(have);
+    snprintf(tarlink, sizeof(tarlink), "%s/tar", bbdir);
+    if (have && unlink(tarlink) == 0) {
+        const char *in_args[] = {".", "."};
+        struct run r;
+        run_script(&b, base, CLI_CP_IN_CHECK, in_args, 2, &r);
         CHECK_INT(r.code, 127);
         CHECK_STR(text(&r.err), "tar is not available in the sandbox image\n");
         run_free(&r);
