@@ -23,7 +23,14 @@
  * politely: a polite close first flushes what lws still holds for the socket and then
  * waits for the server's close frame, and a server whose command exited without reading
  * stdin has stopped reading the connection, so both waits would run into lws' timeouts
- * (5 s each) or, behind a proxy that never gives up, forever.
+ * (5 s each) or, behind a proxy that never gives up, forever. Such a server also closes
+ * at once after the status with our stdin unread, so its TCP stack resets the connection
+ * right behind the status; lws 4.1 services writes before reads, and once a write has
+ * failed it drops what it reads. So no stdin goes out while input waits (input_waiting),
+ * a failed write is not a failure of the session, and after one the bytes still queued
+ * are read past lws (the connection's own SSL object or socket) and replayed through the
+ * demultiplexer when they are whole frames ending in a complete status
+ * (kube_exec_tail_replay).
  *
  * Known limits:
  *  - v4.channel.k8s.io cannot half-close: with v4 the command never sees EOF on stdin (we
@@ -190,7 +197,7 @@ static int tail_walk(struct kube_exec_demux *d, int feed, const unsigned char *t
         int lead_final = 1;
         for (size_t q = start; q < n; q += hdr + (size_t)len) {
             if (tail_frame(t + q, n - q, &hdr, &len, &fin, &op) < 0) return -1;
-            if (op >= 8 && op <= 10 && op != 8) continue;
+            if (op == 9 || op == 10) continue;      /* a ping or pong does not tell */
             lead_final = op != 0;
             break;
         }

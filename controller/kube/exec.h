@@ -2,11 +2,13 @@
  * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (libwebsockets),
  * subprotocol v5.channel.k8s.io with fallback to v4.channel.k8s.io. Streams stdout and
  * stderr to callbacks as they arrive (never buffering the whole output), feeds stdin from a
- * callback or a file descriptor in bounded chunks and closes it (v5 close signal), and
- * returns the command's exit code from the status channel. Same TLS and credentials as
+ * callback or a file descriptor in bounded chunks and closes it (v5 close signal), sends
+ * a terminal's size on the resize channel (at start and when the caller says it changed),
+ * and returns the command's exit code from the status channel. Same TLS and credentials as
  * the REST client. Re-entrant: every call has its own libwebsockets context (and, reading
  * stdin from an fd, its own reader thread); no global state, so several threads may run
- * sessions at once. The frame demultiplexer is separate and pure, for tests and fuzzing. */
+ * sessions at once. The frame demultiplexer (and the replay of a stream's tail read past
+ * libwebsockets) is separate and pure, for tests and fuzzing. */
 #ifndef YAO_KUBE_EXEC_H
 #define YAO_KUBE_EXEC_H
 
