@@ -34,7 +34,8 @@ struct app {
     struct leader_elector *elector;  /* NULL without --leader-elect */
 };
 
-/* Leader election callbacks (election thread). */
+/* Leader election callbacks (election thread). The write fence closed before on_stopped
+ * runs; the main loop then exits non-zero, as client-go's elector users do. */
 static void on_started_leading(void *ud) { leading = 1; }
 static void on_stopped_leading(void *ud) { lost_leadership = 1; }
 
@@ -95,11 +96,28 @@ int main(int argc, char **argv) {
     char lease_ns[256];
     snprintf(lease_ns, sizeof(lease_ns), "%s",
              s.lease_namespace ? s.lease_namespace : cfg.namespace_ ? cfg.namespace_ : "yao-sandbox-system");
-    struct kube_client *client = kube_client_new(&cfg, "yao-sandbox-controller/" YAO_VERSION, err, sizeof(err));
+    /* The identity is in the User-Agent too, so the audit log tells the replicas apart. */
+    char identity[200], agent[300];
+    make_identity(identity, sizeof(identity));
+    snprintf(agent, sizeof(agent), "yao-sandbox-controller/" YAO_VERSION " (%s)", identity);
+    struct kube_client *client = kube_client_new(&cfg, agent, err, sizeof(err));
     if (!client) {
         kube_config_free(&cfg);
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         return 1;
+    }
+    /* The elector's own client (own connections, one attempt per call, per-call deadline):
+     * the workers' retries and Retry-After sleeps never delay a renewal. */
+    struct kube_client *lease_client = NULL;
+    if (s.leader_elect) {
+        struct kube_config lcfg;
+        if (kube_config_auto(s.kubeconfig, &lcfg, err, sizeof(err)) < 0 ||
+            !(lease_client = kube_client_new(&lcfg, agent, err, sizeof(err)))) {
+            kube_config_free(&lcfg);
+            kube_client_free(client);
+            fprintf(stderr, "yao-sandbox-controller: %s\n", err);
+            return 1;
+        }
     }
 
     struct sigaction sa;
@@ -116,18 +134,19 @@ int main(int argc, char **argv) {
     if (!a.ctl) {
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         kube_client_free(client);
+        kube_client_free(lease_client);
         return 1;
     }
     if (s.leader_elect) {
-        char identity[200];
-        make_identity(identity, sizeof(identity));
         struct leader_options lo = {
             .namespace_ = lease_ns, .name = s.lease_name, .identity = identity,
             .lease_duration_ms = s.lease_duration_ms, .renew_deadline_ms = s.renew_deadline_ms,
             .retry_period_ms = s.retry_period_ms, .on_started = on_started_leading,
             .on_stopped = on_stopped_leading,
         };
-        a.elector = leader_new(client, &lo);
+        a.elector = leader_new(lease_client, &lo);
+        /* Every write of the workers passes the fence: none once leadership is unconfirmed. */
+        if (a.elector) kube_client_set_fence(client, leader_fence_remaining_ms, a.elector);
         if (!a.elector || leader_start(a.elector) < 0) {
             fprintf(stderr, "yao-sandbox-controller: could not start leader election\n");
             rc = 1;
@@ -159,16 +178,27 @@ int main(int argc, char **argv) {
         }
     }
     if (lost_leadership) {
-        /* As client-go does: a replica that lost the lease exits; it is restarted as a standby. */
+        /* As client-go does: a replica that lost the lease exits at once (its writes were
+         * fenced already); it is restarted as a standby. */
         LOGE("msg=\"leadership lost; exiting\"");
-        rc = 1;
+        _exit(1);
     }
 done:
     LOGI("msg=\"shutting down\"");
+    if (a.elector) {
+        /* SIGTERM: the lease goes first, so a standby takes over at once. Close the fence,
+         * let the writes already on the wire finish (each ends by the fence anyway), then
+         * release; the workers wind down afterwards, unable to write. */
+        leader_fence_close(a.elector);
+        if (kube_client_drain_writes(client, s.renew_deadline_ms) < 0)
+            LOGW("msg=\"writes still in flight after the renew deadline\"");
+        leader_stop(a.elector);
+    }
     sbx_controller_stop(a.ctl);
     leader_free(a.elector);
     httpd_stop(httpd);
     sbx_controller_free(a.ctl);
     kube_client_free(client);
+    kube_client_free(lease_client);
     return rc;
 }

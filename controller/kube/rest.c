@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,10 +24,15 @@ struct kube_client {
     char *user_agent;
     long timeout_ms;
     int attempts;
-    pthread_mutex_t lock;          /* guards pool and counts */
+    pthread_mutex_t lock;          /* guards pool, counts and writes_in_flight */
     CURL *pool[POOL_MAX];
     int npool;
     struct kube_request_counts counts;
+    /* Write fence (leader election): consulted before every mutating request. */
+    kube_fence_fn fence;
+    void *fence_ud;
+    int writes_in_flight;          /* mutating requests past the fence, not yet answered */
+    pthread_cond_t writes_done;    /* signalled when writes_in_flight drops to 0 */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -59,6 +65,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
     c->timeout_ms = 30000;
     c->attempts = 5;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->writes_done, NULL);
     if (!c->user_agent) {
         kube_client_free(c);
         set_err(err, errlen, "kube client: out of memory");
@@ -71,6 +78,7 @@ void kube_client_free(struct kube_client *c) {
     if (!c) return;
     for (int i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
     pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->writes_done);
     kube_config_free(&c->cfg);
     free(c->user_agent);
     free(c);
@@ -79,6 +87,57 @@ void kube_client_free(struct kube_client *c) {
 struct kube_config *kube_client_config(struct kube_client *c) { return &c->cfg; }
 void kube_client_set_timeout(struct kube_client *c, long ms) { c->timeout_ms = ms; }
 void kube_client_set_retries(struct kube_client *c, int attempts) { c->attempts = attempts < 1 ? 1 : attempts; }
+
+void kube_client_set_fence(struct kube_client *c, kube_fence_fn fn, void *ud) {
+    pthread_mutex_lock(&c->lock);
+    c->fence = fn;
+    c->fence_ud = ud;
+    pthread_mutex_unlock(&c->lock);
+}
+
+int kube_client_drain_writes(struct kube_client *c, long max_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += max_ms / 1000;
+    until.tv_nsec += (max_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (c->writes_in_flight > 0 && rc == 0)
+        rc = pthread_cond_timedwait(&c->writes_done, &c->lock, &until);
+    int left = c->writes_in_flight;
+    pthread_mutex_unlock(&c->lock);
+    return left ? -1 : 0;
+}
+
+/* Enter the fence for a mutating request: count it in flight first, then ask the fence, so
+ * a writer that passes is always seen by kube_client_drain_writes after the fence closed.
+ * 1 = entered (counted; *left_ms = how long the write may take), 0 = no fence installed,
+ * -1 = refused (nothing counted). */
+static int fence_enter(struct kube_client *c, long *left_ms) {
+    pthread_mutex_lock(&c->lock);
+    kube_fence_fn fn = c->fence;
+    void *ud = c->fence_ud;
+    if (fn) c->writes_in_flight++;
+    pthread_mutex_unlock(&c->lock);
+    if (!fn) return 0;
+    int64_t left = fn(ud);
+    if (left > 0) {
+        *left_ms = left > LONG_MAX ? LONG_MAX : (long)left;
+        return 1;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (--c->writes_in_flight == 0) pthread_cond_broadcast(&c->writes_done);
+    pthread_mutex_unlock(&c->lock);
+    return -1;
+}
+
+/* Leave the fence after a mutating request that entered it. */
+static void fence_leave(struct kube_client *c) {
+    pthread_mutex_lock(&c->lock);
+    if (--c->writes_in_flight == 0) pthread_cond_broadcast(&c->writes_done);
+    pthread_mutex_unlock(&c->lock);
+}
 
 void kube_client_counts(struct kube_client *c, struct kube_request_counts *out) {
     pthread_mutex_lock(&c->lock);
@@ -198,7 +257,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
 /* One attempt. Returns 0 with resp->status set, -1 on a transport error (resp->err), or
  * -2 when the body exceeds KUBE_MAX_BODY (resp->err; final: the same body would come again). */
 static int do_once(struct kube_client *c, const char *method, const char *path,
-                   const char *content_type, const char *body, size_t body_len,
+                   const char *content_type, const char *body, size_t body_len, long timeout_ms,
                    struct kube_response *resp, long *retry_after_s) {
     CURL *h = pool_take(c);
     struct curl_slist *hdrs = NULL;
@@ -222,7 +281,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     /* Refuse a too-large Content-Length before reading it; on_body catches the rest. */
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)KUBE_MAX_BODY);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -283,11 +342,25 @@ static void sleep_ms(int64_t ms) {
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len,
                  struct kube_response *resp) {
+    int mutating = strcmp(method, "GET") != 0;
     memset(resp, 0, sizeof(*resp));
     for (int attempt = 0;; attempt++) {
-        long retry_after = -1;
+        long retry_after = -1, timeout = c->timeout_ms, fence_left = LONG_MAX;
+        int fenced = 0;
         kube_response_free(resp);
-        int rc = do_once(c, method, path, content_type, body, body_len, resp, &retry_after);
+        if (mutating) {
+            /* Fenced writes: refused once leadership is not confirmed, and never allowed to
+             * outlive it (the attempt's timeout ends where the fence does). */
+            fenced = fence_enter(c, &fence_left);
+            if (fenced < 0) {
+                resp->status = 0;
+                set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_FENCED_MSG);
+                return -1;
+            }
+            if (fence_left < timeout) timeout = fence_left;
+        }
+        int rc = do_once(c, method, path, content_type, body, body_len, timeout, resp, &retry_after);
+        if (fenced) fence_leave(c);
         int retriable;
         if (rc == -2) return -1;   /* body over KUBE_MAX_BODY: retrying cannot help */
         if (rc < 0) retriable = idempotent(method);
@@ -297,6 +370,8 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
         if (!retriable || attempt + 1 >= c->attempts) return rc;
         int64_t wait = retry_after >= 0 ? (retry_after > 30 ? 30000 : retry_after * 1000)
                                         : backoff_exponential_ms((unsigned)attempt, 200, 5000);
+        /* No point sleeping past the fence: the next attempt would be refused. */
+        if (fenced && wait >= fence_left) return rc;
         sleep_ms(wait);
     }
 }

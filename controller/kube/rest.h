@@ -47,6 +47,18 @@ void kube_client_set_timeout(struct kube_client *c, long ms);
 /* Maximum attempts for a retriable failure (default 5). */
 void kube_client_set_retries(struct kube_client *c, int attempts);
 
+/* Write fence, for leader election: fn(ud) returns how many milliseconds mutating requests
+ * (every verb but GET) stay allowed; <= 0 refuses them at once, without a request (status 0,
+ * err ends with KUBE_FENCED_MSG). An allowed write's timeout is capped at that time, so no
+ * write outlives the fence. Reads are never fenced. fn must be cheap and thread-safe; NULL
+ * removes the fence. */
+typedef int64_t (*kube_fence_fn)(void *ud);
+#define KUBE_FENCED_MSG "refused: leadership not confirmed (write fence closed)"
+void kube_client_set_fence(struct kube_client *c, kube_fence_fn fn, void *ud);
+/* Wait until no fenced write is in flight (close the fence first), at most max_ms.
+ * 0, or -1 when some are still running. */
+int kube_client_drain_writes(struct kube_client *c, long max_ms);
+
 /* One request with retries: 429 and 503 are retried for every verb (the server did not
  * act), other 5xx and transport errors only for idempotent verbs (GET, PUT, DELETE and
  * PATCH). Waits for Retry-After when given (capped at 30 s), else exponential backoff.

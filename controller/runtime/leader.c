@@ -1,7 +1,8 @@
-/* runtime/leader.c — Lease-based leader election (see leader.h). */
+/* runtime/leader.c — Lease-based leader election with a write fence (see leader.h). */
 #include "runtime/leader.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +19,14 @@ struct leader_elector {
     pthread_t thread;
     int started;
     volatile int stop;
-    volatile int leading;
+    volatile int leading;        /* election thread's view: on_started called, on_stopped not */
+    volatile int closing;        /* leader_fence_close: shutting down, the fence stays shut */
+    /* Monotonic ms until which leadership is confirmed (0 = not leading): the send time of
+     * the last successful lease write + renew deadline. Read by every fenced write. */
+    _Atomic int64_t valid_until_ms;
     /* what we last saw of someone else's record */
     char observed_record[512];
     int64_t observed_ms;
-    int64_t last_renew_ms;       /* monotonic time of our last successful renewal */
     uint64_t transitions;
 };
 
@@ -42,6 +46,9 @@ struct leader_elector *leader_new(struct kube_client *c, const struct leader_opt
     struct leader_elector *le = calloc(1, sizeof(*le));
     if (!le) return NULL;
     le->client = c;
+    atomic_init(&le->valid_until_ms, 0);
+    /* One attempt per call: no retry loop, no Retry-After sleep can outlast the deadline. */
+    kube_client_set_retries(c, 1);
     le->o = *o;
     le->ns = strdup(o->namespace_);
     le->name = strdup(o->name);
@@ -68,12 +75,23 @@ static void set_spec(struct leader_elector *le, cJSON *lease, int new_term, int6
     if (new_term) cJSON_AddStringToObject(spec, "acquireTime", now);
 }
 
-/* One attempt to acquire or renew. 1 = we hold the lease now, 0 = someone else does,
- * -1 = could not tell (API error). */
-static int try_acquire_or_renew(struct leader_elector *le) {
+/* Give the next Lease call the time left before deadline_ms (monotonic) as its timeout.
+ * 0, or -1 when none is left. */
+static int arm(struct leader_elector *le, int64_t deadline_ms) {
+    int64_t left = deadline_ms - mono_ms();
+    if (left <= 0) return -1;
+    kube_client_set_timeout(le->client, (long)left);
+    return 0;
+}
+
+/* One attempt to acquire or renew, every call ending by deadline_ms. 1 = we hold the lease
+ * now (*sent_ms = when the successful write was sent), 0 = someone else does, -1 = could
+ * not tell in time (API error, throttled, stalled). */
+static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, int64_t *sent_ms) {
     char path[512], err[KUBE_ERR_MAX];
     cJSON *lease = NULL;
     lease_path(le, path, sizeof(path), 1);
+    if (arm(le, deadline_ms) < 0) return -1;
     long st = kube_get(le->client, path, &lease, err, sizeof(err));
     if (st == 404) {
         cJSON *obj = cJSON_CreateObject();
@@ -84,7 +102,13 @@ static int try_acquire_or_renew(struct leader_elector *le) {
         cJSON_AddStringToObject(md, "namespace", le->ns);
         set_spec(le, obj, 1, 0);
         lease_path(le, path, sizeof(path), 0);
-        st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
+        st = -1;
+        if (arm(le, deadline_ms) == 0) {
+            *sent_ms = mono_ms();
+            st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
+        } else {
+            snprintf(err, sizeof(err), "renew deadline passed");
+        }
         cJSON_Delete(obj);
         if (st == 201) return 1;
         if (st == 409) return 0;
@@ -120,7 +144,13 @@ static int try_acquire_or_renew(struct leader_elector *le) {
         snprintf(acquired, sizeof(acquired), "%s", kj_str(lease, "spec.acquireTime"));
     set_spec(le, lease, !ours, transitions);
     if (acquired[0]) cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(lease, "spec"), "acquireTime", acquired);
-    st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
+    st = -1;
+    if (arm(le, deadline_ms) == 0) {
+        *sent_ms = mono_ms();
+        st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
+    } else {
+        snprintf(err, sizeof(err), "renew deadline passed");
+    }
     cJSON_Delete(lease);
     if (st == 200) {
         if (!ours) le->transitions++;
@@ -131,34 +161,68 @@ static int try_acquire_or_renew(struct leader_elector *le) {
     return -1;
 }
 
-/* Sleep ms in small steps, waking early on stop. */
-static void nap(struct leader_elector *le, int64_t ms) {
-    while (ms > 0 && !le->stop) {
-        int64_t step = ms > 50 ? 50 : ms;
-        usleep((useconds_t)step * 1000);
-        ms -= step;
-    }
+int64_t leader_fence_remaining_ms(void *ud) {
+    struct leader_elector *le = ud;
+    int64_t until = atomic_load(&le->valid_until_ms);
+    return until ? until - mono_ms() : 0;
 }
 
-/* The election loop. */
+int leader_fence_ok(struct leader_elector *le) { return le && leader_fence_remaining_ms(le) > 0; }
+
+void leader_fence_close(struct leader_elector *le) {
+    if (!le) return;
+    le->closing = 1;             /* before the store: the loop must not re-open it */
+    atomic_store(&le->valid_until_ms, 0);
+}
+
+/* Sleep until the monotonic instant until_ms, in small steps, waking early on stop. */
+static void nap_until(struct leader_elector *le, int64_t until_ms) {
+    for (int64_t left; !le->stop && (left = until_ms - mono_ms()) > 0;)
+        usleep((useconds_t)(left > 50 ? 50 : left) * 1000);
+}
+
+/* Leadership ends: close the fence first (writes stop at once), then tell the owner. */
+static void lose(struct leader_elector *le, const char *why) {
+    atomic_store(&le->valid_until_ms, 0);
+    le->leading = 0;
+    LOGW("msg=\"lost leadership\" lease=%s/%s identity=%s reason=\"%s\"", le->ns, le->name, le->identity, why);
+    if (le->o.on_stopped) le->o.on_stopped(le->o.ud);
+}
+
+/* The election loop: one attempt per retry period. While leading, every call is bounded by
+ * the end of the current term (valid_until); a standby's calls by one renew deadline. */
 static void *run(void *arg) {
     struct leader_elector *le = arg;
     while (!le->stop) {
-        int r = try_acquire_or_renew(le);
+        if (le->closing) {       /* shutting down: keep the lease for the release, no renewals */
+            nap_until(le, mono_ms() + 50);
+            continue;
+        }
+        int64_t start = mono_ms(), sent = 0;
+        int64_t deadline = le->leading ? atomic_load(&le->valid_until_ms) : start + le->o.renew_deadline_ms;
+        int r = try_acquire_or_renew(le, deadline, &sent);
         int64_t now = mono_ms();
-        if (r == 1) {
-            le->last_renew_ms = now;
+        if (le->closing) continue;
+        if (r == 1 && sent + le->o.renew_deadline_ms > now) {
+            atomic_store(&le->valid_until_ms, sent + le->o.renew_deadline_ms);
+            if (le->closing) atomic_store(&le->valid_until_ms, 0);   /* closed meanwhile */
             if (!le->leading) {
                 le->leading = 1;
                 LOGI("msg=\"became leader\" lease=%s/%s identity=%s", le->ns, le->name, le->identity);
                 if (le->o.on_started) le->o.on_started(le->o.ud);
             }
-        } else if (le->leading && (r == 0 || now - le->last_renew_ms >= le->o.renew_deadline_ms)) {
-            le->leading = 0;
-            LOGW("msg=\"lost leadership\" lease=%s/%s identity=%s", le->ns, le->name, le->identity);
-            if (le->o.on_stopped) le->o.on_stopped(le->o.ud);
+        } else if (le->leading && r == 0) {
+            lose(le, "the lease is held by someone else");
+        } else if (le->leading && now >= atomic_load(&le->valid_until_ms)) {
+            lose(le, "not renewed within the renew deadline");
         }
-        nap(le, le->o.retry_period_ms);
+        /* Next attempt one retry period after this one started; a leader also wakes at the
+         * end of its term, so the loss is reported on time. */
+        int64_t next = start + le->o.retry_period_ms;
+        if (le->leading && atomic_load(&le->valid_until_ms) < next) next = atomic_load(&le->valid_until_ms);
+        nap_until(le, next);
+        if (le->leading && !le->stop && !le->closing && mono_ms() >= atomic_load(&le->valid_until_ms))
+            lose(le, "not renewed within the renew deadline");
     }
     return NULL;
 }
@@ -169,19 +233,23 @@ int leader_start(struct leader_elector *le) {
     return 0;
 }
 
-/* Give the lease up: clear the holder so a standby takes over without waiting. */
+/* Give the lease up: clear the holder so a standby takes over without waiting. The writes
+ * carry the fetched resourceVersion, so a lease someone else took meanwhile is left alone. */
 static void release(struct leader_elector *le) {
     char path[512], err[KUBE_ERR_MAX];
     cJSON *lease = NULL;
+    int64_t deadline = mono_ms() + (le->o.renew_deadline_ms < 5000 ? le->o.renew_deadline_ms : 5000);
     lease_path(le, path, sizeof(path), 1);
-    if (kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
+    if (arm(le, deadline) == 0 && kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
         const char *holder = kj_str(lease, "spec.holderIdentity");
-        if (holder && !strcmp(holder, le->identity)) {
+        if (holder && !strcmp(holder, le->identity) && arm(le, deadline) == 0) {
             cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "holderIdentity", cJSON_CreateString(""));
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));
             if (kube_replace(le->client, path, lease, NULL, err, sizeof(err)) == 200)
                 LOGI("msg=\"released the lease\" lease=%s/%s", le->ns, le->name);
+            else
+                LOGW("msg=\"could not release the lease\" err=\"%s\"", err);
         }
     }
     cJSON_Delete(lease);
@@ -189,6 +257,7 @@ static void release(struct leader_elector *le) {
 
 void leader_stop(struct leader_elector *le) {
     if (!le || !le->started) return;
+    leader_fence_close(le);      /* no write after this, whatever follows */
     le->stop = 1;
     pthread_join(le->thread, NULL);
     le->started = 0;
@@ -205,5 +274,5 @@ void leader_free(struct leader_elector *le) {
     free(le);
 }
 
-int leader_is_leader(struct leader_elector *le) { return le && le->leading; }
+int leader_is_leader(struct leader_elector *le) { return le && le->leading && leader_fence_ok(le); }
 uint64_t leader_transitions_seen(struct leader_elector *le) { return le ? le->transitions : 0; }
