@@ -300,13 +300,13 @@ func (c *Client) Remove(ctx context.Context, name string) error {
 	policy := metav1.DeletePropagationBackground
 	err := c.sandboxes.Delete().Namespace(c.namespace).Resource(v1alpha1.Resource).Name(name).
 		Body(&metav1.DeleteOptions{PropagationPolicy: &policy}).Do(ctx).Error()
-	if apierrors.IsNotFound(err) {
-		return nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	c.mu.Lock()
 	delete(c.touched, name)
 	c.mu.Unlock()
-	return err
+	return nil
 }
 
 // ConflictError: the canonical name of (UserID, ChatID) is taken by a Sandbox of another

@@ -134,11 +134,14 @@ func (c *Client) execSandbox(ctx context.Context, sb *v1alpha1.Sandbox, argv []s
 	stop := c.Heartbeat(context.WithoutCancel(ctx), name, nil)
 	code, err := c.execInPod(ctx, sb.Status.PodName, argv, opts)
 	stop()
-	_, _ = c.MarkUsed(context.WithoutCancel(ctx), name) // best effort: it was just used
+	// After the command (even one ctx ended): best effort, bounded.
+	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, _ = c.MarkUsed(after, name) // it was just used
 
 	if err != nil || code == 137 || code == 143 {
 		// The stream broke or the command was killed: was the sandbox stopped under it?
-		if why := c.stoppedUnder(context.WithoutCancel(ctx), sb); why != "" {
+		if why := c.stoppedUnder(after, sb); why != "" {
 			return code, &StoppedError{Name: name, Why: why, Err: err}
 		}
 	}
@@ -202,8 +205,6 @@ func (c *Client) execInPod(ctx context.Context, pod string, argv []string, opts 
 // stoppedUnder says why the sandbox stopped under a command that ran in before's pod,
 // or "" when it did not (the rules of the CLI's cli_sandbox_stopped).
 func (c *Client) stoppedUnder(ctx context.Context, before *v1alpha1.Sandbox) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	after, err := c.Get(ctx, before.Name)
 	if IsNotFound(err) {
 		return "was deleted while the command ran"
