@@ -658,7 +658,17 @@ static int start_run(struct sbx_controller *ctl, const char *key, const char *ns
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-/* Record an Event on the Sandbox when its state changed in a way a user cares about. */
+/* Record one Event on the Sandbox sb. */
+static void record_event(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
+                         const char *msg) {
+    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
+                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
+    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
+        count(ctl, &ctl->stats.events);
+}
+
+/* Record an Event on the Sandbox when its state changed in a way a user cares about
+ * (its removal is recorded once the DELETE was accepted, see sbx_reconcile). */
 static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
                               const struct sbx_decision *d, const char *pod_name) {
     const char *old_reason = o->status_reason ? o->status_reason : "";
@@ -682,16 +692,8 @@ static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const
         type = "Warning";
         snprintf(msg, sizeof(msg), "%s", d->message);
     }
-    if (d->actions & SBX_ACT_DELETE_SANDBOX) {
-        reason = "Removed";
-        type = "Normal";
-        snprintf(msg, sizeof(msg), "%s", d->message);
-    }
     if (!reason) return;
-    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
-                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
-    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
-        count(ctl, &ctl->stats.events);
+    record_event(ctl, sb, type, reason, msg);
 }
 
 /* ---- status --------------------------------------------------------------------------- */
@@ -752,27 +754,82 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     return st;
 }
 
+/* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
+ * changed (or went) after the cache showed it, so the decision must be made again. */
+#define SBX_STALE 1
+
 /* Write status via a merge patch on /status if it differs from what is there. Keys the
- * old status has and the new one lacks are set to null so they are removed. */
+ * old status has and the new one lacks are set to null so they are removed.
+ * With fence_rv (the resourceVersion the decision was made on) the write is conditional and
+ * always sent, even when nothing changed: it proves the Sandbox is still as the decision
+ * saw it before anything is destroyed, and records the stop on the Sandbox first.
+ * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
+ * the Sandbox is gone), or -1. */
 static int write_status(struct sbx_controller *ctl, const char *ns, const char *name,
-                        const cJSON *sb, cJSON *st, char *err, size_t errlen) {
+                        const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
+                        char *err, size_t errlen) {
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
-    if (cur && cJSON_Compare(cur, st, 1)) return 0;
+    if (new_rv && new_rv_len) snprintf(new_rv, new_rv_len, "%s", fence_rv ? fence_rv : "");
+    if (!fence_rv && cur && cJSON_Compare(cur, st, 1)) return 0;
     const cJSON *k;
     cJSON_ArrayForEach(k, cur) {
         if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
     }
     cJSON *patch = cJSON_CreateObject();
     if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (fence_rv) {
+        cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
+        if (!md || !cJSON_AddStringToObject(md, "resourceVersion", fence_rv)) {
+            cJSON_Delete(patch);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
     cJSON_AddItemReferenceToObject(patch, "status", st);
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
-    long rc = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON *out = NULL;
+    long rc = kube_merge_patch(ctl->client, path, patch, fence_rv ? &out : NULL, err, errlen);
     cJSON_Delete(patch);
-    if (rc == 404) return 0; /* deleted meanwhile */
+    if (rc == 200 && fence_rv && new_rv && new_rv_len)
+        snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
+    cJSON_Delete(out);
+    if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
+    if (rc == 409 && fence_rv) return SBX_STALE;
     if (rc != 200) return -1;
     count(ctl, &ctl->stats.status_writes);
     return 0;
+}
+
+/* DELETE the Sandbox ns/name if it still has uid and resourceVersion rv: nothing written
+ * to it since the decision (a touch after the stop was recorded wakes it instead). The
+ * HTTP status (200/202 deleted, 404 already gone, 409 changed), or -1. */
+static long delete_sandbox(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
+                           const char *rv, char *err, size_t errlen) {
+    char path[1024];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
+    cJSON *opts = cJSON_CreateObject(), *pre;
+    char *body = NULL;
+    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
+        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
+        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
+        cJSON_AddStringToObject(pre, "resourceVersion", rv))
+        body = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
+    struct kube_response resp;
+    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
+    free(body);
+    long st = rc < 0 ? -1 : resp.status;
+    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
+    else if (st >= 300 && st != 404 && st != 409) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        snprintf(err, errlen, "DELETE %s: %s", path, msg);
+    }
+    kube_response_free(&resp);
+    return st;
 }
 
 /* Status for a spec the controller cannot act on. */
@@ -789,33 +846,30 @@ static int report_invalid(struct sbx_controller *ctl, const char *ns, const char
     sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
     cJSON *st = desired_status(sb, &d, NULL, NULL, NULL, kj_now_ms());
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
-    int rc = write_status(ctl, ns, name, sb, st, err, errlen);
+    int rc = write_status(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
     cJSON_Delete(st);
     return rc;
 }
 
 /* ---- the pass ------------------------------------------------------------------------- */
 
-int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
-    char ns[256], name[256], pod_name[SBX_NAME_MAX + 1], claim[128], okey[512];
-    cJSON *sb = NULL, *pod = NULL, *pvc = NULL;
+/* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
+#define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX)
+
+/* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
+ * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
+static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                            const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
+    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512];
+    cJSON *pod = NULL, *pvc = NULL;
     struct sbx_spec spec;
     int rc = -1, have_spec = 0;
     *requeue_ms = 0;
     memset(&spec, 0, sizeof(spec));
 
-    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
-    sb = informer_get(ctl->sandboxes, key);
-    if (!sb) {
-        /* Gone: the garbage collector deletes what it owned, but only once it knows the
-         * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. */
-        release(ctl, key);
-        rc = sweep_orphans(ctl, key, ns, name, requeue_ms, err, errlen);
-        goto out;
-    }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
         release(ctl, key);
-        rc = 0; /* going: owner references and the sweep above finish the job */
+        rc = 0; /* going: owner references and the sweep finish the job */
         goto out;
     }
     const char *uid = kj_str(sb, "metadata.uid");
@@ -887,6 +941,27 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         release(ctl, key);
     }
 
+    /* Nothing is destroyed on a stale view: the status write that records the decision
+     * (a stop: Stopping, reason Idle or Paused) goes first and is conditional on the
+     * resourceVersion the decision was made on. A touch the API server accepted before it
+     * makes it fail (decide again, on a fresh read); one accepted after it finds the stop
+     * recorded and wakes the sandbox, because the Sandbox DELETE below is conditional on
+     * the version this write produced. */
+    char rv[64] = "";
+    int fenced = 0;
+    if (d.actions & DESTRUCTIVE) {
+        const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
+        if (!cur_rv) { snprintf(err, errlen, "sandbox %s has no resourceVersion", key); goto out; }
+        cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
+        if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
+        rc = write_status(ctl, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
+        cJSON_Delete(st);
+        if (rc != 0) goto out;
+        rc = -1;
+        fenced = 1;
+        record_transition(ctl, sb, &o, &d, pod_name);
+    }
+
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
     if (d.actions & SBX_ACT_CREATE_PVC) {
         cJSON *obj = sbx_build_pvc(&owner, &spec, pod_name, claim);
@@ -919,26 +994,64 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, ns, name, pod_name, &spec, err, errlen) < 0)
         goto out;
 
-    cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
-    if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-    rc = write_status(ctl, ns, name, sb, st, err, errlen);
-    cJSON_Delete(st);
-    if (rc < 0) goto out;
-    record_transition(ctl, sb, &o, &d, pod_name);
+    if (!fenced) {
+        cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
+        if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
+        rc = write_status(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+        cJSON_Delete(st);
+        if (rc < 0) goto out;
+        rc = -1;
+        record_transition(ctl, sb, &o, &d, pod_name);
+    }
 
     if (d.actions & SBX_ACT_DELETE_SANDBOX) {
-        char path[1024];
-        snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-        long st2 = kube_delete(ctl->client, path, uid, err, errlen);
-        if (st2 != 200 && st2 != 202 && st2 != 404 && st2 != 409) { rc = -1; goto out; }
-        LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
+        long st2 = delete_sandbox(ctl, ns, name, uid, rv, err, errlen);
+        if (st2 == 409) {
+            /* Written to since the stop was recorded (a touch): it wakes instead. */
+            LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", key);
+            rc = SBX_STALE;
+            goto out;
+        }
+        if (st2 != 200 && st2 != 202 && st2 != 404) goto out;
+        if (st2 != 404) {
+            record_event(ctl, sb, "Normal", "Removed", d.message);
+            LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
+        }
     }
     *requeue_ms = d.requeue_after_ms;
     rc = 0;
 out:
     if (have_spec) sbx_spec_free(&spec);
-    cJSON_Delete(sb);
     cJSON_Delete(pod);
     cJSON_Delete(pvc);
+    return rc;
+}
+
+/* After a conditional write found the Sandbox changed, look again this soon at the
+ * latest (the watch delivers the newer version, which queues the key by itself). */
+#define STALE_REQUEUE_MS 50
+
+int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
+    char ns[256], name[256];
+    *requeue_ms = 0;
+    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
+    cJSON *sb = informer_get(ctl->sandboxes, key);
+    int rc;
+    if (!sb) {
+        /* Gone: the garbage collector deletes what it owned, but only once it knows the
+         * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. */
+        release(ctl, key);
+        return sweep_orphans(ctl, key, ns, name, requeue_ms, err, errlen);
+    }
+    rc = reconcile_object(ctl, key, ns, name, sb, requeue_ms, err, errlen);
+    cJSON_Delete(sb);
+    if (rc == SBX_STALE) {
+        /* The cache was behind the API server: nothing was destroyed; decide again on the
+         * newer version once the cache has it. */
+        count(ctl, &ctl->stats.conflicts);
+        LOGI("msg=\"sandbox changed since the decision; deciding again\" sandbox=%s", key);
+        *requeue_ms = STALE_REQUEUE_MS;
+        rc = 0;
+    }
     return rc;
 }

@@ -11,6 +11,8 @@ harness waits for convergence and checks, printing figures:
   - every live Sandbox's status matches reality (Running ⇔ a ready pod with that IP,
     Stopped ⇔ no pod), and every Sandbox that should run does;
   - no workspace PVC of a live Sandbox was ever replaced (its uid never changed);
+  - no accepted touch lost: a short-idle session the API server accepted a touch for is
+    not removed before that touch's own idle period ends (a watch records removals);
   - the controller converged within a bound after the last fault.
 
 Randomness is seeded; the seed is printed so a failure can be replayed with --seed.
@@ -78,17 +80,71 @@ stats = {k: 0 for k in ("created", "deleted", "touched", "paused", "resumed", "e
                         "double_claim_seen")}
 claim_uids = {}   # sandbox name -> first workspace PVC uid seen (for persistent / long-running)
 names = []
+touches = []      # (name, time the accepted touch was sent) for short-idle sessions
+our_deletes = {}  # name -> when the harness itself deleted it
+removed_at = {}   # name -> when a watch saw it deleted
+
+
+def watch_removals():
+    """Record when each Sandbox disappears (watch, relist after any failure: a removal
+    seen late only makes the lost-touch check weaker, never wrong)."""
+    import threading
+    def run():
+        known = set()
+        while True:
+            try:
+                conn = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=120)
+                hdrs = {"Authorization": "Bearer " + TOKEN, "Accept": "application/json"}
+                conn.request("GET", GROUP, headers=hdrs)
+                resp = conn.getresponse()
+                lst = json.loads(resp.read())
+                if resp.status != 200 or "items" not in lst:
+                    raise RuntimeError("list: HTTP %d" % resp.status)  # (an API server restarting)
+                now_names = {i["metadata"]["name"] for i in lst.get("items", [])}
+                for n in known - now_names:
+                    removed_at.setdefault(n, time.time())
+                known = now_names
+                q = urllib.parse.urlencode({"watch": "true", "resourceVersion": lst["metadata"]["resourceVersion"],
+                                            "timeoutSeconds": "60"})
+                conn.request("GET", GROUP + "?" + q, headers=hdrs)
+                r = conn.getresponse()
+                while True:
+                    line = r.readline()
+                    if not line:
+                        break
+                    ev = json.loads(line)
+                    if ev["type"] == "ERROR":
+                        break
+                    n = ev["object"]["metadata"]["name"]
+                    if ev["type"] == "DELETED":
+                        removed_at.setdefault(n, time.time())
+                        known.discard(n)
+                    else:
+                        known.add(n)
+            except Exception:
+                time.sleep(0.2)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def short_idle(name):
+    return int(name.split("-")[1]) % 8 == 2
 
 
 def now_rfc3339():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+# Every eighth Sandbox is a session with a short idle timeout: touched at random, removed
+# when idle, so touches race the controller's idle removal ("no accepted touch lost").
+SHORT_IDLE = 3.0
 
 
 def sandbox(i):
     lifecycle = ["persistent", "long-running", "session", "one-shot"][i % 4]
     spec = {"userID": "chaos", "chatID": "c%03d" % i, "lifecycle": lifecycle, "workspace": {"size": "1Gi"}}
     if lifecycle in ("session", "long-running"):
-        spec["idleTimeout"] = "1h"
+        spec["idleTimeout"] = "%ds" % SHORT_IDLE if i % 8 == 2 else "1h"
     if lifecycle == "one-shot":
         spec["run"] = {"command": ["sh", "-c", "echo chaos %d" % i]}
         spec["ttlSecondsAfterFinished"] = 3600
@@ -173,6 +229,7 @@ def exec_into(name):
 
 
 # --- churn with faults -------------------------------------------------------------------------------
+watch_removals()
 start_controller()
 t_start = time.time()
 kill_times = sorted(rng.uniform(0.05, 0.9) * args.duration for _ in range(args.controller_kills))
@@ -221,10 +278,13 @@ while time.time() - t_start < args.duration:
     elif created_live:
         name = rng.choice(sorted(created_live))
         if action < 0.60:
-            api.call("PATCH", GROUP + "/" + name,
-                     {"metadata": {"annotations": {"sandbox.yaoapps.com/last-used-at": now_rfc3339()}}},
-                     "application/merge-patch+json")
+            t_sent = time.time()
+            st, _ = api.call("PATCH", GROUP + "/" + name,
+                             {"metadata": {"annotations": {"sandbox.yaoapps.com/last-used-at": now_rfc3339()}}},
+                             "application/merge-patch+json")
             stats["touched"] += 1
+            if st == 200 and short_idle(name):
+                touches.append((name, t_sent))
         elif action < 0.75:
             st, sb = api.call("GET", GROUP + "/" + name)
             if st == 200:
@@ -235,6 +295,7 @@ while time.time() - t_start < args.duration:
             exec_into(name)
         elif action < 0.92 and len(created_live) > max(2, next_i // 2):
             # keep at least half of what was created alive, so the end state has substance
+            our_deletes[name] = time.time()
             api.call("DELETE", GROUP + "/" + name)
             created_live.discard(name)
             claim_uids.pop(name, None)
@@ -318,12 +379,18 @@ print("chaos: converged %.1f s after the churn ended (%.1f s after the last faul
     converged_after, converged_at - last_fault))
 ctl.send_signal(signal.SIGTERM)
 ctl.wait()
+# A removal within an accepted touch's own idle period lost that touch (0.5 s for watch
+# delivery; removals the harness made itself do not count).
+lost = sorted({n for n, t in touches if n in removed_at and n not in our_deletes and removed_at[n] < t + SHORT_IDLE - 0.5})
+print("chaos: %d accepted touches of short-idle sessions, %d of those sessions removed when idle, %d lost" % (
+    len(touches), len({n for n, _ in touches if n in removed_at and n not in our_deletes}), len(lost)))
 failed = 0
 checks = [
     ("no Sandbox ever had two pods", stats["double_pod_seen"] == 0),
     ("no Sandbox ever had two claims", stats["double_claim_seen"] == 0),
     ("all invariants hold after convergence (%s)" % ("; ".join(v[:5]) or "none violated"), not v),
     ("converged within %ds of the end of the churn" % args.converge_timeout, not v),
+    ("no accepted touch lost (%s)" % (", ".join(lost[:5]) or "none"), not lost),
     ("the faults happened", stats["controller_kills"] >= args.controller_kills and stats["apiserver_restarts"] == 1 and stats["etcd_pauses"] == 1),
     # an exec can race a pause or the API server restart; most must succeed
     ("execs into running sandboxes succeeded (%d of %d)" % (stats["execs"] - stats["exec_failures"], stats["execs"]),

@@ -2,8 +2,8 @@
 # Lifecycle policies on the real plane with short timeouts: session removal when idle,
 # the idle clock starting at the first Ready (a session that cannot start is never idle),
 # touch keeps it alive, long-running stop then wake by touch with the same workspace PVC,
-# pause/resume, one-shot run results and cleanup, the running cap with oldest-first
-# admission, and Events on the Sandboxes.
+# pause/resume, one-shot run results and cleanup, touches at the idle deadline never lost,
+# the running cap with oldest-first admission, and Events on the Sandboxes.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
 LOG=$BUILD_DIR/test-lifecycle.log
@@ -127,6 +127,16 @@ check "finished one-shot: pod and PVC deleted" eventually 30 no_owned job-ok
 check "Events record RunFinished" contains "$(events_of job-ok)" RunFinished
 check "the finished Sandbox is deleted after ttlSecondsAfterFinished" eventually 30 gone job-fail
 check "one with a long ttl stays for its result" phase_is $NS job-ok Succeeded
+
+# --- no accepted touch lost: 60 sessions touched at their idle deadline +-50 ms -----------------
+# Destructive actions are conditional on the Sandbox being unchanged since the decision
+# (resourceVersion preconditions); a touch accepted after the stop was recorded wakes it.
+race() {
+    python3 "$IT_DIR/touch_race.py" "https://127.0.0.1:$(cat "$YAO_PLANE_DIR/api-port")" \
+        "$(cat "$YAO_PLANE_DIR/admin-token")" "$YAO_PLANE_DIR/pki/ca.crt" $NS 60 6 50 | sed 's/^/    /'
+}
+check "60 sessions touched at deadline +-50 ms: no accepted touch is followed by removal, all removed once idle" race
+echo "    $(grep -c 'deciding again' "$LOG") stale decisions caught, $(grep -c 'not removed' "$LOG") sessions woken after their stop was recorded"
 
 # --- running cap: 3 Sandboxes, cap 2, oldest first ---------------------------------------------
 kill_controller TERM
