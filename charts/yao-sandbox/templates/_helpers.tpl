@@ -68,10 +68,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 */}}
 {{- define "yao-sandbox.controllerRules" -}}
 # informer (list/watch; the controller never GETs a Sandbox: it reads its cache),
-# removal of finished or idle Sandboxes (delete)
+# removal of finished or idle Sandboxes (delete), a last-used-at in the future set to
+# now (patch, conditional on the resourceVersion read)
 - apiGroups: [sandbox.yaoapps.com]
   resources: [sandboxes]
-  verbs: [list, watch, delete]
+  verbs: [list, watch, delete, patch]
 # status writes: merge patch on /status only
 - apiGroups: [sandbox.yaoapps.com]
   resources: [sandboxes/status]
