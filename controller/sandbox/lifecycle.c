@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kube/kjson.h"
+
 int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s) {
     switch (s->lifecycle) {
     case SBX_SESSION: return s->idle_timeout_ms;
@@ -51,6 +53,19 @@ int lifecycle_clock_runs(const struct sbx_observed *o) {
 int64_t lifecycle_last_used_ms(const struct sbx_observed *o) {
     int64_t t = newest(o->last_used_annotation_ms, o->status_last_used_ms);
     return newest(t, lifecycle_started_ms(o));
+}
+
+enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, int64_t *ms) {
+    int64_t t;
+    *ms = 0;
+    if (!value) return SBX_LAST_USED_NONE;
+    if (kj_time_parse(value, &t) < 0) return SBX_LAST_USED_INVALID;
+    if (now_ms < INT64_MAX - SBX_LAST_USED_SKEW_MS && t > now_ms + SBX_LAST_USED_SKEW_MS) {
+        *ms = now_ms;
+        return SBX_LAST_USED_FUTURE;
+    }
+    *ms = t;
+    return SBX_LAST_USED_OK;
 }
 
 /* Set the status part of the decision. */

@@ -143,6 +143,24 @@ int lifecycle_clock_runs(const struct sbx_observed *o);
  * sandbox became Ready (lifecycle_started_ms). */
 int64_t lifecycle_last_used_ms(const struct sbx_observed *o);
 
+/* How far a last-used-at may lie ahead of the controller's clock (clients' clocks are not
+ * the controller's) before it is taken as "now" instead. */
+#define SBX_LAST_USED_SKEW_MS 10000
+
+/* What the controller makes of a last-used-at annotation value. */
+enum sbx_last_used {
+    SBX_LAST_USED_NONE,      /* no annotation */
+    SBX_LAST_USED_OK,        /* an RFC 3339 time, not in the future beyond the skew */
+    SBX_LAST_USED_FUTURE,    /* ahead by more than SBX_LAST_USED_SKEW_MS: taken as now */
+    SBX_LAST_USED_INVALID,   /* not an RFC 3339 time: ignored */
+};
+
+/* Classify the annotation value (NULL = absent) at now_ms; *ms receives the usage time to
+ * count: the parsed time (OK), now_ms (FUTURE), 0 (NONE, INVALID). A value far in the
+ * future would otherwise keep a session alive forever; one that does not parse would be
+ * ignored without a word. */
+enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, int64_t *ms);
+
 /* A new pod waits this long for its workspace claim to be bound: a pod created before
  * its claim is bound is put into the scheduler's backoff (1 s, 2 s, 4 s, ...), so on
  * classes that bind at once waiting is faster; classes that bind only for a consumer

@@ -19,6 +19,13 @@
 #include "sandbox/podstatus.h"
 
 
+/* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
+ * changed (or went) after the cache showed it, so the decision must be made again. */
+#define SBX_STALE 1
+/* After a conditional write found the Sandbox changed, look again this soon at the
+ * latest (the watch delivers the newer version, which queues the key by itself). */
+#define STALE_REQUEUE_MS 50
+
 /* A capacity slot reserved for a pod we just created stays counted this long even if
  * the pod has not reached the cache yet. */
 #define RESERVATION_MS 30000
@@ -696,6 +703,69 @@ static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const
     record_event(ctl, sb, type, reason, msg);
 }
 
+/* ---- last-used-at ------------------------------------------------------------------- */
+
+/* How much of a bad last-used-at value status.ignoredLastUsedAt and Events quote. */
+#define LAST_USED_QUOTE_MAX 64
+
+/* v as quoted in messages and in status.ignoredLastUsedAt: control characters as '?',
+ * cut after LAST_USED_QUOTE_MAX bytes on a UTF-8 boundary with "..." appended. The same
+ * value always gives the same text, so the status can tell a value already warned about. */
+static void quote_value(const char *v, char *out, size_t outlen) {
+    size_t o = 0, i;
+    for (i = 0; v[i] && o + 4 < outlen; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (i >= LAST_USED_QUOTE_MAX && (c & 0xC0) != 0x80) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        out[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    out[o] = 0;
+}
+
+/* The annotation lies in the future beyond the skew allowance: set it to now with a merge
+ * patch conditional on the version read (a 409 means a client wrote meanwhile: that
+ * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
+static int rewrite_last_used(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                             const char *value, int64_t now, char *err, size_t errlen) {
+    char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
+    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
+    kj_time_format_micro(now, t, sizeof(t));
+    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    if (st == 409 || st == 404) return SBX_STALE;
+    if (st != 200) return -1;
+    quote_value(value, q, sizeof(q));
+    snprintf(msg, sizeof(msg), "%s \"%s\" is more than %d s ahead of the controller's clock; taken as now (%s)",
+             SBX_ANN_LAST_USED, q, SBX_LAST_USED_SKEW_MS / 1000, t);
+    record_event(ctl, sb, "Warning", "LastUsedAtInFuture", msg);
+    LOGW("msg=\"last-used-at in the future, taken as now\" sandbox=%s/%s value=\"%s\"", ns, name, q);
+    return 0;
+}
+
+/* The annotation is not an RFC 3339 time: it is ignored, with a Warning Event the first
+ * time this value is seen (status.ignoredLastUsedAt remembers it, see desired_status). */
+static void warn_invalid_last_used(struct sbx_controller *ctl, const cJSON *sb, const char *value) {
+    char q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
+    quote_value(value, q, sizeof(q));
+    const char *seen = kj_str(sb, "status.ignoredLastUsedAt");
+    if (seen && !strcmp(seen, q)) return;
+    snprintf(msg, sizeof(msg), "%s \"%s\" is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z); ignored",
+             SBX_ANN_LAST_USED, q);
+    record_event(ctl, sb, "Warning", "LastUsedAtInvalid", msg);
+}
+
 /* ---- status --------------------------------------------------------------------------- */
 
 
@@ -725,6 +795,13 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     if (term) cJSON_AddItemToObject(st, "lastTermination", term);
     add_time_ms(st, "stoppedAt", d->stopped_ms);
     add_time_ms(st, "lastUsedAt", d->last_used_ms);
+    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
+    int64_t lu_ms;
+    if (lifecycle_last_used_check(lu, now, &lu_ms) == SBX_LAST_USED_INVALID) {
+        char q[LAST_USED_QUOTE_MAX * 2 + 8];
+        quote_value(lu, q, sizeof(q));
+        cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
+    }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
     keep(st, cur, "run");
 
@@ -754,9 +831,6 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     return st;
 }
 
-/* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
- * changed (or went) after the cache showed it, so the decision must be made again. */
-#define SBX_STALE 1
 
 /* Write status via a merge patch on /status if it differs from what is there. Keys the
  * old status has and the new one lacks are set to null so they are removed.
@@ -898,7 +972,19 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     o.created_ms = time_at(sb, "metadata.creationTimestamp");
     o.generation = kj_int(sb, "metadata.generation", 0);
     const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
-    if (lu) kj_time_parse(lu, &o.last_used_annotation_ms);
+    switch (lifecycle_last_used_check(lu, now, &o.last_used_annotation_ms)) {
+    case SBX_LAST_USED_FUTURE:
+        /* Taken as now, once: the annotation is rewritten to now (conditionally: a
+         * client's newer touch wins), so it cannot keep the sandbox alive forever. */
+        rc = rewrite_last_used(ctl, ns, name, sb, lu, now, err, errlen);
+        if (rc == 0) *requeue_ms = STALE_REQUEUE_MS;   /* the watch brings the rewritten value */
+        goto out;
+    case SBX_LAST_USED_INVALID:
+        warn_invalid_last_used(ctl, sb, lu);
+        break;
+    default:
+        break;
+    }
     o.status_last_used_ms = time_at(sb, "status.lastUsedAt");
     o.status_started_ms = time_at(sb, "status.startedAt");
     o.status_stopped_ms = time_at(sb, "status.stoppedAt");
@@ -1026,10 +1112,6 @@ out:
     cJSON_Delete(pvc);
     return rc;
 }
-
-/* After a conditional write found the Sandbox changed, look again this soon at the
- * latest (the watch delivers the newer version, which queues the key by itself). */
-#define STALE_REQUEUE_MS 50
 
 int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
     char ns[256], name[256];

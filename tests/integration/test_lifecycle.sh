@@ -2,7 +2,8 @@
 # Lifecycle policies on the real plane with short timeouts: session removal when idle,
 # the idle clock starting at the first Ready (a session that cannot start is never idle),
 # touch keeps it alive, long-running stop then wake by touch with the same workspace PVC,
-# pause/resume, one-shot run results and cleanup, touches at the idle deadline never lost,
+# pause/resume, one-shot run results and cleanup, last-used-at in the future (taken as now)
+# or unparseable (ignored), with Warning Events, touches at the idle deadline never lost,
 # the running cap with oldest-first admission, and Events on the Sandboxes.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
@@ -127,6 +128,36 @@ check "finished one-shot: pod and PVC deleted" eventually 30 no_owned job-ok
 check "Events record RunFinished" contains "$(events_of job-ok)" RunFinished
 check "the finished Sandbox is deleted after ttlSecondsAfterFinished" eventually 30 gone job-fail
 check "one with a long ttl stays for its result" phase_is $NS job-ok Succeeded
+
+# --- validated last-used-at ----------------------------------------------------------------------
+# In the future beyond 10 s of skew: taken as now (the annotation is rewritten), with a
+# Warning Event, so it cannot keep a session alive forever. Not RFC 3339: a Warning Event
+# once, and ignored.
+ann() { kubectl -n $NS annotate --overwrite sandbox "$1" "sandbox.yaoapps.com/last-used-at=$2" >/dev/null; }
+warnings_of() { kubectl -n $NS get events --field-selector "involvedObject.name=$1,type=Warning" -o jsonpath='{range .items[*]}{.reason}:{.message}{"\n"}{end}'; }
+sb future-touch session "idleTimeout: 3s"
+check "session for the future touch starts" eventually 20 phase_is $NS future-touch Running
+t_future=$(now_ms)
+ann future-touch 2099-01-01T00:00:00Z
+lu_of() { field "$1" '{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}'; }
+not_2099() { case "$(lu_of future-touch)" in 2099*) return 1 ;; esac; }
+check "a last-used-at in 2099 is rewritten to now" eventually 10 not_2099
+rewritten=$(lu_of future-touch)
+check "  to the controller's now (within 5 s of the touch)" test $(( $(date -d "$rewritten" +%s%3N) - t_future )) -lt 5000
+check "  with a Warning Event LastUsedAtInFuture quoting the value" contains "$(warnings_of future-touch)" 'LastUsedAtInFuture:sandbox.yaoapps.com/last-used-at "2099-01-01T00:00:00Z" is more than 10 s ahead'
+check "  and the session is still removed once idle (not kept until 2099)" eventually 20 gone future-touch
+sb bad-touch long-running "idleTimeout: 1h"
+check "long-running for the bad touch starts" eventually 20 phase_is $NS bad-touch Running
+ann bad-touch yesterday
+check "an unparseable last-used-at is recorded as ignored in status" eventually 10 eval '[ "$(field bad-touch "{.status.ignoredLastUsedAt}")" = yesterday ]'
+check "  with a Warning Event LastUsedAtInvalid" contains "$(warnings_of bad-touch)" 'LastUsedAtInvalid:sandbox.yaoapps.com/last-used-at "yesterday" is not an RFC 3339 time'
+check "  the sandbox keeps running" phase_is $NS bad-touch Running
+kubectl -n $NS patch sandbox bad-touch --type merge -p '{"spec":{"env":[{"name":"X","value":"1"}]}}' >/dev/null
+sleep 2
+check "  one Event per value, however many passes (a spec change re-reconciles)" eq "$(warnings_of bad-touch | grep -c LastUsedAtInvalid)" 1
+touch_sb bad-touch
+check "  a valid touch clears status.ignoredLastUsedAt" eventually 10 eval '[ -z "$(field bad-touch "{.status.ignoredLastUsedAt}")" ]'
+kubectl -n $NS delete sandbox bad-touch --wait=false >/dev/null
 
 # --- no accepted touch lost: 60 sessions touched at their idle deadline +-50 ms -----------------
 # Destructive actions are conditional on the Sandbox being unchanged since the decision

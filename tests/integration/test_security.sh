@@ -35,7 +35,7 @@ CTL=$(traced $STRACE)
 on_exit "kill $CTL 2>/dev/null"
 
 # Exercise every code path: create/run, one-shot exec + cleanup + removal, idle removal,
-# pause (pod delete), name conflicts on both objects (the GET after a 409), invalid spec.
+# a last-used-at in the future rewritten (patch), pause (pod delete), name conflicts on both objects (the GET after a 409), invalid spec.
 kubectl -n $NS run yao-sb-sec-clash --image=busybox --restart=Never \
     --overrides='{"spec":{"automountServiceAccountToken":false,"securityContext":{"runAsNonRoot":true,"runAsUser":1000,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"c","image":"busybox","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
 printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: yao-sb-sec-clash2-workspace}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n' | kubectl -n $NS apply -f - >/dev/null
@@ -57,6 +57,11 @@ spec: {userID: sec, chatID: c, lifecycle: session, idleTimeout: 1s}
 ---
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
+metadata: {name: sec-d, annotations: {sandbox.yaoapps.com/last-used-at: "2099-01-01T00:00:00Z"}}
+spec: {userID: sec, chatID: d, lifecycle: persistent}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
 metadata: {name: sec-clash}
 spec: {userID: sec, chatID: clash}
 ---
@@ -69,6 +74,8 @@ check "a sandbox pod is admitted under the restricted standard" eventually 30 ph
 gone() { ! kubectl -n $NS get sandbox "$1" >/dev/null 2>&1; }
 check "one-shot ran and was removed" eventually 30 gone sec-b
 check "idle session was removed" eventually 30 gone sec-c
+lu_sec_d() { kubectl -n $NS get sandbox sec-d -o jsonpath='{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}'; }
+check "a last-used-at in the future was set to now (patch)" eventually 20 eval '[ "$(lu_sec_d)" != 2099-01-01T00:00:00Z ]'
 check "pod name conflict reported" eventually 20 reason_is $NS sec-clash NameConflict
 check "claim name conflict reported" eventually 20 reason_is $NS sec-clash2 NameConflict
 kubectl -n $NS patch sandbox sec-a --type merge -p '{"spec":{"paused":true}}' >/dev/null

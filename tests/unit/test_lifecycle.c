@@ -1269,3 +1269,53 @@ TEST(foreign_pod_status_is_not_reported) {
     CHECK_INT(d.restart_count, -1);
     CHECK_INT(d.last_termination.present, 0);
 }
+
+/* ---- validated last-used-at ------------------------------------------------------------ */
+
+TEST(last_used_check_classifies_the_annotation) {
+    int64_t ms = -1;
+    CHECK_INT(lifecycle_last_used_check(NULL, T0, &ms), SBX_LAST_USED_NONE);
+    CHECK_INT(ms, 0);
+    /* a plain past value is taken as it is, with fractions and offsets */
+    CHECK_INT(lifecycle_last_used_check("2026-11-29T09:59:00Z", T0, &ms), SBX_LAST_USED_OK);
+    CHECK_INT(ms, T0 - MIN);
+    CHECK_INT(lifecycle_last_used_check("2026-11-29T11:00:00.250+01:00", T0, &ms), SBX_LAST_USED_OK);
+    CHECK_INT(ms, T0 + 250);
+    /* within the clock-skew allowance ahead: still the client's time */
+    CHECK_INT(lifecycle_last_used_check("2026-11-29T10:00:10Z", T0, &ms), SBX_LAST_USED_OK);
+    CHECK_INT(ms, T0 + SBX_LAST_USED_SKEW_MS);
+    /* beyond it: now, whatever the value (2099 would keep a session alive forever) */
+    CHECK_INT(lifecycle_last_used_check("2026-11-29T10:00:10.001Z", T0, &ms), SBX_LAST_USED_FUTURE);
+    CHECK_INT(ms, T0);
+    CHECK_INT(lifecycle_last_used_check("2099-01-01T00:00:00Z", T0, &ms), SBX_LAST_USED_FUTURE);
+    CHECK_INT(ms, T0);
+    /* not RFC 3339: ignored (0), never "now" */
+    static const char *const bad[] = {"yesterday", "", "2026-11-29", "2026-11-29T10:00:00", "1795946400",
+                                      "2026-13-01T00:00:00Z", "2026-11-29T10:00:00Zjunk"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ms = -1;
+        CHECK_INT(lifecycle_last_used_check(bad[i], T0, &ms), SBX_LAST_USED_INVALID);
+        CHECK_INT(ms, 0);
+    }
+}
+
+TEST(a_future_last_used_at_taken_as_now_does_not_keep_a_session_forever) {
+    /* The controller feeds lifecycle_decide what the check returned: "now" when first seen
+     * (and it rewrites the annotation to that time), so the session is idle idleTimeout later. */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = running(T0 - HOUR, T0);
+    struct sbx_decision d;
+    lifecycle_last_used_check("2099-01-01T00:00:00Z", T0, &o.last_used_annotation_ms);
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions & D_SBX, 0);
+    CHECK_INT(d.requeue_after_ms, 30 * MIN);
+    CHECK_INT(d.last_used_ms, T0);
+    o.now_ms = T0 + 30 * MIN;
+    lifecycle_decide(&s, &o, &d);
+    CHECK(d.actions & D_SBX);
+    /* an unparseable value counts for nothing: idle from Ready an hour ago */
+    o = running(T0 - HOUR, T0);
+    CHECK_INT(lifecycle_last_used_check("yesterday", T0, &o.last_used_annotation_ms), SBX_LAST_USED_INVALID);
+    lifecycle_decide(&s, &o, &d);
+    CHECK(d.actions & D_SBX);
+}
