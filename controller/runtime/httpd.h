@@ -1,6 +1,8 @@
-/* runtime/httpd.h — a minimal HTTP/1.1 server for /healthz, /readyz and /metrics: GET
- * only, one request per connection, bounded request size and read time, served by one
- * thread. Not a general web server: it answers small, local, trusted probes. */
+/* runtime/httpd.h — the HTTP/1.1 server for /healthz, /readyz and /metrics, on
+ * libwebsockets' server role: GET and HEAD only, an event loop on one thread (a slow or
+ * stuck client never delays another), a deadline of about a second per request from
+ * accept to the last byte sent (reads, writes and keep-alive idling included), and a
+ * bounded number of open connections. Not a general web server: it answers probes. */
 #ifndef YAO_RUNTIME_HTTPD_H
 #define YAO_RUNTIME_HTTPD_H
 

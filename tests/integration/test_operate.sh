@@ -26,6 +26,39 @@ has_holder() { [ -n "$(holder)" ]; }
 check "a leader is elected" eventually 20 has_holder
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 check "/healthz answers ok" eq "$(curl -s http://127.0.0.1:$P1/healthz)" ok
+# A client trickling its request one byte a second (it could be any sandbox pod) must not
+# delay the liveness probe: /healthz answers within 100 ms all along, 20 times in 3 s.
+slow_client_probe() {
+    python3 - "$P1" <<'PY'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def trickle():
+    s = socket.create_connection(("127.0.0.1", port))
+    for ch in b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n":
+        try: s.send(bytes([ch]))
+        except OSError: return
+        time.sleep(1)
+for _ in range(4): threading.Thread(target=trickle, daemon=True).start()
+time.sleep(0.2)
+worst = 0
+for _ in range(20):
+    t0 = time.monotonic()
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        b = c.recv(4096)
+        if not b: break
+        data += b
+    c.close()
+    worst = max(worst, time.monotonic() - t0)
+    assert data.endswith(b"ok\n"), data
+    time.sleep(0.15)
+print("    slowest /healthz next to 4 trickling clients: %.1f ms" % (worst * 1000))
+sys.exit(0 if worst < 0.1 else 1)
+PY
+}
+check "/healthz within 100 ms while clients trickle 1 byte/s" slow_client_probe
 ready_both() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$P1/readyz)" = 200 ] && [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/readyz)" = 200 ]; }
 check "/readyz is 200 on the leader and the standby" eventually 20 ready_both
 L1=$(metric $P1 yao_sandbox_leader); L2=$(metric $P2 yao_sandbox_leader)
@@ -83,6 +116,72 @@ t0=$(now_ms)
 for pid in "${CONTROLLER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 echo "    clean shutdown took $(( $(now_ms) - t0 )) ms"
 check "a clean shutdown releases the lease" eq "$(holder)" ""
+
+# --- Fencing: a stalled leader writes nothing once a standby has taken over --------------
+# Two replicas on a short lease (3 s / renew 2 s / retry 0.5 s). The leader is frozen with
+# SIGSTOP (its clock runs on, its connections buffer), Sandboxes are created, the standby
+# takes over and brings them up; then the old leader is thawed with watch events waiting
+# in its sockets. Its write fence is already shut: the audit log (which names each replica
+# by the identity in its User-Agent) must show no write from it received after the
+# standby's first Lease update, and it must exit non-zero, as client-go's elector does.
+FLEASE=yao-fence-test
+kubectl -n yao-sandbox-system delete lease $FLEASE --ignore-not-found >/dev/null
+FLOG1=$BUILD_DIR/test-operate-fence-1.log; FLOG2=$BUILD_DIR/test-operate-fence-2.log
+: > "$FLOG1"; : > "$FLOG2"
+FENCE_ARGS=(--leader-elect --lease-namespace yao-sandbox-system --lease-name $FLEASE
+            --lease-duration 3s --renew-deadline 2s --retry-period 500ms)
+start_controller "$FLOG1" "${FENCE_ARGS[@]}"; FPID1=${CONTROLLER_PIDS[-1]}
+sleep 0.5
+start_controller "$FLOG2" "${FENCE_ARGS[@]}"; FPID2=${CONTROLLER_PIDS[-1]}
+identity_of() { sed -n 's/.*msg="waiting for leadership".* identity=\([^ ]*\).*/\1/p' "$1" | head -n 1; }
+fholder() { kubectl -n yao-sandbox-system get lease $FLEASE -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+check "fence: a leader is elected" eventually 20 eval '[ -n "$(fholder)" ] && [ -n "$(identity_of "$FLOG2")" ]'
+ID1=$(identity_of "$FLOG1"); ID2=$(identity_of "$FLOG2"); FIRST=$(fholder)
+if [ "$FIRST" = "$ID1" ]; then OLD=$FPID1; OLD_ID=$ID1; NEW_ID=$ID2; else OLD=$FPID2; OLD_ID=$ID2; NEW_ID=$ID1; fi
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: fence-0}\nspec: {userID: fence, chatID: zero}\n' | kubectl -n $NS apply -f - >/dev/null
+check "fence: the leader reconciles" eventually 20 phase_is $NS fence-0 Running
+kill -STOP "$OLD"
+for i in 1 2 3 4 5; do
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: fence-%s}\nspec: {userID: fence, chatID: c%s}\n' $i $i
+    echo ---
+done | kubectl -n $NS apply -f - >/dev/null
+kubectl -n $NS annotate sandbox fence-0 sandbox.yaoapps.com/last-used-at="$(date -u +%Y-%m-%dT%H:%M:%SZ)" --overwrite >/dev/null
+check "fence: the standby takes over from the frozen leader" eventually 20 eval '[ "$(fholder)" = "$NEW_ID" ]'
+all_running() { for i in 1 2 3 4 5; do phase_is $NS fence-$i Running || return 1; done; }
+check "fence: the new leader brings the new Sandboxes up" eventually 30 all_running
+kill -CONT "$OLD"
+check "fence: the thawed leader exits within 10 s" eventually 10 eval '! kill -0 "$OLD"'
+kill -9 "$OLD" 2>/dev/null; wait "$OLD"; OLD_RC=$?
+check "fence: the thawed leader exits non-zero (leadership lost)" test "$OLD_RC" -ne 0
+check "fence: it logged the loss" eval 'grep -q "lost leadership" "$FLOG1" "$FLOG2"'
+echo "    writes refused by the fence: $(cat "$FLOG1" "$FLOG2" | grep -c 'write fence closed')"
+sleep 2.5   # the audit log is written in 1 s batches
+fence_audit() {
+    python3 - "$YAO_PLANE_DIR/logs/audit.log" "$OLD_ID" "$NEW_ID" "$FLEASE" <<'PY'
+import json, sys
+path, old, new, lease = sys.argv[1:]
+writes = {"create", "update", "patch", "delete", "deletecollection"}
+events = []
+for line in open(path):
+    try: e = json.loads(line)
+    except ValueError: continue
+    if e.get("stage") != "ResponseComplete": continue
+    events.append(e)
+def by(e, ident): return ("(%s)" % ident) in e.get("userAgent", "")
+def is_lease(e): return (e.get("objectRef") or {}).get("resource") == "leases" and (e.get("objectRef") or {}).get("name") == lease
+took = sorted(e["requestReceivedTimestamp"] for e in events if by(e, new) and is_lease(e) and e["verb"] == "update")
+if not took: print("no Lease update by the standby in the audit log"); sys.exit(1)
+t_acq = took[0]
+before = [e for e in events if by(e, old) and e["verb"] in writes and e["requestReceivedTimestamp"] < t_acq]
+after = [e for e in events if by(e, old) and e["verb"] in writes and e["requestReceivedTimestamp"] >= t_acq]
+print("    standby's first Lease update at %s; old leader: %d writes before, %d after" % (t_acq, len(before), len(after)))
+for e in after[:10]:
+    print("    late write: %s %s %s" % (e["requestReceivedTimestamp"], e["verb"], e.get("requestURI")))
+if not before: print("no write of the old leader seen at all: the audit check would prove nothing"); sys.exit(1)
+sys.exit(1 if after else 0)
+PY
+}
+check "fence: the audit log shows no write from the old leader after the standby acquired" fence_audit
 
 check "Events record the start" contains "$(kubectl -n $NS get events --field-selector involvedObject.name=led-2 -o jsonpath='{.items[*].reason}')" Started
 check "every log line is logfmt with ts and level" eq "$(grep -vc '^ts=[0-9T:.-]*Z level=\(debug\|info\|warn\|error\) ' "$LOG1" "$LOG2" | awk -F: '{s+=$2} END {print s}')" 0
