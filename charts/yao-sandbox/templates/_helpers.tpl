@@ -87,6 +87,13 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [pods/exec]
   verbs: [create, get]
+# the binding mode of a workspace claim's StorageClass (informer): a pod on a
+# WaitForFirstConsumer class is created at once, not after its claim is bound. (A Role of a
+# namespaced install cannot grant this cluster-scoped read; without it classes count as
+# Immediate.)
+- apiGroups: [storage.k8s.io]
+  resources: [storageclasses]
+  verbs: [list, watch]
 # Events on Sandboxes (core/v1, one new Event per transition)
 - apiGroups: [""]
   resources: [events]
