@@ -237,11 +237,14 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
     static const char creating[] = "creating the workspace claim and the pod; waiting for the pod to start%s";
     if (o->pod == SBX_OBJ_ABSENT) {
         say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
-        if (o->pvc == SBX_OBJ_ABSENT) {
+        /* A WaitForFirstConsumer claim binds only once this pod is scheduled: waiting for
+         * it would only cost the whole delay. */
+        if (o->pvc == SBX_OBJ_ABSENT && !o->claim_binds_on_consumer) {
             d->requeue_after_ms = SBX_BIND_WAIT_MS;
             return;
         }
-        if (!o->pvc_bound && o->pvc_age_ms < SBX_BIND_WAIT_MS) {
+        if (o->pvc != SBX_OBJ_ABSENT && !o->pvc_bound && !o->claim_binds_on_consumer &&
+            o->pvc_age_ms < SBX_BIND_WAIT_MS) {
             d->requeue_after_ms = SBX_BIND_WAIT_MS - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
             return;
         }

@@ -60,6 +60,10 @@ struct sbx_observed {
     enum sbx_object_state pvc;
     int pvc_bound;
     int64_t pvc_age_ms;              /* now - the claim's creationTimestamp */
+    /* The claim's StorageClass binds only for a consumer (volumeBindingMode
+     * WaitForFirstConsumer): the claim stays Pending until a pod that uses it is
+     * scheduled, so the pod is created at once. 0: Immediate, or not known. */
+    int claim_binds_on_consumer;
     enum sbx_object_state pod;
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
     int pod_ready;                   /* Ready condition True */
@@ -161,10 +165,11 @@ enum sbx_last_used {
  * ignored without a word. */
 enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, int64_t *ms);
 
-/* A new pod waits this long for its workspace claim to be bound: a pod created before
- * its claim is bound is put into the scheduler's backoff (1 s, 2 s, 4 s, ...), so on
- * classes that bind at once waiting is faster; classes that bind only for a consumer
- * (WaitForFirstConsumer) get their pod after this delay. */
+/* On a class that binds at once (Immediate) a new pod waits this long for its workspace
+ * claim to be bound: a pod created before its claim is bound is put into the scheduler's
+ * backoff (1 s, 2 s, 4 s, ...), so waiting is faster. A class that binds only for a
+ * consumer (WaitForFirstConsumer) gets its pod at once, in the pass that creates the claim;
+ * so does a claim of a class the controller cannot see, after this delay. */
 #define SBX_BIND_WAIT_MS 3000
 
 /* Decide. Never fails; d is fully written. */

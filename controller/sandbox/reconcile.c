@@ -26,6 +26,9 @@
  * latest (the watch delivers the newer version, which queues the key by itself). */
 #define STALE_REQUEUE_MS 50
 
+/* How long the controller waits for the StorageClass cache before it starts anyway. */
+#define CLASS_SYNC_WAIT_MS 5000
+
 /* A capacity slot reserved for a pod we just created stays counted this long even if
  * the pod has not reached the cache yet. */
 #define RESERVATION_MS 30000
@@ -127,12 +130,37 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     }
 }
 
-/* Keep only metadata and status.phase of a PVC. */
+/* Keep only metadata, spec.storageClassName and status.phase of a PVC. */
 static void shrink_pvc(cJSON *pvc) {
     informer_strip_metadata(pvc);
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pvc, "spec");
+    cJSON *cls = cJSON_DetachItemFromObjectCaseSensitive(spec, "storageClassName");
     cJSON_DeleteItemFromObjectCaseSensitive(pvc, "spec");
+    if (cls) {
+        cJSON *slim = cJSON_AddObjectToObject(pvc, "spec");
+        if (slim) cJSON_AddItemToObject(slim, "storageClassName", cls);
+        else cJSON_Delete(cls);
+    }
     cJSON *status = cJSON_GetObjectItemCaseSensitive(pvc, "status");
     cJSON_DeleteItemFromObjectCaseSensitive(status, "capacity");
+}
+
+/* Keep only a StorageClass's name, annotations (the default-class mark) and
+ * volumeBindingMode. */
+static void shrink_class(cJSON *sc) {
+    cJSON *keep_md = cJSON_CreateObject();
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(sc, "metadata");
+    const char *keys[] = {"name", "resourceVersion", "uid", "annotations"};
+    for (size_t i = 0; keep_md && i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, keys[i]);
+        if (v) cJSON_AddItemToObject(keep_md, keys[i], cJSON_Duplicate(v, 1));
+    }
+    cJSON *mode = cJSON_DetachItemFromObjectCaseSensitive(sc, "volumeBindingMode");
+    cJSON *child;
+    while ((child = sc->child)) cJSON_Delete(cJSON_DetachItemViaPointer(sc, child));
+    if (keep_md) cJSON_AddItemToObject(sc, "metadata", keep_md);
+    if (mode) cJSON_AddItemToObject(sc, "volumeBindingMode", mode);
+    informer_strip_metadata(sc);
 }
 
 /* ---- controller lifecycle ------------------------------------------------------------ */
@@ -170,7 +198,11 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     io.transform = shrink_pvc;
     ctl->pvcs = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs) {
+    /* StorageClasses are cluster-scoped, and only read: nothing is queued when they change. */
+    io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
+    ctl->classes = informer_new(c, &io);
+
+    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->classes) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -237,14 +269,22 @@ static void *worker(void *arg) {
 }
 
 int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
-    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->sandboxes) < 0)
+    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->sandboxes) < 0 ||
+        informer_start(ctl->classes) < 0)
         return -1;
-    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->sandboxes))) {
+    /* The StorageClass cache is waited for only a while: without it (a namespaced install
+     * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
+     * a new pod waits for its claim as on an Immediate class. */
+    int waited = 0;
+    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->sandboxes) &&
+             (informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
         usleep(20000);
+        waited += 20;
     }
-    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu", informer_count(ctl->sandboxes),
-        informer_count(ctl->pods), informer_count(ctl->pvcs));
+    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu storageclasses=%zu%s", informer_count(ctl->sandboxes),
+        informer_count(ctl->pods), informer_count(ctl->pvcs), informer_count(ctl->classes),
+        informer_synced(ctl->classes) ? "" : " (StorageClasses not readable yet: binding modes unknown)");
     ctl->threads = calloc((size_t)ctl->opt.workers, sizeof(pthread_t));
     if (!ctl->threads) return -1;
     for (int i = 0; i < ctl->opt.workers; i++) {
@@ -269,6 +309,7 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->sandboxes) informer_stop(ctl->sandboxes);
     if (ctl->pods) informer_stop(ctl->pods);
     if (ctl->pvcs) informer_stop(ctl->pvcs);
+    if (ctl->classes) informer_stop(ctl->classes);
 }
 
 void sbx_controller_free(struct sbx_controller *ctl) {
@@ -277,6 +318,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->sandboxes);
     informer_free(ctl->pods);
     informer_free(ctl->pvcs);
+    informer_free(ctl->classes);
     queue_free(ctl->queue);
     strmap_clear(&ctl->reserved, NULL);
     strmap_clear(&ctl->runs, NULL);
@@ -289,6 +331,41 @@ void sbx_controller_free(struct sbx_controller *ctl) {
 }
 
 /* ---- observing ------------------------------------------------------------------------ */
+
+struct default_class_ctx { char name[256]; int found; };
+
+/* The class marked default (the GA annotation, or the beta one). */
+static int find_default_class(void *ud, const char *key, const cJSON *sc) {
+    struct default_class_ctx *c = ud;
+    const char *ga = kj_map_get(sc, "metadata.annotations", "storageclass.kubernetes.io/is-default-class");
+    const char *beta = kj_map_get(sc, "metadata.annotations", "storageclass.beta.kubernetes.io/is-default-class");
+    if ((ga && !strcmp(ga, "true")) || (beta && !strcmp(beta, "true"))) {
+        snprintf(c->name, sizeof(c->name), "%s", key);
+        c->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Does the workspace claim bind only for a consumer? Its class is the claim's own
+ * spec.storageClassName, else the one the spec asks for, else the cluster's default class;
+ * it binds late when that StorageClass says volumeBindingMode: WaitForFirstConsumer. An
+ * unknown class (not cached, or the cache not readable) counts as binding at once. */
+static int claim_binds_on_consumer(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
+    struct default_class_ctx dc = {.found = 0};
+    const char *name = pvc ? kj_str(pvc, "spec.storageClassName") : NULL;
+    if (!name && !pvc) name = spec->storage_class;
+    if (!name) {
+        informer_foreach(ctl->classes, find_default_class, &dc);
+        if (!dc.found) return 0;
+        name = dc.name;
+    }
+    cJSON *sc = informer_get(ctl->classes, name);
+    const char *mode = kj_str(sc, "volumeBindingMode");
+    int late = mode && !strcmp(mode, "WaitForFirstConsumer");
+    cJSON_Delete(sc);
+    return late;
+}
 
 /* Ours, someone else's, or being deleted? */
 static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
@@ -1015,6 +1092,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     o.pvc_age_ms = pvc ? now - time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
     sbx_pod_observe(pod, &o);
+    o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) release(ctl, key);
 

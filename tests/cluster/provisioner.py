@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """tests/cluster/provisioner.py — a test-only dynamic volume provisioner for the local plane.
 
-Watches PersistentVolumeClaims of the StorageClass "yao-test" and creates, for each one, a
+Watches PersistentVolumeClaims of its StorageClasses and creates, for each one, a
 hostPath PersistentVolume pre-bound to it (claimRef), so kube-controller-manager's binder
 binds the pair exactly as it does behind a real CSI provisioner, and kube-scheduler then
 schedules the pods that mount it. Deletes Released volumes it provisioned (reclaim policy
 Delete). Talks to the API server over HTTPS with the admin token; standard library only.
+
+Two classes, as on real clusters:
+  yao-test       volumeBindingMode Immediate: provisioned as soon as the claim exists.
+  yao-test-wffc  volumeBindingMode WaitForFirstConsumer: provisioned only once the
+                 scheduler picked a node for the first pod using the claim and wrote it
+                 into the claim's volume.kubernetes.io/selected-node annotation; the
+                 volume is pinned to that node (nodeAffinity), like a local volume.
 """
 import json, os, shutil, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
 
-CLASS = "yao-test"
+CLASSES = {"yao-test": "Immediate", "yao-test-wffc": "WaitForFirstConsumer"}
 PROVISIONER = "yao-sandbox.test/hostpath"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 server, token, ca_file, root = sys.argv[1:5]
 ctx = ssl.create_default_context(cafile=ca_file)
@@ -32,10 +40,14 @@ def call(method, path, body=None, timeout=30):
 
 def provision(pvc):
     meta, spec = pvc["metadata"], pvc.get("spec", {})
-    if spec.get("storageClassName") != CLASS or spec.get("volumeName"):
+    cls = spec.get("storageClassName")
+    if cls not in CLASSES or spec.get("volumeName"):
         return
     if pvc.get("status", {}).get("phase") not in (None, "Pending"):
         return
+    node = meta.get("annotations", {}).get(SELECTED_NODE)
+    if CLASSES[cls] == "WaitForFirstConsumer" and not node:
+        return  # not before the scheduler chose a node for its first consumer
     name = "pvc-" + meta["uid"]
     size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
     path = os.path.join(root, name)
@@ -46,13 +58,16 @@ def provision(pvc):
             "capacity": {"storage": size},
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Delete",
-            "storageClassName": CLASS,
+            "storageClassName": cls,
             "volumeMode": spec.get("volumeMode", "Filesystem"),
             "hostPath": {"path": path, "type": "DirectoryOrCreate"},
             "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                          "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
         },
     }
+    if node:
+        pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
     # The directory is made here, world-writable like real local provisioners make theirs
     # (local-path-provisioner: 0777): the kubelet would create a missing hostPath directory
     # 0755 root, and fsGroup does not apply to hostPath volumes, so a non-root sandbox
@@ -65,7 +80,7 @@ def provision(pvc):
         return
     try:
         call("POST", "/api/v1/persistentvolumes", pv).close()
-        log("provisioned %s for %s/%s" % (name, meta["namespace"], meta["name"]))
+        log("provisioned %s for %s/%s%s" % (name, meta["namespace"], meta["name"], " on " + node if node else ""))
     except urllib.error.HTTPError as e:
         if e.code != 409:
             log("create %s: HTTP %d %s" % (name, e.code, e.read()[:200]))

@@ -159,11 +159,35 @@ TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     d = decide(&s, &o);
     CHECK_INT(d.actions, A_POD);
     CHECK_INT(d.requeue_after_ms, 0); /* no usage signal yet: no idle clock */
-    /* never bound (a WaitForFirstConsumer class binds only for a pod): after the wait */
+    /* never bound (a class the controller cannot see): after the wait */
     o.pvc_bound = 0;
     o.pvc_age_ms = SBX_BIND_WAIT_MS;
     d = decide(&s, &o);
     CHECK_INT(d.actions, A_POD);
+}
+
+TEST(wait_for_first_consumer_class_gets_its_pod_with_the_claim) {
+    /* The claim binds only once a pod using it is scheduled: claim and pod in one pass. */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.claim_binds_on_consumer = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC | A_POD);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.requeue_after_ms, 0);
+    /* claim there, Pending (it waits for the pod), the pod not in the cache yet: created
+     * (again: a 409 on create is ours and harmless), no waiting */
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_age_ms = 100;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    /* over the running cap: neither claim nor pod */
+    o = fresh(T0);
+    o.claim_binds_on_consumer = 1;
+    o.admitted = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_CAPACITY);
 }
 
 TEST(annotation_before_first_ready_starts_no_clock) {
