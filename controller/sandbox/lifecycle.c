@@ -160,7 +160,21 @@ static void stop(const struct sbx_observed *o, struct sbx_decision *d, const cha
     }
 }
 
+static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);
+
+/* observedGeneration means "the running pod matches": the generation when the pod was
+ * built from it, or when no pod is wanted (nothing to apply: the next pod is built from
+ * the spec as it is then); otherwise the generation recorded before. */
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
+    decide(s, o, d);
+    int matches = o->pod == SBX_OBJ_PRESENT ? o->pod_template_current && !(d->actions & SBX_ACT_DELETE_POD)
+                                            : !d->wants_pod && o->pod == SBX_OBJ_ABSENT;
+    if (o->pod == SBX_OBJ_FOREIGN || o->pvc == SBX_OBJ_FOREIGN) matches = 1; /* nothing of ours to match */
+    if (s->lifecycle == SBX_ONE_SHOT && o->pod == SBX_OBJ_PRESENT) matches = 1; /* never replaced */
+    d->observed_generation = matches ? o->generation : o->status_observed_generation;
+}
+
+static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
     memset(d, 0, sizeof(*d));
     d->started_ms = o->status_started_ms;
     d->restart_count = -1;
@@ -262,6 +276,15 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
         } else {
             say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod ended (%s); replacing it", o->pod_phase);
         }
+    } else if (!o->pod_template_current && s->lifecycle != SBX_ONE_SHOT) {
+        /* The spec changed since this pod was built (image, command, env, resources, mount
+         * path): replace it; the claim, and so the workspace, stays. (A one-shot pod runs
+         * its command to the end.) */
+        char gen[32];
+        snprintf(gen, sizeof(gen), "%lld", (long long)o->generation);
+        d->actions |= SBX_ACT_DELETE_POD;
+        say(d, "Creating", 0, SBX_REASON_UPDATING,
+            "the spec changed (generation %s); replacing the pod, the workspace is kept", gen);
     } else if (o->pod_phase && !strcmp(o->pod_phase, "Running") && o->pod_ready) {
         if (s->lifecycle == SBX_ONE_SHOT) {
             if (!o->run_in_progress) d->actions |= SBX_ACT_RUN;

@@ -65,6 +65,11 @@ struct sbx_observed {
      * scheduled, so the pod is created at once. 0: Immediate, or not known. */
     int claim_binds_on_consumer;
     enum sbx_object_state pod;
+    /* The pod was built from the spec as it is now (its template-hash annotation equals
+     * the desired pod's), or carries no hash (made before hashes existed: not replaced
+     * just for that). 0: the spec changed since, the pod is to be replaced. */
+    int pod_template_current;
+    int64_t status_observed_generation; /* status.observedGeneration as last written */
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
     int pod_ready;                   /* Ready condition True */
     int64_t pod_ready_since_ms;      /* its lastTransitionTime while True (0 = unknown) */
@@ -102,6 +107,7 @@ enum sbx_action {
 #define SBX_REASON_SUCCEEDED "Succeeded"
 #define SBX_REASON_FAILED "Failed"
 #define SBX_REASON_EXPIRED "Expired"
+#define SBX_REASON_UPDATING "SpecChanged"   /* the pod is replaced to apply a spec change */
 /* Besides these, a pod that does not start lends its own reason: the scheduler's
  * (Unschedulable) or the container's waiting reason as the kubelet reports it
  * (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
@@ -124,6 +130,9 @@ struct sbx_decision {
     int64_t stopped_ms;            /* status.stoppedAt to write (0 = clear) */
     int64_t requeue_after_ms;      /* look again after this long (0 = only on change) */
     int wants_pod;                 /* the policy wants a pod now (used for capacity) */
+    /* status.observedGeneration: the generation once the pod matches it (or no pod is
+     * wanted); while a changed spec has not reached a pod, the one recorded before. */
+    int64_t observed_generation;
 };
 
 /* The idle limit of a lifecycle: idleTimeout (session), ×24 (long-running), none

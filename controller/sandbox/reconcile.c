@@ -879,7 +879,7 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
         quote_value(lu, q, sizeof(q));
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
     }
-    cJSON_AddNumberToObject(st, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
+    cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
     keep(st, cur, "run");
 
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
@@ -888,7 +888,7 @@ static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, cons
     cJSON_AddStringToObject(c, "type", "Ready");
     const char *status = d->ready ? "True" : "False";
     cJSON_AddStringToObject(c, "status", status);
-    cJSON_AddNumberToObject(c, "observedGeneration", (double)kj_int(sb, "metadata.generation", 0));
+    cJSON_AddNumberToObject(c, "observedGeneration", (double)d->observed_generation);
     /* lastTransitionTime moves only when the condition's status changes. */
     const cJSON *old = ready_condition(sb);
     const char *old_status = kj_str(old, "status");
@@ -990,6 +990,7 @@ static int report_invalid(struct sbx_controller *ctl, const char *ns, const char
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
     d.reason = SBX_REASON_INVALID;
+    d.observed_generation = kj_int(sb, "metadata.generation", 0);   /* this status is about it */
     snprintf(d.message, sizeof(d.message), "%s", why);
     /* What the status recorded about earlier pods stays. */
     d.started_ms = time_at(sb, "status.startedAt");
@@ -1092,6 +1093,19 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     o.pvc_age_ms = pvc ? now - time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
     sbx_pod_observe(pod, &o);
+    o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
+    o.pod_template_current = 1;
+    if (o.pod == SBX_OBJ_PRESENT) {
+        const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+        if (have) {
+            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid};
+            cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
+            const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+            if (!h) { cJSON_Delete(want); snprintf(err, errlen, "out of memory"); goto out; }
+            o.pod_template_current = !strcmp(have, h);
+            cJSON_Delete(want);
+        }
+    }
     o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) release(ctl, key);

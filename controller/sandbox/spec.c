@@ -12,6 +12,7 @@
  * Not here: naming rules (naming.c), unit parsing (quantity.c), any I/O. */
 #include "sandbox/spec.h"
 
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,6 +896,26 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
     return 0;
 }
 
+/* First SBX_TEMPLATE_HASH_LEN hex digits of SHA-256 over the pod spec as compact JSON (the
+ * builder adds members in a fixed order, so equal specs print equal). 0 or -1. */
+static int sbx_template_hash(const cJSON *pod_spec, char *out) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    int rc = -1;
+    char *text = cJSON_PrintUnformatted(pod_spec);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+    if (text && ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+        EVP_DigestUpdate(ctx, text, strlen(text)) == 1 && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 &&
+        mdlen >= SBX_TEMPLATE_HASH_LEN / 2) {
+        for (int i = 0; i < SBX_TEMPLATE_HASH_LEN / 2; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+        rc = 0;
+    }
+    EVP_MD_CTX_free(ctx);
+    cJSON_free(text);
+    return rc;
+}
+
 cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name) {
     cJSON *pod, *spec, *sc, *ctrs, *ctr, *vols, *vol;
@@ -939,6 +960,13 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
         !cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"),
                                  "claimName", claim_name))
         goto err;
+    {
+        char hash[SBX_TEMPLATE_HASH_LEN + 1];
+        cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                                      "annotations");
+        if (sbx_template_hash(spec, hash) || !cJSON_AddStringToObject(ann, SBX_ANN_TEMPLATE_HASH, hash))
+            goto err;
+    }
     return pod;
 err:
     cJSON_Delete(pod);

@@ -23,6 +23,10 @@
 #define SBX_ANN_USER_ID "sandbox.yaoapps.com/user-id"
 #define SBX_ANN_CHAT_ID "sandbox.yaoapps.com/chat-id"
 #define SBX_ANN_LAST_USED "sandbox.yaoapps.com/last-used-at"
+/* On the pod: the hash of the pod spec it was built from (sbx_build_pod). A Sandbox whose
+ * desired pod has another hash gets its pod replaced. */
+#define SBX_ANN_TEMPLATE_HASH "sandbox.yaoapps.com/template-hash"
+#define SBX_TEMPLATE_HASH_LEN 16
 #define SBX_CONTAINER_NAME "sandbox"
 #define SBX_CLAIM_SUFFIX "-workspace"
 
@@ -146,7 +150,9 @@ cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
  * (runAsNonRoot, runAsUser/runAsGroup/fsGroup 1000, allowPrivilegeEscalation false,
  * capabilities drop ALL, seccompProfile RuntimeDefault); automountServiceAccountToken
  * false; enableServiceLinks false; restartPolicy Always (Never for one-shot);
- * labels/annotations/ownerReference as for the PVC.
+ * labels/annotations/ownerReference as for the PVC, plus SBX_ANN_TEMPLATE_HASH: the first
+ * 16 hex digits of the SHA-256 of the pod's spec as JSON (image, command, env, resources,
+ * mount path, ...: anything that reaches the pod), so a spec change is seen on the pod.
  * Returns a new cJSON object or NULL on ENOMEM. */
 cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name);

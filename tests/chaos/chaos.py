@@ -11,6 +11,8 @@ harness waits for convergence and checks, printing figures:
   - every live Sandbox's status matches reality (Running ⇔ a ready pod with that IP,
     Stopped ⇔ no pod), and every Sandbox that should run does;
   - no workspace PVC of a live Sandbox was ever replaced (its uid never changed);
+  - observedGeneration ⇒ pod matches: a Running Sandbox whose status.observedGeneration
+    is its generation has a pod with the spec's env (the harness changes env at random);
   - no accepted touch lost: a short-idle session the API server accepted a touch for is
     not removed before that touch's own idle period ends (a watch records removals);
   - the controller converged within a bound after the last fault.
@@ -75,9 +77,9 @@ class Api:
 
 
 api = Api()
-stats = {k: 0 for k in ("created", "deleted", "touched", "paused", "resumed", "execs", "exec_failures",
+stats = {k: 0 for k in ("created", "deleted", "touched", "spec_changes", "paused", "resumed", "execs", "exec_failures",
                         "controller_kills", "apiserver_restarts", "etcd_pauses", "double_pod_seen",
-                        "double_claim_seen")}
+                        "double_claim_seen", "observed_mismatch_seen")}
 claim_uids = {}   # sandbox name -> first workspace PVC uid seen (for persistent / long-running)
 names = []
 touches = []      # (name, time the accepted touch was sent) for short-idle sessions
@@ -180,6 +182,19 @@ def snapshot_checks():
             u = owner_uid(o)
             seen[u] = seen.get(u, 0) + 1
         stats[key] += sum(1 for c in seen.values() if c > 1)
+    # observedGeneration ⇒ pod matches, at any instant (the harness changes nothing
+    # between these two reads)
+    sbs = {s["metadata"]["uid"]: s for s in list_sandboxes().values()}
+    for p in owned("pods"):
+        sb = sbs.get(owner_uid(p))
+        if not sb or p["metadata"].get("deletionTimestamp") or sb["spec"]["lifecycle"] == "one-shot":
+            continue
+        if sb.get("status", {}).get("observedGeneration") != sb["metadata"].get("generation"):
+            continue
+        want = {e["name"]: e.get("value") for e in sb["spec"].get("env", [])}
+        have = {e["name"]: e.get("value") for e in p["spec"]["containers"][0].get("env", [])}
+        if any(have.get(k) != v for k, v in want.items()):
+            stats["observed_mismatch_seen"] += 1
 
 
 def remember_claims():
@@ -291,8 +306,15 @@ while time.time() - t_start < args.duration:
                 paused = not sb["spec"].get("paused", False)
                 api.call("PATCH", GROUP + "/" + name, {"spec": {"paused": paused}}, "application/merge-patch+json")
                 stats["paused" if paused else "resumed"] += 1
-        elif action < 0.85:
+        elif action < 0.80:
             exec_into(name)
+        elif action < 0.85:
+            if not name.startswith("chaos-") or int(name.split("-")[1]) % 4 == 3:
+                pass  # one-shot pods run to the end; their spec is not changed
+            else:
+                api.call("PATCH", GROUP + "/" + name, {"spec": {"env": [{"name": "CHAOS_V", "value": str(rng.randrange(1 << 20))}]}},
+                         "application/merge-patch+json")
+                stats["spec_changes"] += 1
         elif action < 0.92 and len(created_live) > max(2, next_i // 2):
             # keep at least half of what was created alive, so the end state has substance
             our_deletes[name] = time.time()
@@ -350,6 +372,11 @@ def violations():
             out.append("%s says Running without a pod" % n)
             continue
         pod = mine[0]
+        if st.get("observedGeneration") == sb["metadata"].get("generation"):
+            want = {e["name"]: e.get("value") for e in sb["spec"].get("env", [])}
+            have = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env", [])}
+            if any(have.get(k) != v for k, v in want.items()):
+                out.append("%s: observedGeneration %s but its pod has another env" % (n, st.get("observedGeneration")))
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
         if not ready or pod["status"].get("podIP") != st.get("podIP") or pod["metadata"]["name"] != st.get("podName"):
             out.append("%s status does not match its pod" % n)
@@ -388,6 +415,8 @@ failed = 0
 checks = [
     ("no Sandbox ever had two pods", stats["double_pod_seen"] == 0),
     ("no Sandbox ever had two claims", stats["double_claim_seen"] == 0),
+    ("observedGeneration never claimed a pod that did not match (%d spec changes)" % stats["spec_changes"],
+     stats["observed_mismatch_seen"] == 0),
     ("all invariants hold after convergence (%s)" % ("; ".join(v[:5]) or "none violated"), not v),
     ("converged within %ds of the end of the churn" % args.converge_timeout, not v),
     ("no accepted touch lost (%s)" % (", ".join(lost[:5]) or "none"), not lost),

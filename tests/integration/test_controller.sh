@@ -69,6 +69,30 @@ recreated() { local u; u=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata
 check "a deleted pod is recreated" eventually 20 recreated
 check "and the Sandbox is Running again" eventually 20 phase_is $NS first Running
 
+# A spec change reaches the pod: image and memory patched on a running Sandbox replace its
+# pod (workspace kept); observedGeneration moves only once a pod built from it runs.
+CLAIM=$(kubectl -n $NS get sandbox first -o jsonpath='{.status.workspaceClaim}')
+PV_BEFORE=$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')
+old_uid=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}')
+kubectl -n $NS patch sandbox first --type merge -p '{"spec":{"image":"busybox:1.36","resources":{"memory":"512Mi"}}}' >/dev/null
+GEN=$(kubectl -n $NS get sandbox first -o jsonpath='{.metadata.generation}')
+observed() { [ "$(kubectl -n $NS get sandbox first -o jsonpath='{.status.observedGeneration}')" = "$GEN" ]; }
+# Sample while it converges: whenever status says it observed GEN, the pod must match.
+mismatch=0
+for _ in $(seq 1 100); do
+    if observed; then
+        [ "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.containers[0].image}')" = busybox:1.36 ] || mismatch=$((mismatch + 1))
+        break
+    fi
+    sleep 0.1
+done
+check "image and memory patched: observedGeneration reaches the new generation" eventually 30 observed
+check "  never before the pod runs the new image" eq "$mismatch" 0
+check "  the pod was replaced" recreated
+check "  with the new image and memory limit" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.containers[0].image} {.spec.containers[0].resources.limits.memory}')" "busybox:1.36 512Mi"
+check "  on the same workspace volume" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')" "$PV_BEFORE"
+check "  and the Sandbox is Running again, Ready" eventually 20 eval 'phase_is $NS first Running && reason_is $NS first PodReady'
+
 # Kill the controller right after a burst of creates, restart it: no duplicates, all Running.
 for i in $(seq 1 10); do
     printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: burst-%s}\nspec: {userID: bob, chatID: c%s}\n---\n' $i $i

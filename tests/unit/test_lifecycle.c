@@ -41,6 +41,7 @@ static struct sbx_observed fresh(int64_t now) {
     o.created_ms = now;
     o.generation = 1;
     o.admitted = 1;
+    o.pod_template_current = 1;   /* a pod, once there, was built from this spec */
     return o;
 }
 
@@ -1342,4 +1343,79 @@ TEST(a_future_last_used_at_taken_as_now_does_not_keep_a_session_forever) {
     CHECK_INT(lifecycle_last_used_check("yesterday", T0, &o.last_used_annotation_ms), SBX_LAST_USED_INVALID);
     lifecycle_decide(&s, &o, &d);
     CHECK(d.actions & D_SBX);
+}
+
+/* ---- spec changes reach the pod -------------------------------------------------------- */
+
+TEST(a_changed_spec_replaces_the_pod_and_observed_generation_waits_for_it) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = running(T0 - HOUR, T0);
+    struct sbx_decision d;
+    o.generation = 3;
+    o.status_observed_generation = 3;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.observed_generation, 3);          /* the running pod matches */
+    CHECK_STR(d.reason, SBX_REASON_READY);
+    /* image/env/resources changed: generation 4, the pod's hash is another */
+    o.generation = 4;
+    o.pod_template_current = 0;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, D_POD);                  /* the claim stays */
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, SBX_REASON_UPDATING);
+    CHECK_STR(d.message, "the spec changed (generation 4); replacing the pod, the workspace is kept");
+    CHECK_INT(d.observed_generation, 3);          /* not before a pod matches */
+    /* the old pod terminating, then gone: still 3, a new pod is created */
+    o.pod = SBX_OBJ_TERMINATING;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.observed_generation, 3);
+    o = running(T0 - HOUR, T0);
+    o.generation = 4;
+    o.status_observed_generation = 3;
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_INT(d.observed_generation, 3);
+    /* the new pod, built from generation 4: 4 */
+    o = running(T0 - HOUR, T0);
+    o.generation = 4;
+    o.status_observed_generation = 3;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.observed_generation, 4);
+}
+
+TEST(stopped_sandboxes_observe_their_generation_and_one_shot_pods_are_not_replaced) {
+    /* paused: no pod wanted, nothing to apply: observedGeneration is the generation */
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = fresh(T0);
+    struct sbx_decision d;
+    s.paused = 1;
+    o.generation = 2;
+    o.status_observed_generation = 1;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.observed_generation, 2);
+    /* while its pod is still being stopped: the recorded one */
+    o = running(T0 - HOUR, T0);
+    o.generation = 2;
+    o.status_observed_generation = 1;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, D_POD);
+    CHECK_INT(d.observed_generation, 1);
+    /* a one-shot pod runs its command to the end, even when the spec changed */
+    struct sbx_spec j = spec_of(SBX_ONE_SHOT);
+    o = running(T0 - MIN, T0);
+    o.pod_template_current = 0;
+    o.generation = 2;
+    o.run_in_progress = 1;
+    lifecycle_decide(&j, &o, &d);
+    CHECK_INT(d.actions & D_POD, 0);
+    CHECK_STR(d.reason, SBX_REASON_RUNNING_COMMAND);
 }

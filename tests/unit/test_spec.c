@@ -1244,3 +1244,47 @@ TEST(builders_survive_allocation_failure) {
     cJSON_InitHooks(NULL);
     built_free(&b);
 }
+
+/* ---- template hash ------------------------------------------------------------------- */
+
+/* The pod's template-hash annotation for a spec given as JSON members. */
+static void hash_of(const char *members, char *out) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "t", "ns", "uid-1" };
+    out[0] = 0;
+    CHECK_INT(parse_text(members, NULL, &s, err, sizeof err), 0);
+    cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    const char *h = JSTR(pod, "metadata", "annotations", SBX_ANN_TEMPLATE_HASH);
+    CHECK(h != NULL);
+    if (h) snprintf(out, SBX_TEMPLATE_HASH_LEN + 1, "%s", h);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+TEST(template_hash_follows_what_reaches_the_pod) {
+    char base[SBX_TEMPLATE_HASH_LEN + 1], again[SBX_TEMPLATE_HASH_LEN + 1], other[SBX_TEMPLATE_HASH_LEN + 1];
+    hash_of("{" U "}", base);
+    CHECK_INT(strlen(base), SBX_TEMPLATE_HASH_LEN);
+    CHECK(strspn(base, "0123456789abcdef") == SBX_TEMPLATE_HASH_LEN);
+    hash_of("{" U "}", again);
+    CHECK_STR(again, base);                              /* stable */
+    /* what does not reach the pod leaves it alone */
+    hash_of("{" U ",\"paused\":true,\"idleTimeout\":\"5m\",\"lifecycle\":\"long-running\"}", again);
+    /* (the lifecycle label is metadata, not spec) */
+    CHECK_STR(again, base);
+    static const char *const changes[] = {
+        "{" U ",\"image\":\"busybox:1.36\"}",
+        "{" U ",\"command\":[\"sleep\",\"1d\"]}",
+        "{" U ",\"args\":[\"-c\",\"true\"]}",
+        "{" U ",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}",
+        "{" U ",\"resources\":{\"memory\":\"1Gi\"}}",
+        "{" U ",\"resources\":{\"cpu\":\"2\"}}",
+        "{" U ",\"workspace\":{\"mountPath\":\"/data\"}}",
+    };
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        hash_of(changes[i], other);
+        if (!strcmp(other, base)) fprintf(stderr, "  same hash for %s\n", changes[i]);
+        CHECK(strcmp(other, base) != 0);
+    }
+}
