@@ -38,6 +38,7 @@
 #define KCFG_MAX_NAMESPACE  ((size_t)4 << 10)
 #define KCFG_MAX_FILES      32      /* entries in a ':'-separated list */
 #define KCFG_TOKEN_RECHECK  60      /* seconds between token_file checks */
+#define KCFG_CA_RECHECK     60      /* seconds between ca_file checks */
 #define KCFG_SA_DIR         "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /* One loaded kubeconfig document: its YAML tree, where its relative paths resolve, and the
@@ -440,7 +441,7 @@ static int kcfg_find(struct kcfg_src *srcs, size_t nsrc, const char *list, const
  * path), as in client-go. 0 with *pem set, or left NULL when neither is present; -1 with err. */
 static int kcfg_pem(struct kcfg_src *src, yaml_node_t *m, const char *file_key,
                     const char *data_key, const char *what, char **pem, size_t *len,
-                    char *err, size_t errlen)
+                    char **path_out, char *err, size_t errlen)
 {
     const char *data, *file;
     char *path = NULL, *buf = NULL;
@@ -485,6 +486,10 @@ ok:
     *pem = buf;
     *len = blen;
     buf = NULL;
+    if (path_out && path) {          /* a file: remembered so a rotated one is re-read */
+        *path_out = path;
+        path = NULL;
+    }
     rc = 0;
 done:
     kcfg_free_secret(buf, blen);
@@ -561,7 +566,7 @@ static int kcfg_cluster(struct kcfg_src *src, yaml_node_t *m, const char *name,
         return -1;
     }
     return kcfg_pem(src, m, "certificate-authority", "certificate-authority-data", what,
-                    &c->ca_pem, &c->ca_len, err, errlen);
+                    &c->ca_pem, &c->ca_len, &c->ca_file, err, errlen);
 }
 
 /* Fill the credential part of c from one user (AuthInfo) entry; rejects, by name, the
@@ -635,9 +640,9 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
         return -1;
     }
     if (kcfg_pem(src, m, "client-certificate", "client-certificate-data", what, &c->cert_pem,
-                 &c->cert_len, err, errlen) < 0 ||
+                 &c->cert_len, NULL, err, errlen) < 0 ||
         kcfg_pem(src, m, "client-key", "client-key-data", what, &c->key_pem, &c->key_len,
-                 err, errlen) < 0)
+                 NULL, err, errlen) < 0)
         return -1;
     if (!c->cert_pem != !c->key_pem) {
         kcfg_err(err, errlen, "kubeconfig: %s%s has a client %s but no client %s", src->where,
@@ -805,6 +810,9 @@ static int kcfg_publish(struct kube_config *c, struct kube_config *out, char *er
     }
     out->lock_ready = 1;
     out->token_checked = kcfg_now();
+    out->ca_checked = out->token_checked;
+    struct stat st;
+    if (out->ca_file && stat(out->ca_file, &st) == 0) out->ca_mtime = st.st_mtime;
     return 0;
 }
 
@@ -963,6 +971,8 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *er
         kcfg_err(err, errlen, "in-cluster: %s does not contain PEM data", path);
         goto done;
     }
+    c.ca_file = path;                /* re-read when the bundle rotates */
+    path = NULL;
 
     /* The namespace file is optional (client-go falls back to "default"). */
     free(path);
@@ -1048,6 +1058,48 @@ char *kube_config_token(struct kube_config *c, int force)
     return copy;
 }
 
+/* Current CA bundle (see config.h). */
+int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t blen = 0;
+    int rc = 0;
+
+    *pem = NULL;
+    *len = 0;
+    if (!c) return 0;
+    if (c->lock_ready) pthread_mutex_lock(&c->lock);
+    if (c->ca_file) {
+        time_t now = kcfg_now();
+        if (force || now - c->ca_checked >= KCFG_CA_RECHECK) {
+            c->ca_checked = now;
+            if (stat(c->ca_file, &st) == 0 && (force || st.st_mtime != c->ca_mtime) &&
+                kcfg_read_file(c->ca_file, KCFG_MAX_PEM, &buf, &blen, NULL) == 0) {
+                if (kcfg_is_pem(buf)) {   /* a half-written or garbage file keeps the old one */
+                    free(c->ca_pem);
+                    c->ca_pem = buf;
+                    c->ca_len = blen;
+                    c->ca_mtime = st.st_mtime;
+                    buf = NULL;
+                }
+                free(buf);
+            }
+        }
+    }
+    if (c->ca_pem) {
+        if ((*pem = malloc(c->ca_len + 1))) {
+            memcpy(*pem, c->ca_pem, c->ca_len);
+            (*pem)[c->ca_len] = 0;
+            *len = c->ca_len;
+        } else {
+            rc = -1;
+        }
+    }
+    if (c->lock_ready) pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
 /* Wipe secrets, free everything, zero *c. */
 void kube_config_free(struct kube_config *c)
 {
@@ -1061,6 +1113,7 @@ void kube_config_free(struct kube_config *c)
     free(c->username);
     kcfg_free_secret_str(c->password);
     free(c->ca_pem);
+    free(c->ca_file);
     free(c->cert_pem);
     kcfg_free_secret(c->key_pem, c->key_len);
     free(c->tls_server_name);

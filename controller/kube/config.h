@@ -18,6 +18,7 @@ struct kube_config {
     char *token_file;      /* re-read when it changes (in-cluster SA token, `tokenFile`) */
     char *username, *password; /* basic auth, if the kubeconfig uses it */
     char *ca_pem;   size_t ca_len;    /* certificate-authority(-data), PEM */
+    char *ca_file;         /* where ca_pem came from, when a file: re-read when it changes */
     char *cert_pem; size_t cert_len;  /* client-certificate(-data), PEM */
     char *key_pem;  size_t key_len;   /* client-key(-data), PEM — memory only */
     int insecure_skip_tls_verify;
@@ -27,6 +28,7 @@ struct kube_config {
     int lock_ready;        /* lock initialised: kube_config_free is safe on a zeroed struct */
     time_t token_checked;  /* CLOCK_MONOTONIC seconds when token_file was last examined */
     time_t token_mtime;    /* mtime of token_file when token was read from it */
+    time_t ca_checked, ca_mtime;  /* the same for ca_file */
 };
 
 /* Every constructor below zeroes *out first and leaves it zeroed on failure, so
@@ -54,6 +56,12 @@ int kube_config_auto(const char *kubeconfig_path, struct kube_config *out, char 
  * or immediately when force is set; a failed re-read keeps the previous token).
  * Thread-safe. Returns a malloc'd copy (caller frees) or NULL. */
 char *kube_config_token(struct kube_config *c, int force);
+/* Current CA bundle: a malloc'd NUL-terminated copy in *pem (caller frees; NULL when none)
+ * and its length. Re-reads ca_file when at least 60 s passed and its mtime changed, or at
+ * once when force is set (a TLS verification failure: the server may have a new CA); a
+ * file that cannot be read or holds no PEM keeps the previous bundle. Thread-safe.
+ * 0, or -1 when out of memory. */
+int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len);
 /* Release everything (secrets are wiped first) and zero *c; safe on a zeroed struct and
  * after a failed constructor, and idempotent. */
 void kube_config_free(struct kube_config *c);

@@ -22,6 +22,11 @@
 struct kube_client {
     struct kube_config cfg;
     char *user_agent;
+    /* tls-server-name: URLs name that host (SNI and certificate check) while curl connects
+     * to the server's own host and port; the Host header keeps the server's authority. */
+    char *base_url;                /* the server URL, or with the TLS name in place of the host */
+    struct curl_slist *connect_to; /* "name:port:host:port", or NULL */
+    char *host_header;             /* "Host: host:port", or NULL */
     long timeout_ms;
     int attempts;
     pthread_mutex_t lock;          /* guards pool, counts and writes_in_flight */
@@ -47,6 +52,77 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Set c->base_url (and, with tls-server-name over https, connect_to and host_header).
+ * 0, or -1 out of memory / a server URL without a host. */
+static int route_setup(struct kube_client *c) {
+    const char *server = c->cfg.server, *name = c->cfg.tls_server_name;
+    const char *sep = strstr(server, "://");
+    int https = !strncmp(server, "https://", 8);
+    if (!name || !*name || !https || !sep) return (c->base_url = strdup(server)) ? 0 : -1;
+    const char *auth = sep + 3, *slash = strchr(auth, '/');
+    size_t alen = slash ? (size_t)(slash - auth) : strlen(auth);
+    const char *prefix = slash ? slash : "";
+    char host[300], port[16] = "443";
+    const char *hend;
+    if (auth[0] == '[') {
+        const char *rb = memchr(auth, ']', alen);
+        if (!rb) return -1;
+        hend = rb + 1;
+    } else {
+        const char *colon = memchr(auth, ':', alen);
+        hend = colon ? colon : auth + alen;
+    }
+    if (hend == auth || (size_t)(hend - auth) >= sizeof(host)) return -1;
+    memcpy(host, auth, (size_t)(hend - auth));
+    host[hend - auth] = 0;
+    if (hend < auth + alen && *hend == ':') {
+        size_t plen = (size_t)(auth + alen - hend - 1);
+        if (!plen || plen >= sizeof(port)) return -1;
+        memcpy(port, hend + 1, plen);
+        port[plen] = 0;
+    }
+    size_t n = strlen(name) + strlen(port) + strlen(prefix) + strlen(host) + alen + 32;
+    char *route = malloc(n);
+    c->base_url = malloc(n);
+    c->host_header = malloc(n);
+    if (!route || !c->base_url || !c->host_header) { free(route); return -1; }
+    snprintf(c->base_url, n, "https://%s:%s%s", name, port, prefix);
+    snprintf(route, n, "%s:%s:%s:%s", name, port, host, port);
+    snprintf(c->host_header, n, "Host: %.*s", (int)alen, auth);
+    c->connect_to = curl_slist_append(NULL, route);
+    free(route);
+    return c->connect_to ? 0 : -1;
+}
+
+char *kube_client_url(struct kube_client *c, const char *path) {
+    size_t n = strlen(c->base_url) + strlen(path) + 1;
+    char *url = malloc(n);
+    if (url) snprintf(url, n, "%s%s", c->base_url, path);
+    return url;
+}
+
+int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_verify_failed) {
+    struct kube_config *k = &c->cfg;
+    /* Re-read at once (the periodic check may be a minute away, or may have read the file
+     * just before it was replaced). Whether the value changed is not known here: the
+     * request that failed may have carried an older one; one retry settles it. */
+    if (status == 401 && k->token_file) {
+        char *tok = kube_config_token(k, 1);
+        if (!tok) return 0;
+        memset(tok, 0, strlen(tok));
+        free(tok);
+        return 1;
+    }
+    if (tls_verify_failed && k->ca_file) {
+        char *ca;
+        size_t len;
+        if (kube_config_ca(k, 1, &ca, &len) < 0 || !ca) return 0;
+        free(ca);
+        return 1;
+    }
+    return 0;
+}
+
 struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent,
                                     char *err, size_t errlen) {
     pthread_once(&curl_once, curl_global);
@@ -66,7 +142,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
     c->attempts = 5;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->writes_done, NULL);
-    if (!c->user_agent) {
+    if (!c->user_agent || route_setup(c) < 0) {
         kube_client_free(c);
         set_err(err, errlen, "kube client: out of memory");
         return NULL;
@@ -80,6 +156,9 @@ void kube_client_free(struct kube_client *c) {
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->writes_done);
     kube_config_free(&c->cfg);
+    free(c->base_url);
+    free(c->host_header);
+    curl_slist_free_all(c->connect_to);
     free(c->user_agent);
     free(c);
 }
@@ -188,9 +267,19 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    if (k->ca_pem) {
-        struct curl_blob blob = {k->ca_pem, k->ca_len, CURL_BLOB_COPY};
+    char *ca;
+    size_t ca_len;
+    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { set_err(err, errlen, "out of memory"); return -1; }
+    if (ca) {                      /* the current bundle: a rotated file is picked up */
+        struct curl_blob blob = {ca, ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+        free(ca);
+    }
+    if (c->connect_to) {
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
+        struct curl_slist *l = curl_slist_append(*headers, c->host_header);
+        if (!l) { set_err(err, errlen, "out of memory"); return -1; }
+        *headers = l;
     }
     if (k->cert_pem && k->key_pem) {
         struct curl_blob cert = {k->cert_pem, k->cert_len, CURL_BLOB_COPY};
@@ -258,7 +347,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
  * -2 when the body exceeds KUBE_MAX_BODY (resp->err; final: the same body would come again). */
 static int do_once(struct kube_client *c, const char *method, const char *path,
                    const char *content_type, const char *body, size_t body_len, long timeout_ms,
-                   struct kube_response *resp, long *retry_after_s) {
+                   struct kube_response *resp, long *retry_after_s, int *tls_verify_failed) {
     CURL *h = pool_take(c);
     struct curl_slist *hdrs = NULL;
     struct reply r = {.retry_after_s = -1};
@@ -268,10 +357,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     dynbuf_init(&r.body, KUBE_MAX_BODY);
     if (!h) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     curl_easy_reset(h);
-    size_t ulen = strlen(c->cfg.server) + strlen(path) + 1;
-    url = malloc(ulen);
-    if (!url) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
-    snprintf(url, ulen, "%s%s", c->cfg.server, path);
+    if (!(url = kube_client_url(c, path))) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, resp->err, sizeof(resp->err)) < 0) goto out;
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     if (content_type) {
@@ -305,6 +391,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
             rc = -2;
         } else {
             set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
+            *tls_verify_failed = cc == CURLE_PEER_FAILED_VERIFICATION;
         }
         resp->status = 0;
         kube_client_count(c, method, 0);
@@ -342,11 +429,11 @@ static void sleep_ms(int64_t ms) {
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len,
                  struct kube_response *resp) {
-    int mutating = strcmp(method, "GET") != 0;
+    int mutating = strcmp(method, "GET") != 0, refreshed = 0;
     memset(resp, 0, sizeof(*resp));
     for (int attempt = 0;; attempt++) {
         long retry_after = -1, timeout = c->timeout_ms, fence_left = LONG_MAX;
-        int fenced = 0;
+        int fenced = 0, tls_verify_failed = 0;
         kube_response_free(resp);
         if (mutating) {
             /* Fenced writes: refused once leadership is not confirmed, and never allowed to
@@ -359,8 +446,19 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
             }
             if (fence_left < timeout) timeout = fence_left;
         }
-        int rc = do_once(c, method, path, content_type, body, body_len, timeout, resp, &retry_after);
+        int rc = do_once(c, method, path, content_type, body, body_len, timeout, resp, &retry_after,
+                         &tls_verify_failed);
         if (fenced) fence_leave(c);
+        /* Rotated credentials: a 401 re-reads the token file, a failed certificate check the
+         * CA bundle; when that changed something, one immediate retry (the server did not
+         * act on a request it could not authenticate, nor on one it never received). */
+        if (!refreshed && ((rc == 0 && resp->status == 401) || (rc < 0 && tls_verify_failed))) {
+            refreshed = 1;
+            if (kube_client_refresh_credentials(c, rc == 0 ? resp->status : 0, tls_verify_failed)) {
+                attempt--;
+                continue;
+            }
+        }
         int retriable;
         if (rc == -2) return -1;   /* body over KUBE_MAX_BODY: retrying cannot help */
         if (rc < 0) retriable = idempotent(method);

@@ -1,6 +1,7 @@
 /* kube/rest.h — the REST client: HTTPS requests to the Kubernetes API server with libcurl.
  * Owns connection reuse (a pool of curl handles shared by all threads), authentication
- * (bearer token re-read on rotation, client certificates and CA from memory), timeouts,
+ * (bearer token and CA bundle re-read on rotation and after a 401 / failed certificate
+ * check, client certificates from memory, tls-server-name), timeouts,
  * bounded response bodies, and retries that honour Retry-After on 429 and 5xx.
  * Also the JSON conveniences the controller uses: get, create, merge patch, server-side
  * apply, delete. Long-lived watch streams live in kube/watch.h. Thread-safe. */
@@ -98,8 +99,19 @@ int kube_path_add_query(char *path, size_t pathlen, const char *key, const char 
 /* URL-encode s into out (RFC 3986 unreserved kept). Returns 0 or -1 if out is too small. */
 int kube_url_encode(const char *s, char *out, size_t outlen);
 
-/* Apply the client's TLS and auth settings to a curl easy handle (used by kube/watch.c).
- * headers receives the Authorization header list (caller frees with curl_slist_free_all). */
+/* The URL for path (which starts with '/'): the server's, or with tls-server-name that
+ * name in place of the host, curl connecting to the real host (see
+ * kube_client_setup_handle). malloc'd; NULL when out of memory. */
+char *kube_client_url(struct kube_client *c, const char *path);
+/* After a failure fresh credentials may cure: status 401 re-reads the token file, a TLS
+ * verification failure the CA bundle (both only when they come from files). 1 when it
+ * was re-read, so one retry is worth it; else 0. */
+int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_verify_failed);
+
+/* Apply the client's TLS and auth settings to a curl easy handle (used by kube/watch.c):
+ * the current CA bundle and token, client certificates, tls-server-name routing (the URL
+ * must come from kube_client_url). headers receives the Authorization and Host headers
+ * (caller frees with curl_slist_free_all). */
 struct curl_slist;
 int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
                              char *err, size_t errlen);

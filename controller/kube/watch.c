@@ -122,10 +122,7 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     ndjson_init(&w.split, KUBE_WATCH_MAX_LINE);
     dynbuf_init(&w.error_body, 64 * 1024);
     if (!h) { snprintf(err, errlen, "watch: out of memory"); goto out; }
-    const char *server = kube_client_config(c)->server;
-    size_t ulen = strlen(server) + strlen(path) + 1;
-    if (!(url = malloc(ulen))) { snprintf(err, errlen, "watch: out of memory"); goto out; }
-    snprintf(url, ulen, "%s%s", server, path);
+    if (!(url = kube_client_url(c, path))) { snprintf(err, errlen, "watch: out of memory"); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, err, errlen) < 0) goto out;
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -145,6 +142,9 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     kube_client_count(c, "WATCH", status);
+    /* Rotated credentials: re-read now, so the next attempt carries the new ones. */
+    if (status == 401 || cc == CURLE_PEER_FAILED_VERIFICATION)
+        kube_client_refresh_credentials(c, status, cc == CURLE_PEER_FAILED_VERIFICATION);
     if (w.decided) {
         end = w.end;
     } else if (cc != CURLE_OK) {

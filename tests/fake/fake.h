@@ -30,6 +30,7 @@
 struct fake {
     pid_t pid;
     int port;
+    int tls;             /* HTTPS with tests/fake/tls/server.crt (name "fake.test") */
     char dir[64];        /* scratch directory holding the port file */
     char server[64];     /* "http://127.0.0.1:PORT" */
 };
@@ -64,12 +65,16 @@ static inline const char *fake_dir(void) {
     return dir;
 }
 
-/* Start the fake with tests/fake/scenarios/<scenario>. 0, or -1 (message on stderr). */
-static inline int fake_start(struct fake *f, const char *scenario) {
-    char script[4200], fake_py[4200], port_file[128];
+/* Start the fake with tests/fake/scenarios/<scenario>, over HTTPS when tls is set.
+ * 0, or -1 (message on stderr). */
+static inline int fake_start_tls(struct fake *f, const char *scenario, int tls) {
+    char script[4200], fake_py[4200], port_file[128], cert[4200], key[4200];
     const char *py = getenv("YAO_PYTHON");
 
     memset(f, 0, sizeof(*f));
+    f->tls = tls;
+    snprintf(cert, sizeof cert, "%s/tls/server.crt", fake_dir());
+    snprintf(key, sizeof key, "%s/tls/server.key", fake_dir());
     f->pid = -1;
     snprintf(f->dir, sizeof f->dir, "/tmp/yao-fake-XXXXXX");
     if (!mkdtemp(f->dir)) {
@@ -94,8 +99,12 @@ static inline int fake_start(struct fake *f, const char *scenario) {
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) { dup2(null, 0); dup2(null, 1); close(null); }
-        execlp(py && *py ? py : "python3", "python3", "-u", fake_py, "--port-file", port_file,
-               "--script", script, (char *)NULL);
+        if (tls)
+            execlp(py && *py ? py : "python3", "python3", "-u", fake_py, "--port-file", port_file,
+                   "--script", script, "--tls-cert", cert, "--tls-key", key, (char *)NULL);
+        else
+            execlp(py && *py ? py : "python3", "python3", "-u", fake_py, "--port-file", port_file,
+                   "--script", script, (char *)NULL);
         fprintf(stderr, "fake: exec python3: %s\n", strerror(errno));
         _exit(127);
     }
@@ -105,7 +114,7 @@ static inline int fake_start(struct fake *f, const char *scenario) {
             int ok = fscanf(pf, "%d", &f->port) == 1;
             fclose(pf);
             if (ok && f->port > 0) {
-                snprintf(f->server, sizeof f->server, "http://127.0.0.1:%d", f->port);
+                snprintf(f->server, sizeof f->server, "%s://127.0.0.1:%d", tls ? "https" : "http", f->port);
                 return 0;
             }
         }
@@ -120,6 +129,9 @@ static inline int fake_start(struct fake *f, const char *scenario) {
     fprintf(stderr, "fake: no port after 20 s\n");
     return -1;
 }
+
+/* Start the fake over plain HTTP. */
+static inline int fake_start(struct fake *f, const char *scenario) { return fake_start_tls(f, scenario, 0); }
 
 /* Kill the fake and remove its scratch directory. Safe to call twice. */
 static inline void fake_stop(struct fake *f) {
@@ -137,7 +149,7 @@ static inline void fake_stop(struct fake *f) {
     }
 }
 
-/* A kube client for the fake (plain http, no credentials), or NULL. */
+/* A kube client for the fake (no credentials; TLS not verified), or NULL. */
 static inline struct kube_client *fake_client(const struct fake *f) {
     char doc[512], err[512];
     struct kube_config cfg;
@@ -145,9 +157,9 @@ static inline struct kube_client *fake_client(const struct fake *f) {
 
     snprintf(doc, sizeof doc,
              "current-context: fake\n"
-             "clusters:\n- name: fake\n  cluster: {server: '%s'}\n"
+             "clusters:\n- name: fake\n  cluster: {server: '%s', insecure-skip-tls-verify: %s}\n"
              "contexts:\n- name: fake\n  context: {cluster: fake, namespace: t}\n",
-             f->server);
+             f->server, f->tls ? "true" : "false");
     if (kube_config_parse(doc, strlen(doc), NULL, NULL, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "fake: kubeconfig: %s\n", err);
         return NULL;

@@ -6,6 +6,10 @@ answers with the next step of its script; the last step repeats. Used by
 tests/unit/test_rest_faults.c and test_informer_faults.c, which start it themselves.
 
     fake_apiserver.py --port-file F [--script S.json] [--route 'JSON']... [--port N]
+                      [--tls-cert CERT --tls-key KEY]
+
+With --tls-cert/--tls-key it speaks HTTPS (tests/fake/tls/ holds a CA, a server
+certificate for the name "fake.test" only, and an unrelated CA).
 
 The port is written to F (atomically) once the server listens. A script is JSON:
 
@@ -14,6 +18,8 @@ The port is written to F (atomically) once the server listens. A script is JSON:
        "path": "/api/v1/namespaces/t/pods",   # exact path (no query)
        "query": {"watch": "true"},            # optional: these query params must match
        "absent": ["continue"],                # optional: these query params must be absent
+       "auth": "TOKEN",                       # optional: other bearer tokens get a 401 Status
+                                              # (no step is used up)
        "steps": [STEP, ...]}                  # answered in turn; the last one repeats
     ]}
 
@@ -36,8 +42,8 @@ match → 404 with a Status body. A STEP is an object:
                 (close without the final chunk), "reset" (RST), or "hang" (keep the
                 connection open, sending nothing, until the client goes away or 60 s)
 
-GET /__log answers with every request seen so far (method, path, query, t = seconds since
-start, t_end = when the answer was done) — the tests use it to count retries and check
+GET /__log answers with every request seen so far (method, path, query, token = the bearer
+token sent or null, t = seconds since start, t_end = when the answer was done) — the tests use it to count retries and check
 the resourceVersion of each watch. SIGTERM ends the server at once.
 """
 import argparse
@@ -66,6 +72,7 @@ class Route:
         self.path = spec["path"]
         self.query = spec.get("query", {})
         self.absent = spec.get("absent", [])
+        self.auth = spec.get("auth")
         self.steps = spec.get("steps") or [{"status": 200, "body": {}}]
         self.next = 0
 
@@ -91,10 +98,14 @@ class State:
         self.lock = threading.Lock()
         self.log = []
 
-    def route(self, method, path, query):
+    def route(self, method, path, query, token):
         with self.lock:
             for r in self.routes:
                 if r.matches(method, path, query):
+                    if r.auth is not None and token != r.auth:
+                        return {"status": 401, "body": {
+                            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                            "message": "Unauthorized", "reason": "Unauthorized", "code": 401}}
                     return r.take()
         return None
 
@@ -127,11 +138,13 @@ class Handler(BaseHTTPRequestHandler):
                 data = json.dumps(state.log).encode()
             self.send_json(200, data)
             return
+        auth = self.headers.get("Authorization") or ""
+        token = auth[7:] if auth.startswith("Bearer ") else None
         entry = {"method": self.command, "path": url.path, "query": query, "t": now(),
-                 "body": body.decode("utf-8", "replace")}
+                 "body": body.decode("utf-8", "replace"), "token": token}
         with state.lock:
             state.log.append(entry)
-        step = state.route(self.command, url.path, query)
+        step = state.route(self.command, url.path, query, token)
         try:
             if step is None:
                 self.send_json(404, json.dumps({
@@ -278,6 +291,8 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--script")
     ap.add_argument("--route", action="append", default=[])
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     a = ap.parse_args()
 
     specs = []
@@ -287,6 +302,11 @@ def main():
     specs += [json.loads(r) for r in a.route]
     srv = Server(("127.0.0.1", a.port), Handler)
     srv.state = State([Route(s) for s in specs])
+    if a.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
 
     tmp = a.port_file + ".tmp"
