@@ -59,28 +59,16 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
 
 /* ---- informer handlers --------------------------------------------------------------- */
 
-/* The names a deleted Sandbox's pod and claim had, so its orphans are found by key. */
-struct gone_names {
-    char pod[SBX_NAME_MAX + 1];
-    char claim[128];
-};
-
-/* A Sandbox changed: queue it. A deleted one leaves the names of what it owned. */
+/* A Sandbox changed: queue it. A deleted one leaves, in its record, the names of what it
+ * owned, so its orphans are found by name. */
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
     const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
-    if (!cur && user && chat) {
-        struct gone_names *g = calloc(1, sizeof(*g));
-        if (g && sbx_name_pod(user, chat, g->pod, sizeof(g->pod)) == 0) {
-            void *prev = NULL;
-            sbx_claim_name(g->pod, g->claim, sizeof(g->claim));
-            pthread_mutex_lock(&ctl->lock);
-            if (strmap_put(&ctl->gone, key, g, &prev) < 0) free(g);
-            pthread_mutex_unlock(&ctl->lock);
-            free(prev);
-        } else {
-            free(g);
-        }
+    const char *uid = kj_str(old, "metadata.uid");
+    if (!cur && uid) {
+        char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
+        if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) sbx_claim_name(pod, claim, sizeof(claim));
+        sbx_records_deleted(&ctl->records, key, uid, pod, claim);
     }
     queue_add(ctl->queue, key);
 }
@@ -175,10 +163,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (ctl->opt.workers < 1) ctl->opt.workers = 4;
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
-    strmap_init(&ctl->reserved);
-    strmap_init(&ctl->runs);
-    strmap_init(&ctl->sweeps);
-    strmap_init(&ctl->gone);
+    sbx_records_init(&ctl->records);
     pthread_cond_init(&ctl->runs_done, NULL);
     ctl->queue = queue_new(5, 1000 * 1000);
 
@@ -260,7 +245,8 @@ static void *worker(void *arg) {
         } else {
             queue_forget(ctl->queue, key);
             if (requeue > 0) queue_add_after(ctl->queue, key, requeue);
-            else if (ctl->opt.resync_ms > 0) queue_add_after(ctl->queue, key, ctl->opt.resync_ms);
+            else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->queue, key, ctl->opt.resync_ms);
+            /* requeue < 0: the Sandbox and all it owned are gone; the key is not queued again */
         }
         queue_done(ctl->queue, key);
         free(key);
@@ -320,10 +306,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->pvcs);
     informer_free(ctl->classes);
     queue_free(ctl->queue);
-    strmap_clear(&ctl->reserved, NULL);
-    strmap_clear(&ctl->runs, NULL);
-    strmap_clear(&ctl->sweeps, NULL);
-    strmap_clear(&ctl->gone, free);
+    sbx_records_free(&ctl->records);
     pthread_cond_destroy(&ctl->runs_done);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
@@ -424,43 +407,27 @@ static int count_older_waiting(void *ud, const char *key, const cJSON *sb) {
     return 0;
 }
 
-/* Drop expired reservations and those whose pod reached the cache; count the rest. */
-static int live_reservations(struct sbx_controller *ctl, int64_t now) {
-    struct key_list { char *v[64]; int n; } expired = {.n = 0};
-    int live = 0;
-    for (size_t i = 0; i < ctl->reserved.nbuckets; i++)
-        for (struct strmap_entry *e = ctl->reserved.buckets[i]; e; e = e->next) {
-            if ((int64_t)(intptr_t)e->value < now && expired.n < 64) expired.v[expired.n++] = e->key;
-            else live++;
-        }
-    for (int i = 0; i < expired.n; i++) strmap_remove(&ctl->reserved, expired.v[i]);
-    return live;
-}
-
-/* May this sandbox start a pod? Reserves a slot when it may. */
-static int admit(struct sbx_controller *ctl, const char *key, int64_t created, int64_t now) {
+/* May this sandbox start a pod? Reserves a slot in its record when it may. Counting and
+ * reserving happen under one lock, so several workers cannot overshoot the cap. */
+static int admit(struct sbx_controller *ctl, const char *key, const char *uid, int64_t created, int64_t now) {
     if (ctl->opt.max_running <= 0) return 1;
     struct capacity_ctx c = {.ctl = ctl, .self_key = key, .self_created = created};
     informer_foreach(ctl->pods, count_running, &c);
     informer_foreach(ctl->sandboxes, count_older_waiting, &c);
     pthread_mutex_lock(&ctl->lock);
-    int admitted;
-    if (strmap_get(&ctl->reserved, key)) {
-        admitted = 1;
-    } else {
-        int reserved = live_reservations(ctl, now);
+    int admitted = sbx_records_reserved(&ctl->records, uid, now);
+    if (!admitted) {
+        int reserved = sbx_records_live_reservations(&ctl->records, now, NULL);
         admitted = c.running + reserved + c.older_waiting < ctl->opt.max_running;
-        if (admitted) strmap_put(&ctl->reserved, key, (void *)(intptr_t)(now + RESERVATION_MS), NULL);
+        if (admitted) sbx_records_reserve(&ctl->records, uid, now + RESERVATION_MS);
     }
     pthread_mutex_unlock(&ctl->lock);
     return admitted;
 }
 
-/* Release key's reservation (its pod is in the cache now, or it no longer wants one). */
-static void release(struct sbx_controller *ctl, const char *key) {
-    pthread_mutex_lock(&ctl->lock);
-    strmap_remove(&ctl->reserved, key);
-    pthread_mutex_unlock(&ctl->lock);
+/* Release uid's reservation (its pod is in the cache now, or it no longer wants one). */
+static void release(struct sbx_controller *ctl, const char *uid) {
+    sbx_records_release(&ctl->records, uid);
 }
 
 /* ---- acting --------------------------------------------------------------------------- */
@@ -527,18 +494,16 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
 
 /* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
  * delete the pods and PVCs it controlled (uid preconditions keep a same-named
- * successor's objects safe). *requeue_ms asks to look again when the grace ends. */
+ * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
+ * -1 once nothing of it is left: the key then leaves the queue for good. */
 static int sweep_orphans(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                          int64_t *requeue_ms, char *err, size_t errlen) {
     static const char *const resources[2] = {"pods", "persistentvolumeclaims"};
     struct informer *caches[2] = {ctl->pods, ctl->pvcs};
     struct orphan_ctx o[2] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}};
-    struct gone_names names;
-    pthread_mutex_lock(&ctl->lock);
-    struct gone_names *g = strmap_get(&ctl->gone, key);
-    if (g) names = *g;
-    pthread_mutex_unlock(&ctl->lock);
-    if (g) {
+    struct sbx_gone names;
+    char uid[600] = "";
+    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {
         /* The usual case: the names are known, two cache lookups. */
         const char *objs[2] = {names.pod, names.claim};
         for (int i = 0; i < 2; i++) {
@@ -549,22 +514,27 @@ static int sweep_orphans(struct sbx_controller *ctl, const char *key, const char
             cJSON_Delete(obj);
         }
     } else {
-        /* Deleted before this process saw it: walk the caches. */
+        /* Deleted before this process saw it: walk the caches (once: with nothing found,
+         * the key is dropped). */
         for (int i = 0; i < 2; i++) informer_foreach(caches[i], find_orphans, &o[i]);
     }
-    int64_t now = kj_now_ms();
-    pthread_mutex_lock(&ctl->lock);
-    int64_t first = (int64_t)(intptr_t)strmap_get(&ctl->sweeps, key);
     if (o[0].n + o[1].n == 0) {
-        strmap_remove(&ctl->sweeps, key);
-        free(strmap_remove(&ctl->gone, key));
-    } else if (!first) {
-        strmap_put(&ctl->sweeps, key, (void *)(intptr_t)now, NULL);
+        if (uid[0]) sbx_records_forget(&ctl->records, uid);
+        *requeue_ms = -1;
+        return 0;
     }
-    pthread_mutex_unlock(&ctl->lock);
-    if (o[0].n + o[1].n == 0) return 0;
-    if (!first || now - first < SWEEP_GRACE_MS) {
-        *requeue_ms = first ? SWEEP_GRACE_MS - (now - first) : SWEEP_GRACE_MS;
+    int64_t now = kj_now_ms();
+    int64_t first = uid[0] ? sbx_records_orphans_seen(&ctl->records, uid, now) : 0;
+    if (!uid[0]) {
+        /* No record (a restart): note the deletion now, so the grace runs from here. */
+        char synthetic[600];
+        snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
+        sbx_records_deleted(&ctl->records, key, synthetic, "", "");
+        sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
+        first = sbx_records_orphans_seen(&ctl->records, uid, now);
+    }
+    if (now - first < SWEEP_GRACE_MS) {
+        *requeue_ms = SWEEP_GRACE_MS - (now - first);
         return 0;
     }
     for (int i = 0; i < 2; i++)
@@ -572,10 +542,8 @@ static int sweep_orphans(struct sbx_controller *ctl, const char *key, const char
             if (delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
             LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
         }
-    pthread_mutex_lock(&ctl->lock);
-    strmap_remove(&ctl->sweeps, key);
-    free(strmap_remove(&ctl->gone, key));
-    pthread_mutex_unlock(&ctl->lock);
+    /* Look once more: deleted objects leave the cache, then the record goes. */
+    *requeue_ms = SWEEP_GRACE_MS;
     return 0;
 }
 
@@ -591,7 +559,7 @@ static void add_time_ms(cJSON *o, const char *k, int64_t ms) {
 
 struct run_job {
     struct sbx_controller *ctl;
-    char key[512], ns[256], name[256], pod[SBX_NAME_MAX + 1];
+    char key[512], uid[128], ns[256], name[256], pod[SBX_NAME_MAX + 1];
     char **argv;
     size_t argc;
     int64_t timeout_ms;
@@ -669,9 +637,10 @@ static void *run_thread(void *arg) {
     free(o);
     free(e);
     LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", j->key, code);
+    /* Recorded; forgotten when the cache shows it. A Sandbox deleted meanwhile has a
+     * record of its own UID: a successor of the same name starts from nothing. */
+    sbx_records_set_run(&ctl->records, j->uid, SBX_RUN_RECORDED);
     pthread_mutex_lock(&ctl->lock);
-    /* 2 = result written; cleared when the cache shows it (see sbx_reconcile). */
-    strmap_put(&ctl->runs, j->key, (void *)2, NULL);
     ctl->stats.runs_finished++;
     ctl->active_runs--;
     pthread_cond_broadcast(&ctl->runs_done);
@@ -682,27 +651,26 @@ static void *run_thread(void *arg) {
     return NULL;
 }
 
-/* This process's knowledge of key's run: 0 none, 1 running, 2 finished and recorded.
- * finished_in_cache: the cached Sandbox already shows the result, so forget it. */
-static int run_state(struct sbx_controller *ctl, const char *key, int finished_in_cache) {
-    pthread_mutex_lock(&ctl->lock);
-    int state = (int)(intptr_t)strmap_get(&ctl->runs, key);
-    if (state == 2 && finished_in_cache) {
-        strmap_remove(&ctl->runs, key);
-        state = 0;
+/* This process's knowledge of uid's run. finished_in_cache: the cached Sandbox already
+ * shows the result, so forget it. */
+static enum sbx_run_state run_state(struct sbx_controller *ctl, const char *uid, int finished_in_cache) {
+    enum sbx_run_state state = sbx_records_run(&ctl->records, uid);
+    if (state == SBX_RUN_RECORDED && finished_in_cache) {
+        sbx_records_set_run(&ctl->records, uid, SBX_RUN_NONE);
+        state = SBX_RUN_NONE;
     }
-    pthread_mutex_unlock(&ctl->lock);
     return state;
 }
 
 /* Start spec.run in a thread: status.run.startedAt first, so a restarted controller knows
  * the command was started and does not run it twice. */
-static int start_run(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+static int start_run(struct sbx_controller *ctl, const char *key, const char *uid, const char *ns, const char *name,
                      const char *pod, const struct sbx_spec *spec, char *err, size_t errlen) {
     struct run_job *j = calloc(1, sizeof(*j));
     if (!j) { snprintf(err, errlen, "out of memory"); return -1; }
     j->ctl = ctl;
     snprintf(j->key, sizeof(j->key), "%s", key);
+    snprintf(j->uid, sizeof(j->uid), "%s", uid);
     snprintf(j->ns, sizeof(j->ns), "%s", ns);
     snprintf(j->name, sizeof(j->name), "%s", name);
     snprintf(j->pod, sizeof(j->pod), "%s", pod);
@@ -715,8 +683,8 @@ static int start_run(struct sbx_controller *ctl, const char *key, const char *ns
         free(j);
         return -1;
     }
+    sbx_records_set_run(&ctl->records, uid, SBX_RUN_RUNNING);
     pthread_mutex_lock(&ctl->lock);
-    strmap_put(&ctl->runs, key, (void *)1, NULL);
     ctl->active_runs++;
     ctl->stats.runs_started++;
     pthread_mutex_unlock(&ctl->lock);
@@ -726,8 +694,8 @@ static int start_run(struct sbx_controller *ctl, const char *key, const char *ns
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &attr, run_thread, j) != 0) {
         pthread_attr_destroy(&attr);
+        sbx_records_set_run(&ctl->records, uid, SBX_RUN_NONE);
         pthread_mutex_lock(&ctl->lock);
-        strmap_remove(&ctl->runs, key);
         ctl->active_runs--;
         pthread_mutex_unlock(&ctl->lock);
         sbx_run_argv_free(j->argv);
@@ -1019,13 +987,14 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     *requeue_ms = 0;
     memset(&spec, 0, sizeof(spec));
 
+    const char *uid = kj_str(sb, "metadata.uid");
+    if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
-        release(ctl, key);
+        release(ctl, uid);
         rc = 0; /* going: owner references and the sweep finish the job */
         goto out;
     }
-    const char *uid = kj_str(sb, "metadata.uid");
-    if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
+    if (sbx_records_seen(&ctl->records, key, uid) < 0) { snprintf(err, errlen, "out of memory"); goto out; }
 
     char why[512];
     if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
@@ -1075,7 +1044,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         o.run_exit_code = (int)kj_int(run, "exitCode", -1);
         o.run_finished_ms = time_at(run, "finishedAt");
     }
-    int rs = run_state(ctl, key, o.run_finished);
+    int rs = run_state(ctl, uid, o.run_finished);
     o.run_in_progress = rs != 0;
     if (spec.lifecycle == SBX_ONE_SHOT && run && kj_str(run, "startedAt") && !o.run_finished && rs == 0) {
         /* Started by an earlier controller process that died mid-run: the outcome is
@@ -1108,15 +1077,15 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
-    if (o.pod == SBX_OBJ_PRESENT) release(ctl, key);
+    if (o.pod == SBX_OBJ_PRESENT) release(ctl, uid);
 
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = admit(ctl, key, o.created_ms, now);
+        o.admitted = admit(ctl, key, uid, o.created_ms, now);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
-        release(ctl, key);
+        release(ctl, uid);
     }
 
     /* Nothing is destroyed on a stale view: the status write that records the decision
@@ -1152,9 +1121,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
         int r = obj ? create_owned(ctl, ns, "pods", obj, pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
-        if (r < 0) { release(ctl, key); goto out; }
+        if (r < 0) { release(ctl, uid); goto out; }
         if (r == 1) {
-            release(ctl, key);
+            release(ctl, uid);
             o.pod = SBX_OBJ_FOREIGN;
             lifecycle_decide(&spec, &o, &d);
             count(ctl, &ctl->stats.conflicts);
@@ -1169,7 +1138,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
-    if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, ns, name, pod_name, &spec, err, errlen) < 0)
+    if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, uid, ns, name, pod_name, &spec, err, errlen) < 0)
         goto out;
 
     if (!fenced) {
@@ -1213,8 +1182,8 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     int rc;
     if (!sb) {
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
-         * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. */
-        release(ctl, key);
+         * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. (Its
+         * record's reservation ended with the deletion.) */
         return sweep_orphans(ctl, key, ns, name, requeue_ms, err, errlen);
     }
     rc = reconcile_object(ctl, key, ns, name, sb, requeue_ms, err, errlen);

@@ -10,7 +10,7 @@
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
-#include "runtime/strmap.h"
+#include "sandbox/records.h"
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
@@ -39,11 +39,8 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards reserved, running_keys, stats */
-    struct strmap reserved;        /* sandbox key -> expiry (ms) of a capacity slot being filled */
-    struct strmap runs;            /* sandbox key -> 1 while its one-shot command runs */
-    struct strmap sweeps;          /* deleted sandbox key -> when its orphans were first seen (ms) */
-    struct strmap gone;            /* deleted sandbox key -> its owned objects' names (struct gone_names) */
+    pthread_mutex_t lock;          /* guards stats, active_runs, and admission (count + reserve) */
+    struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
     int active_runs;               /* run threads alive (joined at stop) */
     pthread_cond_t runs_done;
     struct sbx_controller_stats stats;
@@ -60,7 +57,9 @@ void sbx_controller_stop(struct sbx_controller *ctl);
 void sbx_controller_free(struct sbx_controller *ctl);
 
 /* One reconcile pass for "namespace/name". 0 on success (*requeue_ms > 0 asks to look
- * again after that long), -1 on failure (err set; the caller backs off). */
+ * again after that long; < 0 says the Sandbox and everything it owned are gone: the key
+ * leaves the queue for good, not even the resync brings it back), -1 on failure (err
+ * set; the caller backs off). */
 int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms,
                   char *err, size_t errlen);
 

@@ -1,0 +1,189 @@
+/* sandbox/records.c — one record per Sandbox, keyed by UID (see records.h). */
+#include "sandbox/records.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sbx_record {
+    int64_t reserved_until_ms;   /* capacity slot (0 = none) */
+    enum sbx_run_state run;
+    int deleted;
+    struct sbx_gone gone;
+    char key[];                  /* "ns/name" */
+};
+
+void sbx_records_init(struct sbx_records *r) {
+    pthread_mutex_init(&r->lock, NULL);
+    strmap_init(&r->by_uid);
+    strmap_init(&r->by_key);
+}
+
+void sbx_records_free(struct sbx_records *r) {
+    strmap_clear(&r->by_uid, free);
+    strmap_clear(&r->by_key, free);
+    pthread_mutex_destroy(&r->lock);
+}
+
+size_t sbx_records_count(struct sbx_records *r) {
+    pthread_mutex_lock(&r->lock);
+    size_t n = r->by_uid.count;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+/* Point key's index entry at uid. -1 on ENOMEM. */
+static int index_key(struct sbx_records *r, const char *key, const char *uid) {
+    const char *cur = strmap_get(&r->by_key, key);
+    if (cur && !strcmp(cur, uid)) return 0;
+    char *copy = strdup(uid);
+    void *old = NULL;
+    if (!copy || strmap_put(&r->by_key, key, copy, &old) < 0) {
+        free(copy);
+        return -1;
+    }
+    free(old);
+    return 0;
+}
+
+/* The record of uid, created for key when missing (NULL on ENOMEM). Lock held. */
+static struct sbx_record *get_or_add(struct sbx_records *r, const char *key, const char *uid) {
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec) return rec;
+    size_t klen = strlen(key);
+    rec = calloc(1, sizeof(*rec) + klen + 1);
+    if (!rec) return NULL;
+    memcpy(rec->key, key, klen + 1);
+    if (strmap_put(&r->by_uid, uid, rec, NULL) < 0) {
+        free(rec);
+        return NULL;
+    }
+    return rec;
+}
+
+int sbx_records_seen(struct sbx_records *r, const char *key, const char *uid) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = get_or_add(r, key, uid);
+    int rc = rec ? index_key(r, key, uid) : -1;
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int sbx_records_reserve(struct sbx_records *r, const char *uid, int64_t until_ms) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec) rec->reserved_until_ms = until_ms;
+    pthread_mutex_unlock(&r->lock);
+    return rec ? 0 : -1;
+}
+
+int sbx_records_reserved(struct sbx_records *r, const char *uid, int64_t now_ms) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    int yes = rec && rec->reserved_until_ms > now_ms;
+    pthread_mutex_unlock(&r->lock);
+    return yes;
+}
+
+void sbx_records_release(struct sbx_records *r, const char *uid) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec) rec->reserved_until_ms = 0;
+    pthread_mutex_unlock(&r->lock);
+}
+
+struct live_ctx { int64_t now; const char *except; int n; };
+
+static int count_live(void *ud, const char *uid, void *value) {
+    struct live_ctx *c = ud;
+    const struct sbx_record *rec = value;
+    if (rec->reserved_until_ms > c->now && !rec->deleted && (!c->except || strcmp(uid, c->except) != 0)) c->n++;
+    return 0;
+}
+
+int sbx_records_live_reservations(struct sbx_records *r, int64_t now_ms, const char *except_uid) {
+    struct live_ctx c = {now_ms, except_uid, 0};
+    pthread_mutex_lock(&r->lock);
+    strmap_foreach(&r->by_uid, count_live, &c);
+    pthread_mutex_unlock(&r->lock);
+    return c.n;
+}
+
+enum sbx_run_state sbx_records_run(struct sbx_records *r, const char *uid) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    enum sbx_run_state s = rec ? rec->run : SBX_RUN_NONE;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
+/* Remove uid's record (lock held), and key's index entry if it is this uid. */
+static void drop(struct sbx_records *r, const char *uid) {
+    struct sbx_record *rec = strmap_remove(&r->by_uid, uid);
+    if (!rec) return;
+    const char *cur = strmap_get(&r->by_key, rec->key);
+    if (cur && !strcmp(cur, uid)) free(strmap_remove(&r->by_key, rec->key));
+    free(rec);
+}
+
+int sbx_records_set_run(struct sbx_records *r, const char *uid, enum sbx_run_state s) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec) {
+        rec->run = s;
+        /* A deleted Sandbox whose run ended and whose objects are gone needs nothing more;
+         * its orphan sweep (if any is still due) finds no record and walks once. */
+        if (rec->deleted && s != SBX_RUN_RUNNING && rec->gone.orphans_seen_ms == 0 && !rec->gone.pod[0])
+            drop(r, uid);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rec ? 0 : -1;
+}
+
+void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid, const char *pod,
+                         const char *claim) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = get_or_add(r, key, uid);
+    if (rec) {
+        rec->deleted = 1;
+        rec->reserved_until_ms = 0;
+        snprintf(rec->gone.pod, sizeof(rec->gone.pod), "%s", pod ? pod : "");
+        snprintf(rec->gone.claim, sizeof(rec->gone.claim), "%s", claim ? claim : "");
+        /* the key now names this deleted Sandbox until a successor appears */
+        index_key(r, key, uid);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+int sbx_records_gone(struct sbx_records *r, const char *key, char *uid, size_t uidlen, struct sbx_gone *out) {
+    pthread_mutex_lock(&r->lock);
+    const char *u = strmap_get(&r->by_key, key);
+    struct sbx_record *rec = u ? strmap_get(&r->by_uid, u) : NULL;
+    int yes = rec && rec->deleted;
+    if (yes) {
+        snprintf(uid, uidlen, "%s", u);
+        *out = rec->gone;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return yes;
+}
+
+int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t now_ms) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    int64_t first = now_ms;
+    if (rec) {
+        if (!rec->gone.orphans_seen_ms) rec->gone.orphans_seen_ms = now_ms;
+        first = rec->gone.orphans_seen_ms;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return first;
+}
+
+void sbx_records_forget(struct sbx_records *r, const char *uid) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec && rec->run != SBX_RUN_RUNNING) drop(r, uid);
+    else if (rec) rec->gone.pod[0] = rec->gone.claim[0] = 0, rec->gone.orphans_seen_ms = 0;
+    pthread_mutex_unlock(&r->lock);
+}
