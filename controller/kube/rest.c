@@ -16,6 +16,7 @@
 
 #include "kube/dynbuf.h"
 #include "runtime/backoff.h"
+#include "runtime/log.h"
 
 #define POOL_MAX 16
 
@@ -111,6 +112,7 @@ int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_
         if (!tok) return 0;
         memset(tok, 0, strlen(tok));
         free(tok);
+        LOGI("msg=\"401 Unauthorized: token file re-read\" file=%s", k->token_file);
         return 1;
     }
     if (tls_verify_failed && k->ca_file) {
@@ -118,6 +120,7 @@ int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_
         size_t len;
         if (kube_config_ca(k, 1, &ca, &len) < 0 || !ca) return 0;
         free(ca);
+        LOGI("msg=\"certificate check failed: CA bundle re-read\" file=%s", k->ca_file);
         return 1;
     }
     return 0;

@@ -183,6 +183,63 @@ PY
 }
 check "fence: the audit log shows no write from the old leader after the standby acquired" fence_audit
 
+# --- Credentials that rotate ------------------------------------------------------------
+# The controller reads its token from a file (tokenFile) and checks the API server's
+# certificate against tls-server-name "kubernetes.default" (a name the certificate holds;
+# a wrong name is refused, so the name is really used). The token is bound to a Secret;
+# mid-run the file is swapped for a token bound to another Secret and the first Secret is
+# deleted, which invalidates the old token at once. The next writes get 401, re-read the
+# file and go on: a Sandbox created after the swap comes up.
+RDIR=$(mktemp -d /tmp/yao-rotate.XXXXXX); on_exit "rm -rf $RDIR"
+SA_NS=yao-sandbox-system
+for s in yao-rot-a yao-rot-b; do
+    kubectl -n $SA_NS delete secret $s --ignore-not-found >/dev/null
+    kubectl -n $SA_NS create secret generic $s >/dev/null
+    on_exit "kubectl -n $SA_NS delete secret $s --ignore-not-found"
+done
+bound_token() { kubectl -n $SA_NS create token yao-sandbox-controller --bound-object-kind Secret --bound-object-name "$1" --duration 1h; }
+TOKA=$(bound_token yao-rot-a); TOKB=$(bound_token yao-rot-b)
+printf '%s\n' "$TOKA" > "$RDIR/token"
+rot_kubeconfig() { # FILE TLS-SERVER-NAME
+    cat > "$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:$(cat "$YAO_PLANE_DIR/api-port")", certificate-authority: "$YAO_PLANE_DIR/pki/ca.crt", tls-server-name: "$2"}
+users:
+- name: rotating
+  user: {tokenFile: "$RDIR/token"}
+contexts:
+- name: local
+  context: {cluster: local, user: rotating}
+current-context: local
+KC
+}
+rot_kubeconfig "$RDIR/wrong.kubeconfig" wrong.example
+rot_kubeconfig "$RDIR/kubeconfig" kubernetes.default
+RLOG=$BUILD_DIR/test-operate-rotate.log; : > "$RLOG"
+CONTROLLER_KUBECONFIG=$RDIR/wrong.kubeconfig start_controller "$RLOG.wrong" --namespace $NS
+check "tls-server-name: a name the certificate lacks is refused" eventually 15 grep -q "SSL peer certificate" "$RLOG.wrong"
+kill_controller TERM
+CONTROLLER_KUBECONFIG=$RDIR/kubeconfig start_controller "$RLOG" --namespace $NS
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: rot-1}\nspec: {userID: rot, chatID: one}\n' | kubectl -n $NS apply -f - >/dev/null
+check "rotation: the controller works with tls-server-name and the first token" eventually 20 phase_is $NS rot-1 Running
+printf '%s\n' "$TOKB" > "$RDIR/token.new" && mv "$RDIR/token.new" "$RDIR/token"
+kubectl -n $SA_NS delete secret yao-rot-a >/dev/null
+printf '%s\n' "$TOKA" > "$RDIR/token-a"
+sed "s|$RDIR/token|$RDIR/token-a|" "$RDIR/kubeconfig" > "$RDIR/old.kubeconfig"
+old_refused() { local out; out=$(kubectl --kubeconfig "$RDIR/old.kubeconfig" get --raw /api 2>&1); [[ $out == *Unauthorized* ]]; }
+# (the API server caches a token review for up to 10 s)
+check "rotation: the old token is refused once its Secret is gone" eventually 30 old_refused
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: rot-2}\nspec: {userID: rot, chatID: two}\n' | kubectl -n $NS apply -f - >/dev/null
+check "rotation: a Sandbox created after the swap comes up (401 → token file re-read)" eventually 30 phase_is $NS rot-2 Running
+check "rotation: the controller saw the 401 and re-read the file" grep -q '401 Unauthorized: token file re-read' "$RLOG"
+kubectl -n $NS annotate sandbox rot-1 sandbox.yaoapps.com/last-used-at="$(date -u +%Y-%m-%dT%H:%M:%SZ)" --overwrite >/dev/null
+kubectl -n $NS patch sandbox rot-1 --type merge -p '{"spec":{"paused":true}}' >/dev/null
+check "rotation: and an existing one is still managed (paused → Stopped)" eventually 30 phase_is $NS rot-1 Stopped
+kill_controller TERM
+
 check "Events record the start" contains "$(kubectl -n $NS get events --field-selector involvedObject.name=led-2 -o jsonpath='{.items[*].reason}')" Started
 check "every log line is logfmt with ts and level" eq "$(grep -vc '^ts=[0-9T:.-]*Z level=\(debug\|info\|warn\|error\) ' "$LOG1" "$LOG2" | awk -F: '{s+=$2} END {print s}')" 0
 finish
