@@ -1195,12 +1195,13 @@ static int cmd_read(struct cli *c) {
     return rc;
 }
 
-/* write SANDBOX PATH [-p]: our stdin to `cat > PATH` in the sandbox. */
+/* write SANDBOX PATH [-p]: our stdin to `cat > PATH` in the sandbox (a child of the shell:
+ * see CLI_STDIN_CHILD). */
 static int cmd_write(struct cli *c) {
     char pod[256], *file;
     if (file_setup(c, c->a->pos[1], pod, sizeof(pod), &file)) return 1;
-    const char *plain[] = {"sh", "-c", "cat > \"$1\"", "sh", file};
-    const char *mkp[] = {"sh", "-c", "mkdir -p -- \"$(dirname -- \"$1\")\" && cat > \"$1\"", "sh", file};
+    const char *plain[] = {"sh", "-c", "cat > \"$1\"; exit $?", "sh", file};
+    const char *mkp[] = {"sh", "-c", "mkdir -p -- \"$(dirname -- \"$1\")\" && cat > \"$1\"; exit $?", "sh", file};
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = 2, .err_fd = -1, .err_buf = &errb, .in_fd = 0};
@@ -1457,11 +1458,11 @@ static int cp_in(struct cli *c, const char *local, const char *rpath) {
     char err[512];
     struct cli_tar_src *src = cli_tar_src_new(local, rname, note_stderr, "cp", err, sizeof(err));
     if (!src) { rc = fail("cp: %s", err); goto out; }
-    const char *untar[] = {"tar", "-xmf", "-", "-C", rdir};
+    const char *untar[] = {"sh", "-c", CLI_STDIN_CHILD, "sh", "tar", "-xmf", "-", "-C", rdir};
     struct dynbuf errb;
     dynbuf_init(&errb, STDERR_KEEP);
     struct xio x = {.out_fd = 2, .err_fd = -1, .err_buf = &errb, .in_fd = -1, .tar = src};
-    rc = file_op(c, pod, untar, 5, &x, 1, &code);
+    rc = file_op(c, pod, untar, 9, &x, 1, &code);
     if (rc == 0 && code != 0) rc = remote_failed(&errb, code);
     dynbuf_free(&errb);
     cli_tar_src_free(src);

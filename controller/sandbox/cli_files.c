@@ -1213,6 +1213,8 @@ void cli_mode_string(char type, unsigned mode, char *out) {
     "t=;IFS=:;for d in $PATH;do [ -f \"${d:-.}/tar\" ]&&[ -x \"${d:-.}/tar\" ]&&{ t=${d:-.}/tar;break;};done;unset IFS\n" \
     "[ -n \"$t\" ]||{ echo 'tar is not available in the sandbox image' >&2;exit 127;}\n"
 
+const char CLI_STDIN_CHILD[] = "\"$@\"; exit $?";
+
 const char CLI_CP_IN_CHECK[] =
     CP_FIND_TAR
     "if [ -d \"$1\" ];then echo dir\n"

@@ -145,6 +145,14 @@ int cli_exec_argv(const char *const *cmd, size_t ncmd, const char *const *env, s
 
 /* ---- remote scripts and messages ---------------------------------------------------------- */
 
+/* Commands that read the exec's stdin run as a child of a shell that waits for them:
+ * `sh -c CLI_STDIN_CHILD sh CMD ARGS...` (exit status passed through). Measured on a real
+ * node (containerd 1.6.20 + runc 1.1.5): the process an exec starts, when it reads stdin
+ * itself, sees end-of-file early — `dd`, `cat`, `tar` got 0 to 262144 of 1000000 bytes
+ * and exited 0, with kubectl as with us — while a child of that process reads it whole.
+ * (`sh -c 'cat > F'` was only safe where sh happens not to exec its last command.) */
+extern const char CLI_STDIN_CHILD[];
+
 /* cp into a sandbox, before anything is sent: `sh -c CLI_CP_IN_CHECK sh DEST PARENT`.
  * Prints "dir" when DEST is a directory (the copy goes inside it), "new" when DEST's
  * PARENT is one (the copy is named DEST); otherwise exit 1 with "PARENT: no such
