@@ -7,6 +7,9 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@
 #include "runtime/log.h"
 
 #define POOL_MAX 16
+#define KUBE_KEEPALIVE_PROBES 3
 
 struct kube_client {
     struct kube_config cfg;
@@ -261,6 +265,13 @@ static void pool_give(struct kube_client *c, CURL *h) {
     if (h) curl_easy_cleanup(h);
 }
 
+/* curl socket callback: the keepalive probe count (curl 7.88 has no option for it). */
+static int tune_socket(void *ud, curl_socket_t fd, curlsocktype purpose) {
+    int cnt = KUBE_KEEPALIVE_PROBES;
+    if (purpose == CURLSOCKTYPE_IPCXN) setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    return CURL_SOCKOPT_OK;
+}
+
 int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
                              char *err, size_t errlen) {
     CURL *h = curl_easy;
@@ -268,7 +279,13 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    /* A peer that vanished without a FIN or RST (a node or NAT gone): probes after 30 s idle,
+     * every 10 s, 3 unanswered end the connection — about a minute, not Linux's 2 h 11 min.
+     * (Watches also have their own stall limit, kube/watch.h.) */
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, tune_socket);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     char *ca;
     size_t ca_len;

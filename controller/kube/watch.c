@@ -4,11 +4,20 @@
 #include "kube/watch.h"
 
 #include <curl/curl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kube/ndjson.h"
+
+/* Monotonic milliseconds. */
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct watch_ctx {
     struct ndjson split;
@@ -19,6 +28,9 @@ struct watch_ctx {
     int decided;
     long status;              /* HTTP status, known once headers are in */
     struct dynbuf error_body; /* body of a non-2xx response, for its message */
+    long stall_ms;            /* 0 = no stall limit */
+    int64_t last_byte_ms;     /* monotonic time of the last byte (or of the start) */
+    int stalled;
     char *err;
     size_t errlen;
 };
@@ -75,6 +87,7 @@ static int on_line(void *ud, char *line, size_t len) {
 static size_t on_data(char *p, size_t size, size_t n, void *ud) {
     struct watch_ctx *w = ud;
     size_t len = size * n;
+    w->last_byte_ms = mono_ms();
     if (w->status >= 300) {
         dynbuf_append(&w->error_body, p, len); /* bounded: a chunk past the cap is dropped */
         return len;
@@ -93,17 +106,24 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud) {
 static size_t on_header(char *p, size_t size, size_t n, void *ud) {
     struct watch_ctx *w = ud;
     size_t len = size * n;
+    w->last_byte_ms = mono_ms();
     long code;
     if (len > 9 && !strncmp(p, "HTTP/", 5) && sscanf(p, "HTTP/%*s %ld", &code) == 1) w->status = code;
     return len;
 }
 
-/* curl progress callback: abort when asked to stop. */
+/* curl progress callback (about once a second, more often while data flows): abort when
+ * asked to stop, or when no byte came for the stall limit. (curl's own low-speed limit
+ * averages over the last 5 s, so a burst followed by silence is caught late.) */
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
     struct watch_ctx *w = ud;
     if (w->stop && *w->stop) {
         w->end = KUBE_WATCH_STOPPED;
         w->decided = 1;
+        return 1;
+    }
+    if (w->stall_ms && mono_ms() - w->last_byte_ms >= w->stall_ms) {
+        w->stalled = 1;
         return 1;
     }
     return 0;
@@ -112,7 +132,8 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
                                void *ud, const volatile int *stop, long stall_s,
                                char *err, size_t errlen) {
-    struct watch_ctx w = {.fn = fn, .ud = ud, .stop = stop, .err = err, .errlen = errlen};
+    struct watch_ctx w = {.fn = fn, .ud = ud, .stop = stop, .err = err, .errlen = errlen,
+                          .stall_ms = stall_s > 0 ? stall_s * 1000 : 0, .last_byte_ms = mono_ms()};
     struct curl_slist *hdrs = NULL;
     enum kube_watch_end end = KUBE_WATCH_FAILED;
     char *url = NULL;
@@ -134,10 +155,6 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-    if (stall_s > 0) {
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-    }
     CURLcode cc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -147,6 +164,8 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
         kube_client_refresh_credentials(c, status, cc == CURLE_PEER_FAILED_VERIFICATION);
     if (w.decided) {
         end = w.end;
+    } else if (w.stalled) {
+        snprintf(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no byte for %ld s)", path, stall_s);
     } else if (cc != CURLE_OK) {
         snprintf(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
     } else if (status == 410) {

@@ -27,7 +27,9 @@ typedef int (*kube_watch_fn)(void *ud, const char *type, cJSON *object, cJSON *e
 
 /* Run one watch request on path (which must already carry watch=true and the
  * resourceVersion). Blocks until the stream ends; *stop is polled about once a second.
- * stall_s: give up when no byte arrives for that long (0 = never). */
+ * stall_s: give up when no byte arrives for that long (0 = never); that failure's err
+ * contains KUBE_WATCH_STALLED. */
+#define KUBE_WATCH_STALLED "stalled"
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
                                void *ud, const volatile int *stop, long stall_s,
                                char *err, size_t errlen);

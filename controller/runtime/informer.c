@@ -23,6 +23,11 @@ struct informer {
     void *ud;
     informer_transform_fn transform;
     int page_size;
+    int stall_s;
+    /* Which resourceVersion the next LIST asks for: LIST_ANY ("0", the watch cache) until
+     * the first list; LIST_NOT_OLDER (the last RV, resourceVersionMatch=NotOlderThan) for a
+     * relist; LIST_QUORUM (none) when that was refused with a 410. */
+    enum { LIST_ANY, LIST_NOT_OLDER, LIST_QUORUM } list_mode;
     pthread_rwlock_t lock;
     struct strmap cache;          /* key -> cJSON* */
     pthread_t thread;
@@ -62,6 +67,7 @@ struct informer *informer_new(struct kube_client *c, const struct informer_optio
     inf->ud = o->ud;
     inf->transform = o->transform ? o->transform : informer_strip_metadata;
     inf->page_size = o->page_size > 0 ? o->page_size : 500;
+    inf->stall_s = o->watch_stall_s > 0 ? o->watch_stall_s : 90;
     inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->stats_lock, NULL);
@@ -181,7 +187,12 @@ static int build_path(struct informer *inf, char *out, size_t outlen, int watch,
     }
     snprintf(limit, sizeof(limit), "%d", inf->page_size);
     if (kube_path_add_query(out, outlen, "limit", limit) < 0) return -1;
-    if (cont && kube_path_add_query(out, outlen, "continue", cont) < 0) return -1;
+    if (cont) return kube_path_add_query(out, outlen, "continue", cont); /* the token carries the RV */
+    if (inf->list_mode == LIST_ANY) return kube_path_add_query(out, outlen, "resourceVersion", "0");
+    if (inf->list_mode == LIST_NOT_OLDER && inf->rv[0])
+        return kube_path_add_query(out, outlen, "resourceVersion", inf->rv) < 0 ||
+                       kube_path_add_query(out, outlen, "resourceVersionMatch", "NotOlderThan") < 0
+                   ? -1 : 0;
     return 0;
 }
 
@@ -236,6 +247,8 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
                 strmap_clear(&seen, NULL);
                 continue;
             }
+            /* Our resourceVersion refused outright: the next attempt reads from etcd. */
+            if (st == 410 && !cont && inf->list_mode == LIST_NOT_OLDER) inf->list_mode = LIST_QUORUM;
             cJSON_Delete(page);
             goto out;
         }
@@ -277,6 +290,7 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     free(kl.v);
     strmap_clear(&gone, NULL);
     inf->synced = 1;
+    inf->list_mode = LIST_NOT_OLDER;  /* from now on, never older than what we hold */
     rc = 0;
 out:
     free(cont);
@@ -342,9 +356,9 @@ static void *run(void *arg) {
         stat_inc(inf, &inf->stats.watches);
         unsigned long events_before = inf->stats.events;   /* only this thread writes it */
         int64_t started = mono_ms();
-        /* A quiet watch may carry nothing (not even a bookmark) until the server ends it at
-         * timeoutSeconds; only silence well past that means the connection is dead. */
-        enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, timeout_s + 60,
+        /* Bookmarks arrive about once a minute even on a quiet watch, so silence for
+         * stall_s means a dead connection (TCP keepalive alone takes longer to notice). */
+        enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, inf->stall_s,
                                              err, sizeof(err));
         /* A watch that ends within a second without a single event did not work, however
          * it ended (client-go: "very short watch"): back off, or a server that closes every
@@ -368,12 +382,13 @@ static void *run(void *arg) {
             break;
         case KUBE_WATCH_FAILED: {
             stat_inc(inf, &inf->stats.errors);
+            if (strstr(err, KUBE_WATCH_STALLED)) stat_inc(inf, &inf->stats.stalls);
             if (!inf->stop)
                 LOGW("msg=\"watch failed\" path=%s err=\"%s\"", inf->path, err);
             int64_t d = backoff_exponential_ms(failures++, 800, 30000);
             nap(inf, backoff_jitter_ms(d, 0.2, rand_r(&inf->seed) / (RAND_MAX + 1.0)));
-            /* After repeated failures the RV may be long gone: start over with a list. */
-            if (failures >= 3) need_list = 1;
+            /* Watch again from the same resourceVersion: if it is too old by now, the server
+             * says 410 and that relists (client-go does the same). */
             break;
         }
         }

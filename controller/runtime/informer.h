@@ -1,7 +1,13 @@
 /* runtime/informer.h — list+watch of one resource kind into a local cache, after
  * client-go's reflector + indexer: paginated LIST, then WATCH from its resourceVersion with
  * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile); clean end
- * → watch again; failures → backoff with jitter (800 ms doubling to 30 s). Every change is
+ * → watch again; failures → backoff with jitter (800 ms doubling to 30 s) and a new watch
+ * from the same resourceVersion: only a 410 forces a relist. The first LIST is served from
+ * the API server's watch cache (resourceVersion=0: possibly a little stale, never older
+ * than what a new process could have seen); a relist after a 410 asks for data not older
+ * than what the cache already holds (resourceVersionMatch=NotOlderThan), falling back to
+ * a quorum read if that is refused. A watch silent for watch_stall_s (default 90 s: the
+ * server sends a bookmark about every minute) is taken for a dead connection. Every change is
  * reported to a handler with the object's key "namespace/name" so the controller can queue
  * it; readers get copies from the cache, so steady state costs no API calls. One thread per
  * informer. */
@@ -28,6 +34,7 @@ struct informer_options {
     void *ud;
     informer_transform_fn transform;
     int page_size;               /* LIST limit (default 500) */
+    int watch_stall_s;           /* silence that ends a watch (default 90) */
 };
 
 struct informer *informer_new(struct kube_client *c, const struct informer_options *o);
@@ -47,7 +54,7 @@ size_t informer_count(struct informer *inf);
  * Stops when fn returns non-zero. */
 void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
 /* Counters for metrics: lists, watch restarts, 410 relists, events. */
-struct informer_stats { unsigned long lists, watches, relists_expired, events, errors; };
+struct informer_stats { unsigned long lists, watches, relists_expired, events, errors, stalls; };
 void informer_stats(struct informer *inf, struct informer_stats *out);
 
 /* "namespace/name" (or "name" for cluster-scoped) of an object into out. 0 or -1. */
