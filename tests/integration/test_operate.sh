@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Operating the controller: leader election between two replicas (kill -9 the leader, the
 # standby takes over within ~20 s and keeps reconciling), /healthz, /readyz and /metrics
-# (scraped and parsed), Events on Sandboxes, structured logs.
+# (scraped and parsed; /healthz next to clients trickling 1 byte/s), the write fence (a
+# frozen leader writes nothing after the standby took over: audit log), credentials that
+# rotate (token file swapped, old token revoked) and tls-server-name, Events on Sandboxes,
+# structured logs.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
 LOG1=$BUILD_DIR/test-operate-1.log
