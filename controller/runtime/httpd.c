@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HTTPD_DEADLINE_MS 1000     /* accept → last byte sent, per request */
 #define HTTPD_MAX_CONNS 64         /* open connections at once */
@@ -238,8 +239,14 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     info.timeout_secs = 1;
     info.timeout_secs_ah_idle = 1;   /* a header buffer held without a complete request */
     info.max_http_header_pool = HTTPD_MAX_CONNS;
-    /* An IPv4 host (or a name) binds IPv4 only; "" or an IPv6 literal binds IPv6 (dual stack). */
+    /* An IPv4 host (or a name) binds IPv4 only; "" or an IPv6 literal binds IPv6 (dual
+     * stack) — unless the kernel has no IPv6 (some pods), where "" binds IPv4. */
     if (host[0] && !strchr(host, ':')) info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    if (!host[0]) {
+        int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe < 0) info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+        else close(probe);
+    }
     info.iface = host[0] ? host : NULL;
     if (!(h->vh = lws_create_vhost(h->ctx, &info))) {
         snprintf(err, errlen, "metrics address \"%s\": cannot listen there", addr);

@@ -138,6 +138,16 @@ TEST(large_answer_arrives_whole) {
     httpd_stop(h);
 }
 
+TEST(all_interfaces) {
+    char err[256], out[512];
+    struct httpd *h = httpd_start(":0", handler, NULL, err, sizeof(err));
+    CHECK(h != NULL);
+    if (h) {   /* ":port" listens on every interface: IPv4 loopback answers */
+        CHECK_INT(fetch(httpd_port(h), GET("/healthz"), out, sizeof(out), NULL, NULL), 200);
+        httpd_stop(h);
+    }
+}
+
 TEST(bad_addresses_are_refused) {
     char err[256];
     CHECK(httpd_start("nonsense", handler, NULL, err, sizeof(err)) == NULL);
