@@ -82,6 +82,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [pods, persistentvolumeclaims]
   verbs: [get, list, watch, create, delete]
+# a grown spec.workspace.size raises the claim's storage request (where the class
+# allows volume expansion)
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [patch]
 # one-shot runs: the WebSocket upgrade is a GET (audited as get), and since 1.30 the
 # authorizer also requires create on pods/exec for it
 - apiGroups: [""]
