@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "sandbox/quantity.h"
 
 int64_t lifecycle_idle_limit_ms(const struct sbx_spec *s) {
     switch (s->lifecycle) {
@@ -165,9 +166,44 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
 /* observedGeneration means "the running pod matches": the generation when the pod was
  * built from it, or when no pod is wanted (nothing to apply: the next pod is built from
  * the spec as it is then); otherwise the generation recorded before. */
+/* The workspace claim against spec.workspace.size: a volume can grow where its class
+ * allows it (the claim's request is raised; the storage driver does the rest) and never
+ * shrink. Sets the Workspace condition when the sizes differ. */
+static void workspace(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
+    char want[32], have[32], cap[32];
+    if (o->pvc != SBX_OBJ_PRESENT || o->claim_request_bytes <= 0 || (d->actions & SBX_ACT_DELETE_PVC) ||
+        (s->lifecycle == SBX_ONE_SHOT && o->run_finished))
+        return;
+    if (qty_format_memory(s->workspace_bytes, want, sizeof(want)) ||
+        qty_format_memory(o->claim_request_bytes, have, sizeof(have)))
+        return;
+    if (s->workspace_bytes < o->claim_request_bytes) {
+        d->workspace_reason = SBX_WS_SHRINK_REFUSED;
+        snprintf(d->workspace_message, sizeof(d->workspace_message),
+                 "spec.workspace.size %s is below the claim's %s: a volume cannot shrink; the workspace stays %s",
+                 want, have, have);
+    } else if (s->workspace_bytes > o->claim_request_bytes && o->claim_expandable) {
+        d->actions |= SBX_ACT_EXPAND_PVC;
+        d->workspace_reason = SBX_WS_RESIZING;
+        snprintf(d->workspace_message, sizeof(d->workspace_message),
+                 "expanding the workspace claim from %s to %s", have, want);
+    } else if (s->workspace_bytes > o->claim_request_bytes) {
+        d->workspace_reason = SBX_WS_NOT_EXPANDABLE;
+        snprintf(d->workspace_message, sizeof(d->workspace_message),
+                 "spec.workspace.size %s: the claim's StorageClass does not allow volume expansion "
+                 "(allowVolumeExpansion); the workspace stays %s", want, have);
+    } else if (o->claim_capacity_bytes > 0 && o->claim_capacity_bytes < o->claim_request_bytes &&
+               !qty_format_memory(o->claim_capacity_bytes, cap, sizeof(cap))) {
+        d->workspace_reason = SBX_WS_RESIZING;
+        snprintf(d->workspace_message, sizeof(d->workspace_message),
+                 "the workspace claim asks for %s; the volume has %s so far", have, cap);
+    }
+}
+
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
     decide(s, o, d);
-    int matches = o->pod == SBX_OBJ_PRESENT ? o->pod_template_current && !(d->actions & SBX_ACT_DELETE_POD)
+    if (o->pod != SBX_OBJ_FOREIGN && o->pvc != SBX_OBJ_FOREIGN) workspace(s, o, d);
+    int matches = o->pod == SBX_OBJ_PRESENT ? !o->pod_template_outdated && !(d->actions & SBX_ACT_DELETE_POD)
                                             : !d->wants_pod && o->pod == SBX_OBJ_ABSENT;
     if (o->pod == SBX_OBJ_FOREIGN || o->pvc == SBX_OBJ_FOREIGN) matches = 1; /* nothing of ours to match */
     if (s->lifecycle == SBX_ONE_SHOT && o->pod == SBX_OBJ_PRESENT) matches = 1; /* never replaced */
@@ -276,7 +312,7 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         } else {
             say(d, "Creating", 0, SBX_REASON_NOT_READY, "the pod ended (%s); replacing it", o->pod_phase);
         }
-    } else if (!o->pod_template_current && s->lifecycle != SBX_ONE_SHOT) {
+    } else if (o->pod_template_outdated && s->lifecycle != SBX_ONE_SHOT) {
         /* The spec changed since this pod was built (image, command, env, resources, mount
          * path): replace it; the claim, and so the workspace, stays. (A one-shot pod runs
          * its command to the end.) */

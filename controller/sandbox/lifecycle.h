@@ -64,11 +64,14 @@ struct sbx_observed {
      * WaitForFirstConsumer): the claim stays Pending until a pod that uses it is
      * scheduled, so the pod is created at once. 0: Immediate, or not known. */
     int claim_binds_on_consumer;
+    int64_t claim_request_bytes;     /* the claim's spec.resources.requests.storage (0 = unknown) */
+    int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
+    int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */
     enum sbx_object_state pod;
-    /* The pod was built from the spec as it is now (its template-hash annotation equals
-     * the desired pod's), or carries no hash (made before hashes existed: not replaced
-     * just for that). 0: the spec changed since, the pod is to be replaced. */
-    int pod_template_current;
+    /* The spec changed since the pod was built: its template-hash annotation differs from
+     * the desired pod's, so it is to be replaced. 0: built from the spec as it is now, or
+     * it carries no hash (made before hashes existed: not replaced just for that). */
+    int pod_template_outdated;
     int64_t status_observed_generation; /* status.observedGeneration as last written */
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
     int pod_ready;                   /* Ready condition True */
@@ -92,7 +95,13 @@ enum sbx_action {
     SBX_ACT_DELETE_PVC = 1 << 3,
     SBX_ACT_DELETE_SANDBOX = 1 << 4,
     SBX_ACT_RUN = 1 << 5,          /* execute spec.run in the pod (one-shot) */
+    SBX_ACT_EXPAND_PVC = 1 << 6,   /* raise the claim's storage request to spec.workspace.size */
 };
+
+/* The Workspace condition's reasons. */
+#define SBX_WS_RESIZING "Resizing"
+#define SBX_WS_NOT_EXPANDABLE "ExpansionNotSupported"
+#define SBX_WS_SHRINK_REFUSED "ShrinkRefused"
 
 /* Why the sandbox is not running (or is): the Ready condition's reason. */
 #define SBX_REASON_READY "PodReady"
@@ -133,6 +142,11 @@ struct sbx_decision {
     /* status.observedGeneration: the generation once the pod matches it (or no pod is
      * wanted); while a changed spec has not reached a pod, the one recorded before. */
     int64_t observed_generation;
+    /* The Workspace condition (status False) when the claim is not the size the spec asks
+     * for: reason SBX_WS_RESIZING, SBX_WS_NOT_EXPANDABLE or SBX_WS_SHRINK_REFUSED and a
+     * message; NULL when there is nothing to say (the condition is then removed). */
+    const char *workspace_reason;
+    char workspace_message[256];
 };
 
 /* The idle limit of a lifecycle: idleTimeout (session), ×24 (long-running), none

@@ -1,7 +1,12 @@
 /* sandbox/reconcile.c — the controller's I/O glue (see reconcile.h). Data flows one way:
  * watch → cache → queue key → sbx_reconcile (read cache → observe → lifecycle_decide →
- * act via REST → write status if it changed) → requeue at the next deadline. */
+ * act via REST → write status if it changed) → requeue at the next deadline.
+ * Here: the informers and their handlers, the workers, observing one Sandbox, acting on
+ * the decision, one-shot runs. Elsewhere: the running cap (capacity.c), a deleted
+ * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
+ * remembered per Sandbox (records.c). */
 #include "sandbox/reconcile.h"
+#include "sandbox/reconcile_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,21 +22,13 @@
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
+#include "sandbox/quantity.h"
 
 
-/* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
- * changed (or went) after the cache showed it, so the decision must be made again. */
-#define SBX_STALE 1
-/* After a conditional write found the Sandbox changed, look again this soon at the
- * latest (the watch delivers the newer version, which queues the key by itself). */
-#define STALE_REQUEUE_MS 50
 
 /* How long the controller waits for the StorageClass cache before it starts anyway. */
 #define CLASS_SYNC_WAIT_MS 5000
 
-/* A capacity slot reserved for a pod we just created stays counted this long even if
- * the pod has not reached the cache yet. */
-#define RESERVATION_MS 30000
 
 /* ---- paths ------------------------------------------------------------------------- */
 
@@ -42,7 +39,7 @@ static void sandboxes_path(char *out, size_t n, const char *ns) {
 }
 
 /* Collection path of a core resource ("pods", "persistentvolumeclaims"). */
-static void core_path(char *out, size_t n, const char *ns, const char *resource) {
+void sbx_core_path(char *out, size_t n, const char *ns, const char *resource) {
     if (ns) snprintf(out, n, "/api/v1/namespaces/%s/%s", ns, resource);
     else snprintf(out, n, "/api/v1/%s", resource);
 }
@@ -118,23 +115,45 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     }
 }
 
-/* Keep only metadata, spec.storageClassName and status.phase of a PVC. */
-static void shrink_pvc(cJSON *pvc) {
-    informer_strip_metadata(pvc);
-    cJSON *spec = cJSON_GetObjectItemCaseSensitive(pvc, "spec");
-    cJSON *cls = cJSON_DetachItemFromObjectCaseSensitive(spec, "storageClassName");
-    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "spec");
-    if (cls) {
-        cJSON *slim = cJSON_AddObjectToObject(pvc, "spec");
-        if (slim) cJSON_AddItemToObject(slim, "storageClassName", cls);
-        else cJSON_Delete(cls);
+/* Move src[key] (if there) into a new object path under dst ("spec" → "resources" → ...). */
+static void carry(cJSON *dst, const cJSON *src, const char *const *path, int depth) {
+    const cJSON *v = src;
+    for (int i = 0; i < depth && v; i++) v = cJSON_GetObjectItemCaseSensitive(v, path[i]);
+    if (!v) return;
+    cJSON *at = dst;
+    for (int i = 0; i < depth - 1; i++) {
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(at, path[i]);
+        if (!next) next = cJSON_AddObjectToObject(at, path[i]);
+        if (!next) return;
+        at = next;
     }
-    cJSON *status = cJSON_GetObjectItemCaseSensitive(pvc, "status");
-    cJSON_DeleteItemFromObjectCaseSensitive(status, "capacity");
+    cJSON_AddItemToObject(at, path[depth - 1], cJSON_Duplicate(v, 1));
 }
 
-/* Keep only a StorageClass's name, annotations (the default-class mark) and
- * volumeBindingMode. */
+/* Keep only metadata, spec.storageClassName, the storage request, status.phase and the
+ * storage capacity of a PVC. */
+static void shrink_pvc(cJSON *pvc) {
+    static const char *const keep[][4] = {
+        {"spec", "storageClassName"}, {"spec", "resources", "requests", "storage"},
+        {"status", "phase"}, {"status", "capacity", "storage"},
+    };
+    static const int depth[] = {2, 4, 2, 3};
+    informer_strip_metadata(pvc);
+    cJSON *slim = cJSON_CreateObject();
+    if (!slim) return;
+    for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) carry(slim, pvc, keep[i], depth[i]);
+    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "spec");
+    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "status");
+    cJSON *item;
+    while ((item = slim->child)) {
+        cJSON_DetachItemViaPointer(slim, item);
+        cJSON_AddItemToObject(pvc, item->string, item);
+    }
+    cJSON_Delete(slim);
+}
+
+/* Keep only a StorageClass's name, annotations (the default-class mark),
+ * volumeBindingMode and allowVolumeExpansion. */
 static void shrink_class(cJSON *sc) {
     cJSON *keep_md = cJSON_CreateObject();
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(sc, "metadata");
@@ -144,10 +163,12 @@ static void shrink_class(cJSON *sc) {
         if (v) cJSON_AddItemToObject(keep_md, keys[i], cJSON_Duplicate(v, 1));
     }
     cJSON *mode = cJSON_DetachItemFromObjectCaseSensitive(sc, "volumeBindingMode");
+    cJSON *expand = cJSON_DetachItemFromObjectCaseSensitive(sc, "allowVolumeExpansion");
     cJSON *child;
     while ((child = sc->child)) cJSON_Delete(cJSON_DetachItemViaPointer(sc, child));
     if (keep_md) cJSON_AddItemToObject(sc, "metadata", keep_md);
     if (mode) cJSON_AddItemToObject(sc, "volumeBindingMode", mode);
+    if (expand) cJSON_AddItemToObject(sc, "allowVolumeExpansion", expand);
     informer_strip_metadata(sc);
 }
 
@@ -173,11 +194,11 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
 
     char selector[128];
     snprintf(selector, sizeof(selector), "%s=%s", SBX_LABEL_MANAGED_BY, SBX_MANAGED_BY);
-    core_path(path, sizeof(path), o->namespace_, "pods");
+    sbx_core_path(path, sizeof(path), o->namespace_, "pods");
     io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
                                    .ud = ctl, .transform = sbx_pod_shrink};
     ctl->pods = informer_new(c, &io);
-    core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
+    sbx_core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
     io.path = path;
     io.on_change = on_owned;
     io.transform = shrink_pvc;
@@ -209,7 +230,7 @@ static void observe_latency(struct sbx_controller *ctl, double ms, int failed) {
 }
 
 /* Bump a counter under the lock. */
-static void count(struct sbx_controller *ctl, uint64_t *field) {
+void sbx_ctl_count(struct sbx_controller *ctl, uint64_t *field) {
     pthread_mutex_lock(&ctl->lock);
     (*field)++;
     pthread_mutex_unlock(&ctl->lock);
@@ -255,15 +276,24 @@ static void *worker(void *arg) {
 }
 
 int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
+    /* A namespaced install's Role cannot grant the cluster-scoped StorageClass read: ask
+     * once, and without it go on with binding modes unknown instead of a relist that is
+     * refused every 30 s. */
+    char perr[KUBE_ERR_MAX];
+    long probe = kube_get(ctl->client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, perr, sizeof(perr));
+    int classes_on = probe != 403 && probe != 401;
+    if (!classes_on)
+        LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
+             "waits for its claim as on an Immediate class\" status=%ld", probe);
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->sandboxes) < 0 ||
-        informer_start(ctl->classes) < 0)
+        (classes_on && informer_start(ctl->classes) < 0))
         return -1;
     /* The StorageClass cache is waited for only a while: without it (a namespaced install
      * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
     while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->sandboxes) &&
-             (informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
+             (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
         usleep(20000);
         waited += 20;
@@ -350,6 +380,36 @@ static int claim_binds_on_consumer(struct sbx_controller *ctl, const cJSON *pvc,
     return late;
 }
 
+/* Does the claim's StorageClass allow volume expansion? */
+static int claim_expandable(struct sbx_controller *ctl, const cJSON *pvc) {
+    const char *name = kj_str(pvc, "spec.storageClassName");
+    if (!name) return 0;
+    cJSON *sc = informer_get(ctl->classes, name);
+    int yes = kj_bool(sc, "allowVolumeExpansion", 0);
+    cJSON_Delete(sc);
+    return yes;
+}
+
+/* Raise the claim's storage request to bytes (merge patch). 0 or -1. */
+static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *claim, int64_t bytes,
+                        char *err, size_t errlen) {
+    char path[1024], size[32];
+    if (qty_format_memory(bytes, size, sizeof(size))) { snprintf(err, errlen, "bad workspace size"); return -1; }
+    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", claim);
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "resources"),
+                                         "requests");
+    if (!req || !cJSON_AddStringToObject(req, "storage", size)) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    return st == 200 || st == 404 ? 0 : -1;
+}
+
 /* Ours, someone else's, or being deleted? */
 static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
     if (!obj) return SBX_OBJ_ABSENT;
@@ -364,70 +424,20 @@ static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
 }
 
 /* Timestamp at path, or 0. */
-static int64_t time_at(const cJSON *obj, const char *path) {
+int64_t sbx_time_at(const cJSON *obj, const char *path) {
     int64_t ms;
     const char *s = kj_str(obj, path);
     return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
 }
 
 /* The Ready condition of a status (or a pod), or NULL. */
-static const cJSON *ready_condition(const cJSON *obj) {
+const cJSON *sbx_ready_condition(const cJSON *obj) {
     const cJSON *c;
     cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
         const char *type = kj_str(c, "type");
         if (type && !strcmp(type, "Ready")) return c;
     }
     return NULL;
-}
-
-struct capacity_ctx {
-    struct sbx_controller *ctl;
-    const char *self_key;
-    int64_t self_created;
-    int running;          /* pods of ours that are not terminating */
-    int older_waiting;    /* sandboxes created before us, waiting for capacity */
-};
-
-/* Count pods that hold a slot. */
-static int count_running(void *ud, const char *key, const cJSON *pod) {
-    struct capacity_ctx *c = ud;
-    if (!kj_str(pod, "metadata.deletionTimestamp")) c->running++;
-    return 0;
-}
-
-/* Count sandboxes older than us that wait for capacity (oldest-first admission). */
-static int count_older_waiting(void *ud, const char *key, const cJSON *sb) {
-    struct capacity_ctx *c = ud;
-    const cJSON *ready = ready_condition(sb);
-    const char *reason = kj_str(ready, "reason");
-    if (!reason || strcmp(reason, SBX_REASON_CAPACITY) != 0 || !strcmp(key, c->self_key)) return 0;
-    int64_t created = time_at(sb, "metadata.creationTimestamp");
-    if (created < c->self_created || (created == c->self_created && strcmp(key, c->self_key) < 0))
-        c->older_waiting++;
-    return 0;
-}
-
-/* May this sandbox start a pod? Reserves a slot in its record when it may. Counting and
- * reserving happen under one lock, so several workers cannot overshoot the cap. */
-static int admit(struct sbx_controller *ctl, const char *key, const char *uid, int64_t created, int64_t now) {
-    if (ctl->opt.max_running <= 0) return 1;
-    struct capacity_ctx c = {.ctl = ctl, .self_key = key, .self_created = created};
-    informer_foreach(ctl->pods, count_running, &c);
-    informer_foreach(ctl->sandboxes, count_older_waiting, &c);
-    pthread_mutex_lock(&ctl->lock);
-    int admitted = sbx_records_reserved(&ctl->records, uid, now);
-    if (!admitted) {
-        int reserved = sbx_records_live_reservations(&ctl->records, now, NULL);
-        admitted = c.running + reserved + c.older_waiting < ctl->opt.max_running;
-        if (admitted) sbx_records_reserve(&ctl->records, uid, now + RESERVATION_MS);
-    }
-    pthread_mutex_unlock(&ctl->lock);
-    return admitted;
-}
-
-/* Release uid's reservation (its pod is in the cache now, or it no longer wants one). */
-static void release(struct sbx_controller *ctl, const char *uid) {
-    sbx_records_release(&ctl->records, uid);
 }
 
 /* ---- acting --------------------------------------------------------------------------- */
@@ -437,9 +447,9 @@ static void release(struct sbx_controller *ctl, const char *uid) {
 static int create_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                         cJSON *obj, const char *name, const char *uid, char *err, size_t errlen) {
     char path[1024];
-    core_path(path, sizeof(path), ns, resource);
+    sbx_core_path(path, sizeof(path), ns, resource);
     long st = kube_create(ctl->client, path, obj, NULL, err, errlen);
-    if (st == 201 || st == 200) { count(ctl, &ctl->stats.creates); return 0; }
+    if (st == 201 || st == 200) { sbx_ctl_count(ctl, &ctl->stats.creates); return 0; }
     if (st != 409) return -1;
     /* Already exists: ours (the cache is behind) or a stranger's? */
     cJSON *existing = NULL;
@@ -452,103 +462,18 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
 }
 
 /* Delete ns/resource/name if it still has uid. 0 or -1. */
-static int delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
+int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                         const char *name, const char *uid, char *err, size_t errlen) {
     char path[1024];
-    core_path(path, sizeof(path), ns, resource);
+    sbx_core_path(path, sizeof(path), ns, resource);
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
     long st = kube_delete(ctl->client, path, uid, err, errlen);
-    if (st == 200 || st == 202 || st == 404 || st == 409) { count(ctl, &ctl->stats.deletes); return 0; }
+    if (st == 200 || st == 202 || st == 404 || st == 409) { sbx_ctl_count(ctl, &ctl->stats.deletes); return 0; }
     return -1;
 }
 
-struct orphan_ctx {
-    const char *ns, *owner;
-    struct { char name[256], uid[64]; } found[8];
-    int n;
-};
-
-/* Collect objects in ns whose controller reference names the (deleted) owner. */
-static int find_orphans(void *ud, const char *key, const cJSON *obj) {
-    struct orphan_ctx *o = ud;
-    const char *ns = kj_str(obj, "metadata.namespace");
-    if (!ns || strcmp(ns, o->ns) != 0) return 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind"), *name = kj_str(r, "name");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND) && name && !strcmp(name, o->owner) &&
-            o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
-            snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
-            snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
-                     kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
-            o->n++;
-        }
-    }
-    return o->n >= 8;
-}
-
-/* The garbage collector normally deletes a removed Sandbox's objects within moments; the
- * controller steps in only for what is still there after this grace period (the GC learns
- * a new CRD's kind only at its 30 s discovery resync). */
-#define SWEEP_GRACE_MS 3000
-
-/* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
- * delete the pods and PVCs it controlled (uid preconditions keep a same-named
- * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
- * -1 once nothing of it is left: the key then leaves the queue for good. */
-static int sweep_orphans(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
-                         int64_t *requeue_ms, char *err, size_t errlen) {
-    static const char *const resources[2] = {"pods", "persistentvolumeclaims"};
-    struct informer *caches[2] = {ctl->pods, ctl->pvcs};
-    struct orphan_ctx o[2] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}};
-    struct sbx_gone names;
-    char uid[600] = "";
-    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {
-        /* The usual case: the names are known, two cache lookups. */
-        const char *objs[2] = {names.pod, names.claim};
-        for (int i = 0; i < 2; i++) {
-            char okey[512];
-            snprintf(okey, sizeof(okey), "%s/%s", ns, objs[i]);
-            cJSON *obj = informer_get(caches[i], okey);
-            if (obj) find_orphans(&o[i], okey, obj);
-            cJSON_Delete(obj);
-        }
-    } else {
-        /* Deleted before this process saw it: walk the caches (once: with nothing found,
-         * the key is dropped). */
-        for (int i = 0; i < 2; i++) informer_foreach(caches[i], find_orphans, &o[i]);
-    }
-    if (o[0].n + o[1].n == 0) {
-        if (uid[0]) sbx_records_forget(&ctl->records, uid);
-        *requeue_ms = -1;
-        return 0;
-    }
-    int64_t now = kj_now_ms();
-    int64_t first = uid[0] ? sbx_records_orphans_seen(&ctl->records, uid, now) : 0;
-    if (!uid[0]) {
-        /* No record (a restart): note the deletion now, so the grace runs from here. */
-        char synthetic[600];
-        snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
-        sbx_records_deleted(&ctl->records, key, synthetic, "", "");
-        sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
-        first = sbx_records_orphans_seen(&ctl->records, uid, now);
-    }
-    if (now - first < SWEEP_GRACE_MS) {
-        *requeue_ms = SWEEP_GRACE_MS - (now - first);
-        return 0;
-    }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < o[i].n; j++) {
-            if (delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
-            LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
-        }
-    /* Look once more: deleted objects leave the cache, then the record goes. */
-    *requeue_ms = SWEEP_GRACE_MS;
-    return 0;
-}
-
 /* Add an RFC 3339 timestamp to o (nothing when ms is 0). */
-static void add_time_ms(cJSON *o, const char *k, int64_t ms) {
+void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
     char t[40];
     if (ms <= 0) return;
     kj_time_format(ms, t, sizeof(t));
@@ -590,8 +515,8 @@ static cJSON *run_result(int64_t started, int64_t finished, int exit_code, const
     cJSON *run = cJSON_CreateObject();
     if (!run) return NULL;
     cJSON_AddNumberToObject(run, "exitCode", exit_code);
-    add_time_ms(run, "startedAt", started);
-    add_time_ms(run, "finishedAt", finished);
+    sbx_add_time_ms(run, "startedAt", started);
+    sbx_add_time_ms(run, "finishedAt", finished);
     cJSON_AddStringToObject(run, "stdout", out);
     cJSON_AddStringToObject(run, "stderr", errtxt);
     cJSON_AddBoolToObject(run, "truncated", truncated);
@@ -677,7 +602,7 @@ static int start_run(struct sbx_controller *ctl, const char *key, const char *ui
     j->timeout_ms = spec->run.timeout_ms;
     if (sbx_run_argv(&spec->run, &j->argv, &j->argc) < 0) { free(j); snprintf(err, errlen, "out of memory"); return -1; }
     cJSON *run = cJSON_CreateObject();
-    if (run) add_time_ms(run, "startedAt", kj_now_ms());
+    if (run) sbx_add_time_ms(run, "startedAt", kj_now_ms());
     if (!run || patch_run(ctl, ns, name, run, err, errlen) < 0) {
         sbx_run_argv_free(j->argv);
         free(j);
@@ -708,269 +633,6 @@ static int start_run(struct sbx_controller *ctl, const char *key, const char *ui
     return 0;
 }
 
-/* ---- events ---------------------------------------------------------------------------------- */
-
-/* Record one Event on the Sandbox sb. */
-static void record_event(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
-                         const char *msg) {
-    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
-                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
-    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
-        count(ctl, &ctl->stats.events);
-}
-
-/* Record an Event on the Sandbox when its state changed in a way a user cares about
- * (its removal is recorded once the DELETE was accepted, see sbx_reconcile). */
-static void record_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
-                              const struct sbx_decision *d, const char *pod_name) {
-    const char *old_reason = o->status_reason ? o->status_reason : "";
-    const char *old_phase = o->status_phase ? o->status_phase : "";
-    const char *type = "Normal", *reason = NULL;
-    char msg[SBX_MESSAGE_MAX + 64];
-    if (!strcmp(d->phase, "Running") && strcmp(old_phase, "Running") != 0) {
-        reason = "Started";
-        snprintf(msg, sizeof(msg), "pod %s is running", pod_name);
-    } else if (!strcmp(d->phase, "Stopped") && strcmp(old_phase, "Stopped") != 0) {
-        reason = "Stopped";
-        snprintf(msg, sizeof(msg), "%s", d->message);
-    } else if ((!strcmp(d->phase, "Succeeded") || !strcmp(d->phase, "Failed")) && strcmp(old_phase, d->phase) != 0) {
-        reason = "RunFinished";
-        type = !strcmp(d->phase, "Failed") ? "Warning" : "Normal";
-        snprintf(msg, sizeof(msg), "%s", d->message);
-    } else if (strcmp(old_reason, d->reason) != 0 &&
-               (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_CONFLICT) ||
-                !strcmp(d->reason, SBX_REASON_INVALID))) {
-        reason = d->reason;
-        type = "Warning";
-        snprintf(msg, sizeof(msg), "%s", d->message);
-    }
-    if (!reason) return;
-    record_event(ctl, sb, type, reason, msg);
-}
-
-/* ---- last-used-at ------------------------------------------------------------------- */
-
-/* How much of a bad last-used-at value status.ignoredLastUsedAt and Events quote. */
-#define LAST_USED_QUOTE_MAX 64
-
-/* v as quoted in messages and in status.ignoredLastUsedAt: control characters as '?',
- * cut after LAST_USED_QUOTE_MAX bytes on a UTF-8 boundary with "..." appended. The same
- * value always gives the same text, so the status can tell a value already warned about. */
-static void quote_value(const char *v, char *out, size_t outlen) {
-    size_t o = 0, i;
-    for (i = 0; v[i] && o + 4 < outlen; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (i >= LAST_USED_QUOTE_MAX && (c & 0xC0) != 0x80) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        out[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-    }
-    out[o] = 0;
-}
-
-/* The annotation lies in the future beyond the skew allowance: set it to now with a merge
- * patch conditional on the version read (a 409 means a client wrote meanwhile: that
- * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
-static int rewrite_last_used(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
-                             const char *value, int64_t now, char *err, size_t errlen) {
-    char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
-    const char *rv = kj_str(sb, "metadata.resourceVersion");
-    if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
-    kj_time_format_micro(now, t, sizeof(t));
-    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
-    if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    if (st == 409 || st == 404) return SBX_STALE;
-    if (st != 200) return -1;
-    quote_value(value, q, sizeof(q));
-    snprintf(msg, sizeof(msg), "%s \"%s\" is more than %d s ahead of the controller's clock; taken as now (%s)",
-             SBX_ANN_LAST_USED, q, SBX_LAST_USED_SKEW_MS / 1000, t);
-    record_event(ctl, sb, "Warning", "LastUsedAtInFuture", msg);
-    LOGW("msg=\"last-used-at in the future, taken as now\" sandbox=%s/%s value=\"%s\"", ns, name, q);
-    return 0;
-}
-
-/* The annotation is not an RFC 3339 time: it is ignored, with a Warning Event the first
- * time this value is seen (status.ignoredLastUsedAt remembers it, see desired_status). */
-static void warn_invalid_last_used(struct sbx_controller *ctl, const cJSON *sb, const char *value) {
-    char q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
-    quote_value(value, q, sizeof(q));
-    const char *seen = kj_str(sb, "status.ignoredLastUsedAt");
-    if (seen && !strcmp(seen, q)) return;
-    snprintf(msg, sizeof(msg), "%s \"%s\" is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z); ignored",
-             SBX_ANN_LAST_USED, q);
-    record_event(ctl, sb, "Warning", "LastUsedAtInvalid", msg);
-}
-
-/* ---- status --------------------------------------------------------------------------- */
-
-
-/* Copy item key from src to dst if present. */
-static void keep(cJSON *dst, const cJSON *src, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, key);
-    if (v) cJSON_AddItemToObject(dst, key, cJSON_Duplicate(v, 1));
-}
-
-/* The status the Sandbox should have. */
-static cJSON *desired_status(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
-                             const char *pod_name, const char *claim, int64_t now) {
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
-    cJSON *st = cJSON_CreateObject();
-    if (!st) return NULL;
-    cJSON_AddStringToObject(st, "phase", d->phase);
-    if (pod_name) cJSON_AddStringToObject(st, "podName", pod_name);
-    if (claim) cJSON_AddStringToObject(st, "workspaceClaim", claim);
-    const char *ip = kj_str(pod, "status.podIP");
-    const char *node = kj_str(pod, "spec.nodeName");
-    int running = !strcmp(d->phase, "Running");
-    if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
-    if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
-    add_time_ms(st, "startedAt", d->started_ms);
-    if (d->restart_count >= 0) cJSON_AddNumberToObject(st, "restartCount", d->restart_count);
-    cJSON *term = sbx_termination_json(&d->last_termination);
-    if (term) cJSON_AddItemToObject(st, "lastTermination", term);
-    add_time_ms(st, "stoppedAt", d->stopped_ms);
-    add_time_ms(st, "lastUsedAt", d->last_used_ms);
-    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
-    int64_t lu_ms;
-    if (lifecycle_last_used_check(lu, now, &lu_ms) == SBX_LAST_USED_INVALID) {
-        char q[LAST_USED_QUOTE_MAX * 2 + 8];
-        quote_value(lu, q, sizeof(q));
-        cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
-    }
-    cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
-    keep(st, cur, "run");
-
-    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(conds, c);
-    cJSON_AddStringToObject(c, "type", "Ready");
-    const char *status = d->ready ? "True" : "False";
-    cJSON_AddStringToObject(c, "status", status);
-    cJSON_AddNumberToObject(c, "observedGeneration", (double)d->observed_generation);
-    /* lastTransitionTime moves only when the condition's status changes. */
-    const cJSON *old = ready_condition(sb);
-    const char *old_status = kj_str(old, "status");
-    const char *old_time = kj_str(old, "lastTransitionTime");
-    if (old_status && old_time && !strcmp(old_status, status))
-        cJSON_AddStringToObject(c, "lastTransitionTime", old_time);
-    else
-        add_time_ms(c, "lastTransitionTime", now);
-    cJSON_AddStringToObject(c, "reason", d->reason);
-    cJSON_AddStringToObject(c, "message", d->message);
-    /* Keep other condition types someone else may own. */
-    const cJSON *oc;
-    cJSON_ArrayForEach(oc, kj_path(sb, "status.conditions")) {
-        const char *type = kj_str(oc, "type");
-        if (type && strcmp(type, "Ready") != 0) cJSON_AddItemToArray(conds, cJSON_Duplicate(oc, 1));
-    }
-    return st;
-}
-
-
-/* Write status via a merge patch on /status if it differs from what is there. Keys the
- * old status has and the new one lacks are set to null so they are removed.
- * With fence_rv (the resourceVersion the decision was made on) the write is conditional and
- * always sent, even when nothing changed: it proves the Sandbox is still as the decision
- * saw it before anything is destroyed, and records the stop on the Sandbox first.
- * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
- * the Sandbox is gone), or -1. */
-static int write_status(struct sbx_controller *ctl, const char *ns, const char *name,
-                        const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
-                        char *err, size_t errlen) {
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
-    if (new_rv && new_rv_len) snprintf(new_rv, new_rv_len, "%s", fence_rv ? fence_rv : "");
-    if (!fence_rv && cur && cJSON_Compare(cur, st, 1)) return 0;
-    const cJSON *k;
-    cJSON_ArrayForEach(k, cur) {
-        if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
-    }
-    cJSON *patch = cJSON_CreateObject();
-    if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
-    if (fence_rv) {
-        cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-        if (!md || !cJSON_AddStringToObject(md, "resourceVersion", fence_rv)) {
-            cJSON_Delete(patch);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    cJSON_AddItemReferenceToObject(patch, "status", st);
-    char path[1024];
-    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
-    cJSON *out = NULL;
-    long rc = kube_merge_patch(ctl->client, path, patch, fence_rv ? &out : NULL, err, errlen);
-    cJSON_Delete(patch);
-    if (rc == 200 && fence_rv && new_rv && new_rv_len)
-        snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
-    cJSON_Delete(out);
-    if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
-    if (rc == 409 && fence_rv) return SBX_STALE;
-    if (rc != 200) return -1;
-    count(ctl, &ctl->stats.status_writes);
-    return 0;
-}
-
-/* DELETE the Sandbox ns/name if it still has uid and resourceVersion rv: nothing written
- * to it since the decision (a touch after the stop was recorded wakes it instead). The
- * HTTP status (200/202 deleted, 404 already gone, 409 changed), or -1. */
-static long delete_sandbox(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
-                           const char *rv, char *err, size_t errlen) {
-    char path[1024];
-    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    cJSON *opts = cJSON_CreateObject(), *pre;
-    char *body = NULL;
-    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
-        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
-        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
-        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
-        cJSON_AddStringToObject(pre, "resourceVersion", rv))
-        body = cJSON_PrintUnformatted(opts);
-    cJSON_Delete(opts);
-    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
-    struct kube_response resp;
-    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
-    free(body);
-    long st = rc < 0 ? -1 : resp.status;
-    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
-    else if (st >= 300 && st != 404 && st != 409) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        snprintf(err, errlen, "DELETE %s: %s", path, msg);
-    }
-    kube_response_free(&resp);
-    return st;
-}
-
-/* Status for a spec the controller cannot act on. */
-static int report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
-                          const char *why, char *err, size_t errlen) {
-    struct sbx_decision d;
-    memset(&d, 0, sizeof(d));
-    d.phase = "Pending";
-    d.reason = SBX_REASON_INVALID;
-    d.observed_generation = kj_int(sb, "metadata.generation", 0);   /* this status is about it */
-    snprintf(d.message, sizeof(d.message), "%s", why);
-    /* What the status recorded about earlier pods stays. */
-    d.started_ms = time_at(sb, "status.startedAt");
-    d.restart_count = -1;
-    sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
-    cJSON *st = desired_status(sb, &d, NULL, NULL, NULL, kj_now_ms());
-    if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
-    int rc = write_status(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
-    cJSON_Delete(st);
-    return rc;
-}
-
 /* ---- the pass ------------------------------------------------------------------------- */
 
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
@@ -990,7 +652,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     const char *uid = kj_str(sb, "metadata.uid");
     if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
-        release(ctl, uid);
+        sbx_capacity_release(ctl, uid);
         rc = 0; /* going: owner references and the sweep finish the job */
         goto out;
     }
@@ -998,12 +660,12 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     char why[512];
     if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
-        rc = report_invalid(ctl, ns, name, sb, why, err, errlen);
+        rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;
     }
     have_spec = 1;
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
-        rc = report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
+        rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
         goto out;
     }
     sbx_claim_name(pod_name, claim, sizeof(claim));
@@ -1016,40 +678,40 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     struct sbx_observed o;
     memset(&o, 0, sizeof(o));
     o.now_ms = now;
-    o.created_ms = time_at(sb, "metadata.creationTimestamp");
+    o.created_ms = sbx_time_at(sb, "metadata.creationTimestamp");
     o.generation = kj_int(sb, "metadata.generation", 0);
     const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
     switch (lifecycle_last_used_check(lu, now, &o.last_used_annotation_ms)) {
     case SBX_LAST_USED_FUTURE:
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
          * client's newer touch wins), so it cannot keep the sandbox alive forever. */
-        rc = rewrite_last_used(ctl, ns, name, sb, lu, now, err, errlen);
+        rc = sbx_last_used_rewrite(ctl, ns, name, sb, lu, now, err, errlen);
         if (rc == 0) *requeue_ms = STALE_REQUEUE_MS;   /* the watch brings the rewritten value */
         goto out;
     case SBX_LAST_USED_INVALID:
-        warn_invalid_last_used(ctl, sb, lu);
+        sbx_last_used_warn_invalid(ctl, sb, lu);
         break;
     default:
         break;
     }
-    o.status_last_used_ms = time_at(sb, "status.lastUsedAt");
-    o.status_started_ms = time_at(sb, "status.startedAt");
-    o.status_stopped_ms = time_at(sb, "status.stoppedAt");
+    o.status_last_used_ms = sbx_time_at(sb, "status.lastUsedAt");
+    o.status_started_ms = sbx_time_at(sb, "status.startedAt");
+    o.status_stopped_ms = sbx_time_at(sb, "status.stoppedAt");
     o.status_phase = kj_str(sb, "status.phase");
-    o.status_reason = kj_str(ready_condition(sb), "reason");
+    o.status_reason = kj_str(sbx_ready_condition(sb), "reason");
     sbx_termination_read(kj_path(sb, "status.lastTermination"), &o.status_last_termination);
     const cJSON *run = kj_path(sb, "status.run");
     if (run && kj_str(run, "finishedAt")) {
         o.run_finished = 1;
         o.run_exit_code = (int)kj_int(run, "exitCode", -1);
-        o.run_finished_ms = time_at(run, "finishedAt");
+        o.run_finished_ms = sbx_time_at(run, "finishedAt");
     }
     int rs = run_state(ctl, uid, o.run_finished);
     o.run_in_progress = rs != 0;
     if (spec.lifecycle == SBX_ONE_SHOT && run && kj_str(run, "startedAt") && !o.run_finished && rs == 0) {
         /* Started by an earlier controller process that died mid-run: the outcome is
          * unknown. Record that rather than run the command a second time. */
-        cJSON *r = run_result(time_at(run, "startedAt"), now, -1, "",
+        cJSON *r = run_result(sbx_time_at(run, "startedAt"), now, -1, "",
                               "yao-sandbox: the controller restarted while the command was running; "
                               "it was not run again", 0);
         if (!r || patch_run(ctl, ns, name, r, err, errlen) < 0) goto out;
@@ -1059,11 +721,16 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     o.pvc = classify(pvc, uid);
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
-    o.pvc_age_ms = pvc ? now - time_at(pvc, "metadata.creationTimestamp") : 0;
+    o.pvc_age_ms = pvc ? now - sbx_time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
     sbx_pod_observe(pod, &o);
     o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
-    o.pod_template_current = 1;
+    if (o.pvc == SBX_OBJ_PRESENT) {
+        const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
+        if (!req || qty_parse_memory(req, &o.claim_request_bytes) < 0) o.claim_request_bytes = 0;
+        if (!cap || qty_parse_memory(cap, &o.claim_capacity_bytes) < 0) o.claim_capacity_bytes = 0;
+        o.claim_expandable = claim_expandable(ctl, pvc);
+    }
     if (o.pod == SBX_OBJ_PRESENT) {
         const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
         if (have) {
@@ -1071,21 +738,21 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
             const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
             if (!h) { cJSON_Delete(want); snprintf(err, errlen, "out of memory"); goto out; }
-            o.pod_template_current = !strcmp(have, h);
+            o.pod_template_outdated = strcmp(have, h) != 0;
             cJSON_Delete(want);
         }
     }
     o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
-    if (o.pod == SBX_OBJ_PRESENT) release(ctl, uid);
+    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid);
 
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = admit(ctl, key, uid, o.created_ms, now);
+        o.admitted = sbx_capacity_admit(ctl, key, uid, o.created_ms, now);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
-        release(ctl, uid);
+        sbx_capacity_release(ctl, uid);
     }
 
     /* Nothing is destroyed on a stale view: the status write that records the decision
@@ -1099,14 +766,14 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (d.actions & DESTRUCTIVE) {
         const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
         if (!cur_rv) { snprintf(err, errlen, "sandbox %s has no resourceVersion", key); goto out; }
-        cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
+        cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = write_status(ctl, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
+        rc = sbx_status_write(ctl, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
         cJSON_Delete(st);
         if (rc != 0) goto out;
         rc = -1;
         fenced = 1;
-        record_transition(ctl, sb, &o, &d, pod_name);
+        sbx_event_transition(ctl, sb, &o, &d, pod_name);
     }
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
@@ -1115,44 +782,46 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", obj, claim, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) goto out;
-        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); count(ctl, &ctl->stats.conflicts); }
+        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); sbx_ctl_count(ctl, &ctl->stats.conflicts); }
     }
     if (d.actions & SBX_ACT_CREATE_POD) {
         cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
         int r = obj ? create_owned(ctl, ns, "pods", obj, pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
-        if (r < 0) { release(ctl, uid); goto out; }
+        if (r < 0) { sbx_capacity_release(ctl, uid); goto out; }
         if (r == 1) {
-            release(ctl, uid);
+            sbx_capacity_release(ctl, uid);
             o.pod = SBX_OBJ_FOREIGN;
             lifecycle_decide(&spec, &o, &d);
-            count(ctl, &ctl->stats.conflicts);
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);
         } else {
             LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
         }
     }
+    if ((d.actions & SBX_ACT_EXPAND_PVC) && expand_claim(ctl, ns, claim, spec.workspace_bytes, err, errlen) < 0)
+        goto out;
     if ((d.actions & SBX_ACT_DELETE_POD) &&
-        delete_owned(ctl, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
+        sbx_delete_owned(ctl, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
         goto out;
     if ((d.actions & SBX_ACT_DELETE_PVC) &&
-        delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
+        sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
     if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, uid, ns, name, pod_name, &spec, err, errlen) < 0)
         goto out;
 
     if (!fenced) {
-        cJSON *st = desired_status(sb, &d, pod, pod_name, claim, now);
+        cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = write_status(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+        rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
         cJSON_Delete(st);
         if (rc < 0) goto out;
         rc = -1;
-        record_transition(ctl, sb, &o, &d, pod_name);
+        sbx_event_transition(ctl, sb, &o, &d, pod_name);
     }
 
     if (d.actions & SBX_ACT_DELETE_SANDBOX) {
-        long st2 = delete_sandbox(ctl, ns, name, uid, rv, err, errlen);
+        long st2 = sbx_sandbox_delete(ctl, ns, name, uid, rv, err, errlen);
         if (st2 == 409) {
             /* Written to since the stop was recorded (a touch): it wakes instead. */
             LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", key);
@@ -1161,7 +830,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
         if (st2 != 200 && st2 != 202 && st2 != 404) goto out;
         if (st2 != 404) {
-            record_event(ctl, sb, "Normal", "Removed", d.message);
+            sbx_event_record(ctl, sb, "Normal", "Removed", d.message);
             LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
         }
     }
@@ -1184,14 +853,14 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
          * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. (Its
          * record's reservation ended with the deletion.) */
-        return sweep_orphans(ctl, key, ns, name, requeue_ms, err, errlen);
+        return sbx_orphans_sweep(ctl, key, ns, name, requeue_ms, err, errlen);
     }
     rc = reconcile_object(ctl, key, ns, name, sb, requeue_ms, err, errlen);
     cJSON_Delete(sb);
     if (rc == SBX_STALE) {
         /* The cache was behind the API server: nothing was destroyed; decide again on the
          * newer version once the cache has it. */
-        count(ctl, &ctl->stats.conflicts);
+        sbx_ctl_count(ctl, &ctl->stats.conflicts);
         LOGI("msg=\"sandbox changed since the decision; deciding again\" sandbox=%s", key);
         *requeue_ms = STALE_REQUEUE_MS;
         rc = 0;

@@ -176,6 +176,28 @@ check "  its claim was bound for the node its pod was scheduled to" eq \
 WPV=$(kubectl -n $NS get pvc "$WCLAIM" -o jsonpath='{.spec.volumeName}')
 check "  and its volume is pinned to that node" eq \
     "$(kubectl get pv "$WPV" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')" "$WNODE"
+# The workspace grows where the class allows it, and never shrinks.
+kubectl patch storageclass yao-test-wffc -p '{"allowVolumeExpansion":true}' >/dev/null
+on_exit "kubectl patch storageclass yao-test-wffc -p '{\"allowVolumeExpansion\":null}'"
+ws_cond() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Workspace")].reason}: {.status.conditions[?(@.type=="Workspace")].message}'; }
+claim_size() { kubectl -n $NS get pvc "$1" -o jsonpath='{.spec.resources.requests.storage}'; }
+kubectl -n $NS patch sandbox wffc --type merge -p '{"spec":{"workspace":{"size":"3Gi"}}}' >/dev/null
+check "a grown workspace.size raises the claim's request (class allows expansion)" eventually 20 eval '[ "$(claim_size "$WCLAIM")" = 3Gi ]'
+check "  Workspace condition Resizing while the volume has not grown (no resizer on this plane)" \
+    eventually 10 eval '[ "$(ws_cond wffc)" = "Resizing: the workspace claim asks for 3Gi; the volume has 1Gi so far" ]'
+check "  the pod was not replaced for it, the sandbox stays Running" phase_is $NS wffc Running
+kubectl -n $NS patch sandbox wffc --type merge -p '{"spec":{"workspace":{"size":"2Gi"}}}' >/dev/null
+check "a shrunk workspace.size is refused, clearly" eventually 10 eval '[ "$(ws_cond wffc)" = "ShrinkRefused: spec.workspace.size 2Gi is below the claim'"'"'s 3Gi: a volume cannot shrink; the workspace stays 3Gi" ]'
+check "  the claim keeps its size" eq "$(claim_size "$WCLAIM")" 3Gi
+check "  with a Warning Event ShrinkRefused" eventually 5 eval 'kubectl -n $NS get events --field-selector involvedObject.name=wffc,type=Warning -o jsonpath="{.items[*].reason}" | grep -q ShrinkRefused'
+kubectl patch storageclass yao-test-wffc -p '{"allowVolumeExpansion":null}' >/dev/null
+kubectl -n $NS patch sandbox wffc --type merge -p '{"spec":{"workspace":{"size":"5Gi"}}}' >/dev/null
+check "grown on a class without expansion: said so, the claim unchanged" eventually 10 eval '[ "$(ws_cond wffc)" = "ExpansionNotSupported: spec.workspace.size 5Gi: the claim'"'"'s StorageClass does not allow volume expansion (allowVolumeExpansion); the workspace stays 3Gi" ] && [ "$(claim_size "$WCLAIM")" = 3Gi ]'
+kubectl -n $NS patch sandbox wffc --type merge -p '{"spec":{"workspace":{"size":"3Gi"}}}' >/dev/null
+check "back to the claim's size: Resizing again (the volume still has 1Gi)" eventually 10 eval '[ "$(ws_cond wffc)" = "Resizing: the workspace claim asks for 3Gi; the volume has 1Gi so far" ]'
+# What a CSI resizer would do once the volume has grown.
+kubectl -n $NS patch pvc "$WCLAIM" --subresource=status --type merge -p '{"status":{"capacity":{"storage":"3Gi"}}}' >/dev/null
+check "once the volume has the size, the Workspace condition goes away" eventually 10 eval '[ "$(ws_cond wffc)" = ": " ]'
 kubectl -n $NS delete sandbox wffc --wait=false >/dev/null
 bringup() { # class n -> median ms, on stdout the summary line
     python3 "$IT_DIR/bringup.py" "https://127.0.0.1:$(cat "$YAO_PLANE_DIR/api-port")" "$(cat "$YAO_PLANE_DIR/admin-token")" \

@@ -80,6 +80,13 @@ check "pod name conflict reported" eventually 20 reason_is $NS sec-clash NameCon
 check "claim name conflict reported" eventually 20 reason_is $NS sec-clash2 NameConflict
 kubectl -n $NS patch sandbox sec-a --type merge -p '{"spec":{"paused":true}}' >/dev/null
 check "pausing stops the pod" eventually 20 phase_is $NS sec-a Stopped
+# a grown workspace on a class that allows expansion (patch on the claim)
+kubectl patch storageclass yao-test-wffc -p '{"allowVolumeExpansion":true}' >/dev/null
+on_exit "kubectl patch storageclass yao-test-wffc -p '{\"allowVolumeExpansion\":null}'"
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: sec-e}\nspec: {userID: sec, chatID: e, lifecycle: persistent, workspace: {size: 1Gi, storageClassName: yao-test-wffc}}\n' | kubectl -n $NS apply -f - >/dev/null
+check "a sandbox on the WaitForFirstConsumer class runs" eventually 30 phase_is $NS sec-e Running
+kubectl -n $NS patch sandbox sec-e --type merge -p '{"spec":{"workspace":{"size":"2Gi"}}}' >/dev/null
+check "a grown workspace expands its claim (patch)" eventually 20 eval '[ "$(kubectl -n $NS get pvc yao-sb-sec-e-workspace -o jsonpath={.spec.resources.requests.storage})" = 2Gi ]'
 kill -TERM $CTL; wait $STRACE 2>/dev/null
 sleep 2 # the audit log is written in batches (max wait 1 s)
 

@@ -41,7 +41,6 @@ static struct sbx_observed fresh(int64_t now) {
     o.created_ms = now;
     o.generation = 1;
     o.admitted = 1;
-    o.pod_template_current = 1;   /* a pod, once there, was built from this spec */
     return o;
 }
 
@@ -1359,7 +1358,7 @@ TEST(a_changed_spec_replaces_the_pod_and_observed_generation_waits_for_it) {
     CHECK_STR(d.reason, SBX_REASON_READY);
     /* image/env/resources changed: generation 4, the pod's hash is another */
     o.generation = 4;
-    o.pod_template_current = 0;
+    o.pod_template_outdated = 1;
     lifecycle_decide(&s, &o, &d);
     CHECK_INT(d.actions, D_POD);                  /* the claim stays */
     CHECK_STR(d.phase, "Creating");
@@ -1412,10 +1411,61 @@ TEST(stopped_sandboxes_observe_their_generation_and_one_shot_pods_are_not_replac
     /* a one-shot pod runs its command to the end, even when the spec changed */
     struct sbx_spec j = spec_of(SBX_ONE_SHOT);
     o = running(T0 - MIN, T0);
-    o.pod_template_current = 0;
+    o.pod_template_outdated = 1;
     o.generation = 2;
     o.run_in_progress = 1;
     lifecycle_decide(&j, &o, &d);
     CHECK_INT(d.actions & D_POD, 0);
     CHECK_STR(d.reason, SBX_REASON_RUNNING_COMMAND);
+}
+
+/* ---- workspace size ------------------------------------------------------------------- */
+
+TEST(workspace_grows_where_the_class_allows_and_never_shrinks) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = running(T0 - HOUR, T0);
+    struct sbx_decision d;
+    s.workspace_bytes = INT64_C(10) << 30;
+    o.claim_request_bytes = INT64_C(10) << 30;
+    o.claim_capacity_bytes = INT64_C(10) << 30;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK(d.workspace_reason == NULL);
+    /* grown, class allows expansion: the claim's request is raised, the pod stays */
+    s.workspace_bytes = INT64_C(20) << 30;
+    o.claim_expandable = 1;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, SBX_ACT_EXPAND_PVC);
+    CHECK_STR(d.workspace_reason, SBX_WS_RESIZING);
+    CHECK_STR(d.workspace_message, "expanding the workspace claim from 10Gi to 20Gi");
+    CHECK_STR(d.reason, SBX_REASON_READY);
+    /* requested, the volume not resized yet */
+    o.claim_request_bytes = INT64_C(20) << 30;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.workspace_reason, SBX_WS_RESIZING);
+    CHECK_STR(d.workspace_message, "the workspace claim asks for 20Gi; the volume has 10Gi so far");
+    o.claim_capacity_bytes = INT64_C(20) << 30;
+    lifecycle_decide(&s, &o, &d);
+    CHECK(d.workspace_reason == NULL);
+    /* grown on a class without expansion: said, nothing done */
+    s.workspace_bytes = INT64_C(30) << 30;
+    o.claim_expandable = 0;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.workspace_reason, SBX_WS_NOT_EXPANDABLE);
+    CHECK_STR(d.workspace_message, "spec.workspace.size 30Gi: the claim's StorageClass does not allow volume "
+                                   "expansion (allowVolumeExpansion); the workspace stays 20Gi");
+    /* shrunk: refused, even where expansion is allowed */
+    s.workspace_bytes = INT64_C(1) << 30;
+    o.claim_expandable = 1;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.workspace_reason, SBX_WS_SHRINK_REFUSED);
+    CHECK_STR(d.workspace_message, "spec.workspace.size 1Gi is below the claim's 20Gi: a volume cannot shrink; "
+                                   "the workspace stays 20Gi");
+    /* the size of a claim not known (not cached yet): nothing said */
+    o.claim_request_bytes = 0;
+    lifecycle_decide(&s, &o, &d);
+    CHECK(d.workspace_reason == NULL);
 }

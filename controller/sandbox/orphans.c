@@ -1,0 +1,96 @@
+/* sandbox/orphans.c — what a deleted Sandbox left behind: its pod and claim are found by
+ * the names its record kept (a walk over the caches only when this process never saw it),
+ * and deleted, with uid preconditions, once the garbage collector had its grace period. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/reconcile_int.h"
+#include "sandbox/spec.h"
+
+struct orphan_ctx {
+    const char *ns, *owner;
+    struct { char name[256], uid[64]; } found[8];
+    int n;
+};
+
+/* Collect objects in ns whose controller reference names the (deleted) owner. */
+static int find_orphans(void *ud, const char *key, const cJSON *obj) {
+    struct orphan_ctx *o = ud;
+    const char *ns = kj_str(obj, "metadata.namespace");
+    if (!ns || strcmp(ns, o->ns) != 0) return 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        const char *kind = kj_str(r, "kind"), *name = kj_str(r, "name");
+        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND) && name && !strcmp(name, o->owner) &&
+            o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
+            snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
+            snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
+                     kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
+            o->n++;
+        }
+    }
+    return o->n >= 8;
+}
+
+/* The garbage collector normally deletes a removed Sandbox's objects within moments; the
+ * controller steps in only for what is still there after this grace period (the GC learns
+ * a new CRD's kind only at its 30 s discovery resync). */
+#define SWEEP_GRACE_MS 3000
+
+/* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
+ * delete the pods and PVCs it controlled (uid preconditions keep a same-named
+ * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
+ * -1 once nothing of it is left: the key then leaves the queue for good. */
+int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                         int64_t *requeue_ms, char *err, size_t errlen) {
+    static const char *const resources[2] = {"pods", "persistentvolumeclaims"};
+    struct informer *caches[2] = {ctl->pods, ctl->pvcs};
+    struct orphan_ctx o[2] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}};
+    struct sbx_gone names;
+    char uid[600] = "";
+    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {
+        /* The usual case: the names are known, two cache lookups. */
+        const char *objs[2] = {names.pod, names.claim};
+        for (int i = 0; i < 2; i++) {
+            char okey[512];
+            snprintf(okey, sizeof(okey), "%s/%s", ns, objs[i]);
+            cJSON *obj = informer_get(caches[i], okey);
+            if (obj) find_orphans(&o[i], okey, obj);
+            cJSON_Delete(obj);
+        }
+    } else {
+        /* Deleted before this process saw it: walk the caches (once: with nothing found,
+         * the key is dropped). */
+        for (int i = 0; i < 2; i++) informer_foreach(caches[i], find_orphans, &o[i]);
+    }
+    if (o[0].n + o[1].n == 0) {
+        if (uid[0]) sbx_records_forget(&ctl->records, uid);
+        *requeue_ms = -1;
+        return 0;
+    }
+    int64_t now = kj_now_ms();
+    int64_t first = uid[0] ? sbx_records_orphans_seen(&ctl->records, uid, now) : 0;
+    if (!uid[0]) {
+        /* No record (a restart): note the deletion now, so the grace runs from here. */
+        char synthetic[600];
+        snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
+        sbx_records_deleted(&ctl->records, key, synthetic, "", "");
+        sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
+        first = sbx_records_orphans_seen(&ctl->records, uid, now);
+    }
+    if (now - first < SWEEP_GRACE_MS) {
+        *requeue_ms = SWEEP_GRACE_MS - (now - first);
+        return 0;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < o[i].n; j++) {
+            if (sbx_delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
+            LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
+        }
+    /* Look once more: deleted objects leave the cache, then the record goes. */
+    *requeue_ms = SWEEP_GRACE_MS;
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
+ * includes: reconcile.c (informers, workers, the pass, one-shot runs), capacity.c (the
+ * running cap), orphans.c (what a deleted Sandbox left behind), status.c (status, Events,
+ * last-used-at). Not an API: the controller's API is reconcile.h. */
+#ifndef YAO_SANDBOX_RECONCILE_INT_H
+#define YAO_SANDBOX_RECONCILE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile.h"
+
+/* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
+ * changed (or went) after the cache showed it, so the decision must be made again. */
+#define SBX_STALE 1
+/* After a conditional write found the Sandbox changed, look again this soon at the
+ * latest (the watch delivers the newer version, which queues the key by itself). */
+#define STALE_REQUEUE_MS 50
+/* A capacity slot reserved for a pod we just created stays counted this long even if
+ * the pod has not reached the cache yet. */
+#define RESERVATION_MS 30000
+
+/* ---- reconcile.c: shared helpers ---- */
+/* Collection path of a core resource ("pods", "persistentvolumeclaims") in ns (or all). */
+void sbx_core_path(char *out, size_t n, const char *ns, const char *resource);
+/* Bump a stats counter under the controller's lock. */
+void sbx_ctl_count(struct sbx_controller *ctl, uint64_t *field);
+/* Timestamp at path of obj in ms, or 0. */
+int64_t sbx_time_at(const cJSON *obj, const char *path);
+/* The Ready condition of a status (or a pod), or NULL. */
+const cJSON *sbx_ready_condition(const cJSON *obj);
+/* Add an RFC 3339 timestamp member (nothing when ms is 0). */
+void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms);
+/* Delete ns/resource/name if it still has uid. 0 or -1. */
+int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
+                     const char *name, const char *uid, char *err, size_t errlen);
+
+/* ---- capacity.c ---- */
+/* May this sandbox start a pod? Reserves a slot in its record when it may. */
+int sbx_capacity_admit(struct sbx_controller *ctl, const char *key, const char *uid, int64_t created, int64_t now);
+/* Release uid's reservation. */
+void sbx_capacity_release(struct sbx_controller *ctl, const char *uid);
+
+/* ---- orphans.c ---- */
+/* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms
+ * asks to look again, or is -1 once nothing is left (drop the key). 0 or -1. */
+int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                      int64_t *requeue_ms, char *err, size_t errlen);
+
+/* ---- status.c ---- */
+void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
+                      const char *msg);
+void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
+                          const struct sbx_decision *d, const char *pod_name);
+int sbx_last_used_rewrite(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                          const char *value, int64_t now, char *err, size_t errlen);
+void sbx_last_used_warn_invalid(struct sbx_controller *ctl, const cJSON *sb, const char *value);
+cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
+                          const char *pod_name, const char *claim, int64_t now);
+int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *name,
+                     const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
+                     char *err, size_t errlen);
+long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
+                        const char *rv, char *err, size_t errlen);
+int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                              const char *why, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,310 @@
+/* sandbox/status.c — what the controller tells about a Sandbox: its status (written only
+ * when it changed, or conditionally as the fence before anything is destroyed), the
+ * Sandbox DELETE with its preconditions, Events on transitions, and the checks of the
+ * last-used-at annotation (in the future: rewritten to now; unparseable: ignored). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/reconcile_int.h"
+#include "kube/events.h"
+#include "sandbox/podstatus.h"
+#include "sandbox/spec.h"
+
+/* The condition of that type in obj's status, or NULL. */
+static const cJSON *condition(const cJSON *obj, const char *type) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
+        const char *t = kj_str(c, "type");
+        if (t && !strcmp(t, type)) return c;
+    }
+    return NULL;
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+/* Record one Event on the Sandbox sb. */
+void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
+                         const char *msg) {
+    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
+                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
+    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
+        sbx_ctl_count(ctl, &ctl->stats.events);
+}
+
+/* Record an Event on the Sandbox when its state changed in a way a user cares about
+ * (its removal is recorded once the DELETE was accepted, see sbx_reconcile). */
+void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
+                              const struct sbx_decision *d, const char *pod_name) {
+    const char *old_reason = o->status_reason ? o->status_reason : "";
+    const char *old_phase = o->status_phase ? o->status_phase : "";
+    const char *type = "Normal", *reason = NULL;
+    char msg[SBX_MESSAGE_MAX + 64];
+    if (!strcmp(d->phase, "Running") && strcmp(old_phase, "Running") != 0) {
+        reason = "Started";
+        snprintf(msg, sizeof(msg), "pod %s is running", pod_name);
+    } else if (!strcmp(d->phase, "Stopped") && strcmp(old_phase, "Stopped") != 0) {
+        reason = "Stopped";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if ((!strcmp(d->phase, "Succeeded") || !strcmp(d->phase, "Failed")) && strcmp(old_phase, d->phase) != 0) {
+        reason = "RunFinished";
+        type = !strcmp(d->phase, "Failed") ? "Warning" : "Normal";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if (strcmp(old_reason, d->reason) != 0 &&
+               (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_CONFLICT) ||
+                !strcmp(d->reason, SBX_REASON_INVALID))) {
+        reason = d->reason;
+        type = "Warning";
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    }
+    if (reason) sbx_event_record(ctl, sb, type, reason, msg);
+    /* The workspace: a refusal is a Warning, an expansion started a Normal Event. */
+    const char *old_ws = kj_str(condition(sb, "Workspace"), "reason");
+    if (d->workspace_reason && (!old_ws || strcmp(old_ws, d->workspace_reason) != 0) &&
+        (strcmp(d->workspace_reason, SBX_WS_RESIZING) != 0 || (d->actions & SBX_ACT_EXPAND_PVC)))
+        sbx_event_record(ctl, sb, strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "Warning" : "Normal",
+                         !strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "WorkspaceExpanding" : d->workspace_reason,
+                         d->workspace_message);
+}
+
+/* ---- last-used-at ------------------------------------------------------------------- */
+
+/* How much of a bad last-used-at value status.ignoredLastUsedAt and Events quote. */
+#define LAST_USED_QUOTE_MAX 64
+
+/* v as quoted in messages and in status.ignoredLastUsedAt: control characters as '?',
+ * cut after LAST_USED_QUOTE_MAX bytes on a UTF-8 boundary with "..." appended. The same
+ * value always gives the same text, so the status can tell a value already warned about. */
+static void quote_value(const char *v, char *out, size_t outlen) {
+    size_t o = 0, i;
+    for (i = 0; v[i] && o + 4 < outlen; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (i >= LAST_USED_QUOTE_MAX && (c & 0xC0) != 0x80) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        out[o++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    out[o] = 0;
+}
+
+/* The annotation lies in the future beyond the skew allowance: set it to now with a merge
+ * patch conditional on the version read (a 409 means a client wrote meanwhile: that
+ * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
+int sbx_last_used_rewrite(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                             const char *value, int64_t now, char *err, size_t errlen) {
+    char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
+    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
+    kj_time_format_micro(now, t, sizeof(t));
+    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    if (st == 409 || st == 404) return SBX_STALE;
+    if (st != 200) return -1;
+    quote_value(value, q, sizeof(q));
+    snprintf(msg, sizeof(msg), "%s \"%s\" is more than %d s ahead of the controller's clock; taken as now (%s)",
+             SBX_ANN_LAST_USED, q, SBX_LAST_USED_SKEW_MS / 1000, t);
+    sbx_event_record(ctl, sb, "Warning", "LastUsedAtInFuture", msg);
+    LOGW("msg=\"last-used-at in the future, taken as now\" sandbox=%s/%s value=\"%s\"", ns, name, q);
+    return 0;
+}
+
+/* The annotation is not an RFC 3339 time: it is ignored, with a Warning Event the first
+ * time this value is seen (status.ignoredLastUsedAt remembers it, see desired_status). */
+void sbx_last_used_warn_invalid(struct sbx_controller *ctl, const cJSON *sb, const char *value) {
+    char q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
+    quote_value(value, q, sizeof(q));
+    const char *seen = kj_str(sb, "status.ignoredLastUsedAt");
+    if (seen && !strcmp(seen, q)) return;
+    snprintf(msg, sizeof(msg), "%s \"%s\" is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z); ignored",
+             SBX_ANN_LAST_USED, q);
+    sbx_event_record(ctl, sb, "Warning", "LastUsedAtInvalid", msg);
+}
+
+/* ---- status --------------------------------------------------------------------------- */
+
+
+/* Copy item key from src to dst if present. */
+static void keep(cJSON *dst, const cJSON *src, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, key);
+    if (v) cJSON_AddItemToObject(dst, key, cJSON_Duplicate(v, 1));
+}
+
+/* The status the Sandbox should have. */
+cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
+                             const char *pod_name, const char *claim, int64_t now) {
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    cJSON *st = cJSON_CreateObject();
+    if (!st) return NULL;
+    cJSON_AddStringToObject(st, "phase", d->phase);
+    if (pod_name) cJSON_AddStringToObject(st, "podName", pod_name);
+    if (claim) cJSON_AddStringToObject(st, "workspaceClaim", claim);
+    const char *ip = kj_str(pod, "status.podIP");
+    const char *node = kj_str(pod, "spec.nodeName");
+    int running = !strcmp(d->phase, "Running");
+    if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
+    if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
+    sbx_add_time_ms(st, "startedAt", d->started_ms);
+    if (d->restart_count >= 0) cJSON_AddNumberToObject(st, "restartCount", d->restart_count);
+    cJSON *term = sbx_termination_json(&d->last_termination);
+    if (term) cJSON_AddItemToObject(st, "lastTermination", term);
+    sbx_add_time_ms(st, "stoppedAt", d->stopped_ms);
+    sbx_add_time_ms(st, "lastUsedAt", d->last_used_ms);
+    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
+    int64_t lu_ms;
+    if (lifecycle_last_used_check(lu, now, &lu_ms) == SBX_LAST_USED_INVALID) {
+        char q[LAST_USED_QUOTE_MAX * 2 + 8];
+        quote_value(lu, q, sizeof(q));
+        cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
+    }
+    cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
+    keep(st, cur, "run");
+
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(conds, c);
+    cJSON_AddStringToObject(c, "type", "Ready");
+    const char *status = d->ready ? "True" : "False";
+    cJSON_AddStringToObject(c, "status", status);
+    cJSON_AddNumberToObject(c, "observedGeneration", (double)d->observed_generation);
+    /* lastTransitionTime moves only when the condition's status changes. */
+    const cJSON *old = sbx_ready_condition(sb);
+    const char *old_status = kj_str(old, "status");
+    const char *old_time = kj_str(old, "lastTransitionTime");
+    if (old_status && old_time && !strcmp(old_status, status))
+        cJSON_AddStringToObject(c, "lastTransitionTime", old_time);
+    else
+        sbx_add_time_ms(c, "lastTransitionTime", now);
+    cJSON_AddStringToObject(c, "reason", d->reason);
+    cJSON_AddStringToObject(c, "message", d->message);
+    /* Workspace: only while the claim is not the size the spec asks for. */
+    const cJSON *old_ws = condition(sb, "Workspace");
+    if (d->workspace_reason) {
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddItemToArray(conds, w);
+        cJSON_AddStringToObject(w, "type", "Workspace");
+        cJSON_AddStringToObject(w, "status", "False");
+        cJSON_AddNumberToObject(w, "observedGeneration", (double)d->observed_generation);
+        const char *old_ws_reason = kj_str(old_ws, "reason"), *old_ws_time = kj_str(old_ws, "lastTransitionTime");
+        if (old_ws_reason && old_ws_time && !strcmp(old_ws_reason, d->workspace_reason))
+            cJSON_AddStringToObject(w, "lastTransitionTime", old_ws_time);
+        else
+            sbx_add_time_ms(w, "lastTransitionTime", now);
+        cJSON_AddStringToObject(w, "reason", d->workspace_reason);
+        cJSON_AddStringToObject(w, "message", d->workspace_message);
+    }
+    /* Keep other condition types someone else may own. */
+    const cJSON *oc;
+    cJSON_ArrayForEach(oc, kj_path(sb, "status.conditions")) {
+        const char *type = kj_str(oc, "type");
+        if (type && strcmp(type, "Ready") != 0 && strcmp(type, "Workspace") != 0)
+            cJSON_AddItemToArray(conds, cJSON_Duplicate(oc, 1));
+    }
+    return st;
+}
+
+
+/* Write status via a merge patch on /status if it differs from what is there. Keys the
+ * old status has and the new one lacks are set to null so they are removed.
+ * With fence_rv (the resourceVersion the decision was made on) the write is conditional and
+ * always sent, even when nothing changed: it proves the Sandbox is still as the decision
+ * saw it before anything is destroyed, and records the stop on the Sandbox first.
+ * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
+ * the Sandbox is gone), or -1. */
+int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *name,
+                        const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
+                        char *err, size_t errlen) {
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    if (new_rv && new_rv_len) snprintf(new_rv, new_rv_len, "%s", fence_rv ? fence_rv : "");
+    if (!fence_rv && cur && cJSON_Compare(cur, st, 1)) return 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cur) {
+        if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
+    }
+    cJSON *patch = cJSON_CreateObject();
+    if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (fence_rv) {
+        cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
+        if (!md || !cJSON_AddStringToObject(md, "resourceVersion", fence_rv)) {
+            cJSON_Delete(patch);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    cJSON_AddItemReferenceToObject(patch, "status", st);
+    char path[1024];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
+    cJSON *out = NULL;
+    long rc = kube_merge_patch(ctl->client, path, patch, fence_rv ? &out : NULL, err, errlen);
+    cJSON_Delete(patch);
+    if (rc == 200 && fence_rv && new_rv && new_rv_len)
+        snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
+    cJSON_Delete(out);
+    if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
+    if (rc == 409 && fence_rv) return SBX_STALE;
+    if (rc != 200) return -1;
+    sbx_ctl_count(ctl, &ctl->stats.status_writes);
+    return 0;
+}
+
+/* DELETE the Sandbox ns/name if it still has uid and resourceVersion rv: nothing written
+ * to it since the decision (a touch after the stop was recorded wakes it instead). The
+ * HTTP status (200/202 deleted, 404 already gone, 409 changed), or -1. */
+long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
+                           const char *rv, char *err, size_t errlen) {
+    char path[1024];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
+    cJSON *opts = cJSON_CreateObject(), *pre;
+    char *body = NULL;
+    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
+        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
+        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
+        cJSON_AddStringToObject(pre, "resourceVersion", rv))
+        body = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
+    struct kube_response resp;
+    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
+    free(body);
+    long st = rc < 0 ? -1 : resp.status;
+    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
+    else if (st >= 300 && st != 404 && st != 409) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        snprintf(err, errlen, "DELETE %s: %s", path, msg);
+    }
+    kube_response_free(&resp);
+    return st;
+}
+
+/* Status for a spec the controller cannot act on. */
+int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                          const char *why, char *err, size_t errlen) {
+    struct sbx_decision d;
+    memset(&d, 0, sizeof(d));
+    d.phase = "Pending";
+    d.reason = SBX_REASON_INVALID;
+    d.observed_generation = kj_int(sb, "metadata.generation", 0);   /* this status is about it */
+    snprintf(d.message, sizeof(d.message), "%s", why);
+    /* What the status recorded about earlier pods stays. */
+    d.started_ms = sbx_time_at(sb, "status.startedAt");
+    d.restart_count = -1;
+    sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
+    cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
+    if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+    cJSON_Delete(st);
+    return rc;
+}
