@@ -68,26 +68,28 @@ check "exec -t: a resize reaches the program (SIGWINCH)" eq \
     "$(python3 "$IT_DIR/pty_run.py" 24 80 --resize-after 2 50 132 --timeout 30 -- "$CLI" -n $NS exec -i -t box -- sh -c 'sleep 4; stty size' | tr -d '\r' | tail -n1)" "50 132"
 
 # --- no stdin hang when the command exits without reading it ----------------------------------------
-# 1 MB of stdin the command never reads: the exit code comes back, every time (kubectl
-# hangs on some of these). With more stdin than the path between us and the runtime
-# buffers, containerd 1.6 holds the exit status until the exec's stdin is drained, which
-# never happens: the same hang for kubectl and for us (shown below, not asserted; see
-# docs/local-control-plane.md).
-head -c 1000000 /dev/urandom > "$WORK/1m"
+# 100 KB of stdin the command never reads: the exit code comes back at once, every time
+# (the CLI stops sending when the status arrives instead of flushing stdin for seconds).
+# With more unread stdin, the runtime itself sometimes never sends the status (containerd
+# 1.6 keeps the exec's stdin open after the process exits): kubectl — WebSocket and SPDY —
+# hangs as we do. Shown below next to kubectl, not asserted; see docs/local-control-plane.md.
+head -c 100000 /dev/urandom > "$WORK/100k"
 bad=0
 for i in $(seq 10); do
-    timeout 30 "$CLI" -n $NS exec -i box -- sh -c 'exit 3' < "$WORK/1m" >/dev/null 2>&1
-    [ $? = 3 ] || bad=$((bad + 1))
+    t0=$(now_ms)
+    timeout 30 "$CLI" -n $NS exec -i box -- sh -c 'exit 3' < "$WORK/100k" >/dev/null 2>&1
+    rc=$? ms=$(($(now_ms) - t0))
+    [ $rc = 3 ] && [ $ms -lt 3000 ] || { bad=$((bad + 1)); echo "    run $i: rc $rc in $ms ms"; }
 done
-check "exec -i with 1 MB unread stdin returns exit code 3, 10 of 10 times" eq "$bad" 0
-head -c 5000000 /dev/urandom > "$WORK/5m"
+check "exec -i with 100 KB unread stdin: exit code 3 within 3 s, 10 of 10 times" eq "$bad" 0
+head -c 1000000 /dev/urandom > "$WORK/1m"
 POD=$(kubectl -n $NS get sandbox box -o jsonpath='{.status.podName}')
 ours=0 theirs=0
-for i in 1 2 3; do
-    timeout 15 "$CLI" -n $NS exec -i box -- sh -c 'exit 3' < "$WORK/5m" >/dev/null 2>&1; [ $? = 3 ] && ours=$((ours + 1))
-    timeout 15 kubectl -n $NS exec -i "$POD" -- sh -c 'exit 3' < "$WORK/5m" >/dev/null 2>&1; [ $? = 3 ] && theirs=$((theirs + 1))
+for i in 1 2 3 4 5; do
+    timeout 10 "$CLI" -n $NS exec -i box -- sh -c 'exit 3' < "$WORK/1m" >/dev/null 2>&1; [ $? = 3 ] && ours=$((ours + 1))
+    timeout 10 kubectl -n $NS exec -i "$POD" -- sh -c 'exit 3' < "$WORK/1m" >/dev/null 2>&1; [ $? = 3 ] && theirs=$((theirs + 1))
 done
-echo "    5 MB of unread stdin: exit code within 15 s for yao-sandbox $ours of 3, kubectl $theirs of 3"
+echo "    1 MB of unread stdin: exit code within 10 s for yao-sandbox $ours of 5, kubectl $theirs of 5"
 
 # --- file helpers, on both images ----------------------------------------------------------------
 head -c 5000000 /dev/urandom > "$WORK/bin 5m.dat"
