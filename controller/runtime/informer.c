@@ -356,8 +356,9 @@ static void *run(void *arg) {
         stat_inc(inf, &inf->stats.watches);
         unsigned long events_before = inf->stats.events;   /* only this thread writes it */
         int64_t started = mono_ms();
-        /* Bookmarks arrive about once a minute even on a quiet watch, so silence for
-         * stall_s means a dead connection (TCP keepalive alone takes longer to notice). */
+        /* Where bookmarks flow (about once a minute) silence for stall_s means a dead
+         * connection, which TCP keepalive alone notices later; elsewhere a quiet watch is
+         * just re-opened from its RV (see informer.h). */
         enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, inf->stall_s,
                                              err, sizeof(err));
         /* A watch that ends within a second without a single event did not work, however

@@ -6,8 +6,11 @@
  * the API server's watch cache (resourceVersion=0: possibly a little stale, never older
  * than what a new process could have seen); a relist after a 410 asks for data not older
  * than what the cache already holds (resourceVersionMatch=NotOlderThan), falling back to
- * a quorum read if that is refused. A watch silent for watch_stall_s (default 90 s: the
- * server sends a bookmark about every minute) is taken for a dead connection. Every change is
+ * a quorum read if that is refused. A watch silent for watch_stall_s (default 90 s) is
+ * taken for a dead connection and re-opened from its resourceVersion (no relist): servers
+ * with etcd progress notifications send a bookmark about every minute, so a live watch is
+ * never silent that long; on servers without them a quiet watch is re-opened every 90 s
+ * (one request). */ Every change is
  * reported to a handler with the object's key "namespace/name" so the controller can queue
  * it; readers get copies from the cache, so steady state costs no API calls. One thread per
  * informer. */
