@@ -10,9 +10,9 @@
  * taken for a dead connection and re-opened from its resourceVersion (no relist): servers
  * with etcd progress notifications send a bookmark about every minute, so a live watch is
  * never silent that long; on servers without them a quiet watch is re-opened every 90 s
- * (one request). Every change is reported to a handler with the object's key "namespace/name" so the controller can queue
- * it; readers get copies from the cache, so steady state costs no API calls. One thread per
- * informer. */
+ * (one request). Every change is reported to a handler with the object's key
+ * "namespace/name" so the controller can queue it; readers get copies from the cache, so
+ * steady state costs no API calls. One thread per informer. */
 #ifndef YAO_RUNTIME_INFORMER_H
 #define YAO_RUNTIME_INFORMER_H
 
