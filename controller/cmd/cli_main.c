@@ -46,6 +46,8 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/cli_files.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 
@@ -61,7 +63,7 @@
 enum opt_id {
     O_HELP = 1, O_VERSION, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_ROOT, O_START_TIMEOUT,
     O_STDIN, O_TTY, O_WORKDIR, O_ENV, O_TIMEOUT, O_OUTPUT, O_USER, O_PHASE, O_LIFECYCLE,
-    O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG,
+    O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG, O_CHAT, O_IMAGE, O_IDLE_TIMEOUT,
 };
 
 struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
@@ -77,7 +79,7 @@ struct args {
     const char *cmd;
     const char *kubeconfig, *context, *namespace_, *root, *start_timeout;
     int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_;
-    const char *workdir, *timeout, *output, *user, *phase, *lifecycle;
+    const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout;
     const char **env;
     size_t nenv;
     const char **pos;          /* positionals */
@@ -158,8 +160,11 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  exec SANDBOX [-i] [-t] [-w DIR] [-e K=V]... -- CMD...  run a command\n"
+    "  create --user U --chat C [--lifecycle L] [--wait]      get or create the Sandbox of\n"
+    "                                                         (U, C); prints its name\n"
     "  get SANDBOX [-o json|yaml|wide]                       show one Sandbox\n"
-    "  list [--user U] [--phase P] [--lifecycle L] [-A]       list Sandboxes\n"
+    "  list [--user U] [--chat C] [--phase P] [--lifecycle L] [-A]\n"
+    "                                                         list Sandboxes\n"
     "  start SANDBOX [--wait]                                 clear spec.paused\n"
     "  stop SANDBOX [--wait]                                  set spec.paused\n"
     "  touch SANDBOX                                          mark the sandbox used now\n"
@@ -214,6 +219,9 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_RECURSIVE: a->recursive = 1; break;
     case O_FORCE: a->force = 1; break;
     case O_LONG: a->long_ = 1; break;
+    case O_CHAT: a->chat = val; break;
+    case O_IMAGE: a->image = val; break;
+    case O_IDLE_TIMEOUT: a->idle_timeout = val; break;
     }
     return 0;
 }
@@ -920,6 +928,132 @@ static int cmd_exec(struct cli *c) {
     return cli_exit_code(code);
 }
 
+/* ---- create --------------------------------------------------------------------------- */
+
+/* Poll until the Sandbox called name with uid is gone (deleted, or replaced by one with
+ * another uid), at most --start-timeout. 0, or 1 (error printed). */
+static int wait_gone(struct cli *c, const char *name, const char *uid) {
+    int64_t deadline = kj_now_ms() + c->start_timeout_ms;
+    char path[640], err[KUBE_ERR_MAX];
+    sandbox_path(c, name, path, sizeof(path));
+    for (;;) {
+        cJSON *sb = NULL;
+        long st = kube_get(c->kc, path, &sb, err, sizeof(err));
+        const char *now_uid = st == 200 ? kj_str(sb, "metadata.uid") : NULL;
+        int gone = st == 404 || (st == 200 && (!now_uid || strcmp(now_uid, uid)));
+        cJSON_Delete(sb);
+        if (gone) return 0;
+        if (st != 200) return fail("getting sandbox \"%s\": %s", name, err);
+        if (kj_now_ms() >= deadline) {
+            char d[32];
+            format_duration(c->start_timeout_ms, d, sizeof(d));
+            return fail("timed out after %s waiting for sandbox \"%s\", being deleted, to be gone", d, name);
+        }
+        struct timespec ts = {0, POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The new Sandbox of (user, chat) under its canonical name, with the spec flags given. */
+static cJSON *new_sandbox(const struct args *a, const char *name) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", SBX_API_VERSION);
+    cJSON_AddStringToObject(o, "kind", SBX_KIND);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "metadata"), "name", name);
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddStringToObject(spec, "userID", a->user);
+    cJSON_AddStringToObject(spec, "chatID", a->chat);
+    if (a->lifecycle) cJSON_AddStringToObject(spec, "lifecycle", a->lifecycle);
+    if (a->image) cJSON_AddStringToObject(spec, "image", a->image);
+    if (a->idle_timeout) cJSON_AddStringToObject(spec, "idleTimeout", a->idle_timeout);
+    return o;
+}
+
+/* Get-or-create, as the Go client's GetOrCreate: the Sandbox has the canonical name of
+ * (user, chat) (the name of its pod, sbx_name_pod), so of two concurrent calls the API
+ * server lets one create it and the other gets 409 and reads it. GET first; 404 → POST;
+ * 409 → GET again. A Sandbox of that name of another pair is a NameConflict naming both
+ * pairs; one being deleted (an idle session removed by the controller) is waited out and
+ * created anew. An existing Sandbox is kept as it is, whatever the flags say. 0 with *out
+ * and *created, or 1 (error printed). */
+static int get_or_create(struct cli *c, const char *name, cJSON **out, int *created) {
+    const struct args *a = c->a;
+    char path[640], err[KUBE_ERR_MAX];
+    *out = NULL;
+    *created = 0;
+    for (int attempt = 0;; attempt++) {
+        if (attempt == 10)   /* never seen: a GET 404 and a POST 409 ten times in a row */
+            return fail("sandbox \"%s\": created and deleted under us ten times in a row", name);
+        cJSON *sb = NULL;
+        sandbox_path(c, name, path, sizeof(path));
+        long st = kube_get(c->kc, path, &sb, err, sizeof(err));
+        if (st == 200 && sb) {
+            const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID");
+            if (!u || !ch || strcmp(u, a->user) || strcmp(ch, a->chat)) {
+                int rc = fail(SBX_REASON_CONFLICT ": sandbox \"%s\" in namespace \"%s\" belongs to (user \"%s\", "
+                              "chat \"%s\"), not to (user \"%s\", chat \"%s\")", name, c->ns, u ? u : "",
+                              ch ? ch : "", a->user, a->chat);
+                cJSON_Delete(sb);
+                return rc;
+            }
+            if (!kj_path(sb, "metadata.deletionTimestamp")) { *out = sb; return 0; }
+            char uid[128];
+            snprintf(uid, sizeof(uid), "%s", kj_str(sb, "metadata.uid") ? kj_str(sb, "metadata.uid") : "");
+            cJSON_Delete(sb);
+            if (isatty(2)) fprintf(stderr, PROG ": sandbox \"%s\" is being deleted; waiting for it to be gone...\n", name);
+            if (wait_gone(c, name, uid)) return 1;
+            continue;
+        }
+        cJSON_Delete(sb);
+        if (st != 404) return fail("getting sandbox \"%s\": %s", name, err);
+        cJSON *obj = new_sandbox(a, name);
+        snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
+        st = obj ? kube_create(c->kc, path, obj, out, err, sizeof(err)) : -1;
+        cJSON_Delete(obj);
+        if (!obj) return fail("out of memory");
+        if (st >= 200 && st < 300 && *out) { *created = 1; return 0; }
+        cJSON_Delete(*out);
+        *out = NULL;
+        if (st != 409) return fail("creating sandbox \"%s\": %s", name, err);
+        /* someone else created it between our GET and POST: read it (loop) */
+    }
+}
+
+/* create --user U --chat C [--lifecycle L] [--image I] [--idle-timeout D] [--wait]: the
+ * Sandbox of (U, C), made when there is none; its name on stdout (before any wait, so a
+ * caller knows it even when the wait fails). */
+static int cmd_create(struct cli *c) {
+    const struct args *a = c->a;
+    if (!a->user || !*a->user) return usage_error("--user is required");
+    if (!a->chat || !*a->chat) return usage_error("--chat is required");
+    if (strlen(a->user) > 128 || strlen(a->chat) > 128) return usage_error("--user and --chat take at most 128 characters");
+    enum sbx_lifecycle l;
+    if (a->lifecycle && sbx_lifecycle_parse(a->lifecycle, &l) < 0)
+        return usage_error("unknown lifecycle \"%s\" (one-shot, session, long-running, persistent)", a->lifecycle);
+    int64_t idle;
+    if (a->idle_timeout && (qty_parse_duration(a->idle_timeout, &idle) < 0 || idle <= 0))
+        return usage_error("invalid --idle-timeout \"%s\" (a duration such as 90s, 30m, 2h)", a->idle_timeout);
+    if (a->image && !*a->image) return usage_error("--image is empty");
+    char name[SBX_NAME_MAX + 1];
+    if (sbx_name_pod(a->user, a->chat, name, sizeof(name)) < 0) return fail("naming the sandbox: %s", strerror(errno));
+    if (connect_cluster(c)) return 1;
+    cJSON *sb;
+    int created;
+    if (get_or_create(c, name, &sb, &created)) return 1;
+    int paused = kj_bool(sb, "spec.paused", 0), stopped = !strcmp(phase_of(sb), "Stopped");
+    cJSON_Delete(sb);
+    if (isatty(2)) fprintf(stderr, PROG ": sandbox \"%s\" %s\n", name, created ? "created" : "exists");
+    printf("%s\n", name);
+    if (fflush(stdout) != 0) return fail("writing output: %s", strerror(errno));
+    if (!a->wait) return 0;
+    if (paused || stopped)   /* create leaves a stopped one as it is: it would never run */
+        return fail("sandbox \"%s\" is %s; start it with '" PROG " -n %s start %s --wait'", name,
+                    paused ? "paused" : "stopped", c->ns, name);
+    if (wait_for(c, name, WANT_RUNNING, &sb)) return 1;
+    cJSON_Delete(sb);
+    return 0;
+}
+
 /* ---- get / list ----------------------------------------------------------------------- */
 
 /* "-" for a missing value in tables and summaries. */
@@ -1012,10 +1146,12 @@ static int cmd_get(struct cli *c) {
     return rc;
 }
 
-/* Whether a Sandbox passes the list filters. */
+/* Whether a Sandbox passes the list filters. User and chat are selected by the API server
+ * (field selector); they are checked here again all the same. */
 static int list_match(const struct args *a, const cJSON *sb) {
-    const char *u = kj_str(sb, "spec.userID"), *l = kj_str(sb, "spec.lifecycle");
+    const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID"), *l = kj_str(sb, "spec.lifecycle");
     if (a->user && (!u || strcmp(u, a->user))) return 0;
+    if (a->chat && (!ch || strcmp(ch, a->chat))) return 0;
     if (a->phase && strcasecmp(phase_of(sb), a->phase)) return 0;
     if (a->lifecycle && (!l || strcmp(l, a->lifecycle))) return 0;
     return 1;
@@ -1053,7 +1189,25 @@ static void table_print_free(struct table *t) {
     free(t->cells);
 }
 
-/* list: every page of Sandboxes, filtered here (the Sandbox objects carry no user label). */
+/* Append "field=value" to a field selector, the value escaped as the API server reads it
+ * ('\\', ',' and '=' after a backslash). 0, or -1 when out is too small. */
+static int selector_add(char *out, size_t n, const char *field, const char *value) {
+    size_t k = strlen(out);
+    int w = snprintf(out + k, n - k, "%s%s=", k ? "," : "", field);
+    if (w < 0 || (size_t)w >= n - k) return -1;
+    k += (size_t)w;
+    for (const char *p = value; *p; p++) {
+        if (k + 3 > n) return -1;
+        if (*p == '\\' || *p == ',' || *p == '=') out[k++] = '\\';
+        out[k++] = *p;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+/* list: every page of Sandboxes; --user and --chat through the server-side field selector
+ * on the CRD's selectable fields spec.userID and spec.chatID, --phase and --lifecycle
+ * filtered here. */
 static int cmd_list(struct cli *c) {
     struct args *a = c->a;
     if (check_output(a->output, "json,yaml,wide")) return 2;
@@ -1062,6 +1216,10 @@ static int cmd_list(struct cli *c) {
         if (sbx_lifecycle_parse(a->lifecycle, &l) < 0)
             return usage_error("unknown lifecycle \"%s\" (one-shot, session, long-running, persistent)", a->lifecycle);
     }
+    char fsel[1200] = "";
+    if ((a->user && selector_add(fsel, sizeof(fsel), "spec.userID", a->user) < 0) ||
+        (a->chat && selector_add(fsel, sizeof(fsel), "spec.chatID", a->chat) < 0))
+        return usage_error("--user or --chat too long");
     if (connect_cluster(c)) return 1;
     cJSON *items = cJSON_CreateArray();
     char cont[1024] = "";
@@ -1071,10 +1229,16 @@ static int cmd_list(struct cli *c) {
         if (a->all_ns) snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/" SBX_PLURAL);
         else snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
         kube_path_add_query(path, sizeof(path), "limit", "500");
+        if (fsel[0] && kube_path_add_query(path, sizeof(path), "fieldSelector", fsel) < 0) { rc = fail("field selector too long"); break; }
         if (cont[0] && kube_path_add_query(path, sizeof(path), "continue", cont) < 0) { rc = fail("continue token too long"); break; }
         cJSON *list = NULL;
         long st = kube_get(c->kc, path, &list, err, sizeof(err));
-        if (st != 200 || !list) { cJSON_Delete(list); rc = fail("listing sandboxes: %s", err); break; }
+        if (st != 200 || !list) {
+            cJSON_Delete(list);
+            rc = fail("listing sandboxes%s: %s", st == 400 && fsel[0] ? " by spec.userID/spec.chatID (the CRD's "
+                      "selectableFields need Kubernetes 1.32)" : "", err);
+            break;
+        }
         cJSON *its = cJSON_DetachItemFromObjectCaseSensitive(list, "items"), *it;
         while (its && (it = cJSON_DetachItemViaPointer(its, its->child)))
             if (list_match(a, it)) cJSON_AddItemToArray(items, it); else cJSON_Delete(it);
@@ -1543,7 +1707,10 @@ static int cmd_cp(struct cli *c) {
 static const struct opt exec_opts[] = {GLOBAL_OPTS, {"stdin", 'i', 0, O_STDIN}, {"tty", 't', 0, O_TTY},
     {"workdir", 'w', 1, O_WORKDIR}, {"env", 'e', 1, O_ENV}, {"timeout", 0, 1, O_TIMEOUT}, {NULL, 0, 0, 0}};
 static const struct opt get_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {NULL, 0, 0, 0}};
-static const struct opt list_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {"user", 0, 1, O_USER},
+static const struct opt create_opts[] = {GLOBAL_OPTS, {"user", 0, 1, O_USER}, {"chat", 0, 1, O_CHAT},
+    {"lifecycle", 0, 1, O_LIFECYCLE}, {"image", 0, 1, O_IMAGE}, {"idle-timeout", 0, 1, O_IDLE_TIMEOUT},
+    {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
+static const struct opt list_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {"user", 0, 1, O_USER}, {"chat", 0, 1, O_CHAT},
     {"phase", 0, 1, O_PHASE}, {"lifecycle", 0, 1, O_LIFECYCLE}, {"all-namespaces", 'A', 0, O_ALL_NS}, {NULL, 0, 0, 0}};
 static const struct opt wait_opts[] = {GLOBAL_OPTS, {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
 static const struct opt plain_opts[] = {GLOBAL_OPTS, {NULL, 0, 0, 0}};
@@ -1575,6 +1742,25 @@ static const struct command commands[] = {
      "  -e, --env NAME=VALUE set an environment variable (through env); repeatable\n"
      "  --timeout DUR        give up after DUR (e.g. 30s, 5m); default: none\n",
      1, 1, 1},
+    {"create", cmd_create, create_opts,
+     "Usage: " PROG " create --user U --chat C [--lifecycle L] [--image I] [--idle-timeout D] [--wait]\n"
+     "\n"
+     "Get or create the Sandbox of (user U, chat C) and print its name: the canonical name of\n"
+     "the pair, the same yao-sb-... name as its pod. Idempotent and safe to run concurrently:\n"
+     "every call for a pair prints the same name and the pair has one Sandbox. An existing\n"
+     "Sandbox is kept as it is (the flags below only shape a new one); one being deleted is\n"
+     "waited out (up to --start-timeout) and created anew. Fails with NameConflict, naming\n"
+     "both pairs, when a Sandbox of that name belongs to another pair.\n"
+     "\n"
+     "  --user U             spec.userID (1-128 characters)\n"
+     "  --chat C             spec.chatID (1-128 characters)\n"
+     "  --lifecycle L        one-shot, session, long-running or persistent (default: session)\n"
+     "  --image I            container image (default: the controller's)\n"
+     "  --idle-timeout D     e.g. 90s, 30m, 2h (default: the controller's)\n"
+     "  --wait               then wait (up to --start-timeout) until it is Running; when it\n"
+     "                       does not get there, say why (the Ready condition's reason and\n"
+     "                       message)\n",
+     0, 0, 0},
     {"get", cmd_get, get_opts,
      "Usage: " PROG " get SANDBOX [-o json|yaml|wide]\n"
      "\n"
@@ -1583,11 +1769,12 @@ static const struct command commands[] = {
      "  -o, --output FORMAT  json or yaml (the whole object), wide (more fields)\n",
      1, 1, 1},
     {"list", cmd_list, list_opts,
-     "Usage: " PROG " list [--user U] [--phase P] [--lifecycle L] [-A] [-o json|yaml|wide]\n"
+     "Usage: " PROG " list [--user U] [--chat C] [--phase P] [--lifecycle L] [-A] [-o json|yaml|wide]\n"
      "\n"
      "List Sandboxes as a table: NAME USER CHAT LIFECYCLE PHASE POD AGE.\n"
      "\n"
-     "  --user U             only the user's (exact spec.userID)\n"
+     "  --user U             only the user's (exact spec.userID; selected by the API server)\n"
+     "  --chat C             only the chat's (exact spec.chatID; selected by the API server)\n"
      "  --phase P            only in phase P (Pending, Creating, Running, Stopping, Stopped,\n"
      "                       Succeeded, Failed)\n"
      "  --lifecycle L        only with lifecycle L (one-shot, session, long-running, persistent)\n"

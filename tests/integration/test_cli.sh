@@ -141,6 +141,140 @@ check "list --phase running (any case) --lifecycle persistent" eq "$(names --pha
 check "list -A has a NAMESPACE column" eq "$("$Y" list -A --user alice | awk -v ns=$NS 'NR == 1 {h = $1} $1 == ns {print h ":" $1 "/" $2}')" "NAMESPACE:$NS/work"
 check "list -o json is a List" eq "$("$Y" -n $NS list -o json --user bob | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["kind"], [i["metadata"]["name"] for i in o["items"]])')" "List ['chat']"
 
+# ---- create (get-or-create by user and chat), list by user and chat ------------------------
+# As a client would be: a ServiceAccount with the editor role in $NS and nothing more. It
+# lives in yao-sandbox-system, whose ServiceAccounts the plane's audit log records, so the
+# requests the CLI sent can be read back.
+AUDIT=$YAO_PLANE_DIR/logs/audit.log
+kubectl -n yao-sandbox-system create serviceaccount yao-cli-it >/dev/null
+on_exit "kubectl -n yao-sandbox-system delete serviceaccount yao-cli-it --ignore-not-found >/dev/null 2>&1"
+kubectl -n $NS create rolebinding yao-cli-it --clusterrole=yao-sandbox-editor \
+    --serviceaccount=yao-sandbox-system:yao-cli-it >/dev/null
+check "editor kubeconfig for the CLI" sa_kubeconfig "$T/editor.kubeconfig" yao-cli-it yao-sandbox-system
+ye() { "$Y" --kubeconfig "$T/editor.kubeconfig" -n $NS --start-timeout 60s "$@"; }
+editor_bound() { [ "$(kubectl --kubeconfig "$T/editor.kubeconfig" -n $NS auth can-i create sandboxes.sandbox.yaoapps.com)" = yes ]; }
+eventually 10 editor_bound
+check "editor role: may read Events in its namespace (get, list, watch)" \
+    eq "$(for v in get list watch; do kubectl --kubeconfig "$T/editor.kubeconfig" -n $NS auth can-i $v events; done | tr '\n' /)" "yes/yes/yes/"
+check "editor role: kubectl get events works with its token" quiet kubectl --kubeconfig "$T/editor.kubeconfig" -n $NS get events
+check "editor role: but may not write Events" eq "$(kubectl --kubeconfig "$T/editor.kubeconfig" -n $NS auth can-i create events)" no
+
+CU="Carol Ng $$" CC="Chat #1 / ünïcode"
+pids=()
+for i in 1 2 3 4 5 6 7 8; do ( ye create --user "$CU" --chat "$CC" > "$T/create.$i" 2>"$T/create-err.$i"; echo $? > "$T/create-rc.$i" ) & pids+=($!); done
+wait "${pids[@]}"   # not a bare wait: the controller runs in the background too
+CN=$(cat "$T/create.1")
+check "create: 8 concurrent calls all exit 0" eq "$(cat "$T"/create-rc.* | sort -u | tr '\n' ' ')" "0 "
+check "create: and all print the same one name" eq "$(cat "$T"/create.[1-8] | sort -u | wc -l)/$(wc -l < "$T/create.1")" "1/1"
+check "create: the name is a hashed yao-sb- name (the IDs are not plain)" eval '[[ "$CN" =~ ^yao-sb-carol-ng-[0-9]+-chat-1-n-code-[0-9a-f]{8}$ ]]'
+check "create: nothing on stderr (not a terminal)" eq "$(cat "$T"/create-err.*)" ""
+check "create: one Sandbox for the pair" eq "$(kubectl -n $NS get ysb --field-selector "spec.userID=$CU" -o name)" "sandbox.sandbox.yaoapps.com/$CN"
+UID1=$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.metadata.uid}')
+sleep 2.5   # the audit log is written in 1 s batches
+posts() { # NAME: the status codes of the editor's POSTs of Sandboxes that created NAME or collided with it
+    python3 - "$AUDIT" "$1" <<'PY'
+import json, sys
+codes = []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    o = e.get("objectRef") or {}
+    if (e.get("user", {}).get("username") == "system:serviceaccount:yao-sandbox-system:yao-cli-it"
+            and e.get("verb") == "create" and o.get("resource") == "sandboxes" and o.get("name") == sys.argv[2]):
+        codes.append(e.get("responseStatus", {}).get("code"))
+print(" ".join(str(c) for c in sorted(codes)))
+PY
+}
+one_201() { local p; p=$(posts "$CN"); [[ "$p" =~ ^201( 409)*$ ]] || { echo "    POST codes: '$p'" >&2; return 1; }; }
+check "create: the audit log shows one POST that created it (201), any other one refused (409)" one_201
+out=$(ye create --user "$CU" --chat "$CC" --lifecycle persistent --idle-timeout 5m); rc=$?
+check "create again: exit 0, the same name" eq "$rc/$out" "0/$CN"
+check "create again: the same Sandbox (UID), left as it was" \
+    eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.metadata.uid}/{.spec.lifecycle}/{.spec.idleTimeout}')" "$UID1/session/"
+out=$(ye create --user "$CU" --chat "$CC" --wait); rc=$?
+check "create --wait: exit 0 once Running" eq "$rc/$out/$(sandbox_phase $NS "$CN")" "0/$CN/Running"
+check "create: the Sandbox has the name of its pod" eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.status.podName}')" "$CN"
+out=$(ye create --user frank --chat c1 --lifecycle long-running --image busybox:1.36 --idle-timeout 90s)
+check "create: a plain pair gets the plain name yao-sb-USER-CHAT" eq "$out" yao-sb-frank-c1
+check "create: the flags shape the new Sandbox" \
+    eq "$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.spec.userID}/{.spec.chatID}/{.spec.lifecycle}/{.spec.image}/{.spec.idleTimeout}')" \
+    "frank/c1/long-running/busybox:1.36/90s"
+
+# list --user / --chat: selected by the API server (the audit log shows the field selector)
+enames() { ye list "$@" | awk 'NR > 1 {print $1}' | sort | tr '\n' ' '; }
+check "kubectl: spec.userID is a selectable field" eq "$(kubectl -n $NS get ysb --field-selector spec.userID=alice -o name)" "sandbox.sandbox.yaoapps.com/work"
+check "list --user (editor)" eq "$(enames --user "$CU")" "$CN "
+check "list --chat" eq "$(enames --chat c1)" "work yao-sb-frank-c1 "
+check "list --user --chat" eq "$(enames --user frank --chat c1)" "yao-sb-frank-c1 "
+check "list --user of nobody: no rows" eq "$(enames --user "nobody,=\\x")" ""
+sleep 2.5
+selectors() { # the field selectors of the editor's lists of Sandboxes, decoded, one a line
+    python3 - "$AUDIT" <<'PY'
+import json, sys, urllib.parse
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if (e.get("user", {}).get("username") == "system:serviceaccount:yao-sandbox-system:yao-cli-it"
+            and e.get("verb") == "list" and (e.get("objectRef") or {}).get("resource") == "sandboxes"):
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(e["requestURI"]).query)
+        print(q.get("fieldSelector", ["<none>"])[0])
+PY
+}
+sels=$(selectors)
+check "list --user sends fieldSelector spec.userID=U" contains "$sels" "spec.userID=$CU"
+check "list --chat sends fieldSelector spec.chatID=C" contains "$sels" "spec.chatID=c1"
+check "list --user --chat sends both" contains "$sels" "spec.userID=frank,spec.chatID=c1"
+check "a selector value with , = \\ is escaped" contains "$sels" 'spec.userID=nobody\,\=\\x'
+
+# A Sandbox of the canonical name that belongs to another pair: NameConflict naming both.
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: yao-sb-gina-c7}
+spec: {userID: mallory, chatID: c7, lifecycle: persistent}
+YAML
+ye create --user gina --chat c7 >"$T/out" 2>"$T/err"; rc=$?
+check "create on a name taken by another pair: exit 1, nothing on stdout" eq "$rc/$(cat "$T/out")" "1/"
+check "  one line" one_line "$T/err"
+check "  NameConflict naming both pairs" eq "$(cat "$T/err")" \
+    "yao-sandbox: NameConflict: sandbox \"yao-sb-gina-c7\" in namespace \"$NS\" belongs to (user \"mallory\", chat \"c7\"), not to (user \"gina\", chat \"c7\")"
+check "  and the other pair's Sandbox is untouched" eq "$(kubectl -n $NS get ysb yao-sb-gina-c7 -o jsonpath='{.spec.userID}')" mallory
+
+# --wait that does not get there says why: a hand-made Sandbox of the pair already owns
+# the pod name, so the controller refuses the canonical one (Ready=False, NameConflict).
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: by-hand}
+spec: {userID: hank, chatID: c8, lifecycle: persistent}
+YAML
+check "a hand-made Sandbox owns pod yao-sb-hank-c8" eventually 30 eval '[ "$(kubectl -n $NS get ysb by-hand -o jsonpath={.status.podName})" = yao-sb-hank-c8 ]'
+ye create --user hank --chat c8 --wait >"$T/out" 2>"$T/err"; rc=$?
+check "create --wait that cannot start: exit 1, the name printed all the same" eq "$rc/$(cat "$T/out")" "1/yao-sb-hank-c8"
+check "  one line with the Ready reason and message" contains "$(cat "$T/err")" "cannot start: NameConflict: "
+check "  one line" one_line "$T/err"
+
+# A Sandbox being deleted is waited out and created anew (a finalizer holds it meanwhile).
+kubectl -n $NS patch ysb yao-sb-frank-c1 --type merge -p '{"metadata":{"finalizers":["yao-it/hold"]}}' >/dev/null
+OLD=$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.metadata.uid}')
+kubectl -n $NS delete ysb yao-sb-frank-c1 --wait=false >/dev/null
+( sleep 2; kubectl -n $NS patch ysb yao-sb-frank-c1 --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null ) &
+releaser=$!
+t0=$(now_ms)
+out=$(ye create --user frank --chat c1); rc=$?
+wait $releaser
+check "create while the Sandbox is being deleted: exit 0, the same name" eq "$rc/$out" "0/yao-sb-frank-c1"
+check "  after the old one was gone (>= 2 s)" test $(( $(now_ms) - t0 )) -ge 1900
+NEW=$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.metadata.uid}')
+check "  a new Sandbox (another UID), not being deleted" eq "$([ -n "$NEW" ] && [ "$NEW" != "$OLD" ] && echo new)/$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.metadata.deletionTimestamp}')" "new/"
+check "  with the flags' defaults again (session)" eq "$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.spec.lifecycle}')" session
+
+ye create --chat c1 2>"$T/err"; rc=$?
+check "create without --user: exit 2, one line" eq "$rc/$(wc -l < "$T/err")" "2/1"
+ye create --user u --chat c --lifecycle forever 2>"$T/err"; rc=$?
+check "create with an unknown lifecycle: exit 2" eq $rc 2
+ye create --user u --chat c --idle-timeout soon 2>"$T/err"; rc=$?
+check "create with a bad --idle-timeout: exit 2" eq $rc 2
+for n in "$CN" yao-sb-frank-c1 yao-sb-hank-c8 yao-sb-gina-c7 by-hand; do kubectl -n $NS delete ysb "$n" --wait=false >/dev/null 2>&1; done
+
 # ---- file helpers ------------------------------------------------------------------------
 NAME="dir one/file with spaces ✓.txt"
 printf 'hello\nworld ✓\n' | ysb write work "$NAME" -p
@@ -315,7 +449,7 @@ check "  with no pod" no_held_pod
 "$Y" -n $NS exec work -- sh -c 'exit 137' 2>"$T/err"; rc=$?
 check "a command that exits 137 while the sandbox runs: exit 137, nothing said" eq "$rc/$(cat "$T/err")" "137/"
 
-helps() { local c; for c in exec get list start stop touch read write ls stat mkdir rm cp; do "$Y" $c --help | grep -q "^Usage: yao-sandbox $c" || return 1; done; }
+helps() { local c; for c in exec create get list start stop touch read write ls stat mkdir rm cp; do "$Y" $c --help | grep -q "^Usage: yao-sandbox $c" || return 1; done; }
 check "every command has --help" helps
 check "--version" contains "$("$Y" --version)" "yao-sandbox "
 check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
