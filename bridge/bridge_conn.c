@@ -365,28 +365,26 @@ static int token_handshake(struct bridge_conn *c, const struct bridge_config *cf
     return 0;
 }
 
+/* A closed connection, ready to be opened. */
+static void conn_reset(struct bridge_conn *c) {
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->rd_want = POLLIN;
+    c->wr_want = POLLOUT;
+}
+
 /* Connect, then for TCP: TLS (if configured) and the token handshake. */
 int bridge_conn_open(struct bridge_conn *c, const struct bridge_config *cfg,
                      unsigned char *early, size_t early_cap, size_t *early_len,
                      struct bridge_err *err) {
     int64_t deadline = bridge_now_ms() + cfg->timeout_ms;
-    char host[256], port[8];
 
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
-    c->rd_want = POLLIN;
-    c->wr_want = POLLOUT;
     *early_len = 0;
-    if (cfg->mode == BRIDGE_MODE_UNIX) return connect_unix(c, cfg->addr, deadline, err);
-
-    snprintf(c->label, sizeof c->label, "%s:%s", cfg->tls ? "tls" : "tcp", cfg->addr);
-    if (split_host_port(cfg->addr, host, sizeof host, port, sizeof port) < 0) {
-        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port",
-                       cfg->addr);
-        return -1;
+    if (cfg->mode == BRIDGE_MODE_UNIX) {
+        conn_reset(c);
+        return connect_unix(c, cfg->addr, deadline, err);
     }
-    if (connect_tcp(c, host, port, deadline, err) < 0) return -1;
-    if (cfg->tls && tls_start(c, cfg, host, deadline, err) < 0) return -1;
+    if (bridge_conn_dial(c, cfg, deadline, err) < 0) return -1;
     return token_handshake(c, cfg, early, early_cap, early_len, deadline, err);
 }
 
@@ -397,15 +395,13 @@ int bridge_addr_ok(const char *addr) {
     return split_host_port(addr, host, sizeof host, port, sizeof port) == 0;
 }
 
-/* Connect and, if configured, TLS; no token handshake (grpc mode). */
+/* Connect and, if configured, TLS; no token handshake (grpc mode, and the first half of
+ * bridge_conn_open for TCP). */
 int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
                      struct bridge_err *err) {
     char host[256], port[8];
 
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
-    c->rd_want = POLLIN;
-    c->wr_want = POLLOUT;
+    conn_reset(c);
     snprintf(c->label, sizeof c->label, "%s:%s", cfg->tls ? "tls" : "tcp", cfg->addr);
     if (split_host_port(cfg->addr, host, sizeof host, port, sizeof port) < 0) {
         bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port",
