@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/config.h"
 #include "kube/dynbuf.h"
 #include "kube/exec.h"
@@ -522,7 +523,7 @@ enum want { WANT_RUNNING, WANT_STOPPED };
 /* Poll the Sandbox every POLL_MS until it is Running with a pod (or Stopped). 0 with *out
  * (caller deletes), or 1 (error printed). */
 static int wait_for(struct cli *c, const char *name, enum want want, cJSON **out) {
-    int64_t deadline = kj_now_ms() + c->start_timeout_ms;
+    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
     int said = 0;
     *out = NULL;
     for (;;) {
@@ -549,7 +550,7 @@ static int wait_for(struct cli *c, const char *name, enum want want, cJSON **out
             cJSON_Delete(sb);
             return rc;
         }
-        if (kj_now_ms() >= deadline) {
+        if (clock_mono_ms() >= deadline) {
             char d[32];
             format_duration(c->start_timeout_ms, d, sizeof(d));
             int rc = fail("timed out after %s waiting for sandbox \"%s\" to be %s (phase %s%s%s%s%s)", d, name,
@@ -686,10 +687,7 @@ static void *toucher_main(void *arg) {
     struct timespec next;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &next);
-        next.tv_sec += t->c->touch_interval_ms / 1000;
-        next.tv_nsec += (t->c->touch_interval_ms % 1000) * 1000000L;
-        if (next.tv_nsec >= 1000000000L) { next.tv_sec++; next.tv_nsec -= 1000000000L; }
+        clock_mono_timespec(clock_mono_ms() + t->c->touch_interval_ms, &next);
         while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &next) != ETIMEDOUT) {}
         if (t->stop) break;
         pthread_mutex_unlock(&t->mu);
@@ -706,12 +704,8 @@ static void toucher_start(struct toucher *t, struct cli *c, const char *name) {
     t->c = c;
     t->name = name;
     if (c->touch_interval_ms <= 0) return;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_mono_cond_init(&t->cv);
     t->started = pthread_create(&t->thread, NULL, toucher_main, t) == 0;
     if (!t->started) {
         pthread_cond_destroy(&t->cv);
@@ -933,7 +927,7 @@ static int cmd_exec(struct cli *c) {
 /* Poll until the Sandbox called name with uid is gone (deleted, or replaced by one with
  * another uid), at most --start-timeout. 0, or 1 (error printed). */
 static int wait_gone(struct cli *c, const char *name, const char *uid) {
-    int64_t deadline = kj_now_ms() + c->start_timeout_ms;
+    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
     char path[640], err[KUBE_ERR_MAX];
     sandbox_path(c, name, path, sizeof(path));
     for (;;) {
@@ -944,7 +938,7 @@ static int wait_gone(struct cli *c, const char *name, const char *uid) {
         cJSON_Delete(sb);
         if (gone) return 0;
         if (st != 200) return fail("getting sandbox \"%s\": %s", name, err);
-        if (kj_now_ms() >= deadline) {
+        if (clock_mono_ms() >= deadline) {
             char d[32];
             format_duration(c->start_timeout_ms, d, sizeof(d));
             return fail("timed out after %s waiting for sandbox \"%s\", being deleted, to be gone", d, name);

@@ -6,18 +6,11 @@
 #include <curl/curl.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "kube/ndjson.h"
-
-/* Monotonic milliseconds. */
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct watch_ctx {
     struct ndjson split;
@@ -87,7 +80,7 @@ static int on_line(void *ud, char *line, size_t len) {
 static size_t on_data(char *p, size_t size, size_t n, void *ud) {
     struct watch_ctx *w = ud;
     size_t len = size * n;
-    w->last_byte_ms = mono_ms();
+    w->last_byte_ms = clock_mono_ms();
     if (w->status >= 300) {
         dynbuf_append(&w->error_body, p, len); /* bounded: a chunk past the cap is dropped */
         return len;
@@ -106,7 +99,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud) {
 static size_t on_header(char *p, size_t size, size_t n, void *ud) {
     struct watch_ctx *w = ud;
     size_t len = size * n;
-    w->last_byte_ms = mono_ms();
+    w->last_byte_ms = clock_mono_ms();
     long code;
     if (len > 9 && !strncmp(p, "HTTP/", 5) && sscanf(p, "HTTP/%*s %ld", &code) == 1) w->status = code;
     return len;
@@ -122,7 +115,7 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
         w->decided = 1;
         return 1;
     }
-    if (w->stall_ms && mono_ms() - w->last_byte_ms >= w->stall_ms) {
+    if (w->stall_ms && clock_mono_ms() - w->last_byte_ms >= w->stall_ms) {
         w->stalled = 1;
         return 1;
     }
@@ -133,7 +126,7 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
                                void *ud, const volatile int *stop, long stall_s,
                                char *err, size_t errlen) {
     struct watch_ctx w = {.fn = fn, .ud = ud, .stop = stop, .err = err, .errlen = errlen,
-                          .stall_ms = stall_s > 0 ? stall_s * 1000 : 0, .last_byte_ms = mono_ms()};
+                          .stall_ms = stall_s > 0 ? stall_s * 1000 : 0, .last_byte_ms = clock_mono_ms()};
     struct curl_slist *hdrs = NULL;
     enum kube_watch_end end = KUBE_WATCH_FAILED;
     char *url = NULL;

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 #define HTTPD_DEADLINE_MS 1000     /* accept → last byte sent, per request */
 #define HTTPD_MAX_CONNS 64         /* open connections at once */
 #define HTTPD_BODY_MAX (16u << 20) /* the largest answer (a /metrics page) */
@@ -49,17 +51,10 @@ struct conn {
     struct conn *next, **pprev;    /* answering list (pprev NULL when not on it) */
 };
 
-/* Monotonic milliseconds. */
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Put c on the answering list with a fresh deadline. */
 static void answering_add(struct httpd *h, struct conn *c, struct lws *wsi) {
     c->wsi = wsi;
-    c->deadline_ms = mono_ms() + HTTPD_DEADLINE_MS;
+    c->deadline_ms = clock_mono_ms() + HTTPD_DEADLINE_MS;
     if (c->pprev) return;
     c->next = h->answering;
     if (c->next) c->next->pprev = &c->next;
@@ -81,7 +76,7 @@ static void answering_remove(struct conn *c) {
  * client that stopped reading.) */
 static void sweep(lws_sorted_usec_list_t *sul) {
     struct httpd *h = (struct httpd *)((char *)sul - offsetof(struct httpd, sweep));
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     for (struct conn *c = h->answering; c;) {
         if (now < c->deadline_ms) { c = c->next; continue; }
         /* Reset rather than flush: what the client did not read is dropped. Closing takes

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/watch.h"
 #include "runtime/backoff.h"
 #include "runtime/log.h"
@@ -325,13 +326,6 @@ static void nap(struct informer *inf, int64_t ms) {
     }
 }
 
-/* Milliseconds on the monotonic clock. */
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The informer thread: list, then watch until told to stop. */
 static void *run(void *arg) {
     struct informer *inf = arg;
@@ -355,7 +349,7 @@ static void *run(void *arg) {
         if (build_path(inf, path, sizeof(path), 1, NULL, &timeout_s) < 0) break;
         stat_inc(inf, &inf->stats.watches);
         unsigned long events_before = inf->stats.events;   /* only this thread writes it */
-        int64_t started = mono_ms();
+        int64_t started = clock_mono_ms();
         /* Where bookmarks flow (about once a minute) silence for stall_s means a dead
          * connection, which TCP keepalive alone notices later; elsewhere a quiet watch is
          * just re-opened from its RV (see informer.h). */
@@ -364,7 +358,7 @@ static void *run(void *arg) {
         /* A watch that ends within a second without a single event did not work, however
          * it ended (client-go: "very short watch"): back off, or a server that closes every
          * watch at once, or answers each with 410, gets watches or full LISTs in a tight loop. */
-        int short_watch = inf->stats.events == events_before && mono_ms() - started < 1000;
+        int short_watch = inf->stats.events == events_before && clock_mono_ms() - started < 1000;
         switch (end) {
         case KUBE_WATCH_CLOSED:
         case KUBE_WATCH_EXPIRED:

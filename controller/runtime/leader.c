@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/kjson.h"
 #include "runtime/log.h"
 
@@ -29,13 +30,6 @@ struct leader_elector {
     int64_t observed_ms;
     uint64_t transitions;
 };
-
-/* Monotonic milliseconds: lease expiry is judged by our own clock only. */
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int leader_can_take(const char *holder, int64_t observed_ms, int64_t now_ms, int64_t lease_duration_ms) {
     if (!holder || !*holder) return 1;
@@ -78,7 +72,7 @@ static void set_spec(struct leader_elector *le, cJSON *lease, int new_term, int6
 /* Give the next Lease call the time left before deadline_ms (monotonic) as its timeout.
  * 0, or -1 when none is left. */
 static int arm(struct leader_elector *le, int64_t deadline_ms) {
-    int64_t left = deadline_ms - mono_ms();
+    int64_t left = deadline_ms - clock_mono_ms();
     if (left <= 0) return -1;
     kube_client_set_timeout(le->client, (long)left);
     return 0;
@@ -104,7 +98,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         lease_path(le, path, sizeof(path), 0);
         st = -1;
         if (arm(le, deadline_ms) == 0) {
-            *sent_ms = mono_ms();
+            *sent_ms = clock_mono_ms();
             st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
         } else {
             snprintf(err, sizeof(err), "renew deadline passed");
@@ -127,7 +121,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
     if (!ours) {
         char record[512];
         snprintf(record, sizeof(record), "%s|%s", holder ? holder : "", renew ? renew : "");
-        int64_t now = mono_ms();
+        int64_t now = clock_mono_ms();
         if (strcmp(record, le->observed_record) != 0) {
             snprintf(le->observed_record, sizeof(le->observed_record), "%s", record);
             le->observed_ms = now;
@@ -146,7 +140,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
     if (acquired[0]) cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(lease, "spec"), "acquireTime", acquired);
     st = -1;
     if (arm(le, deadline_ms) == 0) {
-        *sent_ms = mono_ms();
+        *sent_ms = clock_mono_ms();
         st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
     } else {
         snprintf(err, sizeof(err), "renew deadline passed");
@@ -164,7 +158,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
 int64_t leader_fence_remaining_ms(void *ud) {
     struct leader_elector *le = ud;
     int64_t until = atomic_load(&le->valid_until_ms);
-    return until ? until - mono_ms() : 0;
+    return until ? until - clock_mono_ms() : 0;
 }
 
 int leader_fence_ok(struct leader_elector *le) { return le && leader_fence_remaining_ms(le) > 0; }
@@ -177,7 +171,7 @@ void leader_fence_close(struct leader_elector *le) {
 
 /* Sleep until the monotonic instant until_ms, in small steps, waking early on stop. */
 static void nap_until(struct leader_elector *le, int64_t until_ms) {
-    for (int64_t left; !le->stop && (left = until_ms - mono_ms()) > 0;)
+    for (int64_t left; !le->stop && (left = until_ms - clock_mono_ms()) > 0;)
         usleep((useconds_t)(left > 50 ? 50 : left) * 1000);
 }
 
@@ -195,13 +189,13 @@ static void *run(void *arg) {
     struct leader_elector *le = arg;
     while (!le->stop) {
         if (le->closing) {       /* shutting down: keep the lease for the release, no renewals */
-            nap_until(le, mono_ms() + 50);
+            nap_until(le, clock_mono_ms() + 50);
             continue;
         }
-        int64_t start = mono_ms(), sent = 0;
+        int64_t start = clock_mono_ms(), sent = 0;
         int64_t deadline = le->leading ? atomic_load(&le->valid_until_ms) : start + le->o.renew_deadline_ms;
         int r = try_acquire_or_renew(le, deadline, &sent);
-        int64_t now = mono_ms();
+        int64_t now = clock_mono_ms();
         if (le->closing) continue;
         if (r == 1 && sent + le->o.renew_deadline_ms > now) {
             atomic_store(&le->valid_until_ms, sent + le->o.renew_deadline_ms);
@@ -221,7 +215,7 @@ static void *run(void *arg) {
         int64_t next = start + le->o.retry_period_ms;
         if (le->leading && atomic_load(&le->valid_until_ms) < next) next = atomic_load(&le->valid_until_ms);
         nap_until(le, next);
-        if (le->leading && !le->stop && !le->closing && mono_ms() >= atomic_load(&le->valid_until_ms))
+        if (le->leading && !le->stop && !le->closing && clock_mono_ms() >= atomic_load(&le->valid_until_ms))
             lose(le, "not renewed within the renew deadline");
     }
     return NULL;
@@ -238,7 +232,7 @@ int leader_start(struct leader_elector *le) {
 static void release(struct leader_elector *le) {
     char path[512], err[KUBE_ERR_MAX];
     cJSON *lease = NULL;
-    int64_t deadline = mono_ms() + (le->o.renew_deadline_ms < 5000 ? le->o.renew_deadline_ms : 5000);
+    int64_t deadline = clock_mono_ms() + (le->o.renew_deadline_ms < 5000 ? le->o.renew_deadline_ms : 5000);
     lease_path(le, path, sizeof(path), 1);
     if (arm(le, deadline) == 0 && kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
         const char *holder = kj_str(lease, "spec.holderIdentity");

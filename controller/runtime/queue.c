@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "runtime/backoff.h"
 #include "runtime/strmap.h"
 
@@ -33,22 +34,11 @@ struct workqueue {
     struct strmap heap_pos;    /* key -> (uintptr_t) slot + 1 */
 };
 
-/* Monotonic milliseconds. */
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms) {
     struct workqueue *q = calloc(1, sizeof(*q));
     if (!q) return NULL;
     pthread_mutex_init(&q->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_mono_cond_init(&q->cond);
     q->base_ms = base_ms;
     q->cap_ms = cap_ms;
     strmap_init(&q->queued);
@@ -154,7 +144,7 @@ static char *heap_pop(struct workqueue *q) {
 
 void queue_add_after(struct workqueue *q, const char *key, int64_t delay_ms) {
     if (delay_ms <= 0) { queue_add(q, key); return; }
-    int64_t now = now_ms();
+    int64_t now = clock_mono_ms();
     int64_t due = delay_ms > INT64_MAX - now ? INT64_MAX : now + delay_ms; /* saturate */
     pthread_mutex_lock(&q->lock);
     if (q->shutting_down) goto out;
@@ -209,7 +199,7 @@ char *queue_get(struct workqueue *q) {
     pthread_mutex_lock(&q->lock);
     for (;;) {
         if (q->shutting_down) break;
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
         while (q->nheap > 0 && q->heap[0].due_ms <= now) {
             char *k = heap_pop(q);
             add_locked(q, k);
@@ -225,7 +215,8 @@ char *queue_get(struct workqueue *q) {
         }
         if (q->nheap > 0) {
             int64_t due = q->heap[0].due_ms;
-            struct timespec ts = {due / 1000, (long)(due % 1000) * 1000000L};
+            struct timespec ts;
+            clock_mono_timespec(due, &ts);
             pthread_cond_timedwait(&q->cond, &q->lock, &ts);
         } else {
             pthread_cond_wait(&q->cond, &q->lock);
