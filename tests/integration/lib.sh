@@ -62,9 +62,19 @@ fresh_namespace() {
     on_exit "kubectl delete namespace $1 --wait=false"
 }
 
-# install_manifests — the CRD and the plain manifests, exactly as a user applies them.
+# install_manifests — the CRD and the plain manifests, exactly as a user applies them, but
+# for the controller's Deployment: the suites run the controller themselves (on the host,
+# with the ServiceAccount's token, so they can restart, kill and configure it), and a second,
+# in-cluster controller watching every namespace would fight it — on the real node it would
+# really run. A Deployment left by an earlier install is removed. (The in-cluster
+# controller is tested on its own: test_node_incluster.sh, test_helm.sh.)
 install_manifests() {
-    kubectl apply -f "$SRC_DIR/crd/" -f "$SRC_DIR/manifests/" >/dev/null &&
+    local files=() f
+    for f in "$SRC_DIR"/manifests/*.yaml; do
+        case $f in */30-deployment.yaml) ;; *) files+=(-f "$f") ;; esac
+    done
+    kubectl apply -f "$SRC_DIR/crd/" "${files[@]}" >/dev/null &&
+        kubectl -n yao-sandbox-system delete deployment yao-sandbox-controller --ignore-not-found --wait=false >/dev/null &&
         kubectl wait --for=condition=Established crd/sandboxes.sandbox.yaoapps.com --timeout=30s >/dev/null
 }
 
