@@ -147,7 +147,7 @@ use_real_node() {
         exit 1
     fi
     local kwok
-    kwok=$(kubectl get nodes -l type=kwok -o name)
+    kwok=$(kubectl get nodes -l type=kwok -o name | tr '\n' ' ')   # one line: on_exit evals it
     # shellcheck disable=SC2086
     kubectl cordon $kwok >/dev/null && kubectl uncordon "$REAL_NODE" >/dev/null || return 1
     on_exit "kubectl cordon $REAL_NODE; kubectl uncordon $kwok"
