@@ -1,5 +1,5 @@
 /* sandbox/lifecycle.c — the pure decision function (see lifecycle.h). Reads top to
- * bottom in the order the rules apply: name conflicts, finished one-shot runs, stopping
+ * bottom in the order the rules apply: name conflicts, one-shot results (from the pod), stopping
  * (session removal, long-running idle, paused), the running cap, then bringing the
  * workspace claim and the pod up and reporting their state — with the scheduler's or the
  * kubelet's own reason when the pod does not start. The idle clock starts when the
@@ -163,6 +163,61 @@ static void stop(const struct sbx_observed *o, struct sbx_decision *d, const cha
 
 static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);
 
+/* Every note the controller adds to a run's stderr starts so. */
+#define NOTE_PREFIX "yao-sandbox: "
+
+/* Is the one-shot run over, and how? From status.run once recorded there; else from the
+ * pod once its container has ended (restartPolicy Never: its first termination is the
+ * run's); else, when status.run says a pod was started and the pod is gone without a
+ * result, lost (never started again: at most once). Fills d->run when the result is new.
+ * 1 with the exit code and finish time when the run is over. */
+static int oneshot_result(const struct sbx_observed *o, struct sbx_decision *d, int *code, int64_t *finished) {
+    struct sbx_run_result *r = &d->run;
+    const struct sbx_termination *t = &o->ctr.terminated;
+    if (o->run_finished) {
+        *code = o->run_exit_code;
+        *finished = o->run_finished_ms;
+        return 1;
+    }
+    int ours = o->pod == SBX_OBJ_PRESENT || o->pod == SBX_OBJ_TERMINATING;
+    int ended = o->pod_phase && (!strcmp(o->pod_phase, "Succeeded") || !strcmp(o->pod_phase, "Failed"));
+    int deadline = o->pod_reason && !strcmp(o->pod_reason, "DeadlineExceeded");
+    if (ours && (t->present || ended)) {
+        /* Timed out, but the container is still being stopped: its termination message
+         * (the output so far) comes with its terminated state. */
+        if (deadline && !t->present && o->ctr.running_since_ms > 0) return 0;
+        r->present = r->finished = 1;
+        r->started_ms = t->started_ms ? t->started_ms : o->run_started_ms;
+        r->finished_ms = t->finished_ms ? t->finished_ms : o->now_ms;
+        r->message = t->message;
+        if (deadline) {
+            /* As timeout(1) reports it. */
+            r->exit_code = 124;
+            snprintf(r->note, sizeof(r->note), NOTE_PREFIX "the command timed out after %llds (spec.run.timeout)",
+                     (long long)o->run_timeout_s);
+        } else if (t->present) {
+            r->exit_code = t->exit_code;
+        } else {
+            r->exit_code = -1;
+            snprintf(r->note, sizeof(r->note), NOTE_PREFIX "the pod ended (%s%s%s) without a result from the command",
+                     o->pod_phase, valid_reason(o->pod_reason) ? ": " : "",
+                     valid_reason(o->pod_reason) ? o->pod_reason : "");
+        }
+    } else if (o->pod == SBX_OBJ_ABSENT && o->run_started_ms > 0 && o->now_ms - o->run_started_ms >= SBX_RUN_LOST_MS) {
+        r->present = r->finished = 1;
+        r->exit_code = -1;
+        r->started_ms = o->run_started_ms;
+        r->finished_ms = o->now_ms;
+        snprintf(r->note, sizeof(r->note), "%s",
+                 NOTE_PREFIX "the run's pod went away before its result was recorded; it was not run again");
+    } else {
+        return 0;
+    }
+    *code = r->exit_code;
+    *finished = r->finished_ms;
+    return 1;
+}
+
 /* observedGeneration means "the running pod matches": the generation when the pod was
  * built from it, or when no pod is wanted (nothing to apply: the next pod is built from
  * the spec as it is then); otherwise the generation recorded before. */
@@ -226,14 +281,21 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     d->started_ms = lifecycle_started_ms(o);
     report_container(o, d);
 
-    /* A finished one-shot: clean up, keep the result for ttlSecondsAfterFinished. */
-    if (s->lifecycle == SBX_ONE_SHOT && o->run_finished) {
-        char code[32];
-        snprintf(code, sizeof(code), "%d", o->run_exit_code);
-        if (o->run_exit_code == 0)
-            say(d, "Succeeded", 0, SBX_REASON_SUCCEEDED, "the command exited with code %s", code);
+    /* A finished one-shot: record the result, clean up, keep the Sandbox for
+     * ttlSecondsAfterFinished. */
+    int code;
+    int64_t finished;
+    if (s->lifecycle == SBX_ONE_SHOT && oneshot_result(o, d, &code, &finished)) {
+        char text[32];
+        snprintf(text, sizeof(text), "%d", code);
+        if (code == 0)
+            say(d, "Succeeded", 0, SBX_REASON_SUCCEEDED, "the command exited with code %s", text);
         else
-            say(d, "Failed", 0, SBX_REASON_FAILED, "the command exited with code %s", code);
+            say(d, "Failed", 0, SBX_REASON_FAILED, "the command exited with code %s", text);
+        if (d->run.note[0]) {
+            append_message(d, "; ");
+            append_message(d, d->run.note + strlen(NOTE_PREFIX));
+        }
         /* The container itself was killed for memory (a one-shot pod never restarts, so
          * a recorded termination is this run's); kept in status.lastTermination once the
          * pod is gone, so the message stays the same. */
@@ -242,9 +304,22 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
             append_message(d, "; the container was OOMKilled");
         if (o->pod == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_POD;
         if (o->pvc == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_PVC;
-        int64_t expires = o->run_finished_ms + s->ttl_after_finished_s * 1000;
+        int64_t expires = finished + s->ttl_after_finished_s * 1000;
         if (o->now_ms >= expires) d->actions |= SBX_ACT_DELETE_SANDBOX;
         else d->requeue_after_ms = expires - o->now_ms;
+        return;
+    }
+    if (s->lifecycle == SBX_ONE_SHOT && o->pod_phase && !strcmp(o->pod_phase, "Failed") &&
+        (o->pod == SBX_OBJ_PRESENT || o->pod == SBX_OBJ_TERMINATING)) {
+        /* Past its deadline, the container not stopped yet (see oneshot_result). */
+        say(d, "Running", 0, SBX_REASON_RUNNING_COMMAND,
+            "the command ran past spec.run.timeout; waiting for it to stop%s", "");
+        return;
+    }
+    if (s->lifecycle == SBX_ONE_SHOT && o->pod == SBX_OBJ_ABSENT && o->run_started_ms > 0) {
+        /* Its pod was created moments ago and the cache has not shown it yet. */
+        say(d, "Creating", 0, SBX_REASON_CREATING, "waiting for the run's pod to appear%s", "");
+        d->requeue_after_ms = o->run_started_ms + SBX_RUN_LOST_MS - o->now_ms;
         return;
     }
 
@@ -299,6 +374,12 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
             return;
         }
         d->actions |= SBX_ACT_CREATE_POD;
+        if (s->lifecycle == SBX_ONE_SHOT) {
+            /* Recorded with the pod: should it vanish without a result, the run is
+             * reported lost rather than started a second time. */
+            d->run.present = 1;
+            d->run.started_ms = o->now_ms;
+        }
     } else if (o->pod == SBX_OBJ_TERMINATING) {
         say(d, "Creating", 0, SBX_REASON_NOT_READY, "waiting for the previous pod to terminate%s", "");
     } else if (o->pod_phase && (!strcmp(o->pod_phase, "Succeeded") || !strcmp(o->pod_phase, "Failed"))) {
@@ -323,7 +404,8 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
             "the spec changed (generation %s); replacing the pod, the workspace is kept", gen);
     } else if (o->pod_phase && !strcmp(o->pod_phase, "Running") && o->pod_ready) {
         if (s->lifecycle == SBX_ONE_SHOT) {
-            if (!o->run_in_progress) d->actions |= SBX_ACT_RUN;
+            d->run.present = 1;
+            d->run.started_ms = o->ctr.running_since_ms ? o->ctr.running_since_ms : o->run_started_ms;
             say(d, "Running", 1, SBX_REASON_RUNNING_COMMAND, "running spec.run%s", "");
         } else {
             say(d, "Running", 1, SBX_REASON_READY, "the pod is running and ready%s", "");

@@ -1,6 +1,6 @@
 /* sandbox/lifecycle.h — the controller's decisions, as one pure function: given a
  * Sandbox's spec, what the cache says about it and its Pod and PVC, and the time, decide
- * what to do (create/delete what, run the one-shot command, delete the Sandbox), what the
+ * what to do (create/delete what, record a one-shot result, delete the Sandbox), what the
  * status should say, and when to look again. No I/O and no clock: everything comes in
  * through struct sbx_observed, so every rule of SPEC §4 is unit-testable. */
 #ifndef YAO_SANDBOX_LIFECYCLE_H
@@ -25,6 +25,8 @@ struct sbx_termination {
     const char *reason;              /* OOMKilled, Error, Completed, ... (NULL if none) */
     int exit_code;
     int64_t finished_ms;             /* 0 = unknown */
+    int64_t started_ms;              /* state.terminated.startedAt (0 = unknown) */
+    const char *message;             /* state.terminated.message (the run's framed tails), or NULL */
 };
 
 /* The sandbox container's status in the pod (the container named SBX_CONTAINER_NAME). */
@@ -55,7 +57,9 @@ struct sbx_observed {
     int run_finished;
     int run_exit_code;
     int64_t run_finished_ms;
-    int run_in_progress;             /* an exec of spec.run is underway */
+    /* status.run.startedAt: written when the run's pod is created (then the container's own
+     * start). Set with no result and no pod: the pod went away before its result was seen. */
+    int64_t run_started_ms;
     /* Owned objects. */
     enum sbx_object_state pvc;
     int pvc_bound;
@@ -74,6 +78,8 @@ struct sbx_observed {
     int pod_template_outdated;
     int64_t status_observed_generation; /* status.observedGeneration as last written */
     const char *pod_phase;           /* Pending, Running, Succeeded, Failed, Unknown */
+    const char *pod_reason;          /* status.reason: DeadlineExceeded, Evicted, ... (NULL if none) */
+    int64_t run_timeout_s;           /* the pod's activeDeadlineSeconds, for the message (0 = none) */
     int pod_ready;                   /* Ready condition True */
     int64_t pod_ready_since_ms;      /* its lastTransitionTime while True (0 = unknown) */
     /* status.startTime: when the kubelet accepted the pod, before the image is pulled and
@@ -94,7 +100,6 @@ enum sbx_action {
     SBX_ACT_DELETE_POD = 1 << 2,
     SBX_ACT_DELETE_PVC = 1 << 3,
     SBX_ACT_DELETE_SANDBOX = 1 << 4,
-    SBX_ACT_RUN = 1 << 5,          /* execute spec.run in the pod (one-shot) */
     SBX_ACT_EXPAND_PVC = 1 << 6,   /* raise the claim's storage request to spec.workspace.size */
 };
 
@@ -126,6 +131,16 @@ enum sbx_action {
 /* The Ready condition's message, at most this many bytes (cut on a UTF-8 boundary). */
 #define SBX_MESSAGE_MAX 1024
 
+/* A one-shot run as status.run should show it. */
+struct sbx_run_result {
+    int present;                   /* write status.run from this (else keep what is there) */
+    int finished;                  /* the result: exitCode, finishedAt, output */
+    int exit_code;                 /* the container's; 124 for a timeout, -1 when unknown */
+    int64_t started_ms, finished_ms;
+    const char *message;           /* the container's termination message (points into o), or NULL */
+    char note[256];                /* the controller's line for stderr ("" = none) */
+};
+
 struct sbx_decision {
     unsigned actions;              /* SBX_ACT_* */
     const char *phase;             /* status.phase to write */
@@ -142,6 +157,7 @@ struct sbx_decision {
     /* status.observedGeneration: the generation once the pod matches it (or no pod is
      * wanted); while a changed spec has not reached a pod, the one recorded before. */
     int64_t observed_generation;
+    struct sbx_run_result run;     /* status.run (one-shot) */
     /* The Workspace condition (status False) when the claim is not the size the spec asks
      * for: reason SBX_WS_RESIZING, SBX_WS_NOT_EXPANDABLE or SBX_WS_SHRINK_REFUSED and a
      * message; NULL when there is nothing to say (the condition is then removed). */
@@ -194,6 +210,11 @@ enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, 
  * consumer (WaitForFirstConsumer) gets its pod at once, in the pass that creates the claim;
  * so does a claim of a class the controller cannot see, after this delay. */
 #define SBX_BIND_WAIT_MS 3000
+
+/* A one-shot whose status.run says its pod was created, but whose pod the cache does not
+ * show, is waited for this long (the pod's watch event may come after the status's), then
+ * recorded as lost (exit code -1): a run is never started twice. */
+#define SBX_RUN_LOST_MS 10000
 
 /* Decide. Never fails; d is fully written. */
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);

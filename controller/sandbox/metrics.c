@@ -106,12 +106,17 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     P("yao_sandbox_objects_written_total{op=\"status\"} %llu\n", (unsigned long long)s.status_writes);
     P("# HELP yao_sandbox_events_total Kubernetes Events recorded.\n# TYPE yao_sandbox_events_total counter\n");
     P("yao_sandbox_events_total %llu\n", (unsigned long long)s.events);
-    P("# HELP yao_sandbox_exec_sessions_total One-shot exec sessions started.\n");
+    P("# HELP yao_sandbox_runs_started_total One-shot run pods this controller created.\n");
+    P("# TYPE yao_sandbox_runs_started_total counter\nyao_sandbox_runs_started_total %llu\n",
+      (unsigned long long)s.runs_started);
+    /* The name before runs became pods (no exec any more); kept for dashboards and
+     * test_operate.sh. Same value as yao_sandbox_runs_started_total. */
+    P("# HELP yao_sandbox_exec_sessions_total Deprecated: yao_sandbox_runs_started_total.\n");
     P("# TYPE yao_sandbox_exec_sessions_total counter\nyao_sandbox_exec_sessions_total %llu\n",
       (unsigned long long)s.runs_started);
-    P("# HELP yao_sandbox_exec_sessions_active One-shot exec sessions running now.\n");
-    P("# TYPE yao_sandbox_exec_sessions_active gauge\nyao_sandbox_exec_sessions_active %llu\n",
-      (unsigned long long)(s.runs_started - s.runs_finished));
+    P("# HELP yao_sandbox_runs_finished_total One-shot results this controller recorded.\n");
+    P("# TYPE yao_sandbox_runs_finished_total counter\nyao_sandbox_runs_finished_total %llu\n",
+      (unsigned long long)s.runs_finished);
     P("# HELP yao_sandbox_leader 1 when this replica leads (or runs without election).\n");
     P("# TYPE yao_sandbox_leader gauge\nyao_sandbox_leader %d\n", is_leader ? 1 : 0);
 

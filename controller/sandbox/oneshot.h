@@ -1,35 +1,63 @@
-/* sandbox/oneshot.h — the pure parts of a one-shot run: turning spec.run into the argv
- * that is exec'd (working directory and env applied with `env` and `sh`, argv kept exact),
- * and keeping the last 4 KiB of a stream for status.run. The exec itself and the status
- * write are in reconcile.c. */
+/* sandbox/oneshot.h — the pure parts of a one-shot run, which is the pod's own main
+ * process (restartPolicy Never, like a Job): the wrapper script that runs spec.run's argv
+ * with stdout and stderr kept apart and leaves both tails in the container's termination
+ * message, and reading that message back into status.run's stdout/stderr. Building the pod
+ * is in spec.c, deciding on the result in lifecycle.c, writing it in status.c. */
 #ifndef YAO_SANDBOX_ONESHOT_H
 #define YAO_SANDBOX_ONESHOT_H
 
 #include <stddef.h>
-#include <stdint.h>
-#include <cjson/cJSON.h>
-#include "sandbox/spec.h"
 
-#define SBX_TAIL_MAX 4096
+/* Bytes of each stream's tail the wrapper keeps. The kubelet keeps at most 4096 bytes of a
+ * termination message, and the message goes through JSON (invalid UTF-8 would be
+ * replaced), so both tails are base64-encoded: 2 × 1400 bytes → 2 × ~1890 characters plus
+ * a header line, well below 4096. */
+#define SBX_RUN_TAIL 1400
+#define SBX_STR_(x) #x
+#define SBX_STR(x) SBX_STR_(x)
+/* The first word of the message the wrapper writes. */
+#define SBX_RUN_FRAME "yao-run/1"
 
-/* The argv for spec.run: the command itself, or
- *   env K=V... sh -c 'cd -- "$0" && exec "$@"' DIR CMD...
- * when workingDir or env is set. *argv is a NULL-terminated malloc'd array of malloc'd
- * strings (free with sbx_run_argv_free). 0 or -1 (ENOMEM / no command). */
-int sbx_run_argv(const struct sbx_run *run, char ***argv, size_t *argc);
-void sbx_run_argv_free(char **argv);
+/* The container's command is {"/bin/sh", "-c", SBX_RUN_SCRIPT, "yao-run", argv...}: the
+ * argv runs exactly as given ("$@", no shell parsing) with stdout and stderr in files; a
+ * SIGTERM (pod deletion, activeDeadlineSeconds) is passed on to it; when it ends, the
+ * termination message becomes
+ *     yao-run/1 <stdout bytes> <stderr bytes>\n<base64 stdout tail>\n.\n<base64 stderr tail>\n
+ * (base64 lines wrapped as base64(1) does; '.' is not in its alphabet), both streams are
+ * copied to the container's log, and the wrapper exits with the command's exit code.
+ * Needs sh, wc, tail, base64, cat, rm: GNU coreutils and busybox both have them. The
+ * message path is $YAO_RUN_MESSAGE when set (tests), else /dev/termination-log. */
+#define SBX_RUN_SCRIPT                                                                          \
+    "o=/tmp/.yao-run-out.$$ e=/tmp/.yao-run-err.$$\n"                                           \
+    "\"$@\" >\"$o\" 2>\"$e\" &\n"                                                               \
+    "p=$!\n"                                                                                    \
+    "trap 'kill -TERM \"$p\" 2>/dev/null' TERM INT HUP\n"                                       \
+    "while :; do wait \"$p\"; rc=$?; kill -0 \"$p\" 2>/dev/null || break; done\n"               \
+    "trap - TERM INT HUP\n"                                                                     \
+    "no=$(wc -c <\"$o\"); ne=$(wc -c <\"$e\")\n"                                                \
+    "{ printf '" SBX_RUN_FRAME " %s %s\\n' $no $ne; tail -c " SBX_STR(SBX_RUN_TAIL) " \"$o\" | base64;"              \
+    " echo .; tail -c " SBX_STR(SBX_RUN_TAIL) " \"$e\" | base64; } >\"${YAO_RUN_MESSAGE:-/dev/termination-log}\"\n"  \
+    "cat \"$o\"; cat \"$e\" >&2\n"                                                              \
+    "rm -f \"$o\" \"$e\"\n"                                                                     \
+    "exit \"$rc\"\n"
 
-/* The last SBX_TAIL_MAX bytes of a stream. */
-struct sbx_tail {
-    char ring[SBX_TAIL_MAX];
-    size_t start, len;      /* ring contents */
-    uint64_t total;         /* bytes seen */
+/* A command's output as status.run shows it. */
+struct sbx_run_output {
+    char *out, *err;   /* malloc'd, JSON-safe text (see sbx_run_text) */
+    int truncated;     /* a stream was longer than its tail */
 };
 
-void sbx_tail_add(struct sbx_tail *t, const char *p, size_t n);
-/* The tail as a JSON-safe string (NUL and other control bytes except \t \n \r replaced by
- * '?', a partial UTF-8 sequence at the start dropped). out >= SBX_TAIL_MAX + 1. */
-void sbx_tail_text(const struct sbx_tail *t, char *out);
-int sbx_tail_truncated(const struct sbx_tail *t);
+/* Read a termination message. A message in the wrapper's framing gives both tails; any
+ * other text (the kubelet's fallback to the log tail, a runtime's error such as a missing
+ * /bin/sh) is taken whole as stderr. note (may be NULL) is appended to stderr on a line of
+ * its own (the controller's word: a timeout, a lost pod). 0, or -1 on ENOMEM (nothing to
+ * free then). */
+int sbx_run_output_parse(const char *message, const char *note, struct sbx_run_output *out);
+void sbx_run_output_free(struct sbx_run_output *out);
+
+/* n bytes of p as JSON-safe text into out (>= n + 1 bytes): control bytes other than
+ * \t \n \r and DEL become '?', a UTF-8 sequence cut at the start is dropped; other invalid
+ * UTF-8 is left to the JSON encoder. */
+void sbx_run_text(const char *p, size_t n, int cut_at_start, char *out);
 
 #endif

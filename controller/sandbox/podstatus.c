@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+
 #include "kube/kjson.h"
 #include "runtime/informer.h"
 #include "sandbox/spec.h"
@@ -13,6 +14,8 @@
 
 /* Reasons are CamelCase words; one this long is no reason lifecycle.c passes on anyway. */
 #define REASON_MAX 128
+/* A termination message: the kubelet keeps at most 4096 bytes (a one-shot run's tails). */
+#define TERMINATION_MESSAGE_MAX 4096
 
 /* Copy src[key] into dst if it is there; strings longer than max bytes are cut on a
  * UTF-8 boundary (max 0: any length). -1 on ENOMEM. */
@@ -21,7 +24,7 @@ static int keep(cJSON *dst, const cJSON *src, const char *key, size_t max) {
     cJSON *copy;
     if (!v) return 0;
     if (max && cJSON_IsString(v) && strlen(v->valuestring) > max) {
-        char buf[SBX_MESSAGE_MAX + 1];
+        char buf[TERMINATION_MESSAGE_MAX + 1];
         size_t n = max < sizeof(buf) - 1 ? max : sizeof(buf) - 1;
         while (n > 0 && ((unsigned char)v->valuestring[n] & 0xC0) == 0x80) n--;
         memcpy(buf, v->valuestring, n);
@@ -37,14 +40,19 @@ static int keep(cJSON *dst, const cJSON *src, const char *key, size_t max) {
     return 0;
 }
 
-/* {reason, exitCode, finishedAt} of a terminated state into a new member key of dst. */
-static int keep_terminated(cJSON *dst, const char *key, const cJSON *term) {
+/* {reason, exitCode, finishedAt} of a terminated state into a new member key of dst;
+ * with full, also startedAt and the message (the current state: a one-shot run's result). */
+static int keep_terminated(cJSON *dst, const char *key, const cJSON *term, int full) {
     if (!term) return 0;
     cJSON *t = cJSON_AddObjectToObject(dst, key);
     if (!t) return -1;
     int rc = keep(t, term, "reason", REASON_MAX);
     rc |= keep(t, term, "exitCode", 0);
     rc |= keep(t, term, "finishedAt", 0);
+    if (full) {
+        rc |= keep(t, term, "startedAt", 0);
+        rc |= keep(t, term, "message", TERMINATION_MESSAGE_MAX);
+    }
     return rc;
 }
 
@@ -81,11 +89,11 @@ static cJSON *slim_container(const cJSON *c) {
         cJSON *sr = cJSON_AddObjectToObject(state, "running");
         rc |= !sr ? -1 : keep(sr, r, "startedAt", 0);
     }
-    if (!rc) rc |= keep_terminated(state, "terminated", kj_path(c, "state.terminated"));
+    if (!rc) rc |= keep_terminated(state, "terminated", kj_path(c, "state.terminated"), 1);
     const cJSON *last = kj_path(c, "lastState.terminated");
     if (!rc && last) {
         cJSON *ls = cJSON_AddObjectToObject(s, "lastState");
-        rc |= !ls ? -1 : keep_terminated(ls, "terminated", last);
+        rc |= !ls ? -1 : keep_terminated(ls, "terminated", last, 0);
     }
     if (rc) { cJSON_Delete(s); return NULL; }
     return s;
@@ -131,9 +139,12 @@ void sbx_pod_shrink(cJSON *pod) {
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
     if (spec) {
         cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");
+        cJSON *deadline = cJSON_DetachItemFromObjectCaseSensitive(spec, "activeDeadlineSeconds");
         cJSON_DeleteItemFromObjectCaseSensitive(pod, "spec");
         cJSON *small = cJSON_AddObjectToObject(pod, "spec");
         if (!small || !node || !cJSON_AddItemToObject(small, "nodeName", node)) cJSON_Delete(node);
+        if (!small || !deadline || !cJSON_AddItemToObject(small, "activeDeadlineSeconds", deadline))
+            cJSON_Delete(deadline);
     }
     if (!cJSON_GetObjectItemCaseSensitive(pod, "status")) return;
     /* Out of memory: keep the full status rather than lose what the controller reads.
@@ -173,6 +184,8 @@ void sbx_termination_read(const cJSON *obj, struct sbx_termination *t) {
     t->reason = kj_str(obj, "reason");
     t->exit_code = (int)kj_int(obj, "exitCode", 0);
     t->finished_ms = time_at(obj, "finishedAt");
+    t->started_ms = time_at(obj, "startedAt");
+    t->message = kj_str(obj, "message");
 }
 
 cJSON *sbx_termination_json(const struct sbx_termination *t) {
@@ -197,6 +210,8 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
     const cJSON *c = sandbox_container(pod);
     const char *st;
     o->pod_phase = kj_str(pod, "status.phase");
+    o->pod_reason = kj_str(pod, "status.reason");
+    o->run_timeout_s = kj_int(pod, "spec.activeDeadlineSeconds", 0);
     st = kj_str(ready, "status");
     o->pod_ready = st && !strcmp(st, "True");
     o->pod_ready_since_ms = o->pod_ready ? time_at(ready, "lastTransitionTime") : 0;

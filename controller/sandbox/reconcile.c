@@ -2,7 +2,7 @@
  * watch → cache → queue key → sbx_reconcile (read cache → observe → lifecycle_decide →
  * act via REST → write status if it changed) → requeue at the next deadline.
  * Here: the informers and their handlers, the workers, observing one Sandbox, acting on
- * the decision, one-shot runs. Elsewhere: the running cap (capacity.c), a deleted
+ * the decision. Elsewhere: the running cap (capacity.c), a deleted
  * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
  * remembered per Sandbox (records.c). */
 #include "sandbox/reconcile.h"
@@ -15,12 +15,10 @@
 #include <unistd.h>
 
 #include "kube/events.h"
-#include "kube/exec.h"
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
-#include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
 
@@ -185,7 +183,6 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     sbx_records_init(&ctl->records);
-    pthread_cond_init(&ctl->runs_done, NULL);
     ctl->queue = queue_new(5, 1000 * 1000);
 
     sandboxes_path(path, sizeof(path), o->namespace_);
@@ -318,10 +315,6 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->queue) queue_shutdown(ctl->queue);
     for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
     ctl->nthreads = 0;
-    /* Run threads finish their exec (bounded by its timeout) and exit. */
-    pthread_mutex_lock(&ctl->lock);
-    while (ctl->active_runs > 0) pthread_cond_wait(&ctl->runs_done, &ctl->lock);
-    pthread_mutex_unlock(&ctl->lock);
     if (ctl->sandboxes) informer_stop(ctl->sandboxes);
     if (ctl->pods) informer_stop(ctl->pods);
     if (ctl->pvcs) informer_stop(ctl->pvcs);
@@ -337,7 +330,6 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->classes);
     queue_free(ctl->queue);
     sbx_records_free(&ctl->records);
-    pthread_cond_destroy(&ctl->runs_done);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
     free(ctl);
@@ -480,159 +472,6 @@ void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
     cJSON_AddStringToObject(o, k, t);
 }
 
-/* ---- one-shot runs ------------------------------------------------------------------------ */
-
-struct run_job {
-    struct sbx_controller *ctl;
-    char key[512], uid[128], ns[256], name[256], pod[SBX_NAME_MAX + 1];
-    char **argv;
-    size_t argc;
-    int64_t timeout_ms;
-    struct sbx_tail out, err;
-};
-
-/* Stream callbacks: keep the tails. */
-static int run_on_stdout(void *ud, const char *p, size_t n) { sbx_tail_add(&((struct run_job *)ud)->out, p, n); return 0; }
-static int run_on_stderr(void *ud, const char *p, size_t n) { sbx_tail_add(&((struct run_job *)ud)->err, p, n); return 0; }
-
-/* Merge-patch status.run of ns/name. */
-static int patch_run(struct sbx_controller *ctl, const char *ns, const char *name, cJSON *run,
-                     char *err, size_t errlen) {
-    char path[1024];
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *status = cJSON_AddObjectToObject(patch, "status");
-    if (!patch || !status) { cJSON_Delete(patch); cJSON_Delete(run); return -1; }
-    cJSON_AddItemToObject(status, "run", run);
-    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    return st == 200 ? 0 : -1;
-}
-
-/* status.run for a finished (or interrupted) command. */
-static cJSON *run_result(int64_t started, int64_t finished, int exit_code, const char *out, const char *errtxt,
-                         int truncated) {
-    cJSON *run = cJSON_CreateObject();
-    if (!run) return NULL;
-    cJSON_AddNumberToObject(run, "exitCode", exit_code);
-    sbx_add_time_ms(run, "startedAt", started);
-    sbx_add_time_ms(run, "finishedAt", finished);
-    cJSON_AddStringToObject(run, "stdout", out);
-    cJSON_AddStringToObject(run, "stderr", errtxt);
-    cJSON_AddBoolToObject(run, "truncated", truncated);
-    return run;
-}
-
-/* Thread: exec spec.run in the pod, record the result, queue the Sandbox again. */
-static void *run_thread(void *arg) {
-    struct run_job *j = arg;
-    struct sbx_controller *ctl = j->ctl;
-    char err[KUBE_ERR_MAX];
-    int64_t started = kj_now_ms();
-    struct kube_exec_options eo = {
-        .namespace_ = j->ns, .pod = j->pod, .container = SBX_CONTAINER_NAME,
-        .argv = (const char *const *)j->argv, .argc = j->argc,
-        .on_stdout = run_on_stdout, .on_stderr = run_on_stderr, .ud = j, .timeout_ms = j->timeout_ms,
-    };
-    struct kube_exec_result er;
-    memset(&er, 0, sizeof(er));
-    int rc = kube_exec(ctl->client, &eo, &er);
-    int code = er.exit_code;
-    if (rc < 0) {
-        /* Could not run it, or it timed out: exit code 124 as timeout(1) reports, with why. */
-        code = 124;
-        char line[600];
-        snprintf(line, sizeof(line), "\nyao-sandbox: %s\n", er.err);
-        sbx_tail_add(&j->err, line, strlen(line));
-    }
-    char *o = malloc(SBX_TAIL_MAX + 1), *e = malloc(SBX_TAIL_MAX + 1);
-    if (o && e) {
-        sbx_tail_text(&j->out, o);
-        sbx_tail_text(&j->err, e);
-        cJSON *run = run_result(started, kj_now_ms(), code, o, e,
-                                sbx_tail_truncated(&j->out) || sbx_tail_truncated(&j->err));
-        for (int attempt = 0; run && attempt < 5; attempt++) {
-            cJSON *copy = cJSON_Duplicate(run, 1);
-            if (patch_run(ctl, j->ns, j->name, copy, err, sizeof(err)) == 0) break;
-            LOGW("msg=\"could not record run result\" sandbox=%s err=\"%s\"", j->key, err);
-            usleep(200000u << attempt);
-        }
-        cJSON_Delete(run);
-    }
-    free(o);
-    free(e);
-    LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", j->key, code);
-    /* Recorded; forgotten when the cache shows it. A Sandbox deleted meanwhile has a
-     * record of its own UID: a successor of the same name starts from nothing. */
-    sbx_records_set_run(&ctl->records, j->uid, SBX_RUN_RECORDED);
-    pthread_mutex_lock(&ctl->lock);
-    ctl->stats.runs_finished++;
-    ctl->active_runs--;
-    pthread_cond_broadcast(&ctl->runs_done);
-    pthread_mutex_unlock(&ctl->lock);
-    queue_add(ctl->queue, j->key);
-    sbx_run_argv_free(j->argv);
-    free(j);
-    return NULL;
-}
-
-/* This process's knowledge of uid's run. finished_in_cache: the cached Sandbox already
- * shows the result, so forget it. */
-static enum sbx_run_state run_state(struct sbx_controller *ctl, const char *uid, int finished_in_cache) {
-    enum sbx_run_state state = sbx_records_run(&ctl->records, uid);
-    if (state == SBX_RUN_RECORDED && finished_in_cache) {
-        sbx_records_set_run(&ctl->records, uid, SBX_RUN_NONE);
-        state = SBX_RUN_NONE;
-    }
-    return state;
-}
-
-/* Start spec.run in a thread: status.run.startedAt first, so a restarted controller knows
- * the command was started and does not run it twice. */
-static int start_run(struct sbx_controller *ctl, const char *key, const char *uid, const char *ns, const char *name,
-                     const char *pod, const struct sbx_spec *spec, char *err, size_t errlen) {
-    struct run_job *j = calloc(1, sizeof(*j));
-    if (!j) { snprintf(err, errlen, "out of memory"); return -1; }
-    j->ctl = ctl;
-    snprintf(j->key, sizeof(j->key), "%s", key);
-    snprintf(j->uid, sizeof(j->uid), "%s", uid);
-    snprintf(j->ns, sizeof(j->ns), "%s", ns);
-    snprintf(j->name, sizeof(j->name), "%s", name);
-    snprintf(j->pod, sizeof(j->pod), "%s", pod);
-    j->timeout_ms = spec->run.timeout_ms;
-    if (sbx_run_argv(&spec->run, &j->argv, &j->argc) < 0) { free(j); snprintf(err, errlen, "out of memory"); return -1; }
-    cJSON *run = cJSON_CreateObject();
-    if (run) sbx_add_time_ms(run, "startedAt", kj_now_ms());
-    if (!run || patch_run(ctl, ns, name, run, err, errlen) < 0) {
-        sbx_run_argv_free(j->argv);
-        free(j);
-        return -1;
-    }
-    sbx_records_set_run(&ctl->records, uid, SBX_RUN_RUNNING);
-    pthread_mutex_lock(&ctl->lock);
-    ctl->active_runs++;
-    ctl->stats.runs_started++;
-    pthread_mutex_unlock(&ctl->lock);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, run_thread, j) != 0) {
-        pthread_attr_destroy(&attr);
-        sbx_records_set_run(&ctl->records, uid, SBX_RUN_NONE);
-        pthread_mutex_lock(&ctl->lock);
-        ctl->active_runs--;
-        pthread_mutex_unlock(&ctl->lock);
-        sbx_run_argv_free(j->argv);
-        free(j);
-        snprintf(err, errlen, "could not start a run thread");
-        return -1;
-    }
-    pthread_attr_destroy(&attr);
-    LOGI("msg=\"run started\" sandbox=%s pod=%s", key, pod);
-    return 0;
-}
-
 /* ---- the pass ------------------------------------------------------------------------- */
 
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
@@ -706,19 +545,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         o.run_exit_code = (int)kj_int(run, "exitCode", -1);
         o.run_finished_ms = sbx_time_at(run, "finishedAt");
     }
-    int rs = run_state(ctl, uid, o.run_finished);
-    o.run_in_progress = rs != 0;
-    if (spec.lifecycle == SBX_ONE_SHOT && run && kj_str(run, "startedAt") && !o.run_finished && rs == 0) {
-        /* Started by an earlier controller process that died mid-run: the outcome is
-         * unknown. Record that rather than run the command a second time. */
-        cJSON *r = run_result(sbx_time_at(run, "startedAt"), now, -1, "",
-                              "yao-sandbox: the controller restarted while the command was running; "
-                              "it was not run again", 0);
-        if (!r || patch_run(ctl, ns, name, r, err, errlen) < 0) goto out;
-        o.run_finished = 1;
-        o.run_exit_code = -1;
-        o.run_finished_ms = now;
-    }
+    o.run_started_ms = sbx_time_at(run, "startedAt");
     o.pvc = classify(pvc, uid);
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
     o.pvc_age_ms = pvc ? now - sbx_time_at(pvc, "metadata.creationTimestamp") : 0;
@@ -774,6 +601,10 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         rc = -1;
         fenced = 1;
         sbx_event_transition(ctl, sb, &o, &d, pod_name);
+        if (d.run.finished) {
+            sbx_ctl_count(ctl, &ctl->stats.runs_finished);
+            LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", key, d.run.exit_code);
+        }
     }
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
@@ -796,6 +627,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             sbx_ctl_count(ctl, &ctl->stats.conflicts);
         } else {
             LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
+            if (spec.lifecycle == SBX_ONE_SHOT) sbx_ctl_count(ctl, &ctl->stats.runs_started);
         }
     }
     if ((d.actions & SBX_ACT_EXPAND_PVC) && expand_claim(ctl, ns, claim, spec.workspace_bytes, err, errlen) < 0)
@@ -805,9 +637,6 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         goto out;
     if ((d.actions & SBX_ACT_DELETE_PVC) &&
         sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
-        goto out;
-
-    if ((d.actions & SBX_ACT_RUN) && start_run(ctl, key, uid, ns, name, pod_name, &spec, err, errlen) < 0)
         goto out;
 
     if (!fenced) {

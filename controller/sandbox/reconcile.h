@@ -25,7 +25,7 @@ struct sbx_controller_options {
 /* Reconcile outcome counters, for metrics. */
 struct sbx_controller_stats {
     uint64_t reconciles, errors, status_writes, creates, deletes, conflicts, events;
-    uint64_t runs_started, runs_finished;
+    uint64_t runs_started, runs_finished;   /* one-shot pods created, results recorded */
     uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
     double latency_sum_ms;
 };
@@ -39,10 +39,8 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards stats, active_runs, and admission (count + reserve) */
+    pthread_mutex_t lock;          /* guards stats and admission (count + reserve) */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
-    int active_runs;               /* run threads alive (joined at stop) */
-    pthread_cond_t runs_done;
     struct sbx_controller_stats stats;
 };
 

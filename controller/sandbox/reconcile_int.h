@@ -1,5 +1,5 @@
 /* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
- * includes: reconcile.c (informers, workers, the pass, one-shot runs), capacity.c (the
+ * includes: reconcile.c (informers, workers, the pass), capacity.c (the
  * running cap), orphans.c (what a deleted Sandbox left behind), status.c (status, Events,
  * last-used-at). Not an API: the controller's API is reconcile.h. */
 #ifndef YAO_SANDBOX_RECONCILE_INT_H

@@ -7,7 +7,6 @@
 
 struct sbx_record {
     int64_t reserved_until_ms;   /* capacity slot (0 = none) */
-    enum sbx_run_state run;
     int deleted;
     struct sbx_gone gone;
     char key[];                  /* "ns/name" */
@@ -109,14 +108,6 @@ int sbx_records_live_reservations(struct sbx_records *r, int64_t now_ms, const c
     return c.n;
 }
 
-enum sbx_run_state sbx_records_run(struct sbx_records *r, const char *uid) {
-    pthread_mutex_lock(&r->lock);
-    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    enum sbx_run_state s = rec ? rec->run : SBX_RUN_NONE;
-    pthread_mutex_unlock(&r->lock);
-    return s;
-}
-
 /* Remove uid's record (lock held), and key's index entry if it is this uid. */
 static void drop(struct sbx_records *r, const char *uid) {
     struct sbx_record *rec = strmap_remove(&r->by_uid, uid);
@@ -124,20 +115,6 @@ static void drop(struct sbx_records *r, const char *uid) {
     const char *cur = strmap_get(&r->by_key, rec->key);
     if (cur && !strcmp(cur, uid)) free(strmap_remove(&r->by_key, rec->key));
     free(rec);
-}
-
-int sbx_records_set_run(struct sbx_records *r, const char *uid, enum sbx_run_state s) {
-    pthread_mutex_lock(&r->lock);
-    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec) {
-        rec->run = s;
-        /* A deleted Sandbox whose run ended and whose objects are gone needs nothing more;
-         * its orphan sweep (if any is still due) finds no record and walks once. */
-        if (rec->deleted && s != SBX_RUN_RUNNING && rec->gone.orphans_seen_ms == 0 && !rec->gone.pod[0])
-            drop(r, uid);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rec ? 0 : -1;
 }
 
 void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid, const char *pod,
@@ -183,7 +160,6 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
 void sbx_records_forget(struct sbx_records *r, const char *uid) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec && rec->run != SBX_RUN_RUNNING) drop(r, uid);
-    else if (rec) rec->gone.pod[0] = rec->gone.claim[0] = 0, rec->gone.orphans_seen_ms = 0;
+    if (rec) drop(r, uid);
     pthread_mutex_unlock(&r->lock);
 }

@@ -1,7 +1,6 @@
 /* sandbox/records.h — what the controller remembers about each Sandbox between passes, in
  * one record per Sandbox keyed by its UID (after sample-controller's "expectations"): a
- * capacity slot reserved for a pod just created, the state of its one-shot run in this
- * process, and, once the Sandbox is deleted, the names of the pod and claim it owned and
+ * capacity slot reserved for a pod just created and, once the Sandbox is deleted, the names of the pod and claim it owned and
  * when its orphans were first seen. A record is created with the Sandbox and destroyed
  * with it: a new Sandbox of the same name is another UID and starts from nothing.
  * Thread-safe (one lock). Pure bookkeeping: no I/O, the clock is passed in. */
@@ -14,13 +13,6 @@
 #include "runtime/strmap.h"
 
 #define SBX_RECORD_NAME_MAX 128
-
-/* One-shot run state in this process. */
-enum sbx_run_state {
-    SBX_RUN_NONE = 0,
-    SBX_RUN_RUNNING,     /* a run thread is executing spec.run */
-    SBX_RUN_RECORDED,    /* finished and written; forgotten once the cache shows it */
-};
 
 /* What a deleted Sandbox owned: found by name, no walk over the caches. */
 struct sbx_gone {
@@ -40,8 +32,8 @@ void sbx_records_free(struct sbx_records *r);
 size_t sbx_records_count(struct sbx_records *r);
 
 /* The Sandbox key has uid now: make sure it has a record, and make it the key's current
- * one. Records of earlier Sandboxes of that name that are still live (a run thread) stay
- * under their own UID. 0 or -1 (ENOMEM). */
+ * one. A record of an earlier Sandbox of that name stays under its own UID until its
+ * orphans are swept. 0 or -1 (ENOMEM). */
 int sbx_records_seen(struct sbx_records *r, const char *key, const char *uid);
 
 /* Capacity: reserve a slot for uid until until_ms (0 when the record is unknown). */
@@ -52,11 +44,6 @@ void sbx_records_release(struct sbx_records *r, const char *uid);
 /* Reservations alive at now_ms, over all records except except_uid (may be NULL). */
 int sbx_records_live_reservations(struct sbx_records *r, int64_t now_ms, const char *except_uid);
 
-/* One-shot run state of uid (SBX_RUN_NONE for an unknown uid). */
-enum sbx_run_state sbx_records_run(struct sbx_records *r, const char *uid);
-/* Set it; 0, or -1 when uid has no record. Setting NONE on a deleted record drops it. */
-int sbx_records_set_run(struct sbx_records *r, const char *uid, enum sbx_run_state s);
-
 /* The Sandbox uid was deleted: keep the names of what it owned for the orphan sweep. */
 void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid, const char *pod,
                          const char *claim);
@@ -66,8 +53,8 @@ int sbx_records_gone(struct sbx_records *r, const char *key, char *uid, size_t u
 /* Note the orphans of deleted uid were seen at now_ms (kept if already set); returns the
  * first time they were seen. */
 int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t now_ms);
-/* Drop the record of uid (a deleted Sandbox whose objects are all gone), unless a run
- * thread still uses it; its key leaves the index if it pointed to it. */
+/* Drop the record of uid (a deleted Sandbox whose objects are all gone); its key leaves
+ * the index if it pointed to it. */
 void sbx_records_forget(struct sbx_records *r, const char *uid);
 
 #endif

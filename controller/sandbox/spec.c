@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sandbox/naming.h"
+#include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
 
 /* Limits, mirrored in crd/sandbox.yaml. Lengths count Unicode code points, like the
@@ -208,8 +209,7 @@ static int sbx_check_image(struct sbx_pctx *c, const char *s, const char *what) 
 }
 
 /* An environment variable name as the CRD allows it: [A-Za-z_][A-Za-z0-9_.-]* — a subset
- * of Kubernetes' own rule ([-._a-zA-Z][-._a-zA-Z0-9]*) that also cannot be mistaken for
- * an option when the controller passes run.env to env(1). */
+ * of Kubernetes' own rule ([-._a-zA-Z][-._a-zA-Z0-9]*) that a POSIX shell can also name. */
 static int sbx_is_env_name(const char *s) {
     unsigned char ch = (unsigned char)s[0];
 
@@ -844,7 +844,18 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
         !cJSON_AddStringToObject(ctr, "image", s->image) ||
         !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(s->pull_policy)))
         return -1;
-    if (!s->has_command && !s->has_args) {
+    if (s->lifecycle == SBX_ONE_SHOT && s->run.present) {
+        /* The run is the main process, through the wrapper that keeps stdout and stderr
+         * apart for the termination message (oneshot.h); argv follows "$@" unchanged. */
+        cJSON *cmd = cJSON_AddArrayToObject(ctr, "command");
+        static const char *const wrap[] = { "/bin/sh", "-c", SBX_RUN_SCRIPT, "yao-run" };
+        for (size_t i = 0; cmd && i < 4 + s->run.command.n; i++) {
+            cJSON *a = cJSON_CreateString(i < 4 ? wrap[i] : s->run.command.v[i - 4]);
+            if (!a || !cJSON_AddItemToArray(cmd, a)) { cJSON_Delete(a); return -1; }
+        }
+        if (!cmd) return -1;
+        if (s->run.working_dir && !cJSON_AddStringToObject(ctr, "workingDir", s->run.working_dir)) return -1;
+    } else if (!s->has_command && !s->has_args) {
         if (sbx_add_strv(ctr, "command", idle, 3)) return -1;
     } else {
         if (s->has_command &&
@@ -861,6 +872,15 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
         return -1;
     for (size_t i = 0; i < s->nenv; i++)
         if (sbx_add_env(env, s->env[i].name, s->env[i].value)) return -1;
+    if (s->lifecycle == SBX_ONE_SHOT)   /* after spec.env: a name in both takes run.env's value */
+        for (size_t i = 0; i < s->run.nenv; i++)
+            if (sbx_add_env(env, s->run.env[i].name, s->run.env[i].value ? s->run.env[i].value : "")) return -1;
+    /* The run's result is read from the termination message (oneshot.h); should the wrapper
+     * not write one (no /bin/sh in the image), the kubelet falls back to the log's tail. */
+    if (s->lifecycle == SBX_ONE_SHOT &&
+        (!cJSON_AddStringToObject(ctr, "terminationMessagePath", "/dev/termination-log") ||
+         !cJSON_AddStringToObject(ctr, "terminationMessagePolicy", "FallbackToLogsOnError")))
+        return -1;
 
     res = cJSON_AddObjectToObject(ctr, "resources");
     lim = cJSON_AddObjectToObject(res, "limits");
@@ -929,6 +949,11 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
         !cJSON_AddFalseToObject(spec, "automountServiceAccountToken") ||
         !cJSON_AddFalseToObject(spec, "enableServiceLinks") ||
         !cJSON_AddNumberToObject(spec, "terminationGracePeriodSeconds", SBX_GRACE_SECONDS))
+        goto err;
+    /* run.timeout, enforced by the kubelet (the pod fails with reason DeadlineExceeded),
+     * whole seconds rounded up. The clock starts when the kubelet accepts the pod. */
+    if (s->lifecycle == SBX_ONE_SHOT && s->run.present && s->run.timeout_ms > 0 &&
+        !cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)((s->run.timeout_ms + 999) / 1000)))
         goto err;
 
     sc = cJSON_AddObjectToObject(spec, "securityContext");

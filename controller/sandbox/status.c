@@ -10,6 +10,7 @@
 #include "runtime/log.h"
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"
+#include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/spec.h"
 
@@ -141,6 +142,27 @@ static void keep(cJSON *dst, const cJSON *src, const char *key) {
     if (v) cJSON_AddItemToObject(dst, key, cJSON_Duplicate(v, 1));
 }
 
+/* status.run from the decision: startedAt while the run goes on; with the result, the exit
+ * code, the finish time and the output tails read from the termination message. NULL on
+ * ENOMEM. */
+static cJSON *run_json(const struct sbx_run_result *r) {
+    cJSON *run = cJSON_CreateObject();
+    struct sbx_run_output out;
+    if (!run) return NULL;
+    if (r->finished && !cJSON_AddNumberToObject(run, "exitCode", r->exit_code)) goto err;
+    sbx_add_time_ms(run, "startedAt", r->started_ms);
+    if (!r->finished) return run;
+    sbx_add_time_ms(run, "finishedAt", r->finished_ms);
+    if (sbx_run_output_parse(r->message, r->note, &out) < 0) goto err;
+    int ok = cJSON_AddStringToObject(run, "stdout", out.out) && cJSON_AddStringToObject(run, "stderr", out.err) &&
+             cJSON_AddBoolToObject(run, "truncated", out.truncated);
+    sbx_run_output_free(&out);
+    if (ok) return run;
+err:
+    cJSON_Delete(run);
+    return NULL;
+}
+
 /* The status the Sandbox should have. */
 cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
                              const char *pod_name, const char *claim, int64_t now) {
@@ -169,7 +191,13 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
     }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
-    keep(st, cur, "run");
+    if (d->run.present) {
+        cJSON *run = run_json(&d->run);
+        if (!run) { cJSON_Delete(st); return NULL; }
+        cJSON_AddItemToObject(st, "run", run);
+    } else {
+        keep(st, cur, "run");
+    }
 
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
     cJSON *c = cJSON_CreateObject();

@@ -128,6 +128,42 @@ def watch_removals():
     threading.Thread(target=run, daemon=True).start()
 
 
+def play_kubelet():
+    """kwok runs no containers: finish each one-shot pod (its run is the pod's own process)
+    as the kubelet would report it, a moment after it is Running: phase Succeeded and
+    state.terminated with exit code 0 and the wrapper's termination message (stdout of
+    "echo chaos N"; see controller/sandbox/oneshot.h)."""
+    import base64, threading
+    def run():
+        kapi = Api()
+        while True:
+            try:
+                for p in owned_with(kapi, "pods"):
+                    c = p["spec"]["containers"][0]
+                    if p.get("status", {}).get("phase") != "Running" or c.get("command", [])[3:4] != ["yao-run"]:
+                        continue
+                    out = c["command"][-1][len("echo "):] + "\n"
+                    msg = "yao-run/1 %d 0\n%s\n.\n" % (len(out), base64.b64encode(out.encode()).decode())
+                    t = now_rfc3339()
+                    kapi.call("PATCH", "/api/v1/namespaces/%s/pods/%s/status" % (NS, p["metadata"]["name"]), {"status": {
+                        "phase": "Succeeded",
+                        "containerStatuses": [{"name": "sandbox", "image": c["image"], "imageID": "", "ready": False,
+                                               "restartCount": 0, "state": {"running": None, "terminated": {
+                                                   "exitCode": 0, "reason": "Completed", "message": msg,
+                                                   "startedAt": t, "finishedAt": t}}}]}},
+                              ctype="application/strategic-merge-patch+json", tries=3)
+            except Exception:
+                pass
+            time.sleep(0.5)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def owned_with(a, kind_path):
+    st, lst = a.call("GET", "/api/v1/namespaces/%s/%s?labelSelector=%s" % (
+        NS, kind_path, urllib.parse.quote("app.kubernetes.io/managed-by=yao-sandbox")))
+    return lst.get("items", [])
+
+
 def short_idle(name):
     return int(name.split("-")[1]) % 8 == 2
 
@@ -245,6 +281,7 @@ def exec_into(name):
 
 # --- churn with faults -------------------------------------------------------------------------------
 watch_removals()
+play_kubelet()
 start_controller()
 t_start = time.time()
 kill_times = sorted(rng.uniform(0.05, 0.9) * args.duration for _ in range(args.controller_kills))

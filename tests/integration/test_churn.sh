@@ -23,6 +23,59 @@ oneshot() { # name command ttl
         "$1" "$1" "$3" "$2"
 }
 
+# kwok runs no containers: this plays the kubelet for one-shot pods. Each Running pod's own
+# command (the wrapper and the run's argv) runs here; when it exits, the pod's status gets
+# what the kubelet would report (state.terminated with the exit code and the wrapper's
+# termination message, phase Succeeded/Failed). A pod deleted meanwhile has its process
+# killed, as its container would be.
+python3 - "$NS" "$YAO_PLANE_DIR/kubeconfig" >>"$LOG.kubelet" 2>&1 <<'PY' &
+import json, os, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+ns, kc = sys.argv[1], sys.argv[2]
+k = ["kubectl", "--kubeconfig", kc, "-n", ns]
+procs = {}   # pod uid -> (name, Popen, message file, started)
+done = set()
+pool = ThreadPoolExecutor(8)
+def now(): return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def report(name, code, msgfile, started):
+    message = open(msgfile, encoding="utf-8", errors="replace").read()
+    os.unlink(msgfile)
+    st = {"phase": "Succeeded" if code == 0 else "Failed",
+          "containerStatuses": [{"name": "sandbox", "image": "x", "imageID": "", "ready": False, "restartCount": 0,
+              "state": {"running": None, "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                        "message": message, "startedAt": started, "finishedAt": now()}}}]}
+    subprocess.run(k + ["patch", "pod", name, "--subresource=status", "--type=strategic", "-p",
+                        json.dumps({"status": st})], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while True:
+    out = subprocess.run(k + ["get", "pods", "-l", "app.kubernetes.io/managed-by=yao-sandbox", "-o", "json"],
+                         capture_output=True, text=True)
+    try: pods = json.loads(out.stdout)["items"]
+    except ValueError: pods = []
+    seen = set()
+    for p in pods:
+        uid, name = p["metadata"]["uid"], p["metadata"]["name"]
+        seen.add(uid)
+        c = p["spec"]["containers"][0]
+        if uid in procs or uid in done or p["status"].get("phase") != "Running" or c["command"][3:4] != ["yao-run"]:
+            continue
+        fd, msg = tempfile.mkstemp()
+        os.close(fd)
+        env = {"PATH": os.environ["PATH"], "YAO_RUN_MESSAGE": msg}
+        env.update({e["name"]: e.get("value", "") for e in c.get("env", [])})
+        procs[uid] = (name, subprocess.Popen(c["command"], env=env, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL), msg, now())
+    for uid in list(procs):
+        name, pr, msg, started = procs[uid]
+        if uid not in seen:
+            pr.kill(); pr.wait(); os.unlink(msg); del procs[uid]; done.add(uid)
+        elif pr.poll() is not None:
+            del procs[uid]; done.add(uid)
+            pool.submit(report, name, pr.returncode, msg, started)
+    time.sleep(0.3)
+PY
+KUBELET=$!
+on_exit "kill $KUBELET 2>/dev/null"
+
 # --- deleted mid-run, recreated with the same name -----------------------------------------
 oneshot twin "sleep 3; echo first" 300 | kubectl -n $NS apply -f - >/dev/null
 check "a one-shot run starts" eventually 20 reason_is $NS twin RunningCommand

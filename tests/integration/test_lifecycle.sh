@@ -2,7 +2,8 @@
 # Lifecycle policies on the real plane with short timeouts: session removal when idle,
 # the idle clock starting at the first Ready (a session that cannot start is never idle),
 # touch keeps it alive, long-running stop then wake by touch with the same workspace PVC,
-# pause/resume, one-shot run results and cleanup, last-used-at in the future (taken as now)
+# pause/resume, one-shot runs as the pod's own process (results from its terminated state,
+# a timeout, a controller SIGKILLed mid-run, cancel by deletion) and cleanup, last-used-at in the future (taken as now)
 # or unparseable (ignored), with Warning Events, touches at the idle deadline never lost,
 # the running cap with oldest-first admission, and Events on the Sandboxes.
 . "$(dirname "$0")/lib.sh"
@@ -91,7 +92,49 @@ echo "    removed $(($(now_ms) - t_ready)) ms after it was seen Running (idleTim
 check "  not before its idle timeout ran from Ready (>= 1 s after Running)" test $(($(now_ms) - t_ready)) -ge 1000
 kubectl -n $NS delete sandbox hog-b --wait=false >/dev/null
 
-# --- one-shot ---------------------------------------------------------------------------------
+# --- one-shot: the run is the pod's main process ------------------------------------------------
+# kwok runs no containers, so this plays the kubelet: the pod's own wrapper script
+# (command[2]) runs its argv (command[4:]) here with the container's env, exactly as in the
+# container, its termination message is read back, and the pod's status is patched to what
+# the kubelet reports then (state.terminated with exitCode, reason, message, startedAt,
+# finishedAt; phase Succeeded/Failed; reason DeadlineExceeded for a timeout).
+kubelet_finish() { # pod [term-after-seconds [pod-reason]]
+    kubectl -n $NS get pod "$1" -o json | python3 -c '
+import json, os, subprocess, sys, tempfile, time
+pod = json.load(sys.stdin)
+term_after = float(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else 0
+pod_reason = sys.argv[2] if len(sys.argv) > 2 else ""
+c = pod["spec"]["containers"][0]
+assert c["command"][:2] == ["/bin/sh", "-c"] and c["command"][3] == "yao-run", c["command"]
+env = {"PATH": os.environ["PATH"]}
+env.update({e["name"]: e.get("value", "") for e in c.get("env", [])})
+fd, msg = tempfile.mkstemp()
+os.close(fd)
+env["YAO_RUN_MESSAGE"] = msg
+t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+p = subprocess.Popen(c["command"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if term_after:
+    time.sleep(term_after)
+    p.terminate()
+code = p.wait()
+code = 128 - code if code < 0 else code
+message = open(msg, encoding="utf-8", errors="replace").read()
+os.unlink(msg)
+t1 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+status = {"phase": "Succeeded" if code == 0 else "Failed",
+          "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t1, "reason": "PodCompleted"}],
+          "containerStatuses": [{"name": "sandbox", "image": c["image"], "imageID": "", "ready": False, "restartCount": 0,
+              "state": {"running": None, "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                        "message": message, "startedAt": t0, "finishedAt": t1}}}]}
+if pod_reason:
+    status["reason"] = pod_reason
+    status["message"] = "Pod was active on the node longer than the specified deadline"
+print(json.dumps({"status": status}))
+' "${2:-}" "${3:-}" > "$BUILD_DIR/lc-kubelet-patch.json" &&
+    kubectl -n $NS patch pod "$1" --subresource=status --type=strategic --patch-file "$BUILD_DIR/lc-kubelet-patch.json" >/dev/null
+}
+pod_of() { kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=$1 -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+pod_running() { [ "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=$1 -o jsonpath='{.items[0].status.phase}' 2>/dev/null)" = Running ]; }
 cat <<'YAML' | kubectl -n $NS apply -f - >/dev/null
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
@@ -115,19 +158,65 @@ spec:
   ttlSecondsAfterFinished: 300
   run:
     command: ["sh", "-c", "head -c 10000 /dev/zero | tr '\\0' x; echo; echo done"]
+    timeout: 1500ms
 YAML
+check "one-shot pods run" eventually 30 eval 'pod_running job-fail && pod_running job-ok'
+FPOD=$(pod_of job-fail)
+check "the run is the pod's own command, argv exact, never restarted" eq \
+    "$(kubectl -n $NS get pod "$FPOD" -o jsonpath='{.spec.restartPolicy}|{.spec.containers[0].command[3]}|{.spec.containers[0].command[4]}|{.spec.containers[0].command[5]}|{.spec.containers[0].command[6]}')" \
+    'Never|yao-run|sh|-c|echo hello "$WHO"; echo oops >&2; exit 7'
+check "run.env reaches the container" eq "$(kubectl -n $NS get pod "$FPOD" -o jsonpath='{.spec.containers[0].env[?(@.name=="WHO")].value}')" "the world"
+check "the output tails come back in the termination message (FallbackToLogsOnError)" eq \
+    "$(kubectl -n $NS get pod "$FPOD" -o jsonpath='{.spec.containers[0].terminationMessagePolicy}')" FallbackToLogsOnError
+check "run.timeout is the pod's activeDeadlineSeconds (1500ms → 2)" eq \
+    "$(kubectl -n $NS get pod "$(pod_of job-ok)" -o jsonpath='{.spec.activeDeadlineSeconds}')" 2
+check "while it runs: Running/RunningCommand" eventually 20 eval 'phase_is $NS job-fail Running && reason_is $NS job-fail RunningCommand'
+check "  with status.run.startedAt and no result yet" test -n "$(field job-fail '{.status.run.startedAt}')" -a -z "$(field job-fail '{.status.run.exitCode}')"
+kubelet_finish "$FPOD"
+kubelet_finish "$(pod_of job-ok)"
 check "one-shot with exit 7 ends Failed" eventually 30 phase_is $NS job-fail Failed
 check "status.run.exitCode is 7" eq "$(field job-fail '{.status.run.exitCode}')" 7
 check "status.run.stdout has the output" eq "$(field job-fail '{.status.run.stdout}')" "hello the world"
-check "status.run.stderr has the errors" eq "$(field job-fail '{.status.run.stderr}')" "oops"
+check "status.run.stderr has the errors, apart" eq "$(field job-fail '{.status.run.stderr}')" "oops"
 check "status.run has start and finish times" test -n "$(field job-fail '{.status.run.startedAt}')" -a -n "$(field job-fail '{.status.run.finishedAt}')"
 check "one-shot with exit 0 ends Succeeded" eventually 30 phase_is $NS job-ok Succeeded
-check "a long stdout keeps its last 4 KiB and says truncated" eq "$(field job-ok '{.status.run.truncated}')/$(field job-ok '{.status.run.stdout}' | wc -c)" "true/4096"
+check "a long stdout keeps its last 1400 bytes and says truncated" eq "$(field job-ok '{.status.run.truncated}')/$(field job-ok '{.status.run.stdout}' | wc -c)" "true/1400"
+check "  ending with the last line" eq "$(field job-ok '{.status.run.stdout}' | tail -n 1)" "done"
 no_owned() { [ "$(kubectl -n $NS get pods,pvc -l sandbox.yaoapps.com/chat=$1 --no-headers 2>/dev/null | wc -l)" = 0 ]; }
 check "finished one-shot: pod and PVC deleted" eventually 30 no_owned job-ok
 check "Events record RunFinished" contains "$(events_of job-ok)" RunFinished
 check "the finished Sandbox is deleted after ttlSecondsAfterFinished" eventually 30 gone job-fail
 check "one with a long ttl stays for its result" phase_is $NS job-ok Succeeded
+
+# A timeout: the kubelet fails the pod (DeadlineExceeded) and stops the container (SIGTERM,
+# which the wrapper passes on): exit code 124 as today, the output so far, and a note.
+sb job-slow one-shot 'run: {command: [sh, -c, "echo partial; sleep 30"], timeout: 2s}'
+check "slow one-shot runs" eventually 30 pod_running job-slow
+kubelet_finish "$(pod_of job-slow)" 0.5 DeadlineExceeded
+check "a timed-out run ends Failed with exit code 124" eventually 30 eval '[ "$(field job-slow "{.status.phase}/{.status.run.exitCode}")" = Failed/124 ]'
+check "  with its output so far" eq "$(field job-slow '{.status.run.stdout}')" "partial"
+check "  and the reason in stderr" contains "$(field job-slow '{.status.run.stderr}')" "yao-sandbox: the command timed out after 2s (spec.run.timeout)"
+
+# The result comes from the pod, not from the controller's memory: SIGKILL the controller
+# mid-run, let the run finish while no controller runs, start a new one.
+sb job-restart one-shot 'run: {command: [sh, -c, "echo survived; echo warn >&2; exit 3"]}'
+check "one-shot for the restart runs" eventually 30 eval 'pod_running job-restart && reason_is $NS job-restart RunningCommand'
+kill_controller KILL
+kubelet_finish "$(pod_of job-restart)"
+sleep 1
+check "no controller: nothing recorded yet" eq "$(field job-restart '{.status.run.exitCode}')" ""
+start_controller "$LOG" --namespace $NS --max-running 0
+check "after SIGKILL and restart the result is recorded: Failed, exit code 3" eventually 30 eval '[ "$(field job-restart "{.status.phase}/{.status.run.exitCode}")" = Failed/3 ]'
+check "  with its stdout and stderr" eq "$(field job-restart '{.status.run.stdout}')|$(field job-restart '{.status.run.stderr}')" "survived|warn"
+check "  and its pod and claim cleaned up" eventually 30 no_owned job-restart
+
+# Deleting the Sandbox kills the run: its pod goes (owner references and the sweep).
+sb job-cancel one-shot 'run: {command: [sleep, "3600"]}'
+check "one-shot to cancel runs" eventually 30 pod_running job-cancel
+CPOD=$(pod_of job-cancel)
+kubectl -n $NS delete sandbox job-cancel --wait=false >/dev/null
+pod_gone_or_going() { ! kubectl -n $NS get pod "$1" >/dev/null 2>&1 || [ -n "$(kubectl -n $NS get pod "$1" -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null)" ]; }
+check "deleting the Sandbox deletes the run's pod" eventually 30 pod_gone_or_going "$CPOD"
 
 # --- validated last-used-at ----------------------------------------------------------------------
 # In the future beyond 10 s of skew: taken as now (the annotation is rewritten), with a

@@ -1,7 +1,8 @@
 /* tests/unit/test_lifecycle.c — the pure decision function (sandbox/lifecycle.c), rule by
  * rule of SPEC §4: name conflicts, bringing up PVC and pod, waiting states, exact
  * requeue deadlines per lifecycle, session removal, long-running stop and wake-up,
- * paused/unpaused, the running cap, pod replacement, one-shot runs and their TTL, and
+ * paused/unpaused, the running cap, pod replacement, one-shot runs (their result read from
+ * the pod: exit code, timeout, a lost pod) and their TTL, and
  * idle limits too large to multiply or add without saturating. */
 #include "check.h"
 
@@ -19,7 +20,6 @@
 #define D_POD SBX_ACT_DELETE_POD
 #define D_PVC SBX_ACT_DELETE_PVC
 #define D_SBX SBX_ACT_DELETE_SANDBOX
-#define RUN SBX_ACT_RUN
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
@@ -717,28 +717,143 @@ TEST(one_shot_fresh_and_running) {
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, A_PVC);
     CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.run.present, 0);
+
+    /* the pod is created: status.run.startedAt records it (a lost pod is then known) */
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_INT(d.run.present, 1);
+    CHECK_INT(d.run.finished, 0);
+    CHECK_INT(d.run.started_ms, T0);
 
     o = running(T0, T0 + DAY); /* never idle: no limit */
+    o.ctr.running_since_ms = T0 - 5 * SEC;
+    o.run_started_ms = T0 - 30 * SEC;
     d = decide(&s, &o);
-    CHECK_INT(d.actions, RUN);
+    CHECK_INT(d.actions, 0);   /* the run is the pod's own process: nothing to start */
     CHECK_STR(d.phase, "Running");
     CHECK_INT(d.ready, 1);
     CHECK_STR(d.reason, "RunningCommand");
     CHECK_STR(d.message, "running spec.run");
     CHECK_INT(d.requeue_after_ms, 0);
+    CHECK_INT(d.run.present, 1);
+    CHECK_INT(d.run.finished, 0);
+    CHECK_INT(d.run.started_ms, T0 - 5 * SEC);   /* the container's own start */
 
-    o.run_in_progress = 1;
-    d = decide(&s, &o);
-    CHECK_INT(d.actions, 0);
-    CHECK_STR(d.phase, "Running");
-    CHECK_STR(d.reason, "RunningCommand");
-
-    /* not ready yet: no run */
-    o.run_in_progress = 0;
+    /* not ready yet */
     o.pod_ready = 0;
     d = decide(&s, &o);
     CHECK_INT(d.actions, 0);
     CHECK_STR(d.phase, "Creating");
+}
+
+/* A one-shot pod whose container ended: the run's result, from the terminated state. */
+static struct sbx_observed one_shot_ended(const char *phase, int code, const char *message) {
+    struct sbx_observed o = running(T0, T0 + 2 * MIN);
+    o.pod_phase = phase;
+    o.pod_ready = 0;
+    o.ctr.ready = 0;
+    o.run_started_ms = T0 - 30 * SEC;
+    o.ctr.terminated = (struct sbx_termination){1, code ? "Error" : "Completed", code, T0 + MIN, T0 + 10 * SEC, message};
+    return o;
+}
+
+TEST(one_shot_result_comes_from_the_terminated_container) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = one_shot_ended("Succeeded", 0, "yao-run/1 3 0\naGkK\n.\n");
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_PVC);   /* recorded by the fenced status write first */
+    CHECK_STR(d.phase, "Succeeded");
+    CHECK_STR(d.reason, SBX_REASON_SUCCEEDED);
+    CHECK_STR(d.message, "the command exited with code 0");
+    CHECK_INT(d.run.present, 1);
+    CHECK_INT(d.run.finished, 1);
+    CHECK_INT(d.run.exit_code, 0);
+    CHECK_INT(d.run.started_ms, T0 + 10 * SEC);
+    CHECK_INT(d.run.finished_ms, T0 + MIN);
+    CHECK_STR(d.run.message, "yao-run/1 3 0\naGkK\n.\n");
+    CHECK_STR(d.run.note, "");
+    CHECK_INT(d.requeue_after_ms, T0 + MIN + 300 * SEC - (T0 + 2 * MIN));
+
+    o = one_shot_ended("Failed", 3, NULL);
+    d = decide(&s, &o);
+    CHECK_STR(d.phase, "Failed");
+    CHECK_STR(d.message, "the command exited with code 3");
+    CHECK_INT(d.run.exit_code, 3);
+
+    /* the terminated state alone is enough (restartPolicy Never), before the phase moves;
+     * and a pod being deleted that has ended still gives its result */
+    o = one_shot_ended("Running", 2, NULL);
+    o.pod = SBX_OBJ_TERMINATING;
+    d = decide(&s, &o);
+    CHECK_INT(d.run.exit_code, 2);
+    CHECK_INT(d.actions, D_PVC);
+
+    /* already recorded: status.run wins, nothing rewritten */
+    o = one_shot_ended("Succeeded", 0, NULL);
+    o.run_finished = 1;
+    o.run_exit_code = 0;
+    o.run_finished_ms = T0 + MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.run.present, 0);
+    CHECK_STR(d.phase, "Succeeded");
+}
+
+TEST(one_shot_timeout_is_124_with_a_note) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    /* activeDeadlineSeconds passed: the kubelet fails the pod, then stops the container */
+    struct sbx_observed o = running(T0, T0 + 2 * MIN);
+    o.pod_phase = "Failed";
+    o.pod_reason = "DeadlineExceeded";
+    o.run_timeout_s = 5;
+    o.ctr.running_since_ms = T0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.run.finished, 0);          /* wait for the container's message */
+    CHECK_INT(d.actions & (D_POD | D_PVC), 0);
+
+    o.ctr.running_since_ms = 0;
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + 6 * SEC, T0, "yao-run/1 0 0\n.\n"};
+    d = decide(&s, &o);
+    CHECK_INT(d.run.finished, 1);
+    CHECK_INT(d.run.exit_code, 124);
+    CHECK_STR(d.run.note, "yao-sandbox: the command timed out after 5s (spec.run.timeout)");
+    CHECK_STR(d.phase, "Failed");
+    CHECK_STR(d.message, "the command exited with code 124; the command timed out after 5s (spec.run.timeout)");
+    CHECK_INT(d.actions, D_POD | D_PVC);
+
+    /* a pod that failed without a container result (evicted before it started) */
+    o = running(T0, T0 + 2 * MIN);
+    o.pod_phase = "Failed";
+    o.pod_reason = "Evicted";
+    o.ctr.running_since_ms = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.run.exit_code, -1);
+    CHECK_STR(d.run.note, "yao-sandbox: the pod ended (Failed: Evicted) without a result from the command");
+}
+
+TEST(one_shot_pod_lost_is_recorded_never_rerun) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = fresh(T0 + 3 * SEC);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.run_started_ms = T0;   /* its pod was created at T0; the cache does not show it yet */
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.requeue_after_ms, SBX_RUN_LOST_MS - 3 * SEC);
+    CHECK_INT(d.run.present, 0);
+
+    o.now_ms = T0 + SBX_RUN_LOST_MS;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_PVC);           /* no new pod */
+    CHECK_INT(d.run.finished, 1);
+    CHECK_INT(d.run.exit_code, -1);
+    CHECK_INT(d.run.started_ms, T0);
+    CHECK_INT(d.run.finished_ms, T0 + SBX_RUN_LOST_MS);
+    CHECK_STR(d.run.note, "yao-sandbox: the run's pod went away before its result was recorded; it was not run again");
+    CHECK_STR(d.phase, "Failed");
 }
 
 TEST(one_shot_succeeded_cleans_up_and_waits_ttl) {
@@ -1193,7 +1308,7 @@ TEST(oom_killed_and_restarted_shows_in_status) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = running(T0, T0 + 10 * MIN);
     o.ctr.restart_count = 2;
-    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0 + 9 * MIN};
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0 + 9 * MIN, 0, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.phase, "Running");
     CHECK_STR(d.reason, SBX_REASON_READY);
@@ -1214,7 +1329,7 @@ TEST(oom_killed_and_restarted_shows_in_status) {
     CHECK_STR(d.last_termination.reason, "OOMKilled");
     /* a current terminated state is newer than lastState */
     o.ctr.waiting_reason = NULL;
-    o.ctr.terminated = (struct sbx_termination){1, "Error", 1, T0 + 10 * MIN};
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 1, T0 + 10 * MIN, 0, NULL};
     d = decide(&s, &o);
     CHECK_STR(d.last_termination.reason, "Error");
 }
@@ -1223,10 +1338,10 @@ TEST(last_termination_is_kept_without_a_pod_and_not_taken_from_a_deleted_one) {
     struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
     s.paused = 1;
     struct sbx_observed o = running(T0, T0 + MIN);
-    o.status_last_termination = (struct sbx_termination){1, "OOMKilled", 137, T0 - MIN};
+    o.status_last_termination = (struct sbx_termination){1, "OOMKilled", 137, T0 - MIN, 0, NULL};
     /* the pod the pause deletes ends with SIGTERM: that says nothing about the sandbox */
     o.pod = SBX_OBJ_TERMINATING;
-    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + MIN};
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + MIN, 0, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.last_termination.reason, "OOMKilled");
     CHECK_INT(d.restart_count, -1);
@@ -1246,7 +1361,7 @@ TEST(ended_pod_says_how_it_ended) {
     struct sbx_observed o = running(T0, T0 + 5 * MIN);
     o.pod_phase = "Failed";
     o.pod_ready = 0;
-    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 4 * MIN};
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 4 * MIN, 0, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, D_POD);
     CHECK_STR(d.reason, SBX_REASON_NOT_READY);
@@ -1259,7 +1374,7 @@ TEST(one_shot_oom_killed_says_so) {
     struct sbx_observed o = running(T0, T0 + 70 * SEC);
     o.pod_phase = "Failed";
     o.pod_ready = 0;
-    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 60 * SEC};
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 60 * SEC, 0, NULL};
     o.run_finished = 1;
     o.run_exit_code = 137;
     o.run_finished_ms = T0 + 60 * SEC;
@@ -1287,7 +1402,7 @@ TEST(foreign_pod_status_is_not_reported) {
     o.pod = SBX_OBJ_FOREIGN;
     o.ctr.restart_count = 5;
     o.ctr.waiting_reason = "CrashLoopBackOff";
-    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0};
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0, 0, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.reason, SBX_REASON_CONFLICT);
     CHECK_INT(d.restart_count, -1);
@@ -1413,7 +1528,6 @@ TEST(stopped_sandboxes_observe_their_generation_and_one_shot_pods_are_not_replac
     o = running(T0 - MIN, T0);
     o.pod_template_outdated = 1;
     o.generation = 2;
-    o.run_in_progress = 1;
     lifecycle_decide(&j, &o, &d);
     CHECK_INT(d.actions & D_POD, 0);
     CHECK_STR(d.reason, SBX_REASON_RUNNING_COMMAND);

@@ -10,6 +10,7 @@
 
 #include "kube/kjson.h"
 #include "sandbox/lifecycle.h"
+#include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
 
 /* 2026-11-29T10:00:00Z */
@@ -47,20 +48,23 @@ static cJSON *load_fixture(const char *rel) {
 
 static const char *const fixtures[] = {
     "pod/image-pull-backoff.json", "pod/oom-crashloop.json", "pod/unschedulable.json",
-    "pod/ready-restarted.json",
+    "pod/ready-restarted.json", "pod/oneshot-timed-out.json",
 };
 
 /* Same string (both NULL counts as the same). */
 static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
-static int same_term(const struct sbx_termination *a, const struct sbx_termination *b) {
+/* full: also startedAt and the message (kept for the current termination only). */
+static int same_term(const struct sbx_termination *a, const struct sbx_termination *b, int full) {
     return a->present == b->present && same_str(a->reason, b->reason) && a->exit_code == b->exit_code &&
-           a->finished_ms == b->finished_ms;
+           a->finished_ms == b->finished_ms &&
+           (!full || (a->started_ms == b->started_ms && same_str(a->message, b->message)));
 }
 
 /* Every pod observation of a and b agrees. */
 static int same_observation(const struct sbx_observed *a, const struct sbx_observed *b) {
-    return same_str(a->pod_phase, b->pod_phase) && a->pod_ready == b->pod_ready &&
+    return same_str(a->pod_phase, b->pod_phase) && same_str(a->pod_reason, b->pod_reason) &&
+           a->run_timeout_s == b->run_timeout_s && a->pod_ready == b->pod_ready &&
            a->pod_ready_since_ms == b->pod_ready_since_ms && a->pod_started_ms == b->pod_started_ms &&
            same_str(a->pod_unscheduled_reason, b->pod_unscheduled_reason) &&
            same_str(a->pod_unscheduled_message, b->pod_unscheduled_message) &&
@@ -68,8 +72,8 @@ static int same_observation(const struct sbx_observed *a, const struct sbx_obser
            a->ctr.restart_count == b->ctr.restart_count &&
            same_str(a->ctr.waiting_reason, b->ctr.waiting_reason) &&
            same_str(a->ctr.waiting_message, b->ctr.waiting_message) &&
-           a->ctr.running_since_ms == b->ctr.running_since_ms && same_term(&a->ctr.terminated, &b->ctr.terminated) &&
-           same_term(&a->ctr.last, &b->ctr.last);
+           a->ctr.running_since_ms == b->ctr.running_since_ms && same_term(&a->ctr.terminated, &b->ctr.terminated, 1) &&
+           same_term(&a->ctr.last, &b->ctr.last, 0);
 }
 
 /* The keys of obj, comma-separated, in order. */
@@ -315,20 +319,59 @@ TEST(ready_pod_after_an_oom_restart) {
     cJSON_Delete(pod);
 }
 
+TEST(one_shot_pod_keeps_its_result_in_the_cache) {
+    char keys[512];
+    cJSON *pod = load_fixture("pod/oneshot-timed-out.json");
+    if (!pod) return;
+    sbx_pod_shrink(pod);
+    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName,activeDeadlineSeconds");
+    const cJSON *c = cJSON_GetArrayItem(kj_path(pod, "status.containerStatuses"), 0);
+    CHECK_STR(keys_of(kj_path(c, "state.terminated"), keys, sizeof(keys)), "reason,exitCode,finishedAt,startedAt,message");
+    struct sbx_observed o;
+    memset(&o, 0, sizeof(o));
+    sbx_pod_observe(pod, &o);
+    CHECK_STR(o.pod_phase, "Failed");
+    CHECK_STR(o.pod_reason, "DeadlineExceeded");
+    CHECK_INT(o.run_timeout_s, 5);
+    CHECK_INT(o.ctr.terminated.exit_code, 143);
+    CHECK_INT(o.ctr.terminated.started_ms, T0 + 2 * SEC);
+    CHECK_INT(o.ctr.terminated.finished_ms, T0 + 7 * SEC);
+    CHECK_STR(o.ctr.terminated.message, "yao-run/1 3 0\naGkK\n.\n");
+    /* decided as a one-shot: 124, the tails, the note */
+    struct sbx_spec s;
+    memset(&s, 0, sizeof(s));
+    s.lifecycle = SBX_ONE_SHOT;
+    s.ttl_after_finished_s = 300;
+    o.now_ms = T0 + 8 * SEC;
+    o.admitted = 1;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pod = SBX_OBJ_PRESENT;
+    struct sbx_decision d;
+    lifecycle_decide(&s, &o, &d);
+    CHECK_INT(d.run.exit_code, 124);
+    CHECK_STR(d.phase, "Failed");
+    struct sbx_run_output out;
+    CHECK_INT(sbx_run_output_parse(d.run.message, d.run.note, &out), 0);
+    CHECK_STR(out.out, "hi\n");
+    CHECK_STR(out.err, "yao-sandbox: the command timed out after 5s (spec.run.timeout)\n");
+    sbx_run_output_free(&out);
+    cJSON_Delete(pod);
+}
+
 /* ---- status.lastTermination ------------------------------------------------------------- */
 
 TEST(termination_json_round_trip) {
-    struct sbx_termination t = {1, "OOMKilled", 137, T0 + 5 * SEC}, back;
+    struct sbx_termination t = {1, "OOMKilled", 137, T0 + 5 * SEC, 0, NULL}, back;
     cJSON *j = sbx_termination_json(&t);
     CHECK(j != NULL);
     char *text = cJSON_PrintUnformatted(j);
     CHECK_STR(text, "{\"reason\":\"OOMKilled\",\"exitCode\":137,\"finishedAt\":\"2026-11-29T10:00:05Z\"}");
     free(text);
     sbx_termination_read(j, &back);
-    CHECK(same_term(&t, &back));
+    CHECK(same_term(&t, &back, 1));
     cJSON_Delete(j);
     /* no reason, no time */
-    t = (struct sbx_termination){1, NULL, 1, 0};
+    t = (struct sbx_termination){1, NULL, 1, 0, 0, NULL};
     j = sbx_termination_json(&t);
     text = cJSON_PrintUnformatted(j);
     CHECK_STR(text, "{\"exitCode\":1}");

@@ -4,6 +4,8 @@
  * to this file). */
 #include "check.h"
 
+#include "sandbox/oneshot.h"
+
 #include <stdarg.h>
 
 #include "sandbox/naming.h"
@@ -1074,12 +1076,60 @@ TEST(pod_one_shot_never_restarts) {
         const cJSON *c = JAT(b.pod, "spec", "containers", "#0");
         CHECK_STR(JSTR(b.pod, "spec", "restartPolicy"), "Never");
         CHECK_STR(JSTR(b.pod, "metadata", "labels", "sandbox.yaoapps.com/lifecycle"), "one-shot");
-        /* spec.run is exec'd by the controller; the main process idles */
-        CHECK_STR(JSTR(c, "command", "#2"), SBX_IDLE_SCRIPT);
+        /* spec.run is the main process, through the wrapper (oneshot.h), argv exact */
+        CHECK_INT(JSIZE(c, "command"), 6);
+        CHECK_STR(JSTR(c, "command", "#0"), "/bin/sh");
+        CHECK_STR(JSTR(c, "command", "#1"), "-c");
+        CHECK_STR(JSTR(c, "command", "#2"), SBX_RUN_SCRIPT);
+        CHECK_STR(JSTR(c, "command", "#3"), "yao-run");
+        CHECK_STR(JSTR(c, "command", "#4"), "python3");
+        CHECK_STR(JSTR(c, "command", "#5"), "main.py");
+        CHECK(JAT(c, "args") == NULL && JAT(c, "workingDir") == NULL);
+        CHECK_STR(JSTR(c, "terminationMessagePolicy"), "FallbackToLogsOnError");
+        CHECK_STR(JSTR(c, "terminationMessagePath"), "/dev/termination-log");
+        /* run.timeout defaults to 10 min: the kubelet's deadline */
+        CHECK_INT(cJSON_GetNumberValue(JAT(b.pod, "spec", "activeDeadlineSeconds")), 600);
         CHECK_STR(JSTR(c, "resources", "limits", "memory"), "2Gi");
         CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
     }
     built_free(&b);
+}
+
+TEST(pod_one_shot_run_options) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "n", NULL, "uid-1" };
+    cJSON *pod;
+    const cJSON *c;
+
+    /* workingDir and env go to the container; the timeout rounds up to whole seconds;
+     * spec.command is not the main process of a one-shot */
+    CHECK_INT(parse_text("{" U ",\"lifecycle\":\"one-shot\",\"command\":[\"ignored\"],\"env\":[{\"name\":\"A\",\"value\":\"1\"}],"
+                         "\"run\":{\"command\":[\"make\",\"a b\"],\"workingDir\":\"/workspace/src\","
+                         "\"env\":[{\"name\":\"A\",\"value\":\"2\"},{\"name\":\"B\"}],\"timeout\":\"1500ms\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    c = JAT(pod, "spec", "containers", "#0");
+    CHECK_INT(JSIZE(c, "command"), 6);
+    CHECK_STR(JSTR(c, "command", "#5"), "a b");
+    CHECK_STR(JSTR(c, "workingDir"), "/workspace/src");
+    CHECK_INT(JSIZE(c, "env"), 6);   /* the three YAO_*, spec.env's A, then run.env's A and B */
+    CHECK_STR(JSTR(c, "env", "#3", "value"), "1");
+    CHECK_STR(JSTR(c, "env", "#4", "name"), "A");
+    CHECK_STR(JSTR(c, "env", "#4", "value"), "2");
+    CHECK_STR(JSTR(c, "env", "#5", "value"), "");
+    CHECK_INT(cJSON_GetNumberValue(JAT(pod, "spec", "activeDeadlineSeconds")), 2);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+
+    /* no timeout: no deadline */
+    CHECK_INT(parse_text("{" U ",\"lifecycle\":\"one-shot\",\"run\":{\"command\":[\"true\"],\"timeout\":\"0\"}}",
+                         NULL, &s, err, sizeof err), 0);
+    pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK(JAT(pod, "spec", "activeDeadlineSeconds") == NULL);
+    CHECK(JAT(pod, "spec", "containers", "#0", "workingDir") == NULL);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
 }
 
 TEST(pod_command_args_variants) {

@@ -87,11 +87,6 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [patch]
-# one-shot runs: the WebSocket upgrade is a GET (audited as get), and since 1.30 the
-# authorizer also requires create on pods/exec for it
-- apiGroups: [""]
-  resources: [pods/exec]
-  verbs: [create, get]
 # the binding mode of a workspace claim's StorageClass (informer): a pod on a
 # WaitForFirstConsumer class is created at once, not after its claim is bound. (A Role of a
 # namespaced install cannot grant this cluster-scoped read; without it classes count as
