@@ -143,5 +143,24 @@ sandbox job one-shot 1h 'run: {command: ["sh", "-c", "echo out-$(id -u); echo er
 check "a one-shot run on a real container ends Failed" eventually 90 phase_is $NS job Failed
 check "  with its exit code" eq "$(field job .status.run.exitCode)" 3
 check "  and its stdout" contains "$(field job .status.run.stdout)" "out-1000"
+check "  and its stderr, apart" eq "$(field job .status.run.stderr)" "err"
+sandbox slow one-shot 1h 'run: {command: ["sh", "-c", "echo partial; sleep 600"], timeout: 5s}'
+check "a one-shot past run.timeout is stopped by the kubelet: Failed, exit code 124" eventually 120 eval '[ "$(field slow .status.phase)/$(field slow .status.run.exitCode)" = Failed/124 ]'
+check "  with the output so far" eq "$(field slow .status.run.stdout)" "partial"
+check "  and the reason" contains "$(field slow .status.run.stderr)" "timed out after 5s"
+sandbox survivor one-shot 1h 'run: {command: ["sh", "-c", "sleep 8; echo survived; exit 4"]}'
+check "a one-shot is running" eventually 90 reason_is $NS survivor RunningCommand
+kill_controller KILL
+sleep 12
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+check "after a SIGKILL mid-run the result is still recorded: exit 4" eventually 60 eval '[ "$(field survivor .status.run.exitCode)" = 4 ]'
+check "  with its output" eq "$(field survivor .status.run.stdout)" "survived"
+sandbox cancel one-shot 1h 'run: {command: ["sleep", "3599"]}'
+check "a long one-shot runs" eventually 90 reason_is $NS cancel RunningCommand
+CPOD=$(field cancel .status.podName)
+check "  as a process on the node" eventually 20 pgrep -x -f 'sleep 3599'
+kubectl -n $NS delete sandbox cancel --wait=false >/dev/null
+check "deleting its Sandbox kills the run" eventually 60 eval '! kubectl -n $NS get pod "$CPOD" >/dev/null 2>&1'
+check "  and no process of it is left on the node" eventually 30 sh -c "! pgrep -x -f 'sleep 3599'"
 
 finish
