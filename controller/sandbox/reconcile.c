@@ -415,6 +415,21 @@ static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
     return kj_str(obj, "metadata.deletionTimestamp") ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
 }
 
+/* Controlled by an earlier Sandbox of this very name (deleted, then created again before
+ * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
+ * owner is gone for sure. */
+static int predecessor_owned(const cJSON *obj, const char *sandbox, const char *uid) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        if (!kj_bool(r, "controller", 0)) continue;
+        const char *api = kj_str(r, "apiVersion"), *kind = kj_str(r, "kind");
+        const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
+        return api && !strncmp(api, SBX_GROUP "/", strlen(SBX_GROUP "/")) && kind && !strcmp(kind, "Sandbox") &&
+               rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
+    }
+    return 0;
+}
+
 /* Timestamp at path, or 0. */
 int64_t sbx_time_at(const cJSON *obj, const char *path) {
     int64_t ms;
@@ -550,6 +565,22 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
     o.pvc_age_ms = pvc ? now - sbx_time_at(pvc, "metadata.creationTimestamp") : 0;
     o.pod = classify(pod, uid);
+    /* What a deleted predecessor of this name left is removed now (uid precondition),
+     * not after the garbage collector's discovery resync (30 s for a new CRD): a
+     * Sandbox deleted and created again does not wait for it. */
+    const cJSON *left[2] = {pod, pvc};
+    enum sbx_object_state *state[2] = {&o.pod, &o.pvc};
+    static const char *const left_res[2] = {"pods", "persistentvolumeclaims"};
+    for (int i = 0; i < 2; i++) {
+        if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], name, uid)) continue;
+        const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
+        if (!lname || !luid) continue;
+        if (!kj_str(left[i], "metadata.deletionTimestamp")) {
+            if (sbx_delete_owned(ctl, ns, left_res[i], lname, luid, err, errlen) < 0) goto out;
+            LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", key, left_res[i], lname);
+        }
+        *state[i] = SBX_OBJ_TERMINATING;
+    }
     sbx_pod_observe(pod, &o);
     o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
     if (o.pvc == SBX_OBJ_PRESENT) {
