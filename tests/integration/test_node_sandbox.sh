@@ -9,7 +9,8 @@
 # Defects the real node showed (each check fails without its fix): the idle clock starts at
 # first Ready (an image that cannot be pulled is not removed as Idle), pull and scheduling
 # failures are named in status, the default image starts from the node's store, default
-# sandboxes are sized so several fit on a 2-CPU node.
+# sandboxes are sized so several fit on a 2-CPU node; a WaitForFirstConsumer class works (the
+# claim is provisioned for and pinned to the node the pod was scheduled to).
 . "$(dirname "$0")/lib.sh"
 use_real_node
 NS=yao-node-it
@@ -62,6 +63,27 @@ kubectl -n $NS patch sandbox core --type merge -p '{"spec":{"paused":false}}' >/
 check "resumed: Running again" eventually 60 phase_is $NS core Running
 check "  and the workspace file survived pause -> resume" eq "$(sx core -- cat /workspace/keep.txt)" keep-me
 
+
+# --- a WaitForFirstConsumer class, as on most managed clusters --------------------------------
+# The claim binds only after the scheduler placed the pod, so the pod is created at once
+# (no wait for Bound); the volume is provisioned for the real node and pinned to it.
+t0=$(now_ms)
+sandbox late persistent 1h "workspace: {size: 1Gi, storageClassName: yao-test-wffc}"
+check "a sandbox on the WaitForFirstConsumer class runs on the real node" eventually 90 phase_is $NS late Running
+echo "    create -> Running on the real node, WaitForFirstConsumer: $(($(now_ms) - t0)) ms"
+LPOD=$(field late .status.podName)
+LPV=$(kubectl -n $NS get pvc "$(field late .status.workspaceClaim)" -o jsonpath='{.spec.volumeName}')
+check "  its claim was provisioned for the node the scheduler chose" eq \
+    "$(kubectl -n $NS get pvc "$(field late .status.workspaceClaim)" -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}')" "$REAL_NODE"
+check "  and the volume is pinned to that node" eq \
+    "$(kubectl get pv "$LPV" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')" "$REAL_NODE"
+check "  the workspace is writable" eq "$(sx late -- sh -c 'echo late-file > /workspace/w.txt && cat /workspace/w.txt')" late-file
+luid=$(kubectl -n $NS get pod "$LPOD" -o jsonpath='{.metadata.uid}')
+kubectl -n $NS delete pod "$LPOD" --wait=false >/dev/null
+late_back() { local u; u=$(kubectl -n $NS get pod "$LPOD" -o jsonpath='{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$luid" ] && phase_is $NS late Running; }
+check "  a deleted pod comes back on the same volume" eventually 60 late_back
+check "  with the file" eq "$(sx late -- cat /workspace/w.txt)" late-file
+kubectl -n $NS delete sandbox late --wait=false >/dev/null
 # --- inside the container: identity and confinement -----------------------------------------
 inside=$(sx core -- sh -c 'id -u; id -g;
     [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ] && echo token || echo no-token;
