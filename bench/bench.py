@@ -1109,6 +1109,11 @@ def targets(res, e):
     return out
 
 
+def use_storage_class(name):
+    global STORAGE_CLASS
+    STORAGE_CLASS = name
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--server", required=True)
@@ -1143,11 +1148,15 @@ def main():
     ap.add_argument("--perf-callgraph", default="fp", help="perf --call-graph mode (fp, dwarf)")
     ap.add_argument("--floor-after-bound", action="store_true",
                     help="diagnosis: the floor creates each pod only once its claim is Bound")
+    ap.add_argument("--storage-class", default=STORAGE_CLASS,
+                    help="StorageClass of every workspace claim (yao-test: Immediate; yao-test-wffc: "
+                         "WaitForFirstConsumer, as on most managed clusters)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--machine", default="{}")
     ap.add_argument("--command", default="")
     args = ap.parse_args()
+    use_storage_class(args.storage_class)
     with open(args.token_file) as f:
         api = Api(args.server, f.read().strip(), args.ca)
     os.makedirs(args.workdir, exist_ok=True)

@@ -31,3 +31,14 @@ cached_bin() {
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# manifest_args SRC — `-f FILE` arguments for kubectl apply: the CRDs and every plain
+# manifest but the controller's Deployment (the demo and the suites run the controller they
+# built on the host; an in-cluster one watching every namespace would fight it).
+manifest_args() {
+    local f
+    printf -- '-f\n%s\n' "$1/crd/"
+    for f in "$1"/manifests/*.yaml; do
+        case $f in */30-deployment.yaml) ;; *) printf -- '-f\n%s\n' "$f" ;; esac
+    done
+}

@@ -69,11 +69,9 @@ fresh_namespace() {
 # really run. A Deployment left by an earlier install is removed. (The in-cluster
 # controller is tested on its own: test_node_incluster.sh, test_helm.sh.)
 install_manifests() {
-    local files=() f
-    for f in "$SRC_DIR"/manifests/*.yaml; do
-        case $f in */30-deployment.yaml) ;; *) files+=(-f "$f") ;; esac
-    done
-    kubectl apply -f "$SRC_DIR/crd/" "${files[@]}" >/dev/null &&
+    local args
+    mapfile -t args < <(manifest_args "$SRC_DIR")
+    kubectl apply "${args[@]}" >/dev/null &&
         kubectl -n yao-sandbox-system delete deployment yao-sandbox-controller --ignore-not-found --wait=false >/dev/null &&
         kubectl wait --for=condition=Established crd/sandboxes.sandbox.yaoapps.com --timeout=30s >/dev/null
 }
