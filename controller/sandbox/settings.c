@@ -29,6 +29,12 @@ static const char usage[] =
     "  --cpu-request QTY        default cpu request, capped at the limit (YAO_SANDBOX_CPU_REQUEST; 100m)\n"
     "  --workspace-size QTY     default workspace size (YAO_SANDBOX_WORKSPACE_SIZE; 10Gi)\n"
     "  --storage-class NAME     default workspace storage class (YAO_SANDBOX_STORAGE_CLASS)\n"
+    "  --sandbox-run-as-user N|auto\n"
+    "                           uid, gid and fsGroup of sandbox pods; auto = set none and let\n"
+    "                           the platform choose (OpenShift SCCs) (YAO_SANDBOX_RUN_AS_USER; 1000)\n"
+    "  --sandbox-image-pull-secret NAME\n"
+    "                           imagePullSecrets of sandbox pods; repeatable\n"
+    "                           (YAO_SANDBOX_IMAGE_PULL_SECRETS, comma-separated; none)\n"
     "  --workers N              reconcile workers (YAO_SANDBOX_WORKERS; 4)\n"
     "  --resync DUR             safety-net requeue of every Sandbox (YAO_SANDBOX_RESYNC; 10m; 0 = off)\n"
     "  --metrics-addr HOST:PORT serve /healthz /readyz /metrics (YAO_SANDBOX_METRICS_ADDR; default off)\n"
@@ -104,6 +110,34 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         if (qty_parse_memory(val, &v) < 0 || v < (1 << 20)) BAD("not a storage quantity of at least 1Mi");
         d->workspace_bytes = v;
     } else if (!strcmp(name, "storage-class")) d->storage_class = *val ? val : NULL;
+    else if (!strcmp(name, "sandbox-run-as-user")) {
+        if (!strcmp(val, "auto")) d->run_as_user = SBX_RUN_AS_AUTO;
+        else {
+            int n = parse_int(val, 2147483647);
+            if (n < 1) BAD("not a uid (1-2147483647) or auto");
+            d->run_as_user = n;
+        }
+    } else if (!strcmp(name, "sandbox-image-pull-secret")) {
+        if (strncmp(src, "--", 2) != 0) {
+            /* a comma-separated list: copied, then split in place */
+            size_t n = strlen(val);
+            if (n >= sizeof(o->pull_secrets_env)) BAD("list too long");
+            memcpy(o->pull_secrets_env, val, n + 1);
+            d->npull_secrets = 0;
+            for (char *p = o->pull_secrets_env, *next; p; p = next) {
+                next = strchr(p, ',');
+                if (next) *next++ = 0;
+                if (!*p) continue;
+                if (d->npull_secrets == SBX_PULL_SECRETS_MAX) BAD("more than 16 pull secrets in");
+                d->pull_secrets[d->npull_secrets++] = p;
+            }
+        } else {
+            if (!o->pull_secrets_from_flag) d->npull_secrets = 0;
+            o->pull_secrets_from_flag = 1;
+            if (d->npull_secrets == SBX_PULL_SECRETS_MAX) BAD("more than 16 pull secrets, at");
+            d->pull_secrets[d->npull_secrets++] = val;
+        }
+    }
     else if (!strcmp(name, "workers")) {
         int n = parse_int(val, 256);
         if (n < 1) BAD("not a worker count (1-256)");
@@ -130,7 +164,8 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
 #undef BAD
     if (!strcmp(name, "image") || !strcmp(name, "idle-timeout") || !strcmp(name, "memory") ||
         !strcmp(name, "cpu") || !strcmp(name, "memory-request") || !strcmp(name, "cpu-request") ||
-        !strcmp(name, "workspace-size") || !strcmp(name, "storage-class"))
+        !strcmp(name, "workspace-size") || !strcmp(name, "storage-class") ||
+        !strcmp(name, "sandbox-run-as-user") || !strcmp(name, "sandbox-image-pull-secret"))
         return check_defaults(o, src, val, err, errlen);
     return 0;
 }
@@ -168,6 +203,9 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
     {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
     {"YAO_SANDBOX_LOG_LEVEL", "log-level"},
+    {"YAO_SANDBOX_RUN_AS_USER", "sandbox-run-as-user"},
+    /* comma-separated: apply() splits it (the flag is repeated instead) */
+    {"YAO_SANDBOX_IMAGE_PULL_SECRETS", "sandbox-image-pull-secret"},
 };
 
 int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_settings *o,

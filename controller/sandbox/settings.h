@@ -20,6 +20,10 @@ struct sbx_settings {
     /* Requests given explicitly (flag or variable): one above its limit is an error at
      * startup; the built-in request is instead capped at each Sandbox's limit. */
     int memory_request_set, cpu_request_set;
+    /* YAO_SANDBOX_IMAGE_PULL_SECRETS, split at commas (the names point into it); the
+     * first --sandbox-image-pull-secret replaces what the variable gave. */
+    char pull_secrets_env[1024];
+    int pull_secrets_from_flag;
 };
 
 typedef const char *(*sbx_getenv_fn)(const char *name);

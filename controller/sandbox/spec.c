@@ -52,7 +52,6 @@
 #ifndef YAO_VERSION
 #error "YAO_VERSION (the project version) must be defined by the build; see CMakeLists.txt"
 #endif
-#define SBX_RUN_AS 1000                     /* uid, gid and fsGroup of the sandbox */
 #define SBX_GRACE_SECONDS 10
 #define SBX_VOLUME_NAME "workspace"
 
@@ -580,6 +579,16 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
 
     if (sbx_parse_resources(c, spec, s)) return -1;
     s->pull_policy = c->d->pull_policy;
+    s->run_as_user = c->d->run_as_user;
+    if (s->run_as_user != SBX_RUN_AS_AUTO && (s->run_as_user < 1 || s->run_as_user > INT32_MAX))
+        return sbx_fail(c, "sandbox run-as user: must be between 1 and 2147483647, or auto");
+    for (size_t i = 0; i < c->d->npull_secrets; i++) {
+        if (!sbx_is_dns_subdomain(c->d->pull_secrets[i]))
+            return sbx_fail(c, "sandbox image pull secret %s: not a Secret name (lower-case "
+                            "DNS-1123 subdomain)", sbx_quote(c->d->pull_secrets[i], q, sizeof q));
+    }
+    s->pull_secrets = c->d->npull_secrets ? c->d->pull_secrets : NULL;
+    s->npull_secrets = c->d->npull_secrets;
 
     if (sbx_parse_workspace(c, spec, s)) return -1;
 
@@ -612,6 +621,8 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->pull_policy = SBX_PULL_IF_NOT_PRESENT;
     d->workspace_bytes = INT64_C(10) << 30;
     d->storage_class = NULL;
+    d->run_as_user = SBX_RUN_AS_DEFAULT;
+    d->npull_secrets = 0;
 }
 
 static const char *const sbx_lifecycle_names[] = {
@@ -957,11 +968,15 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
         goto err;
 
     sc = cJSON_AddObjectToObject(spec, "securityContext");
-    if (!cJSON_AddTrueToObject(sc, "runAsNonRoot") ||
-        !cJSON_AddNumberToObject(sc, "runAsUser", SBX_RUN_AS) ||
-        !cJSON_AddNumberToObject(sc, "runAsGroup", SBX_RUN_AS) ||
-        !cJSON_AddNumberToObject(sc, "fsGroup", SBX_RUN_AS) ||
-        /* chown the workspace once, not on every start of a big volume */
+    if (!cJSON_AddTrueToObject(sc, "runAsNonRoot")) goto err;
+    /* SBX_RUN_AS_AUTO: the platform assigns uid, gid and fsGroup (an OpenShift SCC takes
+     * them from the namespace's range and refuses pods that name others). */
+    if (s->run_as_user != SBX_RUN_AS_AUTO &&
+        (!cJSON_AddNumberToObject(sc, "runAsUser", (double)s->run_as_user) ||
+         !cJSON_AddNumberToObject(sc, "runAsGroup", (double)s->run_as_user) ||
+         !cJSON_AddNumberToObject(sc, "fsGroup", (double)s->run_as_user)))
+        goto err;
+    if (/* chown the workspace once, not on every start of a big volume */
         !cJSON_AddStringToObject(sc, "fsGroupChangePolicy", "OnRootMismatch") ||
         !cJSON_AddStringToObject(cJSON_AddObjectToObject(sc, "seccompProfile"), "type",
                                  "RuntimeDefault"))
@@ -974,6 +989,19 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
         goto err;
     }
     if (sbx_build_container(ctr, o, s)) goto err;
+
+    if (s->npull_secrets) {
+        cJSON *ps = cJSON_AddArrayToObject(spec, "imagePullSecrets");
+        if (!ps) goto err;
+        for (size_t i = 0; i < s->npull_secrets; i++) {
+            cJSON *ref = cJSON_CreateObject();
+            if (!ref || !cJSON_AddItemToArray(ps, ref)) {
+                cJSON_Delete(ref);
+                goto err;
+            }
+            if (!cJSON_AddStringToObject(ref, "name", s->pull_secrets[i])) goto err;
+        }
+    }
 
     vols = cJSON_AddArrayToObject(spec, "volumes");
     vol = cJSON_CreateObject();

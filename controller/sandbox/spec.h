@@ -74,9 +74,19 @@ struct sbx_spec {
     char *mount_path;          /* default /workspace */
     struct sbx_run run;
     int64_t ttl_after_finished_s;
+    /* Controller-wide, from the defaults: the pod's uid/gid/fsGroup (SBX_RUN_AS_AUTO =
+     * none set) and imagePullSecrets (names not owned: they point into the defaults). */
+    int64_t run_as_user;
+    const char *const *pull_secrets; size_t npull_secrets;
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
+/* --sandbox-run-as-user auto: no runAsUser/runAsGroup/fsGroup in the pod, the platform
+ * (e.g. OpenShift's restricted-v2 SCC) assigns them. */
+#define SBX_RUN_AS_AUTO (-1)
+#define SBX_RUN_AS_DEFAULT 1000      /* uid, gid and fsGroup of a sandbox pod by default */
+#define SBX_PULL_SECRETS_MAX 16      /* --sandbox-image-pull-secret, at most this many */
+
 struct sbx_defaults {
     const char *image;             /* YAO_SANDBOX_IMAGE */
     int64_t idle_timeout_ms;       /* YAO_SANDBOX_IDLE_TIMEOUT, 30 min */
@@ -87,6 +97,10 @@ struct sbx_defaults {
     enum sbx_pull_policy pull_policy; /* YAO_SANDBOX_IMAGE_PULL_POLICY, IfNotPresent */
     int64_t workspace_bytes;       /* 10 GiB */
     const char *storage_class;     /* NULL = cluster default */
+    int64_t run_as_user;           /* YAO_SANDBOX_RUN_AS_USER: uid = gid = fsGroup, 1000;
+                                      SBX_RUN_AS_AUTO = the platform chooses */
+    const char *pull_secrets[SBX_PULL_SECRETS_MAX]; /* YAO_SANDBOX_IMAGE_PULL_SECRETS: */
+    size_t npull_secrets;          /* imagePullSecrets of sandbox pods, none by default */
 };
 
 /* The idle main process used when the spec gives neither command nor args. */
@@ -147,9 +161,11 @@ cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
  * (/bin/sh -c SBX_IDLE_SCRIPT), so any image with a POSIX sh can be exec'd into; env
  * YAO_SANDBOX_NAME / YAO_USER_ID / YAO_CHAT_ID then spec.env; imagePullPolicy from the
  * controller; limits = memory/cpu, requests = memory_request/cpu_request; the workspace PVC mounted at mountPath; restricted-PSS hardening
- * (runAsNonRoot, runAsUser/runAsGroup/fsGroup 1000, allowPrivilegeEscalation false,
+ * (runAsNonRoot, runAsUser/runAsGroup/fsGroup = s->run_as_user (1000 by default; none
+ * with SBX_RUN_AS_AUTO), allowPrivilegeEscalation false,
  * capabilities drop ALL, seccompProfile RuntimeDefault); automountServiceAccountToken
  * false; enableServiceLinks false; restartPolicy Always (Never for one-shot);
+ * imagePullSecrets from s->pull_secrets when there are any;
  * labels/annotations/ownerReference as for the PVC, plus SBX_ANN_TEMPLATE_HASH: the first
  * 16 hex digits of the SHA-256 of the pod's spec as JSON (image, command, env, resources,
  * mount path, ...: anything that reaches the pod), so a spec change is seen on the pod.

@@ -578,3 +578,66 @@ TEST(defaults_no_sandbox_could_use_are_rejected) {
     CHECK_INT(parse_with(env, &o, NULL), -1);
     CHECK(err_has("YAO_SANDBOX_MEMORY", NULL));
 }
+
+/* ---- sandbox pod identity and pull secrets -------------------------------------------- */
+
+TEST(sandbox_run_as_user) {
+    struct sbx_settings o;
+    CHECK_INT(parse_with(NULL, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.run_as_user, 1000);
+    CHECK_INT(parse_with(NULL, &o, "--sandbox-run-as-user=auto", NULL), 0);
+    CHECK_INT(o.controller.defaults.run_as_user, SBX_RUN_AS_AUTO);
+    CHECK_INT(parse_with(NULL, &o, "--sandbox-run-as-user", "1000680000", NULL), 0);
+    CHECK_INT(o.controller.defaults.run_as_user, 1000680000);
+    CHECK_INT(minimal_spec_ok(&o), 0);
+    static const char *const env[] = {"YAO_SANDBOX_RUN_AS_USER", "auto", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.run_as_user, SBX_RUN_AS_AUTO);
+    CHECK_INT(minimal_spec_ok(&o), 0);
+    CHECK_INT(parse_with(env, &o, "--sandbox-run-as-user=2000", NULL), 0);   /* flag wins */
+    CHECK_INT(o.controller.defaults.run_as_user, 2000);
+    static const char *const bad[] = {"0", "-1", "root", "", "2147483648", "12x", "AUTO"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--sandbox-run-as-user=%s", bad[i]);
+        CHECK_INT(parse_with(NULL, &o, flag, NULL), -1);
+        CHECK(err_has("--sandbox-run-as-user", "or auto", NULL));
+    }
+    static const char *const bad_env[] = {"YAO_SANDBOX_RUN_AS_USER", "0", NULL};
+    CHECK_INT(parse_with(bad_env, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_RUN_AS_USER", NULL));
+}
+
+TEST(sandbox_image_pull_secrets) {
+    struct sbx_settings o;
+    const struct sbx_defaults *d = &o.controller.defaults;
+    CHECK_INT(parse_with(NULL, &o, NULL), 0);
+    CHECK_INT(d->npull_secrets, 0);
+    CHECK_INT(parse_with(NULL, &o, "--sandbox-image-pull-secret=regcred", "--sandbox-image-pull-secret",
+                         "mirror", NULL), 0);
+    CHECK_INT(d->npull_secrets, 2);
+    CHECK_STR(d->pull_secrets[0], "regcred");
+    CHECK_STR(d->pull_secrets[1], "mirror");
+    CHECK_INT(minimal_spec_ok(&o), 0);
+    static const char *const env[] = {"YAO_SANDBOX_IMAGE_PULL_SECRETS", "a,,b.c,", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(d->npull_secrets, 2);
+    CHECK_STR(d->pull_secrets[0], "a");
+    CHECK_STR(d->pull_secrets[1], "b.c");
+    /* flags replace the variable's list, they do not add to it */
+    CHECK_INT(parse_with(env, &o, "--sandbox-image-pull-secret=x", NULL), 0);
+    CHECK_INT(d->npull_secrets, 1);
+    CHECK_STR(d->pull_secrets[0], "x");
+    CHECK_INT(parse_with(NULL, &o, "--sandbox-image-pull-secret=Bad_Name", NULL), -1);
+    CHECK(err_has("--sandbox-image-pull-secret", "Bad_Name", NULL));
+    static const char *const bad_env[] = {"YAO_SANDBOX_IMAGE_PULL_SECRETS", "ok,NOT-OK", NULL};
+    CHECK_INT(parse_with(bad_env, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_IMAGE_PULL_SECRETS", "NOT-OK", NULL));
+    static const char *const many[] = {"YAO_SANDBOX_IMAGE_PULL_SECRETS",
+                                       "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", NULL};
+    CHECK_INT(parse_with(many, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_IMAGE_PULL_SECRETS", "more than 16", NULL));
+    const char *const usage = sbx_settings_usage();
+    CHECK(strstr(usage, "--sandbox-run-as-user") && strstr(usage, "YAO_SANDBOX_RUN_AS_USER"));
+    CHECK(strstr(usage, "--sandbox-image-pull-secret") && strstr(usage, "YAO_SANDBOX_IMAGE_PULL_SECRETS"));
+}

@@ -1338,3 +1338,91 @@ TEST(template_hash_follows_what_reaches_the_pod) {
         CHECK(strcmp(other, base) != 0);
     }
 }
+
+/* ---- controller-wide pod identity and pull secrets ------------------------------------ */
+
+/* The pod of a minimal spec under defaults d (NULL on a refused spec, err set). */
+static cJSON *pod_under(const struct sbx_defaults *d, char *err, size_t errlen) {
+    struct sbx_spec s;
+    struct sbx_owner o = { "t", "ns", "uid-1" };
+    if (parse_text("{" U "}", d, &s, err, errlen) != 0) return NULL;
+    cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    sbx_spec_free(&s);
+    return pod;
+}
+
+TEST(pod_run_as_user_from_the_controller) {
+    struct sbx_defaults d;
+    char err[256];
+    cJSON *pod;
+
+    sbx_defaults_init(&d);
+    CHECK_INT(d.run_as_user, 1000);
+    CHECK_INT(d.npull_secrets, 0);
+    pod = pod_under(&d, err, sizeof err);
+    CHECK(pod != NULL);
+    CHECK(JNUM(pod, "spec", "securityContext", "runAsUser") == 1000);
+    CHECK(JAT(pod, "spec", "imagePullSecrets") == NULL);
+    cJSON_Delete(pod);
+
+    d.run_as_user = 424242;
+    pod = pod_under(&d, err, sizeof err);
+    CHECK(pod != NULL);
+    CHECK(JNUM(pod, "spec", "securityContext", "runAsUser") == 424242);
+    CHECK(JNUM(pod, "spec", "securityContext", "runAsGroup") == 424242);
+    CHECK(JNUM(pod, "spec", "securityContext", "fsGroup") == 424242);
+    cJSON_Delete(pod);
+
+    /* auto: the platform chooses uid, gid and fsGroup; the rest of the hardening stays */
+    d.run_as_user = SBX_RUN_AS_AUTO;
+    pod = pod_under(&d, err, sizeof err);
+    CHECK(pod != NULL);
+    CHECK(JAT(pod, "spec", "securityContext", "runAsUser") == NULL);
+    CHECK(JAT(pod, "spec", "securityContext", "runAsGroup") == NULL);
+    CHECK(JAT(pod, "spec", "securityContext", "fsGroup") == NULL);
+    CHECK(JTRUE(pod, "spec", "securityContext", "runAsNonRoot"));
+    CHECK_STR(JSTR(pod, "spec", "securityContext", "seccompProfile", "type"), "RuntimeDefault");
+    CHECK(JFALSE(pod, "spec", "containers", "#0", "securityContext", "allowPrivilegeEscalation"));
+    CHECK_STR(JSTR(pod, "spec", "containers", "#0", "securityContext", "capabilities", "drop", "#0"), "ALL");
+    {   /* a different pod, so a changed setting is seen on the pods */
+        char base[SBX_TEMPLATE_HASH_LEN + 1];
+        hash_of("{" U "}", base);
+        CHECK(strcmp(JSTR(pod, "metadata", "annotations", SBX_ANN_TEMPLATE_HASH), base) != 0);
+    }
+    cJSON_Delete(pod);
+
+    /* out of range (root included): refused, named */
+    static const int64_t bad[] = { 0, -2, INT64_C(2147483648) };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        d.run_as_user = bad[i];
+        CHECK(pod_under(&d, err, sizeof err) == NULL);
+        CHECK(strstr(err, "run-as user") != NULL);
+    }
+}
+
+TEST(pod_image_pull_secrets_from_the_controller) {
+    struct sbx_defaults d;
+    char err[256];
+    char base[SBX_TEMPLATE_HASH_LEN + 1];
+    cJSON *pod;
+
+    sbx_defaults_init(&d);
+    d.pull_secrets[0] = "regcred";
+    d.pull_secrets[1] = "mirror.example-pull";
+    d.npull_secrets = 2;
+    pod = pod_under(&d, err, sizeof err);
+    CHECK(pod != NULL);
+    CHECK_INT(JSIZE(pod, "spec", "imagePullSecrets"), 2);
+    CHECK_STR(JSTR(pod, "spec", "imagePullSecrets", "#0", "name"), "regcred");
+    CHECK_STR(JSTR(pod, "spec", "imagePullSecrets", "#1", "name"), "mirror.example-pull");
+    hash_of("{" U "}", base);
+    CHECK(strcmp(JSTR(pod, "metadata", "annotations", SBX_ANN_TEMPLATE_HASH), base) != 0);
+    cJSON_Delete(pod);
+
+    static const char *const bad[] = { "Regcred", "has space", "-lead", "", "a_b" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        d.pull_secrets[1] = bad[i];
+        CHECK(pod_under(&d, err, sizeof err) == NULL);
+        CHECK(strstr(err, "image pull secret") != NULL);
+    }
+}
