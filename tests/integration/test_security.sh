@@ -137,7 +137,8 @@ for f in (croles, role):
                     granted.add((g, res, v))
 fmt = lambda s: ", ".join("%s/%s:%s" % k for k in sorted(s))
 print("    used:", fmt(used))
-unused = granted - used
+# checked by admission (OwnerReferencesPermissionEnforcement), never called: see below
+unused = granted - used - {("sandbox.yaoapps.com", "sandboxes/finalizers", "update")}
 missing = used - granted
 if forbidden: print("    forbidden calls:", fmt(set(forbidden)))
 if missing: print("    used but not granted:", fmt(missing))
@@ -146,6 +147,33 @@ sys.exit(1 if (forbidden or missing or unused) else 0)
 PY
 }
 check "controller RBAC equals exactly the calls it makes (audit log vs roles)" compare_rbac
+
+# sandboxes/finalizers:update is the one rule never called: the API server's
+# OwnerReferencesPermissionEnforcement admission (on in this plane, as in OpenShift) asks
+# for it when a pod or claim names its Sandbox with blockOwnerDeletion. A server-side dry
+# run of such a pod: the controller may; an identity with pods/create alone may not (so
+# the plugin is really on); the same identity with that one rule added may.
+SEC_UID=$(kubectl -n $NS get sandbox sec-a -o jsonpath='{.metadata.uid}')
+owned_pod() {
+    kubectl -n $NS create --dry-run=server -o name "$@" -f - <<JSON
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "yao-sb-sec-owned", "ownerReferences": [{"apiVersion": "sandbox.yaoapps.com/v1alpha1",
+   "kind": "Sandbox", "name": "sec-a", "uid": "$SEC_UID", "controller": true, "blockOwnerDeletion": true}]},
+ "spec": {"automountServiceAccountToken": false,
+   "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+   "containers": [{"name": "c", "image": "busybox",
+     "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}}
+JSON
+}
+kubectl -n $NS create role yao-it-pod-creator --verb=create --resource=pods >/dev/null
+kubectl -n $NS create rolebinding yao-it-pod-creator --role=yao-it-pod-creator --user=yao-it-owner-test >/dev/null
+check "admission lets the controller create a pod owned by its Sandbox (blockOwnerDeletion)" owned_pod --as=$SA_USER
+check "...and refuses it to an identity without sandboxes/finalizers update (the plugin is on)" \
+    contains "$(owned_pod --as=yao-it-owner-test 2>&1)" "cannot set blockOwnerDeletion"
+kubectl -n $NS create role yao-it-finalizers --verb=update --resource=sandboxes.sandbox.yaoapps.com/finalizers >/dev/null
+kubectl -n $NS create rolebinding yao-it-finalizers --role=yao-it-finalizers --user=yao-it-owner-test >/dev/null
+can_own() { owned_pod --as=yao-it-owner-test >/dev/null 2>&1; }
+check "...and lets it once that one rule is added" eventually 10 can_own
 # ...and it never even tried to exec (a one-shot ran and was recorded above).
 execs() { python3 -c '
 import json, sys

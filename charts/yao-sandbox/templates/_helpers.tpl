@@ -77,6 +77,13 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [sandbox.yaoapps.com]
   resources: [sandboxes/status]
   verbs: [patch]
+# the pods and claims it creates carry an ownerReference to their Sandbox with
+# blockOwnerDeletion: where owner-reference permissions are enforced (the
+# OwnerReferencesPermissionEnforcement admission plugin, on by default in OpenShift) that
+# needs update on the owner's finalizers. Never called: checked by admission only.
+- apiGroups: [sandbox.yaoapps.com]
+  resources: [sandboxes/finalizers]
+  verbs: [update]
 # the sandbox pods and workspace claims it owns (get: after a 409 on create, to tell
 # its own object from a stranger's)
 - apiGroups: [""]
