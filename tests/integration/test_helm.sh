@@ -86,10 +86,16 @@ def view(o):
     if k == "ServiceAccount":
         return {"namespace": m.get("namespace")}
     if k == "Service":
-        return {"namespace": m.get("namespace"), "type": o["spec"].get("type"), "ports": o["spec"]["ports"]}
+        return {"namespace": m.get("namespace"), "type": o["spec"].get("type"), "ports": o["spec"]["ports"],
+                "selector": o["spec"].get("selector")}
     if k == "Deployment":
         p = o["spec"]["template"]["spec"]
+        # the selector is immutable: equal, so that Helm can adopt a kubectl install; the
+        # pod labels it selects must be on the pods of both
+        sel = o["spec"]["selector"]["matchLabels"]
+        tl = o["spec"]["template"]["metadata"].get("labels", {})
         return {"namespace": m.get("namespace"), "replicas": o["spec"].get("replicas"),
+                "selector": o["spec"]["selector"], "template-labels": {l: tl.get(l) for l in sel},
                 "serviceAccountName": p.get("serviceAccountName"), "securityContext": p.get("securityContext"),
                 "containers": [container(c) for c in p["containers"]]}
     return {"namespace": m.get("namespace")}
@@ -105,7 +111,10 @@ elif cmd == "same":
         print("    manifests: " + json.dumps(b, sort_keys=True), file=sys.stderr)
         sys.exit(1)
 elif cmd == "get":
-    o = find(load(sys.argv[2]), sys.argv[3])
+    objs = load(sys.argv[2])
+    o = find(objs, sys.argv[3]) if sys.argv[3] != "-" else None
+    kinds = sorted(f'{x["kind"]}/{x["metadata"]["name"]}' for x in objs)
+    o = o or {}
     c = o.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0]
     args = " ".join(c.get("args", []))
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
@@ -116,10 +125,12 @@ objs() { python3 "$T/objs.py" "$@"; }
 # to_json YAML_FILE_OR_DIR OUT — the objects as a JSON stream.
 to_json() { kubectl create --dry-run=client -o json -f "$1" > "$2"; }
 # render OUT [helm template args...] — render the chart as release yao-sandbox in
-# yao-sandbox-system (the names of manifests/) to OUT.yaml and OUT.json.
+# yao-sandbox-system (the names of manifests/) to OUT.yaml and OUT.json, for the plane's
+# Kubernetes version (a helm built from source assumes 1.20, below the chart's kubeVersion).
+KUBE_VERSION=${K8S_VERSION#v}
 render() {
     local out=$1; shift
-    helm template yao-sandbox "$CHART" --namespace yao-sandbox-system "$@" > "$out.yaml" &&
+    helm template yao-sandbox "$CHART" --namespace yao-sandbox-system --kube-version "$KUBE_VERSION" "$@" > "$out.yaml" &&
         to_json "$out.yaml" "$out.json"
 }
 has_no() { ! grep -q -- "$2" <<<"$1" || { echo "    [$1] contains [$2]" >&2; return 1; }; }
@@ -136,9 +147,10 @@ render "$T/default" --include-crds
 # What install_manifests applies: crd/ and manifests/.
 { cat "$SRC_DIR/crd/sandbox.yaml"; for f in "$SRC_DIR"/manifests/*.yaml; do echo ---; cat "$f"; done; } > "$T/manifests.yaml"
 to_json "$T/manifests.yaml" "$T/manifests.json"
+# (the chart adds its `helm test` hook pod, which is no part of an install)
 check "chart renders the same objects as crd/ + manifests/ (manifests/ adds the Namespace)" \
-    eq "$(objs names "$T/default.json")" "$(objs names "$T/manifests.json" | grep -v '^Namespace/')"
-for ref in $(objs names "$T/default.json"); do
+    eq "$(objs names "$T/default.json" | grep -v '^Pod/.*-test-readyz$')" "$(objs names "$T/manifests.json" | grep -v '^Namespace/')"
+for ref in $(objs names "$T/default.json" | grep -v '^Pod/.*-test-readyz$'); do
     check "in step with crd/ + manifests/: $ref" objs same "$T/default.json" "$T/manifests.json" "$ref"
 done
 check "manifests/ has the client roles yao-sandbox-editor and yao-sandbox-viewer" \
@@ -178,8 +190,118 @@ check "namespaced mode: the Role in team-a has the ClusterRole's rules" \
 check "namespaced mode: Role in team-a, bound to the SA of the release namespace" \
     eq "$(objs get "$T/nsmode.json" RoleBinding/yao-sandbox-controller '[o["metadata"]["namespace"], o["subjects"][0]["namespace"]]' | tr -d '\n')" '["team-a", "yao-sandbox-system"]'
 check "namespaced mode: controller started with --namespace=team-a" eq "$(dget "$T/nsmode" "" '"--namespace=team-a" in c["args"]')" true
-two=$(helm template x "$CHART" --set "watchNamespaces={a,b}" 2>&1)
+two=$(helm template x "$CHART" --kube-version "$KUBE_VERSION" --set "watchNamespaces={a,b}" 2>&1)
 check "two watchNamespaces are refused with an explanation" contains "$two" "watches one namespace or all of them, got 2 (a, b)"
+
+
+# --- packaging: versions, schema, image, RBAC/SA toggles, availability, monitoring ------------
+check "CRD carries its release (app.kubernetes.io/version) = the chart's appVersion" \
+    eq "$(objs get "$T/default.json" CustomResourceDefinition/sandboxes.sandbox.yaoapps.com 'o["metadata"]["labels"]["app.kubernetes.io/version"]')" \
+    "$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$CHART/Chart.yaml")"
+check "Chart.yaml declares kubeVersion >=1.28 (the CRD's rules use fieldPath)" grep -qx 'kubeVersion: ">=1.28.0-0"' "$CHART/Chart.yaml"
+old=$(helm template x "$CHART" --kube-version 1.27.9 2>&1)
+check "rendering for Kubernetes 1.27 is refused" contains "$old" "requires kubeVersion: >=1.28.0-0"
+refused() { local out; out=$(helm template x "$CHART" --kube-version "$KUBE_VERSION" "${@:2}" 2>&1) && { echo "    rendered" >&2; return 1; }; contains "$out" "$1"; }
+check "schema: an unknown top-level key is refused (--set replicaCount=3)" refused "Additional property replicaCount is not allowed" --set replicaCount=3
+check "schema: an unknown nested key is refused (image.tags)" refused "Additional property tags is not allowed" --set image.tags=1
+check "schema: ...also in the pod security context (runAsUsr)" refused "Additional property runAsUsr is not allowed" --set podSecurityContext.runAsUsr=1
+check "schema: ...and in metrics.serviceMonitor" refused "Additional property intervall is not allowed" --set metrics.serviceMonitor.intervall=1m
+check "schema: a digest must be sha256:<64 hex>" refused "image.digest" --set image.digest=latest
+check "schema: sandboxDefaults.runAsUser is a uid or auto" refused "sandboxDefaults.runAsUser" --set sandboxDefaults.runAsUser=0
+check "schema: extraArgs are flags" refused "extraArgs.0" --set 'extraArgs={workers}'
+check "every object level of the schema refuses unknown keys" python3 -c '
+import json, sys
+bad = []
+def walk(s, path):
+    if s.get("type") == "object" and "properties" in s and s.get("additionalProperties") is not False:
+        bad.append(path or "(root)")
+    for k, v in s.get("properties", {}).items():
+        walk(v, path + "." + k)
+    for v in s.get("anyOf", []):
+        walk(v, path)
+walk(json.load(open(sys.argv[1])), "")
+print("    open:", bad, file=sys.stderr) if bad else None
+sys.exit(1 if bad else 0)' "$CHART/values.schema.json"
+
+render "$T/img" --set image.registry=registry.example.com:5000/ --set image.tag=9.9
+check "image.registry prefixes the repository" eq "$(dget "$T/img" "" 'c["image"]')" "registry.example.com:5000/yao-sandbox/controller:9.9"
+DIGEST=sha256:$(printf '%064d' 7)
+render "$T/digest" --set image.registry=ghcr.io --set image.tag=9.9 --set image.digest=$DIGEST
+check "image.digest renders repo@sha256:… (and the tag is ignored)" eq "$(dget "$T/digest" "" 'c["image"]')" "ghcr.io/yao-sandbox/controller@$DIGEST"
+
+render "$T/norbac" --set rbac.create=false --set serviceAccount.create=false --set serviceAccount.name=platform-sa
+check "rbac.create=false: no controller Role/ClusterRole or binding (client roles stay)" \
+    eq "$(objs names "$T/norbac.json" | grep 'Role' | tr '\n' ' ')" "ClusterRole/yao-sandbox-editor ClusterRole/yao-sandbox-viewer "
+check "serviceAccount.create=false: no ServiceAccount; the pod runs as serviceAccount.name" \
+    eq "$(objs names "$T/norbac.json" | grep -c '^ServiceAccount/')/$(dget "$T/norbac" "" 'o["spec"]["template"]["spec"]["serviceAccountName"]')" "0/platform-sa"
+render "$T/ownsa" --set serviceAccount.name=platform-sa
+check "serviceAccount.name: the ServiceAccount and every binding's subject use it" \
+    eq "$(objs names "$T/ownsa.json" | grep '^ServiceAccount/')|$(objs get "$T/ownsa.json" ClusterRoleBinding/yao-sandbox-controller 'o["subjects"][0]["name"]')|$(objs get "$T/ownsa.json" RoleBinding/yao-sandbox-leader-election 'o["subjects"][0]["name"]')" \
+    "ServiceAccount/platform-sa|platform-sa|platform-sa"
+
+check "one replica: no PodDisruptionBudget (it would block every drain)" eq "$(objs names "$T/default.json" | grep -c PodDisruptionBudget)" 0
+render "$T/ha" --set replicas=3 --set 'topologySpreadConstraints[0].maxSkew=1' \
+    --set 'topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname' --set 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway'
+check "replicas > 1: a PodDisruptionBudget (minAvailable 1) selecting the controller pods" \
+    eq "$(objs get "$T/ha.json" PodDisruptionBudget/yao-sandbox-controller '[o["spec"].get("minAvailable"), o["spec"].get("maxUnavailable"), o["spec"]["selector"]["matchLabels"]]')" \
+    "$(dget "$T/default" "" '[1, None, o["spec"]["selector"]["matchLabels"]]')"
+render "$T/ha2" --set replicas=3 --set podDisruptionBudget.minAvailable= --set podDisruptionBudget.maxUnavailable=1
+check "podDisruptionBudget.maxUnavailable instead of minAvailable" \
+    eq "$(objs get "$T/ha2.json" PodDisruptionBudget/yao-sandbox-controller '[o["spec"].get("minAvailable"), o["spec"].get("maxUnavailable")]')" "[null, 1]"
+check "both minAvailable and maxUnavailable are refused" refused "not both" --set replicas=2 --set podDisruptionBudget.maxUnavailable=1
+check "topologySpreadConstraints: an entry without labelSelector gets the controller selector" \
+    eq "$(dget "$T/ha" "" 'o["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] == o["spec"]["selector"]["matchLabels"]')" true
+
+render "$T/args" --set 'extraArgs={--workers=8,--resync=5m}' --set 'watchNamespaces={team-a}'
+check "extraArgs come after the chart's flags" \
+    eq "$(dget "$T/args" "" 'c["args"][-3:]')" '["--namespace=team-a", "--workers=8", "--resync=5m"]'
+
+check "sandbox pods run as uid 1000 by default (YAO_SANDBOX_RUN_AS_USER), no pull secrets" \
+    eq "$(dget "$T/default" "" '[env["YAO_SANDBOX_RUN_AS_USER"], "YAO_SANDBOX_IMAGE_PULL_SECRETS" in env]')" '["1000", false]'
+render "$T/openshift" --set sandboxDefaults.runAsUser=auto --set 'sandboxDefaults.imagePullSecrets={regcred,mirror}'
+check "sandboxDefaults.runAsUser=auto and imagePullSecrets reach the controller's environment" \
+    eq "$(dget "$T/openshift" "" '[env["YAO_SANDBOX_RUN_AS_USER"], env["YAO_SANDBOX_IMAGE_PULL_SECRETS"]]')" '["auto", "regcred,mirror"]'
+check "the controller accepts the rendered variables (and refuses a bad one)" eval \
+    'YAO_SANDBOX_RUN_AS_USER=auto YAO_SANDBOX_IMAGE_PULL_SECRETS=regcred,mirror "$BIN" --kubeconfig /nonexistent --version >/dev/null &&
+     ! YAO_SANDBOX_RUN_AS_USER=root "$BIN" --version >/dev/null 2>&1'
+
+check "monitoring objects are off by default" eq "$(objs names "$T/default.json" | grep -c 'Monitor\|PrometheusRule')" 0
+# The Prometheus Operator's CRDs are not on this plane: the objects are checked as rendered.
+helm template yao-sandbox "$CHART" --namespace yao-sandbox-system --kube-version "$KUBE_VERSION" \
+    --set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=kube-prom \
+    --set metrics.serviceMonitor.interval=15s --set metrics.podMonitor.enabled=true \
+    --set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.additionalAlertLabels.team=ai \
+    > "$T/mon.yaml"
+python3 - "$T/mon.yaml" > "$T/mon.json" <<'PY'
+import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d: print(json.dumps(d))
+PY
+mon() { objs get "$T/mon.json" "$1" "$2"; }
+SEL=$(dget "$T/default" "" 'o["spec"]["selector"]["matchLabels"]')
+check "ServiceMonitor: monitoring.coreos.com/v1, the metrics Service's labels, port metrics /metrics every 15s, extra label" \
+    eq "$(mon ServiceMonitor/yao-sandbox-controller '[o["apiVersion"], o["spec"]["selector"]["matchLabels"], o["spec"]["namespaceSelector"], o["spec"]["endpoints"][0], o["metadata"]["labels"]["release"]]')" \
+    "[\"monitoring.coreos.com/v1\", $SEL, {\"matchNames\": [\"yao-sandbox-system\"]}, {\"interval\": \"15s\", \"path\": \"/metrics\", \"port\": \"metrics\", \"scrapeTimeout\": \"10s\"}, \"kube-prom\"]"
+check "...and the metrics Service carries the labels it selects" \
+    eq "$(objs get "$T/default.json" Service/yao-sandbox-controller-metrics 'all(o["metadata"]["labels"].get(k) == v for k, v in '"$SEL"'.items())')" true
+check "...and names the Service's port" eq "$(objs get "$T/default.json" Service/yao-sandbox-controller-metrics 'o["spec"]["ports"][0]["name"]')" metrics
+check "PodMonitor: the controller pods' selector, the container port metrics" \
+    eq "$(mon PodMonitor/yao-sandbox-controller '[o["spec"]["selector"]["matchLabels"], o["spec"]["podMetricsEndpoints"][0]["port"]]')/$(dget "$T/default" "" 'c["ports"][0]["name"]')" "[$SEL, \"metrics\"]/metrics"
+check "PrometheusRule: three alerts on metrics the controller exports, with the extra label" \
+    eq "$(mon PrometheusRule/yao-sandbox-controller '[(r["alert"], r["labels"]["team"]) for r in o["spec"]["groups"][0]["rules"]]')" \
+    '[["YaoSandboxNoLeader", "ai"], ["YaoSandboxReconcileErrors", "ai"], ["YaoSandboxWorkQueueBacklog", "ai"]]'
+exported() {
+    local m; for m in $(mon PrometheusRule/yao-sandbox-controller '" ".join(sorted(set(__import__("re").findall(r"yao_sandbox_[a-z_]+", " ".join(r["expr"] for r in o["spec"]["groups"][0]["rules"])))))'); do
+        grep -qa "# TYPE $m " "$BIN" || { echo "    $m is not a metric of the controller" >&2; return 1; }
+    done
+}
+check "...every metric an alert uses is one the controller exports" exported
+check "a ServiceMonitor without the metrics Service is refused" refused "needs metrics.service.enabled" \
+    --set metrics.serviceMonitor.enabled=true --set metrics.service.enabled=false
+
+check "helm test hook: a pod that wgets /readyz through the metrics Service" \
+    eq "$(objs get "$T/default.json" Pod/yao-sandbox-controller-test-readyz '[o["metadata"]["annotations"]["helm.sh/hook"], o["spec"]["restartPolicy"], o["spec"]["containers"][0]["command"][0], o["spec"]["containers"][0]["command"][-1]]')" \
+    '["test", "Never", "wget", "http://yao-sandbox-controller-metrics.yao-sandbox-system.svc:8080/readyz"]'
 
 # --- against the API server -----------------------------------------------------------------
 # Leftovers of an interrupted run (the release's cluster-scoped objects outlive its namespace).
@@ -187,7 +309,7 @@ helm uninstall $REL -n $RNS --wait >/dev/null 2>&1
 kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$REL --ignore-not-found >/dev/null
 fresh_namespace $RNS
 fresh_namespace $NS
-dry_run() { helm template $REL "$CHART" --namespace $RNS "$@" | kubectl apply --dry-run=server -f - >/dev/null; }
+dry_run() { helm template $REL "$CHART" --namespace $RNS --kube-version "$KUBE_VERSION" "$@" | kubectl apply --dry-run=server -f - >/dev/null; }
 check "helm template | kubectl apply --dry-run=server (default values, with the CRD)" dry_run --include-crds
 check "helm template | kubectl apply --dry-run=server (namespaced mode)" dry_run --set "watchNamespaces={$NS}"
 
@@ -209,6 +331,16 @@ pods_running() { [ "$(kubectl -n $RNS get pods -l app.kubernetes.io/instance=$RE
 # kwok plays the kubelet: the pod is scheduled and Running, but nothing runs it, and kwok
 # does not run probes (they are exercised against the local controller below).
 check "controller pod is scheduled and Running (kwok)" eventually 30 pods_running 1
+
+# The documented CRD upgrade (Helm never upgrades crds/): a "newer" CRD, told apart by its
+# version label, applied server-side over the installed one; then the real one again.
+crd_version() { kubectl get crd sandboxes.sandbox.yaoapps.com -o jsonpath='{.metadata.labels.app\.kubernetes\.io/version}'; }
+sed 's/^    app.kubernetes.io\/version: ".*"$/    app.kubernetes.io\/version: "99.0.0-test"/' "$CHART/crds/sandbox.yaml" > "$T/crd-next.yaml"
+crd_apply() { kubectl apply --server-side --force-conflicts -f "$1" >/dev/null; }
+check "CRD upgrade: kubectl apply --server-side --force-conflicts -f crds/sandbox.yaml" crd_apply "$T/crd-next.yaml"
+check "...the cluster now runs the new CRD (version label)" eq "$(crd_version)" 99.0.0-test
+check "...and back to the chart's" crd_apply "$CHART/crds/sandbox.yaml"
+check "...version label = appVersion again" eq "$(crd_version)" "$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$CHART/Chart.yaml")"
 
 # The installed RBAC, compared with manifests/ by suffix (yao-sandbox-helm-X vs yao-sandbox-X).
 kubectl get clusterrole $C $REL-editor $REL-viewer -o json > "$T/installed-cr.json"
@@ -235,7 +367,7 @@ check "SA cannot read Secrets or create Sandboxes (least privilege)" eq "$(can g
 MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 run_controller() {
     CONTROLLER_KUBECONFIG=$SAKC YAO_SANDBOX_LEASE_NAMESPACE=$RNS start_controller "$1" \
-        --namespace $NS --leader-elect --lease-name $C --metrics-addr 127.0.0.1:$MPORT --max-running 0 --log-level info
+        --namespace $NS --leader-elect --lease-name $C --metrics-addr 127.0.0.1:$MPORT --max-running 0 --log-level info "${@:2}"
 }
 LOG1=$T/controller-clusterwide.log
 run_controller "$LOG1"
@@ -257,6 +389,25 @@ if grep -qaP '/readyz\x00' "$BIN"; then
     check "/healthz answers 200 (liveness probe path)" eventually 10 http_ok /healthz
     check "/readyz answers 200 (readiness probe path)" eventually 20 http_ok /readyz
     check "/metrics is Prometheus text" contains "$(curl -fsS "http://127.0.0.1:$MPORT/metrics")" "# TYPE "
+
+    # helm test: kwok runs no container, so this suite plays the kubelet: it runs the hook
+    # pod's own command here, against the local controller's /readyz instead of the
+    # Service, and reports its exit as the pod's phase.
+    TPOD=$C-test-readyz
+    helm test $REL -n $RNS --timeout 60s > "$T/helm-test.out" 2>&1 &
+    HT=$!
+    tpod_exists() { kubectl -n $RNS get pod $TPOD >/dev/null 2>&1; }
+    check "helm test creates the hook pod" eventually 30 tpod_exists
+    mapfile -t TCMD < <(kubectl -n $RNS get pod $TPOD -o jsonpath='{range .spec.containers[0].command[*]}{@}{"\n"}{end}')
+    check "the hook asks the metrics Service" eq "${TCMD[-1]}" "http://$C-metrics.$RNS.svc:8080/readyz"
+    run_hook() { local url=$1; "${TCMD[@]:0:${#TCMD[@]}-1}" "$url" >/dev/null 2>&1; }
+    DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    check "the hook command fails when nothing answers /readyz" eval '! run_hook http://127.0.0.1:$DEAD/readyz'
+    if run_hook "http://127.0.0.1:$MPORT/readyz"; then phase=Succeeded; else phase=Failed; fi
+    kubectl -n $RNS patch pod $TPOD --subresource=status --type merge -p "{\"status\":{\"phase\":\"$phase\"}}" >/dev/null
+    check "the hook command succeeds against the controller's /readyz" eq "$phase" Succeeded
+    check "helm test reports the hook pod's success" wait $HT
+    check "...as Succeeded" contains "$(cat "$T/helm-test.out")" "Phase:          Succeeded"
 else
     echo "skip probe checks: this controller build serves no /healthz /readyz yet"
 fi
@@ -315,6 +466,8 @@ debug_pod() { [ "$(kubectl -n $RNS get pods -l app.kubernetes.io/instance=$REL -
 check "a controller pod with the new template is Running (kwok)" eventually 60 debug_pod
 new_rs() { kubectl -n $RNS get rs -l app.kubernetes.io/instance=$REL -o jsonpath='{range .items[*]}{.spec.template.spec.containers[0].args[0]} {.spec.replicas}{"\n"}{end}' | grep -q -- '--log-level=debug [12]$'; }
 check "the Deployment rolls out a new ReplicaSet for it" eventually 30 new_rs
+check "replicas=2 added a PodDisruptionBudget (minAvailable 1)" \
+    eq "$(kubectl -n $RNS get pdb $C -o jsonpath='{.spec.minAvailable}')" 1
 
 # --- upgrade to namespaced mode: the Role alone is enough -----------------------------------------
 kill_controller TERM
@@ -328,7 +481,8 @@ check "Deployment now runs with --namespace=$NS" contains "$(kubectl -n $RNS get
 ns_only() { [ "$(can list sandboxes.sandbox.yaoapps.com -n $NS)/$(can list sandboxes.sandbox.yaoapps.com --all-namespaces)/$(can list sandboxes.sandbox.yaoapps.com -n default)" = yes/no/no ]; }
 check "SA may now list Sandboxes in $NS only" eventually 10 ns_only
 LOG2=$T/controller-namespaced.log
-run_controller "$LOG2"
+# ...as on OpenShift: the platform picks the sandbox pods' uid; and pull secrets.
+run_controller "$LOG2" --sandbox-run-as-user auto --sandbox-image-pull-secret regcred --sandbox-image-pull-secret mirror
 sandbox helm-second carol c1 | kubectl -n $NS apply -f - >/dev/null
 check "Sandbox becomes Running under the namespaced Role" eventually 30 phase_is $NS helm-second Running
 P2=$(kubectl -n $NS get sandbox helm-second -o jsonpath='{.status.podName}')
@@ -336,6 +490,9 @@ uid2=$(kubectl -n $NS get pod "$P2" -o jsonpath='{.metadata.uid}')
 kubectl -n $NS delete pod "$P2" --wait=false >/dev/null
 recreated() { local u; u=$(kubectl -n $NS get pod "$P2" -o jsonpath='{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$uid2" ]; }
 check "a deleted sandbox pod is recreated under the namespaced Role" eventually 30 recreated
+podsec() { kubectl -n $NS get pod "$P2" -o jsonpath='{.spec.securityContext.runAsNonRoot}/{.spec.securityContext.runAsUser}/{.spec.securityContext.fsGroup}/{.spec.imagePullSecrets[*].name}'; }
+check "--sandbox-run-as-user auto: the API server admitted a pod with no uid or fsGroup (runAsNonRoot kept); pull secrets set" \
+    eq "$(podsec)" "true///regcred mirror"
 check "controller log has no Forbidden / reconcile failed / could not (namespaced)" no_denials "$LOG2"
 cat "$LOG1" "$LOG2" >> "$LOG"
 
@@ -348,4 +505,23 @@ check "Role in $NS is gone" gone -n $NS role/$C
 check "the CRD stays (helm never deletes crds/)" exists crd/sandboxes.sandbox.yaoapps.com
 check "and so do the Sandboxes" exists -n $NS sandbox/helm-second
 check "no cluster-scoped object of the release is left" eq "$(kubectl get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$REL -o name)" ""
+
+# --- adopting a kubectl install (release yao-sandbox, in yao-sandbox-system) ----------------------
+# The plain manifests, Deployment included; then the chart README's own commands mark them
+# as the release's and install it: Helm takes the objects over, the Deployment is the same
+# one (its selector, immutable, already is the chart's). Afterwards the objects other suites
+# expect are put back (install_manifests).
+on_exit "'$HELM' uninstall yao-sandbox -n yao-sandbox-system --wait >/dev/null 2>&1; install_manifests"
+kubectl -n yao-sandbox-system delete deployment yao-sandbox-controller --ignore-not-found --wait >/dev/null
+kubectl apply -f "$SRC_DIR/crd/" -f "$SRC_DIR/manifests/" >/dev/null
+DUID=$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.uid}')
+ADOPT=$(sed -n '/^### Adopting a kubectl install/,/^```$/p' "$CHART/README.md" | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')
+check "the chart README has the adoption commands" contains "$ADOPT" "helm install yao-sandbox charts/yao-sandbox"
+adopt() { (cd "$SRC_DIR" && eval "$ADOPT") >/dev/null; }
+check "helm install adopts the kubectl install (README commands)" adopt
+check "release yao-sandbox is deployed" eq "$(helm status yao-sandbox -n yao-sandbox-system -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"]["status"])')" deployed
+check "the Deployment was taken over, not recreated" eq "$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.uid}')" "$DUID"
+check "...and is now managed by Helm" eq "$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}')" Helm
+check "helm uninstall of the adopted release" helm uninstall yao-sandbox -n yao-sandbox-system --wait
+check "the objects other suites use are back" install_manifests
 finish

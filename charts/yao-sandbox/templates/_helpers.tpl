@@ -106,3 +106,20 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
   resources: [events]
   verbs: [create]
 {{- end -}}
+
+{{/* The controller image: [registry/]repository, then @digest or :tag (appVersion). */}}
+{{- define "yao-sandbox.image" -}}
+{{- $img := .Values.image -}}
+{{- $repo := $img.repository -}}
+{{- with $img.registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}{{ end -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default $.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The controller's ServiceAccount: serviceAccount.name, else <fullname>-controller. */}}
+{{- define "yao-sandbox.serviceAccountName" -}}
+{{- default (include "yao-sandbox.controllerName" .) .Values.serviceAccount.name -}}
+{{- end -}}
