@@ -510,8 +510,12 @@ check "no cluster-scoped object of the release is left" eq "$(kubectl get cluste
 # The plain manifests, Deployment included; then the chart README's own commands mark them
 # as the release's and install it: Helm takes the objects over, the Deployment is the same
 # one (its selector, immutable, already is the chart's). Afterwards the objects other suites
-# expect are put back (install_manifests).
-on_exit "'$HELM' uninstall yao-sandbox -n yao-sandbox-system --wait >/dev/null 2>&1; install_manifests"
+# expect are put back (install_manifests). The uninstall deletes the ServiceAccount
+# yao-sandbox-controller, and install_manifests makes a new one: the token cached for it in
+# the plane (start_controller's controller-sa.kubeconfig) is then invalid, so it goes too
+# and the next suite mints a fresh one.
+restore_manifests() { install_manifests && rm -f "$YAO_PLANE_DIR/controller-sa.kubeconfig"; }
+on_exit "'$HELM' uninstall yao-sandbox -n yao-sandbox-system --wait >/dev/null 2>&1; restore_manifests"
 kubectl -n yao-sandbox-system delete deployment yao-sandbox-controller --ignore-not-found --wait >/dev/null
 kubectl apply -f "$SRC_DIR/crd/" -f "$SRC_DIR/manifests/" >/dev/null
 DUID=$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.uid}')
@@ -523,5 +527,6 @@ check "release yao-sandbox is deployed" eq "$(helm status yao-sandbox -n yao-san
 check "the Deployment was taken over, not recreated" eq "$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.uid}')" "$DUID"
 check "...and is now managed by Helm" eq "$(kubectl -n yao-sandbox-system get deployment yao-sandbox-controller -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}')" Helm
 check "helm uninstall of the adopted release" helm uninstall yao-sandbox -n yao-sandbox-system --wait
-check "the objects other suites use are back" install_manifests
+check "the objects other suites use are back" restore_manifests
+check "...and a fresh controller token works" eq "$(sa_kubeconfig "$T/after.kubeconfig" && kubectl --kubeconfig "$T/after.kubeconfig" auth can-i list sandboxes.sandbox.yaoapps.com --all-namespaces)" yes
 finish
