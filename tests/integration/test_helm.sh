@@ -209,6 +209,8 @@ check "schema: ...and in metrics.serviceMonitor" refused "Additional property in
 check "schema: a digest must be sha256:<64 hex>" refused "image.digest" --set image.digest=latest
 check "schema: sandboxDefaults.runAsUser is a uid or auto" refused "sandboxDefaults.runAsUser" --set sandboxDefaults.runAsUser=0
 check "schema: extraArgs are flags" refused "extraArgs.0" --set 'extraArgs={workers}'
+yes_rel() { helm template yes "$CHART" --kube-version "$KUBE_VERSION" | kubectl create --dry-run=client -f - >/dev/null; }
+check "a release named like a YAML boolean (yes) renders string labels" yes_rel
 check "every object level of the schema refuses unknown keys" python3 -c '
 import json, sys
 bad = []

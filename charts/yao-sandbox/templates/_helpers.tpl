@@ -25,14 +25,14 @@ still fits in 63 characters.
 {{/* Labels that select the controller pods (stable across upgrades). */}}
 {{- define "yao-sandbox.selectorLabels" -}}
 app.kubernetes.io/name: {{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: controller
 {{- end -}}
 
 {{/* Labels of every object of the release. */}}
 {{- define "yao-sandbox.labels" -}}
 app.kubernetes.io/name: {{ default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: yao-sandbox
