@@ -33,6 +33,8 @@
 #define SBX_ENV_VALUE_MAX_CHARS 32768
 #define SBX_PATH_MAX_CHARS 1024
 #define SBX_CLASS_MAX_CHARS 253
+#define SBX_PORTS_MAX_ITEMS 64
+#define SBX_PORT_NAME_MAX_CHARS 15
 
 #define SBX_MIB (INT64_C(1) << 20)
 #define SBX_TIB (INT64_C(1) << 40)
@@ -531,6 +533,100 @@ static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *
                               SBX_RUN_TIMEOUT_DEFAULT_MS, &r->timeout_ms);
 }
 
+static const char *const sbx_port_protocol_names[] = {
+    [SBX_PROTO_TCP] = "TCP",
+    [SBX_PROTO_UDP] = "UDP",
+    [SBX_PROTO_SCTP] = "SCTP",
+};
+
+/* An IANA service name, as Kubernetes' IsValidPortName: 1-15 characters of [a-z0-9-], at
+ * least one letter, no '-' at either end, no "--". */
+static int sbx_is_port_name(const char *s) {
+    size_t n = strlen(s);
+    int letter = 0;
+
+    if (n == 0 || n > SBX_PORT_NAME_MAX_CHARS || s[0] == '-' || s[n - 1] == '-' || strstr(s, "--")) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] >= 'a' && s[i] <= 'z') letter = 1;
+        else if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
+    }
+    return letter;
+}
+
+/* spec.ports: objects {name, port, protocol}; names valid and unique, ports 1-65535 and
+ * unique per protocol (the CRD's list-map keys), protocol TCP (default), UDP or SCTP. */
+static int sbx_parse_ports(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *arr = sbx_member(spec, "ports"), *it;
+    size_t i = 0, n;
+
+    if (!arr) return 0;
+    if (!cJSON_IsArray(arr)) return sbx_fail(c, "spec.ports: must be an array of {name, port, protocol} objects");
+    n = (size_t)cJSON_GetArraySize(arr);
+    if (n > SBX_PORTS_MAX_ITEMS)
+        return sbx_fail(c, "spec.ports: must have at most %d elements (got %zu)", SBX_PORTS_MAX_ITEMS, n);
+    if (n == 0) return 0;
+    s->ports = calloc(n, sizeof *s->ports);
+    if (!s->ports) return sbx_enomem(c);
+    cJSON_ArrayForEach(it, arr) {
+        const cJSON *name, *port, *proto;
+        struct sbx_port *p = &s->ports[i];
+        double x;
+
+        if (!cJSON_IsObject(it)) return sbx_fail(c, "spec.ports[%zu]: must be an object with name and port", i);
+        name = sbx_member(it, "name");
+        port = sbx_member(it, "port");
+        proto = sbx_member(it, "protocol");
+        if (!name) return sbx_fail(c, "spec.ports[%zu].name: required", i);
+        if (!cJSON_IsString(name)) return sbx_fail(c, "spec.ports[%zu].name: must be a string", i);
+        if (!sbx_is_port_name(name->valuestring))
+            return sbx_fail(c, "spec.ports[%zu].name: %s is not a valid port name (at most 15 characters: "
+                            "lower-case letters, digits and '-', at least one letter, no '-' at either end "
+                            "or twice in a row)", i, sbx_quote(name->valuestring, q, sizeof q));
+        if (!port) return sbx_fail(c, "spec.ports[%zu].port: required", i);
+        x = cJSON_IsNumber(port) ? port->valuedouble : 0;
+        if (!cJSON_IsNumber(port) || x != x || x < 1 || x > 65535 || x != (double)(int)x)
+            return sbx_fail(c, "spec.ports[%zu].port: must be an integer between 1 and 65535", i);
+        p->port = (int)x;
+        p->protocol = SBX_PROTO_TCP;
+        if (proto) {
+            size_t k, nk = sizeof sbx_port_protocol_names / sizeof *sbx_port_protocol_names;
+            if (!cJSON_IsString(proto)) return sbx_fail(c, "spec.ports[%zu].protocol: must be a string", i);
+            for (k = 0; k < nk && strcmp(proto->valuestring, sbx_port_protocol_names[k]) != 0; k++) {}
+            if (k == nk)
+                return sbx_fail(c, "spec.ports[%zu].protocol: %s is not one of TCP, UDP, SCTP", i,
+                                sbx_quote(proto->valuestring, q, sizeof q));
+            p->protocol = (enum sbx_port_protocol)k;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(s->ports[j].name, name->valuestring) == 0)
+                return sbx_fail(c, "spec.ports[%zu].name: duplicate name %s (also spec.ports[%zu])", i,
+                                sbx_quote(name->valuestring, q, sizeof q), j);
+            if (s->ports[j].port == p->port && s->ports[j].protocol == p->protocol)
+                return sbx_fail(c, "spec.ports[%zu].port: duplicate port %d/%s (also spec.ports[%zu])", i, p->port,
+                                sbx_port_protocol_names[p->protocol], j);
+        }
+        p->name = strdup(name->valuestring);
+        s->nports = ++i;   /* counted now so that sbx_spec_free frees a half-built entry */
+        if (!p->name) return sbx_enomem(c);
+    }
+    return 0;
+}
+
+/* spec.service: {enabled}; enabled needs at least one port. */
+static int sbx_parse_service(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
+    const cJSON *svc, *en;
+
+    if (sbx_opt_object(c, spec, "service", "spec.service", &svc)) return -1;
+    if (!svc) return 0;
+    en = sbx_member(svc, "enabled");
+    if (en && !cJSON_IsBool(en)) return sbx_fail(c, "spec.service.enabled: must be true or false");
+    s->service = cJSON_IsTrue(en);
+    if (s->service && s->nports == 0)
+        return sbx_fail(c, "spec.service.enabled: needs at least one port in spec.ports");
+    return 0;
+}
+
 /* The whole spec, in the order of the CRD's fields, into s (zeroed by the caller). */
 static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
@@ -606,7 +702,8 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
                             "and 2147483647");
         s->ttl_after_finished_s = (int64_t)x;
     }
-    return 0;
+    if (sbx_parse_ports(c, spec, s)) return -1;
+    return sbx_parse_service(c, spec, s);
 }
 
 /* ---- public: parsing ---------------------------------------------------------------- */
@@ -652,6 +749,11 @@ int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out) {
             return 0;
         }
     return -1;
+}
+
+const char *sbx_port_protocol_name(enum sbx_port_protocol p) {
+    if ((unsigned)p >= sizeof sbx_port_protocol_names / sizeof *sbx_port_protocol_names) return "TCP";
+    return sbx_port_protocol_names[p];
 }
 
 const char *sbx_lifecycle_name(enum sbx_lifecycle l) {
@@ -711,6 +813,8 @@ void sbx_spec_free(struct sbx_spec *s) {
     sbx_strv_free(&s->run.command);
     free(s->run.working_dir);
     sbx_env_free(s->run.env, s->run.nenv);
+    for (size_t i = 0; i < s->nports; i++) free(s->ports[i].name);
+    free(s->ports);
     memset(s, 0, sizeof *s);
 }
 
@@ -876,6 +980,21 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
             return -1;
     }
 
+    /* spec.ports: only when there are some, so the template hash of a pod without ports
+     * is what it was before ports existed (no rollout of every sandbox). */
+    if (s->nports) {
+        cJSON *ports = cJSON_AddArrayToObject(ctr, "ports");
+        if (!ports) return -1;
+        for (size_t i = 0; i < s->nports; i++) {
+            cJSON *cp = cJSON_CreateObject();
+            if (!cp || !cJSON_AddItemToArray(ports, cp)) { cJSON_Delete(cp); return -1; }
+            if (!cJSON_AddStringToObject(cp, "name", s->ports[i].name) ||
+                !cJSON_AddNumberToObject(cp, "containerPort", s->ports[i].port) ||
+                !cJSON_AddStringToObject(cp, "protocol", sbx_port_protocol_name(s->ports[i].protocol)))
+                return -1;
+        }
+    }
+
     env = cJSON_AddArrayToObject(ctr, "env");
     if (!env || sbx_add_env(env, "YAO_SANDBOX_NAME", o->name) ||
         sbx_add_env(env, "YAO_USER_ID", s->user_id) ||
@@ -954,6 +1073,9 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
     if (!claim_name) return NULL;
     pod = sbx_build_object("Pod", o, s, pod_name);
     if (!pod) return NULL;
+    if (!cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                                                  "labels"), SBX_LABEL_POD, pod_name))
+        goto err;
     spec = cJSON_AddObjectToObject(pod, "spec");
     if (!cJSON_AddStringToObject(spec, "restartPolicy",
                                  s->lifecycle == SBX_ONE_SHOT ? "Never" : "Always") ||
@@ -1024,4 +1146,75 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
 err:
     cJSON_Delete(pod);
     return NULL;
+}
+
+/* {SBX_LABEL_NAME: sanitised owner name, SBX_LABEL_POD: pod name} as a new object. */
+static cJSON *sbx_service_selector(const struct sbx_owner *o, const char *pod_name) {
+    cJSON *sel = cJSON_CreateObject();
+
+    if (!sbx_add_label(sel, SBX_LABEL_NAME, o->name) || !cJSON_AddStringToObject(sel, SBX_LABEL_POD, pod_name)) {
+        cJSON_Delete(sel);
+        return NULL;
+    }
+    return sel;
+}
+
+cJSON *sbx_build_service(const struct sbx_owner *o, const struct sbx_spec *s, const char *pod_name) {
+    cJSON *svc, *spec, *sel, *ports;
+
+    if (!s || !s->nports) return NULL;
+    svc = sbx_build_object("Service", o, s, pod_name);
+    if (!svc) return NULL;
+    spec = cJSON_AddObjectToObject(svc, "spec");
+    if (!cJSON_AddStringToObject(spec, "type", "ClusterIP")) goto err;
+    sel = sbx_service_selector(o, pod_name);
+    if (!sel || !cJSON_AddItemToObject(spec, "selector", sel)) {
+        cJSON_Delete(sel);
+        goto err;
+    }
+    ports = cJSON_AddArrayToObject(spec, "ports");
+    if (!ports) goto err;
+    for (size_t i = 0; i < s->nports; i++) {
+        cJSON *sp = cJSON_CreateObject();
+        if (!sp || !cJSON_AddItemToArray(ports, sp)) { cJSON_Delete(sp); goto err; }
+        if (!cJSON_AddStringToObject(sp, "name", s->ports[i].name) ||
+            !cJSON_AddStringToObject(sp, "protocol", sbx_port_protocol_name(s->ports[i].protocol)) ||
+            !cJSON_AddNumberToObject(sp, "port", s->ports[i].port) ||
+            !cJSON_AddNumberToObject(sp, "targetPort", s->ports[i].port))
+            goto err;
+    }
+    return svc;
+err:
+    cJSON_Delete(svc);
+    return NULL;
+}
+
+/* Integer member key of obj, or -1. */
+static long sbx_int_member(const cJSON *obj, const char *key) {
+    const cJSON *v = sbx_member(obj, key);
+    return cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
+}
+
+int sbx_service_matches(const cJSON *svc, const cJSON *want) {
+    const cJSON *have_spec = sbx_member(svc, "spec"), *want_spec = sbx_member(want, "spec");
+    const cJSON *hp = sbx_member(have_spec, "ports"), *wp = sbx_member(want_spec, "ports");
+    const cJSON *hs = sbx_member(have_spec, "selector"), *ws = sbx_member(want_spec, "selector"), *kv;
+    int n = cJSON_GetArraySize(wp);
+
+    if (!cJSON_IsArray(hp) || cJSON_GetArraySize(hp) != n) return 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *h = cJSON_GetArrayItem(hp, i), *w = cJSON_GetArrayItem(wp, i);
+        const cJSON *hn = sbx_member(h, "name"), *hpr = sbx_member(h, "protocol");
+        if (!cJSON_IsString(hn) || strcmp(hn->valuestring, sbx_member(w, "name")->valuestring) != 0 ||
+            !cJSON_IsString(hpr) || strcmp(hpr->valuestring, sbx_member(w, "protocol")->valuestring) != 0 ||
+            sbx_int_member(h, "port") != sbx_int_member(w, "port") ||
+            sbx_int_member(h, "targetPort") != sbx_int_member(w, "targetPort"))
+            return 0;
+    }
+    if (!cJSON_IsObject(hs) || cJSON_GetArraySize(hs) != cJSON_GetArraySize(ws)) return 0;
+    cJSON_ArrayForEach(kv, ws) {
+        const cJSON *h = sbx_member(hs, kv->string);
+        if (!cJSON_IsString(h) || strcmp(h->valuestring, kv->valuestring) != 0) return 0;
+    }
+    return 1;
 }

@@ -29,6 +29,9 @@
 #define SBX_TEMPLATE_HASH_LEN 16
 #define SBX_CONTAINER_NAME "sandbox"
 #define SBX_CLAIM_SUFFIX "-workspace"
+/* On the pod: its own name, for the Service's selector (the name label is sanitised and
+ * could be shared by two Sandboxes; a pod name is unique in its namespace). */
+#define SBX_LABEL_POD "sandbox.yaoapps.com/pod"
 
 enum sbx_lifecycle {
     SBX_ONE_SHOT,
@@ -47,6 +50,16 @@ enum sbx_pull_policy {
 struct sbx_env { char *name; char *value; };
 
 struct sbx_strv { char **v; size_t n; };   /* string array; v NULL when n == 0 */
+
+enum sbx_port_protocol { SBX_PROTO_TCP, SBX_PROTO_UDP, SBX_PROTO_SCTP };
+
+/* One of spec.ports: name (an IANA service name, unique), port 1-65535 (unique per
+ * protocol), protocol (default TCP). */
+struct sbx_port {
+    char *name;
+    int port;
+    enum sbx_port_protocol protocol;
+};
 
 struct sbx_run {
     int present;               /* spec.run given */
@@ -78,6 +91,8 @@ struct sbx_spec {
      * none set) and imagePullSecrets (names not owned: they point into the defaults). */
     int64_t run_as_user;
     const char *const *pull_secrets; size_t npull_secrets;
+    struct sbx_port *ports; size_t nports;   /* spec.ports, in the spec's order */
+    int service;               /* spec.service.enabled: a ClusterIP Service for the ports */
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
@@ -126,6 +141,8 @@ void sbx_defaults_init(struct sbx_defaults *d);
 const char *sbx_pull_policy_name(enum sbx_pull_policy p);
 int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out);
 
+const char *sbx_port_protocol_name(enum sbx_port_protocol p);   /* "TCP", "UDP", "SCTP" */
+
 const char *sbx_lifecycle_name(enum sbx_lifecycle l);    /* "one-shot", ... */
 int sbx_lifecycle_parse(const char *s, enum sbx_lifecycle *out);
 
@@ -172,5 +189,17 @@ cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
  * Returns a new cJSON object or NULL on ENOMEM. */
 cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name);
+
+/* The Sandbox's Service (spec.service.enabled): named like the pod, type ClusterIP,
+ * selector = the pod's SBX_LABEL_NAME label plus SBX_LABEL_POD (set on the pod only, so
+ * nothing else can match), one port per spec.ports (name, port, targetPort = port,
+ * protocol); labels, annotations and the controller ownerReference as for the pod.
+ * NULL when the spec has no ports, a missing owner field, or ENOMEM. */
+cJSON *sbx_build_service(const struct sbx_owner *o, const struct sbx_spec *s, const char *pod_name);
+
+/* Does the live Service svc carry what sbx_build_service(o, s, pod_name) would: its
+ * ports (name, port, targetPort, protocol, in order) and selector? 1 yes, 0 no (to be
+ * patched). */
+int sbx_service_matches(const cJSON *svc, const cJSON *want);
 
 #endif

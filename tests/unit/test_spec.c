@@ -1426,3 +1426,136 @@ TEST(pod_image_pull_secrets_from_the_controller) {
         CHECK(strstr(err, "image pull secret") != NULL);
     }
 }
+
+/* ---- ports and the Service ----------------------------------------------------------- */
+
+TEST(ports_parse_and_reach_the_container) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "t", "ns", "uid-1" };
+    CHECK_INT(parse_text("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8080},"
+                         "{\"name\":\"vnc\",\"port\":5900,\"protocol\":\"TCP\"},"
+                         "{\"name\":\"dns\",\"port\":8080,\"protocol\":\"UDP\"}],\"service\":{\"enabled\":true}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(s.nports, 3);
+    CHECK_INT(s.service, 1);
+    if (s.nports == 3) {
+        CHECK_STR(s.ports[0].name, "http");
+        CHECK_INT(s.ports[0].port, 8080);
+        CHECK_INT(s.ports[0].protocol, SBX_PROTO_TCP);   /* the default */
+        CHECK_INT(s.ports[2].protocol, SBX_PROTO_UDP);
+    }
+    cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK_INT(JSIZE(pod, "spec", "containers", "#0", "ports"), 3);
+    CHECK_STR(JSTR(pod, "spec", "containers", "#0", "ports", "#1", "name"), "vnc");
+    CHECK(JNUM(pod, "spec", "containers", "#0", "ports", "#1", "containerPort") == 5900);
+    CHECK_STR(JSTR(pod, "spec", "containers", "#0", "ports", "#2", "protocol"), "UDP");
+    CHECK_STR(JSTR(pod, "metadata", "labels", SBX_LABEL_POD), "yao-sb-u-c");
+
+    cJSON *svc = sbx_build_service(&o, &s, "yao-sb-u-c");
+    CHECK(svc != NULL);
+    CHECK_STR(JSTR(svc, "kind"), "Service");
+    CHECK_STR(JSTR(svc, "metadata", "name"), "yao-sb-u-c");
+    CHECK_STR(JSTR(svc, "metadata", "namespace"), "ns");
+    CHECK_STR(JSTR(svc, "metadata", "ownerReferences", "#0", "uid"), "uid-1");
+    CHECK(JTRUE(svc, "metadata", "ownerReferences", "#0", "controller"));
+    CHECK_STR(JSTR(svc, "spec", "type"), "ClusterIP");
+    CHECK_STR(JSTR(svc, "spec", "selector", SBX_LABEL_POD), "yao-sb-u-c");
+    CHECK_STR(JSTR(svc, "spec", "selector", SBX_LABEL_NAME), "t");
+    CHECK_INT(JSIZE(svc, "spec", "selector"), 2);
+    CHECK_INT(JSIZE(svc, "spec", "ports"), 3);
+    CHECK(JNUM(svc, "spec", "ports", "#0", "port") == 8080);
+    CHECK(JNUM(svc, "spec", "ports", "#0", "targetPort") == 8080);
+    CHECK_STR(JSTR(svc, "spec", "ports", "#2", "protocol"), "UDP");
+    /* every selector label is on the pod, with the same value: the Service selects it */
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, JAT(svc, "spec", "selector"))
+        CHECK_STR(JSTR(pod, "metadata", "labels", kv->string), kv->valuestring);
+
+    /* a live Service as the API server returns it (extra fields) matches; a changed one not */
+    cJSON *live = cJSON_Duplicate(svc, 1);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(live, "spec"), "clusterIP", "10.0.0.7");
+    cJSON_AddStringToObject(cJSON_GetArrayItem(JAT(live, "spec", "ports"), 0), "nodePort", "x");
+    CHECK_INT(sbx_service_matches(live, svc), 1);
+    cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(JAT(live, "spec", "ports"), 1), "port"), 5901);
+    CHECK_INT(sbx_service_matches(live, svc), 0);
+    cJSON_Delete(live);
+    live = cJSON_Duplicate(svc, 1);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(live, "spec") ? (cJSON *)JAT(live, "spec", "selector") : NULL, "x", "y");
+    CHECK_INT(sbx_service_matches(live, svc), 0);
+    cJSON_Delete(live);
+    live = cJSON_Duplicate(svc, 1);
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItem(cJSON_GetObjectItem(live, "spec"), "ports"), 2);
+    CHECK_INT(sbx_service_matches(live, svc), 0);
+    cJSON_Delete(live);
+    cJSON_Delete(svc);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+
+    /* no ports: no ports member on the container (the hash of such pods is unchanged), no Service */
+    CHECK_INT(parse_text("{" U "}", NULL, &s, err, sizeof err), 0);
+    pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+    CHECK(JAT(pod, "spec", "containers", "#0", "ports") == NULL);
+    CHECK(sbx_build_service(&o, &s, "yao-sb-u-c") == NULL);
+    CHECK_INT(s.service, 0);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+TEST(ports_change_the_template_hash) {
+    char base[SBX_TEMPLATE_HASH_LEN + 1], a[SBX_TEMPLATE_HASH_LEN + 1], b[SBX_TEMPLATE_HASH_LEN + 1],
+        svc[SBX_TEMPLATE_HASH_LEN + 1];
+    hash_of("{" U "}", base);
+    hash_of("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8080}]}", a);
+    hash_of("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8081}]}", b);
+    hash_of("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8080}],\"service\":{\"enabled\":true}}", svc);
+    CHECK(strcmp(base, a) != 0);
+    CHECK(strcmp(a, b) != 0);
+    CHECK_STR(svc, a);   /* the Service is not the pod's business */
+    hash_of("{" U ",\"ports\":[]}", a);
+    CHECK_STR(a, base);  /* an empty list is no ports */
+}
+
+TEST(invalid_ports_and_service) {
+    static const struct bad_case bc[] = {
+        { "{" U ",\"ports\":{}}", { "spec.ports: must be an array" } },
+        { "{" U ",\"ports\":[1]}", { "spec.ports[0]: must be an object" } },
+        { "{" U ",\"ports\":[{\"port\":80}]}", { "spec.ports[0].name: required" } },
+        { "{" U ",\"ports\":[{\"name\":\"Http\",\"port\":80}]}", { "spec.ports[0].name:", "\"Http\"", "not a valid port name" } },
+        { "{" U ",\"ports\":[{\"name\":\"1234\",\"port\":80}]}", { "spec.ports[0].name:", "at least one letter" } },
+        { "{" U ",\"ports\":[{\"name\":\"a--b\",\"port\":80}]}", { "spec.ports[0].name:" } },
+        { "{" U ",\"ports\":[{\"name\":\"-ab\",\"port\":80}]}", { "spec.ports[0].name:" } },
+        { "{" U ",\"ports\":[{\"name\":\"abcdefghijklmnop\",\"port\":80}]}", { "spec.ports[0].name:", "15" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\"}]}", { "spec.ports[0].port: required" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":0}]}", { "spec.ports[0].port: must be an integer between 1 and 65535" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":65536}]}", { "spec.ports[0].port:" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":80.5}]}", { "spec.ports[0].port:" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":\"80\"}]}", { "spec.ports[0].port:" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":80,\"protocol\":\"tcp\"}]}",
+          { "spec.ports[0].protocol:", "\"tcp\"", "TCP, UDP, SCTP" } },
+        { "{" U ",\"ports\":[{\"name\":\"web\",\"port\":80},{\"name\":\"web\",\"port\":81}]}",
+          { "spec.ports[1].name: duplicate name \"web\" (also spec.ports[0])" } },
+        { "{" U ",\"ports\":[{\"name\":\"a\",\"port\":80},{\"name\":\"b\",\"port\":80,\"protocol\":\"TCP\"}]}",
+          { "spec.ports[1].port: duplicate port 80/TCP (also spec.ports[0])" } },
+        { "{" U ",\"service\":{\"enabled\":true}}", { "spec.service.enabled: needs at least one port" } },
+        { "{" U ",\"ports\":[{\"name\":\"a\",\"port\":80}],\"service\":{\"enabled\":\"yes\"}}", { "spec.service.enabled: must be true or false" } },
+        { "{" U ",\"service\":[]}", { "spec.service: must be an object" } },
+    };
+    check_bad(bc, sizeof bc / sizeof *bc);
+    /* 64 ports are fine, 65 are not */
+    char *doc = malloc(65 * 48 + 64);
+    size_t n = (size_t)sprintf(doc, "{" U ",\"ports\":[");
+    for (int i = 0; i < 65; i++) n += (size_t)sprintf(doc + n, "%s{\"name\":\"p%d\",\"port\":%d}", i ? "," : "", i, 1000 + i);
+    sprintf(doc + n, "]}");
+    char err[256];
+    struct sbx_spec s;
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.ports: must have at most 64 elements (got 65)") != NULL);
+    char *cut = strstr(doc, ",{\"name\":\"p64\"");
+    strcpy(cut, "]}");
+    CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(s.nports, 64);
+    sbx_spec_free(&s);
+    free(doc);
+}
