@@ -81,16 +81,12 @@
 #include <unistd.h>
 
 #include "kube/dynbuf.h"
+#include "kube/wsconn.h"
 
-#ifndef YAO_VERSION
-#define YAO_VERSION "dev"
-#endif
 
 #define EXEC_STDIN_CHUNK (32u * 1024)       /* payload of one stdin message */
 #define EXEC_RX_BUFFER (64u * 1024)         /* lws receive buffer of the connection */
 #define EXEC_MAX_URI 2032u                  /* 2048 - "GET " - " HTTP/1.1\r\n" - NUL (see top) */
-#define EXEC_HEADER_DATA (16u * 1024)       /* lws header table: URL, handshake headers, reply */
-#define EXEC_SERV_BUF (64u * 1024)          /* lws service buffer: the handshake, then reads */
 #define EXEC_SALVAGE_MAX (8u << 20)         /* what is read past lws after a failed write */
 #define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
@@ -302,14 +298,6 @@ out:
 
 /* ---- the session ------------------------------------------------------------------- */
 
-struct endpoint {
-    int tls;
-    char host[256];      /* as in the URL, IPv6 without brackets */
-    int port;
-    const char *prefix;  /* path below the host ("" or "/k8s/clusters/x"), no trailing '/' */
-    size_t prefix_len;
-};
-
 /* Stdin from an fd (use_stdin_fd): a thread reads the fd into a ring of chunk slots and
  * wakes the event loop (lws_cancel_service, which lws turns into EVENT_WAIT_CANCELLED on
  * the loop's thread); the loop sends the oldest full slot per writable event and frees
@@ -393,83 +381,6 @@ static int pass_stderr(void *ud, const char *p, size_t n) {
     int rc = s->o->on_stderr ? s->o->on_stderr(s->o->ud, p, n) : 0;
     if (rc) fail(s, "exec: the stderr consumer aborted the session");
     return rc;
-}
-
-/* True when proto is one of the comma-separated names in list. */
-static int protocol_offered(const char *list, const char *proto) {
-    size_t n = strlen(proto);
-    if (!n) return 0;
-    for (const char *p = list; *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        const char *e = p;
-        while (*e && *e != ',') e++;
-        const char *t = e;
-        while (t > p && t[-1] == ' ') t--;
-        if ((size_t)(t - p) == n && !strncmp(p, proto, n)) return 1;
-        p = e;
-    }
-    return 0;
-}
-
-/* The session's client SSL_CTX: the kubeconfig's CA bundle (every certificate in it, or
- * the system store when it names none), client certificate chain and key, all from
- * memory. NULL with the failure recorded. */
-static SSL_CTX *make_tls(struct session *s) {
-    struct kube_config *k = s->cfg;
-    SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
-    BIO *b = NULL;
-    X509 *x = NULL;
-    EVP_PKEY *key = NULL;
-    int rc = -1;
-
-    if (!ssl || SSL_CTX_set_min_proto_version(ssl, TLS1_2_VERSION) != 1) goto out;
-    if (!(k->ca_pem && k->ca_len) && !k->insecure_skip_tls_verify && SSL_CTX_set_default_verify_paths(ssl) != 1)
-        goto out;
-    if (k->ca_pem && k->ca_len && !k->insecure_skip_tls_verify) {
-        X509_STORE *store = SSL_CTX_get_cert_store(ssl);
-        int n = 0;
-        if (!(b = BIO_new_mem_buf(k->ca_pem, (int)k->ca_len))) goto out;
-        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
-            if (X509_STORE_add_cert(store, x) == 1) n++;
-            X509_free(x);
-            x = NULL;
-        }
-        BIO_free(b);
-        b = NULL;
-        if (!n) { fail(s, "exec: certificate-authority holds no PEM certificate"); goto out; }
-    }
-    if (k->cert_pem && k->cert_len && k->key_pem && k->key_len) {
-        if (!(b = BIO_new_mem_buf(k->cert_pem, (int)k->cert_len))) goto out;
-        if (!(x = PEM_read_bio_X509(b, NULL, NULL, NULL)) || SSL_CTX_use_certificate(ssl, x) != 1) {
-            fail(s, "exec: client-certificate is not a usable PEM certificate");
-            goto out;
-        }
-        X509_free(x);
-        /* Intermediates after the leaf go out with it. */
-        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
-            if (SSL_CTX_add_extra_chain_cert(ssl, x) != 1) goto out;
-            x = NULL;   /* owned by the SSL_CTX now */
-        }
-        BIO_free(b);
-        if (!(b = BIO_new_mem_buf(k->key_pem, (int)k->key_len))) goto out;
-        if (!(key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
-            SSL_CTX_check_private_key(ssl) != 1) {
-            fail(s, "exec: client-key is unreadable or does not match client-certificate");
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    if (rc < 0) {
-        fail(s, "exec: cannot set up TLS");
-        SSL_CTX_free(ssl);
-        ssl = NULL;
-    }
-    ERR_clear_error();
-    EVP_PKEY_free(key);
-    X509_free(x);
-    BIO_free(b);
-    return ssl;
 }
 
 /* The session deadline passed: end the connection now. */
@@ -754,21 +665,14 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         return 0;
 
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
-        unsigned char **p = in, *end = *p + len;
-        static const char ua[] = "yao-sandbox/" YAO_VERSION;
-        if (s->auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
-                                                   (const unsigned char *)s->auth, (int)strlen(s->auth), p, end))
-            return -1;
-        if (lws_add_http_header_by_name(wsi, (const unsigned char *)"user-agent:", (const unsigned char *)ua,
-                                        (int)sizeof(ua) - 1, p, end))
-            return -1;
-        return 0;
+        unsigned char **p = in;
+        return kube_ws_append_headers(wsi, s->auth, p, *p + len) ? -1 : 0;
     }
 
     case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
         char proto[sizeof(s->r->protocol)] = "";
         if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0 ||
-            !protocol_offered(s->offered, proto)) {
+            !kube_ws_protocol_offered(s->offered, proto)) {
             fail(s, "exec: the server chose subprotocol \"%s\", which was not offered (%s)", proto, s->offered);
             return 1;
         }
@@ -897,55 +801,6 @@ static const struct lws_protocols exec_protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
-/* lws logs to stderr by default; keep it quiet unless YAO_LWS_LOG asks (a level mask). */
-static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static void log_setup(void) {
-    const char *v = getenv("YAO_LWS_LOG");
-    lws_set_log_level(v ? atoi(v) : 0, NULL);
-}
-
-/* Split the server URL into scheme, host, port and path prefix. */
-static int parse_server(const char *url, struct endpoint *e, char *err, size_t errlen) {
-    const char *p;
-    memset(e, 0, sizeof(*e));
-    if (!strncasecmp(url, "https://", 8)) {
-        e->tls = 1;
-        p = url + 8;
-    } else if (!strncasecmp(url, "http://", 7)) {
-        p = url + 7;
-    } else {
-        put_msg(err, errlen, "exec: server URL \"%s\" is not http(s)://", url);
-        return -1;
-    }
-    e->port = e->tls ? 443 : 80;
-    const char *host = p, *hend;
-    if (*p == '[') {
-        host = p + 1;
-        if (!(hend = strchr(host, ']'))) goto bad;
-        p = hend + 1;
-    } else {
-        while (*p && *p != ':' && *p != '/') p++;
-        hend = p;
-    }
-    if (hend == host || (size_t)(hend - host) >= sizeof(e->host)) goto bad;
-    memcpy(e->host, host, (size_t)(hend - host));
-    if (*p == ':') {
-        char *end;
-        long port = strtol(p + 1, &end, 10);
-        if (end == p + 1 || port < 1 || port > 65535 || (*end && *end != '/')) goto bad;
-        e->port = (int)port;
-        p = end;
-    }
-    if (*p && *p != '/') goto bad;
-    e->prefix = p;
-    e->prefix_len = strlen(p);
-    while (e->prefix_len && p[e->prefix_len - 1] == '/') e->prefix_len--;
-    return 0;
-bad:
-    put_msg(err, errlen, "exec: cannot parse server URL \"%s\"", url);
-    return -1;
-}
-
 /* Append "?key=" or "&key=" and the value encoded for a query the way Go's url.Values
  * does it (space as '+'), leaving the RFC 3986 query characters that need no escape as
  * they are: argv is mostly text, and every byte counts against EXEC_MAX_URI. */
@@ -991,53 +846,6 @@ out:
     return rc;
 }
 
-/* Wipe and free a secret string. */
-static void free_secret(char *p) {
-    if (!p) return;
-    OPENSSL_cleanse(p, strlen(p));
-    free(p);
-}
-
-/* The Authorization value for the handshake, or NULL: bearer token, else basic auth. */
-static char *auth_value(struct kube_config *k) {
-    char *token = kube_config_token(k, 0);
-    if (token) {
-        size_t n = strlen(token) + sizeof("Bearer ");
-        char *v = malloc(n);
-        if (v) snprintf(v, n, "Bearer %s", token);
-        free_secret(token);
-        return v;
-    }
-    if (k->username && k->password) {
-        size_t n = (strlen(k->username) + strlen(k->password)) * 2 + 16;
-        char *v = malloc(n);
-        if (v && lws_http_basic_auth_gen(k->username, k->password, v, n)) {
-            free(v);
-            v = NULL;
-        }
-        return v;
-    }
-    return NULL;
-}
-
-/* After a 4xx refusal: the Status message of the same request asked without upgrade (the
- * API server answers it before proxying anything; see the top of this file). */
-static void refusal_message(struct session *s, const char *path) {
-    struct kube_response resp;
-    long st = s->r->http_status;
-    if (st < 400 || st >= 500 || st == 429) return;
-    if (kube_request(s->client, "GET", path, NULL, NULL, 0, &resp) == 0 && resp.status == st) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        put_msg(s->r->err, sizeof(s->r->err), "exec: upgrade refused: %s", msg);
-    }
-    kube_response_free(&resp);
-    if (st == 403) {
-        size_t n = strlen(s->r->err);
-        put_msg(s->r->err + n, sizeof(s->r->err) - n, " (exec needs get and create on pods/exec)");
-    }
-}
-
 /* Interpret the outcome once the connection is gone. 0 or -1 as kube_exec. */
 static int conclude(struct session *s) {
     if (s->have_status) {
@@ -1070,7 +878,7 @@ static int conclude(struct session *s) {
 int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
     struct session *s = NULL;
     struct dynbuf path, full;
-    struct endpoint ep;
+    struct kube_ws_endpoint ep;
     int rc = -1;
 
     memset(r, 0, sizeof(*r));
@@ -1095,7 +903,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
         goto out;
     }
     struct kube_config *cfg = kube_client_config(c);
-    if (parse_server(cfg->server, &ep, r->err, sizeof(r->err)) < 0) goto out;
+    if (kube_ws_parse_server(cfg->server, &ep, "exec", r->err, sizeof(r->err)) < 0) goto out;
 
     /* A terminal only with stdin, as kubectl does (a tty with nothing to read makes no
      * sense, and some runtimes — kwok — crash on it); with one, stderr is merged into
@@ -1123,67 +931,23 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     s->offered = o->protocols && o->protocols[0] ? o->protocols : EXEC_DEFAULT_PROTOCOLS;
     s->tty = tty;
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
-    s->auth = auth_value(cfg);
+    s->auth = kube_ws_auth_value(cfg);
     if (o->use_stdin_fd && !(s->in = stdin_reader_new(o->stdin_fd))) {
         fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
         goto out;
     }
 
-    pthread_once(&log_once, log_setup);
-    struct lws_context_creation_info info;
-    memset(&info, 0, sizeof(info));
-    info.port = CONTEXT_PORT_NO_LISTEN;
-    info.protocols = exec_protocols;
-    info.user = s;
-    info.gid = -1;
-    info.uid = -1;
-    info.fd_limit_per_thread = 8;            /* one socket plus lws' own pipe; no big fd tables */
-    info.pt_serv_buf_size = EXEC_SERV_BUF;
-    info.max_http_header_data2 = EXEC_HEADER_DATA;
-    info.max_http_header_pool2 = 1;
-    info.connect_timeout_secs = 15;
-    if (ep.tls && !(s->ssl = make_tls(s))) goto out;
-    if (!(s->ctx = lws_create_context(&info))) {   /* no DO_SSL_GLOBAL_INIT: see the top */
-        fail(s, "exec: cannot create the WebSocket context");
+    if (ep.tls && !(s->ssl = kube_ws_tls_new(cfg, "exec", r->err, sizeof(r->err)))) {
+        s->failed = 1;
         goto out;
     }
-    if (ep.tls) {
-        struct lws_context_creation_info ti = info;
-        struct lws_vhost *vh = lws_get_vhost_by_name(s->ctx, "default");
-        ti.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;   /* only lets the vhost take our SSL_CTX */
-        ti.provided_client_ssl_ctx = s->ssl;
-        if (!vh || lws_init_vhost_client_ssl(&ti, vh)) {
-            fail(s, "exec: cannot set up TLS for the WebSocket context");
-            goto out;
-        }
-    }
-
-    static const lws_retry_bo_t keepalive = {
-        .secs_since_valid_ping = 20,     /* ping an idle connection, like client-go */
-        .secs_since_valid_hangup = 120,  /* and give up when nothing comes back */
-    };
-    struct lws_client_connect_info ci;
-    memset(&ci, 0, sizeof(ci));
-    ci.context = s->ctx;
-    ci.address = ep.host;
-    ci.port = ep.port;
-    ci.path = full.data;
-    ci.host = cfg->tls_server_name && cfg->tls_server_name[0] ? cfg->tls_server_name : ep.host;
-    ci.protocol = s->offered;
-    ci.local_protocol_name = EXEC_LOCAL_PROTOCOL;
-    ci.alpn = "http/1.1";                    /* no WebSocket over h2 */
-    ci.pwsi = &s->wsi;
-    ci.retry_and_idle_policy = &keepalive;
-    ci.ssl_connection = LCCSCF_PRIORITIZE_READS;  /* drain what arrived: one connection per context */
-    if (ep.tls) {
-        ci.ssl_connection |= LCCSCF_USE_SSL;
-        if (cfg->insecure_skip_tls_verify)
-            ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
-                                 LCCSCF_ALLOW_INSECURE | LCCSCF_ALLOW_EXPIRED;
+    if (!(s->ctx = kube_ws_context_new(exec_protocols, s, s->ssl, "exec", r->err, sizeof(r->err)))) {
+        s->failed = 1;
+        goto out;
     }
     if (o->timeout_ms > 0)
         lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
-    if (!lws_client_connect_via_info(&ci)) {
+    if (!kube_ws_connect(s->ctx, &ep, cfg, full.data, s->offered, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
         fail(s, "exec: cannot connect to %s", cfg->server);
         s->finished = 1;
         s->wsi = NULL;
@@ -1198,14 +962,15 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     if (rc < 0 && !s->established && r->http_status >= 400) {
         lws_context_destroy(s->ctx);
         s->ctx = NULL;
-        refusal_message(s, path.data);
+        kube_ws_refusal_message(c, r->http_status, path.data, "exec", "exec needs get and create on pods/exec",
+                                r->err, sizeof(r->err));
     }
 out:
     if (s) {
         stdin_reader_free(s->in);   /* stopped and joined: before the context */
         if (s->ctx) lws_context_destroy(s->ctx);
         SSL_CTX_free(s->ssl);   /* after the context: its connections used it */
-        free_secret(s->auth);
+        kube_ws_free_secret(s->auth);
         free(s);
     }
     dynbuf_free(&path);

@@ -1,0 +1,275 @@
+/* kube/wsconn.c — the parts of a WebSocket session with the API server that exec and
+ * port-forward share (see wsconn.h): URL, TLS from memory, credentials, the per-session
+ * context and the connection. Why each session builds its own SSL_CTX and never lets lws
+ * do the global OpenSSL init: exec.c, "TLS and libwebsockets 4.1". */
+#include "kube/wsconn.h"
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifndef YAO_VERSION
+#define YAO_VERSION "dev"
+#endif
+
+#define WS_HEADER_DATA (16u * 1024)       /* lws header table: URL, handshake headers, reply */
+#define WS_SERV_BUF (64u * 1024)          /* lws service buffer: the handshake, then reads */
+
+static void put_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put_err(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    if (!err || !errlen) return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int kube_ws_parse_server(const char *url, struct kube_ws_endpoint *e, const char *what, char *err, size_t errlen) {
+    const char *p;
+    memset(e, 0, sizeof(*e));
+    if (!strncasecmp(url, "https://", 8)) {
+        e->tls = 1;
+        p = url + 8;
+    } else if (!strncasecmp(url, "http://", 7)) {
+        p = url + 7;
+    } else {
+        put_err(err, errlen, "%s: server URL \"%s\" is not http(s)://", what, url);
+        return -1;
+    }
+    e->port = e->tls ? 443 : 80;
+    const char *host = p, *hend;
+    if (*p == '[') {
+        host = p + 1;
+        if (!(hend = strchr(host, ']'))) goto bad;
+        p = hend + 1;
+    } else {
+        while (*p && *p != ':' && *p != '/') p++;
+        hend = p;
+    }
+    if (hend == host || (size_t)(hend - host) >= sizeof(e->host)) goto bad;
+    memcpy(e->host, host, (size_t)(hend - host));
+    if (*p == ':') {
+        char *end;
+        long port = strtol(p + 1, &end, 10);
+        if (end == p + 1 || port < 1 || port > 65535 || (*end && *end != '/')) goto bad;
+        e->port = (int)port;
+        p = end;
+    }
+    if (*p && *p != '/') goto bad;
+    e->prefix = p;
+    e->prefix_len = strlen(p);
+    while (e->prefix_len && p[e->prefix_len - 1] == '/') e->prefix_len--;
+    return 0;
+bad:
+    put_err(err, errlen, "%s: cannot parse server URL \"%s\"", what, url);
+    return -1;
+}
+
+SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *err, size_t errlen) {
+    SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
+    BIO *b = NULL;
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    int rc = -1, said = 0;
+
+    if (!ssl || SSL_CTX_set_min_proto_version(ssl, TLS1_2_VERSION) != 1) goto out;
+    if (!(k->ca_pem && k->ca_len) && !k->insecure_skip_tls_verify && SSL_CTX_set_default_verify_paths(ssl) != 1)
+        goto out;
+    if (k->ca_pem && k->ca_len && !k->insecure_skip_tls_verify) {
+        X509_STORE *store = SSL_CTX_get_cert_store(ssl);
+        int n = 0;
+        if (!(b = BIO_new_mem_buf(k->ca_pem, (int)k->ca_len))) goto out;
+        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+            if (X509_STORE_add_cert(store, x) == 1) n++;
+            X509_free(x);
+            x = NULL;
+        }
+        BIO_free(b);
+        b = NULL;
+        if (!n) {
+            put_err(err, errlen, "%s: certificate-authority holds no PEM certificate", what);
+            said = 1;
+            goto out;
+        }
+    }
+    if (k->cert_pem && k->cert_len && k->key_pem && k->key_len) {
+        if (!(b = BIO_new_mem_buf(k->cert_pem, (int)k->cert_len))) goto out;
+        if (!(x = PEM_read_bio_X509(b, NULL, NULL, NULL)) || SSL_CTX_use_certificate(ssl, x) != 1) {
+            put_err(err, errlen, "%s: client-certificate is not a usable PEM certificate", what);
+            said = 1;
+            goto out;
+        }
+        X509_free(x);
+        /* Intermediates after the leaf go out with it. */
+        while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+            if (SSL_CTX_add_extra_chain_cert(ssl, x) != 1) goto out;
+            x = NULL;   /* owned by the SSL_CTX now */
+        }
+        BIO_free(b);
+        if (!(b = BIO_new_mem_buf(k->key_pem, (int)k->key_len))) goto out;
+        if (!(key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
+            SSL_CTX_check_private_key(ssl) != 1) {
+            put_err(err, errlen, "%s: client-key is unreadable or does not match client-certificate", what);
+            said = 1;
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (rc < 0) {
+        if (!said) put_err(err, errlen, "%s: cannot set up TLS", what);
+        SSL_CTX_free(ssl);
+        ssl = NULL;
+    }
+    ERR_clear_error();
+    EVP_PKEY_free(key);
+    X509_free(x);
+    BIO_free(b);
+    return ssl;
+}
+
+void kube_ws_free_secret(char *p) {
+    if (!p) return;
+    OPENSSL_cleanse(p, strlen(p));
+    free(p);
+}
+
+char *kube_ws_auth_value(struct kube_config *k) {
+    char *token = kube_config_token(k, 0);
+    if (token) {
+        size_t n = strlen(token) + sizeof("Bearer ");
+        char *v = malloc(n);
+        if (v) snprintf(v, n, "Bearer %s", token);
+        kube_ws_free_secret(token);
+        return v;
+    }
+    if (k->username && k->password) {
+        size_t n = (strlen(k->username) + strlen(k->password)) * 2 + 16;
+        char *v = malloc(n);
+        if (v && lws_http_basic_auth_gen(k->username, k->password, v, n)) {
+            free(v);
+            v = NULL;
+        }
+        return v;
+    }
+    return NULL;
+}
+
+int kube_ws_protocol_offered(const char *list, const char *proto) {
+    size_t n = strlen(proto);
+    if (!n) return 0;
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        if ((size_t)(t - p) == n && !strncmp(p, proto, n)) return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end) {
+    static const char ua[] = "yao-sandbox/" YAO_VERSION;
+    if (auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+                                            (const unsigned char *)auth, (int)strlen(auth), p, end))
+        return -1;
+    if (lws_add_http_header_by_name(wsi, (const unsigned char *)"user-agent:", (const unsigned char *)ua,
+                                    (int)sizeof(ua) - 1, p, end))
+        return -1;
+    return 0;
+}
+
+/* lws logs to stderr by default; keep it quiet unless YAO_LWS_LOG asks (a level mask). */
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static void log_setup(void) {
+    const char *v = getenv("YAO_LWS_LOG");
+    lws_set_log_level(v ? atoi(v) : 0, NULL);
+}
+
+struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, void *user, SSL_CTX *ssl,
+                                        const char *what, char *err, size_t errlen) {
+    pthread_once(&log_once, log_setup);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.protocols = protocols;
+    info.user = user;
+    info.gid = -1;
+    info.uid = -1;
+    info.fd_limit_per_thread = 8;            /* one socket plus lws' own pipe; no big fd tables */
+    info.pt_serv_buf_size = WS_SERV_BUF;
+    info.max_http_header_data2 = WS_HEADER_DATA;
+    info.max_http_header_pool2 = 1;
+    info.connect_timeout_secs = 15;
+    struct lws_context *ctx = lws_create_context(&info);   /* no DO_SSL_GLOBAL_INIT: see exec.c */
+    if (!ctx) {
+        put_err(err, errlen, "%s: cannot create the WebSocket context", what);
+        return NULL;
+    }
+    if (ssl) {
+        struct lws_context_creation_info ti = info;
+        struct lws_vhost *vh = lws_get_vhost_by_name(ctx, "default");
+        ti.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;   /* only lets the vhost take our SSL_CTX */
+        ti.provided_client_ssl_ctx = ssl;
+        if (!vh || lws_init_vhost_client_ssl(&ti, vh)) {
+            put_err(err, errlen, "%s: cannot set up TLS for the WebSocket context", what);
+            lws_context_destroy(ctx);
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
+struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoint *ep, const struct kube_config *cfg,
+                            const char *full_path, const char *protocols, const char *local_protocol,
+                            struct lws **pwsi) {
+    static const lws_retry_bo_t keepalive = {
+        .secs_since_valid_ping = 20,     /* ping an idle connection, like client-go */
+        .secs_since_valid_hangup = 120,  /* and give up when nothing comes back */
+    };
+    struct lws_client_connect_info ci;
+    memset(&ci, 0, sizeof(ci));
+    ci.context = ctx;
+    ci.address = ep->host;
+    ci.port = ep->port;
+    ci.path = full_path;
+    ci.host = cfg->tls_server_name && cfg->tls_server_name[0] ? cfg->tls_server_name : ep->host;
+    ci.protocol = protocols;
+    ci.local_protocol_name = local_protocol;
+    ci.alpn = "http/1.1";                    /* no WebSocket over h2 */
+    ci.pwsi = pwsi;
+    ci.retry_and_idle_policy = &keepalive;
+    ci.ssl_connection = LCCSCF_PRIORITIZE_READS;  /* drain what arrived: one connection per context */
+    if (ep->tls) {
+        ci.ssl_connection |= LCCSCF_USE_SSL;
+        if (cfg->insecure_skip_tls_verify)
+            ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
+                                 LCCSCF_ALLOW_INSECURE | LCCSCF_ALLOW_EXPIRED;
+    }
+    return lws_client_connect_via_info(&ci);
+}
+
+void kube_ws_refusal_message(struct kube_client *c, long status, const char *path, const char *what,
+                             const char *hint403, char *err, size_t errlen) {
+    struct kube_response resp;
+    if (status < 400 || status >= 500 || status == 429) return;
+    if (kube_request(c, "GET", path, NULL, NULL, 0, &resp) == 0 && resp.status == status) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        put_err(err, errlen, "%s: upgrade refused: %s", what, msg);
+    }
+    kube_response_free(&resp);
+    if (status == 403 && hint403) {
+        size_t n = strlen(err);
+        put_err(err + n, errlen - n, " (%s)", hint403);
+    }
+}
