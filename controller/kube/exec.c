@@ -15,7 +15,7 @@
  * reads it, one read buffer at a time; a slow callback stalls the reads, and TCP pushes
  * back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per writable event:
  * from read_stdin, called on the loop; or from stdin_fd, read by a thread of the session
- * into KUBE_EXEC_STDIN_SLOTS chunks ahead at most (see struct stdin_reader), so waiting
+ * into KUBE_WS_READER_SLOTS chunks ahead at most (see struct kube_ws_reader), so waiting
  * for input never holds up output. The thread is joined before kube_exec returns.
  *
  * The end: the status message is the server's last word. Once it is complete the session
@@ -84,7 +84,8 @@
 #include "kube/wsconn.h"
 
 
-#define EXEC_STDIN_CHUNK (32u * 1024)       /* payload of one stdin message */
+#define EXEC_STDIN_CHUNK KUBE_WS_CHUNK      /* payload of one stdin message */
+_Static_assert(KUBE_EXEC_STDIN_SLOTS == KUBE_WS_READER_SLOTS, "exec.h documents the reader's slots");
 #define EXEC_RX_BUFFER (64u * 1024)         /* lws receive buffer of the connection */
 #define EXEC_MAX_URI 2032u                  /* 2048 - "GET " - " HTTP/1.1\r\n" - NUL (see top) */
 #define EXEC_SALVAGE_MAX (8u << 20)         /* what is read past lws after a failed write */
@@ -298,34 +299,6 @@ out:
 
 /* ---- the session ------------------------------------------------------------------- */
 
-/* Stdin from an fd (use_stdin_fd): a thread reads the fd into a ring of chunk slots and
- * wakes the event loop (lws_cancel_service, which lws turns into EVENT_WAIT_CANCELLED on
- * the loop's thread); the loop sends the oldest full slot per writable event and frees
- * it. Slots [head, head + count) are full and belong to the loop; the next one is the
- * reader's to fill. When all are full the reader waits (backpressure: it reads no more
- * than the socket takes). It waits for input in poll() on the fd and a pipe of its own,
- * so stopping it needs no input: the loop writes to the pipe and joins it. */
-struct stdin_slot {
-    size_t len;
-    unsigned char buf[LWS_PRE + 1 + EXEC_STDIN_CHUNK];   /* lws' headroom, channel id, data */
-};
-
-struct stdin_reader {
-    int fd;
-    int wake[2];                 /* the stop pipe: read end polled by the reader */
-    struct lws_context *ctx;     /* to wake the loop */
-    pthread_t thread;
-    int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;           /* a slot was freed, or stop */
-    /* under mu */
-    unsigned head, count;
-    int eof;                     /* read() returned 0: no more after the full slots */
-    int err;                     /* errno of a failed read or poll */
-    int stop;
-    struct stdin_slot slot[KUBE_EXEC_STDIN_SLOTS];
-};
-
 struct session {
     struct kube_client *client;
     struct kube_config *cfg;
@@ -350,7 +323,7 @@ struct session {
     int resize_pending;      /* a size to send: size_w x size_h */
     int size_sent;           /* sent_w x sent_h went out */
     unsigned size_w, size_h, sent_w, sent_h;
-    struct stdin_reader *in; /* stdin from an fd, else NULL */
+    struct kube_ws_reader *in; /* stdin from an fd, else NULL */
     char close_reason[128];  /* from the server's close frame, if any */
     char tls_verify[160];    /* why OpenSSL refused the server's certificate */
     unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
@@ -497,114 +470,14 @@ static int send_stdin(struct session *s, struct lws *wsi) {
     return 0;
 }
 
-/* The reader thread: fill free slots from the fd until EOF, an error, or stop. */
-static void *stdin_reader_main(void *arg) {
-    struct stdin_reader *rd = arg;
-    for (;;) {
-        pthread_mutex_lock(&rd->mu);
-        while (!rd->stop && rd->count == KUBE_EXEC_STDIN_SLOTS) pthread_cond_wait(&rd->cv, &rd->mu);
-        int stop = rd->stop;
-        struct stdin_slot *sl = &rd->slot[(rd->head + rd->count) % KUBE_EXEC_STDIN_SLOTS];
-        pthread_mutex_unlock(&rd->mu);
-        if (stop) return NULL;
-
-        /* Wait for input (or stop) without reading, so a stop needs no input. */
-        struct pollfd pf[2] = {{rd->fd, POLLIN, 0}, {rd->wake[0], POLLIN, 0}};
-        int np = poll(pf, 2, -1);
-        int err = 0;
-        ssize_t n = -1;
-        if (np < 0 && errno != EINTR && errno != EAGAIN) {
-            err = errno;
-        } else if (np <= 0) {
-            continue;
-        } else if (pf[1].revents) {
-            return NULL;                              /* stopped */
-        } else if (pf[0].revents & POLLNVAL) {
-            err = EBADF;                              /* the fd was closed under us */
-        } else {
-            n = read(rd->fd, sl->buf + LWS_PRE + 1, EXEC_STDIN_CHUNK);
-            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-            if (n < 0) err = errno;
-        }
-        pthread_mutex_lock(&rd->mu);
-        if (err)
-            rd->err = err;
-        else if (n == 0)
-            rd->eof = 1;
-        else {
-            sl->len = (size_t)n;
-            rd->count++;
-        }
-        pthread_mutex_unlock(&rd->mu);
-        lws_cancel_service(rd->ctx);                  /* the loop sends it */
-        if (n <= 0) return NULL;                      /* EOF or error: nothing more to read */
-    }
-}
-
-/* A reader for fd, not started yet; NULL (with errno) when out of memory or pipes. */
-static struct stdin_reader *stdin_reader_new(int fd) {
-    struct stdin_reader *rd = calloc(1, sizeof(*rd));
-    if (!rd) return NULL;
-    rd->fd = fd;
-    if (pipe2(rd->wake, O_CLOEXEC) < 0) {
-        int e = errno;
-        free(rd);
-        errno = e;
-        return NULL;
-    }
-    pthread_mutex_init(&rd->mu, NULL);
-    pthread_cond_init(&rd->cv, NULL);
-    return rd;
-}
-
-/* Start reading; the loop of ctx is woken for every chunk. 0 or -1. */
-static int stdin_reader_start(struct stdin_reader *rd, struct lws_context *ctx) {
-    rd->ctx = ctx;
-    if (pthread_create(&rd->thread, NULL, stdin_reader_main, rd) != 0) return -1;
-    rd->started = 1;
-    return 0;
-}
-
-/* Stop the thread (wherever it waits: for a slot, for input) and join it. */
-static void stdin_reader_stop(struct stdin_reader *rd) {
-    if (!rd || !rd->started) return;
-    pthread_mutex_lock(&rd->mu);
-    rd->stop = 1;
-    pthread_cond_broadcast(&rd->cv);
-    pthread_mutex_unlock(&rd->mu);
-    ssize_t w;
-    do w = write(rd->wake[1], "x", 1);
-    while (w < 0 && errno == EINTR);
-    pthread_join(rd->thread, NULL);
-    rd->started = 0;
-}
-
-static void stdin_reader_free(struct stdin_reader *rd) {
-    if (!rd) return;
-    stdin_reader_stop(rd);
-    close(rd->wake[0]);
-    close(rd->wake[1]);
-    pthread_mutex_destroy(&rd->mu);
-    pthread_cond_destroy(&rd->cv);
-    free(rd);
-}
-
-/* Something for the loop to send: a full slot, EOF or an error. */
-static int stdin_reader_pending(struct stdin_reader *rd) {
-    pthread_mutex_lock(&rd->mu);
-    int pending = rd->count || rd->eof || rd->err;
-    pthread_mutex_unlock(&rd->mu);
-    return pending;
-}
-
 /* Send the oldest full slot; when none is left, the close signal at EOF or the read
  * error. Nothing yet: wait for the reader's wake-up. */
 static int send_stdin_fd(struct session *s, struct lws *wsi) {
-    struct stdin_reader *rd = s->in;
+    struct kube_ws_reader *rd = s->in;
     pthread_mutex_lock(&rd->mu);
     unsigned count = rd->count;
     int eof = rd->eof, err = rd->err;
-    struct stdin_slot *sl = &rd->slot[rd->head];
+    struct kube_ws_slot *sl = &rd->slot[rd->head];
     pthread_mutex_unlock(&rd->mu);
 
     if (count) {
@@ -617,7 +490,7 @@ static int send_stdin_fd(struct session *s, struct lws *wsi) {
             return 0;
         }
         pthread_mutex_lock(&rd->mu);
-        rd->head = (rd->head + 1) % KUBE_EXEC_STDIN_SLOTS;
+        rd->head = (rd->head + 1) % KUBE_WS_READER_SLOTS;
         rd->count--;
         int more = rd->count || rd->eof || rd->err;
         pthread_cond_signal(&rd->cv);
@@ -685,7 +558,7 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         s->established = 1;
         s->r->http_status = 101;
         kube_client_count(s->client, "GET", 101);
-        if (s->in && stdin_reader_start(s->in, ctx) < 0) {
+        if (s->in && kube_ws_reader_start(s->in, ctx) < 0) {
             fail(s, "exec: cannot start the stdin reader thread");
             lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
             return -1;
@@ -746,7 +619,7 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
          * need nothing here). lws 4.1 sends this to every protocol of every vhost with a
          * stand-in wsi that only has the context, so the connection is s->wsi. */
         if (s->in && s->wsi && s->established && !s->finished && !s->failed && !s->stdin_done &&
-            !s->have_status && stdin_reader_pending(s->in))
+            !s->have_status && kube_ws_reader_pending(s->in))
             lws_callback_on_writable(s->wsi);
         return 0;
 
@@ -932,7 +805,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     s->tty = tty;
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
     s->auth = kube_ws_auth_value(cfg);
-    if (o->use_stdin_fd && !(s->in = stdin_reader_new(o->stdin_fd))) {
+    if (o->use_stdin_fd && !(s->in = kube_ws_reader_new(o->stdin_fd))) {
         fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
         goto out;
     }
@@ -954,7 +827,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
     while (!s->finished)
         if (lws_service(s->ctx, 0) < 0) break;
-    stdin_reader_stop(s->in);   /* before the context goes: it wakes the context's loop */
+    kube_ws_reader_stop(s->in);   /* before the context goes: it wakes the context's loop */
     lws_sul_cancel(&s->deadline);
     lws_sul_cancel(&s->resize_check);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
@@ -967,7 +840,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
 out:
     if (s) {
-        stdin_reader_free(s->in);   /* stopped and joined: before the context */
+        kube_ws_reader_free(s->in);   /* stopped and joined: before the context */
         if (s->ctx) lws_context_destroy(s->ctx);
         SSL_CTX_free(s->ssl);   /* after the context: its connections used it */
         kube_ws_free_secret(s->auth);

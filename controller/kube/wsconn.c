@@ -8,12 +8,16 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #ifndef YAO_VERSION
 #define YAO_VERSION "dev"
@@ -272,4 +276,106 @@ void kube_ws_refusal_message(struct kube_client *c, long status, const char *pat
         size_t n = strlen(err);
         put_err(err + n, errlen - n, " (%s)", hint403);
     }
+}
+
+/* ---- input from an fd ------------------------------------------------------------------ */
+
+/* The reader thread: fill free slots from the fd until EOF, an error, or stop. */
+static void *kube_ws_reader_main(void *arg) {
+    struct kube_ws_reader *rd = arg;
+    for (;;) {
+        pthread_mutex_lock(&rd->mu);
+        while (!rd->stop && rd->count == KUBE_WS_READER_SLOTS) pthread_cond_wait(&rd->cv, &rd->mu);
+        int stop = rd->stop;
+        struct kube_ws_slot *sl = &rd->slot[(rd->head + rd->count) % KUBE_WS_READER_SLOTS];
+        pthread_mutex_unlock(&rd->mu);
+        if (stop) return NULL;
+
+        /* Wait for input (or stop) without reading, so a stop needs no input. */
+        struct pollfd pf[2] = {{rd->fd, POLLIN, 0}, {rd->wake[0], POLLIN, 0}};
+        int np = poll(pf, 2, -1);
+        int err = 0;
+        ssize_t n = -1;
+        if (np < 0 && errno != EINTR && errno != EAGAIN) {
+            err = errno;
+        } else if (np <= 0) {
+            continue;
+        } else if (pf[1].revents) {
+            return NULL;                              /* stopped */
+        } else if (pf[0].revents & POLLNVAL) {
+            err = EBADF;                              /* the fd was closed under us */
+        } else {
+            n = read(rd->fd, sl->buf + LWS_PRE + 1, KUBE_WS_CHUNK);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+            if (n < 0) err = errno;
+        }
+        pthread_mutex_lock(&rd->mu);
+        if (err)
+            rd->err = err;
+        else if (n == 0)
+            rd->eof = 1;
+        else {
+            sl->len = (size_t)n;
+            rd->count++;
+        }
+        pthread_mutex_unlock(&rd->mu);
+        lws_cancel_service(rd->ctx);                  /* the loop sends it */
+        if (n <= 0) return NULL;                      /* EOF or error: nothing more to read */
+    }
+}
+
+/* A reader for fd, not started yet; NULL (with errno) when out of memory or pipes. */
+struct kube_ws_reader *kube_ws_reader_new(int fd) {
+    struct kube_ws_reader *rd = calloc(1, sizeof(*rd));
+    if (!rd) return NULL;
+    rd->fd = fd;
+    if (pipe2(rd->wake, O_CLOEXEC) < 0) {
+        int e = errno;
+        free(rd);
+        errno = e;
+        return NULL;
+    }
+    pthread_mutex_init(&rd->mu, NULL);
+    pthread_cond_init(&rd->cv, NULL);
+    return rd;
+}
+
+/* Start reading; the loop of ctx is woken for every chunk. 0 or -1. */
+int kube_ws_reader_start(struct kube_ws_reader *rd, struct lws_context *ctx) {
+    rd->ctx = ctx;
+    if (pthread_create(&rd->thread, NULL, kube_ws_reader_main, rd) != 0) return -1;
+    rd->started = 1;
+    return 0;
+}
+
+/* Stop the thread (wherever it waits: for a slot, for input) and join it. */
+void kube_ws_reader_stop(struct kube_ws_reader *rd) {
+    if (!rd || !rd->started) return;
+    pthread_mutex_lock(&rd->mu);
+    rd->stop = 1;
+    pthread_cond_broadcast(&rd->cv);
+    pthread_mutex_unlock(&rd->mu);
+    ssize_t w;
+    do w = write(rd->wake[1], "x", 1);
+    while (w < 0 && errno == EINTR);
+    pthread_join(rd->thread, NULL);
+    rd->started = 0;
+}
+
+void kube_ws_reader_free(struct kube_ws_reader *rd) {
+    if (!rd) return;
+    kube_ws_reader_stop(rd);
+    close(rd->wake[0]);
+    close(rd->wake[1]);
+    pthread_mutex_destroy(&rd->mu);
+    pthread_cond_destroy(&rd->cv);
+    free(rd);
+}
+
+/* Something for the loop to send: a full slot, EOF or an error. */
+int kube_ws_reader_pending(struct kube_ws_reader *rd) {
+    pthread_mutex_lock(&rd->mu);
+    int pending = rd->count || rd->eof || rd->err;
+    pthread_mutex_unlock(&rd->mu);
+    return pending;
 }

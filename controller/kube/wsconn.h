@@ -10,6 +10,7 @@
 
 #include <libwebsockets.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include "kube/config.h"
 #include "kube/rest.h"
@@ -65,5 +66,50 @@ struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoi
  * plus hint403 on a 403. Nothing when the status differs or cannot be read. */
 void kube_ws_refusal_message(struct kube_client *c, long status, const char *path, const char *what,
                              const char *hint403, char *err, size_t errlen);
+
+/* ---- input from an fd, read by a thread of the session -------------------------------- */
+
+#define KUBE_WS_CHUNK (32u * 1024)      /* payload of one message read from the fd */
+#define KUBE_WS_READER_SLOTS 4          /* chunks read ahead at most */
+
+/* Input from an fd (exec's stdin, a port-forward's local connection): a thread reads the fd into a ring of chunk slots and
+ * wakes the event loop (lws_cancel_service, which lws turns into EVENT_WAIT_CANCELLED on
+ * the loop's thread); the loop sends the oldest full slot per writable event and frees
+ * it. Slots [head, head + count) are full and belong to the loop; the next one is the
+ * reader's to fill. When all are full the reader waits (backpressure: it reads no more
+ * than the socket takes). It waits for input in poll() on the fd and a pipe of its own,
+ * so stopping it needs no input: the loop writes to the pipe and joins it. */
+struct kube_ws_slot {
+    size_t len;
+    unsigned char buf[LWS_PRE + 1 + KUBE_WS_CHUNK];   /* lws' headroom, channel id, data */
+};
+
+struct kube_ws_reader {
+    int fd;
+    int wake[2];                 /* the stop pipe: read end polled by the reader */
+    struct lws_context *ctx;     /* to wake the loop */
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* a slot was freed, or stop */
+    /* under mu */
+    unsigned head, count;
+    int eof;                     /* read() returned 0: no more after the full slots */
+    int err;                     /* errno of a failed read or poll */
+    int stop;
+    struct kube_ws_slot slot[KUBE_WS_READER_SLOTS];
+};
+
+/* A reader for fd, not started yet; NULL (with errno) when out of memory or pipes. */
+struct kube_ws_reader *kube_ws_reader_new(int fd);
+/* Start reading; the loop of ctx is woken (lws_cancel_service) for every chunk, EOF or
+ * error. 0 or -1. */
+int kube_ws_reader_start(struct kube_ws_reader *rd, struct lws_context *ctx);
+/* Stop the thread (wherever it waits: for a slot, for input) and join it. */
+void kube_ws_reader_stop(struct kube_ws_reader *rd);
+/* Stop, join and free (NULL is fine). Before the context it wakes is destroyed. */
+void kube_ws_reader_free(struct kube_ws_reader *rd);
+/* Something for the loop: a full slot, EOF or an error. */
+int kube_ws_reader_pending(struct kube_ws_reader *rd);
 
 #endif
