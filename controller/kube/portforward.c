@@ -125,6 +125,33 @@ int kube_pf_path(const char *ns, const char *pod, uint16_t port, char *out, size
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* A decimal port in [min, 65535] spanning all of s[0..n); -1 otherwise. */
+static long pf_port(const char *s, size_t n, long min) {
+    long v = 0;
+    if (n == 0 || n > 5) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v < min || v > 65535 ? -1 : v;
+}
+
+int kube_pf_parse_mapping(const char *s, uint16_t *local, uint16_t *remote) {
+    const char *colon = s ? strchr(s, ':') : NULL;
+    long l, r;
+    if (!s) return -1;
+    if (!colon) {
+        l = r = pf_port(s, strlen(s), 1);
+    } else {
+        l = colon == s ? 0 : pf_port(s, (size_t)(colon - s), 0);
+        r = pf_port(colon + 1, strlen(colon + 1), 1);
+    }
+    if (l < 0 || r < 0) return -1;
+    *local = (uint16_t)l;
+    *remote = (uint16_t)r;
+    return 0;
+}
+
 /* ---- the session ------------------------------------------------------------------- */
 
 struct pf_session {

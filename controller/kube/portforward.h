@@ -79,4 +79,9 @@ size_t kube_pf_data_message(const unsigned char *data, size_t len, unsigned char
  * with NS and POD URL-encoded. 0, or -1 when it does not fit in out. */
 int kube_pf_path(const char *ns, const char *pod, uint16_t port, char *out, size_t cap);
 
+/* kubectl's port mapping: "PORT" (the same local port), "LOCAL:PORT", ":PORT" or
+ * "0:PORT" (*local = 0: any free port). Ports are decimal 1-65535 (LOCAL also 0). 0, or
+ * -1 for anything else. */
+int kube_pf_parse_mapping(const char *s, uint16_t *local, uint16_t *remote);
+
 #endif

@@ -4,7 +4,9 @@
  * frames unmasked, client frames unmasked here (and counted if a client forgot the mask).
  * One thread accepts, one thread per connection plays the script; everything the client
  * sent that a test wants to check (request line, offered subprotocols, Authorization,
- * stdin) is recorded under a mutex. Test-only; header-only. */
+ * stdin) is recorded under a mutex. Also plays the portforward endpoint (PEER_PF_*, for
+ * test_portforward.c): the port from ?ports= named first on channels 0 and 1. Test-only;
+ * header-only. */
 #ifndef YAO_TEST_EXEC_PEER_H
 #define YAO_TEST_EXEC_PEER_H
 
@@ -40,6 +42,11 @@ enum peer_script {
     PEER_EXIT_UNREAD,    /* reads echo_expect stdin bytes, then stops reading (a command that
                             exited without reading its input), sends exit code 3, reads
                             nothing for unread_ms, then reads to the end of the stream */
+    PEER_PF_ECHO,        /* portforward: the port on channels 0 and 1, then data echoed on
+                            channel 0; after echo_expect bytes a close (the pod's side ended) */
+    PEER_PF_REFUSED,     /* portforward: the port on both channels, an error text on channel 1,
+                            then a close (nobody listens on the port) */
+    PEER_PF_WRONG_PORT,  /* portforward: names another port than the one asked for */
 };
 
 #define PEER_MAX_CONNS 64
@@ -278,6 +285,61 @@ static void peer_script_run(struct peer *p, int fd) {
                 if (done) {
                     peer_msg(p, fd, 3, ok, sizeof(ok) - 1);
                     free(pl);
+                    peer_drain(p, fd);
+                    return;
+                }
+            }
+            free(pl);
+        }
+        break;
+    }
+    case PEER_PF_ECHO:
+    case PEER_PF_REFUSED:
+    case PEER_PF_WRONG_PORT: {
+        const char *q = p->request_line ? strstr(p->request_line, "ports=") : NULL;
+        unsigned port = q ? (unsigned)atoi(q + 6) : 0;
+        if (p->script == PEER_PF_WRONG_PORT) port++;
+        unsigned char pfx[2] = {(unsigned char)(port & 255), (unsigned char)(port >> 8)};
+        if (peer_msg(p, fd, 0, pfx, 2) < 0 || peer_msg(p, fd, 1, pfx, 2) < 0) break;
+        if (p->script == PEER_PF_REFUSED) {
+            char text[160];
+            snprintf(text, sizeof(text), "error forwarding port %u to pod p, uid : dial tcp4 127.0.0.1:%u: "
+                     "connect: connection refused", port, port);
+            peer_msg(p, fd, 1, text, strlen(text));
+            peer_frame(p, fd, 8, 1, "\x03\xe8", 2);
+            peer_drain(p, fd);
+            break;
+        }
+        if (p->script == PEER_PF_WRONG_PORT) {
+            peer_drain(p, fd);
+            break;
+        }
+        int op, fin;
+        unsigned char *pl;
+        size_t n;
+        while (peer_read_frame(p, fd, &op, &fin, &pl, &n) == 0) {
+            if (op == 8) {
+                peer_frame(p, fd, 8, 1, pl, n >= 2 ? 2 : 0);
+                free(pl);
+                return;
+            }
+            if (op == 2 && n >= 1 && pl[0] == 0) {
+                /* echoed in pieces of various sizes, as a pod's reads would come */
+                size_t off = 1, cut = 1;
+                while (off < n) {
+                    size_t k = n - off < cut ? n - off : cut;
+                    peer_msg(p, fd, 0, pl + off, k);
+                    off += k;
+                    cut = cut * 7 % 40000 + 1;
+                }
+                pthread_mutex_lock(&p->mu);
+                p->stdin_bytes += n - 1;
+                if (n - 1 > p->stdin_max_message) p->stdin_max_message = n - 1;
+                size_t total = p->stdin_bytes;
+                pthread_mutex_unlock(&p->mu);
+                if (total >= p->echo_expect) {
+                    free(pl);
+                    peer_frame(p, fd, 8, 1, "\x03\xe8", 2);
                     peer_drain(p, fd);
                     return;
                 }

@@ -2,10 +2,17 @@
  * the data message a client sends, and the demultiplexer of what the server sends (the
  * 2-byte little-endian port at the start of each channel, split anywhere; data on channel
  * 0 passed through byte-exactly; error text on channel 1, bounded; unknown channels and
- * a wrong port refused). No network. */
+ * a wrong port refused); and whole sessions against a scripted stand-in for the endpoint
+ * (exec_peer.h on 127.0.0.1): echo byte-exact both ways, the pod's error text, a wrong
+ * port, a refused upgrade, a local EOF, the stop flag. */
 #include "check.h"
+#include "exec_peer.h"
 
+#include <time.h>
+
+#include "kube/config.h"
 #include "kube/portforward.h"
+#include "kube/rest.h"
 
 struct sink {
     unsigned char buf[70000];
@@ -145,4 +152,201 @@ TEST(consumer_abort_is_passed_on) {
     CHECK_INT(msg(&d, "\x00\x01\x00" "a", 4, err), 0);
     CHECK_INT(msg(&d, "\x00" "b", 2, err), 7);
     CHECK_INT(s.len, 1);
+}
+
+TEST(port_mappings_like_kubectl) {
+    uint16_t l = 1, r = 1;
+    CHECK_INT(kube_pf_parse_mapping("8080", &l, &r), 0);
+    CHECK_INT(l, 8080);
+    CHECK_INT(r, 8080);
+    CHECK_INT(kube_pf_parse_mapping("9000:80", &l, &r), 0);
+    CHECK_INT(l, 9000);
+    CHECK_INT(r, 80);
+    CHECK_INT(kube_pf_parse_mapping(":5900", &l, &r), 0);
+    CHECK_INT(l, 0);
+    CHECK_INT(r, 5900);
+    CHECK_INT(kube_pf_parse_mapping("0:65535", &l, &r), 0);
+    CHECK_INT(l, 0);
+    CHECK_INT(r, 65535);
+    static const char *const bad[] = {"", "0", "65536", "80:", "a:80", "80:x", "1:2:3", "-1", " 80", "80 ",
+                                      "123456", "8080:0", "+80", NULL};
+    for (int i = 0; bad[i]; i++) {
+        int rc = kube_pf_parse_mapping(bad[i], &l, &r);
+        if (rc != -1) fprintf(stderr, "  accepted \"%s\"\n", bad[i]);
+        CHECK_INT(rc, -1);
+    }
+    CHECK_INT(kube_pf_parse_mapping(NULL, &l, &r), -1);
+}
+
+/* ---- sessions against the scripted peer ------------------------------------------------ */
+
+static struct kube_client *pf_client(const struct peer *p) {
+    struct kube_config cfg;
+    char url[64], err[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.server = strdup(url);
+    cfg.token = strdup("t0ken");
+    pthread_mutex_init(&cfg.lock, NULL);
+    cfg.lock_ready = 1;
+    struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof(err));
+    if (c) kube_client_set_retries(c, 1);
+    return c;
+}
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The local application: writes `len` patterned bytes (then shuts its write side when
+ * asked), and reads everything back until EOF. */
+struct app {
+    int fd;
+    size_t len, got;
+    int shut_after, bad;
+    pthread_t wr, rd;
+};
+
+static void *app_write(void *arg) {
+    struct app *a = arg;
+    unsigned char buf[8192];
+    size_t off = 0;
+    while (off < a->len) {
+        size_t k = a->len - off < sizeof buf ? a->len - off : sizeof buf;
+        for (size_t i = 0; i < k; i++) buf[i] = (unsigned char)((off + i) % 253);
+        ssize_t w = send(a->fd, buf, k, MSG_NOSIGNAL);
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    if (a->shut_after) shutdown(a->fd, SHUT_WR);
+    return NULL;
+}
+
+static void *app_read(void *arg) {
+    struct app *a = arg;
+    unsigned char buf[16384];
+    for (;;) {
+        ssize_t r = recv(a->fd, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        for (ssize_t i = 0; i < r; i++)
+            if (buf[i] != (unsigned char)((a->got + (size_t)i) % 253)) a->bad = 1;
+        a->got += (size_t)r;
+    }
+    return NULL;
+}
+
+/* Run one session for the local end sv[0] while the app plays on sv[1]. */
+static int run_session(struct peer *p, uint16_t port, struct app *a, volatile sig_atomic_t *stop,
+                       struct kube_pf_result *r) {
+    int sv[2];
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a->fd = sv[1];
+    pthread_create(&a->wr, NULL, app_write, a);
+    pthread_create(&a->rd, NULL, app_read, a);
+    struct kube_client *c = pf_client(p);
+    struct kube_pf_options o = {.namespace_ = "ns-1", .pod = "p", .port = port, .fd = sv[0], .stop = stop};
+    int rc = kube_portforward(c, &o, r);
+    close(sv[0]);                  /* as the CLI does: the app sees EOF */
+    pthread_join(a->wr, NULL);
+    pthread_join(a->rd, NULL);
+    close(sv[1]);
+    kube_client_free(c);
+    return rc;
+}
+
+TEST(session_echoes_byte_exact_and_ends_with_the_pod) {
+    struct peer p;
+    struct app a = {.len = 3u << 20};
+    struct kube_pf_result r;
+    CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);
+    p.echo_expect = a.len;
+    int rc = run_session(&p, 8080, &a, NULL, &r);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(r.http_status, 101);
+    CHECK_INT(a.got, a.len);
+    CHECK_INT(a.bad, 0);
+    CHECK_INT(r.bytes_to_pod, a.len);
+    CHECK_INT(r.bytes_from_pod, a.len);
+    CHECK(p.stdin_max_message <= 32 * 1024);   /* sent in bounded chunks */
+    CHECK_STR(p.request_line, "GET /api/v1/namespaces/ns-1/pods/p/portforward?ports=8080 HTTP/1.1");
+    CHECK_STR(p.offered, "v4.channel.k8s.io");
+    CHECK_STR(p.authorization, "Bearer t0ken");
+    CHECK_INT(p.unmasked_frames, 0);
+    peer_stop(&p);
+}
+
+TEST(session_reports_the_pods_error) {
+    struct peer p;
+    struct app a = {.len = 100};
+    struct kube_pf_result r;
+    CHECK_INT(peer_start(&p, PEER_PF_REFUSED), 0);
+    CHECK_INT(run_session(&p, 9, &a, NULL, &r), -1);
+    CHECK_STR(r.err, "port-forward: error forwarding port 9 to pod p, uid : dial tcp4 127.0.0.1:9: connect: "
+              "connection refused");
+    CHECK_INT(a.got, 0);
+    peer_stop(&p);
+}
+
+TEST(session_refuses_data_for_another_port) {
+    struct peer p;
+    struct app a = {.len = 0};
+    struct kube_pf_result r;
+    CHECK_INT(peer_start(&p, PEER_PF_WRONG_PORT), 0);
+    CHECK_INT(run_session(&p, 80, &a, NULL, &r), -1);
+    CHECK(strstr(r.err, "data channel names port 81, not 80") != NULL);
+    peer_stop(&p);
+}
+
+TEST(session_refused_upgrade_says_why) {
+    struct peer p;
+    struct app a = {.len = 0};
+    struct kube_pf_result r;
+    CHECK_INT(peer_start(&p, PEER_FORBIDDEN), 0);
+    CHECK_INT(run_session(&p, 80, &a, NULL, &r), -1);
+    CHECK_INT(r.http_status, 403);
+    CHECK(strstr(r.err, "port-forward: upgrade refused:") != NULL);
+    CHECK(strstr(r.err, "pods/portforward") != NULL);
+    if (!strstr(r.err, "pods/portforward")) fprintf(stderr, "    err: %s\n", r.err);
+    peer_stop(&p);
+}
+
+TEST(session_after_local_eof_lingers_then_ends) {
+    struct peer p;
+    struct app a = {.len = 5000, .shut_after = 1};
+    struct kube_pf_result r;
+    CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);   /* the pod never closes */
+    int64_t t0 = mono_ms();
+    CHECK_INT(run_session(&p, 80, &a, NULL, &r), 0);
+    int64_t took = mono_ms() - t0;
+    CHECK_INT(a.got, 5000);                        /* the answer after the EOF still arrived */
+    CHECK_INT(a.bad, 0);
+    CHECK(took >= 900 && took < 5000);             /* about 1 s after the pod's last byte */
+    peer_stop(&p);
+}
+
+static volatile sig_atomic_t stop_flag;
+static void *raise_stop(void *arg) {
+    (void)arg;
+    usleep(300 * 1000);
+    stop_flag = 1;
+    return NULL;
+}
+
+TEST(session_ends_on_the_stop_flag) {
+    struct peer p;
+    struct app a = {.len = 10};
+    struct kube_pf_result r;
+    pthread_t t;
+    CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);
+    stop_flag = 0;
+    pthread_create(&t, NULL, raise_stop, NULL);
+    int64_t t0 = mono_ms();
+    CHECK_INT(run_session(&p, 80, &a, &stop_flag, &r), 0);
+    CHECK(mono_ms() - t0 < 1500);
+    CHECK_INT(a.got, 10);
+    pthread_join(t, NULL);
+    peer_stop(&p);
 }
