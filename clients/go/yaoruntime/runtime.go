@@ -11,8 +11,12 @@
 //     spec.env, Memory and CPUs the limits, Labels the Sandbox's labels. WorkingDir has no
 //     place in the pod spec: it is kept in an annotation and used as the default WorkDir
 //     of Exec and ExecStream.
-//   - Ports and User (the uid to run as) cannot be expressed by the Sandbox API yet:
-//     Create refuses them unless Options.IgnoreUnsupported is set.
+//   - Ports become spec.ports (named "tcp-5900", "udp-53"; protocol tcp or udp): the
+//     container's ports. A HostPort cannot be published on a Kubernetes node; it is
+//     ignored, and the port is reached with sandbox.Client.PortForward (or the Sandbox's
+//     Service). Inspect and List report spec.ports back (HostPort 0).
+//   - User (the uid to run as) cannot be expressed by the Sandbox API: Create refuses it
+//     unless Options.IgnoreUnsupported is set.
 package yaoruntime
 
 import (
@@ -114,7 +118,8 @@ type Options struct {
 	// DefaultUserID is the owner of containers created with neither UserID nor the
 	// LabelUserID label (default "yao"); their chat is then CreateOptions.Name.
 	DefaultUserID string
-	// IgnoreUnsupported makes Create drop Ports and User instead of failing.
+	// IgnoreUnsupported makes Create drop User (and ports of another protocol than tcp
+	// or udp) instead of failing.
 	IgnoreUnsupported bool
 	// StopTimeout bounds Stop's wait when its timeout argument is 0 (default 60 s).
 	StopTimeout time.Duration
@@ -178,10 +183,11 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (string, error) {
 	if err := r.check(); err != nil {
 		return "", err
 	}
+	ports, err := portsOf(o.Ports, r.opts.IgnoreUnsupported)
+	if err != nil {
+		return "", err
+	}
 	if !r.opts.IgnoreUnsupported {
-		if len(o.Ports) > 0 {
-			return "", fmt.Errorf("yaoruntime: create: ports: %w (the Sandbox API has no ports yet)", ErrUnsupported)
-		}
 		if o.User != "" {
 			return "", fmt.Errorf("yaoruntime: create: user %q: %w (sandboxes run as the image's non-root user)", o.User, ErrUnsupported)
 		}
@@ -190,7 +196,8 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	spec := v1alpha1.SandboxSpec{Image: o.Image, Args: o.Cmd, Lifecycle: o.Lifecycle, IdleTimeout: o.IdleTimeout}
+	spec := v1alpha1.SandboxSpec{Image: o.Image, Args: o.Cmd, Lifecycle: o.Lifecycle, IdleTimeout: o.IdleTimeout,
+		Ports: ports}
 	for _, k := range sortedKeys(o.Env) {
 		spec.Env = append(spec.Env, v1alpha1.EnvVar{Name: k, Value: o.Env[k]})
 	}
@@ -415,10 +422,47 @@ func (r *Runtime) Close() error {
 	return nil
 }
 
+// portsOf maps Docker-style port mappings to spec.ports: one per (port, protocol), named
+// "tcp-5900"; the host port is not kept (see the package comment).
+func portsOf(in []PortMapping, lax bool) ([]v1alpha1.Port, error) {
+	var out []v1alpha1.Port
+	seen := map[string]bool{}
+	for _, m := range in {
+		proto := strings.ToLower(m.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		if proto != "tcp" && proto != "udp" {
+			if lax {
+				continue
+			}
+			return nil, fmt.Errorf("yaoruntime: create: port %d/%s: %w (tcp or udp)", m.ContainerPort, m.Protocol, ErrUnsupported)
+		}
+		if m.ContainerPort < 1 || m.ContainerPort > 65535 {
+			return nil, fmt.Errorf("yaoruntime: create: container port %d is not in 1-65535", m.ContainerPort)
+		}
+		name := fmt.Sprintf("%s-%d", proto, m.ContainerPort)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, v1alpha1.Port{Name: name, Port: int32(m.ContainerPort), Protocol: strings.ToUpper(proto)})
+	}
+	return out, nil
+}
+
 // infoOf maps a Sandbox to a ContainerInfo.
 func infoOf(sb *v1alpha1.Sandbox) ContainerInfo {
+	var ports []PortMapping
+	for _, p := range sb.Spec.Ports {
+		proto := strings.ToLower(p.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		ports = append(ports, PortMapping{ContainerPort: int(p.Port), Protocol: proto})
+	}
 	return ContainerInfo{ID: sb.Name, Name: sb.Name, Image: sb.Spec.Image, Status: StatusOf(sb),
-		IP: sb.Status.PodIP, Labels: sb.Labels}
+		IP: sb.Status.PodIP, Ports: ports, Labels: sb.Labels}
 }
 
 // StatusOf is the Sandbox's state in Docker's words: removing (being deleted), running

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,14 +92,23 @@ func TestCreateIdentityAndRefusals(t *testing.T) {
 	if _, err := r.Create(ctx, CreateOptions{}); err == nil {
 		t.Error("no chat at all was accepted")
 	}
-	if _, err := r.Create(ctx, CreateOptions{ChatID: "x", Ports: []PortMapping{{ContainerPort: 5900}}}); !errors.Is(err, ErrUnsupported) {
+	if _, err := r.Create(ctx, CreateOptions{ChatID: "p", Ports: []PortMapping{{ContainerPort: 5900, HostPort: 15900},
+		{ContainerPort: 53, Protocol: "udp"}, {ContainerPort: 5900, Protocol: "tcp"}}}); err != nil {
 		t.Errorf("ports: %v", err)
+	} else if got := fmt.Sprintf("%+v", f.last.Spec.Ports); got != "[{Name:tcp-5900 Port:5900 Protocol:TCP} {Name:udp-53 Port:53 Protocol:UDP}]" {
+		t.Errorf("ports became %s", got)
+	}
+	if _, err := r.Create(ctx, CreateOptions{ChatID: "x", Ports: []PortMapping{{ContainerPort: 9, Protocol: "sctp"}}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("sctp: %v", err)
+	}
+	if _, err := r.Create(ctx, CreateOptions{ChatID: "x", Ports: []PortMapping{{ContainerPort: 0}}}); err == nil {
+		t.Error("port 0 was accepted")
 	}
 	if _, err := r.Create(ctx, CreateOptions{ChatID: "x", User: "root"}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("user: %v", err)
 	}
 	lax, _ := newFake(t, Options{IgnoreUnsupported: true})
-	if _, err := lax.Create(ctx, CreateOptions{ChatID: "x", User: "root", Ports: []PortMapping{{ContainerPort: 1}}}); err != nil {
+	if _, err := lax.Create(ctx, CreateOptions{ChatID: "x", User: "root", Ports: []PortMapping{{ContainerPort: 1, Protocol: "sctp"}}}); err != nil {
 		t.Errorf("IgnoreUnsupported: %v", err)
 	}
 	if err := r.Close(); err != nil {
@@ -133,5 +143,15 @@ func TestStatusOf(t *testing.T) {
 			t.Errorf("%s paused=%v deleting=%v: %q, want %q", c.sb.Status.Phase, c.sb.Spec.Paused,
 				c.sb.DeletionTimestamp != nil, got, c.want)
 		}
+	}
+}
+
+func TestInspectReportsSpecPorts(t *testing.T) {
+	sb := &v1alpha1.Sandbox{Spec: v1alpha1.SandboxSpec{Ports: []v1alpha1.Port{
+		{Name: "vnc", Port: 5900}, {Name: "dns", Port: 53, Protocol: "UDP"}}}}
+	sb.Name = "s"
+	got := fmt.Sprintf("%+v", infoOf(sb).Ports)
+	if got != "[{ContainerPort:5900 HostPort:0 Protocol:tcp} {ContainerPort:53 HostPort:0 Protocol:udp}]" {
+		t.Errorf("Inspect's ports: %s", got)
 	}
 }

@@ -100,6 +100,42 @@ type SandboxSpec struct {
 	Run       *RunSpec       `json:"run,omitempty"`
 	// TTLSecondsAfterFinished is, for one-shot, how long the finished Sandbox stays.
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// Ports the sandbox's programs listen on: the container's ports (and the Service's).
+	Ports []Port `json:"ports,omitempty"`
+	// Service asks for a ClusterIP Service for Ports, owned by the Sandbox.
+	Service *ServiceSpec `json:"service,omitempty"`
+}
+
+// Port is one port of the sandbox's container.
+type Port struct {
+	// Name is an IANA service name: at most 15 of [a-z0-9-], a letter among them. Unique.
+	Name string `json:"name"`
+	// Port is the number inside the sandbox, 1-65535 (unique per protocol).
+	Port int32 `json:"port"`
+	// Protocol is TCP (the default), UDP or SCTP.
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// ServiceSpec turns the Sandbox's Service on.
+type ServiceSpec struct {
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// Endpoint is where one of spec.ports is reached.
+type Endpoint struct {
+	Name           string `json:"name,omitempty"`
+	Port           int32  `json:"port,omitempty"`
+	Protocol       string `json:"protocol,omitempty"`
+	PodAddress     string `json:"podAddress,omitempty"`     // podIP:port while the pod runs
+	ServiceAddress string `json:"serviceAddress,omitempty"` // clusterIP:port
+	ServiceDNS     string `json:"serviceDNS,omitempty"`     // NAME.NAMESPACE.svc:port
+}
+
+// ServiceStatus is the Sandbox's Service once it exists.
+type ServiceStatus struct {
+	Name      string `json:"name,omitempty"`
+	ClusterIP string `json:"clusterIP,omitempty"`
+	DNSName   string `json:"dnsName,omitempty"`
 }
 
 // EnvVar is one environment variable of the container (or of a one-shot run).
@@ -152,6 +188,8 @@ type SandboxStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Run                *RunStatus         `json:"run,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	Endpoints          []Endpoint         `json:"endpoints,omitempty"`
+	Service            *ServiceStatus     `json:"service,omitempty"`
 }
 
 // TerminationState is the last time the sandbox container ended on its own.

@@ -238,6 +238,16 @@ func (in *SandboxSpec) DeepCopyInto(out *SandboxSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Ports != nil {
+		in, out := &in.Ports, &out.Ports
+		*out = make([]Port, len(*in))
+		copy(*out, *in)
+	}
+	if in.Service != nil {
+		in, out := &in.Service, &out.Service
+		*out = new(ServiceSpec)
+		**out = **in
+	}
 	return
 }
 
@@ -282,6 +292,16 @@ func (in *SandboxStatus) DeepCopyInto(out *SandboxStatus) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.Endpoints != nil {
+		in, out := &in.Endpoints, &out.Endpoints
+		*out = make([]Endpoint, len(*in))
+		copy(*out, *in)
+	}
+	if in.Service != nil {
+		in, out := &in.Service, &out.Service
+		*out = new(ServiceStatus)
+		**out = **in
 	}
 	return
 }
