@@ -150,6 +150,24 @@ static void shrink_pvc(cJSON *pvc) {
     cJSON_Delete(slim);
 }
 
+/* Keep only metadata and what the controller compares or reports of a Service: its
+ * ports, selector and clusterIP. */
+static void shrink_service(cJSON *svc) {
+    static const char *const keep[][2] = {{"spec", "ports"}, {"spec", "selector"}, {"spec", "clusterIP"}};
+    informer_strip_metadata(svc);
+    cJSON *slim = cJSON_CreateObject();
+    if (!slim) return;
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) carry(slim, svc, keep[i], 2);
+    cJSON_DeleteItemFromObjectCaseSensitive(svc, "spec");
+    cJSON_DeleteItemFromObjectCaseSensitive(svc, "status");
+    cJSON *item;
+    while ((item = slim->child)) {
+        cJSON_DetachItemViaPointer(slim, item);
+        cJSON_AddItemToObject(svc, item->string, item);
+    }
+    cJSON_Delete(slim);
+}
+
 /* Keep only a StorageClass's name, annotations (the default-class mark),
  * volumeBindingMode and allowVolumeExpansion. */
 static void shrink_class(cJSON *sc) {
@@ -200,12 +218,16 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     io.on_change = on_owned;
     io.transform = shrink_pvc;
     ctl->pvcs = informer_new(c, &io);
+    sbx_core_path(path, sizeof(path), o->namespace_, "services");
+    io.path = path;
+    io.transform = shrink_service;
+    ctl->services = informer_new(c, &io);
 
     /* StorageClasses are cluster-scoped, and only read: nothing is queued when they change. */
     io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
     ctl->classes = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->classes) {
+    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->classes) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -282,14 +304,16 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     if (!classes_on)
         LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
              "waits for its claim as on an Immediate class\" status=%ld", probe);
-    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->sandboxes) < 0 ||
+    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
+        informer_start(ctl->sandboxes) < 0 ||
         (classes_on && informer_start(ctl->classes) < 0))
         return -1;
     /* The StorageClass cache is waited for only a while: without it (a namespaced install
      * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
-    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->sandboxes) &&
+    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->services) &&
+             informer_synced(ctl->sandboxes) &&
              (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
         usleep(20000);
@@ -318,6 +342,7 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->sandboxes) informer_stop(ctl->sandboxes);
     if (ctl->pods) informer_stop(ctl->pods);
     if (ctl->pvcs) informer_stop(ctl->pvcs);
+    if (ctl->services) informer_stop(ctl->services);
     if (ctl->classes) informer_stop(ctl->classes);
 }
 
@@ -327,6 +352,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->sandboxes);
     informer_free(ctl->pods);
     informer_free(ctl->pvcs);
+    informer_free(ctl->services);
     informer_free(ctl->classes);
     queue_free(ctl->queue);
     sbx_records_free(&ctl->records);
@@ -487,7 +513,72 @@ void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
     cJSON_AddStringToObject(o, k, t);
 }
 
+/* The Sandbox's Service, level-triggered: created when spec.service.enabled and absent,
+ * patched (ports, selector) when it drifted, deleted (uid precondition) when no longer
+ * wanted. A Service of that name that is not ours is left alone (a Warning Event says
+ * so, once per pass that finds it). svc is the cached object, or NULL. 0 or -1. */
+static int reconcile_service(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
+                             const struct sbx_spec *spec, const char *pod_name, const cJSON *svc,
+                             enum sbx_object_state state, char *err, size_t errlen) {
+    char path[1024];
+    if (!spec->service) {
+        if (state != SBX_OBJ_PRESENT) return 0;
+        if (sbx_delete_owned(ctl, ns, "services", pod_name, kj_str(svc, "metadata.uid"), err, errlen) < 0) return -1;
+        LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        return 0;
+    }
+    if (state == SBX_OBJ_TERMINATING) return 0;   /* created again once it is gone */
+    if (state == SBX_OBJ_FOREIGN) {
+        sbx_event_record(ctl, sb, "Warning", "ServiceNameConflict",
+                         "a Service of the sandbox's name belongs to someone else; no Service was made");
+        return 0;
+    }
+    cJSON *want = sbx_build_service(owner, spec, pod_name);
+    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = 0;
+    if (state == SBX_OBJ_ABSENT) {
+        int r = create_owned(ctl, ns, "services", want, pod_name, owner->uid, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 1) {
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            sbx_event_record(ctl, sb, "Warning", "ServiceNameConflict",
+                             "a Service of the sandbox's name belongs to someone else; no Service was made");
+        } else {
+            LOGI("msg=\"service created\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        }
+    } else if (!sbx_service_matches(svc, want)) {
+        /* A merge patch replaces both lists whole; the uid precondition keeps a
+         * same-named successor's Service safe. */
+        cJSON *patch = cJSON_CreateObject(), *spec_p = cJSON_AddObjectToObject(patch, "spec"), *md;
+        cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
+        if (!spec_p || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
+            !cJSON_AddStringToObject(md, "uid", kj_str(svc, "metadata.uid") ? kj_str(svc, "metadata.uid") : "") ||
+            !cJSON_AddItemToObject(spec_p, "ports", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1)) ||
+            !cJSON_AddItemToObject(spec_p, "selector", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1))) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            sbx_core_path(path, sizeof(path), ns, "services");
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+            long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+            if (st != 200 && st != 404 && st != 409) rc = -1;
+            else LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        }
+        cJSON_Delete(patch);
+    }
+    cJSON_Delete(want);
+    return rc;
+}
+
 /* ---- the pass ------------------------------------------------------------------------- */
+
+/* status.endpoints and status.service: the pod's IP as the status reports it (running
+ * only), the Service's clusterIP when it is ours and wanted. 0 or -1 (ENOMEM). */
+static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *ns, const char *pod_name,
+                            const cJSON *svc, enum sbx_object_state svc_state) {
+    const char *cip = spec->service && svc_state == SBX_OBJ_PRESENT ? kj_str(svc, "spec.clusterIP") : NULL;
+    return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
+}
 
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
 #define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX)
@@ -497,7 +588,7 @@ void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
 static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                             const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
     char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512];
-    cJSON *pod = NULL, *pvc = NULL;
+    cJSON *pod = NULL, *pvc = NULL, *svc = NULL;
     struct sbx_spec spec;
     int rc = -1, have_spec = 0;
     *requeue_ms = 0;
@@ -527,6 +618,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     pod = informer_get(ctl->pods, okey);
     snprintf(okey, sizeof(okey), "%s/%s", ns, claim);
     pvc = informer_get(ctl->pvcs, okey);
+    snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);   /* the Service is named like the pod */
+    svc = informer_get(ctl->services, okey);
+    enum sbx_object_state svc_state = classify(svc, uid);
 
     int64_t now = kj_now_ms();
     struct sbx_observed o;
@@ -568,10 +662,10 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     /* What a deleted predecessor of this name left is removed now (uid precondition),
      * not after the garbage collector's discovery resync (30 s for a new CRD): a
      * Sandbox deleted and created again does not wait for it. */
-    const cJSON *left[2] = {pod, pvc};
-    enum sbx_object_state *state[2] = {&o.pod, &o.pvc};
-    static const char *const left_res[2] = {"pods", "persistentvolumeclaims"};
-    for (int i = 0; i < 2; i++) {
+    const cJSON *left[3] = {pod, pvc, svc};
+    enum sbx_object_state *state[3] = {&o.pod, &o.pvc, &svc_state};
+    static const char *const left_res[3] = {"pods", "persistentvolumeclaims", "services"};
+    for (int i = 0; i < 3; i++) {
         if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], name, uid)) continue;
         const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
         if (!lname || !luid) continue;
@@ -625,6 +719,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
         if (!cur_rv) { snprintf(err, errlen, "sandbox %s has no resourceVersion", key); goto out; }
         cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
+        if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
         rc = sbx_status_write(ctl, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
         cJSON_Delete(st);
@@ -670,8 +765,13 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) &&
+        reconcile_service(ctl, ns, sb, &owner, &spec, pod_name, svc, svc_state, err, errlen) < 0)
+        goto out;
+
     if (!fenced) {
         cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
+        if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
         rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
         cJSON_Delete(st);
@@ -700,6 +800,7 @@ out:
     if (have_spec) sbx_spec_free(&spec);
     cJSON_Delete(pod);
     cJSON_Delete(pvc);
+    cJSON_Delete(svc);
     return rc;
 }
 

@@ -1,5 +1,5 @@
-/* sandbox/reconcile.h — the controller: informers for Sandboxes, the Pods and PVCs it
- * owns and the StorageClasses their claims use, the work queue between them and the workers, and the reconcile pass for one
+/* sandbox/reconcile.h — the controller: informers for Sandboxes, the Pods, PVCs and
+ * Services it owns and the StorageClasses their claims use, the work queue between them and the workers, and the reconcile pass for one
  * Sandbox key (cache → decide → act → status). The decisions themselves are in
  * sandbox/lifecycle.c; object shapes in sandbox/spec.c; this file is the I/O glue. */
 #ifndef YAO_SANDBOX_RECONCILE_H
@@ -34,6 +34,7 @@ struct sbx_controller {
     struct kube_client *client;
     struct sbx_controller_options opt;
     struct informer *sandboxes, *pods, *pvcs;
+    struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
     struct workqueue *queue;
     pthread_t *threads;

@@ -1218,3 +1218,46 @@ int sbx_service_matches(const cJSON *svc, const cJSON *want) {
     }
     return 1;
 }
+
+/* "host:port", with host in brackets when it is an IPv6 address. */
+static void sbx_host_port(char *out, size_t n, const char *host, int port) {
+    snprintf(out, n, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+int sbx_status_add_endpoints(cJSON *st, const struct sbx_spec *s, const char *ns, const char *svc_name,
+                             const char *pod_ip, const char *cluster_ip) {
+    char buf[600];
+    cJSON *eps;
+
+    if (!s || !s->nports) return 0;
+    if (cluster_ip && (!*cluster_ip || !strcmp(cluster_ip, "None"))) cluster_ip = NULL;
+    if (pod_ip && !*pod_ip) pod_ip = NULL;
+    eps = cJSON_AddArrayToObject(st, "endpoints");
+    if (!eps) return -1;
+    for (size_t i = 0; i < s->nports; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(eps, e)) { cJSON_Delete(e); return -1; }
+        if (!cJSON_AddStringToObject(e, "name", s->ports[i].name) ||
+            !cJSON_AddNumberToObject(e, "port", s->ports[i].port) ||
+            !cJSON_AddStringToObject(e, "protocol", sbx_port_protocol_name(s->ports[i].protocol)))
+            return -1;
+        if (pod_ip) {
+            sbx_host_port(buf, sizeof buf, pod_ip, s->ports[i].port);
+            if (!cJSON_AddStringToObject(e, "podAddress", buf)) return -1;
+        }
+        if (cluster_ip && svc_name && ns) {
+            sbx_host_port(buf, sizeof buf, cluster_ip, s->ports[i].port);
+            if (!cJSON_AddStringToObject(e, "serviceAddress", buf)) return -1;
+            snprintf(buf, sizeof buf, "%s.%s.svc:%d", svc_name, ns, s->ports[i].port);
+            if (!cJSON_AddStringToObject(e, "serviceDNS", buf)) return -1;
+        }
+    }
+    if (cluster_ip && svc_name && ns) {
+        cJSON *svc = cJSON_AddObjectToObject(st, "service");
+        snprintf(buf, sizeof buf, "%s.%s.svc", svc_name, ns);
+        if (!svc || !cJSON_AddStringToObject(svc, "name", svc_name) ||
+            !cJSON_AddStringToObject(svc, "clusterIP", cluster_ip) || !cJSON_AddStringToObject(svc, "dnsName", buf))
+            return -1;
+    }
+    return 0;
+}

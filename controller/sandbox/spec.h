@@ -202,4 +202,12 @@ cJSON *sbx_build_service(const struct sbx_owner *o, const struct sbx_spec *s, co
  * patched). */
 int sbx_service_matches(const cJSON *svc, const cJSON *want);
 
+/* Add status.endpoints (one per spec.ports: name, port, protocol, podAddress "IP:port"
+ * when pod_ip is set, serviceAddress "clusterIP:port" and serviceDNS
+ * "SVC.NS.svc:port" when cluster_ip is set; IPv6 addresses in brackets) and, with
+ * cluster_ip, status.service {name, clusterIP, dnsName} to the status object st. Nothing
+ * when the spec has no ports. 0, or -1 on ENOMEM. */
+int sbx_status_add_endpoints(cJSON *st, const struct sbx_spec *s, const char *ns, const char *svc_name,
+                             const char *pod_ip, const char *cluster_ip);
+
 #endif

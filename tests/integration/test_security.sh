@@ -94,6 +94,27 @@ printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name
 check "a sandbox on the WaitForFirstConsumer class runs" eventually 30 phase_is $NS sec-e Running
 kubectl -n $NS patch sandbox sec-e --type merge -p '{"spec":{"workspace":{"size":"2Gi"}}}' >/dev/null
 check "a grown workspace expands its claim (patch)" eventually 20 eval '[ "$(kubectl -n $NS get pvc yao-sb-sec-e-workspace -o jsonpath={.spec.resources.requests.storage})" = 2Gi ]'
+# the Service of spec.service: created, patched when the ports change, deleted when turned
+# off; a stranger's Service of the name (the GET after a 409)
+kubectl -n $NS create service clusterip yao-sb-sec-clash3 --tcp=80:80 >/dev/null
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-f}
+spec: {userID: sec, chatID: f, lifecycle: persistent, ports: [{name: http, port: 8080}], service: {enabled: true}}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-clash3}
+spec: {userID: sec, chatID: clash3, lifecycle: persistent, ports: [{name: http, port: 8080}], service: {enabled: true}}
+YAML
+svc_port() { kubectl -n $NS get service "$1" -o jsonpath='{.spec.ports[0].port}' 2>/dev/null; }
+check "the sandbox's Service is created" eventually 20 eval '[ "$(svc_port yao-sb-sec-f)" = 8080 ]'
+kubectl -n $NS patch sandbox sec-f --type merge -p '{"spec":{"ports":[{"name":"http","port":8081}]}}' >/dev/null
+check "a port change reaches the Service (patch)" eventually 20 eval '[ "$(svc_port yao-sb-sec-f)" = 8081 ]'
+check "a stranger's Service of the name is left alone" eventually 20 eval '[ "$(svc_port yao-sb-sec-clash3)" = 80 ]'
+kubectl -n $NS patch sandbox sec-f --type merge -p '{"spec":{"service":{"enabled":false}}}' >/dev/null
+check "turning the Service off deletes it" eventually 20 eval '! kubectl -n $NS get service yao-sb-sec-f >/dev/null 2>&1'
 kill -TERM $CTL; wait $STRACE 2>/dev/null
 sleep 2 # the audit log is written in batches (max wait 1 s)
 

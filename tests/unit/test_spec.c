@@ -1559,3 +1559,44 @@ TEST(invalid_ports_and_service) {
     sbx_spec_free(&s);
     free(doc);
 }
+
+TEST(status_endpoints_follow_the_pod_and_the_service) {
+    char err[256];
+    struct sbx_spec s;
+    CHECK_INT(parse_text("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8080},{\"name\":\"dns\",\"port\":53,"
+                         "\"protocol\":\"UDP\"}],\"service\":{\"enabled\":true}}", NULL, &s, err, sizeof err), 0);
+    cJSON *st = cJSON_CreateObject();
+    CHECK_INT(sbx_status_add_endpoints(st, &s, "ns", "yao-sb-u-c", "10.88.0.7", "10.96.3.4"), 0);
+    CHECK_INT(JSIZE(st, "endpoints"), 2);
+    CHECK_STR(JSTR(st, "endpoints", "#0", "name"), "http");
+    CHECK(JNUM(st, "endpoints", "#0", "port") == 8080);
+    CHECK_STR(JSTR(st, "endpoints", "#0", "protocol"), "TCP");
+    CHECK_STR(JSTR(st, "endpoints", "#0", "podAddress"), "10.88.0.7:8080");
+    CHECK_STR(JSTR(st, "endpoints", "#0", "serviceAddress"), "10.96.3.4:8080");
+    CHECK_STR(JSTR(st, "endpoints", "#0", "serviceDNS"), "yao-sb-u-c.ns.svc:8080");
+    CHECK_STR(JSTR(st, "endpoints", "#1", "protocol"), "UDP");
+    CHECK_STR(JSTR(st, "service", "name"), "yao-sb-u-c");
+    CHECK_STR(JSTR(st, "service", "clusterIP"), "10.96.3.4");
+    CHECK_STR(JSTR(st, "service", "dnsName"), "yao-sb-u-c.ns.svc");
+    cJSON_Delete(st);
+    /* no pod IP (stopped), no Service yet; IPv6 in brackets */
+    st = cJSON_CreateObject();
+    CHECK_INT(sbx_status_add_endpoints(st, &s, "ns", "yao-sb-u-c", NULL, ""), 0);
+    CHECK(JAT(st, "endpoints", "#0", "podAddress") == NULL);
+    CHECK(JAT(st, "endpoints", "#0", "serviceAddress") == NULL);
+    CHECK(JAT(st, "service") == NULL);
+    cJSON_Delete(st);
+    st = cJSON_CreateObject();
+    CHECK_INT(sbx_status_add_endpoints(st, &s, "ns", "x", "fd00::7", "fd00:96::4"), 0);
+    CHECK_STR(JSTR(st, "endpoints", "#1", "podAddress"), "[fd00::7]:53");
+    CHECK_STR(JSTR(st, "endpoints", "#1", "serviceAddress"), "[fd00:96::4]:53");
+    cJSON_Delete(st);
+    sbx_spec_free(&s);
+    /* no ports: nothing at all */
+    CHECK_INT(parse_text("{" U "}", NULL, &s, err, sizeof err), 0);
+    st = cJSON_CreateObject();
+    CHECK_INT(sbx_status_add_endpoints(st, &s, "ns", "x", "10.0.0.1", "10.0.0.2"), 0);
+    CHECK_INT(cJSON_GetArraySize(st), 0);
+    cJSON_Delete(st);
+    sbx_spec_free(&s);
+}

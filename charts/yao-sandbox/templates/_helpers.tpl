@@ -94,6 +94,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [patch]
+# the Service of a Sandbox with spec.service.enabled (informer; create; patch when its
+# ports change; delete when turned off or orphaned; get after a 409 on create)
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, watch, create, patch, delete]
 # the binding mode of a workspace claim's StorageClass (informer): a pod on a
 # WaitForFirstConsumer class is created at once, not after its claim is bound. (A Role of a
 # namespaced install cannot grant this cluster-scoped read; without it classes count as
