@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
@@ -19,7 +18,7 @@ import (
 // (unless it cannot be); while the forward lasts the sandbox is marked used (Heartbeat).
 // The forward ends when ctx ends. Each local connection is its own stream; when the pod
 // reports an error for one (nobody listens on remotePort) that connection is closed and
-// the error goes to the ErrorLog of client-go's runtime (the forward goes on).
+// the error goes to client-go's runtime.HandleError (klog); the forward goes on.
 //
 // The transport is the same as kubectl's: SPDY tunneled over a WebSocket
 // (portforward.k8s.io through the API server, Kubernetes >= 1.30), falling back to plain
@@ -53,9 +52,8 @@ func (c *Client) PortForward(ctx context.Context, name string, localPort, remote
 
 	stopCh := make(chan struct{})
 	readyCh := make(chan struct{})
-	var errOut strings.Builder
 	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"},
-		[]string{fmt.Sprintf("%d:%d", localPort, remotePort)}, stopCh, readyCh, io.Discard, &errOut)
+		[]string{fmt.Sprintf("%d:%d", localPort, remotePort)}, stopCh, readyCh, io.Discard, io.Discard)
 	if err != nil {
 		return 0, fmt.Errorf("port-forward: %w", err)
 	}
