@@ -16,9 +16,10 @@ import (
 // sandbox's container through the API server (pods/portforward), like kubectl
 // port-forward, and returns the local port bound. A stopped sandbox is started first
 // (unless it cannot be); while the forward lasts the sandbox is marked used (Heartbeat).
-// The forward ends when ctx ends. Each local connection is its own stream; when the pod
-// reports an error for one (nobody listens on remotePort) that connection is closed and
-// the error goes to client-go's runtime.HandleError (klog); the forward goes on.
+// The forward ends when ctx ends. Each local connection is its own stream. When the pod
+// reports an error for one (nobody listens on remotePort), client-go closes its whole
+// connection to the pod, as kubectl does: the forward ends (the local port is closed, the
+// error goes to runtime.HandleError) and PortForward must be called again.
 //
 // The transport is the same as kubectl's: SPDY tunneled over a WebSocket
 // (portforward.k8s.io through the API server, Kubernetes >= 1.30), falling back to plain

@@ -77,7 +77,8 @@ func TestPortForwardOnTheRealNode(t *testing.T) {
 		t.Errorf("index: %q, %v", b, err)
 	}
 
-	// A second forward to a port nobody listens on: the connection ends without data.
+	// A second forward to a port nobody listens on: the connection ends without data (and
+	// client-go ends that forward with it; the first one is not affected).
 	dead, err := c.PortForward(fctx, name, 0, 9)
 	if err != nil {
 		t.Fatalf("PortForward to port 9: %v", err)
@@ -90,6 +91,10 @@ func TestPortForwardOnTheRealNode(t *testing.T) {
 			t.Errorf("port 9: read %d bytes, err %v; want the connection closed", n, rerr)
 		}
 		conn.Close()
+	}
+
+	if b, err := get("/index.html"); err != nil || string(b) != "hello from the sandbox\n" {
+		t.Errorf("the first forward after the second one failed: %q, %v", b, err)
 	}
 
 	// Ending the context ends the forward: the local port stops answering.
