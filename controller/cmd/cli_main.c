@@ -2,7 +2,8 @@
  * (sandbox.yaoapps.com/v1alpha1) against any kubeconfig: exec in a sandbox (waking it when
  * stopped), get/list, start/stop/touch, and file helpers that mirror the Yao sandbox
  * Manager (read, write, ls, stat, mkdir, rm, cp in and out) — all of them through exec in
- * the sandbox's container, as kubectl cp does.
+ * the sandbox's container, as kubectl cp does — and port-forward (kube/portforward.c, one
+ * WebSocket and one thread per accepted local connection).
  *
  * Owns: the command line (flags, help, exit codes), the Kubernetes calls of each command,
  * and the plumbing between exec's streams and local files. Not here: the exec transport
@@ -37,6 +38,10 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +50,7 @@
 #include "kube/dynbuf.h"
 #include "kube/exec.h"
 #include "kube/kjson.h"
+#include "kube/portforward.h"
 #include "kube/rest.h"
 #include "sandbox/cli_files.h"
 #include "sandbox/lifecycle.h"
@@ -65,6 +71,7 @@ enum opt_id {
     O_HELP = 1, O_VERSION, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_ROOT, O_START_TIMEOUT,
     O_STDIN, O_TTY, O_WORKDIR, O_ENV, O_TIMEOUT, O_OUTPUT, O_USER, O_PHASE, O_LIFECYCLE,
     O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG, O_CHAT, O_IMAGE, O_IDLE_TIMEOUT,
+    O_ADDRESS,
 };
 
 struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
@@ -80,7 +87,7 @@ struct args {
     const char *cmd;
     const char *kubeconfig, *context, *namespace_, *root, *start_timeout;
     int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_;
-    const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout;
+    const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout, *address;
     const char **env;
     size_t nenv;
     const char **pos;          /* positionals */
@@ -177,6 +184,8 @@ static const char main_help[] =
     "  rm SANDBOX PATH [-r] [-f]                              remove a file or tree\n"
     "  cp SRC DST                                             copy files in or out; one side\n"
     "                                                         is SANDBOX:PATH\n"
+    "  port-forward SANDBOX [LOCAL:]PORT...                   forward local ports to the\n"
+    "                                                         sandbox's ports\n"
     "\n"
     "Run '" PROG " COMMAND --help' for a command's flags.\n"
     "\n";
@@ -223,6 +232,7 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_CHAT: a->chat = val; break;
     case O_IMAGE: a->image = val; break;
     case O_IDLE_TIMEOUT: a->idle_timeout = val; break;
+    case O_ADDRESS: a->address = val; break;
     }
     return 0;
 }
@@ -1696,6 +1706,170 @@ static int cmd_cp(struct cli *c) {
     return cp_in(c, local, p2);
 }
 
+/* ---- port-forward --------------------------------------------------------------------- */
+
+/* Set by SIGINT/SIGTERM during port-forward: stop accepting, end the sessions. */
+static volatile sig_atomic_t pf_stop;
+static int pf_wake[2] = {-1, -1};   /* the signal handler writes here to wake poll() */
+
+static void on_pf_signal(int sig) {
+    (void)sig;
+    pf_stop = 1;
+    int e = errno;
+    if (pf_wake[1] >= 0 && write(pf_wake[1], "x", 1) < 0) {}
+    errno = e;
+}
+
+struct pf_listener { int fd; uint16_t local, remote; };
+
+/* The connections being forwarded: counted, so the command waits for them to end. */
+struct pf_state {
+    struct cli *c;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int active;
+};
+
+struct pf_conn { struct pf_state *st; int fd; uint16_t local, remote; };
+
+/* One accepted connection: its own WebSocket through the API server, until either side
+ * ends it; the pod's error (nobody listening, ...) is reported on stderr. */
+static void *pf_conn_main(void *arg) {
+    struct pf_conn *pc = arg;
+    struct pf_state *st = pc->st;
+    struct kube_pf_options o = {.namespace_ = st->c->ns, .pod = st->c->pod, .port = pc->remote, .fd = pc->fd,
+                                .stop = &pf_stop};
+    struct kube_pf_result r;
+    if (kube_portforward(st->c->kc, &o, &r) < 0 && !pf_stop) {
+        const char *why = strncmp(r.err, "port-forward: ", 14) ? r.err : r.err + 14;
+        fprintf(stderr, PROG ": port-forward 127.0.0.1:%u -> %u: %s\n", pc->local, pc->remote, why);
+    }
+    close(pc->fd);
+    free(pc);
+    pthread_mutex_lock(&st->mu);
+    st->active--;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* A listening socket on addr:port (port 0: any free one; the one bound is returned). */
+static int pf_listen(const char *addr, uint16_t port, uint16_t *bound) {
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) { errno = EINVAL; return -1; }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    socklen_t len = sizeof(sa);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    *bound = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* port-forward SANDBOX [LOCAL:]PORT...: listen on 127.0.0.1 (--address), one WebSocket
+ * per accepted connection through the API server (pods/portforward), the sandbox marked
+ * used while it runs; SIGINT or SIGTERM ends it (exit 0). */
+static int cmd_port_forward(struct cli *c) {
+    struct args *a = c->a;
+    const char *name = a->pos[0], *addr = a->address ? a->address : "127.0.0.1";
+    size_t n = a->npos - 1;
+    struct pf_listener *ls;
+    struct in_addr probe;
+    if (n == 0) return usage_error("no port given: " PROG " port-forward SANDBOX [LOCAL:]PORT...");
+    if (inet_pton(AF_INET, addr, &probe) != 1) return usage_error("invalid --address \"%s\" (an IPv4 address)", addr);
+    if (!(ls = calloc(n, sizeof(*ls)))) return fail("out of memory");
+    for (size_t i = 0; i < n; i++) {
+        ls[i].fd = -1;
+        if (kube_pf_parse_mapping(a->pos[i + 1], &ls[i].local, &ls[i].remote) < 0) {
+            free(ls);
+            return usage_error("invalid port \"%s\" (PORT, LOCAL:PORT or :PORT; ports 1-65535)", a->pos[i + 1]);
+        }
+    }
+    int rc = 1;
+    struct pf_state st = {.c = c, .active = 0};
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
+    if (connect_cluster(c)) goto out;
+    cJSON *sb;
+    if (ensure_running(c, name, &sb)) goto out;
+    cJSON_Delete(sb);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t want = ls[i].local;
+        if ((ls[i].fd = pf_listen(addr, want, &ls[i].local)) < 0) {
+            rc = fail("cannot listen on %s:%u: %s", addr, want, strerror(errno));
+            goto out;
+        }
+        printf("Forwarding from %s:%u -> %u\n", addr, ls[i].local, ls[i].remote);
+    }
+    fflush(stdout);
+    if (pipe2(pf_wake, O_CLOEXEC | O_NONBLOCK) < 0) { rc = fail("pipe: %s", strerror(errno)); goto out; }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_pf_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    struct toucher t;
+    toucher_start(&t, c, name);
+    struct pollfd *pf = calloc(n + 1, sizeof(*pf));
+    rc = pf ? 0 : fail("out of memory");
+    while (pf && !pf_stop) {
+        for (size_t i = 0; i < n; i++) pf[i] = (struct pollfd){ls[i].fd, POLLIN, 0};
+        pf[n] = (struct pollfd){pf_wake[0], POLLIN, 0};
+        if (poll(pf, (nfds_t)(n + 1), -1) < 0) {
+            if (errno == EINTR) continue;
+            rc = fail("poll: %s", strerror(errno));
+            break;
+        }
+        for (size_t i = 0; i < n && !pf_stop; i++) {
+            if (!(pf[i].revents & POLLIN)) continue;
+            int fd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0) continue;   /* the client gave up already, or out of fds: keep serving */
+            struct pf_conn *pc = malloc(sizeof(*pc));
+            pthread_t th;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            if (pc) *pc = (struct pf_conn){&st, fd, ls[i].local, ls[i].remote};
+            pthread_mutex_lock(&st.mu);
+            st.active++;
+            pthread_mutex_unlock(&st.mu);
+            if (!pc || pthread_create(&th, &at, pf_conn_main, pc) != 0) {
+                fprintf(stderr, PROG ": port-forward: cannot serve a connection: out of resources\n");
+                free(pc);
+                close(fd);
+                pthread_mutex_lock(&st.mu);
+                st.active--;
+                pthread_mutex_unlock(&st.mu);
+            }
+            pthread_attr_destroy(&at);
+        }
+    }
+    free(pf);
+    for (size_t i = 0; i < n; i++) { close(ls[i].fd); ls[i].fd = -1; }
+    /* The sessions see pf_stop within 100 ms and end. */
+    pthread_mutex_lock(&st.mu);
+    while (st.active > 0) pthread_cond_wait(&st.cv, &st.mu);
+    pthread_mutex_unlock(&st.mu);
+    toucher_stop(&t);
+out:
+    for (size_t i = 0; i < n; i++) if (ls[i].fd >= 0) close(ls[i].fd);
+    free(ls);
+    pthread_cond_destroy(&st.cv);
+    pthread_mutex_destroy(&st.mu);
+    return rc;
+}
+
 /* ---- commands ------------------------------------------------------------------------- */
 
 static const struct opt exec_opts[] = {GLOBAL_OPTS, {"stdin", 'i', 0, O_STDIN}, {"tty", 't', 0, O_TTY},
@@ -1711,6 +1885,7 @@ static const struct opt plain_opts[] = {GLOBAL_OPTS, {NULL, 0, 0, 0}};
 static const struct opt parents_opts[] = {GLOBAL_OPTS, {"parents", 'p', 0, O_PARENTS}, {NULL, 0, 0, 0}};
 static const struct opt ls_opts[] = {GLOBAL_OPTS, {"long", 'l', 0, O_LONG}, {"output", 'o', 1, O_OUTPUT}, {NULL, 0, 0, 0}};
 static const struct opt stat_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {NULL, 0, 0, 0}};
+static const struct opt pf_opts[] = {GLOBAL_OPTS, {"address", 0, 1, O_ADDRESS}, {NULL, 0, 0, 0}};
 static const struct opt rm_opts[] = {GLOBAL_OPTS, {"recursive", 'r', 0, O_RECURSIVE}, {"force", 'f', 0, O_FORCE}, {NULL, 0, 0, 0}};
 
 static const struct command commands[] = {
@@ -1851,6 +2026,21 @@ static const struct command commands[] = {
      "Copying out, entries that would land outside LOCAL (absolute names, \"..\", links\n"
      "pointing outside) are rejected, reported, and make the command fail.\n",
      2, 2, 0},
+    {"port-forward", cmd_port_forward, pf_opts,
+     "Usage: " PROG " port-forward SANDBOX [LOCAL:]PORT... [--address IP]\n"
+     "\n"
+     "Forward local TCP ports to ports of the sandbox's container, through the API server\n"
+     "(pods/portforward), like kubectl port-forward. PORT alone listens on the same local\n"
+     "port; LOCAL:PORT on LOCAL; :PORT or 0:PORT on a free port. One line per port says\n"
+     "where it listens (\"Forwarding from 127.0.0.1:LOCAL -> PORT\"). A stopped or paused\n"
+     "sandbox is started first; the sandbox is marked used while the command runs. Each\n"
+     "connection gets its own WebSocket; when it fails in the pod (nobody listens on the\n"
+     "port) the pod's message is printed on stderr and the command keeps serving. SIGINT or\n"
+     "SIGTERM ends it (exit 0). Any port of the container can be forwarded, listed in\n"
+     "spec.ports or not. TCP only.\n"
+     "\n"
+     "  --address IP         local IPv4 address to listen on (default 127.0.0.1)\n",
+     2, 65, 1},
 };
 
 /* The command table entry for a name, or NULL. */
@@ -1900,6 +2090,7 @@ int main(int argc, char **argv) {
     if (a.npos < cmd->min_pos) {
         static const char *const what[] = {"SANDBOX", "PATH"};
         if (!strcmp(cmd->name, "cp")) rc = usage_error("missing %s", a.npos == 0 ? "SRC and DST" : "DST");
+        else if (!strcmp(cmd->name, "port-forward")) rc = usage_error("missing %s", a.npos == 0 ? "SANDBOX" : "PORT");
         else rc = usage_error("missing %s", what[a.npos < 2 ? a.npos : 1]);
         goto out;
     }
