@@ -10,13 +10,19 @@
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
+#include "sandbox/admission.h"
 #include "sandbox/records.h"
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
     struct sbx_defaults defaults;
     const char *namespace_;     /* watch one namespace; NULL = all namespaces */
-    int max_running;            /* YAO_SANDBOX_MAX */
+    /* The caps of sandbox/admission.h: max_running (YAO_SANDBOX_MAX) and
+     * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
+    struct sbx_admission_limits limits;
+    /* Reclaim: a Sandbox that waits while the cap is full stops the session or
+     * long-running Sandbox idle longest, if idle longer than this (0 = off). */
+    int64_t reclaim_idle_after_ms;
     int workers;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
     const char *field_manager;
@@ -39,8 +45,9 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards stats and admission (count + reserve) */
+    pthread_mutex_t lock;          /* guards stats */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
+    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
     struct sbx_controller_stats stats;
 };
 
