@@ -20,9 +20,6 @@ struct sbx_controller_options {
     /* The caps of sandbox/admission.h: max_running (YAO_SANDBOX_MAX) and
      * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
     struct sbx_admission_limits limits;
-    /* Reclaim: a Sandbox that waits while the cap is full stops the session or
-     * long-running Sandbox idle longest, if idle longer than this (0 = off). */
-    int64_t reclaim_idle_after_ms;
     int workers;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
     const char *field_manager;

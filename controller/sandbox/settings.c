@@ -23,9 +23,6 @@ static const char usage[] =
     "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
     "  --max-running-per-user N limit of running sandboxes of one spec.userID, 0 = none\n"
     "                           (YAO_SANDBOX_MAX_PER_USER; 0)\n"
-    "  --reclaim-idle-after DUR when a Sandbox waits for the cap, stop the session or long-running\n"
-    "                           one idle longest if idle longer than DUR (workspace kept)\n"
-    "                           (YAO_SANDBOX_RECLAIM_IDLE_AFTER; 0 = off)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
     "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
     "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
@@ -95,9 +92,6 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         int n = parse_int(val, 1000000);
         if (n < 0) BAD("not a count");
         o->controller.limits.max_running_per_user = n;
-    } else if (!strcmp(name, "reclaim-idle-after")) {
-        if (qty_parse_duration(val, &v) < 0 || (v > 0 && v < 1000)) BAD("not a duration of at least 1s (0 = off)");
-        o->controller.reclaim_idle_after_ms = v;
     } else if (!strcmp(name, "idle-timeout")) {
         if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
         d->idle_timeout_ms = v;
@@ -209,7 +203,6 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
     {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
     {"YAO_SANDBOX_MAX_PER_USER", "max-running-per-user"},
-    {"YAO_SANDBOX_RECLAIM_IDLE_AFTER", "reclaim-idle-after"},
     {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
     {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},
     {"YAO_SANDBOX_IMAGE_PULL_POLICY", "image-pull-policy"},

@@ -71,7 +71,6 @@ TEST(defaults) {
     CHECK_STR(err, "");
     CHECK_INT(o.controller.limits.max_running, 100);
     CHECK_INT(o.controller.limits.max_running_per_user, 0);
-    CHECK_INT(o.controller.reclaim_idle_after_ms, 0);
     CHECK_INT(o.controller.workers, 4);
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
@@ -139,7 +138,6 @@ static const char *const full_env[] = {
     "YAO_SANDBOX_IMAGE", "registry.local/sb:1.2",
     "YAO_SANDBOX_MAX", "7",
     "YAO_SANDBOX_MAX_PER_USER", "2",
-    "YAO_SANDBOX_RECLAIM_IDLE_AFTER", "15m",
     "YAO_SANDBOX_IDLE_TIMEOUT", "1h30m",
     "YAO_SANDBOX_MEMORY", "512m",
     "YAO_SANDBOX_CPU", "0.5",
@@ -165,7 +163,6 @@ TEST(env_applied) {
     CHECK_STR(o.controller.defaults.image, "registry.local/sb:1.2");
     CHECK_INT(o.controller.limits.max_running, 7);
     CHECK_INT(o.controller.limits.max_running_per_user, 2);
-    CHECK_INT(o.controller.reclaim_idle_after_ms, 15 * MIN);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * MIN);
     CHECK_INT(o.controller.defaults.memory_bytes, 512 * MIB); /* Docker-style "m" */
     CHECK_INT(o.controller.defaults.cpu_millis, 500);
@@ -212,14 +209,13 @@ TEST(flags_equals_form) {
                          "--metrics-addr=127.0.0.1:8080", "--lease-name=l1",
                          "--lease-namespace=ns2", "--lease-duration=30s",
                          "--renew-deadline=20s", "--retry-period=5s", "--log-level=warn",
-                         "--max-running-per-user=4", "--reclaim-idle-after=10m", NULL), 0);
+                         "--max-running-per-user=4", NULL), 0);
     CHECK_STR(err, "");
     CHECK_STR(o.kubeconfig, "/tmp/kc");
     CHECK_STR(o.controller.namespace_, "ns1");
     CHECK_STR(o.controller.defaults.image, "img:2");
     CHECK_INT(o.controller.limits.max_running, 3);
     CHECK_INT(o.controller.limits.max_running_per_user, 4);
-    CHECK_INT(o.controller.reclaim_idle_after_ms, 10 * MIN);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * SEC);
     CHECK_INT(o.controller.defaults.memory_bytes, GIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 250);
@@ -471,8 +467,6 @@ TEST(unknown_flag_and_stray_argument) {
     CHECK(err_has("--bogus", NULL));
     CHECK_INT(parse_with(NULL, &o, "--max-running-per-user=-1", NULL), -1);
     CHECK(err_has("--max-running-per-user", "not a count", NULL));
-    CHECK_INT(parse_with(NULL, &o, "--reclaim-idle-after=500ms", NULL), -1);
-    CHECK(err_has("--reclaim-idle-after", NULL));
     CHECK_INT(parse_with(NULL, &o, "--max_running=3", NULL), -1); /* underscore */
     CHECK(err_has("--max_running", NULL));
     CHECK_INT(parse_with(NULL, &o, "-workers=3", NULL), -1);
