@@ -31,6 +31,7 @@ struct user {
     char *name;
     int held;                    /* slots its Sandboxes hold */
     int refs;                    /* known entries of this user */
+    uint64_t last_admitted;      /* sequence number of its last admission (0 = none yet) */
     struct entry **line;         /* waiting, by (created, key) */
     size_t n, cap;
     size_t widx;                 /* its index in waiting_users while n > 0 */
@@ -47,6 +48,7 @@ struct sbx_admission {
     struct entry *reserved;      /* head of the reservation list */
     int held;                    /* slots held in all */
     int waiting;                 /* Sandboxes in line in all */
+    uint64_t admissions;         /* sequence of admissions, for users' turns */
 };
 
 /* ---- entries and users ----------------------------------------------------------------- */
@@ -222,9 +224,12 @@ static size_t eligible(const struct sbx_admission *a, const struct user *u) {
     return room <= 0 ? 0 : (size_t)room < u->n ? (size_t)room : u->n;
 }
 
-/* Is (rank r1, e1) ahead of (r2, e2)? */
+/* Is (rank r1, e1) ahead of (r2, e2)? Between equal ranks the user whose turn came
+ * longest ago (or never) goes first, then the older Sandbox. */
 static int ahead(long r1, const struct entry *e1, long r2, const struct entry *e2) {
     if (r1 != r2) return r1 < r2;
+    if (e1->user->last_admitted != e2->user->last_admitted)
+        return e1->user->last_admitted < e2->user->last_admitted;
     return line_cmp(e1, e2) < 0;
 }
 
@@ -357,6 +362,7 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
         unhold(a, e);
         reservation_add(e, a, reserve_until_ms);
         rehold(a, e);
+        e->user->last_admitted = ++a->admissions;
         r = SBX_ADMIT_YES;
     } else {
         *position_out = pos;

@@ -12,9 +12,10 @@
  * holds nothing. A Sandbox holds at most one slot however many pods name it.
  *
  * Order: a waiting Sandbox's rank is (slots its user holds + Sandboxes of that user ahead
- * of it in line, creationTimestamp, namespace/name): a freed slot goes to the user who
- * holds fewest, oldest first between equals, and within one user oldest first. With
- * users that hold nothing this is plain round-robin over users. A per-user cap (0 = none)
+ * of it in line, then the user whose last admission is longest ago or who had none, then
+ * creationTimestamp, namespace/name): a freed slot goes to the user who holds fewest, in
+ * turn between equals, and within one user oldest first: round-robin across users. The
+ * turns are kept in memory (after a restart, equals go oldest first). A per-user cap (0 = none)
  * keeps a user's Sandboxes beyond it out of the line altogether: they wait for one of that
  * user's own slots.
  *
