@@ -521,11 +521,13 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     char why[512];
     if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+        sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
         rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;
     }
     have_spec = 1;
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
+        sbx_capacity_release(ctl, uid, 1);
         rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
         goto out;
     }
