@@ -165,9 +165,11 @@ int main(int argc, char **argv) {
         }
         LOGI("msg=\"serving probes and metrics\" addr=%s port=%d", s.metrics_addr, httpd_port(httpd));
     }
-    LOGI("msg=\"starting\" version=%s server=%s namespace=%s max_running=%d workers=%d leader_elect=%d", YAO_VERSION,
+    LOGI("msg=\"starting\" version=%s server=%s namespace=%s max_running=%d max_running_per_user=%d "
+         "workers=%d leader_elect=%d", YAO_VERSION,
          kube_client_config(client)->server, s.controller.namespace_ ? s.controller.namespace_ : "(all)",
-         s.controller.max_running, s.controller.workers, s.leader_elect);
+         s.controller.limits.max_running, s.controller.limits.max_running_per_user,
+         s.controller.workers, s.leader_elect);
 
     while (!stop_requested && !leading) usleep(50000);
     if (!stop_requested) {

@@ -1,6 +1,7 @@
-/* sandbox/capacity.c — the running cap (YAO_SANDBOX_MAX): pods in the cache that hold a
- * slot, reservations in the Sandbox records for pods just created, and oldest-first
- * admission of the Sandboxes that wait. */
+/* sandbox/capacity.c — the running cap's glue to the caches: the informer handlers feed
+ * sandbox/admission.c (a pod controlled by a Sandbox started or stopped holding a slot, a
+ * Sandbox appeared or went), a freed slot queues exactly the Sandboxes first in line, and
+ * the pass asks whether its Sandbox may start a pod. Nothing here walks a cache. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,52 +10,83 @@
 #include "runtime/log.h"
 #include "sandbox/reconcile_int.h"
 
-struct capacity_ctx {
-    struct sbx_controller *ctl;
-    const char *self_key;
-    int64_t self_created;
-    int running;          /* pods of ours that are not terminating */
-    int older_waiting;    /* sandboxes created before us, waiting for capacity */
-};
-
-/* Count pods that hold a slot. */
-static int count_running(void *ud, const char *key, const cJSON *pod) {
-    struct capacity_ctx *c = ud;
-    if (!kj_str(pod, "metadata.deletionTimestamp")) c->running++;
-    return 0;
-}
-
-/* Count sandboxes older than us that wait for capacity (oldest-first admission). */
-static int count_older_waiting(void *ud, const char *key, const cJSON *sb) {
-    struct capacity_ctx *c = ud;
-    const cJSON *ready = sbx_ready_condition(sb);
-    const char *reason = kj_str(ready, "reason");
-    if (!reason || strcmp(reason, SBX_REASON_CAPACITY) != 0 || !strcmp(key, c->self_key)) return 0;
-    int64_t created = sbx_time_at(sb, "metadata.creationTimestamp");
-    if (created < c->self_created || (created == c->self_created && strcmp(key, c->self_key) < 0))
-        c->older_waiting++;
-    return 0;
-}
-
-/* May this sandbox start a pod? Reserves a slot in its record when it may. Counting and
- * reserving happen under one lock, so several workers cannot overshoot the cap. */
-int sbx_capacity_admit(struct sbx_controller *ctl, const char *key, const char *uid, int64_t created, int64_t now) {
-    if (ctl->opt.max_running <= 0) return 1;
-    struct capacity_ctx c = {.ctl = ctl, .self_key = key, .self_created = created};
-    informer_foreach(ctl->pods, count_running, &c);
-    informer_foreach(ctl->sandboxes, count_older_waiting, &c);
-    pthread_mutex_lock(&ctl->lock);
-    int admitted = sbx_records_reserved(&ctl->records, uid, now);
-    if (!admitted) {
-        int reserved = sbx_records_live_reservations(&ctl->records, now, NULL);
-        admitted = c.running + reserved + c.older_waiting < ctl->opt.max_running;
-        if (admitted) sbx_records_reserve(&ctl->records, uid, now + RESERVATION_MS);
+/* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists and is not
+ * terminating); else NULL. Whether that Sandbox is really in the cache is admission.c's
+ * to know: a pod naming anything else holds nothing. */
+static const char *slot_owner(const cJSON *pod) {
+    const cJSON *r;
+    if (!pod || kj_str(pod, "metadata.deletionTimestamp")) return NULL;
+    cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
+        if (!kj_bool(r, "controller", 0)) continue;
+        const char *api = kj_str(r, "apiVersion"), *kind = kj_str(r, "kind");
+        if (api && !strncmp(api, SBX_GROUP "/", strlen(SBX_GROUP "/")) && kind && !strcmp(kind, SBX_KIND))
+            return kj_str(r, "uid");
+        return NULL;   /* one controller at most */
     }
-    pthread_mutex_unlock(&ctl->lock);
-    return admitted;
+    return NULL;
 }
 
-/* Release uid's reservation (its pod is in the cache now, or it no longer wants one). */
-void sbx_capacity_release(struct sbx_controller *ctl, const char *uid) {
-    sbx_records_release(&ctl->records, uid);
+static void queue_key(void *ud, const char *key) {
+    struct sbx_controller *ctl = ud;
+    queue_add(ctl->queue, key);
+}
+
+/* Queue the Sandboxes first in line, as many as there are free slots. */
+void sbx_capacity_wake(struct sbx_controller *ctl) {
+    size_t n = sbx_admission_wake(ctl->admission, kj_now_ms(), queue_key, ctl);
+    if (n) LOGD("msg=\"capacity freed\" woken=%zu", n);
+}
+
+/* A Sandbox appeared, changed or went. */
+void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur) {
+    if (!cur) {
+        const char *uid = kj_str(old, "metadata.uid");
+        if (uid) sbx_admission_sandbox_gone(ctl->admission, uid);
+        sbx_capacity_wake(ctl);   /* its pods count no more */
+        return;
+    }
+    const char *uid = kj_str(cur, "metadata.uid"), *user = kj_str(cur, "spec.userID");
+    if (!uid) return;
+    /* Its status says it waits: it keeps its place in line before its first pass (after a
+     * restart, the oldest stay first whatever order the workers take the keys in). */
+    const char *reason = kj_str(sbx_ready_condition(cur), "reason");
+    int waiting = reason && !kj_str(cur, "metadata.deletionTimestamp") &&
+                  (!strcmp(reason, SBX_REASON_CAPACITY) || !strcmp(reason, SBX_REASON_USER_CAPACITY));
+    if (sbx_admission_sandbox(ctl->admission, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
+                              waiting) < 0)
+        LOGW("msg=\"out of memory recording a Sandbox for the running cap\" sandbox=%s", key);
+}
+
+/* A pod changed: one controlled by a Sandbox started or stopped holding a slot. A freed
+ * slot wakes the first in line. */
+void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    const char *was = slot_owner(old), *is = slot_owner(cur);
+    if (was && is && !strcmp(was, is)) return;
+    if (is && sbx_admission_pod(ctl->admission, is, +1) < 0)
+        LOGW("msg=\"out of memory recording a pod for the running cap\"");
+    if (was) {
+        sbx_admission_pod(ctl->admission, was, -1);
+        sbx_capacity_wake(ctl);
+    }
+}
+
+/* May the Sandbox uid start a pod? Reserves its slot when it may; else says where it
+ * stands: *position in line (1 = next; 0 with *user_capped when its user's own cap holds
+ * it). */
+int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int64_t now, int *position, int *user_capped) {
+    *user_capped = 0;
+    *position = 0;
+    if (ctl->opt.limits.max_running <= 0 && ctl->opt.limits.max_running_per_user <= 0) return 1;
+    enum sbx_admit r = sbx_admission_try(ctl->admission, uid, now, now + RESERVATION_MS, position);
+    if (r == SBX_ADMIT_YES) return 1;
+    *user_capped = r == SBX_ADMIT_WAIT_USER;
+    /* Slots may be free while those ahead have not had their pass yet: queue them. */
+    if (r == SBX_ADMIT_WAIT) sbx_capacity_wake(ctl);
+    return 0;
+}
+
+/* uid's reservation ends (its pod is counted now, or creating it failed); leave_line:
+ * it wants no pod at all. */
+void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line) {
+    sbx_admission_release(ctl->admission, uid, leave_line);
 }

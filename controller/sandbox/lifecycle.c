@@ -346,8 +346,19 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
 
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
-        say(d, "Pending", 0, SBX_REASON_CAPACITY,
-            "the controller's limit of running sandboxes is reached; waiting for capacity%s", "");
+        if (o->user_capped) {
+            say(d, "Pending", 0, SBX_REASON_USER_CAPACITY,
+                "this user's limit of running sandboxes is reached; waiting for one of them to stop%s", "");
+        } else if (o->queue_position > 0) {
+            char pos[24];
+            snprintf(pos, sizeof(pos), "%d", o->queue_position);
+            d->queue_position = o->queue_position;
+            say(d, "Pending", 0, SBX_REASON_CAPACITY,
+                "the controller's limit of running sandboxes is reached; waiting for capacity (position %s in line)", pos);
+        } else {
+            say(d, "Pending", 0, SBX_REASON_CAPACITY,
+                "the controller's limit of running sandboxes is reached; waiting for capacity%s", "");
+        }
         return;
     }
     if (o->pvc == SBX_OBJ_ABSENT) d->actions |= SBX_ACT_CREATE_PVC;

@@ -90,8 +90,11 @@ struct sbx_observed {
     const char *pod_unscheduled_reason, *pod_unscheduled_message;
     struct sbx_container_status ctr;
     /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
-     * oldest first). */
+     * first in line). When not: its place in line (1 = next), or user_capped when its
+     * user's own cap holds it. */
     int admitted;
+    int queue_position;
+    int user_capped;
 };
 
 enum sbx_action {
@@ -113,6 +116,7 @@ enum sbx_action {
 #define SBX_REASON_NOT_READY "PodNotReady"
 #define SBX_REASON_CREATING "Creating"
 #define SBX_REASON_CAPACITY "CapacityExceeded"
+#define SBX_REASON_USER_CAPACITY "UserCapacityExceeded"   /* --max-running-per-user */
 #define SBX_REASON_INVALID "InvalidSpec"
 #define SBX_REASON_CONFLICT "NameConflict"
 #define SBX_REASON_IDLE "Idle"
@@ -154,6 +158,7 @@ struct sbx_decision {
     int64_t stopped_ms;            /* status.stoppedAt to write (0 = clear) */
     int64_t requeue_after_ms;      /* look again after this long (0 = only on change) */
     int wants_pod;                 /* the policy wants a pod now (used for capacity) */
+    int queue_position;            /* status.queuePosition while it waits for the cap (0 = omit) */
     /* status.observedGeneration: the generation once the pod matches it (or no pod is
      * wanted); while a changed spec has not reached a pod, the one recorded before. */
     int64_t observed_generation;

@@ -54,10 +54,11 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
 
 /* ---- informer handlers --------------------------------------------------------------- */
 
-/* A Sandbox changed: queue it. A deleted one leaves, in its record, the names of what it
- * owned, so its orphans are found by name. */
+/* A Sandbox changed: the running cap learns of it, and it is queued. A deleted one
+ * leaves, in its record, the names of what it owned, so its orphans are found by name. */
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
+    sbx_capacity_on_sandbox(ctl, key, old, cur);
     const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
     const char *uid = kj_str(old, "metadata.uid");
     if (!cur && uid) {
@@ -68,32 +69,23 @@ static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON 
     queue_add(ctl->queue, key);
 }
 
-struct waiting_ctx { struct sbx_controller *ctl; };
-
-/* Queue every sandbox that waits for capacity. */
-static int queue_if_waiting(void *ud, const char *key, const cJSON *obj) {
-    struct waiting_ctx *w = ud;
-    const cJSON *conds = kj_path(obj, "status.conditions");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, conds) {
-        const char *reason = kj_str(c, "reason");
-        if (reason && !strcmp(reason, SBX_REASON_CAPACITY)) queue_add(w->ctl->queue, key);
-    }
-    return 0;
-}
-
-/* A Pod or PVC we own changed: queue its Sandbox. */
-static void on_owned(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    struct sbx_controller *ctl = ud;
+/* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
+ * queued. */
+static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const cJSON *old,
+                          const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
-    const char *ns = kj_str(obj, "metadata.namespace");
-    const char *owner = NULL;
+    const char *ns = kj_str(obj, "metadata.namespace"), *obj_uid = kj_str(obj, "metadata.uid");
+    const char *owner = NULL, *owner_uid = NULL;
     const cJSON *r;
     /* The name label may be sanitised; the controller ownerReference has the exact name. */
     cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
         const char *kind = kj_str(r, "kind");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) owner = kj_str(r, "name");
+        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) {
+            owner = kj_str(r, "name");
+            owner_uid = kj_str(r, "uid");
+        }
     }
+    if (owner_uid && obj_uid) sbx_records_observed(&ctl->records, owner_uid, kind_of, obj_uid);
     if (ns && owner) {
         char skey[512];
         snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
@@ -101,16 +93,17 @@ static void on_owned(void *ud, const char *key, const cJSON *old, const cJSON *c
     }
 }
 
-/* A Pod changed: as on_owned, and a pod that went away (or started terminating) frees a
- * slot of the running cap, so the sandboxes waiting for one are looked at again. */
+/* A PVC changed. */
+static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    on_owned_kind(ud, SBX_EXPECT_CLAIM, old, cur);
+}
+
+/* A Pod changed: as a PVC, and the running cap counts the slot it holds; one that went
+ * away (or started terminating) wakes the first in line (sandbox/capacity.c). */
 static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
-    on_owned(ud, key, old, cur);
-    int freed = !cur || (kj_str(cur, "metadata.deletionTimestamp") && !kj_str(old, "metadata.deletionTimestamp"));
-    if (freed && ctl->opt.max_running > 0) {
-        struct waiting_ctx w = {ctl};
-        informer_foreach(ctl->sandboxes, queue_if_waiting, &w);
-    }
+    on_owned_kind(ctl, SBX_EXPECT_POD, old, cur);
+    sbx_capacity_on_pod(ctl, old, cur);
 }
 
 /* Move src[key] (if there) into a new object path under dst ("spec" → "resources" → ...). */
@@ -201,21 +194,25 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     sbx_records_init(&ctl->records);
+    ctl->admission = sbx_admission_new(&ctl->opt.limits);
     ctl->queue = queue_new(5, 1000 * 1000);
 
     sandboxes_path(path, sizeof(path), o->namespace_);
     struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
     ctl->sandboxes = informer_new(c, &io);
 
+    /* Owned objects are selected by the project's own label (every one carries it), not
+     * by app.kubernetes.io/managed-by, which any workload may use; what counts for the
+     * running cap is decided by the controller ownerReference (sandbox/capacity.c). */
     char selector[128];
-    snprintf(selector, sizeof(selector), "%s=%s", SBX_LABEL_MANAGED_BY, SBX_MANAGED_BY);
+    snprintf(selector, sizeof(selector), "%s", SBX_LABEL_NAME);
     sbx_core_path(path, sizeof(path), o->namespace_, "pods");
     io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
                                    .ud = ctl, .transform = sbx_pod_shrink};
     ctl->pods = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
     io.path = path;
-    io.on_change = on_owned;
+    io.on_change = on_pvc;
     io.transform = shrink_pvc;
     ctl->pvcs = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "services");
@@ -227,7 +224,8 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
     ctl->classes = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->classes) {
+    if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services ||
+        !ctl->classes) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -356,6 +354,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->classes);
     queue_free(ctl->queue);
     sbx_records_free(&ctl->records);
+    sbx_admission_free(ctl->admission);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
     free(ctl);
@@ -476,13 +475,22 @@ const cJSON *sbx_ready_condition(const cJSON *obj) {
 /* ---- acting --------------------------------------------------------------------------- */
 
 /* Create obj in ns/resource. 0 if created or already there and ours; 1 if the name
- * belongs to someone else; -1 on error. */
-static int create_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
+ * belongs to someone else; -1 on error. What is created is expected (kind) until the
+ * cache shows it: an echo of our own status write does not POST it again. */
+static int create_owned(struct sbx_controller *ctl, const char *ns, const char *resource, enum sbx_expect_kind kind,
                         cJSON *obj, const char *name, const char *uid, char *err, size_t errlen) {
     char path[1024];
+    cJSON *made = NULL;
     sbx_core_path(path, sizeof(path), ns, resource);
-    long st = kube_create(ctl->client, path, obj, NULL, err, errlen);
-    if (st == 201 || st == 200) { sbx_ctl_count(ctl, &ctl->stats.creates); return 0; }
+    long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+    if (st == 201 || st == 200) {
+        const char *made_uid = kj_str(made, "metadata.uid");
+        if (made_uid) sbx_records_expect(&ctl->records, uid, kind, made_uid, kj_now_ms() + EXPECT_MS);
+        cJSON_Delete(made);
+        sbx_ctl_count(ctl, &ctl->stats.creates);
+        return 0;
+    }
+    cJSON_Delete(made);
     if (st != 409) return -1;
     /* Already exists: ours (the cache is behind) or a stranger's? */
     cJSON *existing = NULL;
@@ -597,7 +605,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     const char *uid = kj_str(sb, "metadata.uid");
     if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
-        sbx_capacity_release(ctl, uid);
+        sbx_capacity_release(ctl, uid, 1);
         rc = 0; /* going: owner references and the sweep finish the job */
         goto out;
     }
@@ -605,11 +613,13 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     char why[512];
     if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+        sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
         rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;
     }
     have_spec = 1;
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
+        sbx_capacity_release(ctl, uid, 1);
         rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
         goto out;
     }
@@ -623,6 +633,18 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     enum sbx_object_state svc_state = classify(svc, uid);
 
     int64_t now = kj_now_ms();
+    /* Created moments ago and not in the cache yet (this pass is most likely the echo of
+     * our own status write): wait for the watch, which queues the key when it shows the
+     * object, rather than POST it again. */
+    int64_t expecting = 0, e;
+    if (!pod && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_POD, now)) > expecting) expecting = e;
+    if (!pvc && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
+    if (expecting > 0) {
+        LOGD("msg=\"waiting for the cache to show what was just created\" sandbox=%s", key);
+        *requeue_ms = expecting;
+        rc = 0;
+        goto out;
+    }
     struct sbx_observed o;
     memset(&o, 0, sizeof(o));
     o.now_ms = now;
@@ -696,15 +718,15 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
     o.admitted = o.pod != SBX_OBJ_ABSENT;
-    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid);
+    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid, 1);
 
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl, key, uid, o.created_ms, now);
+        o.admitted = sbx_capacity_admit(ctl, uid, now, &o.queue_position, &o.user_capped);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
-        sbx_capacity_release(ctl, uid);
+        sbx_capacity_release(ctl, uid, 1);
     }
 
     /* Nothing is destroyed on a stale view: the status write that records the decision
@@ -736,18 +758,18 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
     if (d.actions & SBX_ACT_CREATE_PVC) {
         cJSON *obj = sbx_build_pvc(&owner, &spec, pod_name, claim);
-        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", obj, claim, uid, err, errlen) : -1;
+        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, claim, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) goto out;
         if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); sbx_ctl_count(ctl, &ctl->stats.conflicts); }
     }
     if (d.actions & SBX_ACT_CREATE_POD) {
         cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
-        int r = obj ? create_owned(ctl, ns, "pods", obj, pod_name, uid, err, errlen) : -1;
+        int r = obj ? create_owned(ctl, ns, "pods", SBX_EXPECT_POD, obj, pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
-        if (r < 0) { sbx_capacity_release(ctl, uid); goto out; }
+        if (r < 0) { sbx_capacity_release(ctl, uid, 0); goto out; }
         if (r == 1) {
-            sbx_capacity_release(ctl, uid);
+            sbx_capacity_release(ctl, uid, 1);
             o.pod = SBX_OBJ_FOREIGN;
             lifecycle_decide(&spec, &o, &d);
             sbx_ctl_count(ctl, &ctl->stats.conflicts);
@@ -775,7 +797,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
         rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
         cJSON_Delete(st);
-        if (rc < 0) goto out;
+        if (rc != 0) goto out;   /* SBX_STALE: changed since; decide again on the newer version */
         rc = -1;
         sbx_event_transition(ctl, sb, &o, &d, pod_name);
     }
@@ -795,6 +817,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
     }
     *requeue_ms = d.requeue_after_ms;
+    /* Waiting for the cap: a freed slot queues those first in line; the others look
+     * again now and then to keep status.queuePosition current. */
+    if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod &&
+        (*requeue_ms <= 0 || *requeue_ms > QUEUE_REFRESH_MS))
+        *requeue_ms = QUEUE_REFRESH_MS;
     rc = 0;
 out:
     if (have_spec) sbx_spec_free(&spec);

@@ -10,13 +10,16 @@
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
+#include "sandbox/admission.h"
 #include "sandbox/records.h"
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
     struct sbx_defaults defaults;
     const char *namespace_;     /* watch one namespace; NULL = all namespaces */
-    int max_running;            /* YAO_SANDBOX_MAX */
+    /* The caps of sandbox/admission.h: max_running (YAO_SANDBOX_MAX) and
+     * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
+    struct sbx_admission_limits limits;
     int workers;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
     const char *field_manager;
@@ -40,8 +43,9 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards stats and admission (count + reserve) */
+    pthread_mutex_t lock;          /* guards stats */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
+    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
     struct sbx_controller_stats stats;
 };
 

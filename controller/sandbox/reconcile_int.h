@@ -20,6 +20,13 @@
 /* A capacity slot reserved for a pod we just created stays counted this long even if
  * the pod has not reached the cache yet. */
 #define RESERVATION_MS 30000
+/* A pod or claim we just created and the cache has not shown yet is waited for this
+ * long before its absence counts (then a create finds it, 409, and reads it). */
+#define EXPECT_MS 30000
+/* A Sandbox that waits for capacity is looked at again this often, so its
+ * status.queuePosition follows those ahead of it (a freed slot queues only as many
+ * Sandboxes as it frees). */
+#define QUEUE_REFRESH_MS 10000
 
 /* ---- reconcile.c: shared helpers ---- */
 /* Collection path of a core resource ("pods", "persistentvolumeclaims") in ns (or all). */
@@ -37,10 +44,16 @@ int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *res
                      const char *name, const char *uid, char *err, size_t errlen);
 
 /* ---- capacity.c ---- */
-/* May this sandbox start a pod? Reserves a slot in its record when it may. */
-int sbx_capacity_admit(struct sbx_controller *ctl, const char *key, const char *uid, int64_t created, int64_t now);
-/* Release uid's reservation. */
-void sbx_capacity_release(struct sbx_controller *ctl, const char *uid);
+/* Informer handlers: a Sandbox / a pod changed (see sandbox/admission.h). */
+void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur);
+void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+/* Queue the Sandboxes first in line, as many as there are free slots. */
+void sbx_capacity_wake(struct sbx_controller *ctl);
+/* May this sandbox start a pod? Reserves its slot when it may; else its place in line
+ * (*position, 1 = next) or *user_capped (its user's own cap holds it). */
+int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int64_t now, int *position, int *user_capped);
+/* End uid's reservation; leave_line: it wants no pod at all. */
+void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line);
 
 /* ---- orphans.c ---- */
 /* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms

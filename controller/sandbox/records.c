@@ -5,8 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An object created and not yet seen in the cache. */
+struct sbx_expectation {
+    char uid[64];                /* "" = none */
+    int64_t until_ms;
+};
+
 struct sbx_record {
-    int64_t reserved_until_ms;   /* capacity slot (0 = none) */
+    struct sbx_expectation expect[2];   /* by enum sbx_expect_kind */
     int deleted;
     struct sbx_gone gone;
     char key[];                  /* "ns/name" */
@@ -68,44 +74,42 @@ int sbx_records_seen(struct sbx_records *r, const char *key, const char *uid) {
     return rc;
 }
 
-int sbx_records_reserve(struct sbx_records *r, const char *uid, int64_t until_ms) {
+int sbx_records_expect(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid,
+                       int64_t until_ms) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec) rec->reserved_until_ms = until_ms;
+    if (rec && !rec->deleted) {
+        snprintf(rec->expect[kind].uid, sizeof(rec->expect[kind].uid), "%s", obj_uid);
+        rec->expect[kind].until_ms = until_ms;
+    }
     pthread_mutex_unlock(&r->lock);
     return rec ? 0 : -1;
 }
 
-int sbx_records_reserved(struct sbx_records *r, const char *uid, int64_t now_ms) {
+void sbx_records_observed(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    int yes = rec && rec->reserved_until_ms > now_ms;
+    if (rec && rec->expect[kind].uid[0] && !strcmp(rec->expect[kind].uid, obj_uid)) {
+        rec->expect[kind].uid[0] = 0;
+        rec->expect[kind].until_ms = 0;
+    }
     pthread_mutex_unlock(&r->lock);
-    return yes;
 }
 
-void sbx_records_release(struct sbx_records *r, const char *uid) {
+int64_t sbx_records_expecting(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, int64_t now_ms) {
+    int64_t left = 0;
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec) rec->reserved_until_ms = 0;
+    if (rec && rec->expect[kind].uid[0]) {
+        if (rec->expect[kind].until_ms > now_ms) {
+            left = rec->expect[kind].until_ms - now_ms;
+        } else {
+            rec->expect[kind].uid[0] = 0;
+            rec->expect[kind].until_ms = 0;
+        }
+    }
     pthread_mutex_unlock(&r->lock);
-}
-
-struct live_ctx { int64_t now; const char *except; int n; };
-
-static int count_live(void *ud, const char *uid, void *value) {
-    struct live_ctx *c = ud;
-    const struct sbx_record *rec = value;
-    if (rec->reserved_until_ms > c->now && !rec->deleted && (!c->except || strcmp(uid, c->except) != 0)) c->n++;
-    return 0;
-}
-
-int sbx_records_live_reservations(struct sbx_records *r, int64_t now_ms, const char *except_uid) {
-    struct live_ctx c = {now_ms, except_uid, 0};
-    pthread_mutex_lock(&r->lock);
-    strmap_foreach(&r->by_uid, count_live, &c);
-    pthread_mutex_unlock(&r->lock);
-    return c.n;
+    return left;
 }
 
 /* Remove uid's record (lock held), and key's index entry if it is this uid. */
@@ -123,7 +127,7 @@ void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid
     struct sbx_record *rec = get_or_add(r, key, uid);
     if (rec) {
         rec->deleted = 1;
-        rec->reserved_until_ms = 0;
+        memset(rec->expect, 0, sizeof(rec->expect));
         snprintf(rec->gone.pod, sizeof(rec->gone.pod), "%s", pod ? pod : "");
         snprintf(rec->gone.claim, sizeof(rec->gone.claim), "%s", claim ? claim : "");
         /* the key now names this deleted Sandbox until a successor appears */

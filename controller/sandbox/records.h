@@ -1,7 +1,9 @@
 /* sandbox/records.h — what the controller remembers about each Sandbox between passes, in
- * one record per Sandbox keyed by its UID (after sample-controller's "expectations"): a
- * capacity slot reserved for a pod just created and, once the Sandbox is deleted, the names of the pod and claim it owned and
- * when its orphans were first seen. A record is created with the Sandbox and destroyed
+ * one record per Sandbox keyed by its UID (after sample-controller's "expectations"): the
+ * pod and claim it just created and the caches have not shown yet (so the echo of its own
+ * status write does not create them a second time) and, once the Sandbox is deleted, the
+ * names of the pod and claim it owned and when its orphans were first seen. (Capacity
+ * slots are kept by sandbox/admission.c.) A record is created with the Sandbox and destroyed
  * with it: a new Sandbox of the same name is another UID and starts from nothing.
  * Thread-safe (one lock). Pure bookkeeping: no I/O, the clock is passed in. */
 #ifndef YAO_SANDBOX_RECORDS_H
@@ -36,13 +38,19 @@ size_t sbx_records_count(struct sbx_records *r);
  * orphans are swept. 0 or -1 (ENOMEM). */
 int sbx_records_seen(struct sbx_records *r, const char *key, const char *uid);
 
-/* Capacity: reserve a slot for uid until until_ms (0 when the record is unknown). */
-int sbx_records_reserve(struct sbx_records *r, const char *uid, int64_t until_ms);
-/* Is a slot reserved for uid (and not expired at now_ms)? */
-int sbx_records_reserved(struct sbx_records *r, const char *uid, int64_t now_ms);
-void sbx_records_release(struct sbx_records *r, const char *uid);
-/* Reservations alive at now_ms, over all records except except_uid (may be NULL). */
-int sbx_records_live_reservations(struct sbx_records *r, int64_t now_ms, const char *except_uid);
+/* Create expectations: the kinds of object a Sandbox creates. */
+enum sbx_expect_kind { SBX_EXPECT_POD = 0, SBX_EXPECT_CLAIM = 1 };
+/* The Sandbox uid created an object of kind with obj_uid: until the cache shows it (or
+ * until until_ms), its absence from the cache means "not seen yet", not "missing". 0 or
+ * -1 (the record is unknown). */
+int sbx_records_expect(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid,
+                       int64_t until_ms);
+/* The cache showed (added, changed or deleted) an object of kind with obj_uid controlled
+ * by the Sandbox uid: an expectation for it is met. */
+void sbx_records_observed(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid);
+/* How long yet the Sandbox uid expects an object of kind its cache does not show (ms; 0
+ * when it expects none, or the expectation expired at now_ms and is dropped). */
+int64_t sbx_records_expecting(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, int64_t now_ms);
 
 /* The Sandbox uid was deleted: keep the names of what it owned for the orphan sweep. */
 void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid, const char *pod,

@@ -21,6 +21,8 @@ static const char usage[] =
     "  --image-pull-policy P    imagePullPolicy of sandbox pods: Always, IfNotPresent, Never\n"
     "                           (YAO_SANDBOX_IMAGE_PULL_POLICY; IfNotPresent)\n"
     "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
+    "  --max-running-per-user N limit of running sandboxes of one spec.userID, 0 = none\n"
+    "                           (YAO_SANDBOX_MAX_PER_USER; 0)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
     "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
     "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
@@ -85,7 +87,11 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
     else if (!strcmp(name, "max-running")) {
         int n = parse_int(val, 1000000);
         if (n < 0) BAD("not a count");
-        o->controller.max_running = n;
+        o->controller.limits.max_running = n;
+    } else if (!strcmp(name, "max-running-per-user")) {
+        int n = parse_int(val, 1000000);
+        if (n < 0) BAD("not a count");
+        o->controller.limits.max_running_per_user = n;
     } else if (!strcmp(name, "idle-timeout")) {
         if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
         d->idle_timeout_ms = v;
@@ -196,6 +202,7 @@ static int check_requests(const struct sbx_settings *o, char *err, size_t errlen
 static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
     {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
+    {"YAO_SANDBOX_MAX_PER_USER", "max-running-per-user"},
     {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
     {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},
     {"YAO_SANDBOX_IMAGE_PULL_POLICY", "image-pull-policy"},
@@ -212,7 +219,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
                        char *err, size_t errlen) {
     memset(o, 0, sizeof(*o));
     sbx_defaults_init(&o->controller.defaults);
-    o->controller.max_running = 100;
+    o->controller.limits.max_running = 100;
     o->controller.workers = 4;
     o->controller.resync_ms = 10 * 60 * 1000;
     o->log_level = "info";

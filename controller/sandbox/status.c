@@ -54,7 +54,8 @@ void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const str
         type = !strcmp(d->phase, "Failed") ? "Warning" : "Normal";
         snprintf(msg, sizeof(msg), "%s", d->message);
     } else if (strcmp(old_reason, d->reason) != 0 &&
-               (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_CONFLICT) ||
+               (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_USER_CAPACITY) ||
+                !strcmp(d->reason, SBX_REASON_CONFLICT) ||
                 !strcmp(d->reason, SBX_REASON_INVALID))) {
         reason = d->reason;
         type = "Warning";
@@ -191,6 +192,7 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
     }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
+    if (d->queue_position > 0) cJSON_AddNumberToObject(st, "queuePosition", d->queue_position);
     if (d->run.present) {
         cJSON *run = run_json(&d->run);
         if (!run) { cJSON_Delete(st); return NULL; }
@@ -244,12 +246,15 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
 
 
 /* Write status via a merge patch on /status if it differs from what is there. Keys the
- * old status has and the new one lacks are set to null so they are removed.
- * With fence_rv (the resourceVersion the decision was made on) the write is conditional and
+ * old status has and the new one lacks are set to null so they are removed. Every write
+ * is conditional on the resourceVersion the decision was made on (a 409 means the Sandbox
+ * changed since: decide again on the newer version, never overwrite what it says with a
+ * status made from an older one).
+ * With fence_rv (that same resourceVersion, before anything is destroyed) the write is
  * always sent, even when nothing changed: it proves the Sandbox is still as the decision
- * saw it before anything is destroyed, and records the stop on the Sandbox first.
+ * saw it, and records the stop on the Sandbox first.
  * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
- * the Sandbox is gone), or -1. */
+ * a fenced write found the Sandbox gone), or -1. */
 int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *name,
                         const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
                         char *err, size_t errlen) {
@@ -262,9 +267,10 @@ int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *nam
     }
     cJSON *patch = cJSON_CreateObject();
     if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
-    if (fence_rv) {
+    const char *rv = fence_rv ? fence_rv : kj_str(sb, "metadata.resourceVersion");
+    if (rv) {
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-        if (!md || !cJSON_AddStringToObject(md, "resourceVersion", fence_rv)) {
+        if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv)) {
             cJSON_Delete(patch);
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -280,7 +286,7 @@ int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *nam
         snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
     cJSON_Delete(out);
     if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
-    if (rc == 409 && fence_rv) return SBX_STALE;
+    if (rc == 409) return SBX_STALE;
     if (rc != 200) return -1;
     sbx_ctl_count(ctl, &ctl->stats.status_writes);
     return 0;

@@ -5,7 +5,9 @@
 # pause/resume, one-shot runs as the pod's own process (results from its terminated state,
 # a timeout, a controller SIGKILLed mid-run, cancel by deletion) and cleanup, last-used-at in the future (taken as now)
 # or unparseable (ignored), with Warning Events, touches at the idle deadline never lost,
-# the running cap with oldest-first admission, and Events on the Sandboxes.
+# the running cap with oldest-first admission (strangers' labelled pods hold no slot), fair
+# admission across three users with queuePosition, a per-user cap, no duplicate creates in
+# the audit log, and Events on the Sandboxes.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
 LOG=$BUILD_DIR/test-lifecycle.log
@@ -261,14 +263,81 @@ echo "    $(grep -c 'deciding again' "$LOG") stale decisions caught, $(grep -c '
 # --- running cap: 3 Sandboxes, cap 2, oldest first ---------------------------------------------
 kill_controller TERM
 kubectl -n $NS delete sandboxes --all --wait=true --timeout=60s >/dev/null
+# Strangers' pods labelled like ours and Pending for good (no node matches): one with no
+# ownerReference, one controlled by a ConfigMap. Neither holds a slot of the cap. (One
+# naming a Sandbox uid that does not exist would be removed by the garbage collector at
+# once; tests/unit/test_admission.c covers it.)
+kubectl -n $NS create configmap stranger-owner >/dev/null
+CM_UID=$(kubectl -n $NS get configmap stranger-owner -o jsonpath='{.metadata.uid}')
+stranger_pod() { # name ownerReferences-json
+    printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"app.kubernetes.io/managed-by":"yao-sandbox","sandbox.yaoapps.com/name":"%s","stranger":"yes"},"ownerReferences":%s},"spec":{"nodeSelector":{"no-such-label":"x"},"containers":[{"name":"c","image":"busybox"}]}}' \
+        "$1" "$1" "$2" | kubectl -n $NS apply -f - >/dev/null
+}
+stranger_pod stranger-bare '[]'
+stranger_pod stranger-cm "[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"stranger-owner\",\"uid\":\"$CM_UID\",\"controller\":true}]"
+check "two labelled stranger pods wait in Pending" eq "$(kubectl -n $NS get pods -l stranger=yes --field-selector status.phase=Pending --no-headers | wc -l)" 2
 start_controller "$LOG" --namespace $NS --max-running 2
 sb cap-a persistent; sleep 1.1; sb cap-b persistent; sleep 1.1; sb cap-c persistent
 check "cap: the two oldest run" eventually 20 eval 'phase_is $NS cap-a Running && phase_is $NS cap-b Running'
 check "cap: the third waits in Pending" eventually 10 phase_is $NS cap-c Pending
 check "cap: with reason CapacityExceeded" reason_is $NS cap-c CapacityExceeded
 sleep 2
-check "cap: never more than 2 pods" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/managed-by=yao-sandbox --no-headers | wc -l)" 2
+check "cap: never more than 2 pods" eq "$(kubectl -n $NS get pods -l 'app.kubernetes.io/managed-by=yao-sandbox,!stranger' --no-headers | wc -l)" 2
+check "cap: the waiting one is told its place in line" eq "$(field cap-c '{.status.queuePosition}')" 1
 kubectl -n $NS delete sandbox cap-a --wait=false >/dev/null
 check "cap: when capacity frees, the waiting one starts" eventually 30 phase_is $NS cap-c Running
+check "cap: and its queuePosition is gone" eq "$(field cap-c '{.status.queuePosition}')" ""
+kubectl -n $NS delete pods -l stranger=yes --wait=false >/dev/null
+kubectl -n $NS delete configmap stranger-owner >/dev/null
+
+# --- fair admission: three users, cap 2 ------------------------------------------------------
+# alice asks for three, then bob for two, then carol for one (1.1 s apart: distinct
+# creationTimestamps). A freed slot goes to the user holding the fewest, oldest first.
+kill_controller TERM
+kubectl -n $NS delete sandboxes --all --wait=true --timeout=60s >/dev/null
+AUDIT=$YAO_PLANE_DIR/logs/audit.log
+audit_before=$(wc -l < "$AUDIT" 2>/dev/null || echo 0)
+start_controller "$LOG" --namespace $NS --max-running 2
+sbu() { # name user
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: %s, chatID: %s, lifecycle: persistent}\n' \
+        "$1" "$2" "$1" | kubectl -n $NS apply -f - >/dev/null
+}
+for x in a1:alice a2:alice a3:alice b1:bob b2:bob c1:carol; do sbu "fair-${x%%:*}" "${x#*:}"; sleep 1.1; done
+check "fair: alice's first two run" eventually 20 eval 'phase_is $NS fair-a1 Running && phase_is $NS fair-a2 Running'
+positions() { for n in a3 b1 b2 c1; do printf '%s=%s ' $n "$(field fair-$n '{.status.queuePosition}')"; done; }
+check "fair: the others wait in line round-robin (bob, carol, bob, then alice's third)" \
+    eventually 25 eval '[ "$(positions)" = "a3=4 b1=1 b2=3 c1=2 " ]'
+echo "    positions: $(positions)"
+kubectl -n $NS delete sandbox fair-a1 --wait=false >/dev/null
+check "fair: a freed slot goes to bob (holds none), not to alice's older third" eventually 30 phase_is $NS fair-b1 Running
+check "fair: alice's third still waits" phase_is $NS fair-a3 Pending
+check "fair: then carol, alice, bob" eventually 25 eval '[ "$(positions)" = "a3=2 b1= b2=3 c1=1 " ]'
+kubectl -n $NS delete sandbox fair-a2 --wait=false >/dev/null
+check "fair: the next freed slot goes to carol" eventually 30 phase_is $NS fair-c1 Running
+live_pods() { kubectl -n $NS get pods -l app.kubernetes.io/managed-by=yao-sandbox -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1' | wc -l; }
+check "fair: never more than 2 pods" eq "$(live_pods)" 2
+sleep 2   # the audit log is written in batches (max wait 1 s)
+dup_creates() { tail -n +$((audit_before + 1)) "$AUDIT" | python3 -c '
+import json, sys
+n = 0
+for line in sys.stdin:
+    ev = json.loads(line)
+    o = ev.get("objectRef", {})
+    if ev.get("verb") == "create" and o.get("resource") in ("pods", "persistentvolumeclaims") and \
+            o.get("namespace") == sys.argv[1] and ev.get("responseStatus", {}).get("code") == 409 and \
+            ev["user"]["username"].startswith("system:serviceaccount:yao-sandbox-system:"):
+        n += 1
+print(n)' $NS; }
+check "the audit log shows no 409 from a duplicate create during these bring-ups" eq "$(dup_creates)" 0
+
+# --- per-user cap: 1 each, no global cap -----------------------------------------------------
+kill_controller TERM
+kubectl -n $NS delete sandboxes --all --wait=true --timeout=60s >/dev/null
+start_controller "$LOG" --namespace $NS --max-running 0 --max-running-per-user 1
+sbu pu-a1 alice; sleep 1.1; sbu pu-a2 alice; sbu pu-b1 bob
+check "per-user: alice's first and bob's run" eventually 20 eval 'phase_is $NS pu-a1 Running && phase_is $NS pu-b1 Running'
+check "per-user: alice's second waits for her own slot" eventually 10 reason_is $NS pu-a2 UserCapacityExceeded
+kubectl -n $NS delete sandbox pu-a1 --wait=false >/dev/null
+check "per-user: when alice's first goes, her second starts" eventually 30 phase_is $NS pu-a2 Running
 check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
 finish

@@ -69,7 +69,8 @@ TEST(defaults) {
     foreign_lookups = 0;
     CHECK_INT(parse_with(NULL, &o, NULL), 0);
     CHECK_STR(err, "");
-    CHECK_INT(o.controller.max_running, 100);
+    CHECK_INT(o.controller.limits.max_running, 100);
+    CHECK_INT(o.controller.limits.max_running_per_user, 0);
     CHECK_INT(o.controller.workers, 4);
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
@@ -104,7 +105,7 @@ TEST(no_env_function) {
     err[0] = '\0';
     CHECK_INT(sbx_settings_parse(2, argv, NULL, &o, err, sizeof(err)), 0);
     CHECK_INT(o.controller.workers, 2);
-    CHECK_INT(o.controller.max_running, 100);
+    CHECK_INT(o.controller.limits.max_running, 100);
     /* argc 0 or 1: defaults */
     CHECK_INT(sbx_settings_parse(1, argv, NULL, &o, err, sizeof(err)), 0);
     CHECK_INT(o.controller.workers, 4);
@@ -136,6 +137,7 @@ static const char *const full_env[] = {
     "YAO_SANDBOX_NAMESPACE", "sandboxes",
     "YAO_SANDBOX_IMAGE", "registry.local/sb:1.2",
     "YAO_SANDBOX_MAX", "7",
+    "YAO_SANDBOX_MAX_PER_USER", "2",
     "YAO_SANDBOX_IDLE_TIMEOUT", "1h30m",
     "YAO_SANDBOX_MEMORY", "512m",
     "YAO_SANDBOX_CPU", "0.5",
@@ -159,7 +161,8 @@ TEST(env_applied) {
     CHECK_STR(err, "");
     CHECK_STR(o.controller.namespace_, "sandboxes");
     CHECK_STR(o.controller.defaults.image, "registry.local/sb:1.2");
-    CHECK_INT(o.controller.max_running, 7);
+    CHECK_INT(o.controller.limits.max_running, 7);
+    CHECK_INT(o.controller.limits.max_running_per_user, 2);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * MIN);
     CHECK_INT(o.controller.defaults.memory_bytes, 512 * MIB); /* Docker-style "m" */
     CHECK_INT(o.controller.defaults.cpu_millis, 500);
@@ -191,7 +194,7 @@ TEST(env_max_zero_means_no_limit) {
     static const char *const env[] = {"YAO_SANDBOX_MAX", "0", NULL};
     struct sbx_settings o;
     CHECK_INT(parse_with(env, &o, NULL), 0);
-    CHECK_INT(o.controller.max_running, 0);
+    CHECK_INT(o.controller.limits.max_running, 0);
 }
 
 /* ---- flags ---------------------------------------------------------------------------- */
@@ -206,12 +209,13 @@ TEST(flags_equals_form) {
                          "--metrics-addr=127.0.0.1:8080", "--lease-name=l1",
                          "--lease-namespace=ns2", "--lease-duration=30s",
                          "--renew-deadline=20s", "--retry-period=5s", "--log-level=warn",
-                         NULL), 0);
+                         "--max-running-per-user=4", NULL), 0);
     CHECK_STR(err, "");
     CHECK_STR(o.kubeconfig, "/tmp/kc");
     CHECK_STR(o.controller.namespace_, "ns1");
     CHECK_STR(o.controller.defaults.image, "img:2");
-    CHECK_INT(o.controller.max_running, 3);
+    CHECK_INT(o.controller.limits.max_running, 3);
+    CHECK_INT(o.controller.limits.max_running_per_user, 4);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * SEC);
     CHECK_INT(o.controller.defaults.memory_bytes, GIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 250);
@@ -238,7 +242,7 @@ TEST(flags_space_form) {
                          "--workers", "1", "--log-level", "error", "--lease-duration", "1m",
                          NULL), 0);
     CHECK_STR(o.kubeconfig, "/tmp/kc");
-    CHECK_INT(o.controller.max_running, 12);
+    CHECK_INT(o.controller.limits.max_running, 12);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 2 * HOUR);
     CHECK_INT(o.controller.defaults.memory_bytes, 2 * GIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 1500);
@@ -263,7 +267,7 @@ TEST(flags_override_env) {
     struct sbx_settings o;
     CHECK_INT(parse_with(full_env, &o, "--max-running=50", "--idle-timeout", "10m",
                          "--namespace=", "--log-level=info", "--image", "other:3", NULL), 0);
-    CHECK_INT(o.controller.max_running, 50);
+    CHECK_INT(o.controller.limits.max_running, 50);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
     CHECK_STR(o.log_level, "info");
@@ -305,7 +309,7 @@ TEST(limits_at_the_edges) {
                          "--idle-timeout=1s", "--memory=4Mi", "--cpu=1m",
                          "--workspace-size=1Mi", NULL), 0);
     CHECK_INT(o.controller.workers, 256);
-    CHECK_INT(o.controller.max_running, 1000000);
+    CHECK_INT(o.controller.limits.max_running, 1000000);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, SEC);
     CHECK_INT(o.controller.defaults.memory_bytes, 4 * MIB);
     CHECK_INT(o.controller.defaults.cpu_millis, 1);
@@ -461,6 +465,8 @@ TEST(unknown_flag_and_stray_argument) {
     CHECK(err_has("unknown flag", "--bogus", NULL));
     CHECK_INT(parse_with(NULL, &o, "--bogus", "1", NULL), -1);
     CHECK(err_has("--bogus", NULL));
+    CHECK_INT(parse_with(NULL, &o, "--max-running-per-user=-1", NULL), -1);
+    CHECK(err_has("--max-running-per-user", "not a count", NULL));
     CHECK_INT(parse_with(NULL, &o, "--max_running=3", NULL), -1); /* underscore */
     CHECK(err_has("--max_running", NULL));
     CHECK_INT(parse_with(NULL, &o, "-workers=3", NULL), -1);

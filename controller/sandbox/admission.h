@@ -1,0 +1,78 @@
+/* sandbox/admission.h — the running cap's bookkeeping: which Sandboxes hold a slot, who
+ * waits for one and in what order. Kept current by the informer handlers (a pod that
+ * appears, starts terminating or goes; a Sandbox that appears or goes), so a decision
+ * never walks the caches: admitting one Sandbox costs O(log w + U) for w waiting Sandboxes
+ * of its user and U users with someone waiting, under this module's own lock and no
+ * informer's.
+ *
+ * Slots: a Sandbox holds one slot while the cache shows a pod controlled by it (not
+ * terminating), or while a reservation for a pod just created is alive (the pod has not
+ * reached the cache yet). A pod counts only when its controller ownerReference names a
+ * Sandbox that is in the cache (by uid): a stranger's pod, labelled like ours or not,
+ * holds nothing. A Sandbox holds at most one slot however many pods name it.
+ *
+ * Order: a waiting Sandbox's rank is (slots its user holds + Sandboxes of that user ahead
+ * of it in line, then the user whose last admission is longest ago or who had none, then
+ * creationTimestamp, namespace/name): a freed slot goes to the user who holds fewest, in
+ * turn between equals, and within one user oldest first: round-robin across users. The
+ * turns are kept in memory (after a restart, equals go oldest first). A per-user cap (0 = none)
+ * keeps a user's Sandboxes beyond it out of the line altogether: they wait for one of that
+ * user's own slots.
+ *
+ * Pure bookkeeping: no I/O, the clock is passed in. Thread-safe (one lock). */
+#ifndef YAO_SANDBOX_ADMISSION_H
+#define YAO_SANDBOX_ADMISSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The caps. A plain struct so a later source (a SandboxClass) can supply them. */
+struct sbx_admission_limits {
+    int max_running;            /* running Sandboxes in all (0 = no cap) */
+    int max_running_per_user;   /* running Sandboxes of one spec.userID (0 = no cap) */
+};
+
+struct sbx_admission;
+
+struct sbx_admission *sbx_admission_new(const struct sbx_admission_limits *l);
+void sbx_admission_free(struct sbx_admission *a);
+
+/* The Sandbox uid is in the cache as key ("ns/name"), of user, created at created_ms.
+ * waiting: its status says it waits for capacity (so it keeps its place in line across a
+ * controller restart, before its first pass). Idempotent. 0 or -1 (ENOMEM). */
+int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *key, const char *user,
+                          int64_t created_ms, int waiting);
+/* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
+void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid);
+/* A pod controlled by the Sandbox owner_uid started (delta +1) or stopped (-1) holding
+ * a slot: it appeared, or it started terminating or went. 0 or -1 (ENOMEM). */
+int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta);
+
+enum sbx_admit {
+    SBX_ADMIT_YES = 0,      /* a slot is reserved for uid until the given time */
+    SBX_ADMIT_WAIT = 1,     /* the cap is reached: *position is its place in line (1 = next) */
+    SBX_ADMIT_WAIT_USER = 2,/* its user's cap is reached: it waits for one of the user's slots */
+    SBX_ADMIT_UNKNOWN = 3,  /* uid is not a cached Sandbox (it just went): nothing recorded */
+};
+
+/* May the Sandbox uid start a pod now? Admitted when it already holds a slot, or when its
+ * place in line is within the free slots; then a reservation holds its slot until
+ * reserve_until_ms (or until its pod is counted). Otherwise it joins the line. */
+enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64_t now_ms,
+                                 int64_t reserve_until_ms, int *position);
+/* uid no longer wants a slot through a reservation: its pod is counted now, or creating
+ * it failed, or the Sandbox wants no pod (then it also leaves the line). */
+void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_line);
+
+/* Call fn for the Sandboxes that may be admitted now: the first in line, as many as there
+ * are free slots (with only a per-user cap: those within their user's cap). Returns how
+ * many. fn runs under this module's lock and must not call back into it. */
+size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
+                          void *ud);
+
+/* Counters: slots held, Sandboxes waiting, slots held by user (0 when unknown). */
+int sbx_admission_held(struct sbx_admission *a, int64_t now_ms);
+int sbx_admission_waiting(struct sbx_admission *a);
+int sbx_admission_user_held(struct sbx_admission *a, const char *user, int64_t now_ms);
+
+#endif
