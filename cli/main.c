@@ -1,4 +1,4 @@
-/* cmd/cli_main.c — yao-sandbox, the command-line client of Sandboxes
+/* cli/main.c — yao-sandbox, the command-line client of Sandboxes
  * (sandbox.yaoapps.com/v1alpha1) against any kubeconfig: exec in a sandbox (waking it when
  * stopped), get/list, start/stop/touch, and file helpers that mirror the Yao sandbox
  * Manager (read, write, ls, stat, mkdir, rm, cp in and out) — all of them through exec in
@@ -6,7 +6,7 @@
  *
  * Owns: the command line (flags, help, exit codes), the Kubernetes calls of each command,
  * and the plumbing between exec's streams and local files. Not here: the exec transport
- * (kube/exec.c), tar writing/extraction and path safety (sandbox/cli_files.c).
+ * (kube/exec.c), tar writing/extraction and path safety (cli/files.c).
  *
  * Exit codes: 0 success; 2 usage errors; 1 runtime errors; exec exits with the command's
  * code, or 75 (CLI_EXIT_SANDBOX_STOPPED) when the sandbox was stopped, paused, deleted or
@@ -46,7 +46,7 @@
 #include "kube/exec.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
-#include "sandbox/cli_files.h"
+#include "cli/files.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"

@@ -1,5 +1,5 @@
-/* sandbox/cli_files.c — the pure half of the yao-sandbox CLI's file helpers (see
- * cli_files.h): sandbox path handling, a pull-model tar writer over a local tree, a
+/* cli/files.c — the pure half of the yao-sandbox CLI's file helpers (see
+ * files.h): sandbox path handling, a pull-model tar writer over a local tree, a
  * streaming tar extractor that treats the archive as hostile, the portable listing script
  * and its parser, cp's remote checks and the message of a failed remote command, the
  * exec -w/-e command wrapper and exec's small decisions (terminal size, touch interval,
@@ -11,7 +11,7 @@
  * names, and links whose targets leave the destination are refused before that.
  * Known limits: hard links are not detected when writing (each link is stored as a file);
  * sparse files are stored expanded; the extractor refuses GNU sparse and device entries. */
-#include "sandbox/cli_files.h"
+#include "cli/files.h"
 
 #include <ctype.h>
 #include <dirent.h>
