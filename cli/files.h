@@ -8,7 +8,8 @@
  * `exec` (terminal size from the environment, the touch interval, whether the sandbox was
  * stopped under a command, exit codes). Everything here is unit-testable without a
  * cluster (the scripts run locally, under GNU tools and under busybox).
- * The exec transport, the Kubernetes calls and the command line live in cli/main.c. */
+ * The exec transport is kube/exec.c; the Kubernetes calls and the command line are the
+ * rest of cli/ (cli/main.c lists its files). */
 #ifndef YAO_CLI_FILES_H
 #define YAO_CLI_FILES_H
 
