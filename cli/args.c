@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 
 const struct command *cli_current;
@@ -14,7 +15,7 @@ int cli_fail(const char *fmt, ...) {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    errfmt_v(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     for (char *p = msg; *p; p++) if (*p == '\n' || *p == '\r') *p = ' ';
     fprintf(stderr, PROG ": %s\n", msg);
@@ -26,7 +27,7 @@ int cli_usage_error(const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    errfmt_v(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (cli_current)
         fprintf(stderr, PROG ": %s: %s (see '" PROG " %s --help')\n", cli_current->name, msg, cli_current->name);

@@ -13,7 +13,7 @@
 #include "cli/cluster.h"
 #include "cli/files.h"
 #include "cli/session.h"
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "kube/kjson.h"
 
 /* "SANDBOX:PATH" → name (DNS subdomain before the first ':') and path. 1 if remote. */

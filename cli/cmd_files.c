@@ -13,7 +13,7 @@
 #include "cli/files.h"
 #include "cli/output.h"
 #include "cli/session.h"
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "kube/kjson.h"
 
 /* read SANDBOX PATH: cat in the sandbox, bytes to our stdout. */

@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "cli/files.h"
 #include "cli/output.h"
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "kube/kjson.h"
 
 /* Human age like kubectl: 45s, 3m20s, 25m, 3h20m, 20h, 3d4h, 30d, 2y. */

@@ -15,7 +15,7 @@
 #include "cli/cluster.h"
 #include "cli/files.h"
 #include "cli/session.h"
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "kube/exec.h"
 #include "kube/kjson.h"
 #include "sandbox/spec.h"

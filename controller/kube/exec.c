@@ -80,7 +80,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
+#include "base/errfmt.h"
 
 #ifndef YAO_VERSION
 #define YAO_VERSION "dev"
@@ -243,23 +244,13 @@ size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *
     return (size_t)n + 1;
 }
 
-/* Copy a message into msg (NULL-safe). */
-static void put_msg(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put_msg(char *msg, size_t msglen, const char *fmt, ...) {
-    if (!msg || !msglen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-}
-
 int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen) {
     cJSON *st = json && len ? cJSON_ParseWithLength(json, len) : NULL;
     int rc = -1;
 
     if (msg && msglen) msg[0] = 0;
     if (!cJSON_IsObject(st)) {
-        put_msg(msg, msglen, "malformed status from the server");
+        errfmt(msg, msglen, "malformed status from the server");
         goto out;
     }
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(st, "status");
@@ -286,15 +277,15 @@ int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *m
             rc = 0;
             goto out;
         }
-        put_msg(msg, msglen, "%s", m ? m : "non-zero exit code without a code");
+        errfmt(msg, msglen, "%s", m ? m : "non-zero exit code without a code");
         goto out;
     }
     if (m)
-        put_msg(msg, msglen, "%s", m);
+        errfmt(msg, msglen, "%s", m);
     else if (cJSON_IsString(reason) && reason->valuestring[0])
-        put_msg(msg, msglen, "%s", reason->valuestring);
+        errfmt(msg, msglen, "%s", reason->valuestring);
     else
-        put_msg(msg, msglen, "the server reported a failure without a message");
+        errfmt(msg, msglen, "the server reported a failure without a message");
 out:
     cJSON_Delete(st);
     return rc;
@@ -376,7 +367,7 @@ static void fail(struct session *s, const char *fmt, ...) {
     s->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->r->err, sizeof(s->r->err), fmt, ap);
+    errfmt_v(s->r->err, sizeof(s->r->err), fmt, ap);
     va_end(ap);
 }
 
@@ -914,7 +905,7 @@ static int parse_server(const char *url, struct endpoint *e, char *err, size_t e
     } else if (!strncasecmp(url, "http://", 7)) {
         p = url + 7;
     } else {
-        put_msg(err, errlen, "exec: server URL \"%s\" is not http(s)://", url);
+        errfmt(err, errlen, "exec: server URL \"%s\" is not http(s)://", url);
         return -1;
     }
     e->port = e->tls ? 443 : 80;
@@ -942,7 +933,7 @@ static int parse_server(const char *url, struct endpoint *e, char *err, size_t e
     while (e->prefix_len && p[e->prefix_len - 1] == '/') e->prefix_len--;
     return 0;
 bad:
-    put_msg(err, errlen, "exec: cannot parse server URL \"%s\"", url);
+    errfmt(err, errlen, "exec: cannot parse server URL \"%s\"", url);
     return -1;
 }
 
@@ -1029,12 +1020,12 @@ static void refusal_message(struct session *s, const char *path) {
     if (kube_request(s->client, "GET", path, NULL, NULL, 0, &resp) == 0 && resp.status == st) {
         char msg[KUBE_ERR_MAX];
         kube_response_message(&resp, msg, sizeof(msg));
-        put_msg(s->r->err, sizeof(s->r->err), "exec: upgrade refused: %s", msg);
+        errfmt(s->r->err, sizeof(s->r->err), "exec: upgrade refused: %s", msg);
     }
     kube_response_free(&resp);
     if (st == 403) {
         size_t n = strlen(s->r->err);
-        put_msg(s->r->err + n, sizeof(s->r->err) - n, " (exec needs get and create on pods/exec)");
+        errfmt(s->r->err + n, sizeof(s->r->err) - n, " (exec needs get and create on pods/exec)");
     }
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "runtime/log.h"
@@ -239,13 +240,6 @@ void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stat
     pthread_mutex_unlock(&ctl->lock);
 }
 
-/* Monotonic milliseconds, for latency. */
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -253,9 +247,9 @@ static void *worker(void *arg) {
     while ((key = queue_get(ctl->queue))) {
         char err[KUBE_ERR_MAX] = "";
         int64_t requeue = 0;
-        double t0 = mono_ms();
+        int64_t t0 = clock_mono_us();
         int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
-        observe_latency(ctl, mono_ms() - t0, rc < 0);
+        observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
         if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
                 queue_failures(ctl->queue, key) + 1, err);
