@@ -17,7 +17,7 @@
  * callback; accepted, the status message must be complete (the demux in no message). */
 #include "fuzz.h"
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "kube/exec.h"
 
 #define ABORT_VALUE 9

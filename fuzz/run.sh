@@ -23,17 +23,19 @@ all_targets="ndjson kubeconfig spec exec_demux quantity naming"
 targets=${FUZZ_TARGETS:-$all_targets}
 
 # Controller sources per target (relative to controller/). The targets that need the REST
-# client take the whole client library (kube/ and runtime/), so a new dependency of it
-# never breaks this build.
+# client take the whole client library (base/, kube/ and runtime/), so a new dependency of
+# it never breaks this build; every target takes base/ (clock, errfmt, dynbuf), which any
+# layer may use.
+base_library() { (cd "$src/controller" && shopt -s nullglob && echo base/*.c); }
 client_library() { (cd "$src/controller" && shopt -s nullglob && echo base/*.c kube/*.c runtime/*.c); }
 sources() {
     case $1 in
     ndjson)     client_library ;;
-    kubeconfig) echo kube/config.c ;;
-    spec)       echo sandbox/spec.c sandbox/naming.c sandbox/quantity.c ;;
+    kubeconfig) echo $(base_library) kube/config.c ;;
+    spec)       echo $(base_library) sandbox/spec.c sandbox/naming.c sandbox/quantity.c ;;
     exec_demux) client_library ;;
-    quantity)   echo sandbox/quantity.c ;;
-    naming)     echo sandbox/naming.c ;;
+    quantity)   echo $(base_library) sandbox/quantity.c ;;
+    naming)     echo $(base_library) sandbox/naming.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

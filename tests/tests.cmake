@@ -1,6 +1,7 @@
 # Test registration. Everything runs under one ctest invocation so the closing summary
 # covers the whole run:
-#   unit         — tests/unit/test_*.c, one binary each, no network
+#   unit         — tests/unit/test_*.c, one binary each, no network (test_cli_*.c link the
+#                  CLI's library yaocli, the others yaocore)
 #   unit-asan    — the same sources under ASan+UBSan
 #   unit-valgrind— the plain unit binaries under valgrind --leak-check=full
 #   cluster      — integration suites against the real local control plane, brought up
@@ -15,21 +16,31 @@ if(YAO_SANITIZED_TESTS)
   target_link_libraries(yaocore_san PUBLIC ${YAO_CORE_LIBS})
   target_compile_options(yaocore_san PUBLIC ${YAO_SAN_FLAGS})
   target_link_options(yaocore_san PUBLIC ${YAO_SAN_FLAGS})
+  if(YAO_CLI_SOURCES)
+    add_library(yaocli_san STATIC ${YAO_CLI_SOURCES})
+    target_include_directories(yaocli_san PUBLIC ${YAO_CLI_INCLUDES})
+    target_link_libraries(yaocli_san PUBLIC yaocore_san)
+  endif()
 endif()
 
 find_program(VALGRIND valgrind)
 foreach(src ${YAO_UNIT_TESTS})
   get_filename_component(name ${src} NAME_WE)
+  # test_cli_* test the CLI's library (cli/), the others the core.
+  set(lib yaocore)
+  if(name MATCHES "^test_cli_")
+    set(lib yaocli)
+  endif()
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
-  target_link_libraries(${name} yaocore)
+  target_link_libraries(${name} ${lib})
   add_test(NAME unit.${name} COMMAND ${name})
   set_tests_properties(unit.${name} PROPERTIES LABELS unit
     ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data")
   if(YAO_SANITIZED_TESTS)
     add_executable(${name}_san ${src})
     target_include_directories(${name}_san PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
-    target_link_libraries(${name}_san yaocore_san)
+    target_link_libraries(${name}_san ${lib}_san)
     add_test(NAME unit-asan.${name} COMMAND ${name}_san)
     set_tests_properties(unit-asan.${name} PROPERTIES LABELS unit-asan
       ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data;ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")

@@ -8,6 +8,13 @@ int64_t clock_mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Microseconds on CLOCK_MONOTONIC. */
+int64_t clock_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* at_ms as a timespec on the same clock. */
 void clock_mono_timespec(int64_t at_ms, struct timespec *out) {
     if (at_ms < 0) at_ms = 0;

@@ -11,6 +11,8 @@
 
 /* Milliseconds on CLOCK_MONOTONIC (an arbitrary origin: compare and subtract only). */
 int64_t clock_mono_ms(void);
+/* Microseconds on the same clock, for durations below a millisecond (latencies). */
+int64_t clock_mono_us(void);
 
 /* The monotonic instant at_ms (as clock_mono_ms counts) as a timespec, for
  * pthread_cond_timedwait on a condition variable made by clock_mono_cond_init. A

@@ -32,6 +32,9 @@
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include "base/clock.h"
+#include "base/errfmt.h"
+
 #define KCFG_MAX_KUBECONFIG ((size_t)4 << 20)
 #define KCFG_MAX_PEM        ((size_t)1 << 20)
 #define KCFG_MAX_TOKEN      ((size_t)64 << 10)
@@ -51,23 +54,6 @@ struct kcfg_src {
     char *base_dir;         /* NULL: relative paths are used as given */
     char *where;
 };
-
-/* Write a one-line message into err (if the caller gave room for one). Names and values
- * quoted from the document may hold line breaks (YAML folds them in): control bytes
- * become '?' so the message stays one line. */
-static void kcfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void kcfg_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || !errlen) return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *p = err; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
-}
 
 /* printf into a fresh heap string; NULL on ENOMEM. */
 static char *kcfg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -99,15 +85,6 @@ static void kcfg_free_secret(void *p, size_t len)
 static void kcfg_free_secret_str(char *s)
 {
     if (s) kcfg_free_secret(s, strlen(s));
-}
-
-/* Seconds on the monotonic clock (immune to wall-clock jumps); used for the 60 s recheck. */
-static time_t kcfg_now(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return time(NULL);
-    return ts.tv_sec;
 }
 
 /* Read at most max bytes of path into a NUL-terminated heap buffer (*out, *outlen; *mtime if
@@ -171,9 +148,9 @@ static void kcfg_read_err(char *err, size_t errlen, const char *prefix, const ch
                           size_t max, int e)
 {
     if (e == EFBIG)
-        kcfg_err(err, errlen, "%s%s is larger than the %zu KiB limit", prefix, path, max >> 10);
+        errfmt_line(err, errlen, "%s%s is larger than the %zu KiB limit", prefix, path, max >> 10);
     else
-        kcfg_err(err, errlen, "%scannot read %s: %s", prefix, path, strerror(e));
+        errfmt_line(err, errlen, "%scannot read %s: %s", prefix, path, strerror(e));
 }
 
 /* Copy buf without leading/trailing ASCII whitespace into a new string; NULL on ENOMEM. */
@@ -223,9 +200,9 @@ static char *kcfg_read_token(const char *path, time_t *mtime)
 static void kcfg_token_err(char *err, size_t errlen, const char *prefix, const char *path, int e)
 {
     if (e == ENODATA)
-        kcfg_err(err, errlen, "%stoken file %s is empty", prefix, path);
+        errfmt_line(err, errlen, "%stoken file %s is empty", prefix, path);
     else if (e == EINVAL)
-        kcfg_err(err, errlen, "%stoken file %s contains spaces or control characters",
+        errfmt_line(err, errlen, "%stoken file %s contains spaces or control characters",
                  prefix, path);
     else
         kcfg_read_err(err, errlen, prefix, path, KCFG_MAX_TOKEN, e);
@@ -364,7 +341,7 @@ static int kcfg_str(struct kcfg_src *src, yaml_node_t *map, const char *key, con
     if (kcfg_is_null(n)) return 0;
     if (n->type != YAML_SCALAR_NODE ||
         strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s%s\"%s\" is not a string", src->where, what,
+        errfmt_line(err, errlen, "kubeconfig: %s%s%s\"%s\" is not a string", src->where, what,
                  *what ? ": " : "", key);
         return -1;
     }
@@ -388,7 +365,7 @@ static int kcfg_bool(struct kcfg_src *src, yaml_node_t *map, const char *key, co
         if (!strcmp(v, yes[i])) { *out = 1; return 0; }
         if (!strcmp(v, no[i])) { *out = 0; return 0; }
     }
-    kcfg_err(err, errlen, "kubeconfig: %s%s: \"%s\" is not a boolean: \"%.64s\"", src->where,
+    errfmt_line(err, errlen, "kubeconfig: %s%s: \"%s\" is not a boolean: \"%.64s\"", src->where,
              what, key, v);
     return -1;
 }
@@ -410,14 +387,14 @@ static int kcfg_find(struct kcfg_src *srcs, size_t nsrc, const char *list, const
         seq = kcfg_get(&s->doc, s->root, list);
         if (kcfg_is_null(seq)) continue;
         if (seq->type != YAML_SEQUENCE_NODE) {
-            kcfg_err(err, errlen, "kubeconfig: %s\"%s\" is a %s, not a list", s->where, list,
+            errfmt_line(err, errlen, "kubeconfig: %s\"%s\" is a %s, not a list", s->where, list,
                      kcfg_kind(seq));
             return -1;
         }
         for (it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
             item = yaml_document_get_node(&s->doc, *it);
             if (!item || item->type != YAML_MAPPING_NODE) {
-                kcfg_err(err, errlen, "kubeconfig: %san entry of \"%s\" is not a mapping",
+                errfmt_line(err, errlen, "kubeconfig: %san entry of \"%s\" is not a mapping",
                          s->where, list);
                 return -1;
             }
@@ -425,7 +402,7 @@ static int kcfg_find(struct kcfg_src *srcs, size_t nsrc, const char *list, const
             if (!nm || strcmp(nm, name) != 0) continue;
             in = kcfg_get(&s->doc, item, inner);
             if (!kcfg_is_null(in) && in->type != YAML_MAPPING_NODE) {
-                kcfg_err(err, errlen, "kubeconfig: %s%s \"%.200s\": \"%s\" is a %s, not a mapping",
+                errfmt_line(err, errlen, "kubeconfig: %s%s \"%.200s\": \"%s\" is a %s, not a mapping",
                          s->where, inner, name, inner, kcfg_kind(in));
                 return -1;
             }
@@ -451,12 +428,12 @@ static int kcfg_pem(struct kcfg_src *src, yaml_node_t *m, const char *file_key,
     if (kcfg_str(src, m, data_key, what, &data, err, errlen) < 0) return -1;
     if (data) {
         if (kcfg_b64_decode(data, strlen(data), &buf, &blen) != 0) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: \"%s\" is not valid base64", src->where,
+            errfmt_line(err, errlen, "kubeconfig: %s%s: \"%s\" is not valid base64", src->where,
                      what, data_key);
             goto done;
         }
         if (blen && !kcfg_is_pem(buf)) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: \"%s\" does not decode to PEM data",
+            errfmt_line(err, errlen, "kubeconfig: %s%s: \"%s\" does not decode to PEM data",
                      src->where, what, data_key);
             goto done;
         }
@@ -467,7 +444,7 @@ static int kcfg_pem(struct kcfg_src *src, yaml_node_t *m, const char *file_key,
     if (kcfg_str(src, m, file_key, what, &file, err, errlen) < 0) goto done;
     if (!file || !*file) { rc = 0; goto done; }
     if (!(path = kcfg_path(src, file))) {
-        kcfg_err(err, errlen, "kubeconfig: out of memory");
+        errfmt_line(err, errlen, "kubeconfig: out of memory");
         goto done;
     }
     if (kcfg_read_file(path, KCFG_MAX_PEM, &buf, &blen, NULL) != 0) {
@@ -478,7 +455,7 @@ static int kcfg_pem(struct kcfg_src *src, yaml_node_t *m, const char *file_key,
         goto done;
     }
     if (!kcfg_is_pem(buf)) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s: \"%s\": %s does not contain PEM data",
+        errfmt_line(err, errlen, "kubeconfig: %s%s: \"%s\": %s does not contain PEM data",
                  src->where, what, file_key, path);
         goto done;
     }
@@ -508,32 +485,32 @@ static char *kcfg_server(const char *s, const char *where, const char *what, cha
 
     for (p = s; *p; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p == 0x7f) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: server \"%.200s\" contains spaces or "
+            errfmt_line(err, errlen, "kubeconfig: %s%s: server \"%.200s\" contains spaces or "
                      "control characters", where, what, s);
             return NULL;
         }
     while (n && s[n - 1] == '/') n--;
     if ((p = strstr(s, "://"))) {
         if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: server \"%.200s\" is not an http(s) URL",
+            errfmt_line(err, errlen, "kubeconfig: %s%s: server \"%.200s\" is not an http(s) URL",
                      where, what, s);
             return NULL;
         }
         if (n <= (size_t)(p - s) + 3) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: server \"%.200s\" has no host", where,
+            errfmt_line(err, errlen, "kubeconfig: %s%s: server \"%.200s\" has no host", where,
                      what, s);
             return NULL;
         }
         out = strndup(s, n);
     } else {
         if (n == 0) {   /* "/" or "///": nothing left to be the host */
-            kcfg_err(err, errlen, "kubeconfig: %s%s: server \"%.200s\" has no host", where,
+            errfmt_line(err, errlen, "kubeconfig: %s%s: server \"%.200s\" has no host", where,
                      what, s);
             return NULL;
         }
         out = kcfg_fmt("https://%.*s", (int)n, s);
     }
-    if (!out) kcfg_err(err, errlen, "kubeconfig: out of memory");
+    if (!out) errfmt_line(err, errlen, "kubeconfig: out of memory");
     return out;
 }
 
@@ -547,13 +524,13 @@ static int kcfg_cluster(struct kcfg_src *src, yaml_node_t *m, const char *name,
     snprintf(what, sizeof what, "cluster \"%.200s\"", name);
     if (kcfg_str(src, m, "server", what, &v, err, errlen) < 0) return -1;
     if (!v || !*v) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s has no server", src->where, what);
+        errfmt_line(err, errlen, "kubeconfig: %s%s has no server", src->where, what);
         return -1;
     }
     if (!(c->server = kcfg_server(v, src->where, what, err, errlen))) return -1;
     if (kcfg_str(src, m, "proxy-url", what, &v, err, errlen) < 0) return -1;
     if (v && *v) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s uses proxy-url, which is not supported",
+        errfmt_line(err, errlen, "kubeconfig: %s%s uses proxy-url, which is not supported",
                  src->where, what);
         return -1;
     }
@@ -562,7 +539,7 @@ static int kcfg_cluster(struct kcfg_src *src, yaml_node_t *m, const char *name,
         return -1;
     if (kcfg_str(src, m, "tls-server-name", what, &v, err, errlen) < 0) return -1;
     if (v && *v && !(c->tls_server_name = strdup(v))) {
-        kcfg_err(err, errlen, "kubeconfig: out of memory");
+        errfmt_line(err, errlen, "kubeconfig: out of memory");
         return -1;
     }
     return kcfg_pem(src, m, "certificate-authority", "certificate-authority-data", what,
@@ -586,7 +563,7 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
         if (n->type == YAML_MAPPING_NODE &&
             kcfg_str(src, n, "command", what, &cmd, err, errlen) < 0)
             cmd = NULL;
-        kcfg_err(err, errlen, "kubeconfig: %s%s uses an exec credential plugin (\"%.200s\"), "
+        errfmt_line(err, errlen, "kubeconfig: %s%s uses an exec credential plugin (\"%.200s\"), "
                  "which is not supported", src->where, what, cmd ? cmd : "?");
         return -1;
     }
@@ -595,13 +572,13 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
         if (n->type == YAML_MAPPING_NODE &&
             kcfg_str(src, n, "name", what, &prov, err, errlen) < 0)
             prov = NULL;
-        kcfg_err(err, errlen, "kubeconfig: %s%s uses auth-provider \"%.200s\", which is not "
+        errfmt_line(err, errlen, "kubeconfig: %s%s uses auth-provider \"%.200s\", which is not "
                  "supported", src->where, what, prov ? prov : "?");
         return -1;
     }
     for (i = 0; i < sizeof impersonation / sizeof impersonation[0]; i++)
         if (!kcfg_is_null(kcfg_get(&src->doc, m, impersonation[i]))) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s uses impersonation (\"%s\"), which is not "
+            errfmt_line(err, errlen, "kubeconfig: %s%s uses impersonation (\"%s\"), which is not "
                      "supported", src->where, what, impersonation[i]);
             return -1;
         }
@@ -609,7 +586,7 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
     if (kcfg_str(src, m, "token", what, &v, err, errlen) < 0) return -1;
     if (v && *v) {
         if (!kcfg_token_ok(v)) {
-            kcfg_err(err, errlen, "kubeconfig: %s%s: \"token\" contains spaces or control "
+            errfmt_line(err, errlen, "kubeconfig: %s%s: \"token\" contains spaces or control "
                      "characters", src->where, what);
             return -1;
         }
@@ -635,7 +612,7 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
     if (kcfg_str(src, m, "password", what, &v, err, errlen) < 0) return -1;
     if (v && *v && !(c->password = strdup(v))) goto oom;
     if (!c->username != !c->password) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s has a %s but no %s", src->where, what,
+        errfmt_line(err, errlen, "kubeconfig: %s%s has a %s but no %s", src->where, what,
                  c->username ? "username" : "password", c->username ? "password" : "username");
         return -1;
     }
@@ -645,13 +622,13 @@ static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
                  NULL, err, errlen) < 0)
         return -1;
     if (!c->cert_pem != !c->key_pem) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s has a client %s but no client %s", src->where,
+        errfmt_line(err, errlen, "kubeconfig: %s%s has a client %s but no client %s", src->where,
                  what, c->cert_pem ? "certificate" : "key", c->cert_pem ? "key" : "certificate");
         return -1;
     }
     return 0;
 oom:
-    kcfg_err(err, errlen, "kubeconfig: out of memory");
+    errfmt_line(err, errlen, "kubeconfig: out of memory");
     return -1;
 }
 
@@ -674,14 +651,14 @@ static int kcfg_resolve(struct kcfg_src *srcs, size_t nsrc, const char *context_
         if (name && !*name) name = NULL;
     }
     if (!name) {
-        kcfg_err(err, errlen, "kubeconfig: no current-context is set and no context was given");
+        errfmt_line(err, errlen, "kubeconfig: no current-context is set and no context was given");
         return -1;
     }
     snprintf(what, sizeof what, "context \"%.200s\"", name);
     if ((r = kcfg_find(srcs, nsrc, "contexts", "context", name, &cs, &ctx, err, errlen)) < 0)
         return -1;
     if (r == 0) {
-        kcfg_err(err, errlen, "kubeconfig: %s not found", what);
+        errfmt_line(err, errlen, "kubeconfig: %s not found", what);
         return -1;
     }
     if (kcfg_str(cs, ctx, "cluster", what, &cluster, err, errlen) < 0 ||
@@ -689,13 +666,13 @@ static int kcfg_resolve(struct kcfg_src *srcs, size_t nsrc, const char *context_
         kcfg_str(cs, ctx, "namespace", what, &ns, err, errlen) < 0)
         return -1;
     if (!cluster || !*cluster) {
-        kcfg_err(err, errlen, "kubeconfig: %s%s names no cluster", cs->where, what);
+        errfmt_line(err, errlen, "kubeconfig: %s%s names no cluster", cs->where, what);
         return -1;
     }
     if ((r = kcfg_find(srcs, nsrc, "clusters", "cluster", cluster, &cls, &cl, err, errlen)) < 0)
         return -1;
     if (r == 0) {
-        kcfg_err(err, errlen, "kubeconfig: %s refers to unknown cluster \"%.200s\"", what,
+        errfmt_line(err, errlen, "kubeconfig: %s refers to unknown cluster \"%.200s\"", what,
                  cluster);
         return -1;
     }
@@ -703,7 +680,7 @@ static int kcfg_resolve(struct kcfg_src *srcs, size_t nsrc, const char *context_
         if ((r = kcfg_find(srcs, nsrc, "users", "user", uname, &us, &user, err, errlen)) < 0)
             return -1;
         if (r == 0) {
-            kcfg_err(err, errlen, "kubeconfig: %s refers to unknown user \"%.200s\"", what,
+            errfmt_line(err, errlen, "kubeconfig: %s refers to unknown user \"%.200s\"", what,
                      uname);
             return -1;
         }
@@ -711,7 +688,7 @@ static int kcfg_resolve(struct kcfg_src *srcs, size_t nsrc, const char *context_
     if (kcfg_cluster(cls, cl, cluster, c, err, errlen) < 0) return -1;
     if (us && kcfg_user(us, user, uname, c, err, errlen) < 0) return -1;
     if (!(c->context = strdup(name)) || (ns && *ns && !(c->namespace_ = strdup(ns)))) {
-        kcfg_err(err, errlen, "kubeconfig: out of memory");
+        errfmt_line(err, errlen, "kubeconfig: out of memory");
         return -1;
     }
     return 0;
@@ -726,18 +703,18 @@ static int kcfg_src_parse(struct kcfg_src *src, const char *text, size_t len, ch
     int rc = -1;
 
     if (!yaml_parser_initialize(&parser)) {
-        kcfg_err(err, errlen, "kubeconfig: out of memory");
+        errfmt_line(err, errlen, "kubeconfig: out of memory");
         return -1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &src->doc)) {   /* libyaml deleted the document */
         if (parser.error == YAML_MEMORY_ERROR)
-            kcfg_err(err, errlen, "kubeconfig: %sout of memory", src->where);
+            errfmt_line(err, errlen, "kubeconfig: %sout of memory", src->where);
         else if (parser.error == YAML_READER_ERROR)
-            kcfg_err(err, errlen, "kubeconfig: %sinvalid YAML at byte %zu: %s", src->where,
+            errfmt_line(err, errlen, "kubeconfig: %sinvalid YAML at byte %zu: %s", src->where,
                      parser.problem_offset, parser.problem ? parser.problem : "unreadable");
         else
-            kcfg_err(err, errlen, "kubeconfig: %sinvalid YAML at line %zu column %zu: %s",
+            errfmt_line(err, errlen, "kubeconfig: %sinvalid YAML at line %zu column %zu: %s",
                      src->where, parser.problem_mark.line + 1, parser.problem_mark.column + 1,
                      parser.problem ? parser.problem : "syntax error");
         goto done;
@@ -745,11 +722,11 @@ static int kcfg_src_parse(struct kcfg_src *src, const char *text, size_t len, ch
     src->loaded = 1;
     src->root = yaml_document_get_root_node(&src->doc);
     if (kcfg_is_null(src->root)) {
-        kcfg_err(err, errlen, "kubeconfig: %sempty document", src->where);
+        errfmt_line(err, errlen, "kubeconfig: %sempty document", src->where);
         goto done;
     }
     if (src->root->type != YAML_MAPPING_NODE) {
-        kcfg_err(err, errlen, "kubeconfig: %stop level is a %s, not a mapping", src->where,
+        errfmt_line(err, errlen, "kubeconfig: %stop level is a %s, not a mapping", src->where,
                  kcfg_kind(src->root));
         goto done;
     }
@@ -805,11 +782,11 @@ static int kcfg_publish(struct kube_config *c, struct kube_config *out, char *er
     memset(c, 0, sizeof *c);
     if (pthread_mutex_init(&out->lock, NULL) != 0) {
         kube_config_free(out);
-        kcfg_err(err, errlen, "kube config: cannot initialise mutex");
+        errfmt_line(err, errlen, "kube config: cannot initialise mutex");
         return -1;
     }
     out->lock_ready = 1;
-    out->token_checked = kcfg_now();
+    out->token_checked = (time_t)(clock_mono_ms() / 1000);
     out->ca_checked = out->token_checked;
     struct stat st;
     if (out->ca_file && stat(out->ca_file, &st) == 0) out->ca_mtime = st.st_mtime;
@@ -828,16 +805,16 @@ int kube_config_parse(const char *text, size_t len, const char *base_dir,
     memset(out, 0, sizeof *out);
     memset(&src, 0, sizeof src);
     if (!text) {
-        kcfg_err(err, errlen, "kubeconfig: no document");
+        errfmt_line(err, errlen, "kubeconfig: no document");
         return -1;
     }
     if (len > KCFG_MAX_KUBECONFIG) {
-        kcfg_err(err, errlen, "kubeconfig: document is larger than the %zu KiB limit",
+        errfmt_line(err, errlen, "kubeconfig: document is larger than the %zu KiB limit",
                  KCFG_MAX_KUBECONFIG >> 10);
         return -1;
     }
     if (kcfg_src_init(&src, NULL, base_dir) != 0) {
-        kcfg_err(err, errlen, "kubeconfig: out of memory");
+        errfmt_line(err, errlen, "kubeconfig: out of memory");
         goto done;
     }
     if (kcfg_src_parse(&src, text, len, err, errlen) != 0 ||
@@ -869,7 +846,7 @@ int kube_config_load(const char *paths, const char *context_name, struct kube_co
             if (!(home_path = kcfg_fmt("%s/.kube/config", home))) goto oom;
             paths = home_path;
         } else {
-            kcfg_err(err, errlen, "kubeconfig: no path given and neither $KUBECONFIG nor $HOME "
+            errfmt_line(err, errlen, "kubeconfig: no path given and neither $KUBECONFIG nor $HOME "
                      "is set");
             goto done;
         }
@@ -877,7 +854,7 @@ int kube_config_load(const char *paths, const char *context_name, struct kube_co
     if (!(list = strdup(paths)) || !(srcs = calloc(KCFG_MAX_FILES, sizeof *srcs))) goto oom;
     for (p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
         if (++nseen > KCFG_MAX_FILES) {
-            kcfg_err(err, errlen, "kubeconfig: more than %d files in the path list",
+            errfmt_line(err, errlen, "kubeconfig: more than %d files in the path list",
                      KCFG_MAX_FILES);
             goto done;
         }
@@ -902,7 +879,7 @@ int kube_config_load(const char *paths, const char *context_name, struct kube_co
         text = NULL;
     }
     if (!nsrc) {
-        kcfg_err(err, errlen, "kubeconfig: cannot read %s: %s", missing ? missing : paths,
+        errfmt_line(err, errlen, "kubeconfig: cannot read %s: %s", missing ? missing : paths,
                  strerror(ENOENT));
         goto done;
     }
@@ -910,7 +887,7 @@ int kube_config_load(const char *paths, const char *context_name, struct kube_co
     rc = kcfg_publish(&c, out, err, errlen);
     goto done;
 oom:
-    kcfg_err(err, errlen, "kubeconfig: out of memory");
+    errfmt_line(err, errlen, "kubeconfig: out of memory");
 done:
     kube_config_free(&c);
     kcfg_free_secret(text, tlen);
@@ -936,19 +913,19 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *er
     memset(out, 0, sizeof *out);
     if (!sa_dir || !*sa_dir) sa_dir = KCFG_SA_DIR;
     if (!host || !*host || !port || !*port) {
-        kcfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+        errfmt_line(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
                  "must be set");
         goto done;
     }
     errno = 0;
     pn = strtol(port, &end, 10);
     if (errno || *end || pn < 1 || pn > 65535 || port[0] == '+' || port[0] == '-') {
-        kcfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_PORT \"%.64s\" is not a port "
+        errfmt_line(err, errlen, "in-cluster: KUBERNETES_SERVICE_PORT \"%.64s\" is not a port "
                  "number", port);
         goto done;
     }
     if (strpbrk(host, "/@[] \t\r\n")) {
-        kcfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST \"%.200s\" is not a host",
+        errfmt_line(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST \"%.200s\" is not a host",
                  host);
         goto done;
     }
@@ -968,7 +945,7 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *er
         goto done;
     }
     if (!kcfg_is_pem(c.ca_pem)) {
-        kcfg_err(err, errlen, "in-cluster: %s does not contain PEM data", path);
+        errfmt_line(err, errlen, "in-cluster: %s does not contain PEM data", path);
         goto done;
     }
     c.ca_file = path;                /* re-read when the bundle rotates */
@@ -987,7 +964,7 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config *out, char *er
     rc = kcfg_publish(&c, out, err, errlen);
     goto done;
 oom:
-    kcfg_err(err, errlen, "in-cluster: out of memory");
+    errfmt_line(err, errlen, "in-cluster: out of memory");
 done:
     kube_config_free(&c);
     free(buf);
@@ -1011,16 +988,16 @@ int kube_config_auto(const char *kubeconfig_path, struct kube_config *out, char 
         return kube_config_in_cluster(NULL, out, err, errlen);
     memset(out, 0, sizeof *out);
     if (!home || !*home) {
-        kcfg_err(err, errlen, "kube: no configuration: no --kubeconfig, $KUBECONFIG unset, not "
+        errfmt_line(err, errlen, "kube: no configuration: no --kubeconfig, $KUBECONFIG unset, not "
                  "in a cluster, and $HOME unset");
         return -1;
     }
     if (!(path = kcfg_fmt("%s/.kube/config", home))) {
-        kcfg_err(err, errlen, "kube: out of memory");
+        errfmt_line(err, errlen, "kube: out of memory");
         return -1;
     }
     if (access(path, F_OK) != 0 && errno == ENOENT) {
-        kcfg_err(err, errlen, "kube: no configuration: no --kubeconfig, $KUBECONFIG unset, not "
+        errfmt_line(err, errlen, "kube: no configuration: no --kubeconfig, $KUBECONFIG unset, not "
                  "in a cluster, and no %s", path);
         free(path);
         return -1;
@@ -1040,7 +1017,7 @@ char *kube_config_token(struct kube_config *c, int force)
     if (!c) return NULL;
     if (c->lock_ready) pthread_mutex_lock(&c->lock);
     if (c->token_file) {
-        now = kcfg_now();
+        now = (time_t)(clock_mono_ms() / 1000);
         if (force || now - c->token_checked >= KCFG_TOKEN_RECHECK) {
             c->token_checked = now;
             /* kubelet swaps projected tokens by symlink; stat follows it to the new file. */
@@ -1071,7 +1048,7 @@ int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len)
     if (!c) return 0;
     if (c->lock_ready) pthread_mutex_lock(&c->lock);
     if (c->ca_file) {
-        time_t now = kcfg_now();
+        time_t now = (time_t)(clock_mono_ms() / 1000);
         if (force || now - c->ca_checked >= KCFG_CA_RECHECK) {
             c->ca_checked = now;
             if (stat(c->ca_file, &st) == 0 && (force || st.st_mtime != c->ca_mtime) &&

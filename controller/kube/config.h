@@ -26,7 +26,7 @@ struct kube_config {
     /* token refresh state (guarded by lock) */
     pthread_mutex_t lock;
     int lock_ready;        /* lock initialised: kube_config_free is safe on a zeroed struct */
-    time_t token_checked;  /* CLOCK_MONOTONIC seconds when token_file was last examined */
+    time_t token_checked;  /* monotonic seconds (clock_mono_ms() / 1000) when token_file was last examined */
     time_t token_mtime;    /* mtime of token_file when token was read from it */
     time_t ca_checked, ca_mtime;  /* the same for ca_file */
 };

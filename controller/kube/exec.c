@@ -80,7 +80,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
+#include "base/errfmt.h"
 #include "kube/wsconn.h"
 
 
@@ -240,23 +241,13 @@ size_t kube_exec_resize_message(unsigned width, unsigned height, unsigned char *
     return (size_t)n + 1;
 }
 
-/* Copy a message into msg (NULL-safe). */
-static void put_msg(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put_msg(char *msg, size_t msglen, const char *fmt, ...) {
-    if (!msg || !msglen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-}
-
 int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen) {
     cJSON *st = json && len ? cJSON_ParseWithLength(json, len) : NULL;
     int rc = -1;
 
     if (msg && msglen) msg[0] = 0;
     if (!cJSON_IsObject(st)) {
-        put_msg(msg, msglen, "malformed status from the server");
+        errfmt(msg, msglen, "malformed status from the server");
         goto out;
     }
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(st, "status");
@@ -283,15 +274,15 @@ int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *m
             rc = 0;
             goto out;
         }
-        put_msg(msg, msglen, "%s", m ? m : "non-zero exit code without a code");
+        errfmt(msg, msglen, "%s", m ? m : "non-zero exit code without a code");
         goto out;
     }
     if (m)
-        put_msg(msg, msglen, "%s", m);
+        errfmt(msg, msglen, "%s", m);
     else if (cJSON_IsString(reason) && reason->valuestring[0])
-        put_msg(msg, msglen, "%s", reason->valuestring);
+        errfmt(msg, msglen, "%s", reason->valuestring);
     else
-        put_msg(msg, msglen, "the server reported a failure without a message");
+        errfmt(msg, msglen, "the server reported a failure without a message");
 out:
     cJSON_Delete(st);
     return rc;
@@ -337,7 +328,7 @@ static void fail(struct session *s, const char *fmt, ...) {
     s->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->r->err, sizeof(s->r->err), fmt, ap);
+    errfmt_v(s->r->err, sizeof(s->r->err), fmt, ap);
     va_end(ap);
 }
 

@@ -6,7 +6,7 @@
 #define YAO_KUBE_NDJSON_H
 
 #include <stddef.h>
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 
 /* Called once per complete line, without the '\n' (a trailing '\r' is stripped too;
  * empty lines are skipped). line is NUL-terminated. Return 0 to go on, non-zero to stop:

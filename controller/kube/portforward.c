@@ -26,6 +26,7 @@
  * lingers while the pod still sends, and ends PF_LINGER_MS after the last byte from it —
  * as containerd's forwarder itself ends a connection a second after one direction ended.
  * A failed write to the local socket (the client went away) ends it at once. */
+#include "base/errfmt.h"
 #include "kube/portforward.h"
 
 #include <errno.h>
@@ -54,15 +55,6 @@ void kube_pf_demux_init(struct kube_pf_demux *d, uint16_t port, kube_pf_data_fn 
     d->ud = ud;
 }
 
-static void pf_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pf_err(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    if (!err || !errlen) return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 int kube_pf_demux_feed(struct kube_pf_demux *d, const unsigned char *p, size_t n, int first, int final,
                        char *err, size_t errlen) {
     if (first || !d->in_message) {
@@ -76,7 +68,7 @@ int kube_pf_demux_feed(struct kube_pf_demux *d, const unsigned char *p, size_t n
         p++;
         n--;
         if (d->channel != KUBE_PF_DATA && d->channel != KUBE_PF_ERROR) {
-            pf_err(err, errlen, "message on unknown channel %d", d->channel);
+            errfmt(err, errlen, "message on unknown channel %d", d->channel);
             return -1;
         }
     }
@@ -90,7 +82,7 @@ int kube_pf_demux_feed(struct kube_pf_demux *d, const unsigned char *p, size_t n
         if (*have == 2) {
             unsigned got = (unsigned)d->prefix[d->channel][0] | ((unsigned)d->prefix[d->channel][1] << 8);
             if (got != d->port) {
-                pf_err(err, errlen, "the server's %s channel names port %u, not %u",
+                errfmt(err, errlen, "the server's %s channel names port %u, not %u",
                        d->channel == KUBE_PF_DATA ? "data" : "error", got, (unsigned)d->port);
                 return -1;
             }
@@ -180,7 +172,7 @@ static void fail(struct pf_session *s, const char *fmt, ...) {
     s->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->r->err, sizeof(s->r->err), fmt, ap);
+    errfmt_v(s->r->err, sizeof(s->r->err), fmt, ap);
     va_end(ap);
 }
 

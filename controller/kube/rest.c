@@ -17,7 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
+#include "base/errfmt.h"
 #include "runtime/backoff.h"
 #include "runtime/log.h"
 
@@ -47,15 +48,6 @@ struct kube_client {
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_global(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-/* Format a one-line message into err (NULL-safe). */
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Set c->base_url (and, with tls-server-name over https, connect_to and host_header).
  * 0, or -1 out of memory / a server URL without a host. */
@@ -134,11 +126,11 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
                                     char *err, size_t errlen) {
     pthread_once(&curl_once, curl_global);
     if (!cfg || !cfg->server) {
-        set_err(err, errlen, "kube client: no API server configured");
+        errfmt(err, errlen, "kube client: no API server configured");
         return NULL;
     }
     struct kube_client *c = calloc(1, sizeof(*c));
-    if (!c) { set_err(err, errlen, "kube client: out of memory"); return NULL; }
+    if (!c) { errfmt(err, errlen, "kube client: out of memory"); return NULL; }
     c->cfg = *cfg;                 /* take ownership of the contents */
     /* The copied mutex must be a fresh one; the caller's is destroyed. */
     pthread_mutex_destroy(&cfg->lock);
@@ -151,7 +143,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
     pthread_cond_init(&c->writes_done, NULL);
     if (!c->user_agent || route_setup(c) < 0) {
         kube_client_free(c);
-        set_err(err, errlen, "kube client: out of memory");
+        errfmt(err, errlen, "kube client: out of memory");
         return NULL;
     }
     return c;
@@ -289,7 +281,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     char *ca;
     size_t ca_len;
-    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { set_err(err, errlen, "out of memory"); return -1; }
+    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { errfmt(err, errlen, "out of memory"); return -1; }
     if (ca) {                      /* the current bundle: a rotated file is picked up */
         struct curl_blob blob = {ca, ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
@@ -298,7 +290,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     if (c->connect_to) {
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
         struct curl_slist *l = curl_slist_append(*headers, c->host_header);
-        if (!l) { set_err(err, errlen, "out of memory"); return -1; }
+        if (!l) { errfmt(err, errlen, "out of memory"); return -1; }
         *headers = l;
     }
     if (k->cert_pem && k->key_pem) {
@@ -322,7 +314,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     if (token) {
         size_t n = strlen(token) + sizeof("Authorization: Bearer ");
         char *hdr = malloc(n);
-        if (!hdr) { free(token); set_err(err, errlen, "out of memory"); return -1; }
+        if (!hdr) { free(token); errfmt(err, errlen, "out of memory"); return -1; }
         snprintf(hdr, n, "Authorization: Bearer %s", token);
         struct curl_slist *l = curl_slist_append(*headers, hdr);
         /* Wipe the copies: tokens live only as long as the request needs them. */
@@ -330,7 +322,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
         memset(token, 0, strlen(token));
         free(hdr);
         free(token);
-        if (!l) { set_err(err, errlen, "out of memory"); return -1; }
+        if (!l) { errfmt(err, errlen, "out of memory"); return -1; }
         *headers = l;
     }
     return 0;
@@ -375,9 +367,9 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     int rc = -1;
 
     dynbuf_init(&r.body, KUBE_MAX_BODY);
-    if (!h) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    if (!h) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     curl_easy_reset(h);
-    if (!(url = kube_client_url(c, path))) { set_err(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    if (!(url = kube_client_url(c, path))) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, resp->err, sizeof(resp->err)) < 0) goto out;
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     if (content_type) {
@@ -406,11 +398,11 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
         if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED) {
-            set_err(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
+            errfmt(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
                     method, path, KUBE_MAX_BODY);
             rc = -2;
         } else {
-            set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
+            errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
             *tls_verify_failed = cc == CURLE_PEER_FAILED_VERIFICATION;
         }
         resp->status = 0;
@@ -424,7 +416,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     kube_client_count(c, method, resp->status);
     resp->len = r.body.len;
     resp->body = dynbuf_take(&r.body);
-    if (!resp->body) { set_err(resp->err, sizeof(resp->err), "out of memory"); resp->status = 0; goto out; }
+    if (!resp->body) { errfmt(resp->err, sizeof(resp->err), "out of memory"); resp->status = 0; goto out; }
     *retry_after_s = r.retry_after_s;
     rc = 0;
 out:
@@ -461,7 +453,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
             fenced = fence_enter(c, &fence_left);
             if (fenced < 0) {
                 resp->status = 0;
-                set_err(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_FENCED_MSG);
+                errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_FENCED_MSG);
                 return -1;
             }
             if (fence_left < timeout) timeout = fence_left;
@@ -524,12 +516,12 @@ static long json_call(struct kube_client *c, const char *method, const char *pat
     if (out) *out = NULL;
     if (obj) {
         body = cJSON_PrintUnformatted(obj);
-        if (!body) { set_err(err, errlen, "%s %s: out of memory", method, path); return -1; }
+        if (!body) { errfmt(err, errlen, "%s %s: out of memory", method, path); return -1; }
     }
     int rc = kube_request(c, method, path, content_type, body, body ? strlen(body) : 0, &resp);
     free(body);
     if (rc < 0) {
-        set_err(err, errlen, "%s", resp.err);
+        errfmt(err, errlen, "%s", resp.err);
         kube_response_free(&resp);
         return -1;
     }
@@ -537,11 +529,11 @@ static long json_call(struct kube_client *c, const char *method, const char *pat
     if (status >= 300) {
         char msg[KUBE_ERR_MAX];
         kube_response_message(&resp, msg, sizeof(msg));
-        set_err(err, errlen, "%s %s: %s", method, path, msg);
+        errfmt(err, errlen, "%s %s: %s", method, path, msg);
     } else if (out) {
         *out = cJSON_ParseWithLength(resp.body, resp.len);
         if (!*out) {
-            set_err(err, errlen, "%s %s: malformed JSON in response", method, path);
+            errfmt(err, errlen, "%s %s: malformed JSON in response", method, path);
             status = -1;
         }
     }
@@ -574,7 +566,7 @@ long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
     snprintf(full, sizeof(full), "%s", path);
     if (kube_path_add_query(full, sizeof(full), "fieldManager", field_manager) < 0 ||
         kube_path_add_query(full, sizeof(full), "force", "true") < 0) {
-        set_err(err, errlen, "apply %s: path too long", path);
+        errfmt(err, errlen, "apply %s: path too long", path);
         return -1;
     }
     return json_call(c, "PATCH", full, "application/apply-patch+yaml", obj, out, err, errlen);
@@ -583,7 +575,7 @@ long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
 long kube_delete(struct kube_client *c, const char *path, const char *uid,
                  char *err, size_t errlen) {
     cJSON *opts = cJSON_CreateObject();
-    if (!opts) { set_err(err, errlen, "out of memory"); return -1; }
+    if (!opts) { errfmt(err, errlen, "out of memory"); return -1; }
     cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
     cJSON_AddStringToObject(opts, "apiVersion", "v1");
     cJSON_AddStringToObject(opts, "propagationPolicy", "Background");

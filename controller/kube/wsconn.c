@@ -2,6 +2,7 @@
  * port-forward share (see wsconn.h): URL, TLS from memory, credentials, the per-session
  * context and the connection. Why each session builds its own SSL_CTX and never lets lws
  * do the global OpenSSL init: exec.c, "TLS and libwebsockets 4.1". */
+#include "base/errfmt.h"
 #include "kube/wsconn.h"
 
 #include <openssl/crypto.h>
@@ -26,15 +27,6 @@
 #define WS_HEADER_DATA (16u * 1024)       /* lws header table: URL, handshake headers, reply */
 #define WS_SERV_BUF (64u * 1024)          /* lws service buffer: the handshake, then reads */
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    if (!err || !errlen) return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 int kube_ws_parse_server(const char *url, struct kube_ws_endpoint *e, const char *what, char *err, size_t errlen) {
     const char *p;
     memset(e, 0, sizeof(*e));
@@ -44,7 +36,7 @@ int kube_ws_parse_server(const char *url, struct kube_ws_endpoint *e, const char
     } else if (!strncasecmp(url, "http://", 7)) {
         p = url + 7;
     } else {
-        put_err(err, errlen, "%s: server URL \"%s\" is not http(s)://", what, url);
+        errfmt(err, errlen, "%s: server URL \"%s\" is not http(s)://", what, url);
         return -1;
     }
     e->port = e->tls ? 443 : 80;
@@ -72,7 +64,7 @@ int kube_ws_parse_server(const char *url, struct kube_ws_endpoint *e, const char
     while (e->prefix_len && p[e->prefix_len - 1] == '/') e->prefix_len--;
     return 0;
 bad:
-    put_err(err, errlen, "%s: cannot parse server URL \"%s\"", what, url);
+    errfmt(err, errlen, "%s: cannot parse server URL \"%s\"", what, url);
     return -1;
 }
 
@@ -98,7 +90,7 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
         BIO_free(b);
         b = NULL;
         if (!n) {
-            put_err(err, errlen, "%s: certificate-authority holds no PEM certificate", what);
+            errfmt(err, errlen, "%s: certificate-authority holds no PEM certificate", what);
             said = 1;
             goto out;
         }
@@ -106,7 +98,7 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
     if (k->cert_pem && k->cert_len && k->key_pem && k->key_len) {
         if (!(b = BIO_new_mem_buf(k->cert_pem, (int)k->cert_len))) goto out;
         if (!(x = PEM_read_bio_X509(b, NULL, NULL, NULL)) || SSL_CTX_use_certificate(ssl, x) != 1) {
-            put_err(err, errlen, "%s: client-certificate is not a usable PEM certificate", what);
+            errfmt(err, errlen, "%s: client-certificate is not a usable PEM certificate", what);
             said = 1;
             goto out;
         }
@@ -120,7 +112,7 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
         if (!(b = BIO_new_mem_buf(k->key_pem, (int)k->key_len))) goto out;
         if (!(key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
             SSL_CTX_check_private_key(ssl) != 1) {
-            put_err(err, errlen, "%s: client-key is unreadable or does not match client-certificate", what);
+            errfmt(err, errlen, "%s: client-key is unreadable or does not match client-certificate", what);
             said = 1;
             goto out;
         }
@@ -128,7 +120,7 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
     rc = 0;
 out:
     if (rc < 0) {
-        if (!said) put_err(err, errlen, "%s: cannot set up TLS", what);
+        if (!said) errfmt(err, errlen, "%s: cannot set up TLS", what);
         SSL_CTX_free(ssl);
         ssl = NULL;
     }
@@ -216,7 +208,7 @@ struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, v
     info.connect_timeout_secs = 15;
     struct lws_context *ctx = lws_create_context(&info);   /* no DO_SSL_GLOBAL_INIT: see exec.c */
     if (!ctx) {
-        put_err(err, errlen, "%s: cannot create the WebSocket context", what);
+        errfmt(err, errlen, "%s: cannot create the WebSocket context", what);
         return NULL;
     }
     if (ssl) {
@@ -225,7 +217,7 @@ struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, v
         ti.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;   /* only lets the vhost take our SSL_CTX */
         ti.provided_client_ssl_ctx = ssl;
         if (!vh || lws_init_vhost_client_ssl(&ti, vh)) {
-            put_err(err, errlen, "%s: cannot set up TLS for the WebSocket context", what);
+            errfmt(err, errlen, "%s: cannot set up TLS for the WebSocket context", what);
             lws_context_destroy(ctx);
             return NULL;
         }
@@ -269,12 +261,12 @@ void kube_ws_refusal_message(struct kube_client *c, long status, const char *pat
     if (kube_request(c, "GET", path, NULL, NULL, 0, &resp) == 0 && resp.status == status) {
         char msg[KUBE_ERR_MAX];
         kube_response_message(&resp, msg, sizeof(msg));
-        put_err(err, errlen, "%s: upgrade refused: %s", what, msg);
+        errfmt(err, errlen, "%s: upgrade refused: %s", what, msg);
     }
     kube_response_free(&resp);
     if (status == 403 && hint403) {
         size_t n = strlen(err);
-        put_err(err + n, errlen - n, " (%s)", hint403);
+        errfmt(err + n, errlen - n, " (%s)", hint403);
     }
 }
 

@@ -6,7 +6,7 @@
 #ifndef YAO_RUNTIME_HTTPD_H
 #define YAO_RUNTIME_HTTPD_H
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 
 /* Fill body for path; return the HTTP status. *content_type defaults to text/plain. */
 typedef int (*httpd_handler_fn)(void *ud, const char *path, struct dynbuf *body, const char **content_type);

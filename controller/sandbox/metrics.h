@@ -5,7 +5,7 @@
 #ifndef YAO_SANDBOX_METRICS_H
 #define YAO_SANDBOX_METRICS_H
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 #include "sandbox/reconcile.h"
 
 /* Append the whole exposition to out. is_leader: 1 leading (or no election), 0 standby. */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "runtime/log.h"
@@ -96,6 +97,11 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
 /* A PVC changed. */
 static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     on_owned_kind(ud, SBX_EXPECT_CLAIM, old, cur);
+}
+
+/* A Service changed: as a PVC. */
+static void on_service(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    on_owned_kind(ud, SBX_EXPECT_SERVICE, old, cur);
 }
 
 /* A Pod changed: as a PVC, and the running cap counts the slot it holds; one that went
@@ -217,6 +223,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     ctl->pvcs = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "services");
     io.path = path;
+    io.on_change = on_service;
     io.transform = shrink_service;
     ctl->services = informer_new(c, &io);
 
@@ -259,13 +266,6 @@ void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stat
     pthread_mutex_unlock(&ctl->lock);
 }
 
-/* Monotonic milliseconds, for latency. */
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -273,9 +273,9 @@ static void *worker(void *arg) {
     while ((key = queue_get(ctl->queue))) {
         char err[KUBE_ERR_MAX] = "";
         int64_t requeue = 0;
-        double t0 = mono_ms();
+        int64_t t0 = clock_mono_us();
         int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
-        observe_latency(ctl, mono_ms() - t0, rc < 0);
+        observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
         if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
                 queue_failures(ctl->queue, key) + 1, err);
@@ -544,8 +544,11 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
     cJSON *want = sbx_build_service(owner, spec, pod_name);
     if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = 0;
-    if (state == SBX_OBJ_ABSENT) {
-        int r = create_owned(ctl, ns, "services", want, pod_name, owner->uid, err, errlen);
+    if (state == SBX_OBJ_ABSENT &&
+        sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
+        /* created by an earlier pass; the cache has not shown it yet: no second POST */
+    } else if (state == SBX_OBJ_ABSENT) {
+        int r = create_owned(ctl, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 1) {
             sbx_ctl_count(ctl, &ctl->stats.conflicts);

@@ -12,7 +12,7 @@ struct sbx_expectation {
 };
 
 struct sbx_record {
-    struct sbx_expectation expect[2];   /* by enum sbx_expect_kind */
+    struct sbx_expectation expect[SBX_EXPECT_KINDS];   /* by enum sbx_expect_kind */
     int deleted;
     struct sbx_gone gone;
     char key[];                  /* "ns/name" */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
@@ -78,11 +79,9 @@ __attribute__((format(printf, 2, 3)))
 static int sbx_fail(struct sbx_pctx *c, const char *fmt, ...) {
     va_list ap;
 
-    if (c->err && c->errlen) {
-        va_start(ap, fmt);
-        vsnprintf(c->err, c->errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_start(ap, fmt);
+    errfmt_v(c->err, c->errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

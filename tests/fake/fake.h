@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "kube/config.h"
 #include "kube/rest.h"
 
@@ -34,13 +35,6 @@ struct fake {
     char dir[64];        /* scratch directory holding the port file */
     char server[64];     /* "http://127.0.0.1:PORT" */
 };
-
-/* Milliseconds on the monotonic clock. */
-static inline long long fake_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static inline void fake_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -108,7 +102,7 @@ static inline int fake_start_tls(struct fake *f, const char *scenario, int tls) 
         fprintf(stderr, "fake: exec python3: %s\n", strerror(errno));
         _exit(127);
     }
-    for (long long deadline = fake_now_ms() + 20000; fake_now_ms() < deadline;) {
+    for (long long deadline = clock_mono_ms() + 20000; clock_mono_ms() < deadline;) {
         FILE *pf = fopen(port_file, "r");
         if (pf) {
             int ok = fscanf(pf, "%d", &f->port) == 1;

@@ -89,11 +89,11 @@ expect "controller: runs as uid 65532 (non-root)" "65532" "$(run "$c" id -u)"
 out=$(run_sh "$c" '/usr/local/bin/yao-sandbox-controller >/tmp/o 2>/tmp/e </dev/null; echo "rc=$? lines=$(wc -l </tmp/e)"; head -1 /tmp/e')
 expect_match "controller: entrypoint without a cluster exits 1 with one error line" \
     '^rc=1 lines=1'$'\n''yao-sandbox-controller: ' "$out"
-if [ -f "$ROOT/controller/cmd/cli_main.c" ]; then
+if [ -f "$ROOT/cli/main.c" ]; then
     out=$(run "$c" yao-sandbox --version)
     expect_match "controller: yao-sandbox (CLI) --version" "^yao-sandbox .*$VERSION" "$out"
 else
-    echo "skip controller: yao-sandbox CLI (controller/cmd/cli_main.c does not exist yet)"
+    echo "skip controller: yao-sandbox CLI (cli/main.c does not exist yet)"
 fi
 out=$(run_sh "$c" 'for b in /usr/local/bin/*; do ldd "$b" | grep "not found" | sed "s|^|$b: |"; done; echo done')
 expect "controller: every shared library of the binaries is present" "done" "$out"

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/config.h"
 #include "kube/exec.h"
 #include "kube/rest.h"
@@ -80,12 +81,6 @@ static int probe_size(void *ud, unsigned *w, unsigned *h) {
     const char *p = ud;
     for (int i = 0; i < winches && strchr(p, ','); i++) p = strchr(p, ',') + 1;
     return sscanf(p, "%ux%u", w, h) == 2 ? 0 : -1;
-}
-
-static long elapsed_ms(const struct timespec *t0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (t1.tv_sec - t0->tv_sec) * 1000L + (t1.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
 static void print_rss(void) {
@@ -235,8 +230,7 @@ int main(int argc, char **argv) {
     }
 
     int rc = PROBE_FAIL;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = clock_mono_ms();
     if (po.parallel) {
         rc = run_parallel(c, &po);
     } else {
@@ -267,7 +261,7 @@ int main(int argc, char **argv) {
         if (verbose) fprintf(stderr, "protocol: %s\n", r.protocol);
     }
     if (verbose) {
-        fprintf(stderr, "session_ms: %ld\n", elapsed_ms(&t0) / (po.parallel ? 1 : po.repeat));
+        fprintf(stderr, "session_ms: %ld\n", (long)(clock_mono_ms() - t0) / (po.parallel ? 1 : po.repeat));
         fprintf(stderr, "ssl_ex_index: %d -> %d\n", index_before, SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL));
     }
     if (getenv("YAO_EXEC_PROBE_RSS")) print_rss();

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "sandbox/cli_files.h"
+#include "cli/files.h"
 
 TEST(term_size_from_the_environment) {
     unsigned w = 0, h = 0;

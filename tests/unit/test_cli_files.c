@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "kube/dynbuf.h"
-#include "sandbox/cli_files.h"
+#include "base/dynbuf.h"
+#include "cli/files.h"
 
 #define UNICODE_NAME "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93.txt"   /* "héllo wörld ✓.txt" */
 

@@ -1,5 +1,6 @@
 /* tests/unit/test_clock.c — the shared monotonic clock: it never goes back, it advances
- * with a sleep by about the time slept, its timespec form is the same instant, and a
+ * with a sleep by about the time slept, its timespec form is the same instant, its
+ * microseconds agree with its milliseconds, and a
  * condition variable made by clock_mono_cond_init times out at a monotonic deadline. */
 #include "check.h"
 #include "base/clock.h"
@@ -26,6 +27,17 @@ TEST(advances_by_the_time_slept) {
     int64_t d = clock_mono_ms() - t0;
     CHECK(d >= 120);
     CHECK(d < 5000);
+}
+
+TEST(microseconds_agree_with_milliseconds) {
+    int64_t ms0 = clock_mono_ms(), us = clock_mono_us(), ms1 = clock_mono_ms();
+    CHECK(us / 1000 >= ms0);
+    CHECK(us / 1000 <= ms1);
+    int64_t t0 = clock_mono_us();
+    sleep_ms(20);
+    int64_t d = clock_mono_us() - t0;
+    CHECK(d >= 20000);
+    CHECK(d < 5000000);
 }
 
 TEST(matches_clock_gettime) {

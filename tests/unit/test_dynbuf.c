@@ -1,7 +1,7 @@
 /* tests/unit/test_dynbuf.c — the bounded growable buffer: appends up to and past the
  * ceiling, printf, consume, reset, take (ownership hand-off) and reuse after free. */
 #include "check.h"
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 
 #include <stdint.h>
 

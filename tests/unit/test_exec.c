@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "kube/dynbuf.h"
+#include "base/clock.h"
+#include "base/dynbuf.h"
 #include "kube/exec.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -72,12 +73,6 @@ static struct kube_client *peer_client(const struct peer *p) {
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", p->port);
     return url_client(url);
-}
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int hexval(int c) {
@@ -657,9 +652,9 @@ static void *fd_session_run(void *arg) {
     struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = f->argv, .argc = f->argc,
                                   .on_stdout = fd_session_out, .ud = f, .use_stdin_fd = 1, .stdin_fd = f->fd,
                                   .tty = f->tty, .timeout_ms = f->timeout_ms};
-    int64_t t0 = now_ms();
+    int64_t t0 = clock_mono_ms();
     f->rc = kube_exec(f->c, &o, &f->r);
-    f->took_ms = now_ms() - t0;
+    f->took_ms = clock_mono_ms() - t0;
     f->done = 1;
     return NULL;
 }
@@ -959,9 +954,9 @@ TEST(session_timeout) {
     struct kube_client *c = peer_client(&p);
     struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .timeout_ms = 300};
     struct kube_exec_result r;
-    int64_t t0 = now_ms();
+    int64_t t0 = clock_mono_ms();
     CHECK_INT(kube_exec(c, &o, &r), -1);
-    int64_t took = now_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     CHECK(strstr(r.err, "timed out") != NULL);
     CHECK(took >= 250 && took < 3000);
     if (took < 250 || took >= 3000) fprintf(stderr, "    took %lld ms: %s\n", (long long)took, r.err);

@@ -20,14 +20,9 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "kube/dynbuf.h"
+#include "base/clock.h"
+#include "base/dynbuf.h"
 #include "kube/exec.h"
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -107,9 +102,9 @@ TEST(session_ends_at_the_status_while_stdin_is_unread) {
                                       .use_stdin_fd = from_fd, .stdin_fd = fd,
                                       .read_stdin = from_fd ? NULL : endless, .timeout_ms = 20000};
         struct kube_exec_result r;
-        int64_t t0 = now_ms();
+        int64_t t0 = clock_mono_ms();
         int rc = kube_exec(c, &o, &r);
-        int64_t took = now_ms() - t0;
+        int64_t took = clock_mono_ms() - t0;
         CHECK_INT(rc, 0);
         if (rc) fprintf(stderr, "    round %d: %s\n", round, r.err);
         CHECK_INT(r.exit_code, 3);
@@ -332,13 +327,13 @@ TEST(session_status_survives_a_reset_behind_it) {
                                       .use_stdin_fd = from_fd, .stdin_fd = fd,
                                       .read_stdin = from_fd ? NULL : endless, .timeout_ms = 20000};
         struct kube_exec_result r;
-        int64_t t0 = now_ms();
+        int64_t t0 = clock_mono_ms();
         int rc = kube_exec(c, &o, &r);
         CHECK_INT(rc, 0);
         if (rc) fprintf(stderr, "    round %d: %s\n", round, r.err);
         CHECK_INT(r.exit_code, 3);
         CHECK(out.len == 11 && !memcmp(out.data, "last words\n", 11));
-        CHECK(now_ms() - t0 < 2000);
+        CHECK(clock_mono_ms() - t0 < 2000);
         dynbuf_free(&out);
         if (fd >= 0) close(fd);
         kube_client_free(c);

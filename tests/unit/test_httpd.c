@@ -24,16 +24,11 @@
 #endif
 
 #include "check.h"
+#include "base/clock.h"
 #include "runtime/httpd.h"
 
 /* Under valgrind everything is 20-50x slower: time limits × K (the leak check is the point there). */
 #define K (RUNNING_ON_VALGRIND ? 5 : 1)
-
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -70,7 +65,7 @@ static int dial(int port) {
 /* Send a whole request and read the answer to EOF (at most outlen-1 bytes kept, the rest
  * counted in *total). Returns the HTTP status or -1; *ms = the time it took. */
 static int fetch(int port, const char *req, char *out, size_t outlen, size_t *total, long long *ms) {
-    long long t0 = now_ms();
+    long long t0 = clock_mono_ms();
     int fd = dial(port), status = -1;
     size_t len = 0, all = 0;
     if (fd < 0) return -1;
@@ -89,7 +84,7 @@ static int fetch(int port, const char *req, char *out, size_t outlen, size_t *to
     out[len] = 0;
     close(fd);
     if (total) *total = all;
-    if (ms) *ms = now_ms() - t0;
+    if (ms) *ms = clock_mono_ms() - t0;
     if (sscanf(out, "HTTP/1.1 %d", &status) != 1) status = -1;
     return status;
 }
@@ -172,7 +167,7 @@ struct slow { int port, fd; long long closed_ms, opened_ms; int bytes; };
 static void *trickle(void *arg) {
     struct slow *s = arg;
     const char *req = GET("/healthz");
-    s->opened_ms = now_ms();
+    s->opened_ms = clock_mono_ms();
     for (size_t i = 0; i < strlen(req); i++) {
         if (send(s->fd, req + i, 1, MSG_NOSIGNAL) != 1) break;
         s->bytes++;
@@ -182,7 +177,7 @@ static void *trickle(void *arg) {
             if (recv(s->fd, b, sizeof(b), 0) <= 0) break;
         }
     }
-    s->closed_ms = now_ms();
+    s->closed_ms = clock_mono_ms();
     return NULL;
 }
 
@@ -207,7 +202,7 @@ TEST(slow_clients_cannot_stall_healthz) {
     int small = 4096;
     setsockopt(deaf, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     send(deaf, GET("/metrics"), strlen(GET("/metrics")), MSG_NOSIGNAL);
-    long long t0 = now_ms();
+    long long t0 = clock_mono_ms();
     sleep_ms(100);
     long long worst = worst_healthz(port, 20, 2500);
     fprintf(stderr, "  slowest /healthz with %d trickling, 1 silent and 1 deaf client: %lld ms\n", SLOW, worst);
@@ -222,10 +217,10 @@ TEST(slow_clients_cannot_stall_healthz) {
     /* The server holds none of them any more: its side of every slow, silent and deaf
      * connection is closed (the kernel may still be flushing what it queued). */
     int open_now = count_fds();
-    for (long long end = now_ms() + 1000 * K; open_now > base + SLOW + 2 && now_ms() < end; open_now = count_fds())
+    for (long long end = clock_mono_ms() + 1000 * K; open_now > base + SLOW + 2 && clock_mono_ms() < end; open_now = count_fds())
         sleep_ms(20);
     fprintf(stderr, "  %lld ms in: %d fds open, %d before the clients, %d client sockets\n",
-            now_ms() - t0, open_now, base, SLOW + 2);
+            clock_mono_ms() - t0, open_now, base, SLOW + 2);
     CHECK(open_now <= base + SLOW + 2);
     char b[4096];
     struct pollfd p = {silent, POLLIN, 0};

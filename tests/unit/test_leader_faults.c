@@ -46,8 +46,8 @@ struct run {
     volatile long long started_ms, stopped_ms;
 };
 
-static void on_started(void *ud) { ((struct run *)ud)->started_ms = fake_now_ms(); }
-static void on_stopped(void *ud) { ((struct run *)ud)->stopped_ms = fake_now_ms(); }
+static void on_started(void *ud) { ((struct run *)ud)->started_ms = clock_mono_ms(); }
+static void on_stopped(void *ud) { ((struct run *)ud)->stopped_ms = clock_mono_ms(); }
 
 /* Elect on Lease `name` as `identity`; the workers' client gets the fence. 0 or -1. */
 static int run_start(struct run *r, const char *name, const char *identity) {
@@ -69,7 +69,7 @@ static int run_start(struct run *r, const char *name, const char *identity) {
     if (!(r->le = leader_new(r->lease_client, &o))) return -1;
     kube_client_set_fence(r->workers, leader_fence_remaining_ms, r->le);
     if (leader_start(r->le) < 0) return -1;
-    for (long long end = fake_now_ms() + 3000 * K; fake_now_ms() < end && !r->started_ms;) fake_sleep_ms(5);
+    for (long long end = clock_mono_ms() + 3000 * K; clock_mono_ms() < end && !r->started_ms;) fake_sleep_ms(5);
     return r->started_ms ? 0 : -1;
 }
 
@@ -90,7 +90,7 @@ static int count(const char *method, const char *path) {
 
 /* Wait for on_stopped (at most ms); the time from on_started to it, or -1. */
 static long long time_to_loss(struct run *r, long ms) {
-    for (long long end = fake_now_ms() + ms; fake_now_ms() < end && !r->stopped_ms;) fake_sleep_ms(5);
+    for (long long end = clock_mono_ms() + ms; clock_mono_ms() < end && !r->stopped_ms;) fake_sleep_ms(5);
     return r->stopped_ms ? r->stopped_ms - r->started_ms : -1;
 }
 
@@ -158,9 +158,9 @@ TEST(a_write_never_outlives_the_fence) {
     CHECK_INT(run_start(&r, "steady", "me"), 0);
     /* The server holds the write 5 s; the client's own timeout is 30 s; the fence ends at
      * most one renew deadline (1 s) after the last renewal. */
-    long long t0 = fake_now_ms();
+    long long t0 = clock_mono_ms();
     CHECK_INT(kube_create(r.workers, PODS "/slow-write", pod, NULL, err, sizeof err), -1);
-    long long took = fake_now_ms() - t0;
+    long long took = clock_mono_ms() - t0;
     fprintf(stderr, "  slow write cut after %lld ms\n", took);
     CHECK(took <= RENEW + SLACK);
     cJSON_Delete(pod);
@@ -175,7 +175,7 @@ static void *slow_write(void *arg) {
     char err[KUBE_ERR_MAX];
     cJSON *pod = cJSON_Parse("{}");
     kube_create(w->c, PODS "/slow-write", pod, NULL, err, sizeof err);
-    w->done_ms = fake_now_ms();
+    w->done_ms = clock_mono_ms();
     cJSON_Delete(pod);
     return NULL;
 }
@@ -189,9 +189,9 @@ TEST(shutdown_closes_the_fence_drains_writes_then_releases) {
     fake_sleep_ms(100 * K);                    /* the write is on the wire */
     leader_fence_close(r.le);
     check_fenced(&r);                          /* new writes refused at once */
-    long long t0 = fake_now_ms();
+    long long t0 = clock_mono_ms();
     CHECK_INT(kube_client_drain_writes(r.workers, 3000 * K), 0);
-    long long drained = fake_now_ms();
+    long long drained = clock_mono_ms();
     fprintf(stderr, "  drain waited %lld ms for the write in flight\n", drained - t0);
     CHECK(drained - t0 >= 200 * K);                /* it did wait for the write ... */
     CHECK(drained - t0 <= RENEW + SLACK);               /* ... which the fence cut short */

@@ -10,15 +10,10 @@
 #include <sched.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "runtime/queue.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -40,7 +35,7 @@ static void take(struct workqueue *q, const char *want) {
  * queue_done). */
 static int64_t get_since(struct workqueue *q, int64_t t0, char **out) {
     *out = queue_get(q);
-    return mono_ms() - t0;
+    return clock_mono_ms() - t0;
 }
 
 /* ---- basics --------------------------------------------------------------------------- */
@@ -171,7 +166,7 @@ TEST(free_with_pending_keys) {
 TEST(add_after_earliest_due_wins) {
     struct workqueue *q = queue_new(5, 1000);
     char *k;
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_add_after(q, "ns/x", 500);
     queue_add_after(q, "ns/x", 50);
     CHECK_INT(queue_waiting(q), 1);
@@ -187,7 +182,7 @@ TEST(add_after_earliest_due_wins) {
     CHECK_INT(queue_len(q), 0);
 
     /* the other way round: a later due time does not postpone an earlier one */
-    t0 = mono_ms();
+    t0 = clock_mono_ms();
     queue_add_after(q, "ns/y", 50);
     queue_add_after(q, "ns/y", 5000);
     CHECK_INT(queue_waiting(q), 1);
@@ -204,25 +199,25 @@ TEST(add_after_earliest_due_wins) {
 TEST(add_after_orders_by_due_time) {
     struct workqueue *q = queue_new(5, 1000);
     char *k;
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_add_after(q, "ns/c", 180);
     queue_add_after(q, "ns/a", 60);
     queue_add_after(q, "ns/b", 120);
     CHECK_INT(queue_waiting(q), 3);
     k = queue_get(q);
     CHECK_STR(k, "ns/a");
-    CHECK(mono_ms() - t0 >= 55);
+    CHECK(clock_mono_ms() - t0 >= 55);
     queue_done(q, k);
     free(k);
     k = queue_get(q);
     CHECK_STR(k, "ns/b");
-    CHECK(mono_ms() - t0 >= 115);
+    CHECK(clock_mono_ms() - t0 >= 115);
     queue_done(q, k);
     free(k);
     k = queue_get(q);
     CHECK_STR(k, "ns/c");
-    CHECK(mono_ms() - t0 >= 175);
-    CHECK(mono_ms() - t0 <= 1500);
+    CHECK(clock_mono_ms() - t0 >= 175);
+    CHECK(clock_mono_ms() - t0 <= 1500);
     queue_done(q, k);
     free(k);
     CHECK_INT(queue_waiting(q), 0);
@@ -275,7 +270,7 @@ struct getter { struct workqueue *q; char *key; int64_t returned_at; };
 static void *getter_main(void *arg) {
     struct getter *g = arg;
     g->key = queue_get(g->q);
-    g->returned_at = mono_ms();
+    g->returned_at = clock_mono_ms();
     return NULL;
 }
 
@@ -286,7 +281,7 @@ TEST(sleeping_worker_wakes_for_earlier_due) {
     queue_add_after(q, "ns/late", 5000);
     CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
     sleep_ms(30); /* the worker is now (normally) in a timed wait for "late" */
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_add_after(q, "ns/soon", 50);
     pthread_join(t, NULL);
     CHECK_STR(g.key, "ns/soon");
@@ -312,7 +307,7 @@ TEST(huge_delay_saturates) {
     pthread_t t;
     CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
     sleep_ms(50);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_shutdown(q);
     pthread_join(t, NULL);
     CHECK(g.key == NULL);
@@ -352,7 +347,7 @@ TEST(rate_limited_backoff_doubles_and_caps) {
             queue_forget(q, "ns/a");
             CHECK_INT(queue_failures(q, "ns/a"), 0);
         }
-        int64_t t0 = mono_ms();
+        int64_t t0 = clock_mono_ms();
         queue_add_after(q, "ns/before", want[i] - 50);
         queue_add_rate_limited(q, "ns/a");
         queue_add_after(q, "ns/after", want[i] + 50);
@@ -381,7 +376,7 @@ TEST(shutdown_wakes_blocked_get) {
     pthread_t t;
     CHECK_INT(pthread_create(&t, NULL, getter_main, &g), 0);
     sleep_ms(50);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_shutdown(q);
     pthread_join(t, NULL);
     CHECK(g.key == NULL);
@@ -405,7 +400,7 @@ TEST(shutdown_wakes_timed_wait_and_all_workers) {
         CHECK_INT(pthread_create(&t[i], NULL, getter_main, &g[i]), 0);
     }
     sleep_ms(50);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     queue_shutdown(q);
     for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
@@ -502,7 +497,7 @@ TEST(workers_never_share_a_key_and_see_every_key) {
     for (int i = 0; i < NADDERS; i++) pthread_join(ad[i], NULL);
 
     /* wait (up to 120 s, valgrind is slow) until every key was processed and all is idle */
-    int64_t deadline = mono_ms() + 120000;
+    int64_t deadline = clock_mono_ms() + 120000;
     int missing = NKEYS;
     for (;;) {
         pthread_mutex_lock(&s.lock);
@@ -512,7 +507,7 @@ TEST(workers_never_share_a_key_and_see_every_key) {
         int busy = s.inflight_now;
         pthread_mutex_unlock(&s.lock);
         if (!missing && !busy && queue_len(s.q) == 0 && queue_waiting(s.q) == 0) break;
-        if (mono_ms() > deadline) break;
+        if (clock_mono_ms() > deadline) break;
         sleep_ms(5);
     }
     queue_shutdown(s.q);

@@ -49,8 +49,8 @@ static void run_stop(struct run *r) {
 }
 
 #define WAIT_FOR(cond, ms) do {                                              \
-    long long wait_deadline_ = fake_now_ms() + (ms);                          \
-    while (!(cond) && fake_now_ms() < wait_deadline_) fake_sleep_ms(10);      \
+    long long wait_deadline_ = clock_mono_ms() + (ms);                          \
+    while (!(cond) && clock_mono_ms() < wait_deadline_) fake_sleep_ms(10);      \
 } while (0)
 
 /* The requests for the run's collection: each list's "resourceVersion/match" joined by

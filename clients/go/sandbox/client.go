@@ -1,7 +1,7 @@
 // Package sandbox is the Go client of yao-sandbox: it finds or creates the Sandbox of a
 // (user, chat), waits until it runs, runs commands in it (WebSocket exec with an SPDY
 // fallback), keeps it marked as used while work goes on, and reads and writes its files,
-// with the same rules as the yao-sandbox CLI (controller/cmd/cli_main.c):
+// with the same rules as the yao-sandbox CLI (cli/main.c):
 //
 //   - the Sandbox of (user, chat) is named PodName(user, chat), the name of its pod;
 //   - a stopped or paused Sandbox is started on use (spec.paused cleared, the

@@ -1,5 +1,5 @@
-/* sandbox/cli_files.c — the pure half of the yao-sandbox CLI's file helpers (see
- * cli_files.h): sandbox path handling, a pull-model tar writer over a local tree, a
+/* cli/files.c — the pure half of the yao-sandbox CLI's file helpers (see
+ * files.h): sandbox path handling, a pull-model tar writer over a local tree, a
  * streaming tar extractor that treats the archive as hostile, the portable listing script
  * and its parser, cp's remote checks and the message of a failed remote command, the
  * exec -w/-e command wrapper and exec's small decisions (terminal size, touch interval,
@@ -11,7 +11,7 @@
  * names, and links whose targets leave the destination are refused before that.
  * Known limits: hard links are not detected when writing (each link is stored as a file);
  * sparse files are stored expanded; the extractor refuses GNU sparse and device entries. */
-#include "sandbox/cli_files.h"
+#include "cli/files.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -25,7 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
+#include "base/errfmt.h"
 
 #define TAR_BLOCK 512
 #define TAR_HEADERS_MAX (1u << 20)   /* pending header bytes of one entry (pax + ustar) */
@@ -278,7 +279,7 @@ __attribute__((format(printf, 2, 3)))
 static int src_fail(struct cli_tar_src *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof(s->err), fmt, ap);
+    errfmt_v(s->err, sizeof(s->err), fmt, ap);
     va_end(ap);
     s->failed = 1;
     return -1;
@@ -534,7 +535,7 @@ static int ut_fail(struct cli_untar *u, const char *fmt, ...) {
     va_list ap;
     if (u->failed) return -1;
     va_start(ap, fmt);
-    vsnprintf(u->err, sizeof(u->err), fmt, ap);
+    errfmt_v(u->err, sizeof(u->err), fmt, ap);
     va_end(ap);
     u->failed = 1;
     return -1;

@@ -1,9 +1,9 @@
-/* kube/dynbuf.h — growable byte buffer with a hard ceiling (after curl's dynbuf).
+/* base/dynbuf.h — growable byte buffer with a hard ceiling (after curl's dynbuf).
  * Every buffer that holds data from the network or a file is created with a maximum size;
  * growth past it fails with -1 instead of eating memory. The contents are always
  * NUL-terminated (not counted in len) so text can be used in place. */
-#ifndef YAO_KUBE_DYNBUF_H
-#define YAO_KUBE_DYNBUF_H
+#ifndef YAO_BASE_DYNBUF_H
+#define YAO_BASE_DYNBUF_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
-/* kube/dynbuf.c — the growable byte buffer with a hard ceiling. Owns allocation, growth
+/* base/dynbuf.c — the growable byte buffer with a hard ceiling. Owns allocation, growth
  * (doubling, clamped to max + 1 for the NUL) and the ownership hand-off in dynbuf_take.
  * It does not know what the bytes mean; callers choose the ceiling. */
-#include "kube/dynbuf.h"
+#include "base/dynbuf.h"
 
 #include <assert.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* sandbox/cli_files.h — the pure, network-free half of the yao-sandbox CLI's file
+/* cli/files.h — the pure, network-free half of the yao-sandbox CLI's file
  * helpers: path handling for sandbox paths, the tar stream that `cp` sends in (a pull-model
  * ustar/pax writer over a local tree: it never holds the archive in memory), the safe tar
  * extractor that `cp` uses for what comes out of a sandbox (it refuses absolute paths,
@@ -8,9 +8,10 @@
  * `exec` (terminal size from the environment, the touch interval, whether the sandbox was
  * stopped under a command, exit codes). Everything here is unit-testable without a
  * cluster (the scripts run locally, under GNU tools and under busybox).
- * The exec transport, the Kubernetes calls and the command line live in cmd/cli_main.c. */
-#ifndef YAO_SANDBOX_CLI_FILES_H
-#define YAO_SANDBOX_CLI_FILES_H
+ * The exec transport is kube/exec.c; the Kubernetes calls and the command line are the
+ * rest of cli/ (cli/main.c lists its files). */
+#ifndef YAO_CLI_FILES_H
+#define YAO_CLI_FILES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,192 @@
+/* cli/cluster.c — the Sandbox through the API server, for every command (see cluster.h):
+ * connect, get, patch, wait, ensure it runs. Polling only (every CLUSTER_POLL_MS): the CLI is
+ * short-lived and keeps no watch. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "cli/cluster.h"
+#include "cli/files.h"
+#include "cli/output.h"
+#include "kube/config.h"
+#include "kube/kjson.h"
+#include "kube/rest.h"
+#include "sandbox/quantity.h"
+#include "sandbox/spec.h"
+
+/* Sandbox names are DNS subdomains: checked before they go into a URL. */
+int cluster_valid_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 253) return 0;
+    for (const char *p = s; *p; p++)
+        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.')) return 0;
+    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+/* API path of a Sandbox in the current namespace. */
+void cluster_sandbox_path(const struct cli *c, const char *name, char *out, size_t n) {
+    snprintf(out, n, "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL "/%s", c->ns, name);
+}
+
+/* Load the kubeconfig and make the client. 0 or 1 (error printed). */
+int cluster_connect(struct cli *c) {
+    struct kube_config cfg;
+    char err[KUBE_ERR_MAX];
+    struct args *a = c->a;
+    int rc = a->context ? kube_config_load(a->kubeconfig, a->context, &cfg, err, sizeof(err))
+                        : kube_config_auto(a->kubeconfig, &cfg, err, sizeof(err));
+    if (rc < 0) return cli_fail("%s", err);
+    const char *ns = a->namespace_ ? a->namespace_ : cfg.namespace_ && cfg.namespace_[0] ? cfg.namespace_ : "default";
+    snprintf(c->ns, sizeof(c->ns), "%s", ns);
+    c->kc = kube_client_new(&cfg, PROG "/" YAO_VERSION, err, sizeof(err));
+    if (!c->kc) {
+        kube_config_free(&cfg);
+        return cli_fail("%s", err);
+    }
+    if (!cluster_valid_name(c->ns)) return cli_usage_error("invalid namespace \"%s\"", c->ns);
+    return 0;
+}
+
+/* GET the Sandbox. 0 with *out, or 1 (error printed). */
+int cluster_get(struct cli *c, const char *name, cJSON **out) {
+    char path[640], err[KUBE_ERR_MAX];
+    cluster_sandbox_path(c, name, path, sizeof(path));
+    *out = NULL;
+    long st = kube_get(c->kc, path, out, err, sizeof(err));
+    if (st == 200 && *out) return 0;
+    cJSON_Delete(*out);
+    *out = NULL;
+    if (st == 404) return cli_fail("sandbox \"%s\" not found in namespace \"%s\"", name, c->ns);
+    return cli_fail("getting sandbox \"%s\": %s", name, err);
+}
+
+/* Merge-patch the Sandbox: last-used-at = now (touch), and spec.paused when paused >= 0. */
+int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet) {
+    char path[640], err[KUBE_ERR_MAX], now[40];
+    cJSON *p = cJSON_CreateObject();
+    if (!p) return cli_fail("out of memory");
+    if (touch) {
+        kj_time_format(kj_now_ms(), now, sizeof(now));
+        cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
+        cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, now);
+    }
+    if (paused >= 0) cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "paused", paused);
+    cluster_sandbox_path(c, name, path, sizeof(path));
+    long st = kube_merge_patch(c->kc, path, p, NULL, err, sizeof(err));
+    cJSON_Delete(p);
+    if (st >= 200 && st < 300) return 0;
+    if (quiet) return 1;
+    if (st == 404) return cli_fail("sandbox \"%s\" not found in namespace \"%s\"", name, c->ns);
+    return cli_fail("updating sandbox \"%s\": %s", name, err);
+}
+
+/* status.phase, "" when not set yet. */
+const char *cluster_phase(const cJSON *sb) {
+    const char *p = kj_str(sb, "status.phase");
+    return p ? p : "";
+}
+
+/* The Ready condition's reason and message (either may be NULL). */
+void cluster_ready(const cJSON *sb, const char **status, const char **reason, const char **message) {
+    const cJSON *conds = kj_path(sb, "status.conditions"), *cond;
+    *status = *reason = *message = NULL;
+    cJSON_ArrayForEach(cond, conds) {
+        const char *t = kj_str(cond, "type");
+        if (t && !strcmp(t, "Ready")) {
+            *status = kj_str(cond, "status");
+            *reason = kj_str(cond, "reason");
+            *message = kj_str(cond, "message");
+        }
+    }
+}
+
+/* Poll the Sandbox every CLUSTER_POLL_MS until it is Running with a pod (or Stopped). 0 with *out
+ * (caller deletes), or 1 (error printed). */
+int cluster_wait_for(struct cli *c, const char *name, enum cluster_want want, cJSON **out) {
+    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
+    int said = 0;
+    *out = NULL;
+    for (;;) {
+        cJSON *sb;
+        if (cluster_get(c, name, &sb)) return 1;
+        const char *phase = cluster_phase(sb), *pod = kj_str(sb, "status.podName");
+        const char *rs, *reason, *msg;
+        cluster_ready(sb, &rs, &reason, &msg);
+        int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
+        if (want == CLUSTER_RUNNING && !strcmp(phase, "Running") && pod && *pod && !deleting &&
+            !kj_bool(sb, "spec.paused", 0)) {
+            *out = sb;
+            return 0;
+        }
+        if (want == CLUSTER_STOPPED && !strcmp(phase, "Stopped")) { *out = sb; return 0; }
+        if (deleting) { cJSON_Delete(sb); return cli_fail("sandbox \"%s\" is being deleted", name); }
+        if (want == CLUSTER_RUNNING && reason && (!strcmp(reason, "InvalidSpec") || !strcmp(reason, "NameConflict"))) {
+            int rc = cli_fail("sandbox \"%s\" cannot start: %s: %s", name, reason, msg ? msg : "");
+            cJSON_Delete(sb);
+            return rc;
+        }
+        if (want == CLUSTER_RUNNING && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
+            int rc = cli_fail("sandbox \"%s\" has finished (phase %s)%s%s", name, phase, msg ? ": " : "", msg ? msg : "");
+            cJSON_Delete(sb);
+            return rc;
+        }
+        if (clock_mono_ms() >= deadline) {
+            char d[32];
+            out_duration(c->start_timeout_ms, d, sizeof(d));
+            int rc = cli_fail("timed out after %s waiting for sandbox \"%s\" to be %s (phase %s%s%s%s%s)", d, name,
+                          want == CLUSTER_RUNNING ? "Running" : "Stopped", *phase ? phase : "none",
+                          reason ? ", " : "", reason ? reason : "", msg ? ": " : "", msg ? msg : "");
+            cJSON_Delete(sb);
+            return rc;
+        }
+        if (!said && isatty(2)) {
+            fprintf(stderr, PROG ": waiting for sandbox \"%s\" to be %s (phase %s)...\n", name,
+                    want == CLUSTER_RUNNING ? "Running" : "Stopped", *phase ? phase : "none");
+            said = 1;
+        }
+        cJSON_Delete(sb);
+        struct timespec ts = {0, CLUSTER_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Remember what a session needs of the running Sandbox: the touch interval from its
+ * spec.idleTimeout, its pod and the pod's start. */
+static void note_running(struct cli *c, const cJSON *sb) {
+    int64_t idle = 0;
+    const char *it = kj_str(sb, "spec.idleTimeout");
+    if (!it || qty_parse_duration(it, &idle) < 0) idle = 0;
+    c->touch_interval_ms = cli_touch_interval_ms(idle);
+    const char *pod = kj_str(sb, "status.podName"), *started = kj_str(sb, "status.startedAt");
+    snprintf(c->pod, sizeof(c->pod), "%s", pod ? pod : "");
+    snprintf(c->pod_started, sizeof(c->pod_started), "%s", started ? started : "");
+}
+
+/* The sandbox, running: unpause it if paused, mark it used (which also wakes an idle
+ * long-running sandbox), and wait until it runs. 0 with *out, or 1. */
+int cluster_ensure_running(struct cli *c, const char *name, cJSON **out) {
+    cJSON *sb;
+    *out = NULL;
+    if (cluster_get(c, name, &sb)) return 1;
+    if (kj_path(sb, "metadata.deletionTimestamp")) {
+        cJSON_Delete(sb);
+        return cli_fail("sandbox \"%s\" is being deleted", name);
+    }
+    const char *phase = cluster_phase(sb), *pod = kj_str(sb, "status.podName");
+    int paused = kj_bool(sb, "spec.paused", 0);
+    int running = !strcmp(phase, "Running") && pod && *pod && !paused;
+    if (cluster_patch(c, name, 1, paused ? 0 : -1, 0)) { cJSON_Delete(sb); return 1; }
+    if (running) {
+        note_running(c, sb);
+        *out = sb;
+        return 0;
+    }
+    cJSON_Delete(sb);
+    if (cluster_wait_for(c, name, CLUSTER_RUNNING, out)) return 1;
+    note_running(c, *out);
+    return 0;
+}
+
