@@ -11,6 +11,15 @@
 #include "../fake/fake.h"
 #include "runtime/queue.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+/* Bounds on time are K times looser under valgrind (everything runs ~20x slower there). */
+#define K (RUNNING_ON_VALGRIND ? 4 : 1)
+
 #define WORKERS 4
 
 static struct fake fake;
@@ -78,7 +87,7 @@ TEST(slow_namespace_does_not_hold_every_worker) {
     pthread_mutex_unlock(&s.lock);
     fprintf(stderr, "  5 fast keys done %lld ms after they were queued; slow done so far: %d\n", fast_ms, slow);
     CHECK_INT(fast, 5);
-    CHECK(fast_ms < 1000);                          /* not behind a 5 s stall */
+    CHECK(fast_ms < (RUNNING_ON_VALGRIND ? 3000 : 1000));  /* not behind a 5 s stall */
     CHECK_INT(slow, 0);
 
     /* Shutdown: the stop flag ends the 5 s requests in flight at once. */
@@ -88,7 +97,7 @@ TEST(slow_namespace_does_not_hold_every_worker) {
     for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
     long long stop_ms = fake_now_ms() - s0;
     fprintf(stderr, "  workers stopped %lld ms after the cancel\n", stop_ms);
-    CHECK(stop_ms < 200);
+    CHECK(stop_ms < 200 * K);
     kube_client_free(s.c);
     queue_free(s.q);
     pthread_mutex_destroy(&s.lock);
