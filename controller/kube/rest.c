@@ -309,25 +309,35 @@ static void pool_give(struct kube_client *c, struct conn *k) {
     conn_close(k);
 }
 
-/* Run the transfer set up on k->easy to its end, looking at the cancel flag every
- * CANCEL_POLL_MS. The transfer's own timeout (CURLOPT_TIMEOUT_MS) still applies.
- * CURLE_ABORTED_BY_CALLBACK when cancelled. */
-static CURLcode conn_perform(struct kube_client *c, struct conn *k) {
+/* Run the transfer set up on easy to its end through multi, looking at the cancel flag
+ * (and *stop, when given) every CANCEL_POLL_MS. The transfer's own timeout
+ * (CURLOPT_TIMEOUT_MS) still applies. CURLE_ABORTED_BY_CALLBACK when cancelled. */
+static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const volatile int *stop) {
     CURLcode result = CURLE_OK;
-    if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    if (curl_multi_add_handle(multi, easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
     for (int running = 1, done = 0; !done;) {
-        if (atomic_load(&c->cancelled)) { result = CURLE_ABORTED_BY_CALLBACK; break; }
-        if (curl_multi_perform(k->multi, &running) != CURLM_OK) { result = CURLE_OUT_OF_MEMORY; break; }
+        if (atomic_load(&c->cancelled) || (stop && *stop)) { result = CURLE_ABORTED_BY_CALLBACK; break; }
+        if (curl_multi_perform(multi, &running) != CURLM_OK) { result = CURLE_OUT_OF_MEMORY; break; }
         CURLMsg *m;
         int left;
-        while ((m = curl_multi_info_read(k->multi, &left)))
-            if (m->msg == CURLMSG_DONE && m->easy_handle == k->easy) { result = m->data.result; done = 1; }
+        while ((m = curl_multi_info_read(multi, &left)))
+            if (m->msg == CURLMSG_DONE && m->easy_handle == easy) { result = m->data.result; done = 1; }
         if (done) break;
         if (!running) { result = CURLE_RECV_ERROR; break; }  /* ended without a DONE message */
-        if (curl_multi_poll(k->multi, NULL, 0, CANCEL_POLL_MS, NULL) != CURLM_OK) { result = CURLE_RECV_ERROR; break; }
+        if (curl_multi_poll(multi, NULL, 0, CANCEL_POLL_MS, NULL) != CURLM_OK) { result = CURLE_RECV_ERROR; break; }
     }
-    curl_multi_remove_handle(k->multi, k->easy);
+    curl_multi_remove_handle(multi, easy);
     return result;
+}
+
+static CURLcode conn_perform(struct kube_client *c, struct conn *k) { return drive(c, k->multi, k->easy, NULL); }
+
+int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop) {
+    CURLM *multi = curl_multi_init();
+    if (!multi) return CURLE_OUT_OF_MEMORY;
+    CURLcode cc = drive(c, multi, curl_easy, stop);
+    curl_multi_cleanup(multi);
+    return (int)cc;
 }
 
 /* curl socket callback: the keepalive probe count (curl 7.88 has no option for it). */

@@ -130,6 +130,10 @@ int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_
 struct curl_slist;
 int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
                              char *err, size_t errlen);
+/* Run the transfer set up on a curl easy handle (a watch: kube/watch.c) to its end, like
+ * curl_easy_perform, but abandoned within ~20 ms once the client is cancelled or *stop
+ * (may be NULL) is set: then CURLE_ABORTED_BY_CALLBACK. Returns the CURLcode. */
+int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop);
 /* Count one request outcome for the metrics. */
 void kube_client_count(struct kube_client *c, const char *method, long status);
 

@@ -2,12 +2,14 @@
  * fake API server (scenario bounded_io.json): kube_client_cancel ends a request within
  * about 100 ms whether it waits for an answer (a 10 s stall), for a Retry-After of 30 s,
  * or in the client's own back-off; a cancelled client makes no request at all; the
- * client's deadline bounds a whole request, retries and waits included. The cancel comes
+ * client's deadline bounds a whole request, retries and waits included; a silent watch
+ * ends within about 100 ms of its stop flag (curl's own loop took up to a second). The cancel comes
  * once the fake has seen the request(s), so only the cancel's own latency is measured. */
 #include <pthread.h>
 
 #include "check.h"
 #include "../fake/fake.h"
+#include "kube/watch.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -163,4 +165,41 @@ TEST(connections_are_reused_after_the_change) {
     CHECK_INT(ok, 50);
     fprintf(stderr, "  50 GETs: %lld ms\n", fake_now_ms() - t0);
     kube_client_free(c);
+}
+
+struct watch_call {
+    struct kube_client *c;
+    volatile int stop;
+    enum kube_watch_end end;
+    long long ended_ms;
+};
+
+static int ignore_event(void *ud, const char *type, cJSON *obj, cJSON *event) { return 0; }
+
+static void *do_watch(void *p) {
+    struct watch_call *w = p;
+    char err[KUBE_ERR_MAX];
+    w->end = kube_watch(w->c, "/api/v1/namespaces/t/configmaps?watch=true", ignore_event, NULL, &w->stop, 0,
+                        err, sizeof(err));
+    w->ended_ms = fake_now_ms();
+    return NULL;
+}
+
+TEST(stop_flag_ends_a_silent_watch) {
+    struct watch_call w = {.c = up() ? fake_client(&fake) : NULL};
+    if (!w.c) { CHECK(w.c != NULL); return; }
+    int before = seen("/api/v1/namespaces/t/configmaps");
+    pthread_t t;
+    pthread_create(&t, NULL, do_watch, &w);
+    for (long long until = fake_now_ms() + 20000; seen("/api/v1/namespaces/t/configmaps") <= before && fake_now_ms() < until;)
+        fake_sleep_ms(10);
+    fake_sleep_ms(300);
+    long long t0 = fake_now_ms();
+    w.stop = 1;
+    pthread_join(t, NULL);
+    long long after = w.ended_ms - t0;
+    fprintf(stderr, "  silent watch returned %lld ms after its stop flag\n", after);
+    CHECK(after < 100 * K);
+    CHECK_INT(w.end, KUBE_WATCH_STOPPED);
+    kube_client_free(w.c);
 }
