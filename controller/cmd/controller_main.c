@@ -120,6 +120,20 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* The Event recorder's own client too: its writes never wait behind the workers', and
+     * it still flushes at shutdown after the workers' client was cancelled. */
+    struct kube_config ecfg;
+    if (kube_config_auto(s.kubeconfig, &ecfg, err, sizeof(err)) < 0 ||
+        !(s.controller.events_client = kube_client_new(&ecfg, agent, err, sizeof(err)))) {
+        kube_config_free(&ecfg);
+        kube_client_free(client);
+        kube_client_free(lease_client);
+        fprintf(stderr, "yao-sandbox-controller: %s\n", err);
+        return 1;
+    }
+    /* An Event is not worth a long wait: a short deadline keeps the queue moving. */
+    kube_client_set_deadline(s.controller.events_client, 10000);
+
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -147,6 +161,8 @@ int main(int argc, char **argv) {
         a.elector = leader_new(lease_client, &lo);
         /* Every write of the workers passes the fence: none once leadership is unconfirmed. */
         if (a.elector) kube_client_set_fence(client, leader_fence_remaining_ms, a.elector);
+        /* Events too (the recorder owns that client now; it lives as long as a.ctl). */
+        if (a.elector && a.ctl->recorder) kube_client_set_fence(s.controller.events_client, leader_fence_remaining_ms, a.elector);
         if (!a.elector || leader_start(a.elector) < 0) {
             fprintf(stderr, "yao-sandbox-controller: could not start leader election\n");
             rc = 1;

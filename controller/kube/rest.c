@@ -12,11 +12,13 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/dynbuf.h"
 #include "base/errfmt.h"
 #include "runtime/backoff.h"
@@ -24,6 +26,17 @@
 
 #define POOL_MAX 16
 #define KUBE_KEEPALIVE_PROBES 3
+/* How often a transfer in progress looks at the cancel flag. */
+#define CANCEL_POLL_MS 20
+
+/* A pooled connection: an easy handle driven by its own multi handle. The multi holds the
+ * connection cache, so keeping the pair together keeps the connection; driving the
+ * transfer ourselves (not curl_easy_perform) lets it be abandoned within CANCEL_POLL_MS
+ * when the client is cancelled, where curl's own loop would wait up to a second. */
+struct conn {
+    CURL *easy;
+    CURLM *multi;
+};
 
 struct kube_client {
     struct kube_config cfg;
@@ -34,9 +47,12 @@ struct kube_client {
     struct curl_slist *connect_to; /* "name:port:host:port", or NULL */
     char *host_header;             /* "Host: host:port", or NULL */
     long timeout_ms;
+    long deadline_ms;              /* one request, all attempts and waits included */
     int attempts;
+    atomic_int cancelled;          /* kube_client_cancel: every request returns at once */
     pthread_mutex_t lock;          /* guards pool, counts and writes_in_flight */
-    CURL *pool[POOL_MAX];
+    pthread_cond_t wake;           /* back-off sleeps; broadcast on cancel */
+    struct conn pool[POOL_MAX];
     int npool;
     struct kube_request_counts counts;
     /* Write fence (leader election): consulted before every mutating request. */
@@ -138,8 +154,10 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
     pthread_mutex_init(&c->cfg.lock, NULL);
     c->user_agent = strdup(user_agent ? user_agent : "yao-sandbox/" YAO_VERSION);
     c->timeout_ms = 30000;
+    c->deadline_ms = KUBE_DEFAULT_DEADLINE_MS;
     c->attempts = 5;
     pthread_mutex_init(&c->lock, NULL);
+    clock_mono_cond_init(&c->wake);
     pthread_cond_init(&c->writes_done, NULL);
     if (!c->user_agent || route_setup(c) < 0) {
         kube_client_free(c);
@@ -151,8 +169,12 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
 
 void kube_client_free(struct kube_client *c) {
     if (!c) return;
-    for (int i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    for (int i = 0; i < c->npool; i++) {
+        curl_multi_cleanup(c->pool[i].multi);
+        curl_easy_cleanup(c->pool[i].easy);
+    }
     pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->wake);
     pthread_cond_destroy(&c->writes_done);
     kube_config_free(&c->cfg);
     free(c->base_url);
@@ -165,6 +187,16 @@ void kube_client_free(struct kube_client *c) {
 struct kube_config *kube_client_config(struct kube_client *c) { return &c->cfg; }
 void kube_client_set_timeout(struct kube_client *c, long ms) { c->timeout_ms = ms; }
 void kube_client_set_retries(struct kube_client *c, int attempts) { c->attempts = attempts < 1 ? 1 : attempts; }
+void kube_client_set_deadline(struct kube_client *c, long ms) { c->deadline_ms = ms > 0 ? ms : KUBE_DEFAULT_DEADLINE_MS; }
+
+void kube_client_cancel(struct kube_client *c) {
+    atomic_store(&c->cancelled, 1);
+    pthread_mutex_lock(&c->lock);
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int kube_client_cancelled(struct kube_client *c) { return atomic_load(&c->cancelled); }
 
 void kube_client_set_fence(struct kube_client *c, kube_fence_fn fn, void *ud) {
     pthread_mutex_lock(&c->lock);
@@ -240,21 +272,64 @@ void kube_client_count(struct kube_client *c, const char *method, long status) {
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Take an idle handle from the pool or make a new one. */
-static CURL *pool_take(struct kube_client *c) {
-    CURL *h = NULL;
-    pthread_mutex_lock(&c->lock);
-    if (c->npool > 0) h = c->pool[--c->npool];
-    pthread_mutex_unlock(&c->lock);
-    return h ? h : curl_easy_init();
+/* Close a connection for good. */
+static void conn_close(struct conn *k) {
+    if (k->multi) curl_multi_cleanup(k->multi);
+    if (k->easy) curl_easy_cleanup(k->easy);
+    k->multi = NULL;
+    k->easy = NULL;
 }
 
-/* Return a handle for reuse (its connection stays open), or clean it up if the pool is full. */
-static void pool_give(struct kube_client *c, CURL *h) {
+/* Take an idle connection from the pool or make a new one. 0, or -1 out of memory. */
+static int pool_take(struct kube_client *c, struct conn *out) {
+    int have = 0;
     pthread_mutex_lock(&c->lock);
-    if (c->npool < POOL_MAX) { c->pool[c->npool++] = h; h = NULL; }
+    if (c->npool > 0) { *out = c->pool[--c->npool]; have = 1; }
     pthread_mutex_unlock(&c->lock);
-    if (h) curl_easy_cleanup(h);
+    if (have) return 0;
+    out->easy = curl_easy_init();
+    out->multi = curl_multi_init();
+    if (!out->easy || !out->multi) { conn_close(out); return -1; }
+    return 0;
+}
+
+/* Return a connection for reuse (it stays open), or close it if the pool is full. */
+static void pool_give(struct kube_client *c, struct conn *k) {
+    pthread_mutex_lock(&c->lock);
+    if (c->npool < POOL_MAX) { c->pool[c->npool++] = *k; k->easy = NULL; k->multi = NULL; }
+    pthread_mutex_unlock(&c->lock);
+    conn_close(k);
+}
+
+/* Run the transfer set up on easy to its end through multi, looking at the cancel flag
+ * (and *stop, when given) every CANCEL_POLL_MS. The transfer's own timeout
+ * (CURLOPT_TIMEOUT_MS) still applies. CURLE_ABORTED_BY_CALLBACK when cancelled. */
+static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const volatile int *stop) {
+    CURLcode result = CURLE_OK;
+    if (curl_multi_add_handle(multi, easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    for (int running = 1, done = 0; !done;) {
+        if (atomic_load(&c->cancelled) || (stop && *stop)) { result = CURLE_ABORTED_BY_CALLBACK; break; }
+        if (curl_multi_perform(multi, &running) != CURLM_OK) { result = CURLE_OUT_OF_MEMORY; break; }
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(multi, &left)))
+            if (m->msg == CURLMSG_DONE && m->easy_handle == easy) { result = m->data.result; done = 1; }
+        if (done) break;
+        if (!running) { result = CURLE_RECV_ERROR; break; }  /* ended without a DONE message */
+        if (curl_multi_poll(multi, NULL, 0, CANCEL_POLL_MS, NULL) != CURLM_OK) { result = CURLE_RECV_ERROR; break; }
+    }
+    curl_multi_remove_handle(multi, easy);
+    return result;
+}
+
+static CURLcode conn_perform(struct kube_client *c, struct conn *k) { return drive(c, k->multi, k->easy, NULL); }
+
+int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop) {
+    CURLM *multi = curl_multi_init();
+    if (!multi) return CURLE_OUT_OF_MEMORY;
+    CURLcode cc = drive(c, multi, curl_easy, stop);
+    curl_multi_cleanup(multi);
+    return (int)cc;
 }
 
 /* curl socket callback: the keepalive probe count (curl 7.88 has no option for it). */
@@ -356,18 +431,21 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
 }
 
 /* One attempt. Returns 0 with resp->status set, -1 on a transport error (resp->err), or
- * -2 when the body exceeds KUBE_MAX_BODY (resp->err; final: the same body would come again). */
+ * -2 when retrying cannot help (resp->err): the body exceeds KUBE_MAX_BODY (the same body
+ * would come again), or the client was cancelled. */
 static int do_once(struct kube_client *c, const char *method, const char *path,
                    const char *content_type, const char *body, size_t body_len, long timeout_ms,
                    struct kube_response *resp, long *retry_after_s, int *tls_verify_failed) {
-    CURL *h = pool_take(c);
+    struct conn k = {0};
+    CURL *h = NULL;
     struct curl_slist *hdrs = NULL;
     struct reply r = {.retry_after_s = -1};
     char *url = NULL;
     int rc = -1;
 
     dynbuf_init(&r.body, KUBE_MAX_BODY);
-    if (!h) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    if (pool_take(c, &k) < 0) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    h = k.easy;
     curl_easy_reset(h);
     if (!(url = kube_client_url(c, path))) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, resp->err, sizeof(resp->err)) < 0) goto out;
@@ -395,9 +473,12 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
         }
     }
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = conn_perform(c, &k);
     if (cc != CURLE_OK) {
-        if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED) {
+        if (cc == CURLE_ABORTED_BY_CALLBACK) {
+            errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_CANCELLED_MSG);
+            rc = -2;
+        } else if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED) {
             errfmt(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
                     method, path, KUBE_MAX_BODY);
             rc = -2;
@@ -408,8 +489,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
         resp->status = 0;
         kube_client_count(c, method, 0);
         /* A handle whose transfer failed may hold a broken connection: drop it. */
-        curl_easy_cleanup(h);
-        h = NULL;
+        conn_close(&k);
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
@@ -420,7 +500,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     *retry_after_s = r.retry_after_s;
     rc = 0;
 out:
-    if (h) pool_give(c, h);
+    if (k.easy) pool_give(c, &k);
     curl_slist_free_all(hdrs);
     free(url);
     dynbuf_free(&r.body);
@@ -432,21 +512,35 @@ static int idempotent(const char *m) {
     return !strcmp(m, "GET") || !strcmp(m, "PUT") || !strcmp(m, "DELETE") || !strcmp(m, "PATCH");
 }
 
-/* Sleep for ms milliseconds. */
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+/* Sleep for ms milliseconds, or until the client is cancelled. 0, or -1 when cancelled. */
+static int sleep_ms(struct kube_client *c, int64_t ms) {
+    struct timespec ts;
+    clock_mono_timespec(clock_mono_ms() + ms, &ts);
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (!atomic_load(&c->cancelled) && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+    pthread_mutex_unlock(&c->lock);
+    return atomic_load(&c->cancelled) ? -1 : 0;
 }
 
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len,
                  struct kube_response *resp) {
     int mutating = strcmp(method, "GET") != 0, refreshed = 0;
+    int64_t deadline = clock_mono_ms() + c->deadline_ms;
     memset(resp, 0, sizeof(*resp));
     for (int attempt = 0;; attempt++) {
         long retry_after = -1, timeout = c->timeout_ms, fence_left = LONG_MAX;
         int fenced = 0, tls_verify_failed = 0;
+        int64_t left = deadline - clock_mono_ms();
         kube_response_free(resp);
+        if (atomic_load(&c->cancelled) || left <= 0) {
+            resp->status = 0;
+            errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path,
+                    left <= 0 ? "deadline exceeded before an answer" : KUBE_CANCELLED_MSG);
+            return -1;
+        }
+        if (left < timeout) timeout = (long)left;
         if (mutating) {
             /* Fenced writes: refused once leadership is not confirmed, and never allowed to
              * outlive it (the attempt's timeout ends where the fence does). */
@@ -472,7 +566,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
             }
         }
         int retriable;
-        if (rc == -2) return -1;   /* body over KUBE_MAX_BODY: retrying cannot help */
+        if (rc == -2) return -1;   /* body over KUBE_MAX_BODY, or cancelled: retrying cannot help */
         if (rc < 0) retriable = idempotent(method);
         else if (resp->status == 429 || resp->status == 503) retriable = 1;
         else if (resp->status >= 500) retriable = idempotent(method);
@@ -480,9 +574,15 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
         if (!retriable || attempt + 1 >= c->attempts) return rc;
         int64_t wait = retry_after >= 0 ? (retry_after > 30 ? 30000 : retry_after * 1000)
                                         : backoff_exponential_ms((unsigned)attempt, 200, 5000);
-        /* No point sleeping past the fence: the next attempt would be refused. */
+        /* No point sleeping past the fence (the next attempt would be refused) or past the
+         * request's deadline (the last answer is as good as any). */
         if (fenced && wait >= fence_left) return rc;
-        sleep_ms(wait);
+        if (clock_mono_ms() + wait >= deadline) return rc;
+        if (sleep_ms(c, wait) < 0) {
+            /* Cancelled while waiting: the last answer stands, marked as such. */
+            if (rc < 0) errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_CANCELLED_MSG);
+            return rc;
+        }
     }
 }
 

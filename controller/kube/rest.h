@@ -47,6 +47,19 @@ void kube_client_counts(struct kube_client *c, struct kube_request_counts *out);
 void kube_client_set_timeout(struct kube_client *c, long ms);
 /* Maximum attempts for a retriable failure (default 5). */
 void kube_client_set_retries(struct kube_client *c, int attempts);
+/* Deadline of one kube_request, every attempt and back-off or Retry-After wait included
+ * (default KUBE_DEFAULT_DEADLINE_MS; <= 0 restores it). An attempt's timeout is cut to
+ * the time left; a wait that would end past it is not begun (the last answer is
+ * returned). */
+#define KUBE_DEFAULT_DEADLINE_MS 60000
+void kube_client_set_deadline(struct kube_client *c, long ms);
+/* The stop flag: from now on every request of c — those in flight (within about 20 ms,
+ * also in a back-off or Retry-After wait) and every later one — returns at once: status
+ * 0 with err ending in KUBE_CANCELLED_MSG, or the last answer when cancelled during a
+ * wait. Irreversible; for shutdown. Thread-safe, cheap. */
+#define KUBE_CANCELLED_MSG "cancelled: the controller is stopping"
+void kube_client_cancel(struct kube_client *c);
+int kube_client_cancelled(struct kube_client *c);
 
 /* Write fence, for leader election: fn(ud) returns how many milliseconds mutating requests
  * (every verb but GET) stay allowed; <= 0 refuses them at once, without a request (status 0,
@@ -63,6 +76,8 @@ int kube_client_drain_writes(struct kube_client *c, long max_ms);
 /* One request with retries: 429 and 503 are retried for every verb (the server did not
  * act), other 5xx and transport errors only for idempotent verbs (GET, PUT, DELETE and
  * PATCH). Waits for Retry-After when given (capped at 30 s), else exponential backoff.
+ * Bounded: the whole call ends by the client's deadline, and promptly once the client is
+ * cancelled (kube_client_cancel).
  * path starts with '/', and may carry a query. Returns 0 when an HTTP response arrived
  * (whatever its status), -1 on a transport error after all attempts. Free with
  * kube_response_free in both cases. */
@@ -115,6 +130,10 @@ int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_
 struct curl_slist;
 int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
                              char *err, size_t errlen);
+/* Run the transfer set up on a curl easy handle (a watch: kube/watch.c) to its end, like
+ * curl_easy_perform, but abandoned within ~20 ms once the client is cancelled or *stop
+ * (may be NULL) is set: then CURLE_ABORTED_BY_CALLBACK. Returns the CURLcode. */
+int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop);
 /* Count one request outcome for the metrics. */
 void kube_client_count(struct kube_client *c, const char *method, long status);
 

@@ -1,6 +1,9 @@
 /* runtime/queue.c — deduplicating, delaying, rate-limited work queue (see queue.h).
  * Ready keys form a FIFO ring; delayed keys a binary min-heap on due time with a map
- * from key to heap slot, so a re-add can move a key earlier in O(log n). */
+ * from key to heap slot, so a re-add can move a key earlier in O(log n). With a namespace
+ * limit, each namespace with keys in flight has a small record: how many, and the keys
+ * parked behind that limit (FIFO). Each key is parked at most once per hand-out, so
+ * queue_get stays amortised O(1). */
 #include "runtime/queue.h"
 
 #include <errno.h>
@@ -18,6 +21,13 @@ struct delayed {
     char *key;          /* owned */
 };
 
+/* A namespace with keys in flight or parked (only while a namespace limit is set). */
+struct nsstate {
+    int inflight;
+    char **parked;      /* owned keys, oldest first from parked_head */
+    size_t parked_head, nparked, capparked;
+};
+
 struct workqueue {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -32,6 +42,9 @@ struct workqueue {
     struct delayed *heap;      /* min-heap on due_ms */
     size_t nheap, capheap;
     struct strmap heap_pos;    /* key -> (uintptr_t) slot + 1 */
+    int ns_limit;              /* 0: none */
+    struct strmap ns;          /* namespace -> struct nsstate * */
+    size_t parked;             /* keys parked in all namespaces */
 };
 
 struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms) {
@@ -45,7 +58,65 @@ struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms) {
     strmap_init(&q->processing);
     strmap_init(&q->failures);
     strmap_init(&q->heap_pos);
+    strmap_init(&q->ns);
     return q;
+}
+
+/* Free a namespace record and the keys parked in it. */
+static void nsstate_free(void *v) {
+    struct nsstate *s = v;
+    for (size_t i = 0; i < s->nparked; i++) free(s->parked[s->parked_head + i]);
+    free(s->parked);
+    free(s);
+}
+
+void queue_set_namespace_limit(struct workqueue *q, int limit) {
+    pthread_mutex_lock(&q->lock);
+    q->ns_limit = limit > 0 ? limit : 0;
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* The namespace of key (before the '/'; "" for none) into buf. */
+static const char *key_ns(const char *key, char *buf, size_t n) {
+    const char *slash = strchr(key, '/');
+    size_t len = slash ? (size_t)(slash - key) : 0;
+    if (len >= n) len = n - 1;
+    memcpy(buf, key, len);
+    buf[len] = 0;
+    return buf;
+}
+
+/* The record of namespace ns, made when create is set. NULL if absent (or ENOMEM). */
+static struct nsstate *ns_get(struct workqueue *q, const char *ns, int create) {
+    struct nsstate *s = strmap_get(&q->ns, ns);
+    if (s || !create) return s;
+    s = calloc(1, sizeof(*s));
+    if (s && strmap_put(&q->ns, ns, s, NULL) < 0) { free(s); s = NULL; }
+    return s;
+}
+
+/* Drop the record of a namespace with nothing in flight or parked. */
+static void ns_release(struct workqueue *q, const char *ns, struct nsstate *s) {
+    if (s->inflight == 0 && s->nparked == 0) nsstate_free(strmap_remove(&q->ns, ns));
+}
+
+/* Park key (owned) behind its namespace's limit. 0, or -1 on ENOMEM (key not taken). */
+static int ns_park(struct workqueue *q, struct nsstate *s, char *key) {
+    if (s->parked_head + s->nparked == s->capparked) {
+        if (s->parked_head > 0) {
+            memmove(s->parked, s->parked + s->parked_head, s->nparked * sizeof(char *));
+            s->parked_head = 0;
+        } else {
+            size_t ncap = s->capparked ? s->capparked * 2 : 8;
+            char **p = realloc(s->parked, ncap * sizeof(*p));
+            if (!p) return -1;
+            s->parked = p;
+            s->capparked = ncap;
+        }
+    }
+    s->parked[s->parked_head + s->nparked++] = key;
+    q->parked++;
+    return 0;
 }
 
 void queue_free(struct workqueue *q) {
@@ -58,6 +129,7 @@ void queue_free(struct workqueue *q) {
     strmap_clear(&q->processing, NULL);
     strmap_clear(&q->failures, NULL);
     strmap_clear(&q->heap_pos, NULL);
+    strmap_clear(&q->ns, nsstate_free);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->lock);
     free(q);
@@ -80,6 +152,25 @@ static void ring_push(struct workqueue *q, const char *key) {
     if (strmap_put(&q->queued, key, (void *)1, NULL) < 0) { free(k); return; }
     q->ring[(q->head + q->count) % q->cap] = k;
     q->count++;
+}
+
+/* Put an owned key (already in the queued set) back at the head of the ring (caller holds
+ * the lock). 0, or -1 on ENOMEM (key not taken). */
+static int ring_push_front(struct workqueue *q, char *key) {
+    if (q->count == q->cap) {
+        size_t ncap = q->cap ? q->cap * 2 : 64;
+        char **r = malloc(ncap * sizeof(*r));
+        if (!r) return -1;
+        for (size_t i = 0; i < q->count; i++) r[i] = q->ring[(q->head + i) % q->cap];
+        free(q->ring);
+        q->ring = r;
+        q->cap = ncap;
+        q->head = 0;
+    }
+    q->head = (q->head + q->cap - 1) % q->cap;
+    q->ring[q->head] = key;
+    q->count++;
+    return 0;
 }
 
 /* Make key ready unless it is already queued. A key a worker holds is only marked
@@ -205,14 +296,23 @@ char *queue_get(struct workqueue *q) {
             add_locked(q, k);
             free(k);
         }
-        if (q->count > 0) {
-            key = q->ring[q->head];
+        while (q->count > 0) {
+            char *k = q->ring[q->head];
             q->head = (q->head + 1) % q->cap;
             q->count--;
+            if (q->ns_limit > 0) {
+                char nsbuf[256];
+                const char *ns = key_ns(k, nsbuf, sizeof(nsbuf));
+                struct nsstate *s = ns_get(q, ns, 1);
+                if (s && s->inflight >= q->ns_limit && ns_park(q, s, k) == 0) continue;  /* stays queued */
+                if (s) s->inflight++;
+            }
+            key = k;
             strmap_remove(&q->queued, key);
             strmap_put(&q->processing, key, (void *)1, NULL);
             break;
         }
+        if (key) break;
         if (q->nheap > 0) {
             int64_t due = q->heap[0].due_ms;
             struct timespec ts;
@@ -229,6 +329,20 @@ char *queue_get(struct workqueue *q) {
 void queue_done(struct workqueue *q, const char *key) {
     pthread_mutex_lock(&q->lock);
     uintptr_t state = (uintptr_t)strmap_remove(&q->processing, key);
+    char nsbuf[256];
+    const char *ns = key_ns(key, nsbuf, sizeof(nsbuf));
+    struct nsstate *s = state ? ns_get(q, ns, 0) : NULL;
+    if (s) {
+        /* One slot of this namespace is free: its oldest parked key goes first. */
+        if (s->inflight > 0) s->inflight--;
+        if (s->nparked > 0 && ring_push_front(q, s->parked[s->parked_head]) == 0) {
+            s->parked_head++;
+            s->nparked--;
+            q->parked--;
+            pthread_cond_signal(&q->cond);
+        }
+        ns_release(q, ns, s);
+    }
     if (state == 2) add_locked(q, key);
     pthread_mutex_unlock(&q->lock);
 }
@@ -242,7 +356,7 @@ void queue_shutdown(struct workqueue *q) {
 
 size_t queue_len(struct workqueue *q) {
     pthread_mutex_lock(&q->lock);
-    size_t n = q->count;
+    size_t n = q->count + q->parked;
     pthread_mutex_unlock(&q->lock);
     return n;
 }

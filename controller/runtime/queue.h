@@ -3,7 +3,14 @@
  * is never handed to a second worker, and if it is added meanwhile it is queued again when
  * the first worker is done; delayed adds keep only the earliest due time per key;
  * per-key exponential backoff for failures (5 ms × 2^n, capped). Thread-safe; any number
- * of workers block in queue_get. */
+ * of workers block in queue_get.
+ *
+ * Fairness between namespaces (not in client-go): with a namespace limit N, at most N keys
+ * of one namespace (the part of the key before '/') are handed to workers at once. A ready
+ * key whose namespace is at its limit is parked — still queued, still deduplicated — and
+ * the next ready key of another namespace goes first; a parked key is ready again (ahead
+ * of the others) as soon as one of its namespace's keys is done. With N = workers - 1,
+ * reconciles stuck in one slow namespace never hold every worker. */
 #ifndef YAO_RUNTIME_QUEUE_H
 #define YAO_RUNTIME_QUEUE_H
 
@@ -15,6 +22,9 @@ struct workqueue;
 /* base_ms/cap_ms: failure backoff (client-go: 5 ms, 1000 s). NULL on ENOMEM. */
 struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms);
 void queue_free(struct workqueue *q);
+
+/* At most limit keys of one namespace processed at once (0 = no limit, the default). */
+void queue_set_namespace_limit(struct workqueue *q, int limit);
 
 /* Queue key now. */
 void queue_add(struct workqueue *q, const char *key);
@@ -36,7 +46,8 @@ void queue_done(struct workqueue *q, const char *key);
 /* Wake every waiter; queue_get returns NULL from now on. */
 void queue_shutdown(struct workqueue *q);
 
-/* Keys ready now (the queue depth metric), and keys waiting for a due time. */
+/* Keys ready now (the queue depth metric; parked keys included), and keys waiting for a
+ * due time. */
 size_t queue_len(struct workqueue *q);
 size_t queue_waiting(struct workqueue *q);
 

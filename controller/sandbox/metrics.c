@@ -104,8 +104,26 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     P("yao_sandbox_objects_written_total{op=\"create\"} %llu\n", (unsigned long long)s.creates);
     P("yao_sandbox_objects_written_total{op=\"delete\"} %llu\n", (unsigned long long)s.deletes);
     P("yao_sandbox_objects_written_total{op=\"status\"} %llu\n", (unsigned long long)s.status_writes);
-    P("# HELP yao_sandbox_events_total Kubernetes Events recorded.\n# TYPE yao_sandbox_events_total counter\n");
-    P("yao_sandbox_events_total %llu\n", (unsigned long long)s.events);
+    P("# HELP yao_sandbox_events_total Kubernetes Events recorded (occurrences handed to the recorder).\n");
+    P("# TYPE yao_sandbox_events_total counter\nyao_sandbox_events_total %llu\n", (unsigned long long)s.events);
+    struct kube_recorder_stats ev;
+    kube_recorder_stats(ctl->recorder, &ev);
+    P("# HELP yao_sandbox_events_sent_total Event writes the API server accepted (new Events and count updates).\n");
+    P("# TYPE yao_sandbox_events_sent_total counter\nyao_sandbox_events_sent_total %llu\n",
+      (unsigned long long)ev.writes);
+    P("# HELP yao_sandbox_events_created_total Occurrences that made a new Event object.\n");
+    P("# TYPE yao_sandbox_events_created_total counter\nyao_sandbox_events_created_total %llu\n",
+      (unsigned long long)ev.created);
+    P("# HELP yao_sandbox_events_aggregated_total Occurrences counted into an existing Event (count raised).\n");
+    P("# TYPE yao_sandbox_events_aggregated_total counter\nyao_sandbox_events_aggregated_total %llu\n",
+      (unsigned long long)ev.aggregated);
+    P("# HELP yao_sandbox_events_dropped_total Occurrences not written: queue full, rate limit, write failed.\n");
+    P("# TYPE yao_sandbox_events_dropped_total counter\n");
+    P("yao_sandbox_events_dropped_total{reason=\"queue_full\"} %llu\n", (unsigned long long)ev.dropped_queue);
+    P("yao_sandbox_events_dropped_total{reason=\"rate_limited\"} %llu\n", (unsigned long long)ev.dropped_rate);
+    P("yao_sandbox_events_dropped_total{reason=\"failed\"} %llu\n", (unsigned long long)ev.failed);
+    P("# HELP yao_sandbox_events_pending Events waiting to be written.\n");
+    P("# TYPE yao_sandbox_events_pending gauge\nyao_sandbox_events_pending %zu\n", ev.pending);
     P("# HELP yao_sandbox_runs_started_total One-shot run pods this controller created.\n");
     P("# TYPE yao_sandbox_runs_started_total counter\nyao_sandbox_runs_started_total %llu\n",
       (unsigned long long)s.runs_started);

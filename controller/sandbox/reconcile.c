@@ -202,6 +202,16 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     sbx_records_init(&ctl->records);
     ctl->admission = sbx_admission_new(&ctl->opt.limits);
     ctl->queue = queue_new(5, 1000 * 1000);
+    /* Watching every namespace: one namespace's reconciles never take every worker (one
+     * stuck behind a slow webhook or quota there leaves the others served). */
+    if (ctl->queue && !o->namespace_ && ctl->opt.workers > 1)
+        queue_set_namespace_limit(ctl->queue, ctl->opt.workers - 1);
+    ctl->opt.events_client = NULL;     /* the recorder owns it from here */
+    if (o->events_client) {
+        struct kube_recorder_options ro = {.component = "yao-sandbox-controller"};
+        ctl->recorder = kube_recorder_new(o->events_client, &ro);
+        if (!ctl->recorder) LOGW("msg=\"no event recorder (out of memory): Events are not recorded\"");
+    }
 
     sandboxes_path(path, sizeof(path), o->namespace_);
     struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
@@ -335,6 +345,8 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (!ctl) return;
     ctl->stopping = 1;
     if (ctl->queue) queue_shutdown(ctl->queue);
+    /* The stop flag of every request: a worker in a slow call or a back-off returns now. */
+    kube_client_cancel(ctl->client);
     for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
     ctl->nthreads = 0;
     if (ctl->sandboxes) informer_stop(ctl->sandboxes);
@@ -342,6 +354,8 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->pvcs) informer_stop(ctl->pvcs);
     if (ctl->services) informer_stop(ctl->services);
     if (ctl->classes) informer_stop(ctl->classes);
+    if (ctl->recorder && kube_recorder_flush(ctl->recorder, SBX_EVENT_FLUSH_MS) < 0)
+        LOGW("msg=\"events still waiting after the flush deadline\" deadline_ms=%d", SBX_EVENT_FLUSH_MS);
 }
 
 void sbx_controller_free(struct sbx_controller *ctl) {
@@ -353,6 +367,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->services);
     informer_free(ctl->classes);
     queue_free(ctl->queue);
+    kube_recorder_free(ctl->recorder);
     sbx_records_free(&ctl->records);
     sbx_admission_free(ctl->admission);
     pthread_mutex_destroy(&ctl->lock);

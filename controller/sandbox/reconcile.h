@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "kube/events.h"
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
@@ -23,6 +24,9 @@ struct sbx_controller_options {
     int workers;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
     const char *field_manager;
+    /* The Event recorder's own client (kube/events.h): the controller takes it over and
+     * frees it. NULL: no Events are recorded. */
+    struct kube_client *events_client;
 };
 
 /* Reconcile outcome counters, for metrics. */
@@ -40,6 +44,7 @@ struct sbx_controller {
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
     struct workqueue *queue;
+    struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
@@ -55,7 +60,9 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
 /* Start the informers, wait until their caches are synced (or stop is set), then start
  * the workers. 0, or -1 when stopped before syncing. */
 int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop);
-/* Stop workers and informers. */
+/* Stop workers and informers: the client is cancelled (requests in flight return within
+ * ~20 ms), then the Events still waiting are flushed for at most SBX_EVENT_FLUSH_MS. */
+#define SBX_EVENT_FLUSH_MS 2000
 void sbx_controller_stop(struct sbx_controller *ctl);
 void sbx_controller_free(struct sbx_controller *ctl);
 

@@ -26,13 +26,13 @@ static const cJSON *condition(const cJSON *obj, const char *type) {
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
-/* Record one Event on the Sandbox sb. */
+/* Record one Event on the Sandbox sb: queued for the recorder's thread, never waits. */
 void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
                          const char *msg) {
     struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
                                   kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
-    if (kube_event_record(ctl->client, &ref, type, reason, msg, "yao-sandbox-controller") == 0)
-        sbx_ctl_count(ctl, &ctl->stats.events);
+    kube_recorder_event(ctl->recorder, &ref, type, reason, msg);
+    sbx_ctl_count(ctl, &ctl->stats.events);
 }
 
 /* Record an Event on the Sandbox when its state changed in a way a user cares about

@@ -16,6 +16,7 @@ The port is written to F (atomically) once the server listens. A script is JSON:
     {"routes": [
       {"method": "GET",                       # optional; default: any method
        "path": "/api/v1/namespaces/t/pods",   # exact path (no query)
+       "prefix": true,                        # optional: path is a prefix (e.g. ".../events/")
        "query": {"watch": "true"},            # optional: these query params must match
        "absent": ["continue"],                # optional: these query params must be absent
        "auth": "TOKEN",                       # optional: other bearer tokens get a 401 Status
@@ -70,6 +71,7 @@ class Route:
     def __init__(self, spec):
         self.method = spec.get("method")
         self.path = spec["path"]
+        self.prefix = spec.get("prefix", False)
         self.query = spec.get("query", {})
         self.absent = spec.get("absent", [])
         self.auth = spec.get("auth")
@@ -79,7 +81,7 @@ class Route:
     def matches(self, method, path, query):
         if self.method and self.method != method:
             return False
-        if self.path != path:
+        if (not path.startswith(self.path)) if self.prefix else self.path != path:
             return False
         for k, v in self.query.items():
             if query.get(k) != v:

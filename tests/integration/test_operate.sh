@@ -243,6 +243,7 @@ kubectl -n $NS patch sandbox rot-1 --type merge -p '{"spec":{"paused":true}}' >/
 check "rotation: and an existing one is still managed (paused → Stopped)" eventually 30 phase_is $NS rot-1 Stopped
 kill_controller TERM
 
-check "Events record the start" contains "$(kubectl -n $NS get events --field-selector involvedObject.name=led-2 -o jsonpath='{.items[*].reason}')" Started
+started_event() { kubectl -n $NS get events --field-selector involvedObject.name=led-2 -o jsonpath='{.items[*].reason}' | grep -q Started; }
+check "Events record the start (written by their own thread: a moment later)" eventually 5 started_event
 check "every log line is logfmt with ts and level" eq "$(grep -vc '^ts=[0-9T:.-]*Z level=\(debug\|info\|warn\|error\) ' "$LOG1" "$LOG2" | awk -F: '{s+=$2} END {print s}')" 0
 finish

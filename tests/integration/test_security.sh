@@ -87,6 +87,10 @@ check "pod name conflict reported" eventually 20 reason_is $NS sec-clash NameCon
 check "claim name conflict reported" eventually 20 reason_is $NS sec-clash2 NameConflict
 kubectl -n $NS patch sandbox sec-a --type merge -p '{"spec":{"paused":true}}' >/dev/null
 check "pausing stops the pod" eventually 20 phase_is $NS sec-a Stopped
+# resumed: the same Started Event again, counted into the first one (patch on events)
+kubectl -n $NS patch sandbox sec-a --type merge -p '{"spec":{"paused":false}}' >/dev/null
+started_count() { kubectl -n $NS get events --field-selector involvedObject.name=sec-a,reason=Started -o jsonpath='{.items[*].count}'; }
+check "resumed: one Started Event with count 2 (patch on events)" eventually 20 eval '[ "$(started_count)" = 2 ]'
 # a grown workspace on a class that allows expansion (patch on the claim)
 kubectl patch storageclass yao-test-wffc -p '{"allowVolumeExpansion":true}' >/dev/null
 on_exit "kubectl patch storageclass yao-test-wffc -p '{\"allowVolumeExpansion\":null}'"

@@ -5,6 +5,7 @@
  * a wrong port refused); and whole sessions against a scripted stand-in for the endpoint
  * (exec_peer.h on 127.0.0.1): echo byte-exact both ways, the pod's error text, a wrong
  * port, a refused upgrade, a local EOF, the stop flag. */
+#include "base/clock.h"
 #include "check.h"
 #include "exec_peer.h"
 
@@ -194,12 +195,6 @@ static struct kube_client *pf_client(const struct peer *p) {
     return c;
 }
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The local application: writes `len` patterned bytes (then shuts its write side when
  * asked), and reads everything back until EOF. */
 struct app {
@@ -318,9 +313,9 @@ TEST(session_after_local_eof_lingers_then_ends) {
     struct app a = {.len = 5000, .shut_after = 1};
     struct kube_pf_result r;
     CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);   /* the pod never closes */
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     CHECK_INT(run_session(&p, 80, &a, NULL, &r), 0);
-    int64_t took = mono_ms() - t0;
+    int64_t took = clock_mono_ms() - t0;
     CHECK_INT(a.got, 5000);                        /* the answer after the EOF still arrived */
     CHECK_INT(a.bad, 0);
     CHECK(took >= 900 && took < 5000);             /* about 1 s after the pod's last byte */
@@ -343,9 +338,9 @@ TEST(session_ends_on_the_stop_flag) {
     CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);
     stop_flag = 0;
     pthread_create(&t, NULL, raise_stop, NULL);
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     CHECK_INT(run_session(&p, 80, &a, &stop_flag, &r), 0);
-    CHECK(mono_ms() - t0 < 1500);
+    CHECK(clock_mono_ms() - t0 < 1500);
     CHECK_INT(a.got, 10);
     pthread_join(t, NULL);
     peer_stop(&p);

@@ -106,10 +106,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [storage.k8s.io]
   resources: [storageclasses]
   verbs: [list, watch]
-# Events on Sandboxes (core/v1, one new Event per transition)
+# Events on Sandboxes (core/v1): a new Event per transition, or a patch raising the count
+# of an identical one (kube/events.c)
 - apiGroups: [""]
   resources: [events]
-  verbs: [create]
+  verbs: [create, patch]
 {{- end -}}
 
 {{/* The controller image: [registry/]repository, then @digest or :tag (appVersion). */}}
