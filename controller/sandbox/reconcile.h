@@ -36,6 +36,8 @@ struct sbx_controller {
     struct informer *sandboxes, *pods, *pvcs;
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
+    struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
+    int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
     struct workqueue *queue;
     pthread_t *threads;
     int nthreads;
