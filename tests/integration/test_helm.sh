@@ -83,6 +83,8 @@ def view(o):
         return {"roleRef": o["roleRef"], "subjects": o["subjects"], "namespace": m.get("namespace")}
     if k == "CustomResourceDefinition":
         return {"spec": o["spec"], "labels": m.get("labels")}
+    if k == "SandboxClass":
+        return {"spec": o["spec"], "annotations": m.get("annotations")}
     if k == "ServiceAccount":
         return {"namespace": m.get("namespace")}
     if k == "Service":
@@ -137,6 +139,7 @@ has_no() { ! grep -q -- "$2" <<<"$1" || { echo "    [$1] contains [$2]" >&2; ret
 
 # --- the chart on its own -----------------------------------------------------------------
 check "chart CRD is crd/sandbox.yaml, byte for byte" cmp "$SRC_DIR/crd/sandbox.yaml" "$CHART/crds/sandbox.yaml"
+check "chart CRD is crd/sandboxclass.yaml, byte for byte" cmp "$SRC_DIR/crd/sandboxclass.yaml" "$CHART/crds/sandboxclass.yaml"
 lint_clean() { local out; out=$(helm lint "$@" 2>&1) || { echo "$out" >&2; return 1; }; has_no "$out" "\[WARNING\]\|\[ERROR\]"; }
 check "helm lint is clean" lint_clean "$CHART"
 check "helm lint --strict is clean" lint_clean --strict "$CHART"
@@ -144,8 +147,13 @@ check "helm lint --strict is clean in namespaced mode" lint_clean --strict "$CHA
 
 # Default values, release "yao-sandbox" in yao-sandbox-system: the objects of manifests/.
 render "$T/default" --include-crds
-# What install_manifests applies: crd/ and manifests/.
-{ cat "$SRC_DIR/crd/sandbox.yaml"; for f in "$SRC_DIR"/manifests/*.yaml; do echo ---; cat "$f"; done; } > "$T/manifests.yaml"
+# What install_manifests applies: crd/ and manifests/, and the default SandboxClass
+# (manifests/classes/, applied once the CRD is Established). kubectl needs the CRDs on the
+# server to turn a SandboxClass into JSON.
+kubectl apply -f "$SRC_DIR/crd/" >/dev/null &&
+    kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null
+{ sep=; for f in "$SRC_DIR"/crd/*.yaml "$SRC_DIR"/manifests/*.yaml "$SRC_DIR"/manifests/classes/*.yaml; do
+      [ -n "$sep" ] && echo ---; sep=1; cat "$f"; done; } > "$T/manifests.yaml"
 to_json "$T/manifests.yaml" "$T/manifests.json"
 # (the chart adds its `helm test` hook pod, which is no part of an install)
 check "chart renders the same objects as crd/ + manifests/ (manifests/ adds the Namespace)" \
