@@ -45,11 +45,14 @@ int sbx_classes_start(struct sbx_controller *ctl) {
     char perr[KUBE_ERR_MAX], path[256];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/%s?limit=1", SBX_GROUP, SBX_CLASS_PLURAL);
     long st = kube_get(ctl->client, path, NULL, perr, sizeof(perr));
-    ctl->sandbox_classes_on = st >= 200 && st < 300;
+    /* Only a definite "no" turns classes off. Any other failure (the API server
+     * restarting) starts the informer anyway and the controller waits for its cache:
+     * a transient error must not let Sandboxes through without their class's limits. */
+    ctl->sandbox_classes_on = !(st == 401 || st == 403 || st == 404);
     if (!ctl->sandbox_classes_on) {
         LOGW("msg=\"SandboxClasses are not readable (CRD not installed, or no RBAC for the cluster-scoped read): "
-             "every Sandbox gets the controller's flag defaults; one naming a class is InvalidSpec\" status=%ld",
-             st);
+             "every Sandbox gets the controller's flag defaults; one naming a class is InvalidSpec; restart the "
+             "controller after installing the CRD\" status=%ld", st);
         return 0;
     }
     return informer_start(ctl->sandbox_classes);
