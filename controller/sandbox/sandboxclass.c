@@ -360,6 +360,9 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         if (k->idle_timeout_ms) d.idle_timeout_ms = k->idle_timeout_ms;
     }
     if (sbx_spec_parse(sandbox, &d, out, err, errlen) != 0) return -1;
+    /* The spec borrows the imagePullSecrets array of the defaults it was parsed with:
+     * point it at the caller's, not at the local copy d. */
+    if (out->npull_secrets) out->pull_secrets = flags->pull_secrets;
     if (!k) return 0;
 
     if (k->image_prefixes.n) {

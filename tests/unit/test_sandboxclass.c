@@ -382,3 +382,28 @@ TEST(env_from_errors) {
     expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\",\"optional\":\"yes\"}}}]",
                    "spec.env[0].valueFrom.secretKeyRef.optional: must be true or false");
 }
+
+TEST(pull_secrets_point_at_the_callers_defaults) {
+    /* sbx_spec borrows the defaults' imagePullSecrets; resolution parses with a copy of
+     * the defaults, so the spec must end up pointing at the caller's, which outlive it. */
+    struct sbx_defaults d;
+    struct sbx_class k;
+    struct sbx_spec s;
+    char err[512];
+    cJSON *sb = sandbox("");
+
+    sbx_defaults_init(&d);
+    d.pull_secrets[0] = "regcred";
+    d.npull_secrets = 1;
+    CHECK_INT(parse_class(SMALL, &k), 0);
+    CHECK_INT(sbx_class_resolve(sb, &k, &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.npull_secrets, 1);
+    CHECK(s.pull_secrets == d.pull_secrets);
+    cJSON *pod = pod_of(&s);
+    cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "imagePullSecrets");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 0), "name")->valuestring, "regcred");
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+    sbx_class_free(&k);
+    cJSON_Delete(sb);
+}
