@@ -40,8 +40,9 @@ metadata: {name: yao-it-sandboxes}
 value: 1000
 description: yao-sandbox integration test
 YAML
-# kwok's nodes report no ephemeral-storage (a real kubelet reports its disk): a pod with an
-# ephemeral-storage limit (request = limit) would be Unschedulable there. Give them 1Ti.
+# A pod with an ephemeral-storage limit (request = limit) needs nodes that report
+# ephemeral-storage, as a real kubelet does; tests/cluster/up gives its kwok nodes 1Ti, and
+# a plane started before that gets it here.
 for n in $(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}={.status.allocatable.ephemeral-storage}{"\n"}{end}' | sed -n 's/=$//p'); do
     kubectl patch node "$n" --subresource=status --type=merge \
         -p '{"status":{"capacity":{"ephemeral-storage":"1Ti"},"allocatable":{"ephemeral-storage":"1Ti"}}}' >/dev/null
