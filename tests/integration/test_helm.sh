@@ -146,12 +146,12 @@ check "helm lint --strict is clean" lint_clean --strict "$CHART"
 check "helm lint --strict is clean in namespaced mode" lint_clean --strict "$CHART" --set "watchNamespaces={team-a}" --set replicas=2
 
 # Default values, release "yao-sandbox" in yao-sandbox-system: the objects of manifests/.
-render "$T/default" --include-crds
-# What install_manifests applies: crd/ and manifests/, and the default SandboxClass
-# (manifests/classes/, applied once the CRD is Established). kubectl needs the CRDs on the
-# server to turn a SandboxClass into JSON.
+# kubectl turns a SandboxClass into JSON only with its CRD on the server.
 kubectl apply -f "$SRC_DIR/crd/" >/dev/null &&
     kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null
+render "$T/default" --include-crds
+# What install_manifests applies: crd/ and manifests/, and the default SandboxClass
+# (manifests/classes/, applied once the CRD is Established).
 { sep=; for f in "$SRC_DIR"/crd/*.yaml "$SRC_DIR"/manifests/*.yaml "$SRC_DIR"/manifests/classes/*.yaml; do
       [ -n "$sep" ] && echo ---; sep=1; cat "$f"; done; } > "$T/manifests.yaml"
 to_json "$T/manifests.yaml" "$T/manifests.json"
