@@ -54,6 +54,8 @@ static void usage(FILE *f) {
           "  YAO_TOKEN_FILE      tcp mode; YAO_TOKEN wins; trailing whitespace of the file\n"
           "                      is ignored)\n"
           "  YAO_IPC_TIMEOUT   seconds allowed for connect + TLS + token handshake (30)\n"
+          "  YAO_BRIDGE_ALLOW_INSECURE  1 to send the token without TLS (tcp and grpc\n"
+          "                    modes refuse to otherwise)\n"
           "\n"
           "grpc mode: serve MCP JSON-RPC on stdio by calling Yao's gRPC service yao.Yao\n"
           "(initialize, ping, tools/list, tools/call, resources/list, resources/read):\n"
@@ -93,6 +95,20 @@ static int env_bool(const char *name, int *out, struct bridge_err *err) {
 static const char *env_str(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
+}
+
+/* A bearer token is a credential: it goes over TLS, or in the clear only when the
+ * environment says so explicitly (YAO_BRIDGE_ALLOW_INSECURE=1: a loopback peer, a mesh
+ * that encrypts for us). Anyone on the path of a plaintext connection could replay it. */
+static int token_transport_ok(const struct bridge_config *cfg, const char *tls_var, struct bridge_err *err) {
+    int allow;
+
+    if (cfg->tls) return 0;
+    if (env_bool("YAO_BRIDGE_ALLOW_INSECURE", &allow, err) < 0) return -1;
+    if (allow) return 0;
+    bridge_err_set(err, BRIDGE_EXIT_USAGE, "refusing to send the token over plain TCP to %s: set %s=1 "
+                   "(TLS), or YAO_BRIDGE_ALLOW_INSECURE=1 to send it unencrypted anyway", cfg->addr, tls_var);
+    return -1;
 }
 
 /* The grpc mode's part of the environment (YAO_GRPC_*, YAO_TOKEN*, YAO_SANDBOX_ID). */
@@ -164,7 +180,7 @@ static int config_grpc(struct bridge_config *cfg, struct bridge_err *err) {
         bridge_err_set(err, BRIDGE_EXIT_USAGE, "grpc mode needs a token: set YAO_TOKEN or YAO_TOKEN_FILE");
         return -1;
     }
-    return 0;
+    return token_transport_ok(cfg, "YAO_GRPC_TLS", err);
 }
 
 /* Fill cfg from the positional argument (may be NULL) and the environment. */
@@ -235,7 +251,7 @@ static int config_load(struct bridge_config *cfg, const char *path_arg, struct b
         bridge_err_set(err, BRIDGE_EXIT_USAGE, "tcp mode needs a token: set YAO_TOKEN or YAO_TOKEN_FILE");
         return -1;
     }
-    return 0;
+    return token_transport_ok(cfg, "YAO_IPC_TLS", err);
 }
 
 /* Make sure fds 0-2 are open, so a socket can never land on one of them. Returns 1 if

@@ -22,6 +22,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
+#include "sandbox/sandboxclass.h"
 
 
 
@@ -242,7 +243,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     ctl->classes = informer_new(c, &io);
 
     if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services ||
-        !ctl->classes) {
+        !ctl->classes || sbx_classes_init(ctl) < 0) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -314,14 +315,14 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
              "waits for its claim as on an Immediate class\" status=%ld", probe);
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
         informer_start(ctl->sandboxes) < 0 ||
-        (classes_on && informer_start(ctl->classes) < 0))
+        (classes_on && informer_start(ctl->classes) < 0) || sbx_classes_start(ctl) < 0)
         return -1;
     /* The StorageClass cache is waited for only a while: without it (a namespaced install
      * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
     while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->services) &&
-             informer_synced(ctl->sandboxes) &&
+             informer_synced(ctl->sandboxes) && sbx_classes_synced(ctl) &&
              (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
         usleep(20000);
@@ -354,6 +355,7 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->pvcs) informer_stop(ctl->pvcs);
     if (ctl->services) informer_stop(ctl->services);
     if (ctl->classes) informer_stop(ctl->classes);
+    if (ctl->sandbox_classes) informer_stop(ctl->sandbox_classes);
     if (ctl->recorder && kube_recorder_flush(ctl->recorder, SBX_EVENT_FLUSH_MS) < 0)
         LOGW("msg=\"events still waiting after the flush deadline\" deadline_ms=%d", SBX_EVENT_FLUSH_MS);
 }
@@ -366,6 +368,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->pvcs);
     informer_free(ctl->services);
     informer_free(ctl->classes);
+    informer_free(ctl->sandbox_classes);
     queue_free(ctl->queue);
     kube_recorder_free(ctl->recorder);
     sbx_records_free(&ctl->records);
@@ -629,12 +632,17 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     if (sbx_records_seen(&ctl->records, key, uid) < 0) { snprintf(err, errlen, "out of memory"); goto out; }
 
-    char why[512];
-    if (sbx_spec_parse(sb, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+    char why[1024];
+    struct sbx_class cls;
+    int have_class = 0;
+    if (sbx_class_for(ctl, sb, &cls, &have_class, why, sizeof(why)) < 0 ||
+        sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+        if (have_class) sbx_class_free(&cls);
         sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
         rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;
     }
+    if (have_class) sbx_class_free(&cls);
     have_spec = 1;
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
         sbx_capacity_release(ctl, uid, 1);

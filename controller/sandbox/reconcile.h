@@ -43,6 +43,8 @@ struct sbx_controller {
     struct informer *sandboxes, *pods, *pvcs;
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
+    struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
+    int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
     struct workqueue *queue;
     struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
     pthread_t *threads;

@@ -55,6 +55,20 @@ int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int64_t now,
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line);
 
+/* ---- classes.c ---- */
+struct sbx_class;
+/* Create the SandboxClass informer (not started). 0 or -1. */
+int sbx_classes_init(struct sbx_controller *ctl);
+/* Probe the read and start the informer when allowed. 0 or -1. */
+int sbx_classes_start(struct sbx_controller *ctl);
+/* True once the class cache is loaded (or classes are off). */
+int sbx_classes_synced(struct sbx_controller *ctl);
+/* The class of sb: 0 with *found = 1 and out filled (sbx_class_free it), 0 with
+ * *found = 0 (no class: the flag defaults), -1 with the InvalidSpec message in why (a
+ * named class missing or invalid). */
+int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
+                  char *why, size_t whylen);
+
 /* ---- orphans.c ---- */
 /* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms
  * asks to look again, or is -1 once nothing is left (drop the key). 0 or -1. */

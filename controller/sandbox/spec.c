@@ -303,8 +303,47 @@ static int sbx_parse_strv(struct sbx_pctx *c, const cJSON *obj, const char *key,
     return 0;
 }
 
-/* An env list member (spec.env, spec.run.env): objects {name, value}; names valid,
- * unique, not reserved; values strings of at most 32768 characters (absent = ""). */
+/* valueFrom of env item i at path: only {secretKeyRef: {name, key, optional}}, a Secret of
+ * the Sandbox's own namespace (a pod cannot name another's), read by the kubelet. */
+static int sbx_parse_env_from(struct sbx_pctx *c, const cJSON *from, const char *path, size_t i,
+                              struct sbx_env *e) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *ref, *opt, *it;
+    const char *name, *key;
+
+    if (!cJSON_IsObject(from)) return sbx_fail(c, "%s[%zu].valueFrom: must be an object", path, i);
+    cJSON_ArrayForEach(it, from)
+        if (strcmp(it->string, "secretKeyRef") != 0)
+            return sbx_fail(c, "%s[%zu].valueFrom.%s: not supported (only secretKeyRef)", path, i,
+                            it->string);
+    ref = sbx_member(from, "secretKeyRef");
+    if (!ref) return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef: required", path, i);
+    if (!cJSON_IsObject(ref))
+        return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef: must be an object", path, i);
+    name = cJSON_IsString(sbx_member(ref, "name")) ? sbx_member(ref, "name")->valuestring : NULL;
+    key = cJSON_IsString(sbx_member(ref, "key")) ? sbx_member(ref, "key")->valuestring : NULL;
+    if (!name) return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.name: required (a string)", path, i);
+    if (!sbx_is_dns_subdomain(name))
+        return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.name: %s is not a valid Secret name "
+                        "(lower-case DNS-1123 subdomain)", path, i, sbx_quote(name, q, sizeof q));
+    if (!key) return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.key: required (a string)", path, i);
+    /* Secret data keys: [-._a-zA-Z0-9]+, at most 253 characters */
+    if (!*key || strlen(key) > SBX_CLASS_MAX_CHARS || strspn(key, "-._abcdefghijklmnopqrstuvwxyz"
+                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(key))
+        return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.key: %s is not a valid Secret key "
+                        "(letters, digits, '-', '_', '.')", path, i, sbx_quote(key, q, sizeof q));
+    opt = sbx_member(ref, "optional");
+    if (opt && !cJSON_IsBool(opt))
+        return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.optional: must be true or false", path, i);
+    e->secret_optional = cJSON_IsTrue(opt);
+    e->secret_name = strdup(name);
+    e->secret_key = strdup(key);
+    return e->secret_name && e->secret_key ? 0 : sbx_enomem(c);
+}
+
+/* An env list member (spec.env, spec.run.env): objects {name, value} or {name, valueFrom};
+ * names valid, unique, not reserved; values strings of at most 32768 characters
+ * (absent = ""); valueFrom a secretKeyRef (sbx_parse_env_from), never with value. */
 static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
                          const char *path, struct sbx_env **out, size_t *nout) {
     char q[4 * SBX_QUOTE_MAX + 8];
@@ -324,7 +363,7 @@ static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
     *out = calloc(n, sizeof **out);
     if (!*out) return sbx_enomem(c);
     cJSON_ArrayForEach(it, arr) {
-        const cJSON *name, *value;
+        const cJSON *name, *value, *from;
         size_t len;
 
         if (!cJSON_IsObject(it))
@@ -355,10 +394,14 @@ static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
         if (value && sbx_utf8_len(value->valuestring) > SBX_ENV_VALUE_MAX_CHARS)
             return sbx_fail(c, "%s[%zu].value: must be at most %d characters", path, i,
                             SBX_ENV_VALUE_MAX_CHARS);
+        from = sbx_member(it, "valueFrom");
+        if (from && value)
+            return sbx_fail(c, "%s[%zu]: value and valueFrom are mutually exclusive", path, i);
         (*out)[i].name = strdup(name->valuestring);
         (*out)[i].value = strdup(value ? value->valuestring : "");
         *nout = ++i;   /* counted now so that sbx_spec_free frees a half-built entry */
         if (!(*out)[i - 1].name || !(*out)[i - 1].value) return sbx_enomem(c);
+        if (from && sbx_parse_env_from(c, from, path, i - 1, &(*out)[i - 1])) return -1;
     }
     return 0;
 }
@@ -477,6 +520,13 @@ static int sbx_parse_resources(struct sbx_pctx *c, const cJSON *spec, struct sbx
     if (sbx_parse_qty(c, res, "cpu", "spec.resources.cpu", SBX_QTY_CPU, SBX_CPU_MIN,
                       SBX_CPU_MAX, c->d->cpu_millis, &s->cpu_millis))
         return -1;
+    if (res && sbx_member(res, "ephemeralStorage")) {
+        if (sbx_parse_qty(c, res, "ephemeralStorage", "spec.resources.ephemeralStorage", SBX_QTY_BYTES,
+                          SBX_WORKSPACE_MIN, SBX_WORKSPACE_MAX, 0, &s->ephemeral_bytes))
+            return -1;
+    } else {
+        s->ephemeral_bytes = c->d->ephemeral_bytes;   /* 0: no limit */
+    }
     if (res && sbx_opt_object(c, res, "requests", "spec.resources.requests", &req)) return -1;
     if (sbx_parse_request(c, res, req, "memory", SBX_QTY_BYTES, SBX_MEMORY_MIN, SBX_MEMORY_MAX,
                           c->d->memory_request_bytes, s->memory_bytes, &s->memory_request_bytes))
@@ -719,6 +769,7 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->storage_class = NULL;
     d->run_as_user = SBX_RUN_AS_DEFAULT;
     d->npull_secrets = 0;
+    d->ephemeral_bytes = 0;
 }
 
 static const char *const sbx_lifecycle_names[] = {
@@ -795,6 +846,8 @@ static void sbx_env_free(struct sbx_env *e, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(e[i].name);
         free(e[i].value);
+        free(e[i].secret_name);
+        free(e[i].secret_key);
     }
     free(e);
 }
@@ -814,6 +867,12 @@ void sbx_spec_free(struct sbx_spec *s) {
     sbx_env_free(s->run.env, s->run.nenv);
     for (size_t i = 0; i < s->nports; i++) free(s->ports[i].name);
     free(s->ports);
+    free(s->class_name);
+    free(s->runtime_class);
+    free(s->priority_class);
+    cJSON_Delete(s->node_selector);
+    cJSON_Delete(s->tolerations);
+    cJSON_Delete(s->affinity);
     memset(s, 0, sizeof *s);
 }
 
@@ -942,6 +1001,25 @@ static int sbx_add_env(cJSON *env, const char *name, const char *value) {
                ? 0 : -1;
 }
 
+/* Appends a spec env item: {name, value}, or {name, valueFrom: {secretKeyRef}}. */
+static int sbx_add_spec_env(cJSON *env, const struct sbx_env *v) {
+    cJSON *e, *ref;
+
+    if (!v->secret_name) return sbx_add_env(env, v->name, v->value ? v->value : "");
+    e = cJSON_CreateObject();
+    if (!e || !cJSON_AddItemToArray(env, e)) {
+        cJSON_Delete(e);
+        return -1;
+    }
+    if (!cJSON_AddStringToObject(e, "name", v->name)) return -1;
+    ref = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "secretKeyRef");
+    if (!ref ||
+        !cJSON_AddStringToObject(ref, "name", v->secret_name) ||
+        !cJSON_AddStringToObject(ref, "key", v->secret_key))
+        return -1;
+    return v->secret_optional && !cJSON_AddTrueToObject(ref, "optional") ? -1 : 0;
+}
+
 /* The container: image, main process, env, resources, mount, hardening. */
 static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
                                const struct sbx_spec *s) {
@@ -1000,10 +1078,10 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
         sbx_add_env(env, "YAO_CHAT_ID", s->chat_id))
         return -1;
     for (size_t i = 0; i < s->nenv; i++)
-        if (sbx_add_env(env, s->env[i].name, s->env[i].value)) return -1;
+        if (sbx_add_spec_env(env, &s->env[i])) return -1;
     if (s->lifecycle == SBX_ONE_SHOT)   /* after spec.env: a name in both takes run.env's value */
         for (size_t i = 0; i < s->run.nenv; i++)
-            if (sbx_add_env(env, s->run.env[i].name, s->run.env[i].value ? s->run.env[i].value : "")) return -1;
+            if (sbx_add_spec_env(env, &s->run.env[i])) return -1;
     /* The run's result is read from the termination message (oneshot.h); should the wrapper
      * not write one (no /bin/sh in the image), the kubelet falls back to the log's tail. */
     if (s->lifecycle == SBX_ONE_SHOT &&
@@ -1018,6 +1096,15 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
         !cJSON_AddStringToObject(req, "cpu", cpu_req) ||
         !cJSON_AddStringToObject(req, "memory", mem_req))
         return -1;
+    /* A limit on the container's writable layer, logs and emptyDirs: past it the kubelet
+     * evicts the pod instead of letting it fill the node's disk. No request is set, so
+     * Kubernetes takes the limit as the request (the scheduler reserves it). */
+    if (s->ephemeral_bytes > 0) {
+        char eph[32];
+        if (qty_format_memory(s->ephemeral_bytes, eph, sizeof eph) != 0 ||
+            !cJSON_AddStringToObject(lim, "ephemeral-storage", eph))
+            return -1;
+    }
 
     mounts = cJSON_AddArrayToObject(ctr, "volumeMounts");
     mount = cJSON_CreateObject();
@@ -1086,6 +1173,15 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
      * whole seconds rounded up. The clock starts when the kubelet accepts the pod. */
     if (s->lifecycle == SBX_ONE_SHOT && s->run.present && s->run.timeout_ms > 0 &&
         !cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)((s->run.timeout_ms + 999) / 1000)))
+        goto err;
+
+    /* Runtime and placement from the SandboxClass: a sandboxed runtime (gVisor, Kata),
+     * dedicated nodes, scheduling priority. */
+    if ((s->runtime_class && !cJSON_AddStringToObject(spec, "runtimeClassName", s->runtime_class)) ||
+        (s->priority_class && !cJSON_AddStringToObject(spec, "priorityClassName", s->priority_class)) ||
+        (s->node_selector && !cJSON_AddItemToObject(spec, "nodeSelector", cJSON_Duplicate(s->node_selector, 1))) ||
+        (s->tolerations && !cJSON_AddItemToObject(spec, "tolerations", cJSON_Duplicate(s->tolerations, 1))) ||
+        (s->affinity && !cJSON_AddItemToObject(spec, "affinity", cJSON_Duplicate(s->affinity, 1))))
         goto err;
 
     sc = cJSON_AddObjectToObject(spec, "securityContext");

@@ -47,7 +47,13 @@ enum sbx_pull_policy {
     SBX_PULL_NEVER,
 };
 
-struct sbx_env { char *name; char *value; };
+/* One variable: a literal value, or (secret_name set) valueFrom.secretKeyRef of a Secret
+ * in the Sandbox's namespace, read by the kubelet: the controller never sees the value. */
+struct sbx_env {
+    char *name; char *value;
+    char *secret_name, *secret_key;   /* both set, or both NULL */
+    int secret_optional;
+};
 
 struct sbx_strv { char **v; size_t n; };   /* string array; v NULL when n == 0 */
 
@@ -93,6 +99,13 @@ struct sbx_spec {
     const char *const *pull_secrets; size_t npull_secrets;
     struct sbx_port *ports; size_t nports;   /* spec.ports, in the spec's order */
     int service;               /* spec.service.enabled: a ClusterIP Service for the ports */
+    int64_t ephemeral_bytes;   /* ephemeral-storage limit; 0 = none */
+    /* Pod placement and runtime, from the SandboxClass (sandbox/sandboxclass.c); NULL = unset.
+     * The JSON members are owned copies, emitted into the pod spec as they are. */
+    char *runtime_class, *priority_class;
+    cJSON *node_selector, *tolerations, *affinity;
+    char *class_name;          /* the SandboxClass applied; NULL = flag defaults only */
+    int max_running_per_user;  /* the class's cap on running sandboxes per user; 0 = none */
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
@@ -116,6 +129,7 @@ struct sbx_defaults {
                                       SBX_RUN_AS_AUTO = the platform chooses */
     const char *pull_secrets[SBX_PULL_SECRETS_MAX]; /* YAO_SANDBOX_IMAGE_PULL_SECRETS: */
     size_t npull_secrets;          /* imagePullSecrets of sandbox pods, none by default */
+    int64_t ephemeral_bytes;       /* ephemeral-storage limit, 0 = none (a SandboxClass sets one) */
 };
 
 /* The idle main process used when the spec gives neither command nor args. */

@@ -200,9 +200,13 @@ class T:
         return cmd
 
     def bridge_env(self, extra):
+        # Most cases talk to a plaintext peer on loopback, which the bridge refuses to send
+        # a token to unless allowed: they run with YAO_BRIDGE_ALLOW_INSECURE=1. A case that
+        # tests the refusal passes YAO_BRIDGE_ALLOW_INSECURE=None (removed).
         env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_")}
+        env["YAO_BRIDGE_ALLOW_INSECURE"] = "1"
         env.update(extra or {})
-        return env
+        return {k: v for k, v in env.items() if v is not None}
 
     def check_valgrind(self):
         if not self.args.valgrind:
@@ -681,6 +685,35 @@ def tls_mcp_half_close(t):
     check(ev.index("eof") < ev.index("sent-deferred"), "peer did not see EOF before its final reply: %s" % ev)
     check(response_ids(out) == [1, 2, 3] and out == peer.sent_bytes(), "stdout: %r" % out)
     check(peer.received() == b"".join(MCP_SESSION), "peer received different bytes")
+
+
+@case("a token is never sent over plain TCP unless YAO_BRIDGE_ALLOW_INSECURE=1: tcp and grpc "
+      "modes exit 2 with one line, before connecting; TLS needs no permission")
+def token_needs_tls(t):
+    peer = Peer(t, ["--tcp", "127.0.0.1:0", "--token", "s3cret"])
+    for env, tls_var in (({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "s3cret"},
+                          "YAO_IPC_TLS"),
+                         ({"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "s3cret",
+                           "YAO_SANDBOX_ID": "s"}, "YAO_GRPC_TLS")):
+        for off in (None, "0"):
+            env["YAO_BRIDGE_ALLOW_INSECURE"] = off
+            rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+            check(rc == 2 and out == b"", "%s: rc=%d out=%r" % (env["YAO_IPC_MODE"], rc, out))
+            one_line_error(err, "refusing to send the token over plain TCP to 127.0.0.1:%s: set %s=1 (TLS), "
+                           "or YAO_BRIDGE_ALLOW_INSECURE=1" % (peer.port, tls_var))
+    env["YAO_BRIDGE_ALLOW_INSECURE"] = "perhaps"
+    rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+    check(rc == 2, "rc=%d" % rc)
+    one_line_error(err, "YAO_BRIDGE_ALLOW_INSECURE=perhaps: want 1 or 0")
+    got = peer.received() if os.path.exists(peer.record) else b""
+    check(got == b"", "the peer received %r" % got)
+    peer.kill()
+    c = t.certs()
+    tpeer = tcp_peer(t, "--mode", "sink", tls=c["good"])
+    rc, out, err = t.run([], dict(tls_env(tpeer, "127.0.0.1", ca=c["good"][0]), YAO_BRIDGE_ALLOW_INSECURE=None),
+                         stdin=b"abc\n")
+    tpeer.wait()
+    check(rc == 0 and out == b'{"received":4}\n', "TLS without the permission: rc=%d out=%r err=%r" % (rc, out, err))
 
 
 @case("TLS to an IP literal (127.0.0.1) is checked against the certificate's IP SAN")

@@ -83,6 +83,8 @@ def view(o):
         return {"roleRef": o["roleRef"], "subjects": o["subjects"], "namespace": m.get("namespace")}
     if k == "CustomResourceDefinition":
         return {"spec": o["spec"], "labels": m.get("labels")}
+    if k == "SandboxClass":
+        return {"spec": o["spec"], "annotations": m.get("annotations")}
     if k == "ServiceAccount":
         return {"namespace": m.get("namespace")}
     if k == "Service":
@@ -137,15 +139,21 @@ has_no() { ! grep -q -- "$2" <<<"$1" || { echo "    [$1] contains [$2]" >&2; ret
 
 # --- the chart on its own -----------------------------------------------------------------
 check "chart CRD is crd/sandbox.yaml, byte for byte" cmp "$SRC_DIR/crd/sandbox.yaml" "$CHART/crds/sandbox.yaml"
+check "chart CRD is crd/sandboxclass.yaml, byte for byte" cmp "$SRC_DIR/crd/sandboxclass.yaml" "$CHART/crds/sandboxclass.yaml"
 lint_clean() { local out; out=$(helm lint "$@" 2>&1) || { echo "$out" >&2; return 1; }; has_no "$out" "\[WARNING\]\|\[ERROR\]"; }
 check "helm lint is clean" lint_clean "$CHART"
 check "helm lint --strict is clean" lint_clean --strict "$CHART"
 check "helm lint --strict is clean in namespaced mode" lint_clean --strict "$CHART" --set "watchNamespaces={team-a}" --set replicas=2
 
 # Default values, release "yao-sandbox" in yao-sandbox-system: the objects of manifests/.
+# kubectl turns a SandboxClass into JSON only with its CRD on the server.
+kubectl apply -f "$SRC_DIR/crd/" >/dev/null &&
+    kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null
 render "$T/default" --include-crds
-# What install_manifests applies: crd/ and manifests/.
-{ cat "$SRC_DIR/crd/sandbox.yaml"; for f in "$SRC_DIR"/manifests/*.yaml; do echo ---; cat "$f"; done; } > "$T/manifests.yaml"
+# What install_manifests applies: crd/ and manifests/, and the default SandboxClass
+# (manifests/classes/, applied once the CRD is Established).
+{ sep=; for f in "$SRC_DIR"/crd/*.yaml "$SRC_DIR"/manifests/*.yaml "$SRC_DIR"/manifests/classes/*.yaml; do
+      [ -n "$sep" ] && echo ---; sep=1; cat "$f"; done; } > "$T/manifests.yaml"
 to_json "$T/manifests.yaml" "$T/manifests.json"
 # (the chart adds its `helm test` hook pod, which is no part of an install)
 check "chart renders the same objects as crd/ + manifests/ (manifests/ adds the Namespace)" \

@@ -76,9 +76,9 @@ check "the fixed local port is the one asked for" grep -qx "Forwarding from 127.
 check "a small page through the forward" eq "$(curl -sS --max-time 20 "http://127.0.0.1:$LPORT/index.html")" "hello from the sandbox"
 curl -sS --max-time 60 -o "$WORK/big.1" "http://127.0.0.1:$LPORT/big"
 check "20 MB through the forward arrive byte-exact" cmp "$WORK/big" "$WORK/big.1"
-for i in 1 2 3 4 5 6; do curl -sS --max-time 120 -o "$WORK/par.$i" "http://127.0.0.1:$LPORT/big" & done
-wait_all() { local ok=0 p; for p in $(jobs -p); do [ "$p" = "$PF" ] && continue; wait "$p" || ok=1; done; return $ok; }
-wait_all
+curls=()
+for i in 1 2 3 4 5 6; do curl -sS --max-time 120 -o "$WORK/par.$i" "http://127.0.0.1:$LPORT/big" & curls+=($!); done
+wait "${curls[@]}"
 same=0; for i in 1 2 3 4 5 6; do cmp -s "$WORK/big" "$WORK/par.$i" && same=$((same + 1)); done
 check "6 connections at once, each byte-exact" eq "$same" 6
 # the server closes each connection after its response (HTTP/1.0): the client sees the end

@@ -106,6 +106,12 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [storage.k8s.io]
   resources: [storageclasses]
   verbs: [list, watch]
+# SandboxClasses (informer; cluster-scoped): the defaults and limits of each Sandbox.
+# (A namespaced install's Role cannot grant this read; without it every Sandbox gets the
+# flag defaults.)
+- apiGroups: [sandbox.yaoapps.com]
+  resources: [sandboxclasses]
+  verbs: [list, watch]
 # Events on Sandboxes (core/v1): a new Event per transition, or a patch raising the count
 # of an identical one (kube/events.c)
 - apiGroups: [""]

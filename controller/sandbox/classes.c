@@ -1,0 +1,109 @@
+/* sandbox/classes.c — the SandboxClass informer and the choice of a Sandbox's class:
+ * spec.className, else the class marked default (SBX_ANN_DEFAULT_CLASS), else none (the
+ * controller's flags alone). A class change is level-triggered: every Sandbox of that class
+ * (and, when the default mark is involved, every Sandbox without spec.className) is
+ * queued again, and its next pass resolves the new effective spec (a pod whose template
+ * changed is replaced as for any spec change).
+ *
+ * Not here: what a class means (sandboxclass.c). */
+#include "sandbox/reconcile.h"
+#include "sandbox/reconcile_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/sandboxclass.h"
+
+struct class_requeue { struct sbx_controller *ctl; const char *name; int defaults; };
+
+/* Queue a Sandbox whose class is the changed one. */
+static int requeue_of_class(void *ud, const char *key, const cJSON *sb) {
+    struct class_requeue *r = ud;
+    const char *cn = kj_str(sb, "spec.className");
+    if ((cn && *cn && !strcmp(cn, r->name)) || ((!cn || !*cn) && r->defaults)) queue_add(r->ctl->queue, key);
+    return 0;
+}
+
+/* A SandboxClass changed: queue its Sandboxes. */
+static void on_class(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    struct class_requeue r = {ctl, key, sbx_class_is_default(old) || sbx_class_is_default(cur)};
+    informer_foreach(ctl->sandboxes, requeue_of_class, &r);
+}
+
+int sbx_classes_init(struct sbx_controller *ctl) {
+    char path[256];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_CLASS_PLURAL);
+    struct informer_options io = {.path = path, .on_change = on_class, .ud = ctl};
+    ctl->sandbox_classes = informer_new(ctl->client, &io);
+    return ctl->sandbox_classes ? 0 : -1;
+}
+
+int sbx_classes_start(struct sbx_controller *ctl) {
+    char perr[KUBE_ERR_MAX], path[256];
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/%s?limit=1", SBX_GROUP, SBX_CLASS_PLURAL);
+    long st = kube_get(ctl->client, path, NULL, perr, sizeof(perr));
+    /* Only a definite "no" turns classes off. Any other failure (the API server
+     * restarting) starts the informer anyway and the controller waits for its cache:
+     * a transient error must not let Sandboxes through without their class's limits. */
+    ctl->sandbox_classes_on = !(st == 401 || st == 403 || st == 404);
+    if (!ctl->sandbox_classes_on) {
+        LOGW("msg=\"SandboxClasses are not readable (CRD not installed, or no RBAC for the cluster-scoped read): "
+             "every Sandbox gets the controller's flag defaults; one naming a class is InvalidSpec; restart the "
+             "controller after installing the CRD\" status=%ld", st);
+        return 0;
+    }
+    return informer_start(ctl->sandbox_classes);
+}
+
+int sbx_classes_synced(struct sbx_controller *ctl) {
+    return !ctl->sandbox_classes_on || informer_synced(ctl->sandbox_classes);
+}
+
+struct default_pick { char name[256]; char created[64]; int n; };
+
+/* The newest class marked default (as Kubernetes picks among default StorageClasses);
+ * equal creation times: the smaller name. */
+static int pick_default(void *ud, const char *key, const cJSON *obj) {
+    struct default_pick *p = ud;
+    if (!sbx_class_is_default(obj)) return 0;
+    const char *ts = kj_str(obj, "metadata.creationTimestamp");
+    if (!ts) ts = "";
+    int cmp = strcmp(ts, p->created);
+    if (!p->n || cmp > 0 || (cmp == 0 && strcmp(key, p->name) < 0)) {
+        snprintf(p->name, sizeof(p->name), "%s", key);
+        snprintf(p->created, sizeof(p->created), "%s", ts);
+    }
+    p->n++;
+    return 0;
+}
+
+int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
+                  char *why, size_t whylen) {
+    const char *name = kj_str(sb, "spec.className");
+    struct default_pick p = {.n = 0};
+    *found = 0;
+    if (name && !*name) name = NULL;
+    if (!ctl->sandbox_classes_on) {
+        if (!name) return 0;
+        snprintf(why, whylen, "spec.className: SandboxClass \"%.253s\" cannot be used: the controller cannot read "
+                 "SandboxClasses (CRD not installed, or no RBAC)", name);
+        return -1;
+    }
+    if (!name) {
+        informer_foreach(ctl->sandbox_classes, pick_default, &p);
+        if (!p.n) return 0;   /* no default class: the flag defaults */
+        name = p.name;
+    }
+    cJSON *obj = informer_get(ctl->sandbox_classes, name);
+    if (!obj) {
+        snprintf(why, whylen, "spec.className: SandboxClass \"%.253s\" not found", name);
+        return -1;
+    }
+    int rc = sbx_class_parse(obj, out, why, whylen);
+    cJSON_Delete(obj);
+    if (rc == 0) *found = 1;
+    return rc;
+}

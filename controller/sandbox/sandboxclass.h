@@ -1,0 +1,58 @@
+/* sandbox/sandboxclass.h — SandboxClass (sandbox.yaoapps.com/v1alpha1, cluster-scoped):
+ * the operator's template and limits for Sandboxes, like a StorageClass. Parsing a class
+ * object, and the pure resolution "Sandbox + class (or the controller's flag defaults) →
+ * effective spec, or InvalidSpec naming the field and the limit". No I/O: the informer and
+ * the choice of a class (spec.className, else the default class) are in classes.c. */
+#ifndef YAO_SANDBOX_SANDBOXCLASS_H
+#define YAO_SANDBOX_SANDBOXCLASS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "sandbox/spec.h"
+
+#define SBX_CLASS_KIND "SandboxClass"
+#define SBX_CLASS_PLURAL "sandboxclasses"
+/* On a SandboxClass: "true" makes it the class of Sandboxes without spec.className (as
+ * storageclass.kubernetes.io/is-default-class). */
+#define SBX_ANN_DEFAULT_CLASS "sandbox.yaoapps.com/is-default-class"
+
+/* A default and a ceiling; 0 = not set. */
+struct sbx_class_limit { int64_t dflt, max; };
+
+struct sbx_class {
+    char *name;
+    char *image;                          /* spec.image.default */
+    struct sbx_strv image_prefixes;       /* spec.image.allowedPrefixes; empty = any image */
+    struct sbx_class_limit memory, cpu;   /* spec.resources.{memory,cpu}: bytes, millicores */
+    struct sbx_class_limit ephemeral;     /* spec.resources.ephemeralStorage: bytes */
+    struct sbx_class_limit workspace;     /* spec.workspace.{defaultSize,maxSize} */
+    char *storage_class;                  /* spec.workspace.storageClassName */
+    struct sbx_strv storage_classes;      /* spec.workspace.allowedStorageClassNames */
+    char *runtime_class, *priority_class; /* spec.runtimeClassName, spec.priorityClassName */
+    cJSON *node_selector, *tolerations, *affinity;   /* copies; NULL = unset */
+    int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */
+    int max_running_per_user;             /* spec.maxRunningPerUser; 0 = no cap */
+};
+
+/* Parse and validate a SandboxClass object into out. 0, or -1 with a one-line message
+ * naming the class and the field in err (out is then empty). */
+int sbx_class_parse(const cJSON *obj, struct sbx_class *out, char *err, size_t errlen);
+void sbx_class_free(struct sbx_class *c);
+
+/* True if the object carries SBX_ANN_DEFAULT_CLASS: "true". */
+int sbx_class_is_default(const cJSON *obj);
+
+/* The effective spec of sandbox under cls (NULL: no class, the flag defaults alone).
+ * (The default lifecycle stays the CRD's "session".)
+ * Defaults: the Sandbox's own field, else the class's default, else the flag default
+ * (capped at the class's maximum when the class sets only a maximum). Then the class's
+ * ceilings: image prefixes, memory, cpu, ephemeral-storage, workspace size, storage class.
+ * Placement and runtime (runtimeClassName, nodeSelector, tolerations, affinity,
+ * priorityClassName) and the per-user cap are copied into out. 0, or -1 with the
+ * InvalidSpec message in err ("spec.resources.memory: 4Gi is above the maximum 2Gi of
+ * SandboxClass \"small\" (spec.resources.memory.max)"). d NULL = built-in defaults. */
+int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *cls, const struct sbx_defaults *d,
+                      struct sbx_spec *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# SandboxClass and secrets on the real plane (kwok nodes): the SandboxClass CRD and the
+# controller's RBAC installed with kubectl apply, the controller running with its
+# ServiceAccount's token. Without a class a Sandbox gets the controller's flags; a class
+# named in spec.className gives its defaults (image, memory, ephemeral-storage) and its
+# runtimeClassName, nodeSelector, tolerations, affinity and priorityClassName to the pod;
+# a Sandbox beyond the class (memory, image, workspace size) is Ready=False/InvalidSpec
+# naming the field and the limit; a class that does not exist yet is InvalidSpec until it
+# is created; the class marked default applies to Sandboxes without className; a change of
+# a class reaches its running Sandboxes (pod replaced); spec.env[].valueFrom.secretKeyRef
+# reaches the pod while the Sandbox holds no secret value, and the viewer role cannot read
+# Secrets. Classes made here are named yao-it-* and removed at the end.
+. "$(dirname "$0")/lib.sh"
+NS=yao-it-class
+LOG=$BUILD_DIR/test-class.log
+: > "$LOG"
+check "CRDs and manifests apply with kubectl" install_manifests
+est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
+check "SandboxClass CRD is Established" est
+check "short name ysbc" eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
+cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late --ignore-not-found >/dev/null; }
+cleanup_classes
+on_exit cleanup_classes
+on_exit "kubectl delete runtimeclass yao-it-gvisor --ignore-not-found; kubectl delete priorityclass yao-it-sandboxes --ignore-not-found"
+fresh_namespace $NS
+others=$(kubectl get sandboxclass -o jsonpath='{range .items[?(@.metadata.annotations.sandbox\.yaoapps\.com/is-default-class=="true")]}{.metadata.name} {end}')
+[ -z "$others" ] || echo "    note: default SandboxClass(es) already on the cluster: $others (the flag-fallback checks will see them)"
+
+# A RuntimeClass and a PriorityClass for the class to name (the API server refuses a pod
+# naming ones that do not exist); kwok runs any handler.
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: yao-it-gvisor}
+handler: runsc
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: yao-it-sandboxes}
+value: 1000
+description: yao-sandbox integration test
+YAML
+# A pod with an ephemeral-storage limit (request = limit) needs nodes that report
+# ephemeral-storage, as a real kubelet does; tests/cluster/up gives its kwok nodes 1Ti, and
+# a plane started before that gets it here.
+for n in $(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}={.status.allocatable.ephemeral-storage}{"\n"}{end}' | sed -n 's/=$//p'); do
+    kubectl patch node "$n" --subresource=status --type=merge \
+        -p '{"status":{"capacity":{"ephemeral-storage":"1Ti"},"allocatable":{"ephemeral-storage":"1Ti"}}}' >/dev/null
+done
+NODE_LABEL=$(kubectl get nodes -o jsonpath='{.items[0].metadata.labels.kubernetes\.io/hostname}')
+
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 2 --memory 3Gi --idle-timeout 45m
+
+sandbox() {   # sandbox NAME SPEC-MEMBERS
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: cu, chatID: %s%s}\n' \
+        "$1" "$1" "${2:+, $2}" | kubectl -n $NS apply -f - >/dev/null
+}
+podj() { kubectl -n $NS get pod "yao-sb-cu-$1" -o jsonpath="$2" 2>/dev/null; }
+msg() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'; }
+pod_is() { [ "$(podj "$1" "$2")" = "$3" ]; }
+
+# --- no class: the controller's flags ----------------------------------------------------------
+sandbox plain
+check "no class: Running" eventually 20 phase_is $NS plain Running
+check "no class: the flags' memory limit (--memory 3Gi), no ephemeral-storage limit, no runtimeClassName" \
+    eq "$(podj plain '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}/{.spec.runtimeClassName}')" "3Gi//"
+
+# --- a named class ------------------------------------------------------------------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-small}
+spec:
+  image: {default: "busybox:1.36", allowedPrefixes: ["busybox:", "yao-sandbox/"]}
+  resources:
+    memory: {default: 1Gi, max: 2Gi}
+    cpu: {max: "2"}
+    ephemeralStorage: {default: 4Gi, max: 8Gi}
+  workspace: {maxSize: 20Gi}
+  runtimeClassName: yao-it-gvisor
+  priorityClassName: yao-it-sandboxes
+  nodeSelector: {kubernetes.io/hostname: "$NODE_LABEL"}
+  tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: Exists}]}]
+  idleTimeout: 20m
+  maxRunningPerUser: 3
+YAML
+sandbox within 'className: yao-it-small'
+check "class: Running" eventually 20 phase_is $NS within Running
+check "class: its default image, memory, ephemeral-storage; cpu the flags' (under the max)" \
+    eq "$(podj within '{.spec.containers[0].image} {.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}/{.spec.containers[0].resources.limits.cpu}')" \
+    "busybox:1.36 1Gi/4Gi/1"
+check "class: runtimeClassName and priorityClassName" eq "$(podj within '{.spec.runtimeClassName}/{.spec.priorityClassName}')" "yao-it-gvisor/yao-it-sandboxes"
+check "class: nodeSelector, tolerations, affinity" \
+    eq "$(podj within '{.spec.nodeSelector.kubernetes\.io/hostname}/{.spec.tolerations[?(@.key=="sandbox")].effect}/{.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator}')" \
+    "$NODE_LABEL/NoSchedule/Exists"
+check "class: the pod is still hardened (restricted PSS)" \
+    eq "$(podj within '{.spec.securityContext.runAsNonRoot}/{.spec.automountServiceAccountToken}/{.spec.containers[0].securityContext.capabilities.drop[0]}')" "true/false/ALL"
+
+sandbox bigmem 'className: yao-it-small, resources: {memory: 4Gi}'
+check "beyond the class (memory): InvalidSpec" eventually 20 reason_is $NS bigmem InvalidSpec
+check "  naming the field and the limit" eq "$(msg bigmem)" \
+    'spec.resources.memory: 4Gi is above the maximum 2Gi of SandboxClass "yao-it-small" (spec.resources.memory.max)'
+check "  and no pod" eq "$(kubectl -n $NS get pod yao-sb-cu-bigmem -o name 2>/dev/null)" ""
+sandbox badimage 'className: yao-it-small, image: "docker.io/evil/miner:1"'
+check "beyond the class (image): InvalidSpec naming the allowed prefixes" eventually 20 reason_is $NS badimage InvalidSpec
+check "  message" eq "$(msg badimage)" \
+    'spec.image: "docker.io/evil/miner:1" is not allowed by SandboxClass "yao-it-small" (spec.image.allowedPrefixes: "busybox:", "yao-sandbox/")'
+sandbox bigdisk 'className: yao-it-small, workspace: {size: 64Ti}, resources: {ephemeralStorage: 9Gi}'
+check "beyond the class (workspace size): InvalidSpec" eventually 20 reason_is $NS bigdisk InvalidSpec
+check "  message" eq "$(msg bigdisk)" \
+    'spec.resources.ephemeralStorage: 9Gi is above the maximum 8Gi of SandboxClass "yao-it-small" (spec.resources.ephemeralStorage.max)'
+kubectl -n $NS patch sandbox bigdisk --type=merge -p '{"spec":{"resources":{"ephemeralStorage":"8Gi"}}}' >/dev/null
+check "  fixed the ephemeral-storage, the workspace size is next" eventually 20 eval \
+    "[ \"\$(msg bigdisk)\" = 'spec.workspace.size: 64Ti is above the maximum 20Gi of SandboxClass \"yao-it-small\" (spec.workspace.maxSize)' ]"
+
+# --- a class that does not exist yet: InvalidSpec, then Running once it is created -------------
+sandbox late 'className: yao-it-late'
+check "unknown class: InvalidSpec" eventually 20 reason_is $NS late InvalidSpec
+check "  message" eq "$(msg late)" 'spec.className: SandboxClass "yao-it-late" not found'
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-late}
+spec: {resources: {ephemeralStorage: {max: 2Gi}}}
+YAML
+check "  created: the Sandbox is queued again and Running (level-triggered)" eventually 20 phase_is $NS late Running
+check "  with the class's maximum as its ephemeral-storage limit" eq "$(podj late '{.spec.containers[0].resources.limits.ephemeral-storage}')" 2Gi
+
+# --- a change of a class reaches its Sandboxes -------------------------------------------------
+uid_before=$(podj within '{.metadata.uid}')
+kubectl patch sandboxclass yao-it-small --type=merge -p '{"spec":{"resources":{"ephemeralStorage":{"default":"6Gi"}}}}' >/dev/null
+check "class changed: the pod of its Sandbox is replaced with the new limit" eventually 30 pod_is within '{.spec.containers[0].resources.limits.ephemeral-storage}' 6Gi
+check "  (another pod, same workspace)" eval "[ \"\$(podj within '{.metadata.uid}')\" != '$uid_before' ]"
+check "  and Running again" eventually 20 phase_is $NS within Running
+
+# --- the default class --------------------------------------------------------------------------
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata:
+  name: yao-it-default
+  annotations: {sandbox.yaoapps.com/is-default-class: "true"}
+spec:
+  resources: {memory: {default: 1536Mi, max: 8Gi}, ephemeralStorage: {default: 3Gi}}
+YAML
+sandbox plain2
+check "default class: a Sandbox without className gets it" eventually 20 pod_is plain2 '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}' 1536Mi/3Gi
+check "  and the one made before the class is rolled onto it" eventually 30 pod_is plain '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}' 1536Mi/3Gi
+check "  a Sandbox naming another class keeps that one" eq "$(podj within '{.spec.containers[0].resources.limits.memory}')" 1Gi
+sandbox plain3 'resources: {memory: 9Gi}'
+check "  beyond the default class: InvalidSpec naming it" eventually 20 eval \
+    "[ \"\$(msg plain3)\" = 'spec.resources.memory: 9Gi is above the maximum 8Gi of SandboxClass \"yao-it-default\" (spec.resources.memory.max)' ]"
+kubectl annotate sandboxclass yao-it-default sandbox.yaoapps.com/is-default-class- >/dev/null
+check "default mark removed: back to the flags (3Gi, no ephemeral-storage limit)" eventually 30 pod_is plain '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}' 3Gi/
+check "  and the one beyond it is fine now" eventually 20 phase_is $NS plain3 Running
+
+# --- the schema ---------------------------------------------------------------------------------
+out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-bad}\nspec: {resources: {memory: {max: lots}}}\n' | kubectl apply -f - 2>&1)
+check "schema: a class with a bad quantity is refused by the API server" contains "$out" "spec.resources.memory.max"
+out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: bad}\nspec: {userID: a, chatID: b, className: "Not_A_Name"}\n' | kubectl -n $NS apply -f - 2>&1)
+check "schema: a className that is no object name is refused" contains "$out" "spec.className"
+
+# --- secrets --------------------------------------------------------------------------------------
+kubectl -n $NS create secret generic yao-token --from-literal=token=s3cr3t-value-42 >/dev/null
+sandbox withsecret 'env: [{name: YAO_TOKEN, valueFrom: {secretKeyRef: {name: yao-token, key: token}}}, {name: PLAIN, value: x}]'
+check "env from a Secret: Running" eventually 20 phase_is $NS withsecret Running
+check "  the pod takes YAO_TOKEN from the Secret (the kubelet reads it)" \
+    eq "$(podj withsecret '{.spec.containers[0].env[?(@.name=="YAO_TOKEN")].valueFrom.secretKeyRef.name}/{.spec.containers[0].env[?(@.name=="YAO_TOKEN")].valueFrom.secretKeyRef.key}/{.spec.containers[0].env[?(@.name=="PLAIN")].value}')" \
+    "yao-token/token/x"
+check "  the secret value is in neither the Sandbox nor the pod" eval \
+    "! { kubectl -n $NS get sandbox withsecret -o json; kubectl -n $NS get pod yao-sb-cu-withsecret -o json; } | grep -q s3cr3t-value-42"
+out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: both}\nspec: {userID: a, chatID: b, env: [{name: T, value: x, valueFrom: {secretKeyRef: {name: s, key: k}}}]}\n' | kubectl -n $NS apply -f - 2>&1)
+check "schema: value and valueFrom together are refused" contains "$out" "value and valueFrom are mutually exclusive"
+kubectl -n $NS create serviceaccount viewer >/dev/null
+kubectl -n $NS create serviceaccount editor >/dev/null
+kubectl -n $NS create rolebinding viewer --clusterrole=yao-sandbox-viewer --serviceaccount=$NS:viewer >/dev/null
+kubectl -n $NS create rolebinding editor --clusterrole=yao-sandbox-editor --serviceaccount=$NS:editor >/dev/null
+can() { kubectl auth can-i "$@" 2>/dev/null; }
+check "the viewer reads Sandboxes" eq "$(can get sandboxes -n $NS --as=system:serviceaccount:$NS:viewer)" yes
+check "the viewer cannot read Secrets" eq "$(can get secrets -n $NS --as=system:serviceaccount:$NS:viewer)/$(can list secrets -n $NS --as=system:serviceaccount:$NS:viewer)" no/no
+check "the editor cannot read Secrets either" eq "$(can get secrets -n $NS --as=system:serviceaccount:$NS:editor)" no
+check "the viewer cannot change SandboxClasses" eq "$(can patch sandboxclasses --as=system:serviceaccount:$NS:viewer)" no
+check "the controller cannot read Secrets" eq "$(can get secrets -n $NS --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)" no
+check "the controller reads SandboxClasses and cannot change them" \
+    eq "$(can list sandboxclasses --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)/$(can patch sandboxclasses --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)" yes/no
+
+check "no Forbidden in the controller log" eval "! grep -q 'status=403\|Forbidden' '$LOG'"
+finish

@@ -1,0 +1,409 @@
+/* tests/unit/test_sandboxclass.c — SandboxClass parsing and the resolution of a Sandbox's
+ * effective spec under its class (sandbox/sandboxclass.c): class defaults over flag
+ * defaults, every ceiling with its exact InvalidSpec message, placement and runtime into
+ * the pod, env from Secrets (sandbox/spec.c). */
+#include "check.h"
+
+#include "sandbox/sandboxclass.h"
+#include "sandbox/spec.h"
+
+#define GIB (INT64_C(1) << 30)
+#define MIB (INT64_C(1) << 20)
+
+/* A Sandbox object with the given spec members (JSON text without braces). */
+static cJSON *sandbox(const char *members) {
+    char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"metadata\":{\"name\":\"sb\",\"namespace\":\"ns\",\"uid\":\"u-1\"},"
+             "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\"%s%s}}",
+             *members ? "," : "", members);
+    cJSON *o = cJSON_Parse(buf);
+    CHECK(o != NULL);
+    return o;
+}
+
+/* A class object named name with the given spec members. */
+static cJSON *class_obj(const char *name, const char *members) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}", name, members);
+    cJSON *o = cJSON_Parse(buf);
+    CHECK(o != NULL);
+    return o;
+}
+
+/* Parse a class; CHECKs success. */
+static int parse_class(const char *members, struct sbx_class *k) {
+    char err[512];
+    cJSON *o = class_obj("small", members);
+    int rc = sbx_class_parse(o, k, err, sizeof err);
+    if (rc) fprintf(stderr, "  class error: %s\n", err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* Resolve spec members under class members ("" class → no class); returns rc, err out. */
+static int resolve(const char *class_members, const char *spec_members, struct sbx_spec *s,
+                   char *err, size_t errlen) {
+    struct sbx_class k;
+    struct sbx_defaults d;
+    int have = class_members != NULL, rc;
+    cJSON *sb = sandbox(spec_members);
+
+    sbx_defaults_init(&d);
+    if (have && parse_class(class_members, &k)) {
+        cJSON_Delete(sb);
+        return -2;
+    }
+    rc = sbx_class_resolve(sb, have ? &k : NULL, &d, s, err, errlen);
+    if (have) sbx_class_free(&k);
+    cJSON_Delete(sb);
+    return rc;
+}
+
+/* Expect InvalidSpec with exactly msg. */
+static void expect_invalid(const char *class_members, const char *spec_members, const char *msg) {
+    char err[1024] = "";
+    struct sbx_spec s;
+    CHECK_INT(resolve(class_members, spec_members, &s, err, sizeof err), -1);
+    CHECK_STR(err, msg);
+}
+
+#define SMALL \
+    "\"image\":{\"default\":\"reg.example/sbx:1\",\"allowedPrefixes\":[\"reg.example/\",\"python:3\"]}," \
+    "\"resources\":{\"memory\":{\"default\":\"1Gi\",\"max\":\"2Gi\"},\"cpu\":{\"default\":\"500m\",\"max\":2}," \
+    "\"ephemeralStorage\":{\"default\":\"4Gi\",\"max\":\"8Gi\"}}," \
+    "\"workspace\":{\"storageClassName\":\"fast\",\"defaultSize\":\"5Gi\",\"maxSize\":\"20Gi\"}," \
+    "\"runtimeClassName\":\"gvisor\",\"priorityClassName\":\"sandboxes\"," \
+    "\"nodeSelector\":{\"pool\":\"sandboxes\"}," \
+    "\"tolerations\":[{\"key\":\"sandbox\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]," \
+    "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":" \
+    "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\"]}]}]}}}," \
+    "\"idleTimeout\":\"10m\",\"maxRunningPerUser\":3"
+
+/* ---- parsing ---------------------------------------------------------------------------- */
+
+TEST(parse_full_class) {
+    struct sbx_class k;
+    CHECK_INT(parse_class(SMALL, &k), 0);
+    CHECK_STR(k.name, "small");
+    CHECK_STR(k.image, "reg.example/sbx:1");
+    CHECK_INT(k.image_prefixes.n, 2);
+    CHECK_STR(k.image_prefixes.v[1], "python:3");
+    CHECK_INT(k.memory.dflt, GIB);
+    CHECK_INT(k.memory.max, 2 * GIB);
+    CHECK_INT(k.cpu.dflt, 500);
+    CHECK_INT(k.cpu.max, 2000);
+    CHECK_INT(k.ephemeral.dflt, 4 * GIB);
+    CHECK_INT(k.ephemeral.max, 8 * GIB);
+    CHECK_STR(k.storage_class, "fast");
+    CHECK_INT(k.workspace.dflt, 5 * GIB);
+    CHECK_INT(k.workspace.max, 20 * GIB);
+    CHECK_STR(k.runtime_class, "gvisor");
+    CHECK_STR(k.priority_class, "sandboxes");
+    CHECK(k.node_selector && k.tolerations && k.affinity);
+    CHECK_INT(k.idle_timeout_ms, 600000);
+    CHECK_INT(k.max_running_per_user, 3);
+    sbx_class_free(&k);
+}
+
+TEST(parse_empty_class_sets_nothing) {
+    struct sbx_class k;
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"bare\"}}");
+    char err[256];
+    CHECK_INT(sbx_class_parse(o, &k, err, sizeof err), 0);
+    CHECK(!k.image && !k.memory.max && !k.runtime_class && !k.node_selector && !k.max_running_per_user);
+    sbx_class_free(&k);
+    cJSON_Delete(o);
+}
+
+static void expect_class_error(const char *members, const char *msg) {
+    struct sbx_class k;
+    char err[512] = "";
+    cJSON *o = class_obj("bad", members);
+    CHECK_INT(sbx_class_parse(o, &k, err, sizeof err), -1);
+    CHECK_STR(err, msg);
+    CHECK(k.name == NULL);   /* emptied */
+    cJSON_Delete(o);
+}
+
+TEST(parse_errors_name_the_class_and_field) {
+    expect_class_error("\"resources\":{\"memory\":{\"default\":\"4Gi\",\"max\":\"2Gi\"}}",
+                       "SandboxClass \"bad\": spec.resources.memory.default is above spec.resources.memory.max");
+    expect_class_error("\"resources\":{\"cpu\":{\"max\":\"lots\"}}",
+                       "SandboxClass \"bad\": spec.resources.cpu.max: \"lots\" is not a valid quantity");
+    expect_class_error("\"resources\":{\"ephemeralStorage\":{\"max\":\"0\"}}",
+                       "SandboxClass \"bad\": spec.resources.ephemeralStorage.max: must be greater than zero");
+    expect_class_error("\"workspace\":{\"defaultSize\":\"50Gi\",\"maxSize\":\"10Gi\"}",
+                       "SandboxClass \"bad\": spec.workspace.defaultSize is above spec.workspace.maxSize");
+    expect_class_error("\"nodeSelector\":{\"pool\":1}", "SandboxClass \"bad\": spec.nodeSelector.pool: must be a string");
+    expect_class_error("\"tolerations\":{}", "SandboxClass \"bad\": spec.tolerations: must be an array");
+    expect_class_error("\"idleTimeout\":\"soon\"",
+                       "SandboxClass \"bad\": spec.idleTimeout: must be a duration of at least 1s (e.g. 30m)");
+    expect_class_error("\"maxRunningPerUser\":-1",
+                       "SandboxClass \"bad\": spec.maxRunningPerUser: must be an integer between 0 and 1000000");
+    expect_class_error("\"image\":{\"allowedPrefixes\":[\"\"]}",
+                       "SandboxClass \"bad\": spec.image.allowedPrefixes[0]: must be a non-empty string");
+    expect_class_error("\"runtimeClassName\":7", "SandboxClass \"bad\": spec.runtimeClassName: must be a string");
+}
+
+TEST(default_annotation) {
+    cJSON *yes = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"annotations\":{\"sandbox.yaoapps.com/is-default-class\":\"true\"}}}");
+    cJSON *no = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"annotations\":{\"sandbox.yaoapps.com/is-default-class\":\"false\"}}}");
+    CHECK(sbx_class_is_default(yes));
+    CHECK(!sbx_class_is_default(no));
+    CHECK(!sbx_class_is_default(NULL));
+    cJSON_Delete(yes);
+    cJSON_Delete(no);
+}
+
+/* ---- resolution ------------------------------------------------------------------------- */
+
+TEST(no_class_gives_the_flag_defaults) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(NULL, "", &s, err, sizeof err), 0);
+    CHECK_INT(s.memory_bytes, 2 * GIB);
+    CHECK_INT(s.cpu_millis, 1000);
+    CHECK_INT(s.ephemeral_bytes, 0);
+    CHECK_INT(s.workspace_bytes, 10 * GIB);
+    CHECK(s.class_name == NULL && s.runtime_class == NULL && s.node_selector == NULL);
+    CHECK_INT(s.max_running_per_user, 0);
+    sbx_spec_free(&s);
+}
+
+TEST(class_defaults_replace_the_flag_defaults) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(SMALL, "", &s, err, sizeof err), 0);
+    CHECK_STR(s.image, "reg.example/sbx:1");
+    CHECK_INT(s.memory_bytes, GIB);
+    CHECK_INT(s.cpu_millis, 500);
+    CHECK_INT(s.cpu_request_millis, 100);         /* flag request, under the class's limit */
+    CHECK_INT(s.memory_request_bytes, 256 * MIB);
+    CHECK_INT(s.ephemeral_bytes, 4 * GIB);
+    CHECK_INT(s.workspace_bytes, 5 * GIB);
+    CHECK_STR(s.storage_class, "fast");
+    CHECK_INT(s.idle_timeout_ms, 600000);
+    CHECK_STR(s.class_name, "small");
+    CHECK_STR(s.runtime_class, "gvisor");
+    CHECK_STR(s.priority_class, "sandboxes");
+    CHECK_STR(cJSON_GetObjectItem(s.node_selector, "pool")->valuestring, "sandboxes");
+    CHECK_INT(cJSON_GetArraySize(s.tolerations), 1);
+    CHECK(cJSON_GetObjectItem(s.affinity, "nodeAffinity") != NULL);
+    CHECK_INT(s.max_running_per_user, 3);
+    sbx_spec_free(&s);
+}
+
+TEST(sandbox_values_within_the_class_are_kept) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(SMALL, "\"image\":\"python:3.12-slim\",\"idleTimeout\":\"1h\","
+                             "\"resources\":{\"memory\":\"2Gi\",\"cpu\":\"2\",\"ephemeralStorage\":\"8Gi\"},"
+                             "\"workspace\":{\"size\":\"20Gi\",\"storageClassName\":\"fast\"}",
+                      &s, err, sizeof err), 0);
+    CHECK_STR(s.image, "python:3.12-slim");
+    CHECK_INT(s.memory_bytes, 2 * GIB);
+    CHECK_INT(s.cpu_millis, 2000);
+    CHECK_INT(s.ephemeral_bytes, 8 * GIB);
+    CHECK_INT(s.workspace_bytes, 20 * GIB);
+    CHECK_INT(s.idle_timeout_ms, 3600000);
+    sbx_spec_free(&s);
+}
+
+TEST(a_class_with_only_ceilings_caps_the_flag_defaults) {
+    struct sbx_spec s;
+    char err[512];
+    /* flags: 2Gi memory, 1 cpu, 10Gi workspace, no ephemeral limit */
+    CHECK_INT(resolve("\"resources\":{\"memory\":{\"max\":\"1Gi\"},\"cpu\":{\"max\":\"4\"},"
+                      "\"ephemeralStorage\":{\"max\":\"2Gi\"}},\"workspace\":{\"maxSize\":\"3Gi\"}",
+                      "", &s, err, sizeof err), 0);
+    CHECK_INT(s.memory_bytes, GIB);          /* capped */
+    CHECK_INT(s.cpu_millis, 1000);           /* the flag default is under the max */
+    CHECK_INT(s.ephemeral_bytes, 2 * GIB);   /* a maximum with no default: the maximum */
+    CHECK_INT(s.workspace_bytes, 3 * GIB);
+    sbx_spec_free(&s);
+}
+
+TEST(beyond_the_class_is_invalid_naming_field_and_limit) {
+    expect_invalid(SMALL, "\"resources\":{\"memory\":\"4Gi\"}",
+                   "spec.resources.memory: 4Gi is above the maximum 2Gi of SandboxClass \"small\" "
+                   "(spec.resources.memory.max)");
+    expect_invalid(SMALL, "\"resources\":{\"memory\":\"2Gi\",\"cpu\":\"2001m\"}",
+                   "spec.resources.cpu: 2001m is above the maximum 2 of SandboxClass \"small\" "
+                   "(spec.resources.cpu.max)");
+    expect_invalid(SMALL, "\"resources\":{\"ephemeralStorage\":\"9Gi\"}",
+                   "spec.resources.ephemeralStorage: 9Gi is above the maximum 8Gi of SandboxClass \"small\" "
+                   "(spec.resources.ephemeralStorage.max)");
+    expect_invalid(SMALL, "\"workspace\":{\"size\":\"64Ti\"}",
+                   "spec.workspace.size: 64Ti is above the maximum 20Gi of SandboxClass \"small\" "
+                   "(spec.workspace.maxSize)");
+    expect_invalid(SMALL, "\"image\":\"docker.io/evil/miner:latest\"",
+                   "spec.image: \"docker.io/evil/miner:latest\" is not allowed by SandboxClass \"small\" "
+                   "(spec.image.allowedPrefixes: \"reg.example/\", \"python:3\")");
+    expect_invalid(SMALL, "\"workspace\":{\"storageClassName\":\"premium\"}",
+                   "spec.workspace.storageClassName: \"premium\" is not allowed by SandboxClass \"small\" "
+                   "(spec.workspace.storageClassName: \"fast\")");
+    expect_invalid("\"workspace\":{\"allowedStorageClassNames\":[\"a\",\"b\"]}", "",
+                   "spec.workspace.storageClassName: the cluster default is not allowed by SandboxClass \"small\" "
+                   "(spec.workspace.allowedStorageClassNames: \"a\", \"b\")");
+    /* the Sandbox's own errors come first, unchanged */
+    expect_invalid(SMALL, "\"resources\":{\"memory\":\"2Ti\"}",
+                   "spec.resources.memory: \"2Ti\" is above the maximum 1Ti");
+}
+
+TEST(a_prefix_matches_only_at_the_start) {
+    expect_invalid("\"image\":{\"allowedPrefixes\":[\"reg.example/\"]}", "\"image\":\"evil/reg.example/x\"",
+                   "spec.image: \"evil/reg.example/x\" is not allowed by SandboxClass \"small\" "
+                   "(spec.image.allowedPrefixes: \"reg.example/\")");
+    /* the flag default image must pass the allowlist too */
+    expect_invalid("\"image\":{\"allowedPrefixes\":[\"reg.example/\"]}", "",
+                   "spec.image: \"yao-sandbox/sandbox:" YAO_VERSION "\" is not allowed by SandboxClass \"small\" "
+                   "(spec.image.allowedPrefixes: \"reg.example/\")");
+}
+
+TEST(allowed_storage_classes) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve("\"workspace\":{\"storageClassName\":\"a\",\"allowedStorageClassNames\":[\"a\",\"b\"]}",
+                      "\"workspace\":{\"storageClassName\":\"b\"}", &s, err, sizeof err), 0);
+    CHECK_STR(s.storage_class, "b");
+    sbx_spec_free(&s);
+    CHECK_INT(resolve("\"workspace\":{\"storageClassName\":\"a\",\"allowedStorageClassNames\":[\"a\",\"b\"]}",
+                      "", &s, err, sizeof err), 0);
+    CHECK_STR(s.storage_class, "a");
+    sbx_spec_free(&s);
+}
+
+/* ---- into the pod ----------------------------------------------------------------------- */
+
+static cJSON *pod_of(const struct sbx_spec *s) {
+    struct sbx_owner o = { "sb", "ns", "u-1" };
+    return sbx_build_pod(&o, s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace");
+}
+
+TEST(placement_runtime_and_ephemeral_storage_reach_the_pod) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(SMALL, "", &s, err, sizeof err), 0);
+    cJSON *pod = pod_of(&s);
+    CHECK(pod != NULL);
+    cJSON *spec = cJSON_GetObjectItem(pod, "spec");
+    CHECK_STR(cJSON_GetObjectItem(spec, "runtimeClassName")->valuestring, "gvisor");
+    CHECK_STR(cJSON_GetObjectItem(spec, "priorityClassName")->valuestring, "sandboxes");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "nodeSelector"), "pool")->valuestring, "sandboxes");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "tolerations"), 0), "key")->valuestring,
+              "sandbox");
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "affinity"), "nodeAffinity") != NULL);
+    cJSON *lim = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "containers"), 0),
+                                                         "resources"), "limits");
+    CHECK_STR(cJSON_GetObjectItem(lim, "ephemeral-storage")->valuestring, "4Gi");
+    CHECK_STR(cJSON_GetObjectItem(lim, "memory")->valuestring, "1Gi");
+
+    /* without a class: none of these, and another template hash (so a class change rolls the pod) */
+    struct sbx_spec bare;
+    CHECK_INT(resolve(NULL, "", &bare, err, sizeof err), 0);
+    cJSON *pod2 = pod_of(&bare);
+    cJSON *spec2 = cJSON_GetObjectItem(pod2, "spec");
+    CHECK(!cJSON_GetObjectItem(spec2, "runtimeClassName") && !cJSON_GetObjectItem(spec2, "nodeSelector") &&
+          !cJSON_GetObjectItem(spec2, "tolerations") && !cJSON_GetObjectItem(spec2, "affinity") &&
+          !cJSON_GetObjectItem(spec2, "priorityClassName"));
+    cJSON *lim2 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec2, "containers"), 0),
+                                                          "resources"), "limits");
+    CHECK(!cJSON_GetObjectItem(lim2, "ephemeral-storage"));
+    const char *h1 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations"),
+                                         SBX_ANN_TEMPLATE_HASH)->valuestring;
+    const char *h2 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod2, "metadata"), "annotations"),
+                                         SBX_ANN_TEMPLATE_HASH)->valuestring;
+    CHECK(strcmp(h1, h2) != 0);
+    cJSON_Delete(pod);
+    cJSON_Delete(pod2);
+    sbx_spec_free(&s);
+    sbx_spec_free(&bare);
+}
+
+/* ---- env from Secrets (spec.c) ------------------------------------------------------------ */
+
+TEST(env_from_a_secret) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(NULL, "\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                            "{\"name\":\"YAO_TOKEN\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"yao-token\",\"key\":\"token\"}}},"
+                            "{\"name\":\"OPT\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"x.y\",\"key\":\"k_1.a\",\"optional\":true}}}]",
+                      &s, err, sizeof err), 0);
+    CHECK_INT(s.nenv, 3);
+    CHECK(s.env[0].secret_name == NULL);
+    CHECK_STR(s.env[1].secret_name, "yao-token");
+    CHECK_STR(s.env[1].secret_key, "token");
+    CHECK_INT(s.env[1].secret_optional, 0);
+    CHECK_INT(s.env[2].secret_optional, 1);
+    cJSON *pod = pod_of(&s);
+    cJSON *env = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0), "env");
+    char *text = cJSON_PrintUnformatted(cJSON_GetArrayItem(env, 4));
+    CHECK_STR(text, "{\"name\":\"YAO_TOKEN\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"yao-token\",\"key\":\"token\"}}}");
+    cJSON_free(text);
+    text = cJSON_PrintUnformatted(cJSON_GetArrayItem(env, 5));
+    CHECK_STR(text, "{\"name\":\"OPT\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"x.y\",\"key\":\"k_1.a\",\"optional\":true}}}");
+    cJSON_free(text);
+    text = cJSON_PrintUnformatted(cJSON_GetArrayItem(env, 3));
+    CHECK_STR(text, "{\"name\":\"A\",\"value\":\"1\"}");
+    cJSON_free(text);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+TEST(env_from_a_secret_in_run_env) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve(NULL, "\"lifecycle\":\"one-shot\",\"run\":{\"command\":[\"env\"],\"env\":[{\"name\":\"T\","
+                            "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}",
+                      &s, err, sizeof err), 0);
+    cJSON *pod = pod_of(&s);
+    cJSON *env = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0), "env");
+    char *text = cJSON_PrintUnformatted(cJSON_GetArrayItem(env, 3));
+    CHECK_STR(text, "{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}");
+    cJSON_free(text);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+TEST(env_from_errors) {
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"value\":\"x\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]",
+                   "spec.env[0]: value and valueFrom are mutually exclusive");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]",
+                   "spec.env[0].valueFrom.configMapKeyRef: not supported (only secretKeyRef)");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{}}]",
+                   "spec.env[0].valueFrom.secretKeyRef: required");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"key\":\"k\"}}}]",
+                   "spec.env[0].valueFrom.secretKeyRef.name: required (a string)");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"Bad_Name\",\"key\":\"k\"}}}]",
+                   "spec.env[0].valueFrom.secretKeyRef.name: \"Bad_Name\" is not a valid Secret name (lower-case DNS-1123 subdomain)");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"a/b\"}}}]",
+                   "spec.env[0].valueFrom.secretKeyRef.key: \"a/b\" is not a valid Secret key (letters, digits, '-', '_', '.')");
+    expect_invalid(NULL, "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\",\"optional\":\"yes\"}}}]",
+                   "spec.env[0].valueFrom.secretKeyRef.optional: must be true or false");
+}
+
+TEST(pull_secrets_point_at_the_callers_defaults) {
+    /* sbx_spec borrows the defaults' imagePullSecrets; resolution parses with a copy of
+     * the defaults, so the spec must end up pointing at the caller's, which outlive it. */
+    struct sbx_defaults d;
+    struct sbx_class k;
+    struct sbx_spec s;
+    char err[512];
+    cJSON *sb = sandbox("");
+
+    sbx_defaults_init(&d);
+    d.pull_secrets[0] = "regcred";
+    d.npull_secrets = 1;
+    CHECK_INT(parse_class(SMALL, &k), 0);
+    CHECK_INT(sbx_class_resolve(sb, &k, &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.npull_secrets, 1);
+    CHECK(s.pull_secrets == d.pull_secrets);
+    cJSON *pod = pod_of(&s);
+    cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "imagePullSecrets");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 0), "name")->valuestring, "regcred");
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+    sbx_class_free(&k);
+    cJSON_Delete(sb);
+}
