@@ -24,6 +24,9 @@ kubectl -n $NS create serviceaccount pf-client >/dev/null
 kubectl -n $NS create rolebinding pf-client --clusterrole=yao-sandbox-editor --serviceaccount=$NS:pf-client >/dev/null
 check "a kubeconfig with the editor role only" sa_kubeconfig "$WORK/client.kubeconfig" pf-client $NS
 cli() { KUBECONFIG=$WORK/client.kubeconfig "$CLI" -n $NS "$@"; }
+# in the background (`cli_bg ... &`): the CLI replaces the subshell, so $! is its pid and a
+# signal sent there reaches it
+cli_bg() { KUBECONFIG=$WORK/client.kubeconfig exec "$CLI" -n $NS "$@"; }
 
 # An image with an HTTP server: FROM scratch + static busybox (httpd, nc).
 bb=$(buildah from scratch)
@@ -65,7 +68,7 @@ cli write web www/index.html < "$WORK/index.html"
 
 # --- port-forward: LOCAL 0 picks a free port; a second port nobody listens on ---------------------
 FREE=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cli port-forward web :8080 "$FREE:9" > "$WORK/pf.out" 2> "$WORK/pf.err" &
+cli_bg port-forward web :8080 "$FREE:9" > "$WORK/pf.out" 2> "$WORK/pf.err" &
 PF=$!
 on_exit "kill $PF 2>/dev/null"
 forwarding() { [ "$(grep -c '^Forwarding from 127.0.0.1:' "$WORK/pf.out")" = 2 ]; }
@@ -144,7 +147,7 @@ new_pod() { [ "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}' 2>/
 check "a port change replaces the pod" eventually 90 new_pod
 check "the Service follows (patched)" eventually 30 eval '[ "$(svc "{range .spec.ports[*]}{.port} {end}")" = "8081 " ]'
 check "the Service keeps its clusterIP" eq "$(svc '{.spec.clusterIP}')" "$CIP"
-cli port-forward web :8081 > "$WORK/pf2.out" 2>&1 &
+cli_bg port-forward web :8081 > "$WORK/pf2.out" 2>&1 &
 PF2=$!
 on_exit "kill $PF2 2>/dev/null"
 check "port-forward to the new port" eventually 60 grep -q '^Forwarding from' "$WORK/pf2.out"
