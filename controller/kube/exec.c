@@ -521,11 +521,7 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     switch (reason) {
     case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
         /* Only noted, for a readable error: the verdict stays OpenSSL's (and lws'). */
-        if (!len && user && !s->tls_verify[0]) {
-            X509_STORE_CTX *x = user;
-            snprintf(s->tls_verify, sizeof(s->tls_verify), "%s (depth %d)",
-                     X509_verify_cert_error_string(X509_STORE_CTX_get_error(x)), X509_STORE_CTX_get_error_depth(x));
-        }
+        kube_ws_note_cert_error(user, len, s->tls_verify, sizeof(s->tls_verify));
         return 0;
 
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {

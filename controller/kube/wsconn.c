@@ -173,6 +173,13 @@ int kube_ws_protocol_offered(const char *list, const char *proto) {
     return 0;
 }
 
+void kube_ws_note_cert_error(void *user, size_t len, char *out, size_t outlen) {
+    if (len || !user || !outlen || out[0]) return;
+    X509_STORE_CTX *x = user;
+    snprintf(out, outlen, "%s (depth %d)", X509_verify_cert_error_string(X509_STORE_CTX_get_error(x)),
+             X509_STORE_CTX_get_error_depth(x));
+}
+
 int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end) {
     static const char ua[] = "yao-sandbox/" YAO_VERSION;
     if (auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",

@@ -44,6 +44,10 @@ int kube_ws_protocol_offered(const char *list, const char *proto);
 /* Add the Authorization (auth may be NULL) and User-Agent headers to a handshake
  * (LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER). 0, or -1 when they do not fit. */
 int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end);
+/* LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION: note OpenSSL's complaint about
+ * the server's certificate chain (user: the X509_STORE_CTX, len 0 on a failure) in out,
+ * once, for a readable error; the verdict stays OpenSSL's. */
+void kube_ws_note_cert_error(void *user, size_t len, char *out, size_t outlen);
 
 /* A libwebsockets context for one session: no listener, protocols with user as the
  * context's user pointer, lws' logging as YAO_LWS_LOG asks, the header and service
