@@ -2,9 +2,17 @@
  *
  * One entry per Sandbox uid (also for a uid that only pods name so far: a pod may reach
  * the cache before its Sandbox), one per user with the slots it holds and its line of
- * waiting Sandboxes, sorted by (creationTimestamp, key). Users with someone waiting sit
+ * Sandboxes in line, sorted by (creationTimestamp, key). Users with someone in line sit
  * in an array, so a position is found by looking at each such user once (O(U)) and a
- * binary search in its line. Reservations are few (at most the cap, for a few seconds
+ * binary search in its line.
+ *
+ * The class's per-user cap: one bucket per (user, class) with the slots that user's
+ * Sandboxes of that class hold, the class's cap and its own waiting list (same order).
+ * Every waiting Sandbox is in its bucket's list; the first (cap - held) of that list, all
+ * when the class has no cap, are also in the user's line (promoted), the rest are out of
+ * every line. bucket_fix keeps this prefix after each change of the bucket (a slot taken
+ * or freed, a Sandbox joining or leaving, the cap changed): it moves only the boundary, so
+ * a freed slot promotes exactly the oldest one held back and nothing is walked. Reservations are few (at most the cap, for a few seconds
  * each) and sit in a list that is purged of expired ones before each decision. */
 #include "sandbox/admission.h"
 
@@ -15,6 +23,7 @@
 #include "runtime/strmap.h"
 
 struct user;
+struct bucket;
 
 struct entry {
     char *key;                   /* "ns/name" (NULL until the Sandbox is known) */
@@ -22,7 +31,10 @@ struct entry {
     int64_t created_ms;
     int known;                   /* the Sandbox is in the cache */
     int pods;                    /* pods controlled by it that hold a slot */
-    int in_line;
+    int in_line;                 /* in its user's line (promoted by its bucket) */
+    int waiting;                 /* in its bucket's list */
+    char *cls;                   /* its SandboxClass (NULL = none) */
+    struct bucket *b;            /* (user, class) while known */
     int64_t reserved_until_ms;   /* 0 = no reservation */
     struct entry *rprev, *rnext; /* the reservation list */
 };
@@ -38,16 +50,29 @@ struct user {
     size_t cursor;               /* scratch for sbx_admission_wake */
 };
 
+/* The Sandboxes of one user in one class (or in none). */
+struct bucket {
+    char *key;                   /* "<class>/<user>": a class name has no '/' */
+    struct user *user;
+    int cap;                     /* the class's maxRunningPerUser (0 = none) */
+    int held;                    /* slots its Sandboxes hold */
+    int refs;                    /* known entries in it */
+    struct entry **list;         /* waiting, by (created, key) */
+    size_t n, size;
+    size_t promoted;             /* list[0 .. promoted) are in the user's line */
+};
+
 struct sbx_admission {
     pthread_mutex_t lock;
     struct sbx_admission_limits limits;
     struct strmap entries;       /* uid -> struct entry */
     struct strmap users;         /* userID -> struct user */
+    struct strmap buckets;       /* "<class>/<user>" -> struct bucket */
     struct user **waiting_users; /* users with n > 0 */
     size_t nwaiting_users, waiting_users_cap;
     struct entry *reserved;      /* head of the reservation list */
     int held;                    /* slots held in all */
-    int waiting;                 /* Sandboxes in line in all */
+    int waiting;                 /* Sandboxes waiting in all (in a bucket's list) */
     uint64_t admissions;         /* sequence of admissions, for users' turns */
 };
 
@@ -62,13 +87,18 @@ static void unhold(struct sbx_admission *a, struct entry *e) {
     if (!holds(e)) return;
     a->held--;
     e->user->held--;
+    e->b->held--;
 }
 
-/* ... and put it back (after). */
+static void bucket_fix(struct sbx_admission *a, struct bucket *b);
+
+/* ... and put it back (after); the bucket's line follows its slots. */
 static void rehold(struct sbx_admission *a, struct entry *e) {
-    if (!holds(e)) return;
+    if (!holds(e)) { if (e->known) bucket_fix(a, e->b); return; }
     a->held++;
     e->user->held++;
+    e->b->held++;
+    bucket_fix(a, e->b);
 }
 
 /* Order in a user's line: oldest first, then by key. */
@@ -114,7 +144,6 @@ static int line_insert(struct sbx_admission *a, struct entry *e) {
     u->line[i] = e;
     u->n++;
     e->in_line = 1;
-    a->waiting++;
     return 0;
 }
 
@@ -127,12 +156,114 @@ static void line_remove(struct sbx_admission *a, struct entry *e) {
         u->n--;
     }
     e->in_line = 0;
-    a->waiting--;
     if (u->n == 0) {
         struct user *last = a->waiting_users[--a->nwaiting_users];
         a->waiting_users[u->widx] = last;
         last->widx = u->widx;
     }
+}
+
+/* ---- buckets: (user, class) ------------------------------------------------------------ */
+
+/* Index of the first entry of b's list not before e. */
+static size_t list_lower(const struct bucket *b, const struct entry *e) {
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (line_cmp(b->list[mid], e) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* How many of b's list may be in the user's line: all without a class cap, else as many
+ * as the class leaves the user room for. */
+static size_t bucket_room(const struct bucket *b) {
+    if (b->cap <= 0) return b->n;
+    int room = b->cap - b->held;
+    return room <= 0 ? 0 : (size_t)room < b->n ? (size_t)room : b->n;
+}
+
+/* Move the boundary of b's promoted prefix to its room: demote from the end of the
+ * prefix, promote the oldest held back. (On ENOMEM fewer stay promoted: they wait.) */
+static void bucket_fix(struct sbx_admission *a, struct bucket *b) {
+    size_t k = bucket_room(b);
+    while (b->promoted > k) line_remove(a, b->list[--b->promoted]);
+    while (b->promoted < k && line_insert(a, b->list[b->promoted]) == 0) b->promoted++;
+}
+
+/* e starts waiting: into its bucket's list, and into its user's line when the class
+ * leaves room for it. 0 or -1 (ENOMEM: nothing changed). */
+static int wait_insert(struct sbx_admission *a, struct entry *e) {
+    struct bucket *b = e->b;
+    if (e->waiting) return 0;
+    if (b->n == b->size) {
+        size_t size = b->size ? b->size * 2 : 4;
+        struct entry **list = realloc(b->list, size * sizeof(*list));
+        if (!list) return -1;
+        b->list = list;
+        b->size = size;
+    }
+    size_t i = list_lower(b, e);
+    if (i < b->promoted && line_insert(a, e) < 0) return -1;   /* it goes before a promoted one */
+    memmove(b->list + i + 1, b->list + i, (b->n - i) * sizeof(*b->list));
+    b->list[i] = e;
+    b->n++;
+    if (i < b->promoted) b->promoted++;
+    e->waiting = 1;
+    a->waiting++;
+    bucket_fix(a, b);
+    return 0;
+}
+
+/* e waits no more: out of its bucket's list and its user's line; the next held back in
+ * its bucket may be promoted. */
+static void wait_remove(struct sbx_admission *a, struct entry *e) {
+    struct bucket *b = e->b;
+    if (!e->waiting) return;
+    size_t i = list_lower(b, e);
+    if (i < b->n && b->list[i] == e) {
+        memmove(b->list + i, b->list + i + 1, (b->n - i - 1) * sizeof(*b->list));
+        b->n--;
+        if (i < b->promoted) b->promoted--;
+    }
+    line_remove(a, e);
+    e->waiting = 0;
+    a->waiting--;
+    bucket_fix(a, b);
+}
+
+static void bucket_free(void *p) {
+    struct bucket *b = p;
+    free(b->list);
+    free(b->key);
+    free(b);
+}
+
+/* Forget b once no known Sandbox is in it (then nothing waits in it and it holds none). */
+static void bucket_maybe_drop(struct sbx_admission *a, struct bucket *b) {
+    if (!b || b->refs > 0) return;
+    bucket_free(strmap_remove(&a->buckets, b->key));
+}
+
+static struct bucket *bucket_get(struct sbx_admission *a, struct user *u, const char *cls) {
+    size_t lc = strlen(cls), lu = strlen(u->name);
+    char *key = malloc(lc + lu + 2);
+    if (!key) return NULL;
+    memcpy(key, cls, lc);
+    key[lc] = '/';
+    memcpy(key + lc + 1, u->name, lu + 1);
+    struct bucket *b = strmap_get(&a->buckets, key);
+    if (b) { free(key); return b; }
+    b = calloc(1, sizeof(*b));
+    if (!b || strmap_put(&a->buckets, key, b, NULL) < 0) {
+        free(b);
+        free(key);
+        return NULL;
+    }
+    b->key = key;
+    b->user = u;
+    return b;
 }
 
 static void reservation_drop(struct entry *e, struct sbx_admission *a) {
@@ -181,12 +312,42 @@ static struct user *user_get(struct sbx_admission *a, const char *name) {
 static void entry_free(void *p) {
     struct entry *e = p;
     free(e->key);
+    free(e->cls);
     free(e);
+}
+
+/* Put the known-to-be Sandbox e (not waiting) in the bucket (user, cls): its slot moves
+ * with it, both buckets' lines follow; cap >= 0 sets the class's cap on the bucket.
+ * 0 or -1 (ENOMEM: nothing changed). */
+static int place(struct sbx_admission *a, struct entry *e, const char *user, const char *cls, int cap) {
+    struct user *u = user_get(a, user);
+    struct bucket *b = u ? bucket_get(a, u, cls) : NULL;
+    char *c = NULL;
+    int new_cls = *cls && !(e->cls && !strcmp(e->cls, cls));
+    if (!b || (new_cls && !(c = strdup(cls)))) {
+        if (b && b->refs == 0) bucket_maybe_drop(a, b);   /* just made: nothing in it */
+        if (u && u->refs == 0) user_free(strmap_remove(&a->users, u->name));
+        return -1;
+    }
+    struct bucket *ob = e->known ? e->b : NULL;
+    struct user *ou = e->known ? e->user : NULL;
+    unhold(a, e);
+    if (ob != b) { if (ob) ob->refs--; b->refs++; }
+    if (ou != u) { if (ou) ou->refs--; u->refs++; }
+    if (c || !*cls) { free(e->cls); e->cls = c; }
+    e->user = u;
+    e->b = b;
+    e->known = 1;
+    if (cap >= 0) b->cap = cap;
+    rehold(a, e);
+    if (ob && ob != b) { bucket_fix(a, ob); bucket_maybe_drop(a, ob); }
+    if (ou != u) user_maybe_drop(a, ou);
+    return 0;
 }
 
 /* Forget the entry of uid once it is neither known, nor named by a pod, nor reserved. */
 static void entry_maybe_drop(struct sbx_admission *a, const char *uid, struct entry *e) {
-    if (e->known || e->pods > 0 || e->reserved_until_ms || e->in_line) return;
+    if (e->known || e->pods > 0 || e->reserved_until_ms || e->waiting) return;
     entry_free(strmap_remove(&a->entries, uid));
 }
 
@@ -261,12 +422,14 @@ struct sbx_admission *sbx_admission_new(const struct sbx_admission_limits *l) {
     a->limits = *l;
     strmap_init(&a->entries);
     strmap_init(&a->users);
+    strmap_init(&a->buckets);
     return a;
 }
 
 void sbx_admission_free(struct sbx_admission *a) {
     if (!a) return;
     strmap_clear(&a->entries, entry_free);
+    strmap_clear(&a->buckets, bucket_free);
     strmap_clear(&a->users, user_free);
     free(a->waiting_users);
     pthread_mutex_destroy(&a->lock);
@@ -278,35 +441,44 @@ int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *
     int rc = -1;
     pthread_mutex_lock(&a->lock);
     struct entry *e = entry_get(a, uid);
-    struct user *u = e ? user_get(a, user) : NULL;
-    if (!u) {
-        if (e) entry_maybe_drop(a, uid, e);
+    if (!e) goto out;
+    char *k = NULL;
+    if ((!e->key || strcmp(e->key, key) != 0) && !(k = strdup(key))) { entry_maybe_drop(a, uid, e); goto out; }
+    /* key and creation time order the lists: leave them while they change */
+    int was_waiting = e->waiting;
+    if (e->known) wait_remove(a, e);
+    if (k) { free(e->key); e->key = k; }
+    e->created_ms = created_ms;
+    if (place(a, e, user, e->known && e->cls ? e->cls : "", -1) < 0) {
+        if (!e->known) entry_maybe_drop(a, uid, e);
+        else if (was_waiting) wait_insert(a, e);
         goto out;
     }
-    if (!e->key || strcmp(e->key, key) != 0) {
-        char *k = strdup(key);
-        if (!k) goto out;
-        int was = e->in_line;
-        line_remove(a, e);             /* the key orders the line: leave it while it changes */
-        free(e->key);
-        e->key = k;
-        if (was && line_insert(a, e) < 0) goto out;
-    }
-    int was_in_line = e->in_line;
-    struct user *old = e->user;
-    unhold(a, e);
-    line_remove(a, e);
-    if (old != u) {
-        if (old) old->refs--;
-        u->refs++;
-    }
-    e->user = u;
-    e->known = 1;
-    e->created_ms = created_ms;
-    rehold(a, e);
-    if (old != u) user_maybe_drop(a, old);
     rc = 0;
-    if ((was_in_line || waiting) && !holds(e)) rc = line_insert(a, e);
+    if ((was_waiting || waiting) && !holds(e)) rc = wait_insert(a, e);
+out:
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cls, int cap) {
+    int rc = 0;
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = strmap_get(&a->entries, uid);
+    if (!e || !e->known) goto out;
+    if (!cls) cls = "";
+    if (!strcmp(e->cls ? e->cls : "", cls)) {
+        if (cap >= 0 && e->b->cap != cap) {
+            e->b->cap = cap;
+            bucket_fix(a, e->b);
+            rc = 1;
+        }
+        goto out;
+    }
+    int was_waiting = e->waiting;
+    wait_remove(a, e);
+    rc = place(a, e, e->user->name, cls, cap) < 0 ? -1 : 1;
+    if (was_waiting && !holds(e) && wait_insert(a, e) < 0) rc = -1;
 out:
     pthread_mutex_unlock(&a->lock);
     return rc;
@@ -317,11 +489,16 @@ void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid) {
     struct entry *e = strmap_get(&a->entries, uid);
     if (e && e->known) {
         struct user *u = e->user;
+        struct bucket *b = e->b;
         unhold(a, e);
-        line_remove(a, e);
+        wait_remove(a, e);
         reservation_drop(e, a);
         e->known = 0;
         e->user = NULL;
+        e->b = NULL;
+        b->refs--;
+        bucket_fix(a, b);   /* its slot is free: the next held back in its class may go */
+        bucket_maybe_drop(a, b);
         u->refs--;
         user_maybe_drop(a, u);
         entry_maybe_drop(a, uid, e);
@@ -338,7 +515,7 @@ int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta)
     e->pods += delta;
     if (e->pods < 0) e->pods = 0;
     rehold(a, e);
-    if (holds(e)) line_remove(a, e);   /* it runs: it waits no more */
+    if (holds(e)) wait_remove(a, e);   /* it runs: it waits no more */
     entry_maybe_drop(a, owner_uid, e);
 out:
     pthread_mutex_unlock(&a->lock);
@@ -354,11 +531,11 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
     struct entry *e = strmap_get(&a->entries, uid);
     if (!e || !e->known) { r = SBX_ADMIT_UNKNOWN; goto out; }
     if (holds(e)) { r = SBX_ADMIT_YES; goto out; }
-    if (line_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
-    int pos = position(a, e);
+    if (wait_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
+    int pos = e->in_line ? position(a, e) : 0;   /* not in line: its class's cap for its user */
     long free_slots = a->limits.max_running > 0 ? a->limits.max_running - a->held : 1000000000L;
     if (pos > 0 && pos <= free_slots) {
-        line_remove(a, e);
+        wait_remove(a, e);
         unhold(a, e);
         reservation_add(e, a, reserve_until_ms);
         rehold(a, e);
@@ -380,7 +557,7 @@ void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_l
         unhold(a, e);
         reservation_drop(e, a);
         rehold(a, e);
-        if (leave_line) line_remove(a, e);
+        if (leave_line && e->known) wait_remove(a, e);
         entry_maybe_drop(a, uid, e);
     }
     pthread_mutex_unlock(&a->lock);

@@ -17,7 +17,9 @@
  * turn between equals, and within one user oldest first: round-robin across users. The
  * turns are kept in memory (after a restart, equals go oldest first). A per-user cap (0 = none)
  * keeps a user's Sandboxes beyond it out of the line altogether: they wait for one of that
- * user's own slots.
+ * user's own slots. So does a SandboxClass's per-user cap (maxRunningPerUser), counting only
+ * the slots the user's Sandboxes *of that class* hold: a Sandbox beyond it waits for one of
+ * those, oldest first, and never holds up the user's Sandboxes of other classes.
  *
  * Pure bookkeeping: no I/O, the clock is passed in. Thread-safe (one lock). */
 #ifndef YAO_SANDBOX_ADMISSION_H
@@ -26,7 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The caps. A plain struct so a later source (a SandboxClass) can supply them. */
+/* The controller's caps (its flags). A SandboxClass's per-user cap comes with each of its
+ * Sandboxes (sbx_admission_class). */
 struct sbx_admission_limits {
     int max_running;            /* running Sandboxes in all (0 = no cap) */
     int max_running_per_user;   /* running Sandboxes of one spec.userID (0 = no cap) */
@@ -42,6 +45,11 @@ void sbx_admission_free(struct sbx_admission *a);
  * controller restart, before its first pass). Idempotent. 0 or -1 (ENOMEM). */
 int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *key, const char *user,
                           int64_t created_ms, int waiting);
+/* The Sandbox uid is of the SandboxClass cls (NULL or "" = none), whose per-user cap is cap
+ * (0 = none; -1 = leave the cap this user's bucket of the class has). Its slot, or its
+ * place in waiting, moves with it to the new class. Idempotent; nothing for an unknown uid.
+ * 1 (it moved, or the cap changed), 0 (nothing changed) or -1 (ENOMEM). */
+int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cls, int cap);
 /* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
 void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid);
 /* A pod controlled by the Sandbox owner_uid started (delta +1) or stopped (-1) holding
@@ -51,7 +59,8 @@ int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta)
 enum sbx_admit {
     SBX_ADMIT_YES = 0,      /* a slot is reserved for uid until the given time */
     SBX_ADMIT_WAIT = 1,     /* the cap is reached: *position is its place in line (1 = next) */
-    SBX_ADMIT_WAIT_USER = 2,/* its user's cap is reached: it waits for one of the user's slots */
+    SBX_ADMIT_WAIT_USER = 2,/* its user's cap, or its class's cap for its user, is reached: it
+                             * waits for one of the user's slots (of that class) */
     SBX_ADMIT_UNKNOWN = 3,  /* uid is not a cached Sandbox (it just went): nothing recorded */
 };
 

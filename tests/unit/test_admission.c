@@ -4,8 +4,10 @@
  * served round-robin (fewest slots held first, in turn between equals, oldest first within
  * a user) with the
  * positions each waiting Sandbox is told, a per-user cap keeps a user's extra Sandboxes
- * out of the line, a freed slot wakes as many as are free, and the cost of a decision
- * does not grow with the number of pods. Nothing leaks (valgrind). */
+ * out of the line, a freed slot wakes as many as are free, a SandboxClass's per-user cap
+ * counts only the user's Sandboxes of that class (two classes, caps 1 and 2: per class,
+ * a class change, a Sandbox gone, with the global and the flag's caps), and the cost of a
+ * decision does not grow with the number of pods. Nothing leaks (valgrind). */
 #include "check.h"
 
 #include <stdio.h>
@@ -201,6 +203,139 @@ TEST(a_changed_user_moves_the_slot) {
     CHECK_INT(sbx_admission_user_held(a, "alice", 0), 0);
     CHECK_INT(sbx_admission_user_held(a, "bob", 0), 1);
     CHECK_INT(sbx_admission_held(a, 0), 1);
+    sbx_admission_free(a);
+}
+
+/* Register Sandbox "ns/<uid>" of user in class cls (cap: its maxRunningPerUser). */
+static void sbc(struct sbx_admission *a, const char *uid, const char *user, int64_t t, const char *cls, int cap) {
+    sb(a, uid, user, t);
+    CHECK(sbx_admission_class(a, uid, cls, cap) >= 0);
+}
+
+TEST(class_cap_is_per_user_and_per_class) {
+    /* no controller-wide cap at all: the classes' caps alone (small: 1, medium: 2) */
+    struct sbx_admission_limits l = {0};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    sbc(a, "as1", "alice", 1, "small", 1); sbc(a, "as2", "alice", 2, "small", 1);
+    sbc(a, "as3", "alice", 3, "small", 1);
+    sbc(a, "am1", "alice", 4, "medium", 2); sbc(a, "am2", "alice", 5, "medium", 2);
+    sbc(a, "am3", "alice", 6, "medium", 2);
+    sbc(a, "bs1", "bob", 7, "small", 1); sbc(a, "bs2", "bob", 8, "small", 1);
+    sbc(a, "an1", "alice", 9, NULL, 0);
+    run(a, "as1");
+    CHECK_INT(pos_of(a, "as2"), 0);                        /* alice's one small slot is taken */
+    CHECK_INT(pos_of(a, "as3"), 0);
+    run(a, "am1");                                         /* not held up by the small class */
+    run(a, "am2");
+    CHECK_INT(pos_of(a, "am3"), 0);                        /* two in medium */
+    run(a, "an1");                                         /* nor is one without a class */
+    run(a, "bs1");                                         /* bob's small slot is his own */
+    CHECK_INT(pos_of(a, "bs2"), 0);
+    CHECK_INT(sbx_admission_user_held(a, "alice", 0), 4);
+    CHECK_INT(sbx_admission_waiting(a), 4);
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 0);   /* nobody may go */
+    /* alice's medium slot frees: her medium one wakes, not her small ones nor bob's */
+    sbx_admission_pod(a, "am1", -1);
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/am3");
+    CHECK_INT(pos_of(a, "as2"), 0);
+    CHECK_INT(pos_of(a, "am3"), -1);
+    /* her small slot frees: the oldest of her small ones wakes, and only it */
+    sbx_admission_pod(a, "as1", -1);
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/as2");
+    CHECK_INT(pos_of(a, "as3"), 0);
+    CHECK_INT(pos_of(a, "as2"), -1);
+    CHECK_INT(pos_of(a, "as3"), 0);                        /* as2's reservation holds the slot */
+    /* the class raises its cap to 2: alice's third small one may go, bob's second too */
+    CHECK_INT(sbx_admission_class(a, "as3", "small", 2), 1);
+    CHECK_INT(sbx_admission_class(a, "bs2", "small", 2), 1);
+    CHECK_INT(sbx_admission_class(a, "bs2", "small", 2), 0);   /* idempotent */
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 2);
+    CHECK_INT(pos_of(a, "as3"), -1);
+    CHECK_INT(pos_of(a, "bs2"), -1);
+    CHECK_INT(sbx_admission_waiting(a), 0);
+    sbx_admission_free(a);
+}
+
+TEST(class_change_and_sandbox_gone_move_the_slot) {
+    struct sbx_admission_limits l = {0};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    sbc(a, "s1", "alice", 1, "small", 1); sbc(a, "s2", "alice", 2, "small", 1);
+    sbc(a, "m1", "alice", 3, "medium", 2); sbc(a, "m2", "alice", 4, "medium", 2);
+    run(a, "s1");
+    run(a, "m1");
+    CHECK_INT(pos_of(a, "s2"), 0);
+    /* s1 (running) moves to medium: its slot goes with it, so small has room (s2 goes)
+     * and medium is full (m2 waits) */
+    CHECK_INT(sbx_admission_class(a, "s1", "medium", 2), 1);
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/s2");
+    CHECK_INT(pos_of(a, "m2"), 0);
+    CHECK_INT(pos_of(a, "s2"), -1);
+    run(a, "s2");   /* (already admitted: its pod comes) */
+    /* a waiting one that moves to a class with room is in line at once */
+    sbc(a, "x1", "alice", 5, "small", 1);
+    CHECK_INT(pos_of(a, "x1"), 0);
+    CHECK_INT(sbx_admission_class(a, "x1", "large", 0), 1);   /* no cap in large */
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/x1");
+    CHECK_INT(pos_of(a, "x1"), -1);
+    /* a Sandbox gone frees its class's slot: the next of that class wakes */
+    sbx_admission_sandbox_gone(a, "m1");
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/m2");
+    CHECK_INT(pos_of(a, "m2"), -1);
+    /* a waiting one gone leaves no trace; a changed user takes its class along */
+    sbc(a, "s3", "alice", 6, "small", 1);
+    CHECK_INT(pos_of(a, "s3"), 0);
+    sbx_admission_sandbox_gone(a, "s3");
+    CHECK_INT(sbx_admission_waiting(a), 0);
+    sbc(a, "s4", "alice", 7, "small", 1);
+    CHECK_INT(pos_of(a, "s4"), 0);
+    CHECK_INT(sbx_admission_sandbox(a, "s4", "ns/s4", "bob", 7, 0), 0);   /* bob's small: empty */
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/s4");
+    CHECK_INT(pos_of(a, "s4"), -1);
+    sbx_admission_pod(a, "s1", -1);
+    sbx_admission_pod(a, "s2", -1);
+    sbx_admission_free(a);
+}
+
+TEST(class_cap_with_the_global_and_the_flag_caps) {
+    /* 3 slots in all, 2 per user by the flag, small: 1 per user */
+    struct sbx_admission_limits l = {.max_running = 3, .max_running_per_user = 2};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    sbc(a, "as1", "alice", 1, "small", 1); sbc(a, "as2", "alice", 2, "small", 1);
+    sbc(a, "am1", "alice", 3, "medium", 2); sbc(a, "am2", "alice", 4, "medium", 2);
+    sbc(a, "bs1", "bob", 5, "small", 1); sbc(a, "bm1", "bob", 6, "medium", 2);
+    sbc(a, "cm1", "carol", 7, "medium", 2);
+    run(a, "as1");
+    CHECK_INT(pos_of(a, "as2"), 0);                        /* the class: out of the line */
+    run(a, "am1");
+    CHECK_INT(pos_of(a, "am2"), 0);                        /* the flag: alice holds 2 */
+    run(a, "bs1");                                         /* the third slot */
+    /* the global line holds bob's medium and carol's, not alice's capped ones */
+    CHECK_INT(pos_of(a, "cm1"), 1);                        /* carol holds none */
+    CHECK_INT(pos_of(a, "bm1"), 2);
+    CHECK_INT(sbx_admission_waiting(a), 4);
+    /* alice's small slot frees: it is a global slot too, and carol (holding none) is first
+     * for it; alice's second small one is within the class's cap and the flag's (she holds
+     * 1 of 2) now, so it is in the global line, behind carol */
+    sbx_admission_pod(a, "as1", -1);
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/cm1");
+    CHECK(pos_of(a, "as2") > 1);
+    CHECK_INT(pos_of(a, "cm1"), -1);
+    CHECK_INT(pos_of(a, "am2"), 0);                        /* still out: the class's slot is not medium's */
     sbx_admission_free(a);
 }
 
