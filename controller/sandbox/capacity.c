@@ -55,6 +55,12 @@ void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const 
     if (sbx_admission_sandbox(ctl->admission, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
                               waiting) < 0)
         LOGW("msg=\"out of memory recording a Sandbox for the running cap\" sandbox=%s", key);
+    /* First seen (the initial list after a restart): a class it names counts its slot at
+     * once, before any pass, so no Sandbox of that class is admitted past the class's cap
+     * meanwhile. (A Sandbox that takes the default class counts in it from its first pass.) */
+    const char *cls = kj_str(cur, "spec.className");
+    if (!old && cls && *cls && sbx_admission_class(ctl->admission, uid, cls, -1) < 0)
+        LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }
 
 /* A pod changed: one controlled by a Sandbox started or stopped holding a slot. A freed
@@ -70,13 +76,22 @@ void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJS
     }
 }
 
-/* May the Sandbox uid start a pod? Reserves its slot when it may; else says where it
- * stands: *position in line (1 = next; 0 with *user_capped when its user's own cap holds
- * it). */
-int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int64_t now, int *position, int *user_capped) {
+/* The pass resolved the Sandbox uid's class (NULL = none) and the class's per-user cap:
+ * its slot or its wait moves to that class. */
+void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char *cls, int cap) {
+    int r = sbx_admission_class(ctl->admission, uid, cls, cap);
+    if (r < 0) LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" uid=%s", uid);
+    if (r > 0) sbx_capacity_wake(ctl);   /* its old class's slot, or a raised cap, may let one go */
+}
+
+/* May the Sandbox uid (whose class caps its user at class_cap, 0 = none) start a pod?
+ * Reserves its slot when it may; else says where it stands: *position in line (1 = next;
+ * 0 with *user_capped when its user's own cap, or its class's for its user, holds it). */
+int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
+                       int *user_capped) {
     *user_capped = 0;
     *position = 0;
-    if (ctl->opt.limits.max_running <= 0 && ctl->opt.limits.max_running_per_user <= 0) return 1;
+    if (ctl->opt.limits.max_running <= 0 && ctl->opt.limits.max_running_per_user <= 0 && class_cap <= 0) return 1;
     enum sbx_admit r = sbx_admission_try(ctl->admission, uid, now, now + RESERVATION_MS, position);
     if (r == SBX_ADMIT_YES) return 1;
     *user_capped = r == SBX_ADMIT_WAIT_USER;

@@ -644,6 +644,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     if (have_class) sbx_class_free(&cls);
     have_spec = 1;
+    sbx_capacity_class(ctl, uid, spec.class_name, spec.max_running_per_user);
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
         sbx_capacity_release(ctl, uid, 1);
         rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
@@ -749,7 +750,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl, uid, now, &o.queue_position, &o.user_capped);
+        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
         sbx_capacity_release(ctl, uid, 1);

@@ -49,9 +49,13 @@ void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const 
 void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 /* Queue the Sandboxes first in line, as many as there are free slots. */
 void sbx_capacity_wake(struct sbx_controller *ctl);
-/* May this sandbox start a pod? Reserves its slot when it may; else its place in line
- * (*position, 1 = next) or *user_capped (its user's own cap holds it). */
-int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int64_t now, int *position, int *user_capped);
+/* The pass resolved this sandbox's SandboxClass (NULL = none) with its per-user cap. */
+void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char *cls, int cap);
+/* May this sandbox (its class caps its user at class_cap, 0 = none) start a pod? Reserves
+ * its slot when it may; else its place in line (*position, 1 = next) or *user_capped (its
+ * user's own cap, or its class's for its user, holds it). */
+int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
+                       int *user_capped);
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line);
 
