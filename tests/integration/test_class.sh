@@ -9,7 +9,9 @@
 # is created; the class marked default applies to Sandboxes without className; a change of
 # a class reaches its running Sandboxes (pod replaced); spec.env[].valueFrom.secretKeyRef
 # reaches the pod while the Sandbox holds no secret value, and the viewer role cannot read
-# Secrets. Classes made here are named yao-it-* and removed at the end.
+# Secrets; a class's maxRunningPerUser holds the user's next Sandbox of that class
+# (UserCapacityExceeded) but not the user's Sandboxes of other classes, and a freed slot
+# of the class admits it. Classes made here are named yao-it-* and removed at the end.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-class
 LOG=$BUILD_DIR/test-class.log
@@ -18,7 +20,7 @@ check "CRDs and manifests apply with kubectl" install_manifests
 est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
 check "SandboxClass CRD is Established" est
 check "short name ysbc" eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
-cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late --ignore-not-found >/dev/null; }
+cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
 on_exit "kubectl delete runtimeclass yao-it-gvisor --ignore-not-found; kubectl delete priorityclass yao-it-sandboxes --ignore-not-found"
@@ -157,6 +159,31 @@ check "  beyond the default class: InvalidSpec naming it" eventually 20 eval \
 kubectl annotate sandboxclass yao-it-default sandbox.yaoapps.com/is-default-class- >/dev/null
 check "default mark removed: back to the flags (3Gi, no ephemeral-storage limit)" eventually 30 pod_is plain '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.limits.ephemeral-storage}' 3Gi/
 check "  and the one beyond it is fine now" eventually 20 phase_is $NS plain3 Running
+
+# --- a class's per-user cap ----------------------------------------------------------------------
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-capped}
+spec: {maxRunningPerUser: 1}
+YAML
+sandbox cap1 'className: yao-it-capped'
+check "class cap 1: the user's first Sandbox of the class runs" eventually 20 phase_is $NS cap1 Running
+sandbox cap2 'className: yao-it-capped'
+check "  the user's second of the class waits: UserCapacityExceeded" eventually 20 reason_is $NS cap2 UserCapacityExceeded
+check "  Pending, and no pod" eq "$(kubectl -n $NS get sandbox cap2 -o jsonpath='{.status.phase}')/$(podj cap2 '{.metadata.name}')" "Pending/"
+sandbox capother 'className: yao-it-small'
+check "  the same user's Sandbox of another class still runs (it already has one there)" eventually 20 phase_is $NS capother Running
+sandbox capnone
+check "  and one without a class runs too" eventually 20 phase_is $NS capnone Running
+check "  the second still waits" reason_is $NS cap2 UserCapacityExceeded
+kubectl -n $NS delete sandbox cap1 --wait=false >/dev/null
+check "  the first deleted: the second is admitted and runs" eventually 30 phase_is $NS cap2 Running
+kubectl patch sandboxclass yao-it-capped --type=merge -p '{"spec":{"maxRunningPerUser":2}}' >/dev/null
+sandbox cap3 'className: yao-it-capped'
+check "  the class raised to 2: a new one runs beside it" eventually 20 phase_is $NS cap3 Running
+sandbox cap4 'className: yao-it-capped'
+check "  and the third waits again" eventually 20 reason_is $NS cap4 UserCapacityExceeded
 
 # --- the schema ---------------------------------------------------------------------------------
 out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-bad}\nspec: {resources: {memory: {max: lots}}}\n' | kubectl apply -f - 2>&1)
