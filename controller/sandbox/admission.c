@@ -34,6 +34,7 @@ struct entry {
     int in_line;                 /* in its user's line (promoted by its bucket) */
     int waiting;                 /* in its bucket's list */
     char *cls;                   /* its SandboxClass (NULL = none) */
+    int resolved;                /* a pass has told its class (not only the Sandbox's className) */
     struct bucket *b;            /* (user, class) while known */
     int64_t reserved_until_ms;   /* 0 = no reservation */
     struct entry *rprev, *rnext; /* the reservation list */
@@ -43,6 +44,7 @@ struct user {
     char *name;
     int held;                    /* slots its Sandboxes hold */
     int refs;                    /* known entries of this user */
+    int unresolved;              /* slots held by its Sandboxes whose class no pass told yet */
     uint64_t last_admitted;      /* sequence number of its last admission (0 = none yet) */
     struct entry **line;         /* waiting, by (created, key) */
     size_t n, cap;
@@ -88,6 +90,7 @@ static void unhold(struct sbx_admission *a, struct entry *e) {
     a->held--;
     e->user->held--;
     e->b->held--;
+    if (!e->resolved) e->user->unresolved--;
 }
 
 static void bucket_fix(struct sbx_admission *a, struct bucket *b);
@@ -98,6 +101,7 @@ static void rehold(struct sbx_admission *a, struct entry *e) {
     a->held++;
     e->user->held++;
     e->b->held++;
+    if (!e->resolved) e->user->unresolved++;
     bucket_fix(a, e->b);
 }
 
@@ -467,6 +471,13 @@ int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cl
     struct entry *e = strmap_get(&a->entries, uid);
     if (!e || !e->known) goto out;
     if (!cls) cls = "";
+    if (cap >= 0 && !e->resolved) {
+        /* its slot now counts in a class a pass resolved: capped ones of its user may go */
+        unhold(a, e);
+        e->resolved = 1;
+        rehold(a, e);
+        rc = 1;
+    }
     if (!strcmp(e->cls ? e->cls : "", cls)) {
         if (cap >= 0 && e->b->cap != cap) {
             e->b->cap = cap;
@@ -532,7 +543,9 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
     if (!e || !e->known) { r = SBX_ADMIT_UNKNOWN; goto out; }
     if (holds(e)) { r = SBX_ADMIT_YES; goto out; }
     if (wait_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
-    int pos = e->in_line ? position(a, e) : 0;   /* not in line: its class's cap for its user */
+    /* Not in line: its class's cap for its user. Nor while a slot of its user is of a class
+     * no pass has resolved yet (after a restart: its class may be this one). */
+    int pos = e->in_line && !(e->b->cap > 0 && e->user->unresolved > 0) ? position(a, e) : 0;
     long free_slots = a->limits.max_running > 0 ? a->limits.max_running - a->held : 1000000000L;
     if (pos > 0 && pos <= free_slots) {
         wait_remove(a, e);

@@ -46,9 +46,12 @@ void sbx_admission_free(struct sbx_admission *a);
 int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *key, const char *user,
                           int64_t created_ms, int waiting);
 /* The Sandbox uid is of the SandboxClass cls (NULL or "" = none), whose per-user cap is cap
- * (0 = none; -1 = leave the cap this user's bucket of the class has). Its slot, or its
- * place in waiting, moves with it to the new class. Idempotent; nothing for an unknown uid.
- * 1 (it moved, or the cap changed), 0 (nothing changed) or -1 (ENOMEM). */
+ * (0 = none), as its pass resolved it; cap -1: only a hint (the className the Sandbox
+ * names, before any pass), the cap of this user's bucket of the class stays. Its slot, or
+ * its place in waiting, moves with it to the new class. Until every slot of a user is of a
+ * class a pass resolved (after a restart), that user's Sandboxes of a capped class wait.
+ * Idempotent; nothing for an unknown uid. 1 (it moved, the cap changed, or its class is
+ * resolved for the first time: wake), 0 (nothing changed) or -1 (ENOMEM). */
 int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cls, int cap);
 /* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
 void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid);

@@ -638,6 +638,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (sbx_class_for(ctl, sb, &cls, &have_class, why, sizeof(why)) < 0 ||
         sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
         if (have_class) sbx_class_free(&cls);
+        sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
         sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
         rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;

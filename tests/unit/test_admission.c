@@ -309,6 +309,37 @@ TEST(class_change_and_sandbox_gone_move_the_slot) {
     sbx_admission_free(a);
 }
 
+TEST(after_a_restart_a_class_cap_waits_for_the_classes_of_running_ones) {
+    /* the controller restarts: alice's running r1 (its pod is in the cache) takes the
+     * default class, which no pass has told yet; her new w1 of that class (cap 1) must
+     * not start beside it */
+    struct sbx_admission_limits l = {0};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    sb(a, "r1", "alice", 1);
+    CHECK_INT(sbx_admission_pod(a, "r1", +1), 0);
+    sbc(a, "w1", "alice", 2, "dflt", 1);
+    CHECK_INT(pos_of(a, "w1"), 0);
+    CHECK_INT(sbx_admission_class(a, "r1", "dflt", 1), 1);   /* r1's pass: it is of that class */
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 0);
+    CHECK_INT(pos_of(a, "w1"), 0);
+    CHECK_INT(sbx_admission_class(a, "r1", "dflt", 1), 0);
+    /* a hint (the className a Sandbox names, first seen) does not resolve: r2 names
+     * another class, and until its pass w1... still waits for r1's slot in dflt */
+    sb(a, "r2", "alice", 3);
+    CHECK_INT(sbx_admission_pod(a, "r2", +1), 0);
+    CHECK_INT(sbx_admission_class(a, "r2", "other", -1), 1);
+    sbx_admission_pod(a, "r1", -1);                        /* r1 stopped */
+    CHECK_INT(pos_of(a, "w1"), 0);                         /* r2 is not resolved yet */
+    CHECK_INT(sbx_admission_class(a, "r2", "other", 0), 1);   /* r2's pass: other class */
+    w.n = 0;
+    CHECK_INT(sbx_admission_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/w1");
+    CHECK_INT(pos_of(a, "w1"), -1);
+    sbx_admission_pod(a, "r2", -1);
+    sbx_admission_free(a);
+}
+
 TEST(class_cap_with_the_global_and_the_flag_caps) {
     /* 3 slots in all, 2 per user by the flag, small: 1 per user */
     struct sbx_admission_limits l = {.max_running = 3, .max_running_per_user = 2};
