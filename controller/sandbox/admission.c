@@ -12,8 +12,10 @@
  * when the class has no cap, are also in the user's line (promoted), the rest are out of
  * every line. bucket_fix keeps this prefix after each change of the bucket (a slot taken
  * or freed, a Sandbox joining or leaving, the cap changed): it moves only the boundary, so
- * a freed slot promotes exactly the oldest one held back and nothing is walked. Reservations are few (at most the cap, for a few seconds
- * each) and sit in a list that is purged of expired ones before each decision. */
+ * a freed slot promotes exactly the oldest one held back and nothing is walked.
+ *
+ * Reservations are few (at most the cap, for a few seconds each) and sit in a list that is
+ * purged of expired ones before each decision. */
 #include "sandbox/admission.h"
 
 #include <pthread.h>
