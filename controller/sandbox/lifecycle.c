@@ -344,6 +344,14 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     }
     if (idle) { stop(o, d, SBX_REASON_IDLE); return; }
 
+    /* The workspace is to be a clone and the source is not ready: nothing is created (and
+     * no running slot held) until it is. */
+    if (o->pvc == SBX_OBJ_ABSENT && o->workspace_source_reason) {
+        say(d, "Pending", 0, o->workspace_source_reason, "%s",
+            o->workspace_source_message ? o->workspace_source_message : "the workspace source is not ready");
+        d->requeue_after_ms = SBX_WS_SOURCE_RETRY_MS;
+        return;
+    }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
         if (o->user_capped) {

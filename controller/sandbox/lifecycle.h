@@ -71,6 +71,11 @@ struct sbx_observed {
     int64_t claim_request_bytes;     /* the claim's spec.resources.requests.storage (0 = unknown) */
     int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
     int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */
+    /* spec.workspace.from, while there is no claim: why the source's claim cannot be
+     * cloned yet (SBX_REASON_WS_SOURCE_*) and a message; NULL when it can, or when the
+     * workspace starts empty. No claim is created meanwhile: one made without its
+     * dataSource would start empty, and a claim's dataSource cannot be set later. */
+    const char *workspace_source_reason, *workspace_source_message;
     enum sbx_object_state pod;
     /* The spec changed since the pod was built: its template-hash annotation differs from
      * the desired pod's, so it is to be replaced. 0: built from the spec as it is now, or
@@ -131,6 +136,10 @@ enum sbx_action {
  * (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
  * InvalidImageName, ...), with the scheduler's or kubelet's message. */
 #define SBX_REASON_UNSCHEDULABLE "Unschedulable"
+/* spec.workspace.from: the source Sandbox, or its bound claim, is not there (yet); or
+ * its claim cannot be cloned into the claim the spec asks for (another StorageClass). */
+#define SBX_REASON_WS_SOURCE_NOT_FOUND "WorkspaceSourceNotFound"
+#define SBX_REASON_WS_SOURCE_INCOMPATIBLE "WorkspaceSourceIncompatible"
 
 /* The Ready condition's message, at most this many bytes (cut on a UTF-8 boundary). */
 #define SBX_MESSAGE_MAX 1024
@@ -215,6 +224,8 @@ enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, 
  * consumer (WaitForFirstConsumer) gets its pod at once, in the pass that creates the claim;
  * so does a claim of a class the controller cannot see, after this delay. */
 #define SBX_BIND_WAIT_MS 3000
+/* How often a Sandbox whose workspace source is not there looks again. */
+#define SBX_WS_SOURCE_RETRY_MS 5000
 
 /* A one-shot whose status.run says its pod was created, but whose pod the cache does not
  * show, is waited for this long (the pod's watch event may come after the status's), then

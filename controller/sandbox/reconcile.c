@@ -458,6 +458,64 @@ static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
     return kj_str(obj, "metadata.deletionTimestamp") ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
 }
 
+/* spec.workspace.from: find the claim to clone, the bound workspace claim of the named
+ * Sandbox of this namespace (its status.workspaceClaim, else the name its IDs give), from
+ * the caches. NULL with src filled (its strings point into *held, which the caller
+ * deletes), or the reason (SBX_REASON_WS_SOURCE_*) with a message in why. */
+static const char *workspace_source(struct sbx_controller *ctl, const char *ns, const struct sbx_spec *spec,
+                                    struct sbx_ws_source *src, cJSON **held, char *why, size_t whylen) {
+    char key[512], pod[SBX_NAME_MAX + 1], claim[128];
+    const char *reason = SBX_REASON_WS_SOURCE_NOT_FOUND;
+    *held = NULL;
+    memset(src, 0, sizeof(*src));
+    snprintf(key, sizeof(key), "%s/%s", ns, spec->workspace_from);
+    cJSON *sb = informer_get(ctl->sandboxes, key);
+    if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
+        snprintf(why, whylen, "spec.workspace.from: Sandbox %s not found in namespace %s%s; waiting for it",
+                 spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
+        goto out;
+    }
+    const char *name = kj_str(sb, "status.workspaceClaim");
+    const char *user = kj_str(sb, "spec.userID"), *chat = kj_str(sb, "spec.chatID");
+    if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
+        sbx_claim_name(pod, claim, sizeof(claim));
+        name = claim;
+    }
+    if (!name) {
+        snprintf(why, whylen, "spec.workspace.from: Sandbox %s has no workspace claim; waiting for it",
+                 spec->workspace_from);
+        goto out;
+    }
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    *held = informer_get(ctl->pvcs, key);
+    const char *uid = kj_str(sb, "metadata.uid");
+    const char *phase = kj_str(*held, "status.phase");
+    if (!uid || classify(*held, uid) != SBX_OBJ_PRESENT || !phase || strcmp(phase, "Bound") != 0) {
+        snprintf(why, whylen, "spec.workspace.from: the workspace claim %s of Sandbox %s is %s; waiting for it",
+                 name, spec->workspace_from, !*held ? "not there" : classify(*held, uid ? uid : "") ==
+                 SBX_OBJ_PRESENT ? "not bound yet" : "not its own, or being deleted");
+        goto out;
+    }
+    int64_t req = 0, cap = 0;
+    const char *q = kj_str(*held, "spec.resources.requests.storage");
+    if (!q || qty_parse_memory(q, &req) < 0) req = 0;
+    q = kj_str(*held, "status.capacity.storage");
+    if (!q || qty_parse_memory(q, &cap) < 0) cap = 0;
+    src->claim = kj_str(*held, "metadata.name");
+    src->storage_class = kj_str(*held, "spec.storageClassName");
+    src->bytes = sbx_clone_bytes(req, cap);
+    if (!src->claim) goto out;
+    if (sbx_ws_source_check(spec, src, why, whylen) < 0) {
+        reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
+        goto out;
+    }
+    reason = NULL;
+out:
+    cJSON_Delete(sb);
+    if (reason && !why[0]) snprintf(why, whylen, "spec.workspace.from: the source claim has no name");
+    return reason;
+}
+
 /* Controlled by an earlier Sandbox of this very name (deleted, then created again before
  * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
  * owner is gone for sure. */
@@ -616,12 +674,14 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
  * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
 static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                             const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
-    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512];
-    cJSON *pod = NULL, *pvc = NULL, *svc = NULL;
+    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512], src_why[512];
+    cJSON *pod = NULL, *pvc = NULL, *svc = NULL, *src_pvc = NULL;
+    struct sbx_ws_source src;
     struct sbx_spec spec;
     int rc = -1, have_spec = 0;
     *requeue_ms = 0;
     memset(&spec, 0, sizeof(spec));
+    memset(&src, 0, sizeof(src));
 
     const char *uid = kj_str(sb, "metadata.uid");
     if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
@@ -745,6 +805,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
     }
     o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
+    if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT) {
+        src_why[0] = '\0';
+        o.workspace_source_reason = workspace_source(ctl, ns, &spec, &src, &src_pvc, src_why, sizeof(src_why));
+        o.workspace_source_message = src_why;
+    }
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid, 1);
 
@@ -785,7 +850,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
     if (d.actions & SBX_ACT_CREATE_PVC) {
-        cJSON *obj = sbx_build_pvc(&owner, &spec, pod_name, claim);
+        /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
+        cJSON *obj = !spec.workspace_from ? sbx_build_pvc(&owner, &spec, pod_name, claim)
+                     : src.claim ? sbx_build_pvc_from(&owner, &spec, pod_name, claim, &src) : NULL;
         int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, claim, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) goto out;
@@ -856,6 +923,7 @@ out:
     cJSON_Delete(pod);
     cJSON_Delete(pvc);
     cJSON_Delete(svc);
+    cJSON_Delete(src_pvc);
     return rc;
 }
 

@@ -535,8 +535,29 @@ static int sbx_parse_resources(struct sbx_pctx *c, const cJSON *spec, struct sbx
                              c->d->cpu_request_millis, s->cpu_millis, &s->cpu_request_millis);
 }
 
-/* spec.workspace: size, storageClassName ("" kept: no class), mountPath. */
-static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
+/* spec.workspace.from: {sandbox: NAME}, a Sandbox of the same namespace other than this
+ * one (self is the Sandbox's own metadata.name, NULL when it has none yet). */
+static int sbx_parse_workspace_from(struct sbx_pctx *c, const cJSON *ws, const char *self,
+                                    struct sbx_spec *s) {
+    char q[4 * SBX_QUOTE_MAX + 8];
+    const cJSON *from;
+    const char *src = NULL;
+
+    if (!ws || sbx_opt_object(c, ws, "from", "spec.workspace.from", &from)) return ws ? -1 : 0;
+    if (!from) return 0;
+    if (sbx_opt_string(c, from, "sandbox", "spec.workspace.from.sandbox", &src)) return -1;
+    if (!src) return sbx_fail(c, "spec.workspace.from.sandbox: required");
+    if (!sbx_is_dns_subdomain(src))
+        return sbx_fail(c, "spec.workspace.from.sandbox: %s is not a Sandbox name (lower-case "
+                        "DNS-1123 subdomain)", sbx_quote(src, q, sizeof q));
+    if (self && !strcmp(src, self))
+        return sbx_fail(c, "spec.workspace.from.sandbox: a Sandbox cannot start from its own workspace");
+    return sbx_dup(c, src, &s->workspace_from);
+}
+
+/* spec.workspace: size, storageClassName ("" kept: no class), mountPath, from. */
+static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, const char *self,
+                               struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
     const cJSON *ws;
     const char *cls = NULL, *mount = NULL;
@@ -557,7 +578,8 @@ static int sbx_parse_workspace(struct sbx_pctx *c, const cJSON *spec, struct sbx
         return -1;
     if (!mount) mount = "/workspace";
     if (sbx_check_abs_path(c, mount, "spec.workspace.mountPath", 1)) return -1;
-    return sbx_dup(c, mount, &s->mount_path);
+    if (sbx_dup(c, mount, &s->mount_path)) return -1;
+    return sbx_parse_workspace_from(c, ws, self, s);
 }
 
 /* spec.run: command (required, command[0] non-empty), workingDir, env, timeout. */
@@ -735,7 +757,9 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     s->pull_secrets = c->d->npull_secrets ? c->d->pull_secrets : NULL;
     s->npull_secrets = c->d->npull_secrets;
 
-    if (sbx_parse_workspace(c, spec, s)) return -1;
+    v = sbx_member(sandbox, "metadata");
+    v = v ? sbx_member(v, "name") : NULL;
+    if (sbx_parse_workspace(c, spec, cJSON_IsString(v) ? v->valuestring : NULL, s)) return -1;
 
     if (sbx_parse_run(c, spec, &s->run)) return -1;
     if (s->lifecycle == SBX_ONE_SHOT && !s->run.present)
@@ -862,6 +886,7 @@ void sbx_spec_free(struct sbx_spec *s) {
     sbx_env_free(s->env, s->nenv);
     free(s->storage_class);
     free(s->mount_path);
+    free(s->workspace_from);
     sbx_strv_free(&s->run.command);
     free(s->run.working_dir);
     sbx_env_free(s->run.env, s->run.nenv);
@@ -954,25 +979,60 @@ err:
     return NULL;
 }
 
+int64_t sbx_clone_bytes(int64_t own_bytes, int64_t source_bytes) {
+    return source_bytes > own_bytes ? source_bytes : own_bytes;
+}
+
+int sbx_ws_source_check(const struct sbx_spec *s, const struct sbx_ws_source *src,
+                        char *why, size_t whylen) {
+    char q1[4 * SBX_QUOTE_MAX + 8], q2[4 * SBX_QUOTE_MAX + 8];
+    const char *want = s->storage_class, *have = src->storage_class;
+
+    if (!want || (have && !strcmp(want, have))) return 0;   /* NULL: the clone takes the source's */
+    snprintf(why, whylen, "spec.workspace.storageClassName %s differs from the StorageClass %s of "
+             "claim %s; a claim can be cloned only within its StorageClass",
+             sbx_quote(want, q1, sizeof q1), sbx_quote(have ? have : "", q2, sizeof q2),
+             src->claim ? src->claim : "?");
+    return -1;
+}
+
 cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name) {
+    return sbx_build_pvc_from(o, s, pod_name, claim_name, NULL);
+}
+
+cJSON *sbx_build_pvc_from(const struct sbx_owner *o, const struct sbx_spec *s,
+                          const char *pod_name, const char *claim_name,
+                          const struct sbx_ws_source *src) {
     char size[32];
-    cJSON *pvc, *spec, *modes, *res;
+    const char *cls;
+    cJSON *pvc, *spec, *modes, *res, *ds;
 
     (void)pod_name;   /* the claim is tied to the pod only by name */
-    if (qty_format_memory(s ? s->workspace_bytes : 0, size, sizeof size) != 0) return NULL;
+    if (src && !src->claim) return NULL;
+    if (qty_format_memory(s ? sbx_clone_bytes(s->workspace_bytes, src ? src->bytes : 0) : 0,
+                          size, sizeof size) != 0)
+        return NULL;
     pvc = sbx_build_object("PersistentVolumeClaim", o, s, claim_name);
     if (!pvc) return NULL;
     spec = cJSON_AddObjectToObject(pvc, "spec");
     modes = cJSON_AddArrayToObject(spec, "accessModes");
     if (!modes || !cJSON_AddItemToArray(modes, cJSON_CreateString("ReadWriteOnce")))
         goto err;
-    if (s->storage_class && !cJSON_AddStringToObject(spec, "storageClassName", s->storage_class))
+    /* A clone must be of its source's class: the cluster default is named explicitly. */
+    cls = s->storage_class ? s->storage_class : src ? src->storage_class : NULL;
+    if (cls && !cJSON_AddStringToObject(spec, "storageClassName", cls))
         goto err;
     if (!cJSON_AddStringToObject(spec, "volumeMode", "Filesystem")) goto err;
     res = cJSON_AddObjectToObject(spec, "resources");
     if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "requests"), "storage", size))
         goto err;
+    if (src) {
+        ds = cJSON_AddObjectToObject(spec, "dataSource");
+        if (!cJSON_AddStringToObject(ds, "kind", "PersistentVolumeClaim") ||
+            !cJSON_AddStringToObject(ds, "name", src->claim))
+            goto err;
+    }
     return pvc;
 err:
     cJSON_Delete(pvc);

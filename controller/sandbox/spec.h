@@ -91,6 +91,10 @@ struct sbx_spec {
     int64_t workspace_bytes;
     char *storage_class;       /* NULL = cluster default */
     char *mount_path;          /* default /workspace */
+    /* spec.workspace.from.sandbox: the claim is created as a clone of that Sandbox's
+     * workspace (same namespace); NULL = it starts empty. Read only when the claim is
+     * created (the CRD makes it immutable). */
+    char *workspace_from;
     struct sbx_run run;
     int64_t ttl_after_finished_s;
     /* Controller-wide, from the defaults: the pod's uid/gid/fsGroup (SBX_RUN_AS_AUTO =
@@ -185,6 +189,31 @@ void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
  * Returns a new cJSON object (caller deletes) or NULL on ENOMEM. */
 cJSON *sbx_build_pvc(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name);
+/* The claim a new workspace is cloned from (spec.workspace.from), as the controller
+ * found it: its name, StorageClass (NULL = unknown) and size (the larger of its request
+ * and its capacity; 0 = unknown). The strings are not owned. */
+struct sbx_ws_source {
+    const char *claim;
+    const char *storage_class;
+    int64_t bytes;
+};
+
+/* The size a clone asks for: the spec's, or the source's when that is larger (a clone
+ * cannot be smaller than its source). */
+int64_t sbx_clone_bytes(int64_t own_bytes, int64_t source_bytes);
+
+/* Can the workspace of s be cloned from src? Kubernetes clones a claim only within its
+ * StorageClass: a spec that names another class than the source's is refused (-1, a
+ * readable reason in why); one that names none takes the source's (0). */
+int sbx_ws_source_check(const struct sbx_spec *s, const struct sbx_ws_source *src,
+                        char *why, size_t whylen);
+
+/* sbx_build_pvc, and with src the claim is a clone of src->claim: spec.dataSource
+ * {kind: PersistentVolumeClaim, name}, the storage request sbx_clone_bytes(spec, source),
+ * and storageClassName the spec's or else the source's. NULL on ENOMEM or src->claim NULL. */
+cJSON *sbx_build_pvc_from(const struct sbx_owner *o, const struct sbx_spec *s,
+                          const char *pod_name, const char *claim_name,
+                          const struct sbx_ws_source *src);
 /* Both builders take a spec from a successful sbx_spec_parse and need o->name and o->uid
  * (o->namespace_ NULL omits metadata.namespace); they return NULL if either is missing. */
 /* The sandbox Pod: one container "sandbox" with the image; command/args from the spec,
