@@ -134,6 +134,37 @@ TEST(conflict_wins_over_every_other_rule) {
 
 /* ---- bringing up ---------------------------------------------------------------------- */
 
+/* spec.workspace.from with the source not ready: no claim (it would start empty), no pod,
+ * no running slot; the reason and message as given, and a look again. Once there is a
+ * claim, the source no longer matters. */
+TEST(workspace_source_not_ready_creates_nothing) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.workspace_source_reason = SBX_REASON_WS_SOURCE_NOT_FOUND;
+    o.workspace_source_message = "spec.workspace.from: Sandbox a not found in namespace ns; waiting for it";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "WorkspaceSourceNotFound");
+    CHECK_STR(d.message, "spec.workspace.from: Sandbox a not found in namespace ns; waiting for it");
+    CHECK_INT(d.wants_pod, 0);
+    CHECK_INT(d.requeue_after_ms, SBX_WS_SOURCE_RETRY_MS);
+    o.workspace_source_reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, "WorkspaceSourceIncompatible");
+    o.workspace_source_reason = NULL;   /* ready: the clone is created */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC);
+    CHECK_INT(d.wants_pod, 1);
+    o = running(T0, T0 + MIN);   /* the claim exists: a source gone since changes nothing */
+    o.workspace_source_reason = SBX_REASON_WS_SOURCE_NOT_FOUND;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_READY);
+}
+
 TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);

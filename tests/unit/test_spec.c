@@ -960,6 +960,74 @@ TEST(pvc_empty_storage_class_is_kept) {
     sbx_spec_free(&s);
 }
 
+/* spec.workspace.from: parsed and checked; the claim built from a source is its clone. */
+TEST(workspace_from_clone) {
+    char err[256];
+    struct sbx_spec s;
+    struct sbx_owner o = { "n", "ns", "uid-1" };
+    struct sbx_ws_source src = { "yao-sb-a-b-workspace", "yao-test", INT64_C(20) << 30 };
+    cJSON *pvc;
+    static const struct { const char *spec, *err; } bad[] = {
+        { "{" U ",\"workspace\":{\"from\":{}}}", "spec.workspace.from.sandbox: required" },
+        { "{" U ",\"workspace\":{\"from\":\"a\"}}", "spec.workspace.from: must be an object" },
+        { "{" U ",\"workspace\":{\"from\":{\"sandbox\":7}}}", "spec.workspace.from.sandbox: must be a string" },
+        { "{" U ",\"workspace\":{\"from\":{\"sandbox\":\"Chat_1\"}}}",
+          "spec.workspace.from.sandbox: \"Chat_1\" is not a Sandbox name" },
+        { "{" U ",\"workspace\":{\"from\":{\"sandbox\":\"t\"}}}",
+          "spec.workspace.from.sandbox: a Sandbox cannot start from its own workspace" },
+    };
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(parse_text(bad[i].spec, NULL, &s, err, sizeof err), -1);
+        CHECK(strstr(err, bad[i].err) != NULL);
+        CHECK(s.workspace_from == NULL);
+    }
+    CHECK_INT(parse_text("{" U "}", NULL, &s, err, sizeof err), 0);
+    CHECK(s.workspace_from == NULL);
+    sbx_spec_free(&s);
+
+    /* The size: the larger of the spec's and the source's. */
+    CHECK(sbx_clone_bytes(INT64_C(10) << 30, INT64_C(20) << 30) == INT64_C(20) << 30);
+    CHECK(sbx_clone_bytes(INT64_C(30) << 30, INT64_C(20) << 30) == INT64_C(30) << 30);
+    CHECK(sbx_clone_bytes(INT64_C(10) << 30, 0) == INT64_C(10) << 30);
+
+    CHECK_INT(parse_text("{" U ",\"workspace\":{\"from\":{\"sandbox\":\"chat-a\"}}}",
+                         NULL, &s, err, sizeof err), 0);
+    CHECK_STR(s.workspace_from, "chat-a");
+    CHECK_INT(sbx_ws_source_check(&s, &src, err, sizeof err), 0);   /* no class: the source's */
+    pvc = sbx_build_pvc_from(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace", &src);
+    CHECK_STR(JSTR(pvc, "spec", "dataSource", "kind"), "PersistentVolumeClaim");
+    CHECK_STR(JSTR(pvc, "spec", "dataSource", "name"), "yao-sb-a-b-workspace");
+    CHECK(JAT(pvc, "spec", "dataSource", "apiGroup") == NULL);   /* core */
+    CHECK_STR(JSTR(pvc, "spec", "storageClassName"), "yao-test");
+    CHECK_STR(JSTR(pvc, "spec", "resources", "requests", "storage"), "20Gi");
+    CHECK_STR(JSTR(pvc, "metadata", "name"), "yao-sb-u-c-workspace");
+    cJSON_Delete(pvc);
+    src.claim = NULL;
+    CHECK(sbx_build_pvc_from(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace", &src) == NULL);
+    src.claim = "yao-sb-a-b-workspace";
+    pvc = sbx_build_pvc(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");   /* no source given */
+    CHECK(JAT(pvc, "spec", "dataSource") == NULL);
+    CHECK_STR(JSTR(pvc, "spec", "resources", "requests", "storage"), "10Gi");
+    cJSON_Delete(pvc);
+    sbx_spec_free(&s);
+
+    /* A class of its own: the same as the source's, or refused. */
+    CHECK_INT(parse_text("{" U ",\"workspace\":{\"storageClassName\":\"yao-test\",\"size\":\"30Gi\","
+                         "\"from\":{\"sandbox\":\"chat-a\"}}}", NULL, &s, err, sizeof err), 0);
+    CHECK_INT(sbx_ws_source_check(&s, &src, err, sizeof err), 0);
+    pvc = sbx_build_pvc_from(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace", &src);
+    CHECK_STR(JSTR(pvc, "spec", "resources", "requests", "storage"), "30Gi");
+    cJSON_Delete(pvc);
+    sbx_spec_free(&s);
+    CHECK_INT(parse_text("{" U ",\"workspace\":{\"storageClassName\":\"fast\","
+                         "\"from\":{\"sandbox\":\"chat-a\"}}}", NULL, &s, err, sizeof err), 0);
+    CHECK_INT(sbx_ws_source_check(&s, &src, err, sizeof err), -1);
+    CHECK_STR(err, "spec.workspace.storageClassName \"fast\" differs from the StorageClass \"yao-test\" of "
+              "claim yao-sb-a-b-workspace; a claim can be cloned only within its StorageClass");
+    sbx_spec_free(&s);
+}
+
 TEST(pod_exact_shape) {
     struct built b;
 
