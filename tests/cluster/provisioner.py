@@ -13,6 +13,13 @@ Two classes, as on real clusters:
                  scheduler picked a node for the first pod using the claim and wrote it
                  into the claim's volume.kubernetes.io/selected-node annotation; the
                  volume is pinned to that node (nodeAffinity), like a local volume.
+
+A claim with spec.dataSource {kind: PersistentVolumeClaim} is a clone (CSI volume
+cloning): its directory is filled with a copy of the source claim's volume (modes,
+ownership, times and symbolic links kept) before its volume is created, for both classes.
+A source that is not bound yet is tried again every few seconds, as external-provisioner
+retries; the copy goes to a temporary directory renamed into place, so a crash mid-copy
+leaves no half-filled volume.
 """
 import json, os, shutil, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
 
@@ -38,7 +45,65 @@ def call(method, path, body=None, timeout=30):
     return urllib.request.urlopen(req, context=ctx, timeout=timeout)
 
 
+def get(path):
+    with call("GET", path) as r:
+        return json.load(r)
+
+
+def source_dir(pvc):
+    """The hostPath directory of the claim pvc is cloned from; None when it has no PVC
+    dataSource; raises LookupError when the source is not ready (not bound, not ours)."""
+    ds = pvc.get("spec", {}).get("dataSource") or {}
+    if ds.get("kind") != "PersistentVolumeClaim" or ds.get("apiGroup"):
+        return None
+    ns = pvc["metadata"]["namespace"]
+    try:
+        src = get("/api/v1/namespaces/%s/persistentvolumeclaims/%s" % (ns, urllib.parse.quote(ds["name"])))
+        vol = src.get("spec", {}).get("volumeName")
+        if not vol or src.get("status", {}).get("phase") != "Bound":
+            raise LookupError("source claim %s/%s is not bound" % (ns, ds["name"]))
+        pv = get("/api/v1/persistentvolumes/" + urllib.parse.quote(vol))
+    except urllib.error.HTTPError as e:
+        raise LookupError("source claim %s/%s: HTTP %d" % (ns, ds["name"], e.code))
+    path = pv.get("spec", {}).get("hostPath", {}).get("path", "")
+    if not path.startswith(root + os.sep) or not os.path.isdir(path):
+        raise LookupError("source volume %s is not one of ours" % vol)
+    return path
+
+
+def copy_tree(src, dst):
+    """Copy the contents of src into the new directory dst: modes, times, ownership and
+    symbolic links (not followed) as they are."""
+    shutil.copytree(src, dst, symlinks=True, copy_function=shutil.copy2)
+    for d, dirs, files in os.walk(src):
+        for n in [None] + dirs + files:
+            s = os.path.join(d, n) if n else d
+            st = os.lstat(s)
+            os.lchown(os.path.join(dst, os.path.relpath(s, src)), st.st_uid, st.st_gid)
+
+
+def retry_later(pvc):
+    """Look at the claim again (fresh) in a few seconds."""
+    def again():
+        meta = pvc["metadata"]
+        try:
+            provision(get("/api/v1/namespaces/%s/persistentvolumeclaims/%s" % (meta["namespace"], meta["name"])))
+        except Exception as e:  # gone, or the API server away: its next event brings it back
+            log("retry %s/%s: %s" % (meta["namespace"], meta["name"], e))
+    t = threading.Timer(3, again)
+    t.daemon = True
+    t.start()
+
+
+lock = threading.Lock()
+
+
 def provision(pvc):
+    with lock:  # the watch and the clone retries
+        provision_locked(pvc)
+
+
+def provision_locked(pvc):
     meta, spec = pvc["metadata"], pvc.get("spec", {})
     cls = spec.get("storageClassName")
     if cls not in CLASSES or spec.get("volumeName"):
@@ -73,6 +138,19 @@ def provision(pvc):
     # 0755 root, and fsGroup does not apply to hostPath volumes, so a non-root sandbox
     # could not write its workspace.
     try:
+        src = source_dir(pvc)
+    except LookupError as e:
+        log("clone %s/%s: %s; trying again" % (meta["namespace"], meta["name"], e))
+        retry_later(pvc)
+        return
+    try:
+        if src is not None and not os.path.isdir(path):
+            tmp = path + ".cloning"
+            shutil.rmtree(tmp, ignore_errors=True)
+            copy_tree(src, tmp)
+            os.chmod(tmp, 0o777)
+            os.rename(tmp, path)
+            log("cloned %s into %s" % (src, path))
         os.makedirs(path, exist_ok=True)
         os.chmod(path, 0o777)
     except OSError as e:
