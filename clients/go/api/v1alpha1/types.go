@@ -163,6 +163,14 @@ type WorkspaceSpec struct {
 	Size             *intstr.IntOrString `json:"size,omitempty"`
 	StorageClassName *string             `json:"storageClassName,omitempty"`
 	MountPath        string              `json:"mountPath,omitempty"`
+	// From starts the workspace as a clone of another Sandbox's (read when the claim is
+	// created; immutable).
+	From *WorkspaceSource `json:"from,omitempty"`
+}
+
+// WorkspaceSource names the Sandbox, in the same namespace, whose workspace is cloned.
+type WorkspaceSource struct {
+	Sandbox string `json:"sandbox"`
 }
 
 // RunSpec is a one-shot Sandbox's command.
