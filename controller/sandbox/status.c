@@ -56,7 +56,9 @@ void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const str
     } else if (strcmp(old_reason, d->reason) != 0 &&
                (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_USER_CAPACITY) ||
                 !strcmp(d->reason, SBX_REASON_CONFLICT) ||
-                !strcmp(d->reason, SBX_REASON_INVALID))) {
+                !strcmp(d->reason, SBX_REASON_INVALID) ||
+                !strcmp(d->reason, SBX_REASON_WS_SOURCE_NOT_FOUND) ||
+                !strcmp(d->reason, SBX_REASON_WS_SOURCE_INCOMPATIBLE))) {
         reason = d->reason;
         type = "Warning";
         snprintf(msg, sizeof(msg), "%s", d->message);

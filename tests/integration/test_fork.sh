@@ -33,6 +33,7 @@ check "a fork of a missing Sandbox: Ready=False/WorkspaceSourceNotFound" eventua
 check "  phase Pending, the message names the source" contains "$(field sandbox fork-b '.status.phase}: {.status.conditions[?(@.type=="Ready")].message')" "Pending: spec.workspace.from: Sandbox src-a not found in namespace $NS"
 sleep 2
 check "  and no claim and no pod were created" eq "$(kubectl -n $NS get pvc,pod -o name | wc -l)" 0
+check "  a Warning Event says so" eventually 20 sh -c "kubectl -n $NS get events --field-selector involvedObject.name=fork-b -o jsonpath='{range .items[*]}{.type}/{.reason} {end}' | grep -q Warning/WorkspaceSourceNotFound"
 
 # --- the source appears; its files are cloned ---------------------------------------------
 sandbox src-a chat-a '{size: 2Gi}'
