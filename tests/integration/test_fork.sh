@@ -6,8 +6,9 @@
 # dataSource {kind: PersistentVolumeClaim, name: <the source's claim>}, the source's
 # StorageClass and at least its size, and the provisioner filled its volume with a copy
 # of the source's files (modes kept) before creating it; on a WaitForFirstConsumer class
-# too. Another StorageClass than the source's is WorkspaceSourceIncompatible; the field is
-# immutable; a Sandbox cannot name itself.
+# too; a clone claim made before its source is provisioned once the source is. Another
+# StorageClass than the source's is WorkspaceSourceIncompatible; the field is immutable;
+# a Sandbox cannot name itself.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-fork
 LOG=$BUILD_DIR/test-fork.log
@@ -70,6 +71,24 @@ sandbox wffc-b chat-wb '{from: {sandbox: wffc-a}}'
 check "  its fork reaches Running" eventually 40 phase_is $NS wffc-b Running
 check "  in the same class, cloned from its claim" eq "$(field pvc "$(claim_of wffc-b)" '.spec.storageClassName} {.spec.dataSource.name')" "yao-test-wffc $(claim_of wffc-a)"
 check "  with the source's files" eq "$(cat "$(hostdir "$(claim_of wffc-b)")/w.txt" 2>&1)" "late binding"
+
+# --- the provisioner alone: a clone claim made before its source waits for it --------------
+pvc() { # name [dataSource name]
+    {
+        printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: %s}\nspec:\n' "$1"
+        printf '  storageClassName: yao-test\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n'
+        [ -z "${2:-}" ] || printf '  dataSource: {kind: PersistentVolumeClaim, name: %s}\n' "$2"
+    } | kubectl -n $NS apply -f - >/dev/null
+}
+pvc raw-clone raw-src
+sleep 4
+check "a clone claim whose source does not exist stays Pending" eq "$(field pvc raw-clone '.status.phase} {.spec.dataSource.name')" "Pending raw-src"
+pvc raw-src
+bound() { [ "$(field pvc "$1" .status.phase)" = Bound ]; }
+check "  its source is provisioned" eventually 20 bound raw-src
+check "  and the clone is provisioned from it on a later try" eventually 30 bound raw-clone
+check "  into a directory of its own" eval '[ -d "$(hostdir raw-clone)" ] && [ "$(hostdir raw-clone)" != "$(hostdir raw-src)" ]'
+check "  the provisioner says it cloned it" eventually 5 grep -q "cloned $(hostdir raw-src) into $(hostdir raw-clone)" "$YAO_PLANE_DIR/logs/provisioner.log"
 
 # --- refusals -------------------------------------------------------------------------------
 sandbox other-class chat-oc '{storageClassName: yao-test-wffc, from: {sandbox: src-a}}'
