@@ -251,6 +251,9 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
             return cls_fail(c, "spec.maxRunningPerUser: must be an integer between 0 and 1000000");
         k->max_running_per_user = (int)x;
     }
+    char nerr[512];
+    if (sbx_network_parse_class(cls_member(spec, "network"), &k->network, nerr, sizeof nerr) != 0)
+        return cls_fail(c, "%s", nerr);
     return 0;
 }
 
@@ -282,6 +285,7 @@ void sbx_class_free(struct sbx_class *c) {
     cJSON_Delete(c->node_selector);
     cJSON_Delete(c->tolerations);
     cJSON_Delete(c->affinity);
+    sbx_network_free(&c->network);
     memset(c, 0, sizeof *c);
 }
 

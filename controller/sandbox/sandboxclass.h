@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "sandbox/netpol.h"
 #include "sandbox/spec.h"
 
 #define SBX_CLASS_KIND "SandboxClass"
@@ -33,6 +34,7 @@ struct sbx_class {
     cJSON *node_selector, *tolerations, *affinity;   /* copies; NULL = unset */
     int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */
     int max_running_per_user;             /* spec.maxRunningPerUser; 0 = no cap */
+    struct sbx_network network;           /* spec.network; mode none when unset */
 };
 
 /* Parse and validate a SandboxClass object into out. 0, or -1 with a one-line message

@@ -957,6 +957,11 @@ err:
     return NULL;
 }
 
+cJSON *sbx_build_owned_meta(const struct sbx_owner *o, const struct sbx_spec *s, const char *name) {
+    if (!o || !o->name || !o->uid || !s || !s->user_id || !s->chat_id || !name) return NULL;
+    return sbx_build_meta(o, s, name);
+}
+
 /* A new {apiVersion, kind, metadata} object; NULL on ENOMEM or a missing owner field. */
 static cJSON *sbx_build_object(const char *kind, const struct sbx_owner *o,
                                const struct sbx_spec *s, const char *name) {

@@ -233,6 +233,11 @@ cJSON *sbx_build_pvc_from(const struct sbx_owner *o, const struct sbx_spec *s,
 cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
                      const char *pod_name, const char *claim_name);
 
+/* The metadata every owned object carries (name, namespace, the project's labels, the
+ * user/chat annotations, the controller ownerReference), for builders outside spec.c
+ * (sandbox/netpol.c). NULL on ENOMEM or a missing owner field. */
+cJSON *sbx_build_owned_meta(const struct sbx_owner *o, const struct sbx_spec *s, const char *name);
+
 /* The Sandbox's Service (spec.service.enabled): named like the pod, type ClusterIP,
  * selector = the pod's SBX_LABEL_NAME label plus SBX_LABEL_POD (set on the pod only, so
  * nothing else can match), one port per spec.ports (name, port, targetPort = port,

@@ -1,0 +1,458 @@
+/* sandbox/netpol.c — a Sandbox's network policy (see netpol.h): the class's spec.network,
+ * the Sandbox's narrowing of its egress CIDRs, the CIDR math and the NetworkPolicy builder.
+ *
+ * The CIDR math is done on bytes (inet_pton), never on text: "10.0.0.0/8" contains
+ * "10.1.0.0/16" because their first 8 bits agree, whatever the spelling. Host bits must be
+ * zero, so every CIDR has one spelling and the policy the API server stores compares
+ * equal to the one built here.
+ *
+ * Not here: the I/O (reconcile.c), choosing the class (classes.c). */
+#include "sandbox/netpol.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Write the message to err (if any) and return -1. */
+__attribute__((format(printf, 3, 4)))
+static int np_fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- CIDRs ------------------------------------------------------------------------------ */
+
+int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen) {
+    char addr[INET6_ADDRSTRLEN + 1];
+    const char *slash;
+    char *end;
+    long prefix;
+    size_t alen;
+    int bytes;
+
+    memset(out, 0, sizeof *out);
+    if (!s || !(slash = strchr(s, '/'))) return np_fail(err, errlen, "must be a CIDR like 10.0.0.0/8 or fd00::/8");
+    alen = (size_t)(slash - s);
+    if (alen == 0 || alen >= sizeof addr) return np_fail(err, errlen, "not an IPv4 or IPv6 address");
+    memcpy(addr, s, alen);
+    addr[alen] = '\0';
+    if (inet_pton(AF_INET, addr, out->addr) == 1) out->family = 4;
+    else if (inet_pton(AF_INET6, addr, out->addr) == 1) out->family = 6;
+    else return np_fail(err, errlen, "not an IPv4 or IPv6 address");
+    bytes = out->family == 4 ? 4 : 16;
+    if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2])) 
+        return np_fail(err, errlen, "the prefix length must be a number");
+    prefix = strtol(slash + 1, &end, 10);
+    if (*end || prefix < 0 || prefix > bytes * 8)
+        return np_fail(err, errlen, "the prefix length must be between 0 and %d", bytes * 8);
+    out->prefix = (int)prefix;
+    for (int bit = out->prefix; bit < bytes * 8; bit++)
+        if (out->addr[bit / 8] & (0x80u >> (bit % 8)))
+            return np_fail(err, errlen, "has host bits set (the network address is needed)");
+    return 0;
+}
+
+void sbx_cidr_format(const struct sbx_cidr *c, char *out, size_t outlen) {
+    char a[INET6_ADDRSTRLEN];
+
+    if (!inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->addr, a, sizeof a)) a[0] = '\0';
+    snprintf(out, outlen, "%s/%d", a, c->prefix);
+}
+
+int sbx_cidr_contains(const struct sbx_cidr *outer, const struct sbx_cidr *inner) {
+    int full, rest;
+
+    if (outer->family != inner->family || outer->prefix > inner->prefix) return 0;
+    full = outer->prefix / 8;
+    rest = outer->prefix % 8;
+    if (memcmp(outer->addr, inner->addr, (size_t)full) != 0) return 0;
+    if (rest) {
+        unsigned mask = (0xFFu << (8 - rest)) & 0xFFu;
+        if ((outer->addr[full] & mask) != (inner->addr[full] & mask)) return 0;
+    }
+    return 1;
+}
+
+/* ---- the class's spec.network ---------------------------------------------------------- */
+
+/* The member, or NULL when absent or null. */
+static const cJSON *np_member(const cJSON *obj, const char *key) {
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+/* An optional boolean member into *out (dflt when absent). */
+static int np_bool(const cJSON *obj, const char *key, int dflt, int *out, char *err, size_t errlen) {
+    const cJSON *v = np_member(obj, key);
+
+    *out = dflt;
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return np_fail(err, errlen, "spec.network.%s: must be true or false", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* An array of CIDR strings at field into *v / *n. */
+static int np_cidrs(const cJSON *arr, const char *field, struct sbx_cidr **v, size_t *n, char *err, size_t errlen) {
+    char why[128];
+    const cJSON *it;
+    size_t count;
+
+    *v = NULL;
+    *n = 0;
+    if (!cJSON_IsArray(arr)) return np_fail(err, errlen, "%s: must be an array of CIDRs", field);
+    count = (size_t)cJSON_GetArraySize(arr);
+    if (count > SBX_NETPOL_CIDRS_MAX) return np_fail(err, errlen, "%s: at most %d CIDRs", field, SBX_NETPOL_CIDRS_MAX);
+    if (!count) return 0;
+    *v = calloc(count, sizeof **v);
+    if (!*v) return np_fail(err, errlen, "out of memory");
+    cJSON_ArrayForEach(it, arr) {
+        if (!cJSON_IsString(it)) return np_fail(err, errlen, "%s[%zu]: must be a string", field, *n);
+        if (sbx_cidr_parse(it->valuestring, &(*v)[*n], why, sizeof why) != 0)
+            return np_fail(err, errlen, "%s[%zu]: \"%.64s\" %s", field, *n, it->valuestring, why);
+        (*n)++;
+    }
+    return 0;
+}
+
+/* A label selector copied without empty matchLabels / matchExpressions (the API server
+ * drops them, and the stored policy must compare equal to the built one). */
+static int np_selector(const cJSON *sel, const char *field, cJSON **out, char *err, size_t errlen) {
+    const cJSON *kv;
+
+    *out = NULL;
+    if (!cJSON_IsObject(sel)) return np_fail(err, errlen, "%s: must be a label selector object", field);
+    cJSON_ArrayForEach(kv, sel)
+        if (strcmp(kv->string, "matchLabels") != 0 && strcmp(kv->string, "matchExpressions") != 0)
+            return np_fail(err, errlen, "%s.%.64s: not a label selector field", field, kv->string);
+    const cJSON *ml = np_member(sel, "matchLabels"), *me = np_member(sel, "matchExpressions");
+    if (ml && !cJSON_IsObject(ml)) return np_fail(err, errlen, "%s.matchLabels: must be an object", field);
+    if (me && !cJSON_IsArray(me)) return np_fail(err, errlen, "%s.matchExpressions: must be an array", field);
+    cJSON_ArrayForEach(kv, ml)
+        if (!cJSON_IsString(kv)) return np_fail(err, errlen, "%s.matchLabels.%.64s: must be a string", field, kv->string);
+    *out = cJSON_CreateObject();
+    if (!*out) return np_fail(err, errlen, "out of memory");
+    if ((ml && ml->child && !cJSON_AddItemToObject(*out, "matchLabels", cJSON_Duplicate(ml, 1))) ||
+        (me && me->child && !cJSON_AddItemToObject(*out, "matchExpressions", cJSON_Duplicate(me, 1))))
+        return np_fail(err, errlen, "out of memory");
+    return 0;
+}
+
+/* spec.network.ingressFrom: {namespaceSelector?, podSelector?} peers, at least one
+ * selector each (an empty peer would admit everything). */
+static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
+    static const char *const keys[2] = {"namespaceSelector", "podSelector"};
+    char field[96];
+    const cJSON *it, *kv;
+    size_t i = 0;
+
+    *out = NULL;
+    if (!arr) return 0;
+    if (!cJSON_IsArray(arr)) return np_fail(err, errlen, "spec.network.ingressFrom: must be an array of peers");
+    if (cJSON_GetArraySize(arr) > SBX_NETPOL_PEERS_MAX)
+        return np_fail(err, errlen, "spec.network.ingressFrom: at most %d peers", SBX_NETPOL_PEERS_MAX);
+    if (!cJSON_GetArraySize(arr)) return 0;
+    *out = cJSON_CreateArray();
+    if (!*out) return np_fail(err, errlen, "out of memory");
+    cJSON_ArrayForEach(it, arr) {
+        cJSON *peer;
+        int n = 0;
+        if (!cJSON_IsObject(it)) return np_fail(err, errlen, "spec.network.ingressFrom[%zu]: must be an object", i);
+        cJSON_ArrayForEach(kv, it)
+            if (strcmp(kv->string, keys[0]) != 0 && strcmp(kv->string, keys[1]) != 0)
+                return np_fail(err, errlen, "spec.network.ingressFrom[%zu].%.64s: only namespaceSelector and "
+                               "podSelector are allowed", i, kv->string);
+        peer = cJSON_CreateObject();
+        if (!peer || !cJSON_AddItemToArray(*out, peer)) {
+            cJSON_Delete(peer);
+            return np_fail(err, errlen, "out of memory");
+        }
+        for (int k = 0; k < 2; k++) {
+            const cJSON *sel = np_member(it, keys[k]);
+            cJSON *copy;
+            if (!sel) continue;
+            snprintf(field, sizeof field, "spec.network.ingressFrom[%zu].%s", i, keys[k]);
+            if (np_selector(sel, field, &copy, err, errlen) != 0) {
+                cJSON_Delete(copy);
+                return -1;
+            }
+            if (!cJSON_AddItemToObject(peer, keys[k], copy)) {
+                cJSON_Delete(copy);
+                return np_fail(err, errlen, "out of memory");
+            }
+            n++;
+        }
+        if (!n) return np_fail(err, errlen, "spec.network.ingressFrom[%zu]: needs a namespaceSelector or a "
+                               "podSelector", i);
+        i++;
+    }
+    return 0;
+}
+
+static int np_parse_class(const cJSON *net, struct sbx_network *out, char *err, size_t errlen) {
+    const cJSON *mode, *cidrs;
+
+    out->allow_dns = 1;
+    if (!net) return 0;
+    if (!cJSON_IsObject(net)) return np_fail(err, errlen, "spec.network: must be an object");
+    mode = np_member(net, "mode");
+    if (mode && (!cJSON_IsString(mode) ||
+                 (strcmp(mode->valuestring, "none") != 0 && strcmp(mode->valuestring, "isolated") != 0)))
+        return np_fail(err, errlen, "spec.network.mode: must be \"none\" or \"isolated\"");
+    out->mode = mode && !strcmp(mode->valuestring, "isolated") ? SBX_NET_ISOLATED : SBX_NET_NONE;
+    if (np_peers(np_member(net, "ingressFrom"), &out->ingress_from, err, errlen) != 0) return -1;
+    cidrs = np_member(net, "egressCIDRs");
+    if (cidrs && np_cidrs(cidrs, "spec.network.egressCIDRs", &out->egress, &out->negress, err, errlen) != 0)
+        return -1;
+    if (np_bool(net, "allowDNS", 1, &out->allow_dns, err, errlen) ||
+        np_bool(net, "allowAPIServer", 0, &out->allow_apiserver, err, errlen) ||
+        np_bool(net, "allowMetadata", 0, &out->allow_metadata, err, errlen))
+        return -1;
+    return 0;
+}
+
+int sbx_network_parse_class(const cJSON *net, struct sbx_network *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (err && errlen) err[0] = '\0';
+    if (np_parse_class(net, out, err, errlen) == 0) return 0;
+    sbx_network_free(out);
+    return -1;
+}
+
+void sbx_network_free(struct sbx_network *n) {
+    if (!n) return;
+    cJSON_Delete(n->ingress_from);
+    free(n->egress);
+    memset(n, 0, sizeof *n);
+}
+
+/* ---- a Sandbox's network under its class ---------------------------------------------- */
+
+/* "a, b, c" of the class's CIDRs into out. */
+static const char *np_list(const struct sbx_network *n, char *out, size_t outlen) {
+    char one[SBX_CIDR_TEXT_MAX];
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (!n->negress) snprintf(out, outlen, "none");
+    for (size_t i = 0; i < n->negress && o + 1 < outlen; i++) {
+        sbx_cidr_format(&n->egress[i], one, sizeof one);
+        int w = snprintf(out + o, outlen - o, "%s%s", i ? ", " : "", one);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    return out;
+}
+
+int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
+                        struct sbx_network *out, char *err, size_t errlen) {
+    const cJSON *net = np_member(np_member(sandbox, "spec"), "network"), *cidrs;
+    char list[1024], one[SBX_CIDR_TEXT_MAX];
+    const char *cn = class_name ? class_name : "";
+
+    memset(out, 0, sizeof *out);
+    if (net && !cJSON_IsObject(net)) return np_fail(err, errlen, "spec.network: must be an object");
+    cidrs = np_member(net, "egressCIDRs");
+    if (!cls || cls->mode != SBX_NET_ISOLATED) {
+        if (!cidrs) return 0;
+        if (!cls) return np_fail(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode "
+                                 "isolated (this Sandbox has no class)");
+        return np_fail(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated "
+                       "(SandboxClass \"%.253s\" has spec.network.mode none)", cn);
+    }
+    out->mode = SBX_NET_ISOLATED;
+    out->allow_dns = cls->allow_dns;
+    out->allow_apiserver = cls->allow_apiserver;
+    out->allow_metadata = cls->allow_metadata;
+    if (cls->ingress_from && !(out->ingress_from = cJSON_Duplicate(cls->ingress_from, 1))) goto oom;
+    if (!cidrs) {
+        if (cls->negress) {
+            out->egress = malloc(cls->negress * sizeof *out->egress);
+            if (!out->egress) goto oom;
+            memcpy(out->egress, cls->egress, cls->negress * sizeof *out->egress);
+            out->negress = cls->negress;
+        }
+        return 0;
+    }
+    if (np_cidrs(cidrs, "spec.network.egressCIDRs", &out->egress, &out->negress, err, errlen) != 0) goto fail;
+    for (size_t i = 0; i < out->negress; i++) {
+        size_t j;
+        for (j = 0; j < cls->negress; j++)
+            if (sbx_cidr_contains(&cls->egress[j], &out->egress[i])) break;
+        if (j == cls->negress) {
+            sbx_cidr_format(&out->egress[i], one, sizeof one);
+            np_fail(err, errlen, "spec.network.egressCIDRs[%zu]: %s is not inside the egress CIDRs of SandboxClass "
+                    "\"%.253s\" (spec.network.egressCIDRs: %s)", i, one, cn, np_list(cls, list, sizeof list));
+            goto fail;
+        }
+    }
+    return 0;
+oom:
+    np_fail(err, errlen, "out of memory while resolving spec.network");
+fail:
+    sbx_network_free(out);
+    return -1;
+}
+
+/* ---- the NetworkPolicy ----------------------------------------------------------------- */
+
+size_t sbx_netpol_excepts(const struct sbx_cidr *cidr, const struct sbx_network *n, const struct sbx_cidr *api,
+                          size_t napi, struct sbx_cidr *out, size_t max, int *whole) {
+    struct sbx_cidr md[2];
+    size_t k = 0;
+
+    *whole = 0;
+    /* The constants parse; were they not, nothing would be excepted, so fail closed. */
+    if (sbx_cidr_parse(SBX_METADATA_V4, &md[0], NULL, 0) || sbx_cidr_parse(SBX_METADATA_V6, &md[1], NULL, 0)) {
+        *whole = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < 2 + napi; i++) {
+        const struct sbx_cidr *x = i < 2 ? &md[i] : &api[i - 2];
+        if (i < 2 ? n->allow_metadata : n->allow_apiserver) continue;
+        if (!sbx_cidr_contains(cidr, x)) continue;
+        if (x->prefix == cidr->prefix || sbx_cidr_contains(x, cidr)) { *whole = 1; return 0; }
+        size_t j;
+        for (j = 0; j < k; j++)
+            if (sbx_cidr_contains(&out[j], x)) break;   /* already covered */
+        if (j == k && k < max) out[k++] = *x;
+    }
+    return k;
+}
+
+/* {protocol, port} into arr. */
+static int np_port(cJSON *arr, const char *proto, int port) {
+    cJSON *p = cJSON_CreateObject();
+    if (!p || !cJSON_AddItemToArray(arr, p)) { cJSON_Delete(p); return -1; }
+    return cJSON_AddStringToObject(p, "protocol", proto) && cJSON_AddNumberToObject(p, "port", port) ? 0 : -1;
+}
+
+/* {ipBlock: {cidr, except?}} into arr. */
+static int np_ipblock(cJSON *arr, const struct sbx_cidr *c, const struct sbx_cidr *ex, size_t nex) {
+    char text[SBX_CIDR_TEXT_MAX];
+    cJSON *peer = cJSON_CreateObject(), *blk;
+
+    if (!peer || !cJSON_AddItemToArray(arr, peer)) { cJSON_Delete(peer); return -1; }
+    sbx_cidr_format(c, text, sizeof text);
+    if (!(blk = cJSON_AddObjectToObject(peer, "ipBlock")) || !cJSON_AddStringToObject(blk, "cidr", text)) return -1;
+    if (nex) {
+        cJSON *e = cJSON_AddArrayToObject(blk, "except");
+        if (!e) return -1;
+        for (size_t i = 0; i < nex; i++) {
+            sbx_cidr_format(&ex[i], text, sizeof text);
+            if (!cJSON_AddItemToArray(e, cJSON_CreateString(text))) return -1;
+        }
+    }
+    return 0;
+}
+
+/* A new egress rule {to: []} in egress; *to is its peer list. */
+static cJSON *np_rule(cJSON *egress, cJSON **to) {
+    cJSON *r = cJSON_CreateObject();
+    if (!r || !cJSON_AddItemToArray(egress, r)) { cJSON_Delete(r); return NULL; }
+    *to = cJSON_AddArrayToObject(r, "to");
+    return *to ? r : NULL;
+}
+
+/* The DNS rule: UDP and TCP 53 to the cluster DNS pods (kube-system, k8s-app=kube-dns,
+ * the label kube-dns and CoreDNS deployments carry). */
+static int np_dns(cJSON *egress) {
+    cJSON *to, *r = np_rule(egress, &to), *peer = cJSON_CreateObject(), *ports;
+    if (!r || !peer || !cJSON_AddItemToArray(to, peer)) { cJSON_Delete(peer); return -1; }
+    if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(peer, "namespaceSelector"),
+                                                         "matchLabels"), "kubernetes.io/metadata.name", "kube-system") ||
+        !cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(peer, "podSelector"), "matchLabels"),
+                                 "k8s-app", "kube-dns"))
+        return -1;
+    if (!(ports = cJSON_AddArrayToObject(r, "ports")) || np_port(ports, "UDP", 53) || np_port(ports, "TCP", 53))
+        return -1;
+    return 0;
+}
+
+static int np_build_spec(cJSON *spec, const struct sbx_network *n, const char *pod_name, const struct sbx_cidr *api,
+                         size_t napi) {
+    struct sbx_cidr ex[2 + SBX_NETPOL_CIDRS_MAX];
+    cJSON *types, *ingress, *egress, *to;
+
+    if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "podSelector"), "matchLabels"),
+                                 SBX_LABEL_POD, pod_name))
+        return -1;
+    if (!(types = cJSON_AddArrayToObject(spec, "policyTypes")) ||
+        !cJSON_AddItemToArray(types, cJSON_CreateString("Ingress")) ||
+        !cJSON_AddItemToArray(types, cJSON_CreateString("Egress")))
+        return -1;
+    if (!(ingress = cJSON_AddArrayToObject(spec, "ingress"))) return -1;
+    if (n->ingress_from) {
+        cJSON *r = cJSON_CreateObject();
+        if (!r || !cJSON_AddItemToArray(ingress, r)) { cJSON_Delete(r); return -1; }
+        if (!cJSON_AddItemToObject(r, "from", cJSON_Duplicate(n->ingress_from, 1))) return -1;
+    }
+    if (!(egress = cJSON_AddArrayToObject(spec, "egress"))) return -1;
+    if (n->allow_dns && np_dns(egress)) return -1;
+    if (n->negress) {
+        cJSON *r = np_rule(egress, &to);
+        if (!r) return -1;
+        for (size_t i = 0; i < n->negress; i++) {
+            int whole;
+            size_t nex = sbx_netpol_excepts(&n->egress[i], n, api, napi, ex, sizeof ex / sizeof *ex, &whole);
+            if (!whole && np_ipblock(to, &n->egress[i], ex, nex)) return -1;
+        }
+        /* Every CIDR lay inside an excepted address: no rule rather than one to nowhere
+         * (an empty "to" would mean everywhere). */
+        if (!cJSON_GetArraySize(to)) cJSON_DeleteItemFromArray(egress, cJSON_GetArraySize(egress) - 1);
+    }
+    if (n->allow_apiserver && napi) {
+        if (!np_rule(egress, &to)) return -1;
+        for (size_t i = 0; i < napi; i++) {
+            struct sbx_cidr host = api[i];
+            host.prefix = host.family == 4 ? 32 : 128;
+            if (np_ipblock(to, &host, NULL, 0)) return -1;
+        }
+    }
+    return 0;
+}
+
+cJSON *sbx_build_netpol(const struct sbx_owner *o, const struct sbx_spec *s, const struct sbx_network *n,
+                        const char *pod_name, const struct sbx_cidr *api, size_t napi) {
+    cJSON *np, *meta, *spec;
+
+    if (!n || n->mode != SBX_NET_ISOLATED || !pod_name) return NULL;
+    meta = sbx_build_owned_meta(o, s, pod_name);
+    if (!meta) return NULL;
+    np = cJSON_CreateObject();
+    if (!np || !cJSON_AddStringToObject(np, "apiVersion", "networking.k8s.io/v1") ||
+        !cJSON_AddStringToObject(np, "kind", "NetworkPolicy") || !cJSON_AddItemToObject(np, "metadata", meta)) {
+        cJSON_Delete(meta);
+        goto err;
+    }
+    if (!(spec = cJSON_AddObjectToObject(np, "spec")) || np_build_spec(spec, n, pod_name, api, napi) != 0) goto err;
+    return np;
+err:
+    cJSON_Delete(np);
+    return NULL;
+}
+
+/* Member key of obj as an array, absent counting as empty (the API server omits empty
+ * ingress and egress lists). */
+static int np_same_list(const cJSON *a, const cJSON *b, const char *key) {
+    const cJSON *x = np_member(a, key), *y = np_member(b, key);
+    int nx = cJSON_IsArray(x) ? cJSON_GetArraySize(x) : 0, ny = cJSON_IsArray(y) ? cJSON_GetArraySize(y) : 0;
+    if (x && !cJSON_IsArray(x)) return 0;
+    if (nx != ny) return 0;
+    return nx == 0 || cJSON_Compare(x, y, 1);
+}
+
+int sbx_netpol_matches(const cJSON *have, const cJSON *want) {
+    const cJSON *hs = np_member(have, "spec"), *ws = np_member(want, "spec");
+    return hs && ws && cJSON_Compare(np_member(hs, "podSelector"), np_member(ws, "podSelector"), 1) &&
+           cJSON_Compare(np_member(hs, "policyTypes"), np_member(ws, "policyTypes"), 1) &&
+           np_same_list(hs, ws, "ingress") && np_same_list(hs, ws, "egress");
+}
