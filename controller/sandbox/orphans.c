@@ -1,5 +1,5 @@
-/* sandbox/orphans.c — what a deleted Sandbox left behind: its pod, claim and Service (named
- * like the pod) are found by
+/* sandbox/orphans.c — what a deleted Sandbox left behind: its pod, claim, Service and
+ * NetworkPolicy (both named like the pod) are found by
  * the names its record kept (a walk over the caches only when this process never saw it),
  * and deleted, with uid preconditions, once the garbage collector had its grace period. */
 #include <stdio.h>
@@ -42,20 +42,22 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
 #define SWEEP_GRACE_MS 3000
 
 /* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
- * delete the pods, PVCs and Services it controlled (uid preconditions keep a same-named
+ * delete the pods, PVCs, Services and NetworkPolicies it controlled (uid preconditions keep a same-named
  * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
  * -1 once nothing of it is left: the key then leaves the queue for good. */
 int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                          int64_t *requeue_ms, char *err, size_t errlen) {
-    static const char *const resources[3] = {"pods", "persistentvolumeclaims", "services"};
-    struct informer *caches[3] = {ctl->pods, ctl->pvcs, ctl->services};
-    struct orphan_ctx o[3] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}, {.ns = ns, .owner = name}};
+#define KINDS 4
+    static const char *const resources[KINDS] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    struct informer *caches[KINDS] = {ctl->pods, ctl->pvcs, ctl->services, ctl->netpols};
+    struct orphan_ctx o[KINDS] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}, {.ns = ns, .owner = name},
+                                  {.ns = ns, .owner = name}};
     struct sbx_gone names;
     char uid[600] = "";
     if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {
         /* The usual case: the names are known, two cache lookups. */
-        const char *objs[3] = {names.pod, names.claim, names.pod};
-        for (int i = 0; i < 3; i++) {
+        const char *objs[KINDS] = {names.pod, names.claim, names.pod, names.pod};
+        for (int i = 0; i < KINDS; i++) {
             char okey[512];
             snprintf(okey, sizeof(okey), "%s/%s", ns, objs[i]);
             cJSON *obj = informer_get(caches[i], okey);
@@ -65,9 +67,9 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
     } else {
         /* Deleted before this process saw it: walk the caches (once: with nothing found,
          * the key is dropped). */
-        for (int i = 0; i < 3; i++) informer_foreach(caches[i], find_orphans, &o[i]);
+        for (int i = 0; i < KINDS; i++) informer_foreach(caches[i], find_orphans, &o[i]);
     }
-    if (o[0].n + o[1].n + o[2].n == 0) {
+    if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
         if (uid[0]) sbx_records_forget(&ctl->records, uid);
         *requeue_ms = -1;
         return 0;
@@ -86,7 +88,7 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
         *requeue_ms = SWEEP_GRACE_MS - (now - first);
         return 0;
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < KINDS; i++)
         for (int j = 0; j < o[i].n; j++) {
             if (sbx_delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
             LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
@@ -94,4 +96,5 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
     /* Look once more: deleted objects leave the cache, then the record goes. */
     *requeue_ms = SWEEP_GRACE_MS;
     return 0;
+#undef KINDS
 }

@@ -38,10 +38,12 @@ static void sandboxes_path(char *out, size_t n, const char *ns) {
     else snprintf(out, n, "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_PLURAL);
 }
 
-/* Collection path of a core resource ("pods", "persistentvolumeclaims"). */
+/* Collection path of a resource the controller owns: a core one ("pods",
+ * "persistentvolumeclaims", "services"), or "networkpolicies" (networking.k8s.io/v1). */
 void sbx_core_path(char *out, size_t n, const char *ns, const char *resource) {
-    if (ns) snprintf(out, n, "/api/v1/namespaces/%s/%s", ns, resource);
-    else snprintf(out, n, "/api/v1/%s", resource);
+    const char *api = strcmp(resource, "networkpolicies") == 0 ? "/apis/networking.k8s.io/v1" : "/api/v1";
+    if (ns) snprintf(out, n, "%s/namespaces/%s/%s", api, ns, resource);
+    else snprintf(out, n, "%s/%s", api, resource);
 }
 
 /* Split "ns/name" into its parts (in place copies). 0 or -1. */
@@ -103,6 +105,11 @@ static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur
 /* A Service changed: as a PVC. */
 static void on_service(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     on_owned_kind(ud, SBX_EXPECT_SERVICE, old, cur);
+}
+
+/* A NetworkPolicy changed: as a PVC. */
+static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    on_owned_kind(ud, SBX_EXPECT_NETPOL, old, cur);
 }
 
 /* A Pod changed: as a PVC, and the running cap counts the slot it holds; one that went
@@ -237,12 +244,25 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     io.on_change = on_service;
     io.transform = shrink_service;
     ctl->services = informer_new(c, &io);
+    sbx_core_path(path, sizeof(path), o->namespace_, "networkpolicies");
+    io.path = path;
+    io.on_change = on_netpol;
+    io.transform = informer_strip_metadata;   /* the spec is what is compared: kept whole */
+    ctl->netpols = informer_new(c, &io);
+    /* In a cluster, the API server's Service address (an IP there) is the one the
+     * controller knows; its endpoints' host addresses it does not (docs/security.md). */
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    char cidr[80];
+    if (host && strlen(host) < 64) {
+        snprintf(cidr, sizeof(cidr), "%s/%d", host, strchr(host, ':') ? 128 : 32);
+        if (sbx_cidr_parse(cidr, &ctl->apiserver[0], NULL, 0) == 0) ctl->napiserver = 1;
+    }
 
     /* StorageClasses are cluster-scoped, and only read: nothing is queued when they change. */
     io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
     ctl->classes = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services ||
+    if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->netpols ||
         !ctl->classes || sbx_classes_init(ctl) < 0) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
@@ -314,6 +334,7 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
         LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
              "waits for its claim as on an Immediate class\" status=%ld", probe);
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
+        informer_start(ctl->netpols) < 0 ||
         informer_start(ctl->sandboxes) < 0 ||
         (classes_on && informer_start(ctl->classes) < 0) || sbx_classes_start(ctl) < 0)
         return -1;
@@ -322,6 +343,7 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
     while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->services) &&
+             informer_synced(ctl->netpols) &&
              informer_synced(ctl->sandboxes) && sbx_classes_synced(ctl) &&
              (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
@@ -354,6 +376,7 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->pods) informer_stop(ctl->pods);
     if (ctl->pvcs) informer_stop(ctl->pvcs);
     if (ctl->services) informer_stop(ctl->services);
+    if (ctl->netpols) informer_stop(ctl->netpols);
     if (ctl->classes) informer_stop(ctl->classes);
     if (ctl->sandbox_classes) informer_stop(ctl->sandbox_classes);
     if (ctl->recorder && kube_recorder_flush(ctl->recorder, SBX_EVENT_FLUSH_MS) < 0)
@@ -367,6 +390,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->pods);
     informer_free(ctl->pvcs);
     informer_free(ctl->services);
+    informer_free(ctl->netpols);
     informer_free(ctl->classes);
     informer_free(ctl->sandbox_classes);
     queue_free(ctl->queue);
@@ -657,6 +681,73 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
     return rc;
 }
 
+/* The Sandbox's NetworkPolicy, level-triggered as its Service: created when its network
+ * is isolated and the policy absent, patched (its whole spec) when it drifted, deleted
+ * (uid precondition) when the mode is none. Called before the pod is created, and a
+ * failure ends the pass: an isolated sandbox's pod never starts without its policy. A
+ * policy of that name that is not ours blocks the pod too (a Warning Event says so).
+ * np is the cached object, or NULL. 0 or -1. */
+static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
+                            const struct sbx_spec *spec, const struct sbx_network *net, const char *pod_name,
+                            const cJSON *np, enum sbx_object_state state, char *err, size_t errlen) {
+    char path[1024];
+    if (net->mode != SBX_NET_ISOLATED) {
+        if (state != SBX_OBJ_PRESENT) return 0;
+        if (sbx_delete_owned(ctl, ns, "networkpolicies", pod_name, kj_str(np, "metadata.uid"), err, errlen) < 0)
+            return -1;
+        LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
+             owner->name, pod_name);
+        return 0;
+    }
+    if (state == SBX_OBJ_TERMINATING) {
+        snprintf(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
+        return -1;
+    }
+    if (state == SBX_OBJ_FOREIGN) {
+        sbx_event_record(ctl, sb, "Warning", "NetworkPolicyNameConflict",
+                         "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
+        snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        return -1;
+    }
+    cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, ctl->apiserver, ctl->napiserver);
+    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = 0;
+    if (state == SBX_OBJ_ABSENT &&
+        sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {
+        /* created by an earlier pass; the cache has not shown it yet: no second POST */
+    } else if (state == SBX_OBJ_ABSENT) {
+        int r = create_owned(ctl, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err, errlen);
+        if (r == 1) {
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            sbx_event_record(ctl, sb, "Warning", "NetworkPolicyNameConflict",
+                             "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
+            snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        }
+        if (r != 0) rc = -1;
+        else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
+    } else if (!sbx_netpol_matches(np, want)) {
+        /* A merge patch replaces the lists whole; the uid precondition keeps a same-named
+         * successor's policy safe. */
+        cJSON *patch = cJSON_CreateObject(), *md;
+        cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(want, "spec");
+        if (!ws || !cJSON_AddItemToObject(patch, "spec", ws) || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
+            !cJSON_AddStringToObject(md, "uid", kj_str(np, "metadata.uid") ? kj_str(np, "metadata.uid") : "")) {
+            if (ws && !cJSON_GetObjectItemCaseSensitive(patch, "spec")) cJSON_Delete(ws);
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            sbx_core_path(path, sizeof(path), ns, "networkpolicies");
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+            long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+            if (st != 200 && st != 404 && st != 409) rc = -1;
+            else LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
+        }
+        cJSON_Delete(patch);
+    }
+    cJSON_Delete(want);
+    return rc;
+}
+
 /* ---- the pass ------------------------------------------------------------------------- */
 
 /* status.endpoints and status.service: the pod's IP as the status reports it (running
@@ -675,13 +766,15 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
 static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                             const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
     char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512], src_why[512];
-    cJSON *pod = NULL, *pvc = NULL, *svc = NULL, *src_pvc = NULL;
+    cJSON *pod = NULL, *pvc = NULL, *svc = NULL, *src_pvc = NULL, *np = NULL;
     struct sbx_ws_source src;
     struct sbx_spec spec;
+    struct sbx_network net;
     int rc = -1, have_spec = 0;
     *requeue_ms = 0;
     memset(&spec, 0, sizeof(spec));
     memset(&src, 0, sizeof(src));
+    memset(&net, 0, sizeof(net));
 
     const char *uid = kj_str(sb, "metadata.uid");
     if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
@@ -695,8 +788,14 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     char why[1024];
     struct sbx_class cls;
     int have_class = 0;
-    if (sbx_class_for(ctl, sb, &cls, &have_class, why, sizeof(why)) < 0 ||
-        sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0) {
+    int bad = sbx_class_for(ctl, sb, &cls, &have_class, why, sizeof(why)) < 0 ||
+              sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0;
+    if (!bad) {
+        have_spec = 1;   /* resolved: freed at the end whatever follows */
+        bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &net, why,
+                                  sizeof(why)) < 0;
+    }
+    if (bad) {
         if (have_class) sbx_class_free(&cls);
         sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
         sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
@@ -719,6 +818,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);   /* the Service is named like the pod */
     svc = informer_get(ctl->services, okey);
     enum sbx_object_state svc_state = classify(svc, uid);
+    np = informer_get(ctl->netpols, okey);   /* named like the pod too */
+    enum sbx_object_state np_state = classify(np, uid);
 
     int64_t now = kj_now_ms();
     /* Created moments ago and not in the cache yet (this pass is most likely the echo of
@@ -772,10 +873,10 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     /* What a deleted predecessor of this name left is removed now (uid precondition),
      * not after the garbage collector's discovery resync (30 s for a new CRD): a
      * Sandbox deleted and created again does not wait for it. */
-    const cJSON *left[3] = {pod, pvc, svc};
-    enum sbx_object_state *state[3] = {&o.pod, &o.pvc, &svc_state};
-    static const char *const left_res[3] = {"pods", "persistentvolumeclaims", "services"};
-    for (int i = 0; i < 3; i++) {
+    const cJSON *left[4] = {pod, pvc, svc, np};
+    enum sbx_object_state *state[4] = {&o.pod, &o.pvc, &svc_state, &np_state};
+    static const char *const left_res[4] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    for (int i = 0; i < 4; i++) {
         if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], name, uid)) continue;
         const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
         if (!lname || !luid) continue;
@@ -849,6 +950,12 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
+    /* The policy first: an isolated sandbox's pod starts only once it is in place. */
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) &&
+        reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, np, np_state, err, errlen) < 0) {
+        if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
+        goto out;
+    }
     if (d.actions & SBX_ACT_CREATE_PVC) {
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
         cJSON *obj = !spec.workspace_from ? sbx_build_pvc(&owner, &spec, pod_name, claim)
@@ -920,6 +1027,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     rc = 0;
 out:
     if (have_spec) sbx_spec_free(&spec);
+    sbx_network_free(&net);
+    cJSON_Delete(np);
     cJSON_Delete(pod);
     cJSON_Delete(pvc);
     cJSON_Delete(svc);

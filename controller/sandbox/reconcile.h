@@ -12,6 +12,7 @@
 #include "runtime/informer.h"
 #include "runtime/queue.h"
 #include "sandbox/admission.h"
+#include "sandbox/netpol.h"
 #include "sandbox/records.h"
 #include "sandbox/spec.h"
 
@@ -42,6 +43,7 @@ struct sbx_controller {
     struct sbx_controller_options opt;
     struct informer *sandboxes, *pods, *pvcs;
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
+    struct informer *netpols;      /* the NetworkPolicies of Sandboxes of an isolated class */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
     struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
     int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
@@ -54,6 +56,11 @@ struct sbx_controller {
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
     struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
     struct sbx_controller_stats stats;
+    /* The API server addresses this controller knows (the in-cluster
+     * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
+     * sandbox unless its class allows the API server (sandbox/netpol.h). */
+    struct sbx_cidr apiserver[1];
+    size_t napiserver;
 };
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */

@@ -99,6 +99,12 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [services]
   verbs: [get, list, watch, create, patch, delete]
+# the NetworkPolicy of a Sandbox whose class's spec.network.mode is isolated (informer;
+# create; patch when the class or the Sandbox's egressCIDRs change; delete when the mode
+# turns none or orphaned; get after a 409 on create)
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch, create, patch, delete]
 # the binding mode of a workspace claim's StorageClass (informer): a pod on a
 # WaitForFirstConsumer class is created at once, not after its claim is bound. (A Role of a
 # namespaced install cannot grant this cluster-scoped read; without it classes count as
