@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The NetworkPolicy of a Sandbox (a SandboxClass with spec.network.mode isolated) on the
+# real plane (kwok nodes), as objects: what the API server stores, not whether a network
+# plugin enforces it (none runs on this kernel, docs/security.md). The controller runs
+# with its ServiceAccount's token. A class without spec.network makes no policy; an
+# isolated class gives each sandbox an owned policy (named like the pod, selecting only
+# its pod) that denies ingress but from the class's peers and allows egress to DNS and
+# the class's CIDRs with the metadata address excepted; a Sandbox narrowing the CIDRs
+# within the class gets them, one outside is InvalidSpec naming the CIDR and the class's
+# list; a class change patches the policy; mode none deletes it; deleting the Sandbox
+# deletes it. Classes made here are named yao-it-np-* and removed at the end.
+. "$(dirname "$0")/lib.sh"
+NS=yao-it-netpol
+LOG=$BUILD_DIR/test-netpol.log
+: > "$LOG"
+check "CRDs and manifests apply with kubectl" install_manifests
+est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
+check "SandboxClass CRD is Established" est
+cleanup_classes() { kubectl delete sandboxclass yao-it-np-open yao-it-np-iso --ignore-not-found >/dev/null; }
+cleanup_classes
+on_exit cleanup_classes
+fresh_namespace $NS
+
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 2
+
+sandbox() {   # sandbox NAME SPEC-MEMBERS
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: nu, chatID: %s%s}\n' \
+        "$1" "$1" "${2:+, $2}" | kubectl -n $NS apply -f - >/dev/null
+}
+npj() { kubectl -n $NS get networkpolicy "yao-sb-nu-$1" -o jsonpath="$2" 2>/dev/null; }
+has_np() { kubectl -n $NS get networkpolicy "yao-sb-nu-$1" >/dev/null 2>&1; }
+msg() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'; }
+
+iso_class() {   # iso_class EGRESS-CIDRS-JSON [MODE]
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-np-iso}
+spec:
+  network:
+    mode: ${2:-isolated}
+    ingressFrom:
+      - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: yao}}
+      - namespaceSelector: {}
+        podSelector: {matchLabels: {app: yao-server}}
+    egressCIDRs: $1
+YAML
+}
+
+# --- a class without spec.network: no policy --------------------------------------------
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-np-open}
+spec: {}
+YAML
+check "a class without spec.network: none stored" \
+    eq "$(kubectl get sandboxclass yao-it-np-open -o jsonpath='{.spec.network.mode}')" ""
+sandbox open 'className: yao-it-np-open'
+check "mode none: Running" eventually 20 phase_is $NS open Running
+check "mode none: no NetworkPolicy" eval '! has_np open'
+
+# --- isolated -----------------------------------------------------------------------------
+iso_class '["0.0.0.0/0", "fd00::/8"]'
+sandbox iso 'className: yao-it-np-iso'
+check "isolated: Running" eventually 20 phase_is $NS iso Running
+check "isolated: a NetworkPolicy named like the pod" eventually 10 has_np iso
+check "  selects only its pod" eq "$(npj iso '{.spec.podSelector.matchLabels}')" '{"sandbox.yaoapps.com/pod":"yao-sb-nu-iso"}'
+check "  the pod carries that label" \
+    eq "$(kubectl -n $NS get pod yao-sb-nu-iso -o jsonpath='{.metadata.labels.sandbox\.yaoapps\.com/pod}')" yao-sb-nu-iso
+check "  policyTypes Ingress and Egress" eq "$(npj iso '{.spec.policyTypes}')" '["Ingress","Egress"]'
+check "  owned by the Sandbox (controller reference)" \
+    eq "$(npj iso '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}')" "Sandbox/iso/true"
+check "  ingress only from the class's peers" \
+    eq "$(npj iso '{.spec.ingress[0].from}')" \
+    '[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"yao"}}},{"namespaceSelector":{},"podSelector":{"matchLabels":{"app":"yao-server"}}}]'
+check "  one ingress rule" eq "$(npj iso '{.spec.ingress[1]}')" ""
+check "  egress: DNS to the kube-dns pods, UDP and TCP 53" \
+    eq "$(npj iso '{.spec.egress[0].to[0].podSelector.matchLabels.k8s-app}/{.spec.egress[0].ports[*].protocol}/{.spec.egress[0].ports[*].port}')" \
+    "kube-dns/UDP TCP/53 53"
+check "  egress: the class's CIDRs, the metadata addresses excepted" \
+    eq "$(npj iso '{.spec.egress[1].to}')" \
+    '[{"ipBlock":{"cidr":"0.0.0.0/0","except":["169.254.169.254/32"]}},{"ipBlock":{"cidr":"fd00::/8","except":["fd00:ec2::254/128"]}}]'
+
+# --- a Sandbox narrowing within the class, and one outside ----------------------------------
+sandbox narrow 'className: yao-it-np-iso, network: {egressCIDRs: ["10.0.0.0/8", "169.254.0.0/16"]}'
+check "narrowed: Running" eventually 20 phase_is $NS narrow Running
+check "  its own CIDRs, the metadata address still excepted" eventually 10 eval \
+    '[ "$(npj narrow "{.spec.egress[1].to}")" = '"'"'[{"ipBlock":{"cidr":"10.0.0.0/8"}},{"ipBlock":{"cidr":"169.254.0.0/16","except":["169.254.169.254/32"]}}]'"'"' ]'
+iso_class '["10.0.0.0/8", "fd00::/8"]'
+sandbox outside 'className: yao-it-np-iso, network: {egressCIDRs: ["8.8.8.0/24"]}'
+check "a CIDR outside the class: InvalidSpec" eventually 20 reason_is $NS outside InvalidSpec
+check "  naming the CIDR and the class's list" eq "$(msg outside)" \
+    'spec.network.egressCIDRs[0]: 8.8.8.0/24 is not inside the egress CIDRs of SandboxClass "yao-it-np-iso" (spec.network.egressCIDRs: 10.0.0.0/8, fd00::/8)'
+check "  and no pod, no policy" eq "$(kubectl -n $NS get pod,networkpolicy -o name | grep -c yao-sb-nu-outside)" 0
+sandbox nocls 'network: {egressCIDRs: ["10.0.0.0/8"]}'
+check "a Sandbox network without an isolated class: InvalidSpec" eventually 20 reason_is $NS nocls InvalidSpec
+check "  message" eq "$(msg nocls)" \
+    'spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated (this Sandbox has no class)'
+out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-np-bad}\nspec: {network: {mode: open}}\n' | kubectl apply -f - 2>&1)
+check "schema: an unknown network mode is refused" contains "$out" "spec.network.mode"
+
+# --- a class change reaches the policies ----------------------------------------------------
+# (the class was narrowed to 10.0.0.0/8 above: 0.0.0.0/0 is gone from iso's policy, and
+# narrow's 169.254.0.0/16 is now outside: InvalidSpec)
+check "class change: the policy follows (patch)" eventually 20 eval \
+    '[ "$(npj iso "{.spec.egress[1].to[*].ipBlock.cidr}")" = "10.0.0.0/8 fd00::/8" ]'
+check "class change: a Sandbox CIDR now outside it is InvalidSpec" eventually 20 reason_is $NS narrow InvalidSpec
+uid_before=$(npj iso '{.metadata.uid}')
+kubectl -n $NS patch networkpolicy yao-sb-nu-iso --type merge -p '{"spec":{"ingress":[{}]}}' >/dev/null
+check "a policy edited by hand is put back (same object)" eventually 20 eval \
+    '[ "$(npj iso "{.spec.ingress[0].from[0].namespaceSelector.matchLabels}")" = '"'"'{"kubernetes.io/metadata.name":"yao"}'"'"' ] && [ "$(npj iso "{.metadata.uid}")" = "$uid_before" ]'
+kubectl -n $NS delete networkpolicy yao-sb-nu-iso >/dev/null
+check "a deleted policy is created again" eventually 20 eval '[ -n "$(npj iso "{.metadata.uid}")" ] && [ "$(npj iso "{.metadata.uid}")" != "$uid_before" ]'
+
+# --- mode none deletes; deleting the Sandbox deletes --------------------------------------
+iso_class '["10.0.0.0/8"]' none
+check "mode none: the policy is deleted" eventually 20 eval '! has_np iso'
+check "  the sandbox keeps running" phase_is $NS iso Running
+iso_class '["10.0.0.0/8"]'
+check "isolated again: the policy is back" eventually 20 has_np iso
+kubectl -n $NS delete sandbox iso --wait=false >/dev/null
+check "deleting the Sandbox deletes its policy" eventually 30 eval '! has_np iso'
+
+# --- a stranger's policy of the name blocks the pod -------------------------------------------
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: yao-sb-nu-clash}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+YAML
+sandbox clash 'className: yao-it-np-iso'
+conflict_event() { kubectl -n $NS get events --field-selector involvedObject.name=clash,reason=NetworkPolicyNameConflict -o name | grep -q .; }
+check "a stranger's policy of the name: Warning Event" eventually 20 conflict_event
+check "  no pod without its policy" eq "$(kubectl -n $NS get pod yao-sb-nu-clash -o name 2>/dev/null)" ""
+check "  the stranger's policy is left alone" \
+    eq "$(kubectl -n $NS get networkpolicy yao-sb-nu-clash -o jsonpath='{.spec.policyTypes}')" '["Ingress"]'
+
+check "no Forbidden in the controller log" eval "! grep -q 'status=403\|Forbidden' '$LOG'"
+finish
