@@ -119,6 +119,33 @@ check "a port change reaches the Service (patch)" eventually 20 eval '[ "$(svc_p
 check "a stranger's Service of the name is left alone" eventually 20 eval '[ "$(svc_port yao-sb-sec-clash3)" = 80 ]'
 kubectl -n $NS patch sandbox sec-f --type merge -p '{"spec":{"service":{"enabled":false}}}' >/dev/null
 check "turning the Service off deletes it" eventually 20 eval '! kubectl -n $NS get service yao-sb-sec-f >/dev/null 2>&1'
+# the NetworkPolicy of an isolated class: created, patched when the class's CIDRs change,
+# deleted when the mode turns none; a stranger's policy of the name (the GET after a 409)
+sec_class() {   # sec_class MODE CIDR
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-sec-iso}\nspec: {network: {mode: %s, egressCIDRs: ["%s"]}}\n' "$1" "$2" | kubectl apply -f - >/dev/null
+}
+on_exit "kubectl delete sandboxclass yao-it-sec-iso --ignore-not-found"
+sec_class isolated 10.0.0.0/8
+printf 'apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: yao-sb-sec-clash4}\nspec: {podSelector: {}}\n' | kubectl -n $NS apply -f - >/dev/null
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-g}
+spec: {userID: sec, chatID: g, lifecycle: persistent, className: yao-it-sec-iso}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-clash4}
+spec: {userID: sec, chatID: clash4, lifecycle: persistent, className: yao-it-sec-iso}
+YAML
+np_cidr() { kubectl -n $NS get networkpolicy yao-sb-sec-g -o jsonpath='{.spec.egress[1].to[0].ipBlock.cidr}' 2>/dev/null; }
+check "the sandbox's NetworkPolicy is created" eventually 20 eval '[ "$(np_cidr)" = 10.0.0.0/8 ]'
+sec_class isolated 10.1.0.0/16
+check "a class change reaches the NetworkPolicy (patch)" eventually 20 eval '[ "$(np_cidr)" = 10.1.0.0/16 ]'
+np_conflict() { kubectl -n $NS get events --field-selector involvedObject.name=sec-clash4,reason=NetworkPolicyNameConflict -o name | grep -q .; }
+check "a stranger's NetworkPolicy of the name is reported" eventually 20 np_conflict
+sec_class none 10.1.0.0/16
+check "mode none deletes the NetworkPolicy" eventually 20 eval '! kubectl -n $NS get networkpolicy yao-sb-sec-g >/dev/null 2>&1'
 kill -TERM $CTL; wait $STRACE 2>/dev/null
 sleep 2 # the audit log is written in batches (max wait 1 s)
 
