@@ -48,10 +48,12 @@ int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen
     else if (inet_pton(AF_INET6, addr, out->addr) == 1) out->family = 6;
     else return np_fail(err, errlen, "not an IPv4 or IPv6 address");
     bytes = out->family == 4 ? 4 : 16;
-    if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2])) 
+    /* digits only, no sign, no leading zero: one spelling per prefix */
+    if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2]) || strspn(slash + 1, "0123456789") > 3)
         return np_fail(err, errlen, "the prefix length must be a number");
     prefix = strtol(slash + 1, &end, 10);
-    if (*end || prefix < 0 || prefix > bytes * 8)
+    if (*end) return np_fail(err, errlen, "the prefix length must be a number");
+    if (prefix < 0 || prefix > bytes * 8)
         return np_fail(err, errlen, "the prefix length must be between 0 and %d", bytes * 8);
     out->prefix = (int)prefix;
     for (int bit = out->prefix; bit < bytes * 8; bit++)

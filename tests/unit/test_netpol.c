@@ -62,9 +62,12 @@ TEST(cidr_parse_rejects) {
     cidr_bad("10.0.0.0/", "must be a number");
     cidr_bad("10.0.0.0/-1", "must be a number");
     cidr_bad("10.0.0.0/08", "must be a number");
-    cidr_bad("10.0.0.0/8x", "between 0 and 32");
+    cidr_bad("10.0.0.0/8x", "must be a number");
+    cidr_bad("10.0.0.0/8 ", "must be a number");
+    cidr_bad("10.0.0.0/99999999999999999999", "must be a number");
+    cidr_bad("10.0.0.0/128", "between 0 and 32");
     cidr_bad("10.0.0.1/8", "host bits");
-    cidr_bad("10.128.0.0/9x", "between");
+    cidr_bad("10.128.0.0/9x", "must be a number");
     cidr_bad("10.0.0.1/31", "host bits");
     cidr_bad("fd00::1/64", "host bits");
     cidr_bad("1.2.3.4/0", "host bits");
