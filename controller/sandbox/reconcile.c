@@ -333,8 +333,20 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     if (!classes_on)
         LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
              "waits for its claim as on an Immediate class\" status=%ld", probe);
+    /* NetworkPolicies: only a definite "no" (an upgrade that kept the old RBAC) turns them
+     * off, as for SandboxClasses; the workers then refuse isolated classes (InvalidSpec)
+     * instead of waiting forever for a cache that is refused every relist. */
+    char np_path[512];
+    sbx_core_path(np_path, sizeof(np_path) - 16, ctl->opt.namespace_, "networkpolicies");
+    strcat(np_path, "?limit=1");
+    probe = kube_get(ctl->client, np_path, NULL, perr, sizeof(perr));
+    ctl->netpols_on = !(probe == 401 || probe == 403 || probe == 404);
+    if (!ctl->netpols_on)
+        LOGW("msg=\"NetworkPolicies are not readable (no RBAC for networking.k8s.io networkpolicies): a Sandbox of a "
+             "class with spec.network.mode isolated is InvalidSpec; apply the current RBAC and restart the "
+             "controller\" status=%ld", probe);
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
-        informer_start(ctl->netpols) < 0 ||
+        (ctl->netpols_on && informer_start(ctl->netpols) < 0) ||
         informer_start(ctl->sandboxes) < 0 ||
         (classes_on && informer_start(ctl->classes) < 0) || sbx_classes_start(ctl) < 0)
         return -1;
@@ -343,7 +355,7 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
     while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->services) &&
-             informer_synced(ctl->netpols) &&
+             (!ctl->netpols_on || informer_synced(ctl->netpols)) &&
              informer_synced(ctl->sandboxes) && sbx_classes_synced(ctl) &&
              (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && *stop) return -1;
@@ -794,6 +806,12 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         have_spec = 1;   /* resolved: freed at the end whatever follows */
         bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &net, why,
                                   sizeof(why)) < 0;
+        if (!bad && net.mode == SBX_NET_ISOLATED && !ctl->netpols_on) {
+            snprintf(why, sizeof(why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, but the "
+                     "controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io networkpolicies)",
+                     cls.name);
+            bad = 1;
+        }
     }
     if (bad) {
         if (have_class) sbx_class_free(&cls);
@@ -951,7 +969,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) &&
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on &&
         reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, np, np_state, err, errlen) < 0) {
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;

@@ -61,6 +61,7 @@ struct sbx_controller {
      * sandbox unless its class allows the API server (sandbox/netpol.h). */
     struct sbx_cidr apiserver[1];
     size_t napiserver;
+    int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
 };
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */

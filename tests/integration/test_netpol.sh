@@ -8,7 +8,9 @@
 # the class's CIDRs with the metadata address excepted; a Sandbox narrowing the CIDRs
 # within the class gets them, one outside is InvalidSpec naming the CIDR and the class's
 # list; a class change patches the policy; mode none deletes it; deleting the Sandbox
-# deletes it. Classes made here are named yao-it-np-* and removed at the end.
+# deletes it; a controller whose RBAC lacks networkpolicies (an upgrade that kept the old
+# roles) keeps serving and refuses isolated classes with InvalidSpec. Classes made here are
+# named yao-it-np-* and removed at the end.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-netpol
 LOG=$BUILD_DIR/test-netpol.log
@@ -137,4 +139,30 @@ check "  the stranger's policy is left alone" \
     eq "$(kubectl -n $NS get networkpolicy yao-sb-nu-clash -o jsonpath='{.spec.policyTypes}')" '["Ingress"]'
 
 check "no Forbidden in the controller log" eval "! grep -q 'status=403\|Forbidden' '$LOG'"
+
+# --- an upgrade that kept the old RBAC (no networkpolicies): isolated classes refused ----
+kill_controller TERM
+kubectl get clusterrole yao-sandbox-controller -o json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(json.dumps({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                  "metadata": {"name": "yao-it-np-oldrbac"},
+                  "rules": [x for x in r["rules"] if "networkpolicies" not in x.get("resources", [])]}))' |
+    kubectl apply -f - >/dev/null
+on_exit "kubectl delete clusterrole yao-it-np-oldrbac --ignore-not-found; kubectl delete clusterrolebinding yao-it-np-oldrbac --ignore-not-found"
+kubectl -n $NS create serviceaccount oldrbac >/dev/null
+kubectl create clusterrolebinding yao-it-np-oldrbac --clusterrole=yao-it-np-oldrbac --serviceaccount=$NS:oldrbac >/dev/null
+sa_kubeconfig "$BUILD_DIR/test-netpol-oldrbac.kubeconfig" oldrbac $NS
+OLDLOG=$BUILD_DIR/test-netpol-oldrbac.log
+: > "$OLDLOG"
+CONTROLLER_KUBECONFIG=$BUILD_DIR/test-netpol-oldrbac.kubeconfig start_controller "$OLDLOG" --namespace $NS --max-running 0 --workers 2
+sandbox late 'className: yao-it-np-iso'
+sandbox lateopen 'className: yao-it-np-open'
+check "without NetworkPolicy RBAC: the controller still serves (a class without network runs)" \
+    eventually 20 phase_is $NS lateopen Running
+check "  an isolated class's Sandbox is InvalidSpec" eventually 20 reason_is $NS late InvalidSpec
+check "  message" eq "$(msg late)" \
+    'spec.className: SandboxClass "yao-it-np-iso" has spec.network.mode isolated, but the controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io networkpolicies)'
+check "  and no pod" eq "$(kubectl -n $NS get pod yao-sb-nu-late -o name 2>/dev/null)" ""
+check "  the log says why, once" eq "$(grep -c 'NetworkPolicies are not readable' "$OLDLOG")" 1
 finish
