@@ -611,12 +611,7 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         return 0;
 
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-        if (len >= 2) {
-            const unsigned char *c = in;
-            int n = len - 2 > 100 ? 100 : (int)(len - 2);
-            snprintf(s->close_reason, sizeof(s->close_reason), " (close %d%s%.*s)", (c[0] << 8) | c[1],
-                     n ? ": " : "", n, (const char *)c + 2);
-        }
+        kube_ws_note_close(in, len, s->close_reason, sizeof(s->close_reason));
         return 0;
 
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {

@@ -180,6 +180,13 @@ void kube_ws_note_cert_error(void *user, size_t len, char *out, size_t outlen) {
              X509_STORE_CTX_get_error_depth(x));
 }
 
+void kube_ws_note_close(const void *in, size_t len, char *out, size_t outlen) {
+    if (len < 2 || !in) return;
+    const unsigned char *c = in;
+    int n = len - 2 > 100 ? 100 : (int)(len - 2);
+    snprintf(out, outlen, " (close %d%s%.*s)", (c[0] << 8) | c[1], n ? ": " : "", n, (const char *)c + 2);
+}
+
 int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end) {
     static const char ua[] = "yao-sandbox/" YAO_VERSION;
     if (auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",

@@ -48,6 +48,10 @@ int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p,
  * the server's certificate chain (user: the X509_STORE_CTX, len 0 on a failure) in out,
  * once, for a readable error; the verdict stays OpenSSL's. */
 void kube_ws_note_cert_error(void *user, size_t len, char *out, size_t outlen);
+/* LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: the peer's close code and (up to 100 bytes of)
+ * reason as " (close CODE: REASON)" in out, for the session's error message; nothing when
+ * the frame carries no code. */
+void kube_ws_note_close(const void *in, size_t len, char *out, size_t outlen);
 
 /* A libwebsockets context for one session: no listener, protocols with user as the
  * context's user pointer, lws' logging as YAO_LWS_LOG asks, the header and service
