@@ -26,7 +26,7 @@ fresh_namespace $NS
 on_exit "$HELM uninstall $REL -n $RNS --wait --timeout 60s; kubectl delete namespace $RNS --wait=false"
 check "helm install with the locally built controller image" quiet "$HELM" install $REL "$CHART" -n $RNS --create-namespace \
     --set image.tag="$TAG" --set image.pullPolicy=Never --set "watchNamespaces={$NS}" \
-    --set replicas=2 --set logLevel=debug --wait --timeout 120s
+    --set replicas=2 --set logLevel=debug --set sandboxClass.create=false --wait --timeout 120s
 sel=app.kubernetes.io/instance=$REL
 pods() { kubectl -n $RNS get pods -l $sel -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.containerStatuses[0].ready}{"\n"}{end}'; }
 both_ready() { [ "$(pods | grep -c " $REAL_NODE Running true$")" = 2 ]; }

@@ -6,7 +6,8 @@
 # has expired — it re-reads the token file; nothing restarts it.
 #
 # Takes about 11 minutes, so it does not hold the plane: it runs beside the other suites
-# (tests/tests.cmake), touches only its own release and namespaces, and pins the controller
+# (tests/tests.cmake), touches only its own release and namespaces (no default SandboxClass:
+# a cluster-wide class would change every other suite's Sandboxes), and pins the controller
 # to the real node with a toleration of the cordon instead of uncordoning it.
 . "$(dirname "$0")/lib.sh"
 have_real_node || { echo "this suite needs the real node (tests/cluster/up --real-node)" >&2; echo "0 passed, 1 failed"; exit 1; }
@@ -28,7 +29,7 @@ on_exit "$HELM uninstall $REL -n $RNS --wait --timeout 60s; kubectl delete names
 check "helm install with a $LIFETIME s controller token, pinned to the real node" quiet "$HELM" install $REL "$CHART" \
     -n $RNS --create-namespace --set image.tag="$TAG" --set image.pullPolicy=Never \
     --set "watchNamespaces={$NS}" --set replicas=1 \
-    --set serviceAccount.tokenExpirationSeconds=$LIFETIME \
+    --set serviceAccount.tokenExpirationSeconds=$LIFETIME --set sandboxClass.create=false \
     --set nodeSelector."kubernetes\.io/hostname"=$REAL_NODE \
     --set 'tolerations[0].key=node.kubernetes.io/unschedulable' --set 'tolerations[0].operator=Exists' \
     --set 'tolerations[0].effect=NoSchedule' --wait --timeout 120s
