@@ -245,7 +245,7 @@ int mcp_reply_result(struct bridge_dyn *out, const struct mcp_req *req, const un
  * grpc_status < 0. message is plain text (escaped here). */
 #define MCP_ERR_RPC        (-32000) /* the server answered with a gRPC error status */
 #define MCP_ERR_CONNECTION (-32001) /* no connection, or it was lost during the call */
-#define MCP_ERR_DEADLINE   (-32002) /* no answer before the call's deadline */
+#define MCP_ERR_DEADLINE   (-32002) /* no answer before the call's deadline (ours, or the server said DEADLINE_EXCEEDED) */
 int mcp_reply_error(struct bridge_dyn *out, const char *id, int code, const char *message,
                     int grpc_status);
 void mcp_req_free(struct mcp_req *req);

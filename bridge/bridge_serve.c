@@ -34,7 +34,11 @@ static int reply(struct bridge_dyn *out, struct bgrpc_call *c) {
         const char *detail = c->grpc_message && *c->grpc_message ? c->grpc_message : c->error;
         r = bridge_dyn_addf(&m, "%s: %s%s%.3000s", method, bgrpc_code_name(c->grpc_status, nb, sizeof nb),
                             *detail ? ": " : "", detail);
-        if (r == 0) r = mcp_reply_error(out, c->req.id, MCP_ERR_RPC, bridge_dyn_str(&m), c->grpc_status);
+        /* the server's DEADLINE_EXCEEDED (it got our grpc-timeout) is the same event as our
+         * own timer firing first: one code for both */
+        if (r == 0)
+            r = mcp_reply_error(out, c->req.id, c->grpc_status == 4 ? MCP_ERR_DEADLINE : MCP_ERR_RPC,
+                                bridge_dyn_str(&m), c->grpc_status);
     } else {
         r = bridge_dyn_addf(&m, "%s: %s", method, c->error);
         if (r == 0)
