@@ -209,4 +209,31 @@ static inline double fake_time(const cJSON *entry, const char *key) {
     return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/* Valgrind runs everything ~20x slower: time bounds in the fault suites are FAKE_K times
+ * looser there. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+#define FAKE_K (RUNNING_ON_VALGRIND ? 4 : 1)
+
+/* One fake per test file, started on first use and killed at exit:
+ *     FAKE_SHARED("rest_faults.json")
+ * defines `static struct fake fake` and `static int up(void)` (1 = the fake runs). */
+#define FAKE_SHARED(scenario)                                                        \
+    static struct fake fake;                                                         \
+    static int fake_shared_up_ = -1;   /* -1 not tried, 0 failed, 1 running */       \
+    static void fake_shared_stop_(void) { fake_stop(&fake); }                        \
+    static int up(void) {                                                            \
+        if (fake_shared_up_ < 0) {                                                   \
+            fake_shared_up_ = fake_start(&fake, scenario) == 0;                      \
+            atexit(fake_shared_stop_);                                               \
+        }                                                                            \
+        return fake_shared_up_;                                                      \
+    }
+
 #endif

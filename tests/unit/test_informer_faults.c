@@ -14,18 +14,7 @@
 #include "kube/watch.h"
 #include "runtime/informer.h"
 
-static struct fake fake;
-static int fake_up = -1;   /* -1 not tried, 0 failed, 1 running */
-
-static void stop_fake(void) { fake_stop(&fake); }
-
-static int up(void) {
-    if (fake_up < 0) {
-        fake_up = fake_start(&fake, "informer_faults.json") == 0;
-        atexit(stop_fake);
-    }
-    return fake_up;
-}
+FAKE_SHARED("informer_faults.json")
 
 /* What the change handler saw: "+key" add, "~key" update, "-key" delete, space-separated. */
 struct rec {

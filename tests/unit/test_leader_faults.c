@@ -7,14 +7,6 @@
  * Lease 1.5 s, renew deadline 1.0 s, retry period 0.25 s (the figures of issue 12); every
  * figure times K = 4 under valgrind, which makes a first TLS-less request take a second. */
 #include <pthread.h>
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 #include "check.h"
 #include "../fake/fake.h"
@@ -23,22 +15,10 @@
 #define LEASES "/apis/coordination.k8s.io/v1/namespaces/t/leases"
 #define PODS "/api/v1/namespaces/t/pods"
 
-static struct fake fake;
-#define K (RUNNING_ON_VALGRIND ? 4 : 1)
+#define K FAKE_K
 #define RENEW (1000 * K)
 #define SLACK (150 * K)
-static int fake_up = -1;   /* -1 not tried, 0 failed, 1 running */
-
-static void stop_fake(void) { fake_stop(&fake); }
-
-/* The shared fake, started on first use. */
-static int up(void) {
-    if (fake_up < 0) {
-        fake_up = fake_start(&fake, "leader_faults.json") == 0;
-        atexit(stop_fake);
-    }
-    return fake_up;
-}
+FAKE_SHARED("leader_faults.json")
 
 struct run {
     struct kube_client *lease_client, *workers;

@@ -11,27 +11,9 @@
 #include "../fake/fake.h"
 #include "kube/watch.h"
 
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-/* Bounds on time are K times looser under valgrind (everything runs ~20x slower there). */
-#define K (RUNNING_ON_VALGRIND ? 4 : 1)
+#define K FAKE_K
 
-static struct fake fake;
-static int fake_up = -1;
-
-static void stop_fake(void) { fake_stop(&fake); }
-
-static int up(void) {
-    if (fake_up < 0) {
-        fake_up = fake_start(&fake, "bounded_io.json") == 0;
-        atexit(stop_fake);
-    }
-    return fake_up;
-}
+FAKE_SHARED("bounded_io.json")
 
 struct call {
     struct kube_client *c;

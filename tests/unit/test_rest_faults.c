@@ -9,19 +9,7 @@
 
 #define PODS "/api/v1/namespaces/t/pods"
 
-static struct fake fake;
-static int fake_up = -1;   /* -1 not tried, 0 failed, 1 running */
-
-static void stop_fake(void) { fake_stop(&fake); }
-
-/* The shared fake, started on first use. */
-static int up(void) {
-    if (fake_up < 0) {
-        fake_up = fake_start(&fake, "rest_faults.json") == 0;
-        atexit(stop_fake);
-    }
-    return fake_up;
-}
+FAKE_SHARED("rest_faults.json")
 
 /* A fresh client (fresh connections) with the given attempts and timeout (0 = default). */
 static struct kube_client *client(int attempts, long timeout_ms) {

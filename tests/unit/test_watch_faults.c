@@ -12,18 +12,7 @@
 #include "../fake/fake.h"
 #include "runtime/informer.h"
 
-static struct fake fake;
-static int fake_up = -1;
-
-static void stop_fake(void) { fake_stop(&fake); }
-
-static int up(void) {
-    if (fake_up < 0) {
-        fake_up = fake_start(&fake, "watch_faults.json") == 0;
-        atexit(stop_fake);
-    }
-    return fake_up;
-}
+FAKE_SHARED("watch_faults.json")
 
 struct run {
     struct kube_client *client;
