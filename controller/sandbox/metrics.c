@@ -50,6 +50,45 @@ static void process_usage(double *cpu_s, long *rss_bytes, long *hwm_bytes) {
     }
 }
 
+/* One un-labelled counter or gauge with its HELP and TYPE lines. */
+static int metric(struct dynbuf *out, const char *name, const char *type, const char *help,
+                  unsigned long long value) {
+    return dynbuf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, value);
+}
+
+/* List, watch, relist, stall and error counts of each informer, labelled by resource. */
+static int informer_metrics(struct sbx_controller *ctl, struct dynbuf *out) {
+    const struct { const char *resource; struct informer *inf; } infs[] = {
+        {"sandboxes", ctl->sandboxes},   {"pods", ctl->pods},
+        {"persistentvolumeclaims", ctl->pvcs}, {"services", ctl->services},
+        {"networkpolicies", ctl->netpols}, {"storageclasses", ctl->classes},
+        {"sandboxclasses", ctl->sandbox_classes},
+    };
+    const struct { const char *name, *help; } kinds[] = {
+        {"lists", "Full lists (initial, and relists after an expired resourceVersion)."},
+        {"watches", "Watch requests opened."},
+        {"relists_expired", "Relists because the watch's resourceVersion expired (410)."},
+        {"stalls", "Watches ended for silence (no event or bookmark within the stall timeout)."},
+        {"errors", "Failed list or watch requests."},
+    };
+    const size_t n = sizeof(infs) / sizeof(infs[0]);
+    struct informer_stats st[sizeof(infs) / sizeof(infs[0])];
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (infs[i].inf) informer_stats(infs[i].inf, &st[i]);
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        rc |= dynbuf_printf(out, "# HELP yao_sandbox_informer_%s_total %s\n# TYPE yao_sandbox_informer_%s_total counter\n",
+                            kinds[k].name, kinds[k].help, kinds[k].name);
+        for (size_t i = 0; i < n; i++) {
+            if (!infs[i].inf) continue;
+            const unsigned long v[] = {st[i].lists, st[i].watches, st[i].relists_expired, st[i].stalls, st[i].errors};
+            rc |= dynbuf_printf(out, "yao_sandbox_informer_%s_total{resource=\"%s\"} %lu\n", kinds[k].name,
+                                infs[i].resource, v[k]);
+        }
+    }
+    return rc;
+}
+
 int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf *out) {
     static const char *const verbs[6] = {"GET", "POST", "PUT", "PATCH", "DELETE", "WATCH"};
     static const char *const classes[6] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
@@ -59,11 +98,9 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     sbx_controller_stats(ctl, &s);
     int rc = 0;
 #define P(...) rc |= dynbuf_printf(out, __VA_ARGS__)
-    P("# HELP yao_sandbox_reconcile_total Reconcile passes.\n# TYPE yao_sandbox_reconcile_total counter\n");
-    P("yao_sandbox_reconcile_total %llu\n", (unsigned long long)s.reconciles);
-    P("# HELP yao_sandbox_reconcile_errors_total Reconcile passes that failed and were retried.\n");
-    P("# TYPE yao_sandbox_reconcile_errors_total counter\nyao_sandbox_reconcile_errors_total %llu\n",
-      (unsigned long long)s.errors);
+    rc |= metric(out, "yao_sandbox_reconcile_total", "counter", "Reconcile passes.", s.reconciles);
+    rc |= metric(out, "yao_sandbox_reconcile_errors_total", "counter",
+                 "Reconcile passes that failed and were retried.", s.errors);
     P("# HELP yao_sandbox_reconcile_duration_seconds Time of one reconcile pass.\n");
     P("# TYPE yao_sandbox_reconcile_duration_seconds histogram\n");
     unsigned long long cum = 0;
@@ -76,10 +113,9 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     P("yao_sandbox_reconcile_duration_seconds_sum %.6f\n", s.latency_sum_ms / 1000.0);
     P("yao_sandbox_reconcile_duration_seconds_count %llu\n", cum);
 
-    P("# HELP yao_sandbox_workqueue_depth Keys ready to be reconciled.\n# TYPE yao_sandbox_workqueue_depth gauge\n");
-    P("yao_sandbox_workqueue_depth %zu\n", queue_len(ctl->queue));
-    P("# HELP yao_sandbox_workqueue_waiting Keys waiting for their deadline or backoff.\n");
-    P("# TYPE yao_sandbox_workqueue_waiting gauge\nyao_sandbox_workqueue_waiting %zu\n", queue_waiting(ctl->queue));
+    rc |= metric(out, "yao_sandbox_workqueue_depth", "gauge", "Keys ready to be reconciled.", queue_len(ctl->queue));
+    rc |= metric(out, "yao_sandbox_workqueue_waiting", "gauge", "Keys waiting for their deadline or backoff.",
+                 queue_waiting(ctl->queue));
 
     struct phase_counts pc;
     memset(&pc, 0, sizeof(pc));
@@ -104,49 +140,42 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     P("yao_sandbox_objects_written_total{op=\"create\"} %llu\n", (unsigned long long)s.creates);
     P("yao_sandbox_objects_written_total{op=\"delete\"} %llu\n", (unsigned long long)s.deletes);
     P("yao_sandbox_objects_written_total{op=\"status\"} %llu\n", (unsigned long long)s.status_writes);
-    P("# HELP yao_sandbox_events_total Kubernetes Events recorded (occurrences handed to the recorder).\n");
-    P("# TYPE yao_sandbox_events_total counter\nyao_sandbox_events_total %llu\n", (unsigned long long)s.events);
+    rc |= metric(out, "yao_sandbox_events_total", "counter",
+                 "Kubernetes Events recorded (occurrences handed to the recorder).", s.events);
     struct kube_recorder_stats ev;
     kube_recorder_stats(ctl->recorder, &ev);
-    P("# HELP yao_sandbox_events_sent_total Event writes the API server accepted (new Events and count updates).\n");
-    P("# TYPE yao_sandbox_events_sent_total counter\nyao_sandbox_events_sent_total %llu\n",
-      (unsigned long long)ev.writes);
-    P("# HELP yao_sandbox_events_created_total Occurrences that made a new Event object.\n");
-    P("# TYPE yao_sandbox_events_created_total counter\nyao_sandbox_events_created_total %llu\n",
-      (unsigned long long)ev.created);
-    P("# HELP yao_sandbox_events_aggregated_total Occurrences counted into an existing Event (count raised).\n");
-    P("# TYPE yao_sandbox_events_aggregated_total counter\nyao_sandbox_events_aggregated_total %llu\n",
-      (unsigned long long)ev.aggregated);
+    rc |= metric(out, "yao_sandbox_events_sent_total", "counter",
+                 "Event writes the API server accepted (new Events and count updates).", ev.writes);
+    rc |= metric(out, "yao_sandbox_events_created_total", "counter",
+                 "Occurrences that made a new Event object.", ev.created);
+    rc |= metric(out, "yao_sandbox_events_aggregated_total", "counter",
+                 "Occurrences counted into an existing Event (count raised).", ev.aggregated);
     P("# HELP yao_sandbox_events_dropped_total Occurrences not written: queue full, rate limit, write failed.\n");
     P("# TYPE yao_sandbox_events_dropped_total counter\n");
     P("yao_sandbox_events_dropped_total{reason=\"queue_full\"} %llu\n", (unsigned long long)ev.dropped_queue);
     P("yao_sandbox_events_dropped_total{reason=\"rate_limited\"} %llu\n", (unsigned long long)ev.dropped_rate);
     P("yao_sandbox_events_dropped_total{reason=\"failed\"} %llu\n", (unsigned long long)ev.failed);
-    P("# HELP yao_sandbox_events_pending Events waiting to be written.\n");
-    P("# TYPE yao_sandbox_events_pending gauge\nyao_sandbox_events_pending %zu\n", ev.pending);
-    P("# HELP yao_sandbox_runs_started_total One-shot run pods this controller created.\n");
-    P("# TYPE yao_sandbox_runs_started_total counter\nyao_sandbox_runs_started_total %llu\n",
-      (unsigned long long)s.runs_started);
+    rc |= metric(out, "yao_sandbox_events_pending", "gauge", "Events waiting to be written.", ev.pending);
+    rc |= metric(out, "yao_sandbox_runs_started_total", "counter", "One-shot run pods this controller created.",
+                 s.runs_started);
     /* The name before runs became pods (no exec any more); kept for dashboards and
      * test_operate.sh. Same value as yao_sandbox_runs_started_total. */
-    P("# HELP yao_sandbox_exec_sessions_total Deprecated: yao_sandbox_runs_started_total.\n");
-    P("# TYPE yao_sandbox_exec_sessions_total counter\nyao_sandbox_exec_sessions_total %llu\n",
-      (unsigned long long)s.runs_started);
-    P("# HELP yao_sandbox_runs_finished_total One-shot results this controller recorded.\n");
-    P("# TYPE yao_sandbox_runs_finished_total counter\nyao_sandbox_runs_finished_total %llu\n",
-      (unsigned long long)s.runs_finished);
-    P("# HELP yao_sandbox_leader 1 when this replica leads (or runs without election).\n");
-    P("# TYPE yao_sandbox_leader gauge\nyao_sandbox_leader %d\n", is_leader ? 1 : 0);
+    rc |= metric(out, "yao_sandbox_exec_sessions_total", "counter", "Deprecated: yao_sandbox_runs_started_total.",
+                 s.runs_started);
+    rc |= metric(out, "yao_sandbox_runs_finished_total", "counter", "One-shot results this controller recorded.",
+                 s.runs_finished);
+    rc |= metric(out, "yao_sandbox_leader", "gauge", "1 when this replica leads (or runs without election).",
+                 is_leader ? 1 : 0);
+    rc |= informer_metrics(ctl, out);
 
     double cpu;
     long rss, hwm;
     process_usage(&cpu, &rss, &hwm);
     P("# HELP process_cpu_seconds_total User and system CPU time.\n# TYPE process_cpu_seconds_total counter\n");
     P("process_cpu_seconds_total %.2f\n", cpu);
-    P("# HELP process_resident_memory_bytes Resident memory.\n# TYPE process_resident_memory_bytes gauge\n");
-    P("process_resident_memory_bytes %ld\n", rss);
-    P("# HELP process_resident_memory_peak_bytes Peak resident memory.\n# TYPE process_resident_memory_peak_bytes gauge\n");
-    P("process_resident_memory_peak_bytes %ld\n", hwm);
+    rc |= metric(out, "process_resident_memory_bytes", "gauge", "Resident memory.", (unsigned long long)rss);
+    rc |= metric(out, "process_resident_memory_peak_bytes", "gauge", "Peak resident memory.",
+                 (unsigned long long)hwm);
 #undef P
     return rc ? -1 : 0;
 }

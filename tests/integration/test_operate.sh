@@ -90,13 +90,17 @@ for line in open(sys.argv[1]):
     samples[line.rsplit(" ", 1)[0]] = float(line.rsplit(" ", 1)[1])
 need = ["yao_sandbox_reconcile_total", "yao_sandbox_reconcile_errors_total", "yao_sandbox_reconcile_duration_seconds",
         "yao_sandbox_workqueue_depth", "yao_sandbox_sandboxes", "yao_sandbox_api_requests_total",
-        "yao_sandbox_exec_sessions_total", "yao_sandbox_leader", "process_resident_memory_bytes"]
+        "yao_sandbox_exec_sessions_total", "yao_sandbox_leader", "process_resident_memory_bytes",
+        "yao_sandbox_informer_lists_total", "yao_sandbox_informer_watches_total", "yao_sandbox_informer_stalls_total"]
 missing = [n for n in need if n not in families]
 if missing: print("missing families:", missing); sys.exit(1)
 assert samples["yao_sandbox_reconcile_total"] > 0, "no reconciles counted"
 assert samples['yao_sandbox_sandboxes{phase="Running",lifecycle="session"}'] >= 1, "Running sandbox not counted"
 assert samples['yao_sandbox_reconcile_duration_seconds_bucket{le="+Inf"}'] == samples["yao_sandbox_reconcile_duration_seconds_count"]
 assert any(k.startswith('yao_sandbox_api_requests_total{verb="POST",code="2xx"}') for k in samples), "no POST counted"
+for r in ("sandboxes", "pods", "persistentvolumeclaims"):
+    assert samples['yao_sandbox_informer_lists_total{resource="%s"}' % r] >= 1, "no list of " + r + " counted"
+    assert samples['yao_sandbox_informer_watches_total{resource="%s"}' % r] >= 1, "no watch of " + r + " counted"
 print("metrics ok: %d families, %d samples" % (len(families), len(samples)))
 PY
 }
