@@ -7,12 +7,17 @@ binds the pair exactly as it does behind a real CSI provisioner, and kube-schedu
 schedules the pods that mount it. Deletes Released volumes it provisioned (reclaim policy
 Delete). Talks to the API server over HTTPS with the admin token; standard library only.
 
-Two classes, as on real clusters:
-  yao-test       volumeBindingMode Immediate: provisioned as soon as the claim exists.
-  yao-test-wffc  volumeBindingMode WaitForFirstConsumer: provisioned only once the
-                 scheduler picked a node for the first pod using the claim and wrote it
-                 into the claim's volume.kubernetes.io/selected-node annotation; the
-                 volume is pinned to that node (nodeAffinity), like a local volume.
+It serves every StorageClass whose provisioner is yao-sandbox.test/hostpath (tests/cluster/up
+makes three), by its volumeBindingMode, as on real clusters:
+  Immediate             provisioned as soon as the claim exists (yao-test, yao-test-slow).
+  WaitForFirstConsumer  provisioned only once the scheduler picked a node for the first pod
+                        using the claim and wrote it into the claim's
+                        volume.kubernetes.io/selected-node annotation; the volume is pinned
+                        to that node (nodeAffinity), like a local volume (yao-test-wffc).
+The class parameter yao.test/provision-delay-ms (yao-test-slow: "2000") makes each claim of
+the class wait that long, from when the provisioner first saw it, before its volume is
+created, like a cloud CSI driver: claims wait concurrently (a timer heap and a few workers,
+not a sleep in the watch loop), so 100 claims created together are all bound ~2 s later.
 
 A claim with spec.dataSource {kind: PersistentVolumeClaim} is a clone (CSI volume
 cloning): its directory is filled with a copy of the source claim's volume (modes,
@@ -21,11 +26,12 @@ A source that is not bound yet is tried again every few seconds, as external-pro
 retries; the copy goes to a temporary directory renamed into place, so a crash mid-copy
 leaves no half-filled volume.
 """
-import json, os, shutil, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
+import heapq, json, os, queue, shutil, ssl, sys, threading, time, urllib.error, urllib.parse, urllib.request
 
-CLASSES = {"yao-test": "Immediate", "yao-test-wffc": "WaitForFirstConsumer"}
 PROVISIONER = "yao-sandbox.test/hostpath"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+DELAY_PARAM = "yao.test/provision-delay-ms"
+DELAY_WORKERS = 8
 
 server, token, ca_file, root = sys.argv[1:5]
 ctx = ssl.create_default_context(cafile=ca_file)
@@ -95,24 +101,111 @@ def retry_later(pvc):
     t.start()
 
 
-lock = threading.Lock()
+# StorageClasses of this provisioner: name -> (volumeBindingMode, delay in seconds), kept by
+# their own watch; a claim of a class not seen yet asks for it once (the watches race at start).
+classes, classes_lock = {}, threading.Lock()
+
+
+def note_class(sc, deleted=False):
+    name = sc["metadata"]["name"]
+    with classes_lock:
+        if deleted or sc.get("provisioner") != PROVISIONER:
+            classes.pop(name, None)
+            return
+        try:
+            delay = max(0, int((sc.get("parameters") or {}).get(DELAY_PARAM, "0"))) / 1000.0
+        except ValueError:
+            log("class %s: %s is not a number of ms; no delay" % (name, DELAY_PARAM))
+            delay = 0.0
+        classes[name] = (sc.get("volumeBindingMode", "Immediate"), delay)
+
+
+def class_of(name):
+    with classes_lock:
+        if name in classes:
+            return classes[name]
+    try:
+        note_class(get("/apis/storage.k8s.io/v1/storageclasses/" + urllib.parse.quote(name)))
+    except (urllib.error.HTTPError, urllib.error.URLError, OSError) as e:
+        log("class %s: %s" % (name, e))
+    with classes_lock:
+        return classes.get(name)
+
+
+# Claims of a class with a delay: when each was first seen (uid -> monotonic time), and a
+# heap of (due, uid, namespace, name) that one timer thread hands to DELAY_WORKERS workers
+# once due; each worker reads the claim again and provisions it.
+first_seen, due_heap, due_cond = {}, [], threading.Condition()
+due_work = queue.Queue()
+
+
+def wait_for_delay(pvc, delay):
+    """True when the claim's delay is over; else schedules it (once) and returns False."""
+    meta, now = pvc["metadata"], time.monotonic()
+    with due_cond:
+        first = first_seen.get(meta["uid"])
+        if first is None:
+            first = first_seen[meta["uid"]] = now
+            heapq.heappush(due_heap, (first + delay, meta["uid"], meta["namespace"], meta["name"]))
+            due_cond.notify()
+        return now >= first + delay
+
+
+def due_timer():
+    while True:
+        with due_cond:
+            while not due_heap or due_heap[0][0] > time.monotonic():
+                due_cond.wait(None if not due_heap else due_heap[0][0] - time.monotonic())
+            item = heapq.heappop(due_heap)
+        due_work.put(item)
+
+
+def due_worker():
+    while True:
+        _, uid, ns, name = due_work.get()
+        gone = False
+        try:
+            pvc = get("/api/v1/namespaces/%s/persistentvolumeclaims/%s" % (ns, urllib.parse.quote(name)))
+            gone = pvc["metadata"]["uid"] != uid
+            if not gone:
+                provision(pvc)
+        except urllib.error.HTTPError as e:
+            gone = e.code == 404
+            if not gone:
+                log("delayed %s/%s: HTTP %d" % (ns, name, e.code))
+        except Exception as e:  # the API server away: the watch's relist brings the claim back
+            log("delayed %s/%s: %s" % (ns, name, e))
+        if gone:
+            with due_cond:
+                first_seen.pop(uid, None)
+
+
+# One lock per claim (striped): the watch, the clone retries and the delay workers may look
+# at the same claim; different claims are provisioned side by side.
+locks = [threading.Lock() for _ in range(32)]
 
 
 def provision(pvc):
-    with lock:  # the watch and the clone retries
+    with locks[hash(pvc["metadata"]["uid"]) % len(locks)]:
         provision_locked(pvc)
 
 
 def provision_locked(pvc):
     meta, spec = pvc["metadata"], pvc.get("spec", {})
     cls = spec.get("storageClassName")
-    if cls not in CLASSES or spec.get("volumeName"):
+    if not cls or spec.get("volumeName") or pvc.get("status", {}).get("phase") not in (None, "Pending"):
+        with due_cond:
+            first_seen.pop(meta["uid"], None)
         return
-    if pvc.get("status", {}).get("phase") not in (None, "Pending"):
+    info = class_of(cls)
+    if info is None:
         return
+    mode, delay = info
     node = meta.get("annotations", {}).get(SELECTED_NODE)
-    if CLASSES[cls] == "WaitForFirstConsumer" and not node:
+    if mode == "WaitForFirstConsumer" and not node:
         return  # not before the scheduler chose a node for its first consumer
+    if delay > 0 and not wait_for_delay(pvc, delay):
+        return
     name = "pvc-" + meta["uid"]
     size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
     path = os.path.join(root, name)
@@ -181,7 +274,7 @@ def reclaim(pv):
             log("delete %s: HTTP %d" % (meta["name"], e.code))
 
 
-def watch_forever(path, handle):
+def watch_forever(path, handle, on_delete=None):
     """list+watch with resourceVersion tracking; relist on 410 or any error."""
     while True:
         try:
@@ -201,10 +294,17 @@ def watch_forever(path, handle):
                         rv = ev["object"]["metadata"]["resourceVersion"]
                         if ev["type"] in ("ADDED", "MODIFIED"):
                             handle(ev["object"])
+                        elif ev["type"] == "DELETED" and on_delete:
+                            on_delete(ev["object"])
         except Exception as e:  # reconnect after any failure: relist is always correct
             log("watch %s: %s; relisting" % (path, e))
             time.sleep(1)
 
 
 threading.Thread(target=watch_forever, args=("/api/v1/persistentvolumes", reclaim), daemon=True).start()
+threading.Thread(target=watch_forever, args=("/apis/storage.k8s.io/v1/storageclasses", note_class,
+                                             lambda sc: note_class(sc, deleted=True)), daemon=True).start()
+threading.Thread(target=due_timer, daemon=True).start()
+for _ in range(DELAY_WORKERS):
+    threading.Thread(target=due_worker, daemon=True).start()
 watch_forever("/api/v1/persistentvolumeclaims", provision)
