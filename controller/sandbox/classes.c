@@ -31,6 +31,7 @@ static void on_class(void *ud, const char *key, const cJSON *old, const cJSON *c
     struct sbx_controller *ctl = ud;
     struct class_requeue r = {ctl, key, sbx_class_is_default(old) || sbx_class_is_default(cur)};
     informer_foreach(ctl->sandboxes, requeue_of_class, &r);
+    sbx_warm_on_class(ctl, old, cur);   /* its pools follow (warm.c) */
 }
 
 int sbx_classes_init(struct sbx_controller *ctl) {

@@ -63,11 +63,14 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
     sbx_capacity_on_sandbox(ctl, key, old, cur);
+    sbx_warm_on_sandbox(ctl, old, cur);
     const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
     const char *uid = kj_str(old, "metadata.uid");
     if (!cur && uid) {
         char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
-        if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) sbx_claim_name(pod, claim, sizeof(claim));
+        if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0 &&
+            !sbx_warm_claim_of(ctl, uid, claim, sizeof(claim)))   /* an adopted claim keeps its own name */
+            sbx_claim_name(pod, claim, sizeof(claim));
         sbx_records_deleted(&ctl->records, key, uid, pod, claim);
     }
     queue_add(ctl->queue, key);
@@ -97,8 +100,10 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
     }
 }
 
-/* A PVC changed. */
+/* A PVC changed: the warm-workspace index first (which claim each Sandbox owns, the
+ * pool claims), so the pass it queues finds an adopted claim by its owner. */
 static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    sbx_warm_on_pvc(ud, old, cur);
     on_owned_kind(ud, SBX_EXPECT_CLAIM, old, cur);
 }
 
@@ -263,7 +268,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     ctl->classes = informer_new(c, &io);
 
     if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->netpols ||
-        !ctl->classes || sbx_classes_init(ctl) < 0) {
+        !ctl->classes || sbx_classes_init(ctl) < 0 || sbx_warm_init(ctl) < 0) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -409,6 +414,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     kube_recorder_free(ctl->recorder);
     sbx_records_free(&ctl->records);
     sbx_admission_free(ctl->admission);
+    sbx_warm_free(ctl);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
     free(ctl);
@@ -436,14 +442,19 @@ static int find_default_class(void *ud, const char *key, const cJSON *sc) {
  * it binds late when that StorageClass says volumeBindingMode: WaitForFirstConsumer. An
  * unknown class (not cached, or the cache not readable) counts as binding at once. */
 static int claim_binds_on_consumer(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
-    struct default_class_ctx dc = {.found = 0};
     const char *name = pvc ? kj_str(pvc, "spec.storageClassName") : NULL;
     if (!name && !pvc) name = spec->storage_class;
+    return sbx_storage_class_binds_late(ctl, name, NULL, 0);
+}
+
+int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
+    struct default_class_ctx dc = {.found = 0};
     if (!name) {
         informer_foreach(ctl->classes, find_default_class, &dc);
         if (!dc.found) return 0;
         name = dc.name;
     }
+    if (resolved && len) snprintf(resolved, len, "%s", name);
     cJSON *sc = informer_get(ctl->classes, name);
     const char *mode = kj_str(sc, "volumeBindingMode");
     int late = mode && !strcmp(mode, "WaitForFirstConsumer");
@@ -511,7 +522,11 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
                  spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
         goto out;
     }
-    const char *name = kj_str(sb, "status.workspaceClaim");
+    /* The claim it controls in the cache first (an adopted claim has a name of its own),
+     * then what its status says, then the name its IDs give. */
+    const char *name = kj_str(sb, "metadata.uid") && sbx_warm_claim_of(ctl, kj_str(sb, "metadata.uid"), claim,
+                                                                       sizeof(claim)) ? claim
+                       : kj_str(sb, "status.workspaceClaim");
     const char *user = kj_str(sb, "spec.userID"), *chat = kj_str(sb, "spec.chatID");
     if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
         sbx_claim_name(pod, claim, sizeof(claim));
@@ -623,6 +638,34 @@ int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *res
     long st = kube_delete(ctl->client, path, uid, err, errlen);
     if (st == 200 || st == 202 || st == 404 || st == 409) { sbx_ctl_count(ctl, &ctl->stats.deletes); return 0; }
     return -1;
+}
+
+/* DELETE path with the preconditions uid and resourceVersion (background propagation).
+ * The HTTP status (404 and 409 without err), or -1. */
+long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,
+                               char *err, size_t errlen) {
+    cJSON *opts = cJSON_CreateObject(), *pre;
+    char *body = NULL;
+    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
+        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
+        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
+        cJSON_AddStringToObject(pre, "resourceVersion", rv))
+        body = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
+    struct kube_response resp;
+    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
+    free(body);
+    long st = rc < 0 ? -1 : resp.status;
+    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
+    else if (st >= 300 && st != 404 && st != 409) {
+        char msg[KUBE_ERR_MAX];
+        kube_response_message(&resp, msg, sizeof(msg));
+        snprintf(err, errlen, "DELETE %s: %s", path, msg);
+    }
+    kube_response_free(&resp);
+    return st;
 }
 
 /* Add an RFC 3339 timestamp to o (nothing when ms is 0). */
@@ -828,7 +871,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
         goto out;
     }
-    sbx_claim_name(pod_name, claim, sizeof(claim));
+    /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
+     * the one its IDs name. */
+    if (!sbx_warm_claim_of(ctl, uid, claim, sizeof(claim))) sbx_claim_name(pod_name, claim, sizeof(claim));
     snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
     pod = informer_get(ctl->pods, okey);
     snprintf(okey, sizeof(okey), "%s/%s", ns, claim);
@@ -974,6 +1019,26 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;
     }
+    if ((d.actions & SBX_ACT_CREATE_PVC) && !spec.workspace_from) {
+        /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
+         * PATCH), and the pod can start in this very pass. */
+        cJSON *adopted = NULL;
+        int a = sbx_warm_adopt(ctl, ns, &owner, &spec, &adopted, claim, sizeof(claim), err, errlen);
+        if (a < 0) goto out;
+        if (a == 1) {
+            cJSON_Delete(pvc);
+            pvc = adopted;
+            o.pvc = SBX_OBJ_PRESENT;
+            o.pvc_bound = 1;
+            o.pvc_age_ms = 0;
+            o.claim_binds_on_consumer = 0;
+            const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
+            if (!req || qty_parse_memory(req, &o.claim_request_bytes) < 0) o.claim_request_bytes = 0;
+            if (!cap || qty_parse_memory(cap, &o.claim_capacity_bytes) < 0) o.claim_capacity_bytes = 0;
+            o.claim_expandable = claim_expandable(ctl, pvc);
+            lifecycle_decide(&spec, &o, &d);
+        }
+    }
     if (d.actions & SBX_ACT_CREATE_PVC) {
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
         cJSON *obj = !spec.workspace_from ? sbx_build_pvc(&owner, &spec, pod_name, claim)
@@ -1058,6 +1123,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     char ns[256], name[256];
     *requeue_ms = 0;
     if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
+    if (!strcmp(name, SBX_WARM_QUEUE_NAME)) return sbx_warm_reconcile(ctl, ns, requeue_ms, err, errlen);
     cJSON *sb = informer_get(ctl->sandboxes, key);
     int rc;
     if (!sb) {

@@ -23,6 +23,10 @@ struct sbx_controller_options {
      * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
     struct sbx_admission_limits limits;
     int workers;
+    /* --warm-workspaces (YAO_SANDBOX_WARM_WORKSPACES): claims of the flag defaults' workspace
+     * kept Bound and ready in each namespace with Sandboxes of no class (no default
+     * SandboxClass); 0 = none. A SandboxClass sets its own (spec.workspace.warmPool). */
+    int warm_workspaces;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
     const char *field_manager;
     /* The Event recorder's own client (kube/events.h): the controller takes it over and
@@ -62,6 +66,7 @@ struct sbx_controller {
     struct sbx_cidr apiserver[1];
     size_t napiserver;
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
+    struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
 };
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */

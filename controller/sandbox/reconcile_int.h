@@ -39,6 +39,14 @@ int64_t sbx_time_at(const cJSON *obj, const char *path);
 const cJSON *sbx_ready_condition(const cJSON *obj);
 /* Add an RFC 3339 timestamp member (nothing when ms is 0). */
 void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms);
+/* DELETE path with the preconditions uid and resourceVersion. The HTTP status (err set
+ * unless 2xx, 404 or 409), or -1. */
+long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,
+                               char *err, size_t errlen);
+/* Does the StorageClass name (NULL: the cluster's default class, its name then copied to
+ * resolved when given) bind volumes only for a consumer (WaitForFirstConsumer)? An
+ * unknown class counts as binding at once. */
+int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len);
 /* Delete ns/resource/name if it still has uid. 0 or -1. */
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                      const char *name, const char *uid, char *err, size_t errlen);
@@ -72,6 +80,31 @@ int sbx_classes_synced(struct sbx_controller *ctl);
  * named class missing or invalid). */
 int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
                   char *why, size_t whylen);
+
+/* ---- warm.c: warm workspaces (the decisions are in sandbox/warmpool.h) ---- */
+/* The name of a namespace's pool pass in the work queue: "<ns>/#warm" (no Sandbox can
+ * be named so). */
+#define SBX_WARM_QUEUE_NAME "#warm"
+int sbx_warm_init(struct sbx_controller *ctl);
+void sbx_warm_free(struct sbx_controller *ctl);
+void sbx_warm_queue_key(const char *ns, char *out, size_t n);
+/* Informer handlers: a PVC, a Sandbox, a SandboxClass changed. The PVC handler runs
+ * before the Sandbox of an adopted claim is queued, so its pass finds the claim. */
+void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+/* The claim the Sandbox uid controls, as the cache shows it: 1 with its name in out, or 0
+ * (none: its claim, if any, is the one its IDs name). */
+int sbx_warm_claim_of(struct sbx_controller *ctl, const char *uid, char *out, size_t outlen);
+/* The pool pass of namespace ns: create and delete pool claims. *requeue_ms -1 when no
+ * pool is wanted there and none is left. 0 or -1. */
+int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen);
+/* A new Sandbox (owner, resolved spec) without a claim: adopt a Bound claim of its pool
+ * in ns with one conditional PATCH. 1 adopted (*adopted the patched claim, the caller
+ * deletes it; its name in claim), 0 none to adopt (make its own), -1 error (err). */
+int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_owner *owner,
+                   const struct sbx_spec *spec, cJSON **adopted, char *claim, size_t claimlen, char *err,
+                   size_t errlen);
 
 /* ---- orphans.c ---- */
 /* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms

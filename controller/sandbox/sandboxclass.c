@@ -196,6 +196,20 @@ static int cls_json(struct cls_ctx *c, const cJSON *spec, const char *key, int a
     return *out ? 0 : cls_fail(c, "out of memory");
 }
 
+/* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/warmpool.h). */
+static int cls_warm_pool(struct cls_ctx *c, const cJSON *ws, struct sbx_class *k) {
+    const cJSON *wp, *v;
+    if (cls_object(c, ws, "warmPool", "spec.workspace.warmPool", &wp)) return -1;
+    v = cls_member(wp, "size");
+    if (v) {
+        double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (x < 0 || x > 1000 || x != (double)(int)x)
+            return cls_fail(c, "spec.workspace.warmPool.size: must be an integer between 0 and 1000");
+        k->warm_pool_size = (int)x;
+    }
+    return cls_strv(c, wp, "namespaces", "spec.workspace.warmPool.namespaces", &k->warm_pool_namespaces);
+}
+
 static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     const cJSON *spec, *img, *res, *ws, *v;
     const char *name = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
@@ -230,6 +244,7 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
         cls_strv(c, ws, "allowedStorageClassNames", "spec.workspace.allowedStorageClassNames",
                  &k->storage_classes))
         return -1;
+    if (cls_warm_pool(c, ws, k)) return -1;
 
     if (cls_string(c, spec, "runtimeClassName", "spec.runtimeClassName", &k->runtime_class) ||
         cls_string(c, spec, "priorityClassName", "spec.priorityClassName", &k->priority_class) ||
@@ -280,6 +295,7 @@ void sbx_class_free(struct sbx_class *c) {
     cls_strv_free(&c->image_prefixes);
     free(c->storage_class);
     cls_strv_free(&c->storage_classes);
+    cls_strv_free(&c->warm_pool_namespaces);
     free(c->runtime_class);
     free(c->priority_class);
     cJSON_Delete(c->node_selector);

@@ -30,6 +30,9 @@ struct sbx_class {
     struct sbx_class_limit workspace;     /* spec.workspace.{defaultSize,maxSize} */
     char *storage_class;                  /* spec.workspace.storageClassName */
     struct sbx_strv storage_classes;      /* spec.workspace.allowedStorageClassNames */
+    int warm_pool_size;                   /* spec.workspace.warmPool.size; 0 = no pool */
+    struct sbx_strv warm_pool_namespaces; /* spec.workspace.warmPool.namespaces: kept warm
+                                             even before their first Sandbox of the class */
     char *runtime_class, *priority_class; /* spec.runtimeClassName, spec.priorityClassName */
     cJSON *node_selector, *tolerations, *affinity;   /* copies; NULL = unset */
     int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */

@@ -31,6 +31,9 @@ static const char usage[] =
     "  --cpu-request QTY        default cpu request, capped at the limit (YAO_SANDBOX_CPU_REQUEST; 100m)\n"
     "  --workspace-size QTY     default workspace size (YAO_SANDBOX_WORKSPACE_SIZE; 10Gi)\n"
     "  --storage-class NAME     default workspace storage class (YAO_SANDBOX_STORAGE_CLASS)\n"
+    "  --warm-workspaces N      claims of the default workspace kept Bound and ready per namespace\n"
+    "                           with Sandboxes of no class, adopted by new Sandboxes; 0 = none;\n"
+    "                           a SandboxClass sets its own (YAO_SANDBOX_WARM_WORKSPACES; 0)\n"
     "  --sandbox-run-as-user N|auto\n"
     "                           uid, gid and fsGroup of sandbox pods; auto = set none and let\n"
     "                           the platform choose (OpenShift SCCs) (YAO_SANDBOX_RUN_AS_USER; 1000)\n"
@@ -116,6 +119,11 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         if (qty_parse_memory(val, &v) < 0 || v < (1 << 20)) BAD("not a storage quantity of at least 1Mi");
         d->workspace_bytes = v;
     } else if (!strcmp(name, "storage-class")) d->storage_class = *val ? val : NULL;
+    else if (!strcmp(name, "warm-workspaces")) {
+        int n = parse_int(val, 1000);
+        if (n < 0) BAD("not a count (0-1000)");
+        o->controller.warm_workspaces = n;
+    }
     else if (!strcmp(name, "sandbox-run-as-user")) {
         if (!strcmp(val, "auto")) d->run_as_user = SBX_RUN_AS_AUTO;
         else {
@@ -207,6 +215,7 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},
     {"YAO_SANDBOX_IMAGE_PULL_POLICY", "image-pull-policy"},
     {"YAO_SANDBOX_WORKSPACE_SIZE", "workspace-size"}, {"YAO_SANDBOX_STORAGE_CLASS", "storage-class"},
+    {"YAO_SANDBOX_WARM_WORKSPACES", "warm-workspaces"},
     {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
     {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
     {"YAO_SANDBOX_LOG_LEVEL", "log-level"},

@@ -301,28 +301,7 @@ long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *
                            const char *rv, char *err, size_t errlen) {
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    cJSON *opts = cJSON_CreateObject(), *pre;
-    char *body = NULL;
-    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
-        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
-        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
-        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
-        cJSON_AddStringToObject(pre, "resourceVersion", rv))
-        body = cJSON_PrintUnformatted(opts);
-    cJSON_Delete(opts);
-    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
-    struct kube_response resp;
-    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
-    free(body);
-    long st = rc < 0 ? -1 : resp.status;
-    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
-    else if (st >= 300 && st != 404 && st != 409) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        snprintf(err, errlen, "DELETE %s: %s", path, msg);
-    }
-    kube_response_free(&resp);
-    return st;
+    return sbx_delete_preconditioned(ctl, path, uid, rv, err, errlen);
 }
 
 /* Status for a spec the controller cannot act on. */

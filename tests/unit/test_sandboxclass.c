@@ -126,6 +126,25 @@ static void expect_class_error(const char *members, const char *msg) {
     cJSON_Delete(o);
 }
 
+TEST(parse_warm_pool) {
+    struct sbx_class k;
+    CHECK_INT(parse_class("\"workspace\":{\"warmPool\":{\"size\":3,\"namespaces\":[\"team-a\",\"team-b\"]}}", &k), 0);
+    CHECK_INT(k.warm_pool_size, 3);
+    CHECK_INT(k.warm_pool_namespaces.n, 2);
+    CHECK_STR(k.warm_pool_namespaces.v[1], "team-b");
+    sbx_class_free(&k);
+    CHECK_INT(parse_class("\"workspace\":{}", &k), 0);
+    CHECK_INT(k.warm_pool_size, 0);   /* no pool by default */
+    CHECK_INT(k.warm_pool_namespaces.n, 0);
+    sbx_class_free(&k);
+    expect_class_error("\"workspace\":{\"warmPool\":{\"size\":1001}}",
+                       "SandboxClass \"bad\": spec.workspace.warmPool.size: must be an integer between 0 and 1000");
+    expect_class_error("\"workspace\":{\"warmPool\":{\"size\":\"3\"}}",
+                       "SandboxClass \"bad\": spec.workspace.warmPool.size: must be an integer between 0 and 1000");
+    expect_class_error("\"workspace\":{\"warmPool\":[]}",
+                       "SandboxClass \"bad\": spec.workspace.warmPool: must be an object");
+}
+
 TEST(parse_errors_name_the_class_and_field) {
     expect_class_error("\"resources\":{\"memory\":{\"default\":\"4Gi\",\"max\":\"2Gi\"}}",
                        "SandboxClass \"bad\": spec.resources.memory.default is above spec.resources.memory.max");

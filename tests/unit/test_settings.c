@@ -146,6 +146,7 @@ static const char *const full_env[] = {
     "YAO_SANDBOX_IMAGE_PULL_POLICY", "Always",
     "YAO_SANDBOX_WORKSPACE_SIZE", "20Gi",
     "YAO_SANDBOX_STORAGE_CLASS", "fast-ssd",
+    "YAO_SANDBOX_WARM_WORKSPACES", "3",
     "YAO_SANDBOX_WORKERS", "8",
     "YAO_SANDBOX_RESYNC", "5m",
     "YAO_SANDBOX_METRICS_ADDR", ":9090",
@@ -163,6 +164,7 @@ TEST(env_applied) {
     CHECK_STR(o.controller.defaults.image, "registry.local/sb:1.2");
     CHECK_INT(o.controller.limits.max_running, 7);
     CHECK_INT(o.controller.limits.max_running_per_user, 2);
+    CHECK_INT(o.controller.warm_workspaces, 3);
     CHECK_INT(o.controller.defaults.idle_timeout_ms, 90 * MIN);
     CHECK_INT(o.controller.defaults.memory_bytes, 512 * MIB); /* Docker-style "m" */
     CHECK_INT(o.controller.defaults.cpu_millis, 500);
@@ -408,6 +410,8 @@ TEST(env_errors_name_the_variable) {
         {"YAO_SANDBOX_MAX", "", "count"},
         {"YAO_SANDBOX_MAX", "5x", "count"},
         {"YAO_SANDBOX_MAX", "99999999999999999999", "count"},
+        {"YAO_SANDBOX_WARM_WORKSPACES", "-1", "count"},
+        {"YAO_SANDBOX_WARM_WORKSPACES", "1001", "count"},
         {"YAO_SANDBOX_WORKERS", "0", "worker"},
         {"YAO_SANDBOX_WORKERS", "257", "worker"},
         {"YAO_SANDBOX_LOG_LEVEL", "verbose", "log level"},

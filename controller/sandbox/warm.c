@@ -1,0 +1,570 @@
+/* sandbox/warm.c — warm workspaces, the I/O side (decisions in warmpool.c): an index kept
+ * by the informer handlers (which claim each Sandbox owns, the unadopted pool claims of
+ * each namespace, how many Sandboxes of each class each namespace holds), the pool pass
+ * of one namespace (queued as "<ns>/#warm", a key no Sandbox can have) that creates and
+ * deletes pool claims, and the adoption of a pool claim by a new Sandbox.
+ *
+ * The truth is the claim in the cache: a claim whose controller reference is a Sandbox
+ * belongs to it, whatever its name; a claim labelled SBX_LABEL_WARM_POOL without such a
+ * reference is in a pool. The index only mirrors the cache, so a restart rebuilds it from
+ * the initial list. */
+#include "sandbox/reconcile.h"
+#include "sandbox/reconcile_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/sandboxclass.h"
+#include "sandbox/warmpool.h"
+
+/* A pool claim as the index keeps it (owned strings). */
+struct pool_entry {
+    char ns[64], key[SBX_WARM_KEY_LEN];
+    char *name, *uid, *rv, *storage_class, *request;
+    int bound, terminating;
+    int64_t created_ms;
+    /* Put here by our own create, not by the watch yet: counted until the watch shows it,
+     * for at most EXPECT_MS (a claim created and deleted before the watch caught up would
+     * otherwise stay counted). */
+    int64_t expected_until_ms;
+};
+
+struct sbx_warm {
+    pthread_mutex_t lock;
+    struct strmap owners;     /* Sandbox uid -> the name of the claim it controls (char *) */
+    struct strmap pool;       /* "ns/name" -> struct pool_entry * */
+    struct strmap counts;     /* "ns/className" ("" = none) -> Sandboxes, as (intptr_t) */
+    struct strmap late_noted; /* StorageClasses noted as WaitForFirstConsumer (logged once) */
+};
+
+static void pool_entry_free(void *v) {
+    struct pool_entry *e = v;
+    if (!e) return;
+    free(e->name);
+    free(e->uid);
+    free(e->rv);
+    free(e->storage_class);
+    free(e->request);
+    free(e);
+}
+
+int sbx_warm_init(struct sbx_controller *ctl) {
+    ctl->warm = calloc(1, sizeof(*ctl->warm));
+    if (!ctl->warm) return -1;
+    pthread_mutex_init(&ctl->warm->lock, NULL);
+    strmap_init(&ctl->warm->owners);
+    strmap_init(&ctl->warm->pool);
+    strmap_init(&ctl->warm->counts);
+    strmap_init(&ctl->warm->late_noted);
+    return 0;
+}
+
+void sbx_warm_free(struct sbx_controller *ctl) {
+    struct sbx_warm *w = ctl->warm;
+    if (!w) return;
+    strmap_clear(&w->owners, free);
+    strmap_clear(&w->pool, pool_entry_free);
+    strmap_clear(&w->counts, NULL);
+    strmap_clear(&w->late_noted, NULL);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    ctl->warm = NULL;
+}
+
+void sbx_warm_queue_key(const char *ns, char *out, size_t n) { snprintf(out, n, "%s/%s", ns, SBX_WARM_QUEUE_NAME); }
+
+/* Queue the pool pass of ns. */
+static void queue_pools(struct sbx_controller *ctl, const char *ns) {
+    char key[320];
+    if (!ns) return;
+    sbx_warm_queue_key(ns, key, sizeof(key));
+    queue_add(ctl->queue, key);
+}
+
+/* The uid of obj's controller reference if it is a Sandbox, else NULL. */
+static const char *sandbox_owner_uid(const cJSON *obj) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        const char *kind = kj_str(r, "kind");
+        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) return kj_str(r, "uid");
+    }
+    return NULL;
+}
+
+/* Is obj an unadopted pool claim? Its pool key, or NULL. */
+static const char *pool_key_of(const cJSON *obj) {
+    const char *key = kj_map_get(obj, "metadata.labels", SBX_LABEL_WARM_POOL);
+    if (!key || strlen(key) >= SBX_WARM_KEY_LEN || sandbox_owner_uid(obj)) return NULL;
+    return key;
+}
+
+static char *dup_str(const char *s, int *failed) {
+    char *d = strdup(s ? s : "");
+    if (!d) *failed = 1;
+    return d;
+}
+
+/* A pool_entry for the pool claim obj of pool key; NULL on ENOMEM or a claim without name. */
+static struct pool_entry *entry_of(const cJSON *obj, const char *key) {
+    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
+    const char *phase = kj_str(obj, "status.phase");
+    int failed = 0;
+    if (!ns || !name || strlen(ns) >= 64) return NULL;
+    struct pool_entry *e = calloc(1, sizeof(*e));
+    if (!e) return NULL;
+    snprintf(e->ns, sizeof(e->ns), "%s", ns);
+    snprintf(e->key, sizeof(e->key), "%s", key);
+    e->name = dup_str(name, &failed);
+    e->uid = dup_str(kj_str(obj, "metadata.uid"), &failed);
+    e->rv = dup_str(kj_str(obj, "metadata.resourceVersion"), &failed);
+    e->storage_class = kj_str(obj, "spec.storageClassName") ? dup_str(kj_str(obj, "spec.storageClassName"), &failed)
+                                                            : NULL;
+    e->request = dup_str(kj_str(obj, "spec.resources.requests.storage"), &failed);
+    e->bound = phase && !strcmp(phase, "Bound");
+    e->terminating = kj_str(obj, "metadata.deletionTimestamp") != NULL;
+    e->created_ms = sbx_time_at(obj, "metadata.creationTimestamp");
+    if (failed) { pool_entry_free(e); return NULL; }
+    return e;
+}
+
+/* Put (or replace) the pool entry of obj; the caller holds the lock. */
+static void pool_put(struct sbx_warm *w, const cJSON *obj, const char *key, int64_t expected_until_ms) {
+    char pkey[512];
+    struct pool_entry *e = entry_of(obj, key);
+    void *old = NULL;
+    if (!e) { LOGW("msg=\"warm pool: a claim could not be indexed (out of memory)\""); return; }
+    e->expected_until_ms = expected_until_ms;
+    snprintf(pkey, sizeof(pkey), "%s/%s", e->ns, e->name);
+    if (strmap_put(&w->pool, pkey, e, &old) < 0) { pool_entry_free(e); return; }
+    pool_entry_free(old);
+}
+
+void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    struct sbx_warm *w = ctl->warm;
+    const cJSON *obj = cur ? cur : old;
+    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
+    char pkey[512];
+    if (!ns || !name) return;
+    const char *old_owner = old ? sandbox_owner_uid(old) : NULL, *cur_owner = cur ? sandbox_owner_uid(cur) : NULL;
+    const char *old_pool = old ? pool_key_of(old) : NULL, *cur_pool = cur ? pool_key_of(cur) : NULL;
+    snprintf(pkey, sizeof(pkey), "%s/%s", ns, name);
+    pthread_mutex_lock(&w->lock);
+    if (old_owner && (!cur_owner || strcmp(old_owner, cur_owner) != 0)) {
+        const char *have = strmap_get(&w->owners, old_owner);
+        if (have && !strcmp(have, name)) free(strmap_remove(&w->owners, old_owner));
+    }
+    if (cur_owner) {
+        char *copy = strdup(name);
+        void *prev = NULL;
+        if (!copy || strmap_put(&w->owners, cur_owner, copy, &prev) < 0) {
+            free(copy);
+            LOGW("msg=\"warm pool: a claim's owner could not be indexed (out of memory)\" claim=%s", pkey);
+        } else {
+            free(prev);
+        }
+    }
+    if (cur_pool) pool_put(w, cur, cur_pool, 0);
+    else pool_entry_free(strmap_remove(&w->pool, pkey));
+    pthread_mutex_unlock(&w->lock);
+    if (old_pool || cur_pool) queue_pools(ctl, ns);
+}
+
+int sbx_warm_claim_of(struct sbx_controller *ctl, const char *uid, char *out, size_t outlen) {
+    int found = 0;
+    pthread_mutex_lock(&ctl->warm->lock);
+    const char *name = strmap_get(&ctl->warm->owners, uid);
+    if (name && strlen(name) < outlen) {
+        memcpy(out, name, strlen(name) + 1);
+        found = 1;
+    }
+    pthread_mutex_unlock(&ctl->warm->lock);
+    return found;
+}
+
+/* Add d to the count of "ns/class"; returns the count after. The caller holds the lock. */
+static intptr_t count_add(struct sbx_warm *w, const char *ns, const char *cls, intptr_t d) {
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", ns, cls ? cls : "");
+    intptr_t n = (intptr_t)strmap_get(&w->counts, key) + d;
+    if (n <= 0) strmap_remove(&w->counts, key);
+    else if (strmap_put(&w->counts, key, (void *)n, NULL) < 0) LOGW("msg=\"warm pool: out of memory\"");
+    return n < 0 ? 0 : n;
+}
+
+static intptr_t count_of(struct sbx_warm *w, const char *ns, const char *cls) {
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", ns, cls ? cls : "");
+    return (intptr_t)strmap_get(&w->counts, key);
+}
+
+void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    struct sbx_warm *w = ctl->warm;
+    const char *oc = old ? kj_str(old, "spec.className") : NULL, *cc = cur ? kj_str(cur, "spec.className") : NULL;
+    const char *ons = old ? kj_str(old, "metadata.namespace") : NULL, *cns = cur ? kj_str(cur, "metadata.namespace") : NULL;
+    if (old && cur && !strcmp(oc ? oc : "", cc ? cc : "")) return;   /* the usual update: nothing moves */
+    int requeue_old = 0, requeue_cur = 0;
+    pthread_mutex_lock(&w->lock);
+    if (ons) requeue_old = count_add(w, ons, oc, -1) == 0;
+    if (cns) requeue_cur = count_add(w, cns, cc, +1) == 1;
+    pthread_mutex_unlock(&w->lock);
+    if (requeue_old) queue_pools(ctl, ons);
+    if (requeue_cur) queue_pools(ctl, cns);
+}
+
+struct ns_walk { struct sbx_controller *ctl; char last[64]; };
+
+/* Queue the pool pass of the namespace of a "ns/..." key (each once in a row). */
+static int queue_ns_of_key(void *ud, const char *key, void *value) {
+    struct ns_walk *nw = ud;
+    const char *slash = strchr(key, '/');
+    (void)value;
+    if (!slash || (size_t)(slash - key) >= sizeof(nw->last)) return 0;
+    char ns[64];
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = 0;
+    if (strcmp(ns, nw->last) != 0) {
+        queue_pools(nw->ctl, ns);
+        snprintf(nw->last, sizeof(nw->last), "%s", ns);
+    }
+    return 0;
+}
+
+void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    struct sbx_warm *w = ctl->warm;
+    struct ns_walk nw = {.ctl = ctl};
+    /* Every namespace that has Sandboxes or pool claims, and those the class names. Few
+     * keys (one per namespace and class, one per pool claim); classes change rarely. The
+     * walk only queues (queue_add takes the queue's lock, never this one). */
+    pthread_mutex_lock(&w->lock);
+    strmap_foreach(&w->counts, queue_ns_of_key, &nw);
+    strmap_foreach(&w->pool, queue_ns_of_key, &nw);
+    pthread_mutex_unlock(&w->lock);
+    const cJSON *objs[2] = {old, cur}, *it;
+    for (int i = 0; i < 2; i++)
+        cJSON_ArrayForEach(it, kj_path(objs[i], "spec.workspace.warmPool.namespaces"))
+            if (cJSON_IsString(it)) queue_pools(ctl, it->valuestring);
+}
+
+/* ---- the pool pass --------------------------------------------------------------------- */
+
+struct wants_ctx {
+    struct sbx_controller *ctl;
+    const char *ns, *default_class;
+    intptr_t unclassed;     /* Sandboxes of ns without spec.className */
+    struct sbx_warm_wants *wants;
+    int failed;
+};
+
+/* The workspace a class gives a Sandbox that asks for nothing: resolved exactly as a
+ * Sandbox of it would be. 0 or -1 (an invalid class keeps no pool). */
+static int class_shape(const struct sbx_class *cls, const struct sbx_defaults *d, char **storage_class,
+                       int64_t *bytes) {
+    cJSON *sb = cJSON_Parse("{\"metadata\":{\"name\":\"warm\"},\"spec\":{\"userID\":\"warm\",\"chatID\":\"warm\"}}");
+    struct sbx_spec spec;
+    char why[512];
+    int rc = -1;
+    if (sb && sbx_class_resolve(sb, cls, d, &spec, why, sizeof(why)) == 0) {
+        *bytes = spec.workspace_bytes;
+        *storage_class = spec.storage_class ? strdup(spec.storage_class) : NULL;
+        rc = spec.storage_class && !*storage_class ? -1 : 0;
+        sbx_spec_free(&spec);
+    }
+    cJSON_Delete(sb);
+    return rc;
+}
+
+/* A SandboxClass: does it want a pool in ns? Added to the wants when it does. */
+static int want_of_class(void *ud, const char *key, const cJSON *obj) {
+    struct wants_ctx *c = ud;
+    struct sbx_class cls;
+    char why[512];
+    (void)key;
+    if (sbx_class_parse(obj, &cls, why, sizeof(why)) < 0) return 0;
+    int here = 0;
+    if (cls.warm_pool_size > 0) {
+        pthread_mutex_lock(&c->ctl->warm->lock);
+        here = count_of(c->ctl->warm, c->ns, cls.name) > 0;
+        pthread_mutex_unlock(&c->ctl->warm->lock);
+        if (!here && c->default_class && !strcmp(c->default_class, cls.name)) here = c->unclassed > 0;
+        for (size_t i = 0; !here && i < cls.warm_pool_namespaces.n; i++)
+            here = !strcmp(cls.warm_pool_namespaces.v[i], c->ns);
+    }
+    char *sc = NULL;
+    int64_t bytes = 0;
+    if (here && class_shape(&cls, &c->ctl->opt.defaults, &sc, &bytes) == 0) {
+        int r = sbx_warm_wants_add(c->wants, sc, bytes, cls.warm_pool_size, cls.name, kj_str(obj, "metadata.uid"));
+        if (r < 0) c->failed = 1;
+        else if (r == 1) LOGW("msg=\"warm pool: too many pool shapes in one namespace; class ignored\" namespace=%s "
+                              "class=%s max=%d", c->ns, cls.name, SBX_WARM_WANTS_MAX);
+    }
+    free(sc);
+    sbx_class_free(&cls);
+    return 0;
+}
+
+/* The pools ns wants: each SandboxClass with spec.workspace.warmPool.size > 0 that has a
+ * Sandbox there (the default class counting those without spec.className) or names ns,
+ * and the --warm-workspaces pool of the flag defaults when ns has Sandboxes without a
+ * class and no class is the default. 0 or -1 (ENOMEM). */
+static int pool_wants(struct sbx_controller *ctl, const char *ns, struct sbx_warm_wants *wants) {
+    struct wants_ctx c = {.ctl = ctl, .ns = ns, .wants = wants};
+    struct sbx_class dflt;
+    int have_default = 0;
+    char why[512];
+    cJSON *probe = cJSON_Parse("{\"spec\":{}}");
+    if (!probe) return -1;
+    if (sbx_class_for(ctl, probe, &dflt, &have_default, why, sizeof(why)) < 0) have_default = 0;
+    cJSON_Delete(probe);
+    pthread_mutex_lock(&ctl->warm->lock);
+    c.unclassed = count_of(ctl->warm, ns, "");
+    pthread_mutex_unlock(&ctl->warm->lock);
+    c.default_class = have_default ? dflt.name : NULL;
+    if (ctl->sandbox_classes_on) informer_foreach(ctl->sandbox_classes, want_of_class, &c);
+    if (!have_default && ctl->opt.warm_workspaces > 0 && c.unclassed > 0 &&
+        sbx_warm_wants_add(wants, ctl->opt.defaults.storage_class, ctl->opt.defaults.workspace_bytes,
+                           ctl->opt.warm_workspaces, NULL, NULL) < 0)
+        c.failed = 1;
+    if (have_default) sbx_class_free(&dflt);
+    return c.failed ? -1 : 0;
+}
+
+/* A copy of the pool claims of ns (and, key set, of that pool only). */
+struct pool_copy { struct pool_entry *v; size_t n, cap; const char *ns, *key; int64_t now; int failed; };
+
+static int copy_pool_entry(void *ud, const char *k, void *value) {
+    struct pool_copy *pc = ud;
+    struct pool_entry *e = value;
+    (void)k;
+    if (strcmp(e->ns, pc->ns) != 0 || (pc->key && strcmp(e->key, pc->key) != 0)) return 0;
+    if (e->expected_until_ms && e->expected_until_ms < pc->now) return 0;   /* never shown by the watch */
+    if (pc->n == pc->cap) {
+        size_t cap = pc->cap ? pc->cap * 2 : 16;
+        struct pool_entry *v = realloc(pc->v, cap * sizeof(*v));
+        if (!v) { pc->failed = 1; return 1; }
+        pc->v = v;
+        pc->cap = cap;
+    }
+    struct pool_entry *d = &pc->v[pc->n];
+    int failed = 0;
+    *d = *e;
+    d->name = dup_str(e->name, &failed);
+    d->uid = dup_str(e->uid, &failed);
+    d->rv = dup_str(e->rv, &failed);
+    d->storage_class = e->storage_class ? dup_str(e->storage_class, &failed) : NULL;
+    d->request = dup_str(e->request, &failed);
+    pc->n++;
+    if (failed) { pc->failed = 1; return 1; }
+    return 0;
+}
+
+static void pool_copy_free(struct pool_copy *pc) {
+    for (size_t i = 0; i < pc->n; i++) {
+        free(pc->v[i].name);
+        free(pc->v[i].uid);
+        free(pc->v[i].rv);
+        free(pc->v[i].storage_class);
+        free(pc->v[i].request);
+    }
+    free(pc->v);
+}
+
+/* Copy the pool claims of ns (key NULL: all its pools). 0 or -1 (ENOMEM). */
+static int pool_snapshot(struct sbx_controller *ctl, const char *ns, const char *key, struct pool_copy *pc) {
+    memset(pc, 0, sizeof(*pc));
+    pc->ns = ns;
+    pc->key = key;
+    pc->now = kj_now_ms();
+    pthread_mutex_lock(&ctl->warm->lock);
+    strmap_foreach(&ctl->warm->pool, copy_pool_entry, pc);
+    pthread_mutex_unlock(&ctl->warm->lock);
+    if (pc->failed) { pool_copy_free(pc); memset(pc, 0, sizeof(*pc)); return -1; }
+    return 0;
+}
+
+/* Forget the pool entry ns/name (adopted or deleted by us; the watch confirms). */
+static void pool_forget(struct sbx_controller *ctl, const char *ns, const char *name) {
+    char pkey[512];
+    snprintf(pkey, sizeof(pkey), "%s/%s", ns, name);
+    pthread_mutex_lock(&ctl->warm->lock);
+    pool_entry_free(strmap_remove(&ctl->warm->pool, pkey));
+    pthread_mutex_unlock(&ctl->warm->lock);
+}
+
+/* DELETE the pool claim e if it is still at e->rv (uid and resourceVersion
+ * preconditions: one adopted since is never deleted). 0 (deleted, gone, or changed: 409)
+ * or -1. */
+static int delete_pool_claim(struct sbx_controller *ctl, const char *ns, const struct pool_entry *e, char *err,
+                             size_t errlen) {
+    char path[1024];
+    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
+    long st = sbx_delete_preconditioned(ctl, path, e->uid, e->rv, err, errlen);
+    if (st == 200 || st == 202 || st == 404) {
+        sbx_ctl_count(ctl, &ctl->stats.deletes);
+        LOGI("msg=\"warm pool: claim deleted\" namespace=%s pool=%s claim=%s", ns, e->key, e->name);
+        return 0;
+    }
+    if (st == 409) { sbx_ctl_count(ctl, &ctl->stats.conflicts); return 0; }
+    return -1;
+}
+
+/* Has the StorageClass of want (or the cluster default) volumeBindingMode
+ * WaitForFirstConsumer? Logged once per class. */
+static int pool_binds_late(struct sbx_controller *ctl, const struct sbx_warm_want *want) {
+    char name[256];
+    if (!sbx_storage_class_binds_late(ctl, want->storage_class, name, sizeof(name))) return 0;
+    pthread_mutex_lock(&ctl->warm->lock);
+    int noted = strmap_get(&ctl->warm->late_noted, name) != NULL;
+    if (!noted) strmap_put(&ctl->warm->late_noted, name, (void *)1, NULL);
+    pthread_mutex_unlock(&ctl->warm->lock);
+    if (!noted)
+        LOGI("msg=\"warm pool: StorageClass binds on first consumer (WaitForFirstConsumer): no claims are kept warm "
+             "for it (a bound volume would pin its Sandbox to one node)\" storageclass=%s", name);
+    return 1;
+}
+
+int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
+    struct sbx_warm_wants wants;
+    struct pool_copy pc;
+    int rc = -1;
+    memset(&wants, 0, sizeof(wants));
+    *requeue_ms = 0;
+    if (pool_wants(ctl, ns, &wants) < 0 || pool_snapshot(ctl, ns, NULL, &pc) < 0) {
+        sbx_warm_wants_free(&wants);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < wants.n; i++)
+        if (pool_binds_late(ctl, &wants.v[i])) wants.v[i].size = 0;
+    /* Every pool key that is wanted or has claims. */
+    const char *keys[SBX_WARM_WANTS_MAX * 2];
+    size_t nkeys = 0;
+    for (size_t i = 0; i < wants.n; i++) keys[nkeys++] = wants.v[i].key;
+    for (size_t i = 0; i < pc.n && nkeys < sizeof(keys) / sizeof(keys[0]); i++) {
+        size_t k = 0;
+        while (k < nkeys && strcmp(keys[k], pc.v[i].key) != 0) k++;
+        if (k == nkeys) keys[nkeys++] = pc.v[i].key;
+    }
+    struct sbx_warm_claim *claims = calloc(pc.n + 1, sizeof(*claims));
+    size_t *idx = calloc(pc.n + 1, sizeof(*idx)), *del = calloc(pc.n + 1, sizeof(*del));
+    if (!claims || !idx || !del) { snprintf(err, errlen, "out of memory"); goto out; }
+    int wanted_any = 0;
+    for (size_t k = 0; k < nkeys; k++) {
+        const struct sbx_warm_want *want = sbx_warm_wants_find(&wants, keys[k]);
+        size_t n = 0, ndel = 0;
+        for (size_t i = 0; i < pc.n; i++) {
+            if (strcmp(pc.v[i].key, keys[k]) != 0) continue;
+            claims[n] = (struct sbx_warm_claim){.name = pc.v[i].name, .uid = pc.v[i].uid, .rv = pc.v[i].rv,
+                                                .bound = pc.v[i].bound, .terminating = pc.v[i].terminating,
+                                                .created_ms = pc.v[i].created_ms};
+            idx[n++] = i;
+        }
+        int size = want ? want->size : 0;
+        if (size > 0) wanted_any = 1;
+        int create = sbx_warm_plan(size, claims, n, del, &ndel);
+        for (size_t j = 0; j < ndel; j++)
+            if (delete_pool_claim(ctl, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
+        for (int j = 0; j < create; j++) {
+            char path[512];
+            cJSON *obj = sbx_warm_build_claim(ns, want), *made = NULL;
+            if (!obj) { snprintf(err, errlen, "out of memory"); goto out; }
+            sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+            long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+            cJSON_Delete(obj);
+            if (st != 201 && st != 200) { cJSON_Delete(made); goto out; }
+            sbx_ctl_count(ctl, &ctl->stats.creates);
+            /* Counted from now on, before the watch shows it: the next pass does not
+             * create it again. */
+            pthread_mutex_lock(&ctl->warm->lock);
+            if (!kj_str(made, "metadata.deletionTimestamp")) pool_put(ctl->warm, made, want->key, kj_now_ms() + EXPECT_MS);
+            pthread_mutex_unlock(&ctl->warm->lock);
+            LOGI("msg=\"warm pool: claim created\" namespace=%s pool=%s claim=%s storageclass=%s", ns, want->key,
+                 kj_str(made, "metadata.name") ? kj_str(made, "metadata.name") : "?",
+                 want->storage_class ? want->storage_class : "(default)");
+            cJSON_Delete(made);
+        }
+    }
+    /* Nothing wanted and nothing left: the key leaves the queue until a Sandbox, a class
+     * or a pool claim brings it back. */
+    *requeue_ms = !wanted_any && pc.n == 0 ? -1 : 0;
+    rc = 0;
+out:
+    free(claims);
+    free(idx);
+    free(del);
+    pool_copy_free(&pc);
+    sbx_warm_wants_free(&wants);
+    return rc;
+}
+
+/* ---- adoption ---------------------------------------------------------------------------- */
+
+/* How many pool claims one pass tries before it makes its own claim. */
+#define ADOPT_TRIES 4
+
+int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_owner *owner,
+                   const struct sbx_spec *spec, cJSON **adopted, char *claim, size_t claimlen, char *err,
+                   size_t errlen) {
+    char key[SBX_WARM_KEY_LEN];
+    struct pool_copy pc;
+    *adopted = NULL;
+    if (!sbx_warm_sandbox_key(spec, key)) return 0;
+    if (pool_snapshot(ctl, ns, key, &pc) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (pc.n == 0) return 0;
+    int rc = 0, tries = 0;
+    struct sbx_warm_claim *claims = calloc(pc.n, sizeof(*claims));
+    size_t *order = calloc(pc.n, sizeof(*order));
+    if (!claims || !order) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
+    for (size_t i = 0; i < pc.n; i++)
+        claims[i] = (struct sbx_warm_claim){.name = pc.v[i].name, .uid = pc.v[i].uid, .rv = pc.v[i].rv,
+                                            .bound = pc.v[i].bound, .terminating = pc.v[i].terminating,
+                                            .created_ms = pc.v[i].created_ms};
+    size_t n = sbx_warm_candidates(claims, pc.n, owner->uid, order);
+    for (size_t j = 0; j < n && tries < ADOPT_TRIES; j++) {
+        const struct pool_entry *e = &pc.v[order[j]];
+        if (!sbx_warm_claim_fits(spec, e->storage_class, e->request, NULL) || strlen(e->name) >= claimlen) continue;
+        tries++;
+        char path[1024];
+        cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv), *out = NULL;
+        if (!patch) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
+        sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+        snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
+        long st = kube_merge_patch(ctl->client, path, patch, &out, err, errlen);
+        cJSON_Delete(patch);
+        if (st == 200) {
+            /* Expected as the Sandbox's claim until the watch shows it so: a pass before
+             * then waits instead of adopting (or creating) a second one. */
+            const char *made_uid = kj_str(out, "metadata.uid");
+            sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_CLAIM, made_uid ? made_uid : e->uid,
+                               kj_now_ms() + EXPECT_MS);
+            pool_forget(ctl, ns, e->name);
+            memcpy(claim, e->name, strlen(e->name) + 1);
+            *adopted = out;
+            LOGI("msg=\"warm pool: claim adopted\" sandbox=%s/%s claim=%s pool=%s", ns, owner->name, e->name, key);
+            queue_pools(ctl, ns);   /* refill */
+            rc = 1;
+            goto out;
+        }
+        cJSON_Delete(out);
+        if (st == 409 || st == 404) {
+            /* Taken by another Sandbox (or gone) since the cache showed it: the next one. */
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            LOGD("msg=\"warm pool: claim taken meanwhile\" sandbox=%s/%s claim=%s status=%ld", ns, owner->name,
+                 e->name, st);
+            continue;
+        }
+        /* No answer (or an unexpected one): the claim may have been adopted all the same.
+         * Expect it, so no pass creates or adopts another before the watch tells. */
+        sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_CLAIM, e->uid, kj_now_ms() + EXPECT_MS);
+        rc = -1;
+        goto out;
+    }
+out:
+    free(claims);
+    free(order);
+    pool_copy_free(&pc);
+    return rc;
+}
