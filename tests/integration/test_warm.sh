@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Warm workspaces on the plane (kwok nodes, StorageClass yao-test-slow: every volume is
+# provisioned 2 s after its claim appears). A SandboxClass with spec.workspace.warmPool
+# size 3 keeps 3 Bound pool claims in its namespace; a new Sandbox of the class adopts
+# one (status.workspaceClaim names it, the claim is the Sandbox's, the pod mounts it) and
+# its pod is made well within the 2 s a cold claim takes; the pool refills. Two Sandboxes
+# created together adopt different claims. A controller killed right after an adoption
+# converges when started again (one claim per Sandbox, the pool back to 3, no orphans). A
+# fork clones the adopted claim. Deleting a Sandbox removes its adopted claim as any
+# other. A Sandbox of another size gets a cold claim of its own. The pool shrinks with the
+# class and goes with it; a WaitForFirstConsumer class keeps none. Prints the measured
+# create → pod and create → Running with and without the pool.
+. "$(dirname "$0")/lib.sh"
+NS=yao-it-warm
+CLASS=yao-it-warm-slow
+LOG=$BUILD_DIR/test-warm.log
+: > "$LOG"
+check "CRD and manifests apply with kubectl" install_manifests
+fresh_namespace $NS
+
+class() { # name storageClass size
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: %s}\nspec:\n  workspace:\n    storageClassName: %s\n    defaultSize: 1Gi\n    warmPool: {size: %s, namespaces: [%s]}\n' \
+        "$1" "$2" "$3" "$NS" | kubectl apply -f - >/dev/null
+}
+sandbox_yaml() { # name chat [workspace flow YAML]
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec:\n  userID: warm-user\n  chatID: %s\n  className: %s\n  workspace: %s\n---\n' \
+        "$1" "$2" "$CLASS" "${3:-{\}}"
+}
+field() { kubectl -n $NS get "$1" "$2" -o jsonpath="{$3}" 2>/dev/null; }
+claim_of() { field sandbox "$1" .status.workspaceClaim; }
+pool_claims() { kubectl -n $NS get pvc -l sandbox.yaoapps.com/warm-pool -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase} {.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null; }
+pool_bound() { pool_claims | awk '$2 == "Bound" && $3 == "" {n++} END {print n + 0}'; }
+pool_live() { pool_claims | awk '$3 == "" {n++} END {print n + 0}'; }
+# claims_of NAME — the claims labelled with the Sandbox's name
+claims_of() { kubectl -n $NS get pvc -l sandbox.yaoapps.com/name="$1" -o name 2>/dev/null | wc -l; }
+owner_uid() { field pvc "$1" '.metadata.ownerReferences[?(@.controller==true)].uid'; }
+pod_of() { kubectl -n $NS get pod -l sandbox.yaoapps.com/name="$1" -o name 2>/dev/null | head -1; }
+# timed_create NAME CHAT [WS] — create a Sandbox; sets T_POD and T_RUN (ms from the create
+# to its pod existing, to phase Running)
+timed_create() {
+    local t0 t; T_POD=""; T_RUN=""
+    t0=$(now_ms)
+    sandbox_yaml "$@" | kubectl -n $NS apply -f - >/dev/null
+    for _ in $(seq 1 400); do
+        t=$(now_ms)
+        if [ -z "$T_POD" ] && [ -n "$(pod_of "$1")" ]; then T_POD=$((t - t0)); fi
+        if [ -n "$T_POD" ] && phase_is $NS "$1" Running; then T_RUN=$((t - t0)); return 0; fi
+        sleep 0.05
+    done
+    return 1
+}
+
+class $CLASS yao-test-slow 3
+on_exit "kubectl delete sandboxclass $CLASS yao-it-warm-wffc --ignore-not-found --wait=false"
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+
+# --- the pool fills; a cold claim first, for comparison --------------------------------
+check "the pool fills: 3 Bound claims labelled with the pool" eventually 30 eval '[ "$(pool_bound)" = 3 ]'
+first=$(pool_claims | awk 'NR == 1 {print $1}')
+check "  named yao-warm-*, owned (not controlled) by the SandboxClass" eq "$(field pvc "$first" '.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller')" "SandboxClass/$CLASS/"
+check "  the class's workspace: yao-test-slow, 1Gi" eq "$(field pvc "$first" '.spec.storageClassName} {.spec.resources.requests.storage')" "yao-test-slow 1Gi"
+
+check "a Sandbox of another size gets a cold claim of its own" timed_create cold chat-cold '{size: 2Gi}'
+COLD_POD=$T_POD COLD_RUN=$T_RUN
+COLD_CLAIM=$(claim_of cold)
+check "  named after its pod, not from the pool" eq "$COLD_CLAIM" "$(pod_of cold | sed 's|^pod/||')-workspace"
+check "  not a pool claim, 2Gi" eq "$(field pvc "$COLD_CLAIM" '.metadata.labels.sandbox\.yaoapps\.com/warm-pool}|{.spec.resources.requests.storage')" "|2Gi"
+check "  its pod waited for the 2 s provisioning (create → pod ${COLD_POD} ms)" eval "[ $COLD_POD -ge 1500 ]"
+check "  the pool was not touched" eq "$(pool_bound)" 3
+
+# --- a warm start ------------------------------------------------------------------------
+check "a Sandbox of the class reaches Running" timed_create warm1 chat-1
+WARM_POD=$T_POD WARM_RUN=$T_RUN
+W1=$(claim_of warm1)
+check "  its pod was made well within the 2 s of a cold claim (create → pod ${WARM_POD} ms)" eval "[ $WARM_POD -lt 1200 ]"
+check "  status.workspaceClaim is a pool claim: $W1" contains "$W1" "yao-warm-"
+check "  the claim is the Sandbox's: its controller reference and labels" eq "$(owner_uid "$W1") $(field pvc "$W1" '.metadata.labels.sandbox\.yaoapps\.com/name}/{.metadata.labels.sandbox\.yaoapps\.com/warm-pool')" "$(field sandbox warm1 .metadata.uid) warm1/"
+check "  the class's reference is gone from it (deleting the class keeps it)" eq "$(field pvc "$W1" '.metadata.ownerReferences[*].kind')" "Sandbox"
+check "  the pod keeps its yao-sb-<user>-<chat> name and mounts the adopted claim" eq "$(pod_of warm1 | sed 's|^pod/yao-sb-warm-user-.*|yes|') $(kubectl -n $NS get $(pod_of warm1) -o jsonpath='{.spec.volumes[?(@.name=="workspace")].persistentVolumeClaim.claimName}')" "yes $W1"
+check "  the pool refills to 3" eventually 30 eval '[ "$(pool_bound)" = 3 ]'
+
+# --- two at once ------------------------------------------------------------------------
+{ sandbox_yaml warm2 chat-2; sandbox_yaml warm3 chat-3; } | kubectl -n $NS apply -f - >/dev/null
+check "two Sandboxes created together both reach Running" eventually 30 eval 'phase_is $NS warm2 Running && phase_is $NS warm3 Running'
+W2=$(claim_of warm2) W3=$(claim_of warm3)
+check "  with different pool claims ($W2, $W3)" eval '[ -n "$W2" ] && [ "$W2" != "$W3" ] && [[ $W2 == yao-warm-* ]] && [[ $W3 == yao-warm-* ]]'
+check "  each owned by its own Sandbox" eq "$(owner_uid "$W2") $(owner_uid "$W3")" "$(field sandbox warm2 .metadata.uid) $(field sandbox warm3 .metadata.uid)"
+check "  the pool refills to 3" eventually 30 eval '[ "$(pool_bound)" = 3 ]'
+
+# --- a controller killed right after an adoption ------------------------------------------
+sandbox_yaml warm4 chat-4 | kubectl -n $NS apply -f - >/dev/null
+adopted4() { kubectl -n $NS get pvc -l sandbox.yaoapps.com/name=warm4 -o name 2>/dev/null | grep -q .; }
+for _ in $(seq 1 200); do adopted4 && break; sleep 0.02; done
+kill_controller KILL
+check "killed right after warm4 adopted a claim" adopted4
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+check "  after a restart warm4 reaches Running" eventually 30 phase_is $NS warm4 Running
+W4=$(claim_of warm4)
+check "  with exactly one claim, the adopted one, owned by it" eq "$(claims_of warm4) $(owner_uid "$W4")" "1 $(field sandbox warm4 .metadata.uid)"
+check "  a pool claim ($W4)" contains "$W4" "yao-warm-"
+check "  the pool is back to 3, and not above" eventually 30 eval '[ "$(pool_bound)" = 3 ] && [ "$(pool_live)" = 3 ]'
+sleep 2
+check "  no other claim: 5 Sandboxes' claims + 3 pool claims" eq "$(kubectl -n $NS get pvc --no-headers 2>/dev/null | wc -l)" 8
+check "  one claim per Sandbox" eq "$(claims_of warm1)$(claims_of warm2)$(claims_of warm3)$(claims_of warm4)$(claims_of cold)" 11111
+
+# --- a fork clones the adopted claim -------------------------------------------------------
+sandbox_yaml fork chat-fork '{from: {sandbox: warm2}}' | kubectl -n $NS apply -f - >/dev/null
+check "a fork of warm2 reaches Running" eventually 40 phase_is $NS fork Running
+FC=$(claim_of fork)
+check "  its claim is a clone of warm2's adopted claim, not a pool claim" eq "$(field pvc "$FC" '.spec.dataSource.name}|{.metadata.labels.sandbox\.yaoapps\.com/warm-pool')" "$W2|"
+
+# --- deletion --------------------------------------------------------------------------------
+kubectl -n $NS delete sandbox warm1 cold --wait=false >/dev/null
+check "deleting a Sandbox removes its adopted claim, as its cold one" eventually 40 eval '! kubectl -n $NS get pvc "$W1" "$COLD_CLAIM" -o name 2>/dev/null | grep -q .'
+check "  the pool stays at 3" eq "$(pool_live)" 3
+
+# --- the pool follows its class --------------------------------------------------------------
+class $CLASS yao-test-slow 1
+check "warmPool.size 1: the pool shrinks to 1" eventually 30 eval '[ "$(pool_live)" = 1 ]'
+check "  the adopted claims are kept" eq "$(kubectl -n $NS get pvc "$W2" "$W3" "$W4" -o name 2>/dev/null | wc -l)" 3
+class yao-it-warm-wffc yao-test-wffc 2
+sleep 3
+check "a WaitForFirstConsumer class keeps no pool" eq "$(pool_live)" 1
+check "  and the controller says why, once" eq "$(grep -c 'WaitForFirstConsumer.*storageclass=yao-test-wffc' "$LOG")" 1
+kubectl delete sandboxclass $CLASS --wait=false >/dev/null
+check "deleting the class removes its pool claims" eventually 30 eval '[ "$(pool_live)" = 0 ]'
+check "  and keeps the adopted ones" eq "$(kubectl -n $NS get pvc "$W2" "$W3" "$W4" -o name 2>/dev/null | wc -l)" 3
+
+echo "create → pod:     cold claim ${COLD_POD} ms, warm claim ${WARM_POD} ms"
+echo "create → Running: cold claim ${COLD_RUN} ms, warm claim ${WARM_RUN} ms (yao-test-slow: 2 s per volume)"
+finish
