@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Warm workspaces on the plane (kwok nodes, StorageClass yao-test-slow: every volume is
-# provisioned 2 s after its claim appears). A SandboxClass with spec.workspace.warmPool
+# provisioned 2 s after its claim appears, claims side by side — checked first). A SandboxClass with spec.workspace.warmPool
 # size 3 keeps 3 Bound pool claims in its namespace; a new Sandbox of the class adopts
 # one (status.workspaceClaim names it, the claim is the Sandbox's, the pod mounts it) and
 # its pod is made well within the 2 s a cold claim takes; the pool refills. Two Sandboxes
@@ -49,6 +49,18 @@ timed_create() {
     done
     return 1
 }
+
+# --- the plane's slow class: 2 s per volume, claims side by side ------------------------
+for i in $(seq 1 10); do printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: slow-%s}\nspec: {storageClassName: yao-test-slow, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n---\n' $i; done > "$BUILD_DIR/test-warm-claims.yaml"
+t0=$(now_ms)
+kubectl -n $NS create -f "$BUILD_DIR/test-warm-claims.yaml" >/dev/null
+t1=$(now_ms)
+slow_bound() { kubectl -n $NS get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c Bound; }
+early=$(slow_bound)
+check "yao-test-slow: 10 claims created together all Bound within 5 s (side by side, not 20 s)" eventually 5 eval '[ "$(slow_bound)" = 10 ]'
+t2=$(now_ms)
+check "  none before its 2 s (created in $((t1 - t0)) ms, all Bound $((t2 - t0)) ms after the first)" eval "[ $early = 0 ] && [ $((t2 - t0)) -ge 2000 ]"
+kubectl -n $NS delete pvc --all --wait=true --timeout=30s >/dev/null
 
 class $CLASS yao-test-slow 3
 on_exit "kubectl delete sandboxclass $CLASS yao-it-warm-wffc --ignore-not-found --wait=false"
