@@ -472,6 +472,14 @@ static int claim_expandable(struct sbx_controller *ctl, const cJSON *pvc) {
     return yes;
 }
 
+/* The request, capacity and expandability of the Sandbox's claim pvc, into o. */
+static void observe_claim_size(struct sbx_controller *ctl, const cJSON *pvc, struct sbx_observed *o) {
+    const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
+    if (!req || qty_parse_memory(req, &o->claim_request_bytes) < 0) o->claim_request_bytes = 0;
+    if (!cap || qty_parse_memory(cap, &o->claim_capacity_bytes) < 0) o->claim_capacity_bytes = 0;
+    o->claim_expandable = claim_expandable(ctl, pvc);
+}
+
 /* Raise the claim's storage request to bytes (merge patch). 0 or -1. */
 static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *claim, int64_t bytes,
                         char *err, size_t errlen) {
@@ -951,12 +959,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     sbx_pod_observe(pod, &o);
     o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
-    if (o.pvc == SBX_OBJ_PRESENT) {
-        const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
-        if (!req || qty_parse_memory(req, &o.claim_request_bytes) < 0) o.claim_request_bytes = 0;
-        if (!cap || qty_parse_memory(cap, &o.claim_capacity_bytes) < 0) o.claim_capacity_bytes = 0;
-        o.claim_expandable = claim_expandable(ctl, pvc);
-    }
+    if (o.pvc == SBX_OBJ_PRESENT) observe_claim_size(ctl, pvc, &o);
     if (o.pod == SBX_OBJ_PRESENT) {
         const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
         if (have) {
@@ -1032,10 +1035,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             o.pvc_bound = 1;
             o.pvc_age_ms = 0;
             o.claim_binds_on_consumer = 0;
-            const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
-            if (!req || qty_parse_memory(req, &o.claim_request_bytes) < 0) o.claim_request_bytes = 0;
-            if (!cap || qty_parse_memory(cap, &o.claim_capacity_bytes) < 0) o.claim_capacity_bytes = 0;
-            o.claim_expandable = claim_expandable(ctl, pvc);
+            observe_claim_size(ctl, pvc, &o);
             lifecycle_decide(&spec, &o, &d);
         }
     }
