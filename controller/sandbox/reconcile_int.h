@@ -93,8 +93,9 @@ void sbx_warm_queue_key(const char *ns, char *out, size_t n);
 void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
-/* The claim the Sandbox uid controls, as the cache shows it: 1 with its name in out, or 0
- * (none: its claim, if any, is the one its IDs name). */
+/* The claim the Sandbox uid controls, as the cache shows it, when it has a name of its
+ * own (adopted): 1 with its name in out, or 0 (its claim, if any, is the one its IDs
+ * name). */
 int sbx_warm_claim_of(struct sbx_controller *ctl, const char *uid, char *out, size_t outlen);
 /* The pool pass of namespace ns: create and delete pool claims. *requeue_ms -1 when no
  * pool is wanted there and none is left. 0 or -1. */

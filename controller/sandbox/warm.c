@@ -34,7 +34,9 @@ struct pool_entry {
 
 struct sbx_warm {
     pthread_mutex_t lock;
-    struct strmap owners;     /* Sandbox uid -> the name of the claim it controls (char *) */
+    /* Sandbox uid -> the name of the claim it controls (char *), for claims not named
+     * "<pod>-workspace" (adopted ones): the others are found by the name its IDs give. */
+    struct strmap owners;
     struct strmap pool;       /* "ns/name" -> struct pool_entry * */
     struct strmap counts;     /* "ns/className" ("" = none) -> Sandboxes, as (intptr_t) */
     struct strmap late_noted; /* StorageClasses noted as WaitForFirstConsumer (logged once) */
@@ -156,7 +158,12 @@ void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *
         const char *have = strmap_get(&w->owners, old_owner);
         if (have && !strcmp(have, name)) free(strmap_remove(&w->owners, old_owner));
     }
-    if (cur_owner) {
+    /* Only a claim of a name of its own (an adopted one): one named as the Sandbox's IDs
+     * name it ends in SBX_CLAIM_SUFFIX and is found by that name, so 10,000 cold claims
+     * cost the index nothing. */
+    size_t nl = strlen(name), sl = strlen(SBX_CLAIM_SUFFIX);
+    int own_name = nl < sl || strcmp(name + nl - sl, SBX_CLAIM_SUFFIX) != 0;
+    if (cur_owner && own_name) {
         char *copy = strdup(name);
         void *prev = NULL;
         if (!copy || strmap_put(&w->owners, cur_owner, copy, &prev) < 0) {
