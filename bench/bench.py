@@ -652,6 +652,8 @@ class Run:
         self.live = {"pods": set(), "pvcs": set(), "sandboxes": set(), "claims": set()}
         self.seen = {"pods": 0, "pvcs": 0, "sandboxes": 0, "claims": 0}
         self.sb2claim = {}    # peer claims: Sandbox name -> the SandboxClaim owning it
+        self.adopted = set()  # claims that adopted a pool sandbox (its pod predates the claim)
+        self.pod_nodes = {}   # pod name -> node it was scheduled to
         self.last_gone = 0.0
         self.changed = threading.Condition(self.lock)
         self.timeout = args.timeout or max(120.0, 0.6 * n)
@@ -701,7 +703,10 @@ class Run:
             k = self._key_of_pod(p)
             if k is not None and typ == "ADDED" and k not in self.pod_t:
                 self.pod_t[k] = t
-            if typ != "DELETED":
+            node = (p.get("spec") or {}).get("nodeName")
+            if node and k is not None:
+                self.pod_nodes[p["metadata"]["name"]] = node
+            if typ != "DELETED" and k not in self.adopted:   # (a warm pod was scheduled before its claim)
                 if cond_true(p, "PodScheduled") or (p.get("spec") or {}).get("nodeName"):
                     self._stage("pod_scheduled", k, t)
                 if pod_ready(p):
@@ -766,6 +771,7 @@ class Run:
                     self._stage("sandbox_exists", owner, t)
                     if k in self.live["pods"] and owner not in self.pod_t:
                         self.pod_t[owner] = t   # a warm pod: exists for this claim from now on
+                        self.adopted.add(owner)
                 self.changed.notify_all()
                 return
             if typ == "ADDED":
@@ -1036,6 +1042,7 @@ class Run:
             ready_lat = [(self.ready_t[k] - self.created[k]) * 1000 for k in self.names if k in self.ready_t]
             last_ready = max(self.ready_t[k] for k in self.names if k in self.ready_t) if ready_lat else None
             r["profile"], r["stages"] = self.profile()
+            r["pods_per_node"] = {nd: list(self.pod_nodes.values()).count(nd) for nd in sorted(set(self.pod_nodes.values()))}
         r.update({
             "n": n, "namespace": ns, "create_burst_s": rnd(t_sent - t_burst, 3),
             "ready_count": len(ready_lat), "pod_count": len(pod_lat),
