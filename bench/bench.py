@@ -234,10 +234,12 @@ def ours_sandbox(name, i, class_name=None):
 
 
 def ours_warm_class(name, size):
-    """warm-pool scenario: a SandboxClass keeping `size` Bound, unowned workspace claims per
-    namespace that has Sandboxes of the class (spec.workspace.warmPool.size)."""
+    """warm-pool scenario: a SandboxClass keeping `size` Bound, unowned workspace claims of its
+    default workspace (storageClassName, defaultSize: the Sandboxes' own) per namespace that
+    has Sandboxes of the class (spec.workspace.warmPool.size)."""
     return {"apiVersion": OURS_GROUP, "kind": "SandboxClass", "metadata": {"name": name},
-            "spec": {"workspace": {"storageClassName": STORAGE_CLASS, "warmPool": {"size": size}}}}
+            "spec": {"workspace": {"storageClassName": STORAGE_CLASS, "defaultSize": WORKSPACE,
+                                   "warmPool": {"size": size}}}}
 
 
 def peer_template(name):
