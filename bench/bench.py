@@ -940,7 +940,8 @@ class Run:
     def fill_ours_pool(self, cls):
         """Our warm workspaces: a SandboxClass with warmPool.size K; the pool exists for a
         namespace that has Sandboxes of the class, so one seed Sandbox goes first; then wait
-        until K Bound claims without an owner are waiting. pool_fill_s: seed created → K Bound."""
+        until K Bound claims that no Sandbox controls are waiting. pool_fill_s: seed created →
+        K Bound."""
         api, ns, k = self.api, self.ns, self.pool_size()
         api.must("POST", f"/apis/{OURS_GROUP}/sandboxclasses", ours_warm_class(cls, k))
         t0 = time.monotonic()
@@ -948,8 +949,12 @@ class Run:
         deadline = t0 + max(120.0, 0.6 * k) + 60
         while True:
             items = api.must("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+            # spare: Bound, and no Sandbox controls it (a pool claim may carry a plain owner
+            # reference to its SandboxClass, for the garbage collector)
             free = [p for p in items if (p.get("status") or {}).get("phase") == "Bound"
-                    and not p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")]
+                    and not p["metadata"].get("deletionTimestamp")
+                    and not any(o.get("kind") == "Sandbox" and o.get("controller")
+                                for o in p["metadata"].get("ownerReferences") or [])]
             if len(free) >= k:
                 break
             if time.monotonic() > deadline:
