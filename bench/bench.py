@@ -34,17 +34,20 @@ import time
 import urllib.parse
 
 IMAGE = "yao-sandbox/sandbox:latest"     # same image string for all three
+PULL_POLICY = None                       # kwok pulls nothing; the real node: IfNotPresent
 CPU = "250m"                             # requests == limits, as our controller sets them
 MEMORY = "256Mi"
 WORKSPACE = "1Gi"
 STORAGE_CLASS = "yao-test"
 IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 OURS_GROUP = "sandbox.yaoapps.com/v1alpha1"
-PEER_GROUP = "agents.x-k8s.io/v1alpha1"
+PEER_GROUP = "agents.x-k8s.io/v1beta1"          # v1alpha1 up to v0.4.x: set from the CRD file
+PEER_EXT_GROUP = "extensions.agents.x-k8s.io/v1beta1"   # SandboxTemplate, SandboxWarmPool, SandboxClaim
 FLOW_SCHEMA = {"ours": "yao-bench-ours", "agent_sandbox": "yao-bench-agent-sandbox"}
 SA_NS = "yao-bench"
 KEYS = ["pod_p50_ms", "pod_p90_ms", "pod_p99_ms", "ready_p50_ms", "ready_p90_ms", "ready_p99_ms",
-        "all_ready_s", "all_gone_s", "rss_peak_kib", "cpu_s", "requests_per_sandbox", "idle_cpu_pct"]
+        "all_ready_s", "all_gone_s", "rss_peak_kib", "cpu_s", "requests_per_sandbox", "idle_cpu_pct",
+        "pss_peak_kib", "uss_peak_kib", "rss_rest_kib", "pss_rest_kib", "uss_rest_kib"]
 
 
 def log(msg):
@@ -187,7 +190,7 @@ class Watch(threading.Thread):
 # --------------------------------------------------------------------------------------------
 # Objects of equal shape
 # --------------------------------------------------------------------------------------------
-def pod_spec(env_name, user, chat, claim=None):
+def pod_spec(env_name, user, chat, claim=None, mount=True):
     """The pod our controller builds (controller/sandbox/spec.c), reproduced for the peer's
     podTemplate and for the floor, so admission, scheduling and kwok see the same shape."""
     spec = {
@@ -200,10 +203,11 @@ def pod_spec(env_name, user, chat, claim=None):
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
             "name": "sandbox", "image": IMAGE, "command": ["/bin/sh", "-c", IDLE_SCRIPT],
+            **({"imagePullPolicy": PULL_POLICY} if PULL_POLICY else {}),
             "env": [{"name": "YAO_SANDBOX_NAME", "value": env_name}, {"name": "YAO_USER_ID", "value": user},
                     {"name": "YAO_CHAT_ID", "value": chat}],
             "resources": {"limits": {"cpu": CPU, "memory": MEMORY}, "requests": {"cpu": CPU, "memory": MEMORY}},
-            "volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}],
+            **({"volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}]} if mount else {}),
             "securityContext": {"allowPrivilegeEscalation": False, "privileged": False,
                                 "readOnlyRootFilesystem": False, "capabilities": {"drop": ["ALL"]}},
         }],
@@ -218,12 +222,48 @@ def pvc_spec():
             "resources": {"requests": {"storage": WORKSPACE}}}
 
 
-def ours_sandbox(name, i):
+def ours_sandbox(name, i, class_name=None):
     # lifecycle persistent: like the peer's Sandbox without shutdownTime, never stopped.
-    return {"apiVersion": OURS_GROUP, "kind": "Sandbox", "metadata": {"name": name},
-            "spec": {"userID": "bench", "chatID": f"c{i:05d}", "image": IMAGE, "lifecycle": "persistent",
-                     "resources": {"cpu": CPU, "memory": MEMORY},
-                     "workspace": {"size": WORKSPACE, "storageClassName": STORAGE_CLASS}}}
+    sb = {"apiVersion": OURS_GROUP, "kind": "Sandbox", "metadata": {"name": name},
+          "spec": {"userID": "bench", "chatID": f"c{i:05d}", "image": IMAGE, "lifecycle": "persistent",
+                   "resources": {"cpu": CPU, "memory": MEMORY},
+                   "workspace": {"size": WORKSPACE, "storageClassName": STORAGE_CLASS}}}
+    if class_name:
+        sb["spec"]["className"] = class_name
+    return sb
+
+
+def ours_warm_class(name, size):
+    """warm-pool scenario: a SandboxClass keeping `size` Bound, unowned workspace claims of its
+    default workspace (storageClassName, defaultSize: the Sandboxes' own) per namespace that
+    has Sandboxes of the class (spec.workspace.warmPool.size)."""
+    return {"apiVersion": OURS_GROUP, "kind": "SandboxClass", "metadata": {"name": name},
+            "spec": {"workspace": {"storageClassName": STORAGE_CLASS, "defaultSize": WORKSPACE,
+                                   "warmPool": {"size": size}}}}
+
+
+def peer_template(name):
+    """warm-pool scenario: the peer's SandboxTemplate. Its pods carry no workspace (a warm pool
+    pod has no claim); a SandboxClaim may add one (volumeClaimTemplatesPolicy Allowed), which
+    the peer turns into the PVC workspace-<sandbox> and a pod volume named workspace. The
+    container does not mount it: a mount in the template would make every pool pod invalid
+    (no such volume); for the scheduler, the binder and kwok the claim is the same."""
+    return {"apiVersion": PEER_EXT_GROUP, "kind": "SandboxTemplate", "metadata": {"name": name},
+            "spec": {"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": "bench"}},
+                                     "spec": pod_spec("pool", "bench", "pool", mount=False)},
+                     "volumeClaimTemplatesPolicy": "Allowed"}}
+
+
+def peer_warm_pool(name, template, replicas):
+    return {"apiVersion": PEER_EXT_GROUP, "kind": "SandboxWarmPool", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": template}}}
+
+
+def peer_claim(name, pool, workspace):
+    spec = {"warmPoolRef": {"name": pool}}
+    if workspace:   # forces a cold start: pool sandboxes have no such claim
+        spec["volumeClaimTemplates"] = [{"metadata": {"name": "workspace"}, "spec": pvc_spec()}]
+    return {"apiVersion": PEER_EXT_GROUP, "kind": "SandboxClaim", "metadata": {"name": name}, "spec": spec}
 
 
 def peer_sandbox(name, i):
@@ -330,17 +370,22 @@ def rnd(x, nd=1):
 # --------------------------------------------------------------------------------------------
 # Setup: identities for the controllers, CRDs
 # --------------------------------------------------------------------------------------------
-def wait_nodes_ready(api, timeout=60):
+REAL_NODE = "yao-node"   # tests/cluster/up --real-node
+
+
+def wait_nodes_ready(api, real_node=False, timeout=60):
     """A kwok node that misses its heartbeat is marked NotReady by kube-controller-manager,
-    which flips every pod on it to Ready=False for good: never start a run on such a plane."""
+    which flips every pod on it to Ready=False for good: never start a run on such a plane.
+    real_node: the real node instead."""
     deadline = time.monotonic() + timeout
+    sel = f"fieldSelector=metadata.name%3D{REAL_NODE}" if real_node else "labelSelector=type%3Dkwok"
     while True:
-        nodes = api.must("GET", "/api/v1/nodes?labelSelector=type%3Dkwok")["items"]
+        nodes = api.must("GET", f"/api/v1/nodes?{sel}")["items"]
         bad = [nd["metadata"]["name"] for nd in nodes if not cond_true(nd, "Ready")]
         if nodes and not bad:
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"kwok nodes not Ready: {bad or 'none found'}")
+            raise RuntimeError(f"{'the real node' if real_node else 'kwok nodes'} not Ready: {bad or 'none found'}")
         time.sleep(0.5)
 
 
@@ -399,24 +444,30 @@ current-context: bench
     return path
 
 
-def gc_knows_peer_kind(api, timeout=90):
-    """The peer relies on the garbage collector to delete a Sandbox's pod and PVC. The GC only
-    acts for owner kinds its discovery knows, and it re-reads discovery every 30 s: right after
-    the CRD is installed, deletes would look up to 30 s slower than on any real cluster. Probe:
-    a ConfigMap owned by a peer Sandbox (no controller running); delete the Sandbox; wait until
-    the GC has deleted the ConfigMap. Returns the seconds it took."""
+def gc_knows_peer_kind(api, kind="Sandbox", timeout=90):
+    """The peer relies on the garbage collector to delete a Sandbox's pod and PVC (and a
+    SandboxClaim's Sandbox). The GC only acts for owner kinds its discovery knows, and it
+    re-reads discovery every 30 s: right after the CRD is installed, deletes would look up to
+    30 s slower than on any real cluster. Probe: a ConfigMap owned by an object of that kind
+    (no controller running); delete the owner; wait until the GC has deleted the ConfigMap.
+    Returns the seconds it took."""
     ns = SA_NS
     ensure_namespace(api, ns)
-    base = f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
+    if kind == "Sandbox":
+        group, plural = PEER_GROUP, "sandboxes"
+        idle = {"replicas": 0} if PEER_GROUP.endswith("v1alpha1") else {"operatingMode": "Suspended"}
+        spec = {"podTemplate": {"spec": {"containers": [{"name": "c", "image": IMAGE}]}}, **idle}
+    else:
+        group, plural = PEER_EXT_GROUP, "sandboxclaims"
+        spec = {"warmPoolRef": {"name": "gc-probe-none"}}
+    base = f"/apis/{group}/namespaces/{ns}/{plural}"
     t0 = time.monotonic()
     while True:
         name = f"gc-probe-{random.randrange(16**6):06x}"
-        sb = api.must("POST", base, {"apiVersion": PEER_GROUP, "kind": "Sandbox", "metadata": {"name": name},
-                                     "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": IMAGE}]}},
-                                              "replicas": 0}})
+        sb = api.must("POST", base, {"apiVersion": group, "kind": kind, "metadata": {"name": name}, "spec": spec})
         api.must("POST", f"/api/v1/namespaces/{ns}/configmaps",
                  {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": {"name": name, "ownerReferences": [{"apiVersion": PEER_GROUP, "kind": "Sandbox",
+                  "metadata": {"name": name, "ownerReferences": [{"apiVersion": group, "kind": kind,
                                                                   "name": name, "uid": sb["metadata"]["uid"]}]}})
         api.must("DELETE", f"{base}/{name}")
         deadline = time.monotonic() + 10
@@ -426,7 +477,7 @@ def gc_knows_peer_kind(api, timeout=90):
             time.sleep(0.2)
         api.call("DELETE", f"/api/v1/namespaces/{ns}/configmaps/{name}")
         if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the garbage collector did not act for {PEER_GROUP} Sandboxes in {timeout} s")
+            raise RuntimeError(f"the garbage collector did not act for {group} {kind}s in {timeout} s")
 
 
 def remove_identities(api):
@@ -446,34 +497,59 @@ def kubectl(args, kubeconfig, check=True, **kw):
     return p
 
 
+def peer_api_version(crd_path):
+    """agents.x-k8s.io/v1beta1 from v1.0 on, v1alpha1 before: the version the CRD stores."""
+    with open(crd_path) as f:
+        text = f.read()
+    m = re.search(r"^\s*-?\s*name: (v1\w+)\s*$", text, re.M)
+    return f"agents.x-k8s.io/{m.group(1) if m else 'v1alpha1'}"
+
+
+def peer_extension_crds(crd_path):
+    """The peer's extension CRDs (SandboxClaim, SandboxTemplate, SandboxWarmPool), next to
+    its Sandbox CRD in the module's k8s/crds."""
+    d = os.path.dirname(crd_path)
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("extensions.agents.x-k8s.io_"))
+
+
 class PeerCrd:
-    """The peer's Sandbox CRD is installed only while the benchmark runs. Its kind is also
+    """The peer's CRDs are installed only while the benchmark runs. Its kind is also
     `sandboxes`, and with fresh discovery `kubectl get sandbox` resolves to agents.x-k8s.io
     (alphabetically first), which would break anyone using `kubectl get sandbox` on the same
     plane meanwhile. After removing it, `kubectl api-resources` refreshes kubectl's discovery
-    cache (which would otherwise keep mapping `sandbox` to the removed kind)."""
+    cache (which would otherwise keep mapping `sandbox` to the removed kind). The extension
+    CRDs (warm-pool scenario) come and go with it."""
 
-    def __init__(self, api, path, kubeconfig):
-        self.api, self.path, self.kubeconfig = api, path, kubeconfig
+    def __init__(self, api, paths, kubeconfig):
+        self.api, self.paths, self.kubeconfig = api, list(paths), kubeconfig
 
     def __enter__(self):
-        kubectl(["apply", "-f", self.path], self.kubeconfig)
-        # (kubectl wait fails on a CRD that has no conditions yet: poll the API instead)
+        for path in self.paths:
+            kubectl(["apply", "--server-side", "-f", path], self.kubeconfig)
         deadline = time.monotonic() + 60
-        while not cond_true(self.api.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-                                                 "sandboxes.agents.x-k8s.io")[1] or {}, "Established"):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the agent-sandbox CRD is not Established after 60 s")
-            time.sleep(0.2)
-        while self.api.call("GET", f"/apis/{PEER_GROUP}/sandboxes")[0] != 200:   # served
-            if time.monotonic() > deadline:
-                raise RuntimeError("agents.x-k8s.io/sandboxes is not served after 60 s")
-            time.sleep(0.2)
+        for path in self.paths:
+            with open(path) as f:
+                name = re.search(r"^  name: (\S+)$", f.read(), re.M).group(1)
+            # (kubectl wait fails on a CRD that has no conditions yet: poll the API instead)
+            while True:
+                st, crd = self.api.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                if st == 200 and cond_true(crd, "Established"):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the CRD {name} is not Established after 60 s")
+                time.sleep(0.2)
+            plural, group = name.split(".", 1)
+            version = crd["spec"]["versions"][0]["name"]
+            while self.api.call("GET", f"/apis/{group}/{version}/{plural}")[0] != 200:   # served
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{group}/{plural} is not served after 60 s")
+                time.sleep(0.2)
         return self
 
     def __exit__(self, *exc):
-        kubectl(["delete", "-f", self.path, "--ignore-not-found", "--wait=true", "--timeout=120s"],
-                self.kubeconfig, check=False)
+        for path in reversed(self.paths):
+            kubectl(["delete", "-f", path, "--ignore-not-found", "--wait=true", "--timeout=120s"],
+                    self.kubeconfig, check=False)
         kubectl(["api-resources"], self.kubeconfig, check=False)
 
 
@@ -511,23 +587,80 @@ def burst(api, items, fn, clients):
     return errors
 
 
+class MemSampler(threading.Thread):
+    """RSS, PSS and USS of a controller from /proc/PID/smaps_rollup every 0.25 s: the peaks,
+    and `rest()` for a sample at a chosen moment. PSS charges each shared page to the processes
+    mapping it in equal parts; USS counts only the pages no other process maps (what stopping
+    the process would give back)."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak = {"rss": 0, "pss": 0, "uss": 0}
+        self.stopping = threading.Event()
+
+    def sample(self):
+        out = {}
+        try:
+            with open(f"/proc/{self.pid}/smaps_rollup") as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    if k in ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Private_Hugetlb"):
+                        out[k] = int(v.split()[0])
+        except (OSError, ValueError):
+            return None
+        s = {"rss": out.get("Rss", 0), "pss": out.get("Pss", 0),
+             "uss": out.get("Private_Clean", 0) + out.get("Private_Dirty", 0) + out.get("Private_Hugetlb", 0)}
+        for k, v in s.items():
+            self.peak[k] = max(self.peak[k], v)
+        return s
+
+    def run(self):
+        while not self.stopping.wait(0.25):
+            if self.sample() is None:
+                return
+
+    def stop(self):
+        self.stopping.set()
+
+
+STAGES = ["sandbox_exists", "pvc_exists", "pvc_bound", "pod_exists", "pod_scheduled", "pod_ready", "sandbox_ready"]
+# intervals between milestones, per sandbox (where the time goes between two watch events)
+INTERVALS = [("create→sandbox", None, "sandbox_exists"), ("sandbox→pod", "sandbox_exists", "pod_exists"),
+             ("pod→scheduled", "pod_exists", "pod_scheduled"), ("create→claim bound", None, "pvc_bound"),
+             ("scheduled→pod ready", "pod_scheduled", "pod_ready"), ("pod ready→Ready", "pod_ready", "sandbox_ready")]
+
+
 class Run:
-    def __init__(self, args, api, who, n, tag):
+    """One measured run of one config. `who` is floor, ours or agent_sandbox; in the warm-pool
+    scenario also agent_sandbox_warm. scn: the scenario (dict, see SCENARIOS)."""
+
+    def __init__(self, args, api, who, n, tag, scn=None):
         self.args, self.api, self.who, self.n = args, api, who, n
+        self.scn = scn or {}
         self.ns = f"yao-bench-{tag}"
         self.names = [f"sb-{i:05d}" for i in range(n)]
+        self.peer = who.startswith("agent_sandbox")
+        self.warm = bool(self.scn.get("warm"))
+        self.claims = self.warm and self.peer            # the peer through SandboxClaims
+        self.claim_workspace = self.claims and who == "agent_sandbox"
+        self.ours_warm = self.warm and who == "ours"
         self.lock = threading.Lock()
         self.created = {}     # name -> monotonic time the create request was sent
         self.pod_t = {}       # name -> first ADDED of its pod
         self.ready_t = {}     # name -> first time Ready
         # the stages in between, for the latency profile
-        self.stage = {"pvc_exists": {}, "pvc_bound": {}, "pod_scheduled": {}, "pod_ready": {}}
-        self.live = {"pods": set(), "pvcs": set(), "sandboxes": set()}
-        self.seen = {"pods": 0, "pvcs": 0, "sandboxes": 0}
+        self.stage = {k: {} for k in ("sandbox_exists", "pvc_exists", "pvc_bound", "pod_scheduled", "pod_ready")}
+        self.live = {"pods": set(), "pvcs": set(), "sandboxes": set(), "claims": set()}
+        self.seen = {"pods": 0, "pvcs": 0, "sandboxes": 0, "claims": 0}
+        self.sb2claim = {}    # peer claims: Sandbox name -> the SandboxClaim owning it
+        self.adopted = set()  # claims that adopted a pool sandbox (its pod predates the claim)
+        self.pod_nodes = {}   # pod name -> node it was scheduled to
         self.last_gone = 0.0
         self.changed = threading.Condition(self.lock)
         self.timeout = args.timeout or max(120.0, 0.6 * n)
         self.proc = None
+        self.mem = None
         self.tracer = None
         self.perf = None
         self.watches = []
@@ -539,14 +672,17 @@ class Run:
         md = p["metadata"]
         if self.who == "ours":
             return (md.get("labels") or {}).get("sandbox.yaoapps.com/name")
+        if self.claims:
+            return self.sb2claim.get(md["name"])
         return md["name"]
 
     def _key_of_pvc(self, o):
         md = o["metadata"]
         if self.who == "ours":
             return (md.get("labels") or {}).get("sandbox.yaoapps.com/name")
-        if self.who == "agent_sandbox":
-            return md["name"][len("workspace-"):] if md["name"].startswith("workspace-") else None
+        if self.peer:
+            sb = md["name"][len("workspace-"):] if md["name"].startswith("workspace-") else None
+            return self.sb2claim.get(sb) if self.claims else sb
         return md["name"][:-len("-workspace")] if md["name"].endswith("-workspace") else None
 
     def _stage(self, name, k, t):
@@ -569,8 +705,11 @@ class Run:
             k = self._key_of_pod(p)
             if k is not None and typ == "ADDED" and k not in self.pod_t:
                 self.pod_t[k] = t
-            if typ != "DELETED":
-                if (p.get("spec") or {}).get("nodeName"):
+            node = (p.get("spec") or {}).get("nodeName")
+            if node and k is not None:
+                self.pod_nodes[p["metadata"]["name"]] = node
+            if typ != "DELETED" and k not in self.adopted:   # (a warm pod was scheduled before its claim)
+                if cond_true(p, "PodScheduled") or (p.get("spec") or {}).get("nodeName"):
                     self._stage("pod_scheduled", k, t)
                 if pod_ready(p):
                     self._stage("pod_ready", k, t)
@@ -588,6 +727,7 @@ class Run:
                     if k is not None and k not in self.stage["pvc_bound"] and self.bound_q is not None:
                         self.bound_q.put(k)
                     self._stage("pvc_bound", k, t)
+            self.changed.notify_all()
 
     def pod_feeder(self):
         """--floor-after-bound: the floor's pods are created only once their claim is Bound
@@ -623,6 +763,21 @@ class Run:
         with self.lock:
             self._track("sandboxes", t, typ, sb)
             k = sb["metadata"]["name"]
+            if self.claims:
+                # a claim's Sandbox: cold, created for it; warm, adopted from the pool (the
+                # claim becomes its controller owner)
+                owner = next((o["name"] for o in sb["metadata"].get("ownerReferences") or []
+                              if o.get("kind") == "SandboxClaim" and o.get("controller")), None)
+                if owner and typ != "DELETED" and k not in self.sb2claim:
+                    self.sb2claim[k] = owner
+                    self._stage("sandbox_exists", owner, t)
+                    if k in self.live["pods"] and owner not in self.pod_t:
+                        self.pod_t[owner] = t   # a warm pod: exists for this claim from now on
+                        self.adopted.add(owner)
+                self.changed.notify_all()
+                return
+            if typ == "ADDED":
+                self._stage("sandbox_exists", k, t)
             if typ != "DELETED" and k not in self.ready_t:
                 if self.who == "ours":
                     ok = (sb.get("status") or {}).get("phase") == "Running" and cond_true(sb, "Ready")
@@ -630,6 +785,14 @@ class Run:
                     ok = cond_true(sb, "Ready")
                 if ok:
                     self.ready_t[k] = t
+            self.changed.notify_all()
+
+    def on_claim(self, t, typ, c):
+        with self.lock:
+            self._track("claims", t, typ, c)
+            k = c["metadata"]["name"]
+            if typ != "DELETED" and k not in self.ready_t and cond_true(c, "Ready"):
+                self.ready_t[k] = t
             self.changed.notify_all()
 
     def wait(self, pred, timeout):
@@ -656,15 +819,23 @@ class Run:
                                             self.api.server, self.api.ca, self.trace_log],
                                            stdout=subprocess.PIPE, text=True)
             via = f"https://127.0.0.1:{self.tracer.stdout.readline().strip()}"
-        kc = controller_kubeconfig(self.api, self.who, workdir, via)
+        who = "agent_sandbox" if self.peer else self.who
+        kc = controller_kubeconfig(self.api, who, workdir, via)
         if self.who == "ours":
             cmd = [a.ours, "--kubeconfig", kc, "--namespace", self.ns, "--max-running", "0",
                    "--workers", str(a.workers)]
-            synced = "caches synced"
+            synced, times = "caches synced", 1
         else:
             cmd = [a.peer, "--kubeconfig", kc, "--leader-elect=false", "--metrics-bind-address", "0",
-                   "--health-probe-bind-address", "0", "--sandbox-concurrent-workers", str(a.peer_workers)]
-            synced = "Starting workers"
+                   "--health-probe-bind-address", "0"]
+            if a.peer_workers:
+                cmd += ["--sandbox-concurrent-workers", str(a.peer_workers)]
+            # its Sandbox controller; with --extensions also SandboxClaim, SandboxTemplate and
+            # SandboxWarmPool: one "Starting workers" line each
+            synced, times = "Starting workers", 1
+            if self.claims:
+                cmd.append("--extensions")
+                times = 4
         self.result["controller_cmd"] = " ".join(cmd)
         t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -674,14 +845,16 @@ class Run:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.who} controller exited with {self.proc.returncode}; see {path}")
             with open(path, errors="replace") as f:
-                if synced in f.read():
+                if f.read().count(synced) >= times:
                     break
             time.sleep(0.05)
         else:
-            raise RuntimeError(f"{self.who} controller: no '{synced}' in 60 s; see {path}")
+            raise RuntimeError(f"{self.who} controller: no {times}× '{synced}' in 60 s; see {path}")
         self.result["startup_ms"] = rnd((time.monotonic() - t0) * 1000)
         time.sleep(1.0)   # let it finish its initial sync before the baseline snapshot
         self.result["rss_after_start_kib"] = proc_status(self.proc.pid, "VmRSS")
+        self.mem = MemSampler(self.proc.pid)
+        self.mem.start()
         if a.perf:
             self.perf_data = os.path.join(workdir, f"{self.ns}.perf")
             self.perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph", a.perf_callgraph,
@@ -693,24 +866,32 @@ class Run:
         s = {"t": time.monotonic(), "wall": time.time(), "client": self.api.count}
         if self.proc:
             s["cpu"] = proc_cpu_s(self.proc.pid)
-            s["req"] = flow_counts(self.api).get(FLOW_SCHEMA[self.who], 0.0)
+            s["req"] = flow_counts(self.api).get(FLOW_SCHEMA["agent_sandbox" if self.peer else self.who], 0.0)
         return s
 
     # ---- the run
-    def execute(self, workdir):
-        api, ns, n, a = self.api, self.ns, self.n, self.args
-        log(f"{self.who}: N={n} in namespace {ns}")
-        wait_nodes_ready(api)
-        ensure_namespace(api, ns)
+    def paths(self):
+        ns = self.ns
         if self.who == "ours":
-            cr_path = f"/apis/{OURS_GROUP}/namespaces/{ns}/sandboxes"
-        elif self.who == "agent_sandbox":
-            cr_path = f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
-        else:
-            cr_path = None
+            return f"/apis/{OURS_GROUP}/namespaces/{ns}/sandboxes"
+        if self.claims:
+            return f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxclaims"
+        if self.peer:
+            return f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
+        return None
+
+    def execute(self, workdir):
+        api, ns, n = self.api, self.ns, self.n
+        log(f"{self.who}: N={n} in namespace {ns}")
+        wait_nodes_ready(api, self.scn.get("real_node"))
+        ensure_namespace(api, ns)
+        cr_path = self.paths()
         watches = [Watch(api, f"/api/v1/namespaces/{ns}/pods", self.on_pod),
                    Watch(api, f"/api/v1/namespaces/{ns}/persistentvolumeclaims", self.on_pvc)]
-        if cr_path:
+        if self.claims:
+            watches.append(Watch(api, f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes", self.on_sandbox))
+            watches.append(Watch(api, cr_path, self.on_claim))
+        elif cr_path:
             watches.append(Watch(api, cr_path, self.on_sandbox))
         self.watches = watches
         for w in watches:
@@ -719,13 +900,21 @@ class Run:
             w.established.wait(30)
             if w.error:
                 raise w.error
+        warm_class = None
         try:
             if self.who != "floor":
                 self.start_controller(workdir)
-            self._measure(cr_path)
+            if self.ours_warm:
+                warm_class = f"yao-bench-warm-{random.randrange(16**6):06x}"
+                self.fill_ours_pool(warm_class)
+            elif self.claims:
+                self.fill_peer_pool()
+            self._measure(cr_path, warm_class)
         finally:
             for w in watches:
                 w.stop()
+            if self.mem:
+                self.mem.stop()
             if self.proc:
                 if self.proc.poll() is None:
                     self.proc.terminate()
@@ -741,9 +930,77 @@ class Run:
                 self.perf.wait(30)   # perf ends with the process it follows
                 self.result["perf_data"] = self.perf_data
             api.call("DELETE", f"/api/v1/namespaces/{ns}")
+            if warm_class:
+                api.call("DELETE", f"/apis/{OURS_GROUP}/sandboxclasses/{warm_class}")
         return self.result
 
-    def _measure(self, cr_path):
+    def pool_size(self):
+        return self.args.warm_pool_size or self.n
+
+    def fill_ours_pool(self, cls):
+        """Our warm workspaces: a SandboxClass with warmPool.size K; the pool exists for a
+        namespace that has Sandboxes of the class, so one seed Sandbox goes first; then wait
+        until K Bound claims that no Sandbox controls are waiting. pool_fill_s: seed created →
+        K Bound."""
+        api, ns, k = self.api, self.ns, self.pool_size()
+        api.must("POST", f"/apis/{OURS_GROUP}/sandboxclasses", ours_warm_class(cls, k))
+        t0 = time.monotonic()
+        api.must("POST", f"/apis/{OURS_GROUP}/namespaces/{ns}/sandboxes", ours_sandbox("seed", 99999, cls))
+        deadline = t0 + max(120.0, 0.6 * k) + 60
+        while True:
+            items = api.must("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+            # spare: Bound, and no Sandbox controls it (a pool claim may carry a plain owner
+            # reference to its SandboxClass, for the garbage collector)
+            free = [p for p in items if (p.get("status") or {}).get("phase") == "Bound"
+                    and not p["metadata"].get("deletionTimestamp")
+                    and not any(o.get("kind") == "Sandbox" and o.get("controller")
+                                for o in p["metadata"].get("ownerReferences") or [])]
+            if len(free) >= k:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ours: warm pool has {len(free)}/{k} Bound unowned claims after "
+                                   f"{time.monotonic() - t0:.0f} s")
+            time.sleep(0.5)
+        self.result["pool_size"] = k
+        self.result["pool_fill_s"] = rnd(time.monotonic() - t0, 3)
+        log(f"ours: warm pool of {k} Bound claims in {self.result['pool_fill_s']} s")
+
+    def fill_peer_pool(self):
+        """The peer's warm pool: SandboxTemplate + SandboxWarmPool of K; wait until
+        status.readyReplicas ≥ K. pool_fill_s: pool created → K Ready."""
+        api, ns, k = self.api, self.ns, self.pool_size()
+        api.must("POST", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxtemplates", peer_template("bench"))
+        t0 = time.monotonic()
+        api.must("POST", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxwarmpools", peer_warm_pool("bench", "bench", k))
+        deadline = t0 + max(120.0, 0.6 * k) + 60
+        while True:
+            pool = api.must("GET", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxwarmpools/bench")
+            ready = (pool.get("status") or {}).get("readyReplicas") or 0
+            if ready >= k:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"agent-sandbox: warm pool has {ready}/{k} ready after {time.monotonic() - t0:.0f} s")
+            time.sleep(0.5)
+        self.result["pool_size"] = k
+        self.result["pool_fill_s"] = rnd(time.monotonic() - t0, 3)
+        log(f"{self.who}: warm pool of {k} Ready sandboxes in {self.result['pool_fill_s']} s")
+
+    def profile(self):
+        """Per sandbox, create → each milestone (p50/p99), and the intervals between
+        milestones (INTERVALS), from watch event times."""
+        src = {"pod_exists": self.pod_t, "sandbox_ready": self.ready_t, **self.stage}
+        prof = {}
+        for st in STAGES:
+            lat = [(src[st][k] - self.created[k]) * 1000 for k in self.names if k in src[st]]
+            prof[st] = {"p50_ms": rnd(pct(lat, 50)), "p99_ms": rnd(pct(lat, 99)), "count": len(lat)}
+        iv = {}
+        for label, a, b in INTERVALS:
+            lat = [(src[b][k] - (self.created[k] if a is None else src[a][k])) * 1000 for k in self.names
+                   if k in src[b] and (a is None or k in src[a])]
+            iv[label] = {"p50_ms": rnd(pct(lat, 50)), "p99_ms": rnd(pct(lat, 99)), "count": len(lat)}
+        return prof, iv
+
+    def _measure(self, cr_path, warm_class=None):
         api, ns, n, a, r = self.api, self.ns, self.n, self.args, self.result
         s0 = self.snapshot()
 
@@ -761,7 +1018,12 @@ class Run:
                     if st not in (201, 409):   # 409: a retried request had gone through
                         raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
             else:
-                body = ours_sandbox(name, i) if self.who == "ours" else peer_sandbox(name, i)
+                if self.who == "ours":
+                    body = ours_sandbox(name, i, warm_class)
+                elif self.claims:
+                    body = peer_claim(name, "bench", self.claim_workspace)
+                else:
+                    body = peer_sandbox(name, i)
                 with self.lock:
                     self.created[name] = time.monotonic()
                 st, obj = api.call("POST", cr_path, body, conn=c)
@@ -777,7 +1039,7 @@ class Run:
         t_sent = time.monotonic()
         if errs:
             raise RuntimeError(f"{len(errs)} creates failed, first: {errs[0]}")
-        all_ready = self.wait(lambda: len(self.ready_t) >= n, self.timeout)
+        all_ready = self.wait(lambda: all(k in self.ready_t for k in self.names), self.timeout)
         if feeder:
             self.bound_q.put(None)
             feeder.join()
@@ -785,13 +1047,9 @@ class Run:
         with self.lock:
             pod_lat = [(self.pod_t[k] - self.created[k]) * 1000 for k in self.names if k in self.pod_t]
             ready_lat = [(self.ready_t[k] - self.created[k]) * 1000 for k in self.names if k in self.ready_t]
-            last_ready = max(self.ready_t.values()) if self.ready_t else None
-            profile = {}
-            for st in ("pvc_exists", "pvc_bound", "pod_exists", "pod_scheduled", "pod_ready", "sandbox_ready"):
-                src = self.pod_t if st == "pod_exists" else self.ready_t if st == "sandbox_ready" else self.stage[st]
-                lat = [(src[k] - self.created[k]) * 1000 for k in self.names if k in src]
-                profile[st] = {"p50_ms": rnd(pct(lat, 50)), "p99_ms": rnd(pct(lat, 99)), "count": len(lat)}
-        r["profile"] = profile
+            last_ready = max(self.ready_t[k] for k in self.names if k in self.ready_t) if ready_lat else None
+            r["profile"], r["stages"] = self.profile()
+            r["pods_per_node"] = {nd: list(self.pod_nodes.values()).count(nd) for nd in sorted(set(self.pod_nodes.values()))}
         r.update({
             "n": n, "namespace": ns, "create_burst_s": rnd(t_sent - t_burst, 3),
             "ready_count": len(ready_lat), "pod_count": len(pod_lat),
@@ -814,6 +1072,8 @@ class Run:
         if self.proc:
             r["idle_cpu_pct"] = rnd((s_idle1["cpu"] - s_idle0["cpu"]) / (s_idle1["t"] - s_idle0["t"]) * 100, 2)
             r["idle_requests"] = s_idle1["req"] - s_idle0["req"]
+            rest = self.mem.sample() or {}
+            r["rss_rest_kib"], r["pss_rest_kib"], r["uss_rest_kib"] = rest.get("rss"), rest.get("pss"), rest.get("uss")
         else:
             r["idle_cpu_pct"] = None
 
@@ -829,12 +1089,22 @@ class Run:
                     raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
 
         t_del = time.monotonic()
-        errs = burst(api, self.names, delete, a.clients)
+        errs = burst(api, self.names + (["seed"] if warm_class else []), delete, a.clients)
         if errs:
             raise RuntimeError(f"{len(errs)} deletes failed, first: {errs[0]}")
         expect_sb = n if cr_path else 0
 
         def gone():
+            if self.claims:
+                # the claims, their Sandboxes and those Sandboxes' pods and claims (the pool
+                # refills with new ones meanwhile: those are not the run's)
+                mine = set(self.sb2claim)
+                return (not self.live["claims"] and self.seen["claims"] >= n
+                        and not (mine & self.live["sandboxes"]) and not (mine & self.live["pods"])
+                        and not ({f"workspace-{s}" for s in mine} & self.live["pvcs"]))
+            if self.ours_warm:   # the pool's spare claims stay
+                return (not self.live["pods"] and not self.live["sandboxes"]
+                        and self.seen["pods"] >= n and self.seen["sandboxes"] >= n)
             return (not self.live["pods"] and not self.live["pvcs"] and not self.live["sandboxes"]
                     and self.seen["pods"] >= n and self.seen["pvcs"] >= n and self.seen["sandboxes"] >= expect_sb)
 
@@ -842,7 +1112,8 @@ class Run:
         s_end = self.snapshot()
         with self.lock:
             r["all_gone_s"] = rnd(self.last_gone - t_del, 3) if all_gone else None
-            r["left_over"] = {k: len(v) for k, v in self.live.items()}
+            r["left_over"] = {k: len(v) for k, v in self.live.items()} if not self.claims and not self.ours_warm else \
+                {"pods": 0, "pvcs": 0, "sandboxes": 0} if all_gone else {k: len(v) for k, v in self.live.items()}
         if not all_gone:
             log(f"{self.who}: not all gone after {self.timeout}s: {r['left_over']}")
         else:
@@ -857,6 +1128,8 @@ class Run:
             r["requests"] = int(reqs)
             r["requests_per_sandbox"] = rnd(reqs / n, 2)
             r["rss_peak_kib"] = proc_status(self.proc.pid, "VmHWM")
+            self.mem.sample()
+            r["pss_peak_kib"], r["uss_peak_kib"] = self.mem.peak["pss"], self.mem.peak["uss"]
             # what the resident set is made of at the end: private heap vs mapped files
             # (binary and shared libraries, whose pages are shared with other processes)
             r["rss_anon_kib_end"] = proc_status(self.proc.pid, "RssAnon")
@@ -869,7 +1142,8 @@ class Run:
                 r["traced_requests"] = trace_summary(self.trace_log, [(s0["wall"], s_idle0["wall"]),
                                                                       (s_idle1["wall"], s_end["wall"])], n)
         else:
-            r.update({"cpu_s": None, "requests_per_sandbox": None, "rss_peak_kib": None})
+            r.update({"cpu_s": None, "requests_per_sandbox": None, "rss_peak_kib": None,
+                      "pss_peak_kib": None, "uss_peak_kib": None})
 
 
 # --------------------------------------------------------------------------------------------
@@ -1018,31 +1292,145 @@ def spread_of(runs):
     return sp
 
 
-def bench_n(args, api, n, workdir):
+# The scenarios (docs/benchmarks.md): name -> storage class, default N list, and what is special.
+SCENARIOS = {
+    "immediate": {"letter": "a", "storage_class": "yao-test", "n": [100, 1000],
+                  "about": "Immediate class, instant provisioning (kwok nodes)"},
+    "wffc": {"letter": "b", "storage_class": "yao-test-wffc", "n": [100],
+             "about": "WaitForFirstConsumer class (kwok nodes)"},
+    "slow-provisioning": {"letter": "c", "storage_class": "yao-test-slow", "n": [100],
+                          "about": "Immediate class whose volumes take ≥ 2 s each to provision (kwok nodes)"},
+    "real-node": {"letter": "d", "storage_class": "yao-test", "n": [20], "real_node": True,
+                  "about": "real containers on the real node (kubelet + containerd), and exec there"},
+    "warm-pool": {"letter": "e", "storage_class": "yao-test-slow", "n": [100], "warm": True,
+                  "about": "warm pools on the slow class: ours (warm workspaces) vs the peer's "
+                           "SandboxWarmPool + SandboxClaim with and without a workspace"},
+}
+# measured elsewhere (bench/scale.py, bench/results/scale.json), folded in by report.py
+EXTERNAL_SCENARIOS = {"scale-10k": {"letter": "f", "about": "N = 10,000 on kwok (bench/scale.py)"}}
+REAL_NODE_IMAGE = "yao-sandbox/sandbox:0.1.0"   # the tag tests/cluster/node/images imports
+REAL_NODE_CPU, REAL_NODE_MEMORY = "50m", "64Mi"  # 20 of them fit the 2-CPU node
+
+
+def parse_scenarios(spec):
+    names = []
+    for part in (spec or "immediate").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part == "all":
+            names += [k for k in SCENARIOS if k not in names]
+            continue
+        by_letter = {v["letter"]: k for k, v in SCENARIOS.items()}
+        name = by_letter.get(part, part)
+        if name in EXTERNAL_SCENARIOS:
+            continue   # bench/scale.py measures it; report.py folds its file in
+        if name not in SCENARIOS:
+            raise SystemExit(f"unknown scenario {part!r}: one of {', '.join(SCENARIOS)} (or a-e, all)")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def configure(args, scn):
+    """Set the object shapes for a scenario (module globals used by the object builders)."""
+    global STORAGE_CLASS, IMAGE, PULL_POLICY, CPU, MEMORY
+    STORAGE_CLASS = args.storage_class or scn["storage_class"]
+    if scn.get("real_node"):
+        IMAGE, PULL_POLICY, CPU, MEMORY = REAL_NODE_IMAGE, "IfNotPresent", REAL_NODE_CPU, REAL_NODE_MEMORY
+    else:
+        IMAGE, PULL_POLICY, CPU, MEMORY = "yao-sandbox/sandbox:latest", None, "250m", "256Mi"
+
+
+def storage_class_exists(api, name):
+    return api.call("GET", f"/apis/storage.k8s.io/v1/storageclasses/{name}")[0] == 200
+
+
+def ours_has_warm_pool(api):
+    """Our warm workspaces exist when the SandboxClass CRD has spec.workspace.warmPool."""
+    st, crd = api.call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/sandboxclasses.sandbox.yaoapps.com")
+    if st != 200:
+        return False
+    for v in crd["spec"]["versions"]:
+        ws = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties", {}).get("spec", {})
+              .get("properties", {}).get("workspace", {}).get("properties", {}))
+        if "warmPool" in ws:
+            return True
+    return False
+
+
+class RealNodeOnly:
+    """real-node scenario: every new pod lands on the real node — kwok nodes cordoned, the
+    real node uncordoned (tests/cluster/up leaves it cordoned) — and back afterwards."""
+
+    def __init__(self, api):
+        self.api = api
+        self.kwok = [nd["metadata"]["name"] for nd in api.must("GET", "/api/v1/nodes?labelSelector=type%3Dkwok")["items"]]
+
+    def _set(self, node, unschedulable):
+        self.api.must("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": unschedulable}},
+                      ctype="application/merge-patch+json")
+
+    def __enter__(self):
+        for nd in self.kwok:
+            self._set(nd, True)
+        self._set(REAL_NODE, False)
+        return self
+
+    def __exit__(self, *exc):
+        self._set(REAL_NODE, True)
+        for nd in self.kwok:
+            self._set(nd, False)
+
+
+def configs_of(scn):
     order = ["floor", "ours", "agent_sandbox"]
+    if scn.get("warm"):
+        order.append("agent_sandbox_warm")
+    return order
+
+
+def bench_n(args, api, n, workdir, scn, skip=None):
+    """All configs of one scenario at one N, args.rounds rounds (order reversed every other
+    round). skip: {config: reason} for configs that cannot run here."""
+    skip = skip or {}
+    order = configs_of(scn)
     runs = {k: [] for k in order}
+    errors = {k: [] for k in order}
     only = set(args.only.split(",")) if args.only else set(order)
     for rnd_i in range(args.rounds):
         seq = order if rnd_i % 2 == 0 else list(reversed(order))
         for who in seq:
-            if who not in only:
+            if who not in only or who in skip:
                 continue
             tag = f"{who.replace('_', '-')}-{n}-{rnd_i + 1}-{random.randrange(16**4):04x}"
-            r = Run(args, api, who, n, tag)
-            if who == "agent_sandbox":
-                waited = gc_knows_peer_kind(api)
-                if waited > 1:
-                    log(f"garbage collector knows the agent-sandbox kind (waited {waited:.1f} s)")
-            runs[who].append(r.execute(workdir))
+            r = Run(args, api, who, n, tag, scn)
+            try:
+                if who.startswith("agent_sandbox"):
+                    waited = gc_knows_peer_kind(api)
+                    if scn.get("warm"):
+                        waited += gc_knows_peer_kind(api, "SandboxClaim")
+                    if waited > 1:
+                        log(f"garbage collector knows the agent-sandbox kinds (waited {waited:.1f} s)")
+                runs[who].append(r.execute(workdir))
+            except Exception as e:  # noqa: BLE001 — recorded; the other configs still run
+                log(f"{who}: run failed: {e}")
+                errors[who].append(str(e))
             time.sleep(args.pause)
     out = {"n": n, "rounds": args.rounds}
     for who in order:
-        if not runs[who]:
-            out[who] = median_of([])
-            continue
         out[who] = median_of(runs[who])
-        out[who]["spread"] = spread_of(runs[who])
-        out[who]["runs"] = runs[who]
+        if who in skip:
+            out[who]["status"] = skip[who]
+        elif errors[who]:
+            out[who]["status"] = "failed: " + errors[who][0]
+        elif runs[who]:
+            out[who]["status"] = "ok"
+        else:
+            out[who]["status"] = "not run (--only)"
+        if runs[who]:
+            out[who]["spread"] = spread_of(runs[who])
+            out[who]["runs"] = runs[who]
     return out
 
 
@@ -1058,18 +1446,26 @@ ROWS = [("pod_p50_ms", "create → pod exists p50 (ms)"), ("pod_p99_ms", "create
         ("ready_p50_ms", "create → Ready p50 (ms)"), ("ready_p90_ms", "create → Ready p90 (ms)"),
         ("ready_p99_ms", "create → Ready p99 (ms)"),
         ("all_ready_s", "all N Ready (s)"), ("all_gone_s", "all gone after delete (s)"),
-        ("rss_peak_kib", "controller peak RSS (KiB)"), ("cpu_s", "controller CPU, create+delete (s)"),
+        ("rss_peak_kib", "controller peak RSS (KiB)"), ("pss_peak_kib", "controller peak PSS (KiB)"),
+        ("uss_peak_kib", "controller peak USS (KiB)"),
+        ("rss_rest_kib", "controller RSS at rest, N present (KiB)"),
+        ("pss_rest_kib", "controller PSS at rest (KiB)"), ("uss_rest_kib", "controller USS at rest (KiB)"),
+        ("cpu_s", "controller CPU, create+delete (s)"),
         ("requests_per_sandbox", "controller API requests / sandbox"),
         ("idle_cpu_pct", "controller idle CPU with N present (%)")]
 
 
 def table(res):
-    lines = [f"| N = {res['n']} (median of {res.get('rounds', 1)}) | floor (no controller) | yao-sandbox | agent-sandbox v0.4.6 | ours / peer |",
-             "|---|---|---|---|---|"]
-    for k, label in ROWS:
+    pv = res.get("peer_version") or PEER_VERSION or "v0.4.6"   # documents without it predate v1.0.3
+    warm = "agent_sandbox_warm" in res
+    head = f"| N = {res['n']} (median of {res.get('rounds', 1)}) | floor (no controller) | yao-sandbox | agent-sandbox {pv}"
+    head += " (claim + workspace) | agent-sandbox warm claim, no workspace |" if warm else " |"
+    lines = [head + " ours / peer |", "|---|---|---|---|" + ("---|" if warm else "") + "---|"]
+    for k, label in ROWS + ([("pool_fill_s", "warm pool of N filled in (s)")] if warm else []):
         f, o, p = res["floor"].get(k), res["ours"].get(k), res["agent_sandbox"].get(k)
         ratio = fmt(rnd(o / p, 2)) + "×" if isinstance(o, (int, float)) and isinstance(p, (int, float)) and p else "–"
-        lines.append(f"| {label} | {fmt(f)} | {fmt(o)} | {fmt(p)} | {ratio} |")
+        cells = [fmt(f), fmt(o), fmt(p)] + ([fmt(res["agent_sandbox_warm"].get(k))] if warm else [])
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines)
 
 
@@ -1086,18 +1482,18 @@ def exec_table(e):
     return "\n".join(lines)
 
 
+def ratio(a, b):
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
 def targets(res, e):
     o, p, f = res["ours"], res["agent_sandbox"], res["floor"]
-
-    def ratio(a, b):
-        return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
-
     checks = [("ready p99 ≤ 0.5× peer", ratio(o["ready_p99_ms"], p["ready_p99_ms"]), 0.5),
               ("all-ready ≤ 0.5× peer", ratio(o["all_ready_s"], p["all_ready_s"]), 0.5),
               ("peak RSS ≤ 0.2× peer", ratio(o["rss_peak_kib"], p["rss_peak_kib"]), 0.2),
               ("CPU s ≤ 0.5× peer", ratio(o["cpu_s"], p["cpu_s"]), 0.5),
               ("requests/sandbox ≤ peer", ratio(o["requests_per_sandbox"], p["requests_per_sandbox"]), 1.0),
-              ("all-ready ≤ 1.3× floor", ratio(o["all_ready_s"], f["all_ready_s"]), 1.3)]
+              ("all-ready ≤ 1.15× floor", ratio(o["all_ready_s"], f["all_ready_s"]), 1.15)]
     out = []
     for name, r, lim in checks:
         out.append({"target": name, "ratio": rnd(r, 2), "met": None if r is None else r <= lim})
@@ -1109,9 +1505,18 @@ def targets(res, e):
     return out
 
 
-def use_storage_class(name):
-    global STORAGE_CLASS
-    STORAGE_CLASS = name
+def scenario_targets(sc):
+    """The round-2 targets of one scenario (issue 15, item 6; warm-pool: ready p50 ≤ 0.3× the
+    peer's claim with a workspace)."""
+    o, p, f = sc["ours"], sc["agent_sandbox"], sc["floor"]
+    checks = [("ready p99 ≤ 0.5× peer", ratio(o.get("ready_p99_ms"), p.get("ready_p99_ms")), 0.5),
+              ("all-ready ≤ 0.5× peer", ratio(o.get("all_ready_s"), p.get("all_ready_s")), 0.5),
+              ("all-ready ≤ 1.15× floor", ratio(o.get("all_ready_s"), f.get("all_ready_s")), 1.15),
+              ("requests/sandbox ≤ peer", ratio(o.get("requests_per_sandbox"), p.get("requests_per_sandbox")), 1.0)]
+    if "agent_sandbox_warm" in sc:
+        checks.insert(0, ("ready p50 ≤ 0.3× peer claim with workspace",
+                          ratio(o.get("ready_p50_ms"), p.get("ready_p50_ms")), 0.3))
+    return [{"target": name, "ratio": rnd(r, 2), "met": None if r is None else r <= lim} for name, r, lim in checks]
 
 
 def main():
@@ -1123,14 +1528,23 @@ def main():
     ap.add_argument("--ours", required=True)
     ap.add_argument("--peer", required=True)
     ap.add_argument("--peer-crd", required=True)
+    ap.add_argument("--peer-version", default="", help="the peer's version, for the tables (e.g. v1.0.3)")
     ap.add_argument("--exec-probe", default="")
     ap.add_argument("--cli", default="")
-    ap.add_argument("-n", type=int, action="append", help="sandboxes per run (repeatable)")
+    ap.add_argument("--scenario", default="immediate",
+                    help="comma-separated scenarios: " + ", ".join(f"{v['letter']}/{k}" for k, v in SCENARIOS.items())
+                         + ", or all (scale-10k/f is bench/scale.py's)")
+    ap.add_argument("-n", type=int, action="append",
+                    help="sandboxes per run (repeatable); overrides every scenario's default N except real-node's")
+    ap.add_argument("--real-node-n", type=int, default=20, help="N of the real-node scenario")
+    ap.add_argument("--warm-pool-size", type=int, default=0, help="warm-pool scenario: pool size (default N)")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma-separated subset of floor,ours,agent_sandbox (diagnosis)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated subset of floor,ours,agent_sandbox,agent_sandbox_warm (diagnosis)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--workers", type=int, default=4, help="our controller's --workers")
-    ap.add_argument("--peer-workers", type=int, default=4, help="peer's --sandbox-concurrent-workers")
+    ap.add_argument("--peer-workers", type=int, default=0,
+                    help="peer's --sandbox-concurrent-workers (0: its default, 100 in v1.0.3, 1 in v0.4.6)")
     ap.add_argument("--idle", type=float, default=20.0)
     ap.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
     ap.add_argument("--timeout", type=float, default=None,
@@ -1148,15 +1562,16 @@ def main():
     ap.add_argument("--perf-callgraph", default="fp", help="perf --call-graph mode (fp, dwarf)")
     ap.add_argument("--floor-after-bound", action="store_true",
                     help="diagnosis: the floor creates each pod only once its claim is Bound")
-    ap.add_argument("--storage-class", default=STORAGE_CLASS,
-                    help="StorageClass of every workspace claim (yao-test: Immediate; yao-test-wffc: "
-                         "WaitForFirstConsumer, as on most managed clusters)")
+    ap.add_argument("--storage-class", default=None,
+                    help="StorageClass of every workspace claim, in place of each scenario's own")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--machine", default="{}")
     ap.add_argument("--command", default="")
     args = ap.parse_args()
-    use_storage_class(args.storage_class)
+    global PEER_GROUP, PEER_VERSION
+    PEER_GROUP = peer_api_version(args.peer_crd)
+    PEER_VERSION = args.peer_version or os.path.basename(args.peer).rsplit("-", 1)[-1]
     with open(args.token_file) as f:
         api = Api(args.server, f.read().strip(), args.ca)
     os.makedirs(args.workdir, exist_ok=True)
@@ -1166,42 +1581,113 @@ def main():
         remove_identities(api)
 
 
+PEER_VERSION = ""
+
+
+def run_scenario(args, api, name, workdir):
+    scn = SCENARIOS[name]
+    configure(args, scn)
+    ns = sorted(set([args.real_node_n] if scn.get("real_node") else (args.n or scn["n"])))
+    sc = {"scenario": name, "about": scn["about"], "peer_version": PEER_VERSION, "storage_class": STORAGE_CLASS,
+          "image": IMAGE, "cpu": CPU, "memory": MEMORY, "rounds": args.rounds, "n": max(ns)}
+    skip_all = None
+    if not storage_class_exists(api, STORAGE_CLASS):
+        skip_all = f"skipped: StorageClass {STORAGE_CLASS} is not on this plane"
+    elif scn.get("real_node"):
+        st, node = api.call("GET", f"/api/v1/nodes/{REAL_NODE}")
+        if st != 200 or not cond_true(node, "Ready"):
+            skip_all = f"skipped: no Ready real node {REAL_NODE} (start the plane with tests/cluster/up --real-node)"
+    if skip_all:
+        log(f"scenario {name}: {skip_all}")
+        sc["status"] = skip_all
+        for who in configs_of(scn):
+            sc[who] = dict(median_of([]), status=skip_all)
+        sc["targets"] = scenario_targets(sc)
+        return sc
+    skip = {}
+    if scn.get("warm") and not ours_has_warm_pool(api):
+        skip["ours"] = ("not available: the SandboxClass CRD has no spec.workspace.warmPool "
+                        "(warm workspaces are not in this build)")
+        log(f"scenario {name}: ours {skip['ours']}")
+    sc["status"] = "ok"
+    log(f"scenario {name} ({scn['about']}): N = {', '.join(map(str, ns))}, class {STORAGE_CLASS}")
+    t0 = time.monotonic()
+    per_n = {}
+    guard = RealNodeOnly(api) if scn.get("real_node") else None
+    if guard:
+        guard.__enter__()
+    try:
+        for n in ns:
+            per_n[n] = bench_n(args, api, n, workdir, scn, skip)
+            print(f"scenario {name}:", flush=True)
+            print(table({**per_n[n], "peer_version": PEER_VERSION}), flush=True)
+            print(flush=True)
+        if scn.get("real_node"):
+            sc["exec"] = exec_bench(args, api, workdir) if args.do_exec else {"status": "not run (--no-exec)"}
+    finally:
+        if guard:
+            guard.__exit__(None, None, None)
+    largest = per_n[max(ns)]
+    for who in configs_of(scn):
+        sc[who] = largest[who]
+    if len(ns) > 1:
+        sc["smaller_n"] = {str(k): {w: {kk: v[w].get(kk) for kk in KEYS} for w in configs_of(scn)}
+                           for k, v in per_n.items() if k != max(ns)}
+    sc["duration_s"] = rnd(time.monotonic() - t0, 1)
+    sc["targets"] = scenario_targets(sc)
+    return sc
+
+
 def run_all(args, api):
-    ns = sorted(set(args.n or [100]))
     if args.exec_only:
+        configure(args, SCENARIOS["immediate"])
         e = exec_bench(args, api, args.workdir)
         print(exec_table(e))
         print(json.dumps(e, indent=1))
         return
+    names = parse_scenarios(args.scenario)
     started = datetime.datetime.now(datetime.timezone.utc)
-    per_n = {}
-    with PeerCrd(api, args.peer_crd, args.kubeconfig):
-        for n in ns:
-            per_n[n] = bench_n(args, api, n, args.workdir)
-            print(table(per_n[n]), flush=True)
-            print(flush=True)
-    e = exec_bench(args, api, args.workdir) if args.do_exec else {"status": "not run (--no-exec)"}
-    largest = per_n[max(ns)]
-    doc = {"n": largest["n"], "rounds": args.rounds,
-           "floor": largest["floor"], "ours": largest["ours"], "agent_sandbox": largest["agent_sandbox"],
-           "exec": e, "targets": targets(largest, e),
-           "smaller_n": {str(k): {w: {kk: v[w].get(kk) for kk in KEYS} for w in ("floor", "ours", "agent_sandbox")}
-                         for k, v in per_n.items() if k != max(ns)},
+    crds = [args.peer_crd]
+    if any(SCENARIOS[s].get("warm") for s in names):
+        crds += peer_extension_crds(args.peer_crd)
+    scenarios = {}
+    with PeerCrd(api, crds, args.kubeconfig):
+        for name in names:
+            scenarios[name] = run_scenario(args, api, name, args.workdir)
+    # the exec comparison on kwok (the real-node scenario has its own)
+    kwok_scenarios = [s for s in names if not SCENARIOS[s].get("real_node")]
+    if args.do_exec and kwok_scenarios:
+        configure(args, SCENARIOS["immediate"])
+        e = exec_bench(args, api, args.workdir)
+    else:
+        e = {"status": "not run (--no-exec)" if not args.do_exec else "not run (no kwok scenario)"}
+    # top-level keys: the default scenario (immediate when it ran, else the first one)
+    main_name = "immediate" if "immediate" in scenarios else names[0]
+    m = scenarios[main_name]
+    doc = {"n": m["n"], "rounds": args.rounds, "scenario": main_name, "peer_version": PEER_VERSION,
+           "floor": m["floor"], "ours": m["ours"], "agent_sandbox": m["agent_sandbox"],
+           "exec": e if not SCENARIOS[main_name].get("real_node") else m.get("exec", e),
+           "smaller_n": m.get("smaller_n", {}),
+           "scenarios": scenarios,
            "date": started.isoformat(timespec="seconds"), "machine": json.loads(args.machine),
            "command": args.command,
-           "settings": {"clients": args.clients, "ours_workers": args.workers, "peer_workers": args.peer_workers,
-                        "idle_s": args.idle, "image": IMAGE, "cpu": CPU, "memory": MEMORY,
-                        "workspace": WORKSPACE, "storage_class": STORAGE_CLASS}}
+           "settings": {"clients": args.clients, "ours_workers": args.workers,
+                        "peer_workers": args.peer_workers or "default", "idle_s": args.idle,
+                        "image": m["image"], "cpu": m["cpu"], "memory": m["memory"],
+                        "workspace": WORKSPACE, "storage_class": m["storage_class"]}}
+    doc["targets"] = targets(m, doc["exec"])
+    doc["machine"]["loadavg_at_end"] = open("/proc/loadavg").read().split()[:3]
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     os.replace(tmp, args.out)
-    print(exec_table(e))
+    print(exec_table(doc["exec"]))
     print()
-    for t in doc["targets"]:
-        mark = "–" if t["met"] is None else ("met" if t["met"] else "NOT met")
-        print(f"target {t['target']}: {fmt(t['ratio'])}× {mark}")
+    for name, sc in scenarios.items():
+        for t in sc["targets"]:
+            mark = "–" if t["met"] is None else ("met" if t["met"] else "NOT met")
+            print(f"{name}: target {t['target']}: {fmt(t['ratio'])}× {mark}")
     log(f"results in {args.out}; logs in {args.workdir}")
 
 

@@ -8,9 +8,135 @@ import sys
 
 sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import KEYS, exec_table, fmt, table  # noqa: E402
+from bench import KEYS, exec_table, fmt, rnd, scenario_targets, table  # noqa: E402
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+
+
+SCENARIO_ORDER = ["immediate", "wffc", "slow-provisioning", "real-node", "warm-pool", "scale-10k"]
+LETTER = {"immediate": "a", "wffc": "b", "slow-provisioning": "c", "real-node": "d", "warm-pool": "e", "scale-10k": "f"}
+
+
+def scale_scenario(path):
+    """bench/scale.py's result (bench/results/scale.json): either a document with a
+    `scenarios` object or one scenario with floor / ours / agent_sandbox at its top."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(d.get("scenarios"), dict):
+        d = d["scenarios"].get("scale-10k") or next(iter(d["scenarios"].values()), None) or {}
+    if not all(isinstance(d.get(w), dict) for w in ("floor", "ours", "agent_sandbox")):
+        return None
+    d = dict(d)
+    d.setdefault("status", "ok")
+    d.setdefault("targets", scenario_targets(d))
+    d.setdefault("source", os.path.relpath(path, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return d
+
+
+def ratio_cell(o, p):
+    return f"{fmt(rnd(o / p, 2))}×" if isinstance(o, (int, float)) and isinstance(p, (int, float)) and p else "–"
+
+
+def scenarios_table(doc):
+    """One row per scenario: the numbers of each config and the ratios against the round-2
+    targets (ready p99 and all-ready ≤ 0.5× peer, all-ready ≤ 1.15× floor, requests/sandbox ≤
+    peer; warm-pool: ready p50 ≤ 0.3× the peer's claim with a workspace). A miss is marked ✗."""
+    sc = dict(doc.get("scenarios") or {})
+    lines = ["| scenario | N | class | ready p50 / p99 (ms): floor · ours · peer | all Ready (s): floor · ours · peer "
+             "| req/sandbox: ours · peer | ready p99 ours/peer (≤ 0.5) | all-ready ours/peer (≤ 0.5) "
+             "| all-ready ours/floor (≤ 1.15) | req ours/peer (≤ 1) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    notes = []
+
+    def mark(ok):
+        return "" if ok is None else (" ✓" if ok else " ✗")
+
+    for name in SCENARIO_ORDER + [k for k in sc if k not in SCENARIO_ORDER]:
+        s = sc.get(name)
+        if not s:
+            continue
+        label = f"{LETTER.get(name, '?')} {name}"
+        if s.get("status", "ok") != "ok":
+            lines.append(f"| {label} | {s.get('n', '–')} | {s.get('storage_class', '–')} | {s['status']} | | | | | | |")
+            continue
+        f, o, p = s["floor"], s["ours"], s["agent_sandbox"]
+
+        def trio(k):
+            return " · ".join(fmt(x.get(k)) for x in (f, o, p))
+
+        t = {x["target"]: x for x in s.get("targets") or scenario_targets(s)}
+
+        def tcell(key, a, b):
+            x = t.get(key)
+            return ratio_cell(a, b) + mark(x["met"] if x else None)
+
+        lines.append(
+            f"| {label} | {s.get('n')} | {s.get('storage_class', '–')} "
+            f"| {fmt(f.get('ready_p50_ms'))} / {fmt(f.get('ready_p99_ms'))} · {fmt(o.get('ready_p50_ms'))} / "
+            f"{fmt(o.get('ready_p99_ms'))} · {fmt(p.get('ready_p50_ms'))} / {fmt(p.get('ready_p99_ms'))} "
+            f"| {trio('all_ready_s')} | {fmt(o.get('requests_per_sandbox'))} · {fmt(p.get('requests_per_sandbox'))} "
+            f"| {tcell('ready p99 ≤ 0.5× peer', o.get('ready_p99_ms'), p.get('ready_p99_ms'))} "
+            f"| {tcell('all-ready ≤ 0.5× peer', o.get('all_ready_s'), p.get('all_ready_s'))} "
+            f"| {tcell('all-ready ≤ 1.15× floor', o.get('all_ready_s'), f.get('all_ready_s'))} "
+            f"| {tcell('requests/sandbox ≤ peer', o.get('requests_per_sandbox'), p.get('requests_per_sandbox'))} |")
+        if o.get("status", "ok") != "ok":
+            notes.append(f"{name}: ours {o['status']}")
+        for w in ("floor", "agent_sandbox", "agent_sandbox_warm"):
+            st = (s.get(w) or {}).get("status", "ok")
+            if st != "ok":
+                notes.append(f"{name}: {w} {st}")
+        if "agent_sandbox_warm" in s:
+            w = s["agent_sandbox_warm"]
+            x = t.get("ready p50 ≤ 0.3× peer claim with workspace")
+            notes.append(f"{name}: ready p50 ours {fmt(o.get('ready_p50_ms'))} ms vs the peer's claim with a workspace "
+                         f"{fmt(p.get('ready_p50_ms'))} ms: {ratio_cell(o.get('ready_p50_ms'), p.get('ready_p50_ms'))}"
+                         f" (target ≤ 0.3×){mark(x['met'] if x else None)}; the peer's warm claim without a workspace "
+                         f"{fmt(w.get('ready_p50_ms'))} ms (ours / it: "
+                         f"{ratio_cell(o.get('ready_p50_ms'), w.get('ready_p50_ms'))}); pools filled in: ours "
+                         f"{fmt(o.get('pool_fill_s'))} s, peer {fmt(p.get('pool_fill_s'))} / {fmt(w.get('pool_fill_s'))} s")
+        if s.get("duration_s") is not None:
+            notes.append(f"{name}: took {fmt(s['duration_s'])} s ({s.get('rounds', '?')} round(s))")
+        if s.get("source"):
+            notes.append(f"{name}: from {s['source']}")
+    out = "\n".join(lines)
+    if notes:
+        out += "\n\n" + "\n".join(f"- {x}" for x in notes)
+    return out
+
+
+def stages_table(doc):
+    """Per scenario, for ours and the peer: p50 / p99 of the intervals between watch events
+    (first round)."""
+    from bench import INTERVALS
+    labels = [x[0] for x in INTERVALS]
+    lines = ["| stage p50 / p99 (ms), first round | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for name, s in (doc.get("scenarios") or {}).items():
+        for w, who in (("floor", "floor"), ("ours", "yao-sandbox"), ("agent_sandbox", "agent-sandbox"),
+                       ("agent_sandbox_warm", "agent-sandbox warm")):
+            runs = (s.get(w) or {}).get("runs") or []
+            st = runs[0].get("stages") if runs else None
+            if not st:
+                continue
+            lines.append(f"| {name}: {who} | " + " | ".join(
+                f"{fmt(st[k]['p50_ms'])} / {fmt(st[k]['p99_ms'])}" if st.get(k) and st[k]["count"] else "–"
+                for k in labels) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def memory_table(doc):
+    lines = ["| memory (KiB), largest N | RSS peak | PSS peak | USS peak | RSS at rest | PSS at rest | USS at rest |",
+             "|---|---|---|---|---|---|---|"]
+    for name, s in (doc.get("scenarios") or {}).items():
+        for w, who in (("ours", "yao-sandbox"), ("agent_sandbox", "agent-sandbox")):
+            o = s.get(w) or {}
+            if o.get("rss_peak_kib") is None:
+                continue
+            lines.append(f"| {name}: {who} | " + " | ".join(fmt(o.get(k)) for k in (
+                "rss_peak_kib", "pss_peak_kib", "uss_peak_kib", "rss_rest_kib", "pss_rest_kib", "uss_rest_kib")) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def spread_table(doc):
@@ -26,7 +152,7 @@ def spread_table(doc):
 
 
 def profile_table(doc):
-    stages = ["pvc_exists", "pvc_bound", "pod_exists", "pod_scheduled", "pod_ready", "sandbox_ready"]
+    stages = ["sandbox_exists", "pvc_exists", "pvc_bound", "pod_exists", "pod_scheduled", "pod_ready", "sandbox_ready"]
     lines = ["| create → … p50 / p99 (ms), first round | " + " | ".join(stages) + " |",
              "|---|" + "---|" * len(stages)]
     for w, label in (("floor", "floor"), ("ours", "yao-sandbox"), ("agent_sandbox", "agent-sandbox")):
@@ -35,7 +161,7 @@ def profile_table(doc):
         if not prof:
             continue
         lines.append(f"| {label} | " + " | ".join(f"{fmt(prof[s]['p50_ms'])} / {fmt(prof[s]['p99_ms'])}"
-                                                  for s in stages) + " |")
+                                                  if s in prof else "–" for s in stages) + " |")
     return "\n".join(lines)
 
 
@@ -53,14 +179,30 @@ def requests_table(doc):
 def render(doc):
     m = doc.get("machine") or {}
     out = [f"Run {doc.get('date', '?')} on {m.get('nproc', '?')} cores, {m.get('mem_gib', '?')} GiB, "
-           f"{m.get('cpu', '?')} (load average at start {' '.join(m.get('loadavg_at_start', []))}).",
-           f"Command: `{doc.get('command', '')}`; settings: `{json.dumps(doc.get('settings', {}))}`.", "",
-           table(doc), "", spread_table(doc), "", profile_table(doc), ""]
+           f"{m.get('cpu', '?')} (load average at start {' '.join(m.get('loadavg_at_start', []))}"
+           + (f", at end {' '.join(m['loadavg_at_end'])}" if m.get("loadavg_at_end") else "") + ").",
+           f"Command: `{doc.get('command', '')}`; settings: `{json.dumps(doc.get('settings', {}))}`.", ""]
+    if doc.get("scenarios"):
+        out += ["**Scenarios** (agent-sandbox " + str(doc.get("peer_version") or "?") + "; ✓ target met, ✗ missed):", "",
+                scenarios_table(doc), ""]
+    if doc.get("scenarios"):
+        out += [f"**Scenario {doc.get('scenario', 'immediate')}** in detail:", ""]
+    out += [table(doc), "", spread_table(doc), "", profile_table(doc), ""]
+    for name, s in (doc.get("scenarios") or {}).items():
+        if name == doc.get("scenario") or s.get("status", "ok") != "ok" or s.get("source"):
+            continue
+        out += [f"Scenario {name} ({s.get('about', '')}; class {s.get('storage_class')}):", "", table(s), ""]
+        if s.get("exec"):
+            out += [exec_table(s["exec"]), ""]
+    for extra in (stages_table(doc), memory_table(doc)):
+        if extra:
+            out += [extra, ""]
     rq = requests_table(doc)
     if rq:
         out += [rq, ""]
     for n, v in sorted((doc.get("smaller_n") or {}).items(), key=lambda kv: int(kv[0])):
-        small = {"n": int(n), "rounds": doc.get("rounds"), **{w: v[w] for w in ("floor", "ours", "agent_sandbox")}}
+        small = {"n": int(n), "rounds": doc.get("rounds"), "peer_version": doc.get("peer_version"),
+                 **{w: v[w] for w in ("floor", "ours", "agent_sandbox")}}
         out += [table(small), ""]
     out += [exec_table(doc.get("exec") or {}), ""]
     out += ["| target (largest N) | ours / reference | met |", "|---|---|---|"]
@@ -76,6 +218,9 @@ def main():
     for w in ("floor", "ours", "agent_sandbox"):
         for k in KEYS:
             doc[w].setdefault(k, None)
+    scale = scale_scenario(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "scale.json"))
+    if scale and "scale-10k" not in (doc.get("scenarios") or {}):
+        doc.setdefault("scenarios", {})["scale-10k"] = scale
     text = render(doc)
     if len(sys.argv) < 3:
         print(text)
