@@ -383,13 +383,13 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
         /* A WaitForFirstConsumer claim binds only once this pod is scheduled: waiting for
          * it would only cost the whole delay. */
+        const int64_t bind_wait = o->claim_binds_at_once ? SBX_BIND_WAIT_KNOWN_MS : SBX_BIND_WAIT_MS;
         if (o->pvc == SBX_OBJ_ABSENT && !o->claim_binds_on_consumer) {
-            d->requeue_after_ms = SBX_BIND_WAIT_MS;
+            d->requeue_after_ms = bind_wait;
             return;
         }
-        if (o->pvc != SBX_OBJ_ABSENT && !o->pvc_bound && !o->claim_binds_on_consumer &&
-            o->pvc_age_ms < SBX_BIND_WAIT_MS) {
-            d->requeue_after_ms = SBX_BIND_WAIT_MS - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
+        if (o->pvc != SBX_OBJ_ABSENT && !o->pvc_bound && !o->claim_binds_on_consumer && o->pvc_age_ms < bind_wait) {
+            d->requeue_after_ms = bind_wait - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
             return;
         }
         d->actions |= SBX_ACT_CREATE_POD;

@@ -68,6 +68,9 @@ struct sbx_observed {
      * WaitForFirstConsumer): the claim stays Pending until a pod that uses it is
      * scheduled, so the pod is created at once. 0: Immediate, or not known. */
     int claim_binds_on_consumer;
+    /* The claim's StorageClass is known (cached) and binds at once (Immediate): its pod
+     * waits for the claim to be Bound (SBX_BIND_WAIT_KNOWN_MS). 0: late, or not known. */
+    int claim_binds_at_once;
     int64_t claim_request_bytes;     /* the claim's spec.resources.requests.storage (0 = unknown) */
     int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
     int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */
@@ -218,12 +221,18 @@ enum sbx_last_used {
  * ignored without a word. */
 enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, int64_t *ms);
 
-/* On a class that binds at once (Immediate) a new pod waits this long for its workspace
- * claim to be bound: a pod created before its claim is bound is put into the scheduler's
- * backoff (1 s, 2 s, 4 s, ...), so waiting is faster. A class that binds only for a
- * consumer (WaitForFirstConsumer) gets its pod at once, in the pass that creates the claim;
- * so does a claim of a class the controller cannot see, after this delay. */
+/* A new pod waits for its workspace claim to be Bound: a pod created before is put into the
+ * scheduler's backoff (1 s, 2 s, 4 s, ... doubled on every failed attempt, and every other
+ * claim's binding makes it try again), so waiting for the claim's Bound event is faster.
+ * On a class known to bind at once (Immediate) the pod waits up to SBX_BIND_WAIT_KNOWN_MS
+ * (provisioning takes seconds on cloud volumes, and longer when many claims are created
+ * together); the pod is then created anyway, so that a claim that never binds shows the
+ * scheduler's reason. A class the controller cannot see (a namespaced install cannot read
+ * StorageClasses) might bind only for a consumer: its pod waits SBX_BIND_WAIT_MS only.
+ * A class that binds only for a consumer (WaitForFirstConsumer) gets its pod at once, in
+ * the pass that creates the claim. */
 #define SBX_BIND_WAIT_MS 3000
+#define SBX_BIND_WAIT_KNOWN_MS 30000
 /* How often a Sandbox whose workspace source is not there looks again. */
 #define SBX_WS_SOURCE_RETRY_MS 5000
 

@@ -437,29 +437,35 @@ static int find_default_class(void *ud, const char *key, const cJSON *sc) {
     return 0;
 }
 
-/* Does the workspace claim bind only for a consumer? Its class is the claim's own
- * spec.storageClassName, else the one the spec asks for, else the cluster's default class;
- * it binds late when that StorageClass says volumeBindingMode: WaitForFirstConsumer. An
- * unknown class (not cached, or the cache not readable) counts as binding at once. */
-static int claim_binds_on_consumer(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
+/* How the workspace claim binds. Its class is the claim's own spec.storageClassName, else
+ * the one the spec asks for, else the cluster's default class; it binds late when that
+ * StorageClass says volumeBindingMode: WaitForFirstConsumer. */
+static enum sbx_binding claim_binding(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
     const char *name = pvc ? kj_str(pvc, "spec.storageClassName") : NULL;
     if (!name && !pvc) name = spec->storage_class;
-    return sbx_storage_class_binds_late(ctl, name, NULL, 0);
+    return sbx_storage_class_binding(ctl, name, NULL, 0);
 }
 
-int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
+/* An unknown class (not cached, the cache not readable, no default class) is UNKNOWN; a
+ * cached one without volumeBindingMode binds at once (the API server's default). */
+enum sbx_binding sbx_storage_class_binding(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
     struct default_class_ctx dc = {.found = 0};
     if (!name) {
         informer_foreach(ctl->classes, find_default_class, &dc);
-        if (!dc.found) return 0;
+        if (!dc.found) return SBX_BINDING_UNKNOWN;
         name = dc.name;
     }
     if (resolved && len) snprintf(resolved, len, "%s", name);
     cJSON *sc = informer_get(ctl->classes, name);
+    if (!sc) return SBX_BINDING_UNKNOWN;
     const char *mode = kj_str(sc, "volumeBindingMode");
-    int late = mode && !strcmp(mode, "WaitForFirstConsumer");
+    enum sbx_binding b = mode && !strcmp(mode, "WaitForFirstConsumer") ? SBX_BINDING_LATE : SBX_BINDING_AT_ONCE;
     cJSON_Delete(sc);
-    return late;
+    return b;
+}
+
+int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
+    return sbx_storage_class_binding(ctl, name, resolved, len) == SBX_BINDING_LATE;
 }
 
 /* Does the claim's StorageClass allow volume expansion? */
@@ -971,7 +977,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             cJSON_Delete(want);
         }
     }
-    o.claim_binds_on_consumer = o.pod == SBX_OBJ_ABSENT && !o.pvc_bound && claim_binds_on_consumer(ctl, pvc, &spec);
+    if (o.pod == SBX_OBJ_ABSENT && !o.pvc_bound) {
+        enum sbx_binding b = claim_binding(ctl, pvc, &spec);
+        o.claim_binds_on_consumer = b == SBX_BINDING_LATE;
+        o.claim_binds_at_once = b == SBX_BINDING_AT_ONCE;
+    }
     if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT) {
         src_why[0] = '\0';
         o.workspace_source_reason = workspace_source(ctl, ns, &spec, &src, &src_pvc, src_why, sizeof(src_why));

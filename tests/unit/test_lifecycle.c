@@ -197,6 +197,29 @@ TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     CHECK_INT(d.actions, A_POD);
 }
 
+TEST(known_immediate_class_waits_longer_for_the_binding) {
+    /* A cached Immediate class: the pod waits for the claim's Bound event (a pod created
+     * earlier lands in the scheduler's backoff), up to SBX_BIND_WAIT_KNOWN_MS. */
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.claim_binds_at_once = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, A_PVC);
+    CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_KNOWN_MS);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_age_ms = SBX_BIND_WAIT_MS;            /* past the short wait of an unknown class */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_KNOWN_MS - SBX_BIND_WAIT_MS);
+    o.pvc_bound = 1;                             /* the Bound event: the pod at once */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    o.pvc_bound = 0;                             /* never bound: the scheduler says why */
+    o.pvc_age_ms = SBX_BIND_WAIT_KNOWN_MS;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+}
+
 TEST(wait_for_first_consumer_class_gets_its_pod_with_the_claim) {
     /* The claim binds only once a pod using it is scheduled: claim and pod in one pass. */
     struct sbx_spec s = spec_of(SBX_SESSION);
