@@ -326,35 +326,16 @@ static int pf_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return 0;
 
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
-        unsigned int st = wsi ? lws_http_client_http_response(wsi) : 0;
-        const char *why = in && len ? (const char *)in : "unknown error";
-        if (st) s->r->http_status = st;
-        if (st && st != 101)
-            fail(s, "port-forward: upgrade refused: HTTP %u", st);
-        else if (s->tls_verify[0] && !s->cfg->insecure_skip_tls_verify)
-            fail(s, "port-forward: TLS: the server certificate of %s is not trusted: %s", s->cfg->server,
-                 s->tls_verify);
-        else
-            fail(s, "port-forward: connection to %s failed: %s", s->cfg->server, why);
-        s->finished = 1;
-        s->wsi = NULL;
-        lws_cancel_service(ctx);
-        return 0;
+        char msg[sizeof(s->r->err)];
+        kube_ws_connection_error(wsi, in, len, "port-forward", s->tls_verify, s->cfg, NULL, &s->r->http_status, msg,
+                                 sizeof(msg));
+        fail(s, "%s", msg);
+        return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
     }
 
     case LWS_CALLBACK_CLIENT_CLOSED:
-        s->finished = 1;
-        s->wsi = NULL;
-        lws_cancel_service(ctx);
-        return 0;
-
     case LWS_CALLBACK_WSI_DESTROY:
-        if (wsi == s->wsi) {
-            s->finished = 1;
-            s->wsi = NULL;
-            lws_cancel_service(ctx);
-        }
-        return 0;
+        return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
 
     default:
         return 0;

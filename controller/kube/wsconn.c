@@ -187,6 +187,31 @@ void kube_ws_note_close(const void *in, size_t len, char *out, size_t outlen) {
     snprintf(out, outlen, " (close %d%s%.*s)", (c[0] << 8) | c[1], n ? ": " : "", n, (const char *)c + 2);
 }
 
+void kube_ws_connection_error(struct lws *wsi, const void *in, size_t len, const char *what, const char *tls_verify,
+                              const struct kube_config *cfg, const char *offered, long *http_status, char *err,
+                              size_t errlen) {
+    unsigned int st = wsi ? lws_http_client_http_response(wsi) : 0;
+    const char *why = in && len ? (const char *)in : "unknown error";
+    if (st) *http_status = st;
+    if (st && st != 101)
+        errfmt(err, errlen, "%s: upgrade refused: HTTP %u", what, st);
+    else if (tls_verify[0] && !cfg->insecure_skip_tls_verify)
+        errfmt(err, errlen, "%s: TLS: the server certificate of %s is not trusted: %s", what, cfg->server,
+               tls_verify);
+    else if (offered && (strstr(why, "PROTOCOL") || strstr(why, "protocol")))
+        errfmt(err, errlen, "%s: the server chose a subprotocol that was not offered (%s): %s", what, offered, why);
+    else
+        errfmt(err, errlen, "%s: connection to %s failed: %s", what, cfg->server, why);
+}
+
+int kube_ws_note_gone(struct lws *wsi, enum lws_callback_reasons reason, struct lws **pwsi, int *finished) {
+    if (reason == LWS_CALLBACK_WSI_DESTROY && wsi != *pwsi) return 0;
+    *finished = 1;
+    *pwsi = NULL;
+    if (wsi) lws_cancel_service(lws_get_context(wsi));
+    return 0;
+}
+
 int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end) {
     static const char ua[] = "yao-sandbox/" YAO_VERSION;
     if (auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",

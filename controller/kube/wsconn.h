@@ -53,6 +53,20 @@ void kube_ws_note_cert_error(void *user, size_t len, char *out, size_t outlen);
  * the frame carries no code. */
 void kube_ws_note_close(const void *in, size_t len, char *out, size_t outlen);
 
+/* LWS_CALLBACK_CLIENT_CONNECTION_ERROR: why the connection failed, as "WHAT: ..." in err
+ * — the HTTP status of a refused upgrade (also put in *http_status), OpenSSL's complaint
+ * about the server's certificate (tls_verify, from kube_ws_note_cert_error; not when
+ * insecure-skip-tls-verify is set), a subprotocol nobody offered (offered non-NULL: the
+ * list, named when lws' reason mentions the protocol), else lws' reason (in, len). */
+void kube_ws_connection_error(struct lws *wsi, const void *in, size_t len, const char *what, const char *tls_verify,
+                              const struct kube_config *cfg, const char *offered, long *http_status, char *err,
+                              size_t errlen);
+/* LWS_CALLBACK_CLIENT_CONNECTION_ERROR, CLIENT_CLOSED and WSI_DESTROY: the session's
+ * connection (*pwsi) is gone: *finished set, *pwsi forgotten, the loop woken to end now
+ * rather than at lws' next timer. For WSI_DESTROY only when wsi is *pwsi (lws destroys
+ * other wsis of the context too). Returns 0 for the callback. */
+int kube_ws_note_gone(struct lws *wsi, enum lws_callback_reasons reason, struct lws **pwsi, int *finished);
+
 /* A libwebsockets context for one session: no listener, protocols with user as the
  * context's user pointer, lws' logging as YAO_LWS_LOG asks, the header and service
  * buffers sized for the API server's handshakes, and with ssl (non-NULL for https) as the
