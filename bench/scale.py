@@ -50,7 +50,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (Api, Watch, identities, object shapes)
-from bench import OURS_GROUP, PEER_GROUP, FLOW_SCHEMA, log, rnd, pct  # noqa: E402
+from bench import OURS_GROUP, FLOW_SCHEMA, log, rnd, pct  # noqa: E402
 
 SCALE_NODE_PREFIX = "kwok-scale-"
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
@@ -208,7 +208,7 @@ def static_volumes(api, args, count):
     if errs:
         raise RuntimeError(f"{len(errs)} volume creates failed, first: {errs[0]}")
     log(f"{count} static volumes of class {STATIC_CLASS} in {time.monotonic() - t0:.1f} s")
-    bench.use_storage_class(STATIC_CLASS)
+    bench.STORAGE_CLASS = STATIC_CLASS   # read by bench.ours_sandbox, pvc_spec at call time
     return names
 
 
@@ -841,10 +841,10 @@ def run_peer(args, api, workdir, res):
     r = {"n": n, "namespace": ns, "workers": args.workers}
     res["agent_sandbox"] = r
     res["peer_version"] = args.peer_version
-    with bench.PeerCrd(api, args.peer_crd, args.kubeconfig):
+    with bench.PeerCrd(api, [args.peer_crd], args.kubeconfig):
         bench.gc_knows_peer_kind(api)
         bench.ensure_namespace(api, ns)
-        path = f"/apis/{PEER_GROUP}/namespaces/{ns}/sandboxes"
+        path = f"/apis/{bench.PEER_GROUP}/namespaces/{ns}/sandboxes"
         kc = bench.controller_kubeconfig(api, "agent_sandbox", workdir)
         logp = os.path.join(workdir, f"{ns}.peer.log")
         cmd = peer_cmd(args, kc)
@@ -979,6 +979,8 @@ def main():
     only = [w for w in ("floor", "ours", "agent_sandbox") if w in args.only.split(",")]
     if "agent_sandbox" in only and not (args.peer and args.peer_crd and args.peer_version):
         ap.error("agent_sandbox needs --peer, --peer-crd and --peer-version")
+    if "agent_sandbox" in only:
+        bench.PEER_GROUP = bench.peer_api_version(args.peer_crd)   # v1alpha1 up to v0.4.x, else v1beta1
 
     res = {}
     if args.merge and os.path.exists(args.out):
