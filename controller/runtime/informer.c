@@ -5,6 +5,9 @@
 #include "runtime/informer.h"
 
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "kube/watch.h"
 #include "runtime/backoff.h"
 #include "runtime/log.h"
@@ -218,6 +222,87 @@ static int push_key(void *ud, const char *key, void *value) {
     return 0;
 }
 
+static const char *skip_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+int informer_decode_list(const char *text, size_t len, int (*fn)(void *ud, cJSON *item), void *ud,
+                         cJSON **metadata) {
+    const char *p = text, *end = text + len, *next;
+    int items_seen = 0;
+    *metadata = NULL;
+    p = skip_ws(p, end);
+    if (p == end || *p++ != '{') return -1;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p < end && *p == '}') break;
+        /* a member: "key" : value */
+        cJSON *key = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &next, 0);
+        int is_items = cJSON_IsString(key) && !strcmp(key->valuestring, "items");
+        int is_meta = cJSON_IsString(key) && !strcmp(key->valuestring, "metadata");
+        int ok = cJSON_IsString(key);
+        cJSON_Delete(key);
+        if (!ok) goto bad;
+        p = skip_ws(next, end);
+        if (p == end || *p++ != ':') goto bad;
+        p = skip_ws(p, end);
+        if (is_items && p < end && *p == '[') {
+            /* each element alone: parsed, handed over, and its text never looked at again */
+            items_seen = 1;
+            p = skip_ws(p + 1, end);
+            if (p < end && *p == ']') {
+                p++;
+            } else {
+                for (;;) {
+                    cJSON *item = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &next, 0);
+                    if (!item) goto bad;
+                    if (fn(ud, item) < 0) goto bad;
+                    p = skip_ws(next, end);
+                    if (p < end && *p == ',') { p = skip_ws(p + 1, end); continue; }
+                    if (p < end && *p == ']') { p++; break; }
+                    goto bad;
+                }
+            }
+        } else {
+            cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &next, 0);
+            if (!v) goto bad;
+            p = next;
+            if (is_items) {   /* "items": null — an empty list */
+                if (!cJSON_IsNull(v)) { cJSON_Delete(v); goto bad; }
+                items_seen = 1;
+            }
+            if (is_meta && !*metadata) *metadata = v;
+            else cJSON_Delete(v);
+        }
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') { p++; continue; }
+        if (p < end && *p == '}') break;
+        goto bad;
+    }
+    if (!items_seen) goto bad;
+    if (!*metadata) *metadata = cJSON_CreateObject();
+    return *metadata ? 0 : -1;
+bad:
+    cJSON_Delete(*metadata);
+    *metadata = NULL;
+    return -1;
+}
+
+struct list_ctx { struct informer *inf; struct strmap *seen; };
+
+/* One item of a LIST page into the cache. Items lack apiVersion/kind in a list; they are
+ * kept as the server sent them. */
+static int cache_item(void *ud, cJSON *item) {
+    struct list_ctx *lc = ud;
+    char key[512];
+    if (informer_key(item, key, sizeof(key)) < 0) { cJSON_Delete(item); return 0; }
+    strmap_put(lc->seen, key, (void *)1, NULL);
+    lc->inf->transform(item);
+    cache_apply(lc->inf, key, item);
+    return 0;
+}
+
 /* LIST all pages into the cache. 0, or -1 (err set) — a 410 on a continue token restarts. */
 static int do_list(struct informer *inf, char *err, size_t errlen) {
     char path[2048];
@@ -237,7 +322,22 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
             snprintf(err, errlen, "list %s: path too long", inf->path);
             goto out;
         }
-        long st = kube_get(inf->client, path, &page, err, errlen);
+        struct kube_response resp;
+        long st = kube_request(inf->client, "GET", path, NULL, NULL, 0, &resp) < 0 ? -1 : resp.status;
+        if (st < 0) {
+            errfmt(err, errlen, "GET %s: %s", path, resp.err);
+        } else if (st != 200) {
+            char msg[KUBE_ERR_MAX];
+            kube_response_message(&resp, msg, sizeof(msg));
+            errfmt(err, errlen, "GET %s: %s", path, msg);
+        } else {
+            struct list_ctx lc = {inf, &seen};
+            if (informer_decode_list(resp.body, resp.len, cache_item, &lc, &page) < 0) {
+                errfmt(err, errlen, "GET %s: malformed list in response", path);
+                st = -1;
+            }
+        }
+        kube_response_free(&resp);
         if (st != 200) {
             /* An expired continue token: start over from page one, once. If that expires
              * too, fail: run() backs off instead of looping on the server. */
@@ -253,17 +353,8 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
             cJSON_Delete(page);
             goto out;
         }
-        cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
-        cJSON *item;
-        /* Items lack apiVersion/kind in a list; keep them as the server sent them. */
-        while (cJSON_IsArray(items) && (item = cJSON_DetachItemFromArray(items, 0))) {
-            char key[512];
-            if (informer_key(item, key, sizeof(key)) < 0) { cJSON_Delete(item); continue; }
-            strmap_put(&seen, key, (void *)1, NULL);
-            inf->transform(item);
-            cache_apply(inf, key, item);
-        }
-        const cJSON *md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
+        /* page: the list's metadata (continue token, resourceVersion); items went to the cache */
+        const cJSON *md = page;
         const cJSON *next = cJSON_GetObjectItemCaseSensitive(md, "continue");
         free(cont);
         cont = NULL;
@@ -273,8 +364,7 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
             if (!cont) goto out;
             continue;
         }
-        set_rv(inf, object_rv(page) ? object_rv(page)
-                                    : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion")));
+        set_rv(inf, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion")));
         cJSON_Delete(page);
         break;
     }
@@ -293,6 +383,12 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     inf->synced = 1;
     inf->list_mode = LIST_NOT_OLDER;  /* from now on, never older than what we hold */
     rc = 0;
+#ifdef __GLIBC__
+    /* The response text (tens of MB for 10,000 pods) and the items' parse trees are free
+     * now, but between the small cached objects: give the whole free pages back, or the
+     * process keeps the list's peak resident for good. */
+    malloc_trim(0);
+#endif
 out:
     free(cont);
     strmap_clear(&seen, NULL);
