@@ -262,6 +262,10 @@ void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, st
                                             : !d->wants_pod && o->pod == SBX_OBJ_ABSENT;
     if (o->pod == SBX_OBJ_FOREIGN || o->pvc == SBX_OBJ_FOREIGN) matches = 1; /* nothing of ours to match */
     if (s->lifecycle == SBX_ONE_SHOT && o->pod == SBX_OBJ_PRESENT) matches = 1; /* never replaced */
+    /* A new Sandbox (no generation recorded yet, no pod): nothing built from an older spec
+     * exists, so the first status already speaks of this one (one status write fewer on
+     * every bring-up). */
+    if (o->pod == SBX_OBJ_ABSENT && o->status_observed_generation == 0) matches = 1;
     d->observed_generation = matches ? o->generation : o->status_observed_generation;
 }
 

@@ -172,7 +172,8 @@ struct sbx_decision {
     int wants_pod;                 /* the policy wants a pod now (used for capacity) */
     int queue_position;            /* status.queuePosition while it waits for the cap (0 = omit) */
     /* status.observedGeneration: the generation once the pod matches it (or no pod is
-     * wanted); while a changed spec has not reached a pod, the one recorded before. */
+     * wanted, or none was ever built: a new Sandbox); while a changed spec has not reached
+     * a pod, the one recorded before (the reconciler raises it when it creates the pod). */
     int64_t observed_generation;
     struct sbx_run_result run;     /* status.run (one-shot) */
     /* The Workspace condition (status False) when the claim is not the size the spec asks

@@ -1070,6 +1070,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             sbx_ctl_count(ctl, &ctl->stats.conflicts);
         } else {
             LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
+            d.observed_generation = o.generation;   /* the pod just built from this spec */
             if (spec.lifecycle == SBX_ONE_SHOT) sbx_ctl_count(ctl, &ctl->stats.runs_started);
         }
     }

@@ -70,7 +70,7 @@ check "a deleted pod is recreated" eventually 20 recreated
 check "and the Sandbox is Running again" eventually 20 phase_is $NS first Running
 
 # A spec change reaches the pod: image and memory patched on a running Sandbox replace its
-# pod (workspace kept); observedGeneration moves only once a pod built from it runs.
+# pod (workspace kept); observedGeneration moves only once a pod built from it exists.
 CLAIM=$(kubectl -n $NS get sandbox first -o jsonpath='{.status.workspaceClaim}')
 PV_BEFORE=$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')
 old_uid=$(kubectl -n $NS get pod "$POD" -o jsonpath='{.metadata.uid}')

@@ -178,6 +178,7 @@ TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     CHECK_INT(d.last_used_ms, 0);
     CHECK_INT(d.stopped_ms, 0);
     CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_MS); /* look again if no bind event comes */
+    CHECK_INT(d.observed_generation, 1); /* nothing from an older spec: this generation */
     /* claim there, not bound yet, 1 s old: wait the rest of the bind wait */
     o.pvc = SBX_OBJ_PRESENT;
     o.pvc_age_ms = 1000;
