@@ -302,7 +302,8 @@ check "PrometheusRule: three alerts on metrics the controller exports, with the 
     '[["YaoSandboxNoLeader", "ai"], ["YaoSandboxReconcileErrors", "ai"], ["YaoSandboxWorkQueueBacklog", "ai"]]'
 exported() {
     local m; for m in $(mon PrometheusRule/yao-sandbox-controller '" ".join(sorted(set(__import__("re").findall(r"yao_sandbox_[a-z_]+", " ".join(r["expr"] for r in o["spec"]["groups"][0]["rules"])))))'); do
-        grep -qa "# TYPE $m " "$BIN" || { echo "    $m is not a metric of the controller" >&2; return 1; }
+        # (the family names are string literals of the binary: a whole word, not a prefix)
+        grep -qaw -- "$m" "$BIN" || { echo "    $m is not a metric of the controller" >&2; return 1; }
     done
 }
 check "...every metric an alert uses is one the controller exports" exported
