@@ -547,7 +547,8 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
     if (wait_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
     /* Not in line: its class's cap for its user. Nor while a slot of its user is of a class
      * no pass has resolved yet (after a restart: its class may be this one). */
-    int pos = e->in_line && !(e->b->cap > 0 && e->user->unresolved > 0) ? position(a, e) : 0;
+    int class_held = !e->in_line || (e->b->cap > 0 && e->user->unresolved > 0);
+    int pos = !class_held ? position(a, e) : 0;
     long free_slots = a->limits.max_running > 0 ? a->limits.max_running - a->held : 1000000000L;
     if (pos > 0 && pos <= free_slots) {
         wait_remove(a, e);
@@ -558,7 +559,7 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
         r = SBX_ADMIT_YES;
     } else {
         *position_out = pos;
-        r = pos > 0 ? SBX_ADMIT_WAIT : SBX_ADMIT_WAIT_USER;
+        r = pos > 0 ? SBX_ADMIT_WAIT : class_held && e->b->cap > 0 ? SBX_ADMIT_WAIT_CLASS : SBX_ADMIT_WAIT_USER;
     }
 out:
     pthread_mutex_unlock(&a->lock);

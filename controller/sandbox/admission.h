@@ -62,9 +62,9 @@ int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta)
 enum sbx_admit {
     SBX_ADMIT_YES = 0,      /* a slot is reserved for uid until the given time */
     SBX_ADMIT_WAIT = 1,     /* the cap is reached: *position is its place in line (1 = next) */
-    SBX_ADMIT_WAIT_USER = 2,/* its user's cap, or its class's cap for its user, is reached: it
-                             * waits for one of the user's slots (of that class) */
+    SBX_ADMIT_WAIT_USER = 2,/* its user's cap is reached: it waits for one of the user's slots */
     SBX_ADMIT_UNKNOWN = 3,  /* uid is not a cached Sandbox (it just went): nothing recorded */
+    SBX_ADMIT_WAIT_CLASS = 4, /* as SBX_ADMIT_WAIT_USER, held by its class's cap for its user */
 };
 
 /* May the Sandbox uid start a pod now? Admitted when it already holds a slot, or when its

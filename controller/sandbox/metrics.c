@@ -19,6 +19,7 @@ static int tally(void *ud, const char *key, const cJSON *sb) {
     struct phase_counts *c = ud;
     const char *phase = kj_str(sb, "status.phase");
     const char *lc = kj_str(sb, "spec.lifecycle");
+    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");   /* the default in force */
     int p = NPHASES - 1, l = 1;
     for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) p = i;
     for (int i = 0; lc && i < 4; i++) if (!strcmp(lc, lifecycles[i])) l = i;

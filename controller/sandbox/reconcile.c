@@ -983,7 +983,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped);
+        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
+                                        &o.class_capped);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
         sbx_capacity_release(ctl, uid, 1);

@@ -63,7 +63,7 @@ void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char 
  * its slot when it may; else its place in line (*position, 1 = next) or *user_capped (its
  * user's own cap, or its class's for its user, holds it). */
 int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
-                       int *user_capped);
+                       int *user_capped, int *class_capped);
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line);
 

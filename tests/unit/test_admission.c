@@ -43,7 +43,13 @@ static void run(struct sbx_admission *a, const char *uid) {
 static int pos_of(struct sbx_admission *a, const char *uid) {
     int pos;
     enum sbx_admit r = sbx_admission_try(a, uid, 0, FAR, &pos);
-    return r == SBX_ADMIT_YES ? -1 : r == SBX_ADMIT_WAIT_USER ? 0 : pos;
+    return r == SBX_ADMIT_YES ? -1 : r == SBX_ADMIT_WAIT_USER || r == SBX_ADMIT_WAIT_CLASS ? 0 : pos;
+}
+
+/* The answer itself (which cap holds it). */
+static enum sbx_admit admit_of(struct sbx_admission *a, const char *uid) {
+    int pos;
+    return sbx_admission_try(a, uid, 0, FAR, &pos);
 }
 
 TEST(stranger_pods_hold_no_slot) {
@@ -350,8 +356,10 @@ TEST(class_cap_with_the_global_and_the_flag_caps) {
     sbc(a, "cm1", "carol", 7, "medium", 2);
     run(a, "as1");
     CHECK_INT(pos_of(a, "as2"), 0);                        /* the class: out of the line */
+    CHECK_INT(admit_of(a, "as2"), SBX_ADMIT_WAIT_CLASS);   /* ... and it says which cap */
     run(a, "am1");
     CHECK_INT(pos_of(a, "am2"), 0);                        /* the flag: alice holds 2 */
+    CHECK_INT(admit_of(a, "am2"), SBX_ADMIT_WAIT_USER);
     run(a, "bs1");                                         /* the third slot */
     /* the global line holds bob's medium and carol's, not alice's capped ones */
     CHECK_INT(pos_of(a, "cm1"), 1);                        /* carol holds none */
