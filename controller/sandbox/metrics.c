@@ -159,6 +159,8 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "yao_sandbox_events_pending", "gauge", "Events waiting to be written.", ev.pending);
     rc |= metric(out, "yao_sandbox_runs_started_total", "counter", "One-shot run pods this controller created.",
                  s.runs_started);
+    rc |= metric(out, "yao_sandbox_reclaims_total", "counter",
+                 "Idle sandboxes stopped to admit a waiting one (SandboxClass spec.reclaim).", s.reclaims);
     /* The name before runs became pods (no exec any more); kept for dashboards and
      * test_operate.sh. Same value as yao_sandbox_runs_started_total. */
     rc |= metric(out, "yao_sandbox_exec_sessions_total", "counter", "Deprecated: yao_sandbox_runs_started_total.",
