@@ -157,6 +157,13 @@ static int last_used(const cJSON *sb, int64_t *ms, const char **text) {
 }
 
 /* The readable `get` view (wide adds spec and status details). */
+/* The lifecycle in force: spec.lifecycle when set (the newest word), else the one the
+ * controller resolved and recorded (status.lifecycle: the class's or its own default). */
+static const char *lifecycle_of(const cJSON *sb) {
+    const char *l = kj_str(sb, "spec.lifecycle");
+    return l && *l ? l : kj_str(sb, "status.lifecycle");
+}
+
 static int print_summary(const cJSON *sb, int wide) {
     const char *rs, *reason, *msg;
     cluster_ready(sb, &rs, &reason, &msg);
@@ -173,7 +180,7 @@ static int print_summary(const cJSON *sb, int wide) {
     printf("Namespace:    %s\n", out_or_dash(kj_str(sb, "metadata.namespace")));
     printf("User:         %s\n", out_or_dash(kj_str(sb, "spec.userID")));
     printf("Chat:         %s\n", out_or_dash(kj_str(sb, "spec.chatID")));
-    printf("Lifecycle:    %s\n", out_or_dash(kj_str(sb, "spec.lifecycle")));
+    printf("Lifecycle:    %s\n", out_or_dash(lifecycle_of(sb)));
     printf("Paused:       %s\n", kj_bool(sb, "spec.paused", 0) ? "true" : "false");
     printf("Phase:        %s\n", out_or_dash(kj_str(sb, "status.phase")));
     printf("Pod:          %s\n", out_or_dash(kj_str(sb, "status.podName")));
@@ -224,7 +231,7 @@ int cmd_get(struct cli *c) {
 /* Whether a Sandbox passes the list filters. User and chat are selected by the API server
  * (field selector); they are checked here again all the same. */
 static int list_match(const struct args *a, const cJSON *sb) {
-    const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID"), *l = kj_str(sb, "spec.lifecycle");
+    const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID"), *l = lifecycle_of(sb);
     if (a->user && (!u || strcmp(u, a->user))) return 0;
     if (a->chat && (!ch || strcmp(ch, a->chat))) return 0;
     if (a->phase && strcasecmp(cluster_phase(sb), a->phase)) return 0;
@@ -321,7 +328,7 @@ int cmd_list(struct cli *c) {
         if (last_used(sb, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
         const char *row[] = {kj_str(sb, "metadata.namespace"), kj_str(sb, "metadata.name"),
                              out_or_dash(kj_str(sb, "spec.userID")), out_or_dash(kj_str(sb, "spec.chatID")),
-                             out_or_dash(kj_str(sb, "spec.lifecycle")), out_or_dash(kj_str(sb, "status.phase")),
+                             out_or_dash(lifecycle_of(sb)), out_or_dash(kj_str(sb, "status.phase")),
                              out_or_dash(kj_str(sb, "status.podName")), age,
                              out_or_dash(kj_str(sb, "status.podIP")), out_or_dash(kj_str(sb, "status.nodeName")), lu};
         out_table_add(&t, a->all_ns ? row : row + 1);

@@ -19,6 +19,7 @@
 #include "sandbox/admission.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct user;
 struct bucket;
 
 struct entry {
+    const char *uid;             /* its key in entries (owned by the map) */
     char *key;                   /* "ns/name" (NULL until the Sandbox is known) */
     struct user *user;           /* while known */
     int64_t created_ms;
@@ -40,6 +42,11 @@ struct entry {
     struct bucket *b;            /* (user, class) while known */
     int64_t reserved_until_ms;   /* 0 = no reservation */
     struct entry *rprev, *rnext; /* the reservation list */
+    /* Reclaim: reclaimable once idle for reclaim_after_ms (0 = not; then not in the list
+     * of candidates), last used at reclaim_used_ms; chosen, under way until
+     * reclaiming_until_ms. */
+    int64_t reclaim_after_ms, reclaim_used_ms, reclaiming_until_ms;
+    struct entry *cprev, *cnext; /* the candidates' list */
 };
 
 struct user {
@@ -75,6 +82,7 @@ struct sbx_admission {
     struct user **waiting_users; /* users with n > 0 */
     size_t nwaiting_users, waiting_users_cap;
     struct entry *reserved;      /* head of the reservation list */
+    struct entry *candidates;    /* head of the reclaimable ones' list */
     int held;                    /* slots held in all */
     int waiting;                 /* Sandboxes waiting in all (in a bucket's list) */
     uint64_t admissions;         /* sequence of admissions, for users' turns */
@@ -290,6 +298,24 @@ static void reservation_add(struct entry *e, struct sbx_admission *a, int64_t un
     a->reserved = e;
 }
 
+static void candidate_drop(struct entry *e, struct sbx_admission *a) {
+    if (!e->reclaim_after_ms) return;
+    if (e->cprev) e->cprev->cnext = e->cnext;
+    else a->candidates = e->cnext;
+    if (e->cnext) e->cnext->cprev = e->cprev;
+    e->cprev = e->cnext = NULL;
+    e->reclaim_after_ms = e->reclaiming_until_ms = 0;
+}
+
+static void candidate_add(struct entry *e, struct sbx_admission *a, int64_t after_ms) {
+    if (e->reclaim_after_ms) { e->reclaim_after_ms = after_ms; return; }
+    e->reclaim_after_ms = after_ms;
+    e->cprev = NULL;
+    e->cnext = a->candidates;
+    if (a->candidates) a->candidates->cprev = e;
+    a->candidates = e;
+}
+
 static void user_free(void *p) {
     struct user *u = p;
     free(u->line);
@@ -365,6 +391,7 @@ static struct entry *entry_get(struct sbx_admission *a, const char *uid) {
         free(e);
         return NULL;
     }
+    e->uid = strmap_key(&a->entries, uid);
     return e;
 }
 
@@ -506,6 +533,7 @@ void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid) {
         unhold(a, e);
         wait_remove(a, e);
         reservation_drop(e, a);
+        candidate_drop(e, a);
         e->known = 0;
         e->user = NULL;
         e->b = NULL;
@@ -547,7 +575,8 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
     if (wait_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
     /* Not in line: its class's cap for its user. Nor while a slot of its user is of a class
      * no pass has resolved yet (after a restart: its class may be this one). */
-    int pos = e->in_line && !(e->b->cap > 0 && e->user->unresolved > 0) ? position(a, e) : 0;
+    int class_held = !e->in_line || (e->b->cap > 0 && e->user->unresolved > 0);
+    int pos = !class_held ? position(a, e) : 0;
     long free_slots = a->limits.max_running > 0 ? a->limits.max_running - a->held : 1000000000L;
     if (pos > 0 && pos <= free_slots) {
         wait_remove(a, e);
@@ -558,7 +587,7 @@ enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64
         r = SBX_ADMIT_YES;
     } else {
         *position_out = pos;
-        r = pos > 0 ? SBX_ADMIT_WAIT : SBX_ADMIT_WAIT_USER;
+        r = pos > 0 ? SBX_ADMIT_WAIT : class_held && e->b->cap > 0 ? SBX_ADMIT_WAIT_CLASS : SBX_ADMIT_WAIT_USER;
     }
 out:
     pthread_mutex_unlock(&a->lock);
@@ -614,6 +643,94 @@ size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(vo
 out:
     pthread_mutex_unlock(&a->lock);
     return woken;
+}
+
+/* ---- reclaim ---------------------------------------------------------------------------- */
+
+void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t after_ms, int64_t last_used_ms) {
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = strmap_get(&a->entries, uid);
+    if (e && e->known) {
+        if (after_ms > 0) {
+            candidate_add(e, a, after_ms);
+            e->reclaim_used_ms = last_used_ms;
+        } else {
+            candidate_drop(e, a);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* How many in line a freed slot would admit, counted up to limit. */
+static long admissible(const struct sbx_admission *a, long limit) {
+    long n = 0;
+    for (size_t i = 0; i < a->nwaiting_users && n < limit; i++) {
+        const struct user *v = a->waiting_users[i];
+        size_t k = eligible(a, v);
+        for (size_t j = 0; j < k && n < limit; j++)
+            if (!(v->line[j]->b->cap > 0 && v->unresolved > 0)) n++;
+    }
+    return n;
+}
+
+/* Is x idle longer than y (the longer first, then by key)? */
+static int longer_idle(const struct entry *x, const struct entry *y) {
+    if (x->reclaim_used_ms != y->reclaim_used_ms) return x->reclaim_used_ms < y->reclaim_used_ms;
+    return strcmp(x->key, y->key) < 0;
+}
+
+size_t sbx_admission_reclaim_pick(struct sbx_admission *a, int64_t now_ms, int64_t until_ms,
+                                  struct sbx_reclaim_victim *out, size_t max, int64_t *next_ms) {
+    struct entry *chosen[16], *e;
+    size_t n = 0;
+    if (next_ms) *next_ms = 0;
+    if (max > sizeof(chosen) / sizeof(chosen[0])) max = sizeof(chosen) / sizeof(chosen[0]);
+    pthread_mutex_lock(&a->lock);
+    if (a->limits.max_running <= 0 || !a->candidates || max == 0) goto out;
+    purge(a, now_ms);
+    long free_slots = a->limits.max_running - a->held, under_way = 0;
+    for (e = a->candidates; e; e = e->cnext)
+        if (e->reclaiming_until_ms > now_ms && holds(e)) under_way++;
+    if (free_slots < 0) free_slots = 0;
+    long need = admissible(a, free_slots + under_way + (long)max) - free_slots - under_way;
+    if (need <= 0) goto out;
+    if ((size_t)need < max) max = (size_t)need;
+    for (e = a->candidates; e; e = e->cnext) {
+        if (!e->known || e->pods <= 0 || e->reclaim_used_ms <= 0 || e->reclaiming_until_ms > now_ms) continue;
+        if (now_ms - e->reclaim_used_ms < e->reclaim_after_ms) {
+            int64_t at = e->reclaim_used_ms + e->reclaim_after_ms;
+            if (next_ms && (!*next_ms || at < *next_ms)) *next_ms = at;
+            continue;
+        }
+        /* insert into chosen, longest idle first, keeping at most max */
+        size_t i = n;
+        while (i > 0 && longer_idle(e, chosen[i - 1])) i--;
+        if (i >= max) continue;
+        if (n == max) n--;
+        memmove(chosen + i + 1, chosen + i, (n - i) * sizeof(*chosen));
+        chosen[i] = e;
+        n++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sbx_reclaim_victim *v = &out[i];
+        e = chosen[i];
+        e->reclaiming_until_ms = until_ms;
+        snprintf(v->uid, sizeof(v->uid), "%s", e->uid);
+        v->last_used_ms = e->reclaim_used_ms;
+        v->after_ms = e->reclaim_after_ms;
+        snprintf(v->key, sizeof(v->key), "%s", e->key);
+        snprintf(v->cls, sizeof(v->cls), "%s", e->cls ? e->cls : "");
+    }
+out:
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+void sbx_admission_reclaim_cancel(struct sbx_admission *a, const char *uid) {
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = strmap_get(&a->entries, uid);
+    if (e) e->reclaiming_until_ms = 0;
+    pthread_mutex_unlock(&a->lock);
 }
 
 int sbx_admission_held(struct sbx_admission *a, int64_t now_ms) {

@@ -62,9 +62,9 @@ int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta)
 enum sbx_admit {
     SBX_ADMIT_YES = 0,      /* a slot is reserved for uid until the given time */
     SBX_ADMIT_WAIT = 1,     /* the cap is reached: *position is its place in line (1 = next) */
-    SBX_ADMIT_WAIT_USER = 2,/* its user's cap, or its class's cap for its user, is reached: it
-                             * waits for one of the user's slots (of that class) */
+    SBX_ADMIT_WAIT_USER = 2,/* its user's cap is reached: it waits for one of the user's slots */
     SBX_ADMIT_UNKNOWN = 3,  /* uid is not a cached Sandbox (it just went): nothing recorded */
+    SBX_ADMIT_WAIT_CLASS = 4, /* as SBX_ADMIT_WAIT_USER, held by its class's cap for its user */
 };
 
 /* May the Sandbox uid start a pod now? Admitted when it already holds a slot, or when its
@@ -81,6 +81,37 @@ void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_l
  * many. fn runs under this module's lock and must not call back into it. */
 size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
                           void *ud);
+
+/* ---- reclaim (a SandboxClass's spec.reclaim) ----
+ * A running session or long-running Sandbox of a class with spec.reclaim.idleAfter may be
+ * stopped (pod deleted, workspace kept) to admit a waiting one while the global cap is
+ * full. The choice is made here on what the passes reported; the caller re-checks each
+ * chosen one on a fresh read before stopping it (the cache may be behind a touch). */
+
+/* The pass saw the Sandbox uid running with a pod, reclaimable once idle for after_ms
+ * (0: not reclaimable: not running, paused, one-shot or persistent, or its class has no
+ * reclaim), last used at last_used_ms. Nothing for a uid not in the cache. */
+void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t after_ms, int64_t last_used_ms);
+
+struct sbx_reclaim_victim {
+    char uid[128];
+    char key[512];                /* "ns/name" */
+    char cls[256];                /* its SandboxClass ("" = none) */
+    int64_t last_used_ms, after_ms;
+};
+
+/* Choose the Sandboxes to reclaim now. Only with a global cap (max_running), and never more
+ * than the Sandboxes in line that a freed slot would admit (not those held by a per-user
+ * or class cap), less the free slots and the reclaims already under way. Among the
+ * reclaimable Sandboxes holding a slot through a pod, idle for at least their after_ms at
+ * now_ms and not under way already: the longest idle first (then by key). Each chosen one
+ * is marked under way until until_ms, or until its pod stops holding a slot. At most max
+ * into out; returns how many. *next_ms (may be NULL): when some Sandbox will have been idle
+ * long enough, if reclaim is wanted and none is yet (0 = no such time). */
+size_t sbx_admission_reclaim_pick(struct sbx_admission *a, int64_t now_ms, int64_t until_ms,
+                                  struct sbx_reclaim_victim *out, size_t max, int64_t *next_ms);
+/* uid was not reclaimed after all (a fresh read said no): no longer under way. */
+void sbx_admission_reclaim_cancel(struct sbx_admission *a, const char *uid);
 
 /* Counters: slots held, Sandboxes waiting, slots held by user (0 when unknown). */
 int sbx_admission_held(struct sbx_admission *a, int64_t now_ms);

@@ -86,15 +86,17 @@ void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char 
 
 /* May the Sandbox uid (whose class caps its user at class_cap, 0 = none) start a pod?
  * Reserves its slot when it may; else says where it stands: *position in line (1 = next;
- * 0 with *user_capped when its user's own cap, or its class's for its user, holds it). */
+ * 0 with *user_capped when its user's own cap, or its class's for its user, holds it;
+ * *class_capped too when it is the class's). */
 int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
-                       int *user_capped) {
-    *user_capped = 0;
+                       int *user_capped, int *class_capped) {
+    *user_capped = *class_capped = 0;
     *position = 0;
     if (ctl->opt.limits.max_running <= 0 && ctl->opt.limits.max_running_per_user <= 0 && class_cap <= 0) return 1;
     enum sbx_admit r = sbx_admission_try(ctl->admission, uid, now, now + RESERVATION_MS, position);
     if (r == SBX_ADMIT_YES) return 1;
-    *user_capped = r == SBX_ADMIT_WAIT_USER;
+    *user_capped = r == SBX_ADMIT_WAIT_USER || r == SBX_ADMIT_WAIT_CLASS;
+    *class_capped = r == SBX_ADMIT_WAIT_CLASS;
     /* Slots may be free while those ahead have not had their pass yet: queue them. */
     if (r == SBX_ADMIT_WAIT) sbx_capacity_wake(ctl);
     return 0;

@@ -148,8 +148,10 @@ static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
 /* The sandbox should have no pod now (paused, or long-running and idle): delete it and
  * report Stopping until it is gone, then Stopped. */
 static void stop(const struct sbx_observed *o, struct sbx_decision *d, const char *reason) {
-    const char *why = !strcmp(reason, SBX_REASON_PAUSED) ? "paused by spec.paused"
-                                                        : "stopped after being idle";
+    const char *why = !strcmp(reason, SBX_REASON_PAUSED)      ? "paused by spec.paused"
+                      : !strcmp(reason, SBX_REASON_RECLAIMED) ? "reclaimed while idle to admit a waiting sandbox "
+                                                                "(the next use starts it again)"
+                                                              : "stopped after being idle";
     if (o->pod == SBX_OBJ_PRESENT) {
         d->actions |= SBX_ACT_DELETE_POD;
         say(d, "Stopping", 0, reason, "%s; deleting the pod, keeping the workspace", why);
@@ -257,6 +259,7 @@ static void workspace(const struct sbx_spec *s, const struct sbx_observed *o, st
 
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
     decide(s, o, d);
+    d->lifecycle = sbx_lifecycle_name(s->lifecycle);
     if (o->pod != SBX_OBJ_FOREIGN && o->pvc != SBX_OBJ_FOREIGN) workspace(s, o, d);
     int matches = o->pod == SBX_OBJ_PRESENT ? !o->pod_template_outdated && !(d->actions & SBX_ACT_DELETE_POD)
                                             : !d->wants_pod && o->pod == SBX_OBJ_ABSENT;
@@ -347,6 +350,15 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         return;
     }
     if (idle) { stop(o, d, SBX_REASON_IDLE); return; }
+    /* Reclaimed (the status says so, written with the last use the reclaim saw): stopped
+     * like an idle long-running sandbox until a newer use. Only session and long-running
+     * sandboxes are ever reclaimed; one changed to another lifecycle since starts again. */
+    if ((s->lifecycle == SBX_SESSION || s->lifecycle == SBX_LONG_RUNNING) && o->status_reason &&
+        !strcmp(o->status_reason, SBX_REASON_RECLAIMED) && last_used <= o->status_last_used_ms) {
+        stop(o, d, SBX_REASON_RECLAIMED);
+        if (limit > 0 && last_used > 0) d->requeue_after_ms = last_used + limit - o->now_ms;  /* idle */
+        return;
+    }
 
     /* The workspace is to be a clone and the source is not ready: nothing is created (and
      * no running slot held) until it is. */
@@ -358,7 +370,14 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
-        if (o->user_capped) {
+        if (o->user_capped && o->class_capped && s->class_name) {
+            char cap[32];
+            snprintf(cap, sizeof(cap), "%d", s->max_running_per_user);
+            say(d, "Pending", 0, SBX_REASON_USER_CAPACITY, "%s", "");
+            snprintf(d->message, sizeof(d->message),
+                     "this user's limit of running sandboxes of SandboxClass \"%.253s\" (spec.maxRunningPerUser: %s) "
+                     "is reached; waiting for one of them to stop", s->class_name, cap);
+        } else if (o->user_capped) {
             say(d, "Pending", 0, SBX_REASON_USER_CAPACITY,
                 "this user's limit of running sandboxes is reached; waiting for one of them to stop%s", "");
         } else if (o->queue_position > 0) {

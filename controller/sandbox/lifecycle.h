@@ -103,6 +103,9 @@ struct sbx_observed {
     int admitted;
     int queue_position;
     int user_capped;
+    /* user_capped by its class's per-user cap (spec.class_name, spec.max_running_per_user),
+     * not the controller's --max-running-per-user. */
+    int class_capped;
 };
 
 enum sbx_action {
@@ -128,6 +131,9 @@ enum sbx_action {
 #define SBX_REASON_INVALID "InvalidSpec"
 #define SBX_REASON_CONFLICT "NameConflict"
 #define SBX_REASON_IDLE "Idle"
+/* Stopped while idle to admit a waiting sandbox (the class's spec.reclaim, see
+ * sandbox/reclaim.c): it stays stopped, workspace kept, until a newer use. */
+#define SBX_REASON_RECLAIMED "Reclaimed"
 #define SBX_REASON_PAUSED "Paused"
 #define SBX_REASON_RUNNING_COMMAND "RunningCommand"
 #define SBX_REASON_SUCCEEDED "Succeeded"
@@ -176,6 +182,7 @@ struct sbx_decision {
      * a pod, the one recorded before (the reconciler raises it when it creates the pod). */
     int64_t observed_generation;
     struct sbx_run_result run;     /* status.run (one-shot) */
+    const char *lifecycle;         /* status.lifecycle: the effective lifecycle (static string) */
     /* The Workspace condition (status False) when the claim is not the size the spec asks
      * for: reason SBX_WS_RESIZING, SBX_WS_NOT_EXPANDABLE or SBX_WS_SHRINK_REFUSED and a
      * message; NULL when there is nothing to say (the condition is then removed). */

@@ -22,6 +22,7 @@ static int tally(void *ud, const char *key, const cJSON *sb) {
     struct phase_counts *c = ud;
     const char *phase = kj_str(sb, "status.phase");
     const char *lc = kj_str(sb, "spec.lifecycle");
+    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");   /* the default in force */
     int p = NPHASES - 1, l = 1;
     for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) p = i;
     for (int i = 0; lc && i < 4; i++) if (!strcmp(lc, lifecycles[i])) l = i;
@@ -161,6 +162,8 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "yao_sandbox_events_pending", "gauge", "Events waiting to be written.", ev.pending);
     rc |= metric(out, "yao_sandbox_runs_started_total", "counter", "One-shot run pods this controller created.",
                  s.runs_started);
+    rc |= metric(out, "yao_sandbox_reclaims_total", "counter",
+                 "Idle sandboxes stopped to admit a waiting one (SandboxClass spec.reclaim).", s.reclaims);
     /* The name before runs became pods (no exec any more); kept for dashboards and
      * test_operate.sh. Same value as yao_sandbox_runs_started_total. */
     rc |= metric(out, "yao_sandbox_exec_sessions_total", "counter", "Deprecated: yao_sandbox_runs_started_total.",

@@ -873,6 +873,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (bad) {
         if (have_class) sbx_class_free(&cls);
         sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
+        sbx_capacity_reclaimable(ctl, uid, NULL, NULL, 0);
         sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
         rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
         goto out;
@@ -993,11 +994,17 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped);
+        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
+                                        &o.class_capped);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
         sbx_capacity_release(ctl, uid, 1);
     }
+    sbx_capacity_reclaimable(ctl, uid, &spec, &d, o.pod == SBX_OBJ_PRESENT);
+    /* In line for the global cap: idle sandboxes of classes that allow it may make room. */
+    int64_t reclaim_at = 0;
+    if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod && o.queue_position > 0)
+        reclaim_at = sbx_capacity_reclaim(ctl, now);
 
     /* Nothing is destroyed on a stale view: the status write that records the decision
      * (a stop: Stopping, reason Idle or Paused) goes first and is conditional on the
@@ -1118,6 +1125,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod &&
         (*requeue_ms <= 0 || *requeue_ms > QUEUE_REFRESH_MS))
         *requeue_ms = QUEUE_REFRESH_MS;
+    /* ... and once a running one will have been idle long enough to be reclaimed. */
+    if (reclaim_at > now && reclaim_at - now < *requeue_ms) *requeue_ms = reclaim_at - now;
     rc = 0;
 out:
     if (have_spec) sbx_spec_free(&spec);

@@ -38,6 +38,7 @@ struct sbx_controller_options {
 struct sbx_controller_stats {
     uint64_t reconciles, errors, status_writes, creates, deletes, conflicts, events;
     uint64_t runs_started, runs_finished;   /* one-shot pods created, results recorded */
+    uint64_t reclaims;             /* idle sandboxes stopped to admit a waiting one */
     uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
     double latency_sum_ms;
 };

@@ -66,9 +66,19 @@ void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char 
  * its slot when it may; else its place in line (*position, 1 = next) or *user_capped (its
  * user's own cap, or its class's for its user, holds it). */
 int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
-                       int *user_capped);
+                       int *user_capped, int *class_capped);
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line);
+
+/* ---- reclaim.c ---- */
+/* Tell the running cap whether this pass found the sandbox reclaimable (running, idle
+ * clock as d->last_used_ms, a class with spec.reclaim, session or long-running). */
+void sbx_capacity_reclaimable(struct sbx_controller *ctl, const char *uid, const struct sbx_spec *spec,
+                              const struct sbx_decision *d, int pod_present);
+/* A Sandbox waits in line for the global cap: reclaim what can be (see reclaim.c).
+ * Returns when a Sandbox will have been idle long enough to be reclaimed, if none is yet
+ * (0 = no such time). */
+int64_t sbx_capacity_reclaim(struct sbx_controller *ctl, int64_t now);
 
 /* ---- classes.c ---- */
 struct sbx_class;

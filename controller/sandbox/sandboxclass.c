@@ -253,6 +253,12 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
         cls_json(c, spec, "affinity", 0, &k->affinity))
         return -1;
 
+    v = cls_member(spec, "lifecycle");
+    if (v) {
+        if (!cJSON_IsString(v) || sbx_lifecycle_parse(v->valuestring, &k->lifecycle) != 0)
+            return cls_fail(c, "spec.lifecycle: must be one of one-shot, session, long-running, persistent");
+        k->has_lifecycle = 1;
+    }
     v = cls_member(spec, "idleTimeout");
     if (v) {
         if (!cJSON_IsString(v) || qty_parse_duration(v->valuestring, &k->idle_timeout_ms) != 0 ||
@@ -265,6 +271,14 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
         if (!cJSON_IsNumber(v) || x < 0 || x > 1000000 || x != (double)(int)x)
             return cls_fail(c, "spec.maxRunningPerUser: must be an integer between 0 and 1000000");
         k->max_running_per_user = (int)x;
+    }
+    const cJSON *rec;
+    if (cls_object(c, spec, "reclaim", "spec.reclaim", &rec)) return -1;
+    v = cls_member(rec, "idleAfter");
+    if (v) {
+        if (!cJSON_IsString(v) || qty_parse_duration(v->valuestring, &k->reclaim_after_ms) != 0 ||
+            k->reclaim_after_ms < 1000)
+            return cls_fail(c, "spec.reclaim.idleAfter: must be a duration of at least 1s (e.g. 30m)");
     }
     char nerr[512];
     if (sbx_network_parse_class(cls_member(spec, "network"), &k->network, nerr, sizeof nerr) != 0)
@@ -363,13 +377,47 @@ static int res_json(const cJSON *v, cJSON **out) {
     return v && !*out ? -1 : 0;
 }
 
+/* 1 with *out when obj's path.lifecycle is a known lifecycle; else 0. */
+static int res_lifecycle_at(const cJSON *obj, const char *path, enum sbx_lifecycle *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, path), "lifecycle");
+    return cJSON_IsString(v) && sbx_lifecycle_parse(v->valuestring, out) == 0;
+}
+
+/* The default lifecycle of sandbox into d (see sbx_class_resolve). 0, or -1 with err. */
+static int res_lifecycle(const cJSON *sandbox, const struct sbx_class *k, struct sbx_defaults *d,
+                         char *err, size_t errlen) {
+    enum sbx_lifecycle own, pinned;
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(sandbox, "spec");
+    int has_own = res_lifecycle_at(sandbox, "spec", &own);
+    int has_pinned = res_lifecycle_at(sandbox, "status", &pinned);
+
+    if (has_own) {
+        if (has_pinned && (own == SBX_ONE_SHOT) != (pinned == SBX_ONE_SHOT))
+            return res_fail(err, errlen, "spec.lifecycle: cannot change from %s to %s (to or from one-shot); "
+                            "create a new Sandbox", sbx_lifecycle_name(pinned), sbx_lifecycle_name(own));
+        return 0;   /* sbx_spec_parse reads it */
+    }
+    if (has_pinned) {
+        d->lifecycle = pinned;
+        return 0;
+    }
+    if (!k || !k->has_lifecycle) return 0;
+    d->lifecycle = k->lifecycle;
+    if (k->lifecycle == SBX_ONE_SHOT && !cJSON_GetObjectItemCaseSensitive(spec, "run"))
+        return res_fail(err, errlen, "spec.run: required: the lifecycle is one-shot, the default of SandboxClass "
+                        "\"%s\" (spec.lifecycle); set spec.run, or another spec.lifecycle", k->name);
+    return 0;
+}
+
 int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const struct sbx_defaults *flags,
                       struct sbx_spec *out, char *err, size_t errlen) {
     char q[SBX_CLASS_QUOTE_MAX + 8], list[1024];
     struct sbx_defaults d;
 
+    memset(out, 0, sizeof *out);
     if (flags) d = *flags;
     else sbx_defaults_init(&d);
+    if (res_lifecycle(sandbox, k, &d, err, errlen) != 0) return -1;
     if (k) {
         if (k->image) d.image = k->image;
         d.memory_bytes = res_default(&k->memory, d.memory_bytes);
@@ -429,6 +477,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         goto fail;
     }
     out->max_running_per_user = k->max_running_per_user;
+    out->reclaim_after_ms = k->reclaim_after_ms;
     return 0;
 fail:
     sbx_spec_free(out);

@@ -35,7 +35,10 @@ struct sbx_class {
                                              even before their first Sandbox of the class */
     char *runtime_class, *priority_class; /* spec.runtimeClassName, spec.priorityClassName */
     cJSON *node_selector, *tolerations, *affinity;   /* copies; NULL = unset */
+    int has_lifecycle;                    /* spec.lifecycle set: */
+    enum sbx_lifecycle lifecycle;         /* the lifecycle of Sandboxes that set none */
     int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */
+    int64_t reclaim_after_ms;             /* spec.reclaim.idleAfter; 0 = never reclaimed */
     int max_running_per_user;             /* spec.maxRunningPerUser; 0 = no cap */
     struct sbx_network network;           /* spec.network; mode none when unset */
 };
@@ -49,8 +52,12 @@ void sbx_class_free(struct sbx_class *c);
 int sbx_class_is_default(const cJSON *obj);
 
 /* The effective spec of sandbox under cls (NULL: no class, the flag defaults alone).
- * (The default lifecycle stays the CRD's "session".)
- * Defaults: the Sandbox's own field, else the class's default, else the flag default
+ * The lifecycle: spec.lifecycle; else status.lifecycle, the one this Sandbox got when its
+ * default was first resolved (a default is taken once, as the API server's defaults are:
+ * a later change of the class's default applies to new Sandboxes); else the class's
+ * spec.lifecycle; else the flag default. A spec.lifecycle that would turn a Sandbox to or
+ * from one-shot against its recorded status.lifecycle is InvalidSpec.
+ * Other defaults: the Sandbox's own field, else the class's default, else the flag default
  * (capped at the class's maximum when the class sets only a maximum). Then the class's
  * ceilings: image prefixes, memory, cpu, ephemeral-storage, workspace size, storage class.
  * Placement and runtime (runtimeClassName, nodeSelector, tolerations, affinity,

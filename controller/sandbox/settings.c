@@ -23,6 +23,8 @@ static const char usage[] =
     "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
     "  --max-running-per-user N limit of running sandboxes of one spec.userID, 0 = none\n"
     "                           (YAO_SANDBOX_MAX_PER_USER; 0)\n"
+    "  --lifecycle L            lifecycle of Sandboxes that set none and whose SandboxClass sets\n"
+    "                           none: session, long-running, persistent (YAO_SANDBOX_LIFECYCLE; session)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
     "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
     "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
@@ -95,6 +97,9 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         int n = parse_int(val, 1000000);
         if (n < 0) BAD("not a count");
         o->controller.limits.max_running_per_user = n;
+    } else if (!strcmp(name, "lifecycle")) {
+        if (sbx_lifecycle_parse(val, &d->lifecycle) < 0)
+            BAD("not a lifecycle (session, long-running or persistent)");
     } else if (!strcmp(name, "idle-timeout")) {
         if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
         d->idle_timeout_ms = v;
@@ -176,7 +181,7 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         return -1;
     }
 #undef BAD
-    if (!strcmp(name, "image") || !strcmp(name, "idle-timeout") || !strcmp(name, "memory") ||
+    if (!strcmp(name, "image") || !strcmp(name, "idle-timeout") || !strcmp(name, "lifecycle") || !strcmp(name, "memory") ||
         !strcmp(name, "cpu") || !strcmp(name, "memory-request") || !strcmp(name, "cpu-request") ||
         !strcmp(name, "workspace-size") || !strcmp(name, "storage-class") ||
         !strcmp(name, "sandbox-run-as-user") || !strcmp(name, "sandbox-image-pull-secret"))
@@ -210,6 +215,7 @@ static int check_requests(const struct sbx_settings *o, char *err, size_t errlen
 static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
     {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
+    {"YAO_SANDBOX_LIFECYCLE", "lifecycle"},
     {"YAO_SANDBOX_MAX_PER_USER", "max-running-per-user"},
     {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
     {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},

@@ -724,7 +724,7 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     if (sbx_dup(c, str, &s->image)) return -1;
 
     if (sbx_opt_string(c, spec, "lifecycle", "spec.lifecycle", &str)) return -1;
-    s->lifecycle = SBX_SESSION;
+    s->lifecycle = c->d->lifecycle;
     if (str && sbx_lifecycle_parse(str, &s->lifecycle) != 0)
         return sbx_fail(c, "spec.lifecycle: %s is not one of one-shot, session, long-running, "
                         "persistent", sbx_quote(str, q, sizeof q));
@@ -794,6 +794,7 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->run_as_user = SBX_RUN_AS_DEFAULT;
     d->npull_secrets = 0;
     d->ephemeral_bytes = 0;
+    d->lifecycle = SBX_SESSION;
 }
 
 static const char *const sbx_lifecycle_names[] = {

@@ -110,6 +110,10 @@ struct sbx_spec {
     cJSON *node_selector, *tolerations, *affinity;
     char *class_name;          /* the SandboxClass applied; NULL = flag defaults only */
     int max_running_per_user;  /* the class's cap on running sandboxes per user; 0 = none */
+    /* The class's spec.reclaim.idleAfter: a running session or long-running sandbox idle
+     * this long may be stopped to admit a waiting one while the running cap is full
+     * (0 = never reclaimed). */
+    int64_t reclaim_after_ms;
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
@@ -134,6 +138,8 @@ struct sbx_defaults {
     const char *pull_secrets[SBX_PULL_SECRETS_MAX]; /* YAO_SANDBOX_IMAGE_PULL_SECRETS: */
     size_t npull_secrets;          /* imagePullSecrets of sandbox pods, none by default */
     int64_t ephemeral_bytes;       /* ephemeral-storage limit, 0 = none (a SandboxClass sets one) */
+    enum sbx_lifecycle lifecycle;  /* YAO_SANDBOX_LIFECYCLE: of Sandboxes without spec.lifecycle
+                                      (a SandboxClass's spec.lifecycle first), session */
 };
 
 /* The idle main process used when the spec gives neither command nor args. */
@@ -151,7 +157,7 @@ struct sbx_defaults {
 #define SBX_DEFAULT_CPU_REQUEST 100
 
 /* Fill d with the built-in defaults: image SBX_DEFAULT_IMAGE with pull policy
- * IfNotPresent, idle 30 min, limits memory 2 GiB and cpu 1000m, requests 256 MiB and
+ * IfNotPresent, lifecycle session, idle 30 min, limits memory 2 GiB and cpu 1000m, requests 256 MiB and
  * 100m, workspace 10 GiB, cluster-default storage class. */
 void sbx_defaults_init(struct sbx_defaults *d);
 

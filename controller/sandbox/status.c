@@ -194,6 +194,8 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
     }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
+    if (d->lifecycle) cJSON_AddStringToObject(st, "lifecycle", d->lifecycle);
+    else keep(st, cur, "lifecycle");   /* InvalidSpec: the recorded one stays */
     if (d->queue_position > 0) cJSON_AddNumberToObject(st, "queuePosition", d->queue_position);
     if (d->run.present) {
         cJSON *run = run_json(&d->run);

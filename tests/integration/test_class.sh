@@ -20,7 +20,7 @@ check "CRDs and manifests apply with kubectl" install_manifests
 est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
 check "SandboxClass CRD is Established" est
 check "short name ysbc" eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
-cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped --ignore-not-found >/dev/null; }
+cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped yao-it-lc yao-it-reclaim --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
 on_exit "kubectl delete runtimeclass yao-it-gvisor --ignore-not-found; kubectl delete priorityclass yao-it-sandboxes --ignore-not-found"
@@ -171,6 +171,8 @@ sandbox cap1 'className: yao-it-capped'
 check "class cap 1: the user's first Sandbox of the class runs" eventually 20 phase_is $NS cap1 Running
 sandbox cap2 'className: yao-it-capped'
 check "  the user's second of the class waits: UserCapacityExceeded" eventually 20 reason_is $NS cap2 UserCapacityExceeded
+check "  its message names the class and its cap" contains "$(msg cap2)" \
+    'limit of running sandboxes of SandboxClass "yao-it-capped" (spec.maxRunningPerUser: 1) is reached'
 check "  Pending, and no pod" eq "$(kubectl -n $NS get sandbox cap2 -o jsonpath='{.status.phase}')/$(podj cap2 '{.metadata.name}')" "Pending/"
 sandbox capother 'className: yao-it-small'
 check "  the same user's Sandbox of another class still runs (it already has one there)" eventually 20 phase_is $NS capother Running
@@ -184,6 +186,37 @@ sandbox cap3 'className: yao-it-capped'
 check "  the class raised to 2: a new one runs beside it" eventually 20 phase_is $NS cap3 Running
 sandbox cap4 'className: yao-it-capped'
 check "  and the third waits again" eventually 20 reason_is $NS cap4 UserCapacityExceeded
+
+# --- the default lifecycle --------------------------------------------------------------------------
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-lc}
+spec: {lifecycle: long-running}
+YAML
+lcj() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.spec.lifecycle}/{.status.lifecycle}' 2>/dev/null; }
+lc_is() { [ "$(lcj "$1")" = "$2" ]; }
+sandbox lc1 'className: yao-it-lc'
+check "lifecycle: none given, the class's default is in force (status.lifecycle)" eventually 20 lc_is lc1 /long-running
+check "  nothing written into the spec, the pod is labelled with it" \
+    eq "$(lcj lc1)/$(podj lc1 '{.metadata.labels.sandbox\.yaoapps\.com/lifecycle}')" /long-running/long-running
+check "  kubectl get shows it (printer column)" eval "kubectl -n $NS get sandbox lc1 --no-headers | grep -q ' long-running '"
+sandbox lc2 'className: yao-it-lc, lifecycle: persistent'
+check "  the Sandbox's own lifecycle wins over the class's" eventually 20 lc_is lc2 persistent/persistent
+check "  no class, none given: the controller's default (session)" lc_is plain /session
+kubectl patch sandboxclass yao-it-lc --type=merge -p '{"spec":{"lifecycle":"persistent"}}' >/dev/null
+sandbox lc3 'className: yao-it-lc'
+check "  the class's default changed: a new Sandbox gets the new one" eventually 20 lc_is lc3 /persistent
+check "  the existing one keeps the one it got" lc_is lc1 /long-running
+kubectl patch sandboxclass yao-it-lc --type=merge -p '{"spec":{"lifecycle":"one-shot"}}' >/dev/null
+sandbox lc4 'className: yao-it-lc'
+check "  a one-shot class default without spec.run: InvalidSpec naming the class" eventually 20 eval \
+    "[ \"\$(sandbox_reason $NS lc4)\" = InvalidSpec ] && msg lc4 | grep -q 'the default of SandboxClass \"yao-it-lc\"'"
+check "  and the ones made before stay as they were" eq "$(lcj lc1)/$(lcj lc3)/$(sandbox_phase $NS lc1)" /long-running//persistent/Running
+out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: lcbad}\nspec: {userID: a, chatID: b, lifecycle: one-shot}\n' | kubectl -n $NS apply -f - 2>&1)
+check "schema: lifecycle one-shot without spec.run is still refused" contains "$out" "spec.run is required when lifecycle is one-shot"
+out=$(kubectl -n $NS patch sandbox lc1 --type=merge -p '{"spec":{"lifecycle":"one-shot","run":{"command":["true"]}}}' 2>&1)
+check "schema: no lifecycle to one-shot by an edit" contains "$out" "cannot be changed to or from one-shot"
 
 # --- the schema ---------------------------------------------------------------------------------
 out=$(printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-bad}\nspec: {resources: {memory: {max: lots}}}\n' | kubectl apply -f - 2>&1)
@@ -216,4 +249,63 @@ check "the controller reads SandboxClasses and cannot change them" \
     eq "$(can list sandboxclasses --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)/$(can patch sandboxclasses --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)" yes/no
 
 check "no Forbidden in the controller log" eval "! grep -q 'status=403\|Forbidden' '$LOG'"
+
+# --- reclaim ------------------------------------------------------------------------------------
+# Another controller, on its own namespace, with a global cap of 2: three users; idle
+# sandboxes of a class with reclaim.idleAfter 5s are stopped (workspace kept) to admit a
+# waiting one, the longest idle first, one per waiting Sandbox; a touch starts one again.
+kill_controller TERM
+NS2=yao-it-reclaim
+fresh_namespace $NS2
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-reclaim}
+spec: {reclaim: {idleAfter: 5s}}
+YAML
+start_controller "$LOG" --namespace $NS2 --max-running 2 --workers 2 --idle-timeout 45m
+rsb() {   # rsb NAME USER SPEC-MEMBERS
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: %s, chatID: c1%s}\n' \
+        "$1" "$2" "${3:+, $3}" | kubectl -n $NS2 apply -f - >/dev/null
+}
+touch_sb() { kubectl -n $NS2 annotate --overwrite sandbox "$1" "sandbox.yaoapps.com/last-used-at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null; }
+rreason() { sandbox_reason $NS2 "$1"; }
+claim_uid() { kubectl -n $NS2 get pvc "yao-sb-$1-c1-workspace" -o jsonpath='{.metadata.uid}' 2>/dev/null; }
+rsb ra alice 'className: yao-it-reclaim, lifecycle: session'
+check "reclaim: alice's session runs" eventually 20 phase_is $NS2 ra Running
+rsb rb bob 'className: yao-it-reclaim, lifecycle: long-running'
+check "  bob's long-running runs" eventually 20 phase_is $NS2 rb Running
+ALICE_CLAIM=$(claim_uid alice)
+sleep 3
+touch_sb rb   # bob was used after alice: alice is the longest idle
+sleep 6       # both idle past 5s
+rsb rc carol ''
+check "  carol's Sandbox (cap 2 full) is admitted and runs" eventually 30 phase_is $NS2 rc Running
+check "  the longest idle (alice's) was reclaimed: Stopped, reason Reclaimed" eventually 20 eval \
+    "phase_is $NS2 ra Stopped && reason_is $NS2 ra Reclaimed"
+check "  bob's still runs (one reclaimed for one waiting)" eq "$(sandbox_phase $NS2 rb)/$(rreason rb)" Running/PodReady
+check "  alice's pod is gone, her workspace claim kept (same claim)" \
+    eq "$(kubectl -n $NS2 get pod yao-sb-alice-c1 -o name 2>/dev/null)/$(claim_uid alice)" "/$ALICE_CLAIM"
+check "  alice's Sandbox is kept, its status says why" contains "$(kubectl -n $NS2 get sandbox ra -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')" "reclaimed while idle"
+check "  an Event Reclaimed names the class and its threshold" eventually 10 eval \
+    "kubectl -n $NS2 get events --field-selector involvedObject.name=ra,reason=Reclaimed -o jsonpath='{.items[*].message}' | grep -q 'SandboxClass \"yao-it-reclaim\" spec.reclaim.idleAfter: 5s'"
+check "  alice stays stopped while unused" eval "sleep 3; phase_is $NS2 ra Stopped"
+# Alice comes back: she waits for a slot, and bob (idle past 5s) is reclaimed for her.
+touch_sb ra
+check "  alice touched: she runs again" eventually 30 phase_is $NS2 ra Running
+check "  on the same workspace claim" eq "$(claim_uid alice)" "$ALICE_CLAIM"
+check "  bob (now the idle one) was reclaimed for her" eventually 20 eval "phase_is $NS2 rb Stopped && reason_is $NS2 rb Reclaimed"
+check "  carol's (no class, no reclaim) still runs" eq "$(sandbox_phase $NS2 rc)" Running
+# Negative: dave waits while alice is in use (touched every second) and the only other
+# running one (carol's) is of no reclaiming class: nothing is reclaimed.
+rsb rd dave ''
+check "  dave waits (CapacityExceeded)" eventually 20 reason_is $NS2 rd CapacityExceeded
+for _ in 1 2 3 4 5 6 7 8; do touch_sb ra; sleep 1; done
+check "  alice, used within 5s all along, was not reclaimed" eq "$(sandbox_phase $NS2 ra)/$(rreason ra)" Running/PodReady
+check "  dave still waits" eq "$(sandbox_phase $NS2 rd)/$(rreason rd)" Pending/CapacityExceeded
+# Left idle, alice is reclaimed for dave.
+check "  alice left idle: reclaimed, dave runs" eventually 30 eval "phase_is $NS2 rd Running && reason_is $NS2 ra Reclaimed"
+check "  bob's stays stopped (unused)" eq "$(sandbox_phase $NS2 rb)/$(rreason rb)" Stopped/Reclaimed
+check "  three reclaims in the controller's log, no Forbidden" eval \
+    "[ \$(grep -c 'msg=\"sandbox reclaimed\"' '$LOG') -eq 3 ] && ! grep -q 'status=403\|Forbidden' '$LOG'"
 finish

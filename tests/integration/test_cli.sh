@@ -189,9 +189,12 @@ check "create: the audit log shows one POST that created it (201), any other one
 out=$(ye create --user "$CU" --chat "$CC" --lifecycle persistent --idle-timeout 5m); rc=$?
 check "create again: exit 0, the same name" eq "$rc/$out" "0/$CN"
 check "create again: the same Sandbox (UID), left as it was" \
-    eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.metadata.uid}/{.spec.lifecycle}/{.spec.idleTimeout}')" "$UID1/session/"
+    eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.metadata.uid}/{.spec.lifecycle}/{.spec.idleTimeout}')" "$UID1//"
 out=$(ye create --user "$CU" --chat "$CC" --wait); rc=$?
 check "create --wait: exit 0 once Running" eq "$rc/$out/$(sandbox_phase $NS "$CN")" "0/$CN/Running"
+check "create: no lifecycle given, the controller's default is in force (status.lifecycle)" \
+    eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.status.lifecycle}')" "session"
+check "get: shows the lifecycle in force" contains "$(ye get "$CN")" "Lifecycle:    session"
 check "create: the Sandbox has the name of its pod" eq "$(kubectl -n $NS get ysb "$CN" -o jsonpath='{.status.podName}')" "$CN"
 out=$(ye create --user frank --chat c1 --lifecycle long-running --image busybox:1.36 --idle-timeout 90s)
 check "create: a plain pair gets the plain name yao-sb-USER-CHAT" eq "$out" yao-sb-frank-c1
@@ -265,7 +268,8 @@ check "create while the Sandbox is being deleted: exit 0, the same name" eq "$rc
 check "  after the old one was gone (>= 2 s)" test $(( $(now_ms) - t0 )) -ge 1900
 NEW=$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.metadata.uid}')
 check "  a new Sandbox (another UID), not being deleted" eq "$([ -n "$NEW" ] && [ "$NEW" != "$OLD" ] && echo new)/$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.metadata.deletionTimestamp}')" "new/"
-check "  with the flags' defaults again (session)" eq "$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.spec.lifecycle}')" session
+lc_in_force() { [ "$(kubectl -n $NS get ysb yao-sb-frank-c1 -o jsonpath='{.spec.lifecycle}/{.status.lifecycle}')" = "/session" ]; }
+check "  with the flags' defaults again (none written; session in force)" eventually 20 lc_in_force
 
 ye create --chat c1 2>"$T/err"; rc=$?
 check "create without --user: exit 2, one line" eq "$rc/$(wc -l < "$T/err")" "2/1"

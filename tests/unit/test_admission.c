@@ -43,7 +43,13 @@ static void run(struct sbx_admission *a, const char *uid) {
 static int pos_of(struct sbx_admission *a, const char *uid) {
     int pos;
     enum sbx_admit r = sbx_admission_try(a, uid, 0, FAR, &pos);
-    return r == SBX_ADMIT_YES ? -1 : r == SBX_ADMIT_WAIT_USER ? 0 : pos;
+    return r == SBX_ADMIT_YES ? -1 : r == SBX_ADMIT_WAIT_USER || r == SBX_ADMIT_WAIT_CLASS ? 0 : pos;
+}
+
+/* The answer itself (which cap holds it). */
+static enum sbx_admit admit_of(struct sbx_admission *a, const char *uid) {
+    int pos;
+    return sbx_admission_try(a, uid, 0, FAR, &pos);
 }
 
 TEST(stranger_pods_hold_no_slot) {
@@ -350,8 +356,10 @@ TEST(class_cap_with_the_global_and_the_flag_caps) {
     sbc(a, "cm1", "carol", 7, "medium", 2);
     run(a, "as1");
     CHECK_INT(pos_of(a, "as2"), 0);                        /* the class: out of the line */
+    CHECK_INT(admit_of(a, "as2"), SBX_ADMIT_WAIT_CLASS);   /* ... and it says which cap */
     run(a, "am1");
     CHECK_INT(pos_of(a, "am2"), 0);                        /* the flag: alice holds 2 */
+    CHECK_INT(admit_of(a, "am2"), SBX_ADMIT_WAIT_USER);
     run(a, "bs1");                                         /* the third slot */
     /* the global line holds bob's medium and carol's, not alice's capped ones */
     CHECK_INT(pos_of(a, "cm1"), 1);                        /* carol holds none */
@@ -367,6 +375,103 @@ TEST(class_cap_with_the_global_and_the_flag_caps) {
     CHECK(pos_of(a, "as2") > 1);
     CHECK_INT(pos_of(a, "cm1"), -1);
     CHECK_INT(pos_of(a, "am2"), 0);                        /* still out: the class's slot is not medium's */
+    sbx_admission_free(a);
+}
+
+/* ---- reclaim ---------------------------------------------------------------------------- */
+
+#define MINUTE 60000
+
+TEST(reclaim_picks_the_longest_idle_only_when_someone_can_be_admitted) {
+    /* cap 2: alice's a1 (idle 40 min) and bob's b1 (idle 50 min) run, both reclaimable
+     * after 30 min; carol's c1 arrives */
+    struct sbx_admission_limits l = {.max_running = 2};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    struct sbx_reclaim_victim v[4];
+    int64_t now = 100 * MINUTE, next;
+    sb(a, "a1", "alice", 1); sb(a, "b1", "bob", 2); sb(a, "c1", "carol", 3);
+    run(a, "a1"); run(a, "b1");
+    sbx_admission_reclaimable(a, "a1", 30 * MINUTE, now - 40 * MINUTE);
+    sbx_admission_reclaimable(a, "b1", 30 * MINUTE, now - 50 * MINUTE);
+    /* nobody waits yet: nothing */
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 0);
+    CHECK_INT(pos_of(a, "c1"), 1);                 /* c1 waits, first in line */
+    /* one waits: one victim, the longest idle, however many are asked for */
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 1);
+    CHECK_STR(v[0].uid, "b1");
+    CHECK_STR(v[0].key, "ns/b1");
+    CHECK_INT(v[0].last_used_ms, now - 50 * MINUTE);
+    CHECK_INT(v[0].after_ms, 30 * MINUTE);
+    /* under way: not chosen again, and no second victim for the same waiter */
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 0);
+    /* the fresh read said no (b1 was touched): cancelled; its pass reports the touch */
+    sbx_admission_reclaim_cancel(a, "b1");
+    sbx_admission_reclaimable(a, "b1", 30 * MINUTE, now);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 1);
+    CHECK_STR(v[0].uid, "a1");
+    /* a1's pod stops: its slot is free, c1 is admitted, nothing more is reclaimed */
+    sbx_admission_pod(a, "a1", -1);
+    CHECK_INT(pos_of(a, "c1"), -1);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 0);
+    sbx_admission_free(a);
+}
+
+TEST(reclaim_respects_thresholds_and_kinds) {
+    struct sbx_admission_limits l = {.max_running = 3};
+    struct sbx_admission *a = sbx_admission_new(&l);
+    struct sbx_reclaim_victim v[4];
+    int64_t now = 100 * MINUTE, next = -1;
+    sb(a, "r1", "u1", 1); sb(a, "r2", "u2", 2); sb(a, "r3", "u3", 3);
+    sb(a, "w1", "x", 4); sb(a, "w2", "y", 5);
+    run(a, "r1"); run(a, "r2"); run(a, "r3");
+    sbx_admission_reclaimable(a, "r1", 30 * MINUTE, now - 10 * MINUTE);   /* used recently */
+    sbx_admission_reclaimable(a, "r2", 0, now - 90 * MINUTE);             /* not reclaimable */
+    sbx_admission_reclaimable(a, "r3", 60 * MINUTE, now - 45 * MINUTE);   /* its class: 1 h */
+    CHECK_INT(pos_of(a, "w1"), 1);
+    CHECK_INT(pos_of(a, "w2"), 2);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 0);
+    CHECK_INT(next, now + 15 * MINUTE);          /* r3 first, in 15 min */
+    /* later both are past their threshold: two waiting, two victims, longest idle first */
+    now += 30 * MINUTE;
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 2);
+    CHECK_STR(v[0].uid, "r3");
+    CHECK_STR(v[1].uid, "r1");
+    /* a reclaim under way ends when its time is up (the pod never went) */
+    CHECK_INT(sbx_admission_reclaim_pick(a, now + 2 * MINUTE, now + 3 * MINUTE, v, 1, &next), 1);
+    CHECK_STR(v[0].uid, "r3");
+    /* a Sandbox gone is no candidate */
+    sbx_admission_sandbox_gone(a, "r3");
+    sbx_admission_sandbox_gone(a, "r1");
+    CHECK_INT(sbx_admission_reclaim_pick(a, now + 10 * MINUTE, now + 11 * MINUTE, v, 4, &next), 0);
+    sbx_admission_free(a);
+}
+
+TEST(reclaim_only_for_the_global_cap_and_those_it_admits) {
+    /* no global cap: never */
+    struct sbx_admission_limits l0 = {.max_running_per_user = 1};
+    struct sbx_admission *a = sbx_admission_new(&l0);
+    struct sbx_reclaim_victim v[4];
+    int64_t now = 100 * MINUTE;
+    sb(a, "a1", "alice", 1); sb(a, "a2", "alice", 2);
+    run(a, "a1");
+    sbx_admission_reclaimable(a, "a1", MINUTE, now - 50 * MINUTE);
+    CHECK_INT(pos_of(a, "a2"), 0);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, NULL), 0);
+    sbx_admission_free(a);
+    /* global cap 1, per user 1: alice's a2 waits for her own cap, a freed global slot would
+     * not admit it: nothing is reclaimed for it */
+    struct sbx_admission_limits l1 = {.max_running = 1, .max_running_per_user = 1};
+    a = sbx_admission_new(&l1);
+    sb(a, "a1", "alice", 1); sb(a, "a2", "alice", 2);
+    run(a, "a1");
+    sbx_admission_reclaimable(a, "a1", MINUTE, now - 50 * MINUTE);
+    CHECK_INT(pos_of(a, "a2"), 0);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, NULL), 0);
+    /* bob's b1 is admissible: one victim */
+    sb(a, "b1", "bob", 3);
+    CHECK_INT(pos_of(a, "b1"), 1);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, NULL), 1);
+    CHECK_STR(v[0].uid, "a1");
     sbx_admission_free(a);
 }
 

@@ -605,6 +605,106 @@ TEST(long_running_woken_waits_for_capacity) {
     CHECK_INT(d.wants_pod, 1);
 }
 
+/* ---- reclaimed (the class's spec.reclaim) ------------------------------------------------ */
+
+/* Running, last used at T0 - 20 min; the reclaim recorded that last use and its reason. */
+static struct sbx_observed reclaimed(int64_t now) {
+    struct sbx_observed o = running(T0 - HOUR, now);
+    o.last_used_annotation_ms = T0 - 20 * MIN;
+    o.status_last_used_ms = T0 - 20 * MIN;
+    o.status_phase = "Stopping";
+    o.status_reason = SBX_REASON_RECLAIMED;
+    return o;
+}
+
+TEST(reclaimed_deletes_the_pod_keeps_the_workspace) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = reclaimed(T0);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD);   /* not the claim, not the Sandbox */
+    CHECK_STR(d.phase, "Stopping");
+    CHECK_STR(d.reason, "Reclaimed");
+    CHECK_STR(d.message, "reclaimed while idle to admit a waiting sandbox (the next use starts it again); "
+                         "deleting the pod, keeping the workspace");
+    CHECK_INT(d.wants_pod, 0);
+    CHECK_INT(d.last_used_ms, T0 - 20 * MIN);
+    CHECK_STR(d.lifecycle, "session");
+    /* its session's own idle timeout still runs: 30 min after the last use */
+    CHECK_INT(d.requeue_after_ms, 10 * MIN);
+    /* the pod gone: Stopped, and it stays so */
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    o.pod_started_ms = 0;
+    o.admitted = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_STR(d.reason, "Reclaimed");
+    CHECK_INT(d.stopped_ms, T0);
+    CHECK_INT(d.wants_pod, 0);
+    /* idle past its idleTimeout: a session is removed as ever */
+    o.now_ms = T0 + 10 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, D_SBX);
+    CHECK_STR(d.reason, "Idle");
+}
+
+TEST(reclaimed_long_running_stays_stopped_until_used) {
+    struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
+    struct sbx_observed o = reclaimed(T0 + HOUR);
+    o.pod = SBX_OBJ_ABSENT;
+    o.pod_phase = NULL;
+    o.pod_ready = 0;
+    o.admitted = 0;
+    o.status_stopped_ms = T0;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Stopped");
+    CHECK_INT(d.stopped_ms, T0);
+    CHECK_INT(d.requeue_after_ms, 12 * HOUR - 20 * MIN - HOUR);   /* its 24 x idleTimeout */
+    /* a use after the one the reclaim saw (even a client clock behind the controller's
+     * stop time) starts it again: it asks for a slot like any other */
+    o.last_used_annotation_ms = T0 - 10 * MIN;
+    d = decide(&s, &o);
+    CHECK_INT(d.wants_pod, 1);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_STR(d.reason, "CapacityExceeded");
+    o.admitted = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+    CHECK_INT(d.last_used_ms, T0 - 10 * MIN);
+}
+
+TEST(reclaimed_status_on_other_lifecycles_is_ignored) {
+    /* changed to persistent since: it runs */
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = reclaimed(T0);
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Running");
+    CHECK_STR(d.lifecycle, "persistent");
+}
+
+TEST(class_cap_message_names_the_class) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.admitted = 0;
+    o.user_capped = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.reason, "UserCapacityExceeded");
+    CHECK_STR(d.message, "this user's limit of running sandboxes is reached; waiting for one of them to stop");
+    char cls[] = "small";
+    s.class_name = cls;
+    s.max_running_per_user = 2;
+    o.class_capped = 1;
+    d = decide(&s, &o);
+    CHECK_STR(d.reason, "UserCapacityExceeded");
+    CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
+                         "(spec.maxRunningPerUser: 2) is reached; waiting for one of them to stop");
+    CHECK_INT(d.wants_pod, 1);
+}
+
 /* ---- paused --------------------------------------------------------------------------- */
 
 TEST(paused_stops_any_lifecycle) {

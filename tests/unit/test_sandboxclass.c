@@ -163,6 +163,23 @@ TEST(parse_errors_name_the_class_and_field) {
     expect_class_error("\"image\":{\"allowedPrefixes\":[\"\"]}",
                        "SandboxClass \"bad\": spec.image.allowedPrefixes[0]: must be a non-empty string");
     expect_class_error("\"runtimeClassName\":7", "SandboxClass \"bad\": spec.runtimeClassName: must be a string");
+    expect_class_error("\"lifecycle\":\"forever\"",
+                       "SandboxClass \"bad\": spec.lifecycle: must be one of one-shot, session, long-running, persistent");
+    expect_class_error("\"reclaim\":{\"idleAfter\":\"500ms\"}",
+                       "SandboxClass \"bad\": spec.reclaim.idleAfter: must be a duration of at least 1s (e.g. 30m)");
+    expect_class_error("\"reclaim\":[]", "SandboxClass \"bad\": spec.reclaim: must be an object");
+}
+
+TEST(parse_lifecycle_and_reclaim) {
+    struct sbx_class k;
+    CHECK_INT(parse_class("\"lifecycle\":\"long-running\",\"reclaim\":{\"idleAfter\":\"15m\"}", &k), 0);
+    CHECK(k.has_lifecycle);
+    CHECK_INT(k.lifecycle, SBX_LONG_RUNNING);
+    CHECK_INT(k.reclaim_after_ms, 15 * 60000);
+    sbx_class_free(&k);
+    CHECK_INT(parse_class("", &k), 0);
+    CHECK(!k.has_lifecycle && !k.reclaim_after_ms);
+    sbx_class_free(&k);
 }
 
 TEST(default_annotation) {
@@ -425,4 +442,94 @@ TEST(pull_secrets_point_at_the_callers_defaults) {
     sbx_spec_free(&s);
     sbx_class_free(&k);
     cJSON_Delete(sb);
+}
+
+/* ---- the default lifecycle -------------------------------------------------------------- */
+
+/* Resolve a whole Sandbox object (JSON text) under class members (NULL: no class) and flag
+ * defaults d (NULL: built-in); returns rc, lifecycle in *l. */
+static int resolve_obj(const char *class_members, const char *obj, const struct sbx_defaults *d,
+                       enum sbx_lifecycle *l, char *err, size_t errlen) {
+    struct sbx_class k;
+    struct sbx_spec s;
+    cJSON *sb = cJSON_Parse(obj);
+    int rc;
+    CHECK(sb != NULL);
+    if (class_members && parse_class(class_members, &k)) { cJSON_Delete(sb); return -2; }
+    rc = sbx_class_resolve(sb, class_members ? &k : NULL, d, &s, err, errlen);
+    if (rc == 0) { *l = s.lifecycle; sbx_spec_free(&s); }
+    if (class_members) sbx_class_free(&k);
+    cJSON_Delete(sb);
+    return rc;
+}
+
+#define SB_NONE "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\"}}"
+#define SB_OWN(l) "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\",\"lifecycle\":\"" l "\"}}"
+#define SB_PINNED(l) "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\"}," \
+                     "\"status\":{\"lifecycle\":\"" l "\"}}"
+
+TEST(lifecycle_own_then_recorded_then_class_then_flag) {
+    enum sbx_lifecycle l = SBX_ONE_SHOT;
+    char err[512] = "";
+    struct sbx_defaults d;
+    sbx_defaults_init(&d);
+    /* nothing anywhere: the controller's default, session */
+    CHECK_INT(resolve_obj(NULL, SB_NONE, NULL, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_SESSION);
+    /* the controller's default set to persistent */
+    d.lifecycle = SBX_PERSISTENT;
+    CHECK_INT(resolve_obj(NULL, SB_NONE, &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_PERSISTENT);
+    /* a class that sets none leaves the flag's */
+    CHECK_INT(resolve_obj("\"idleTimeout\":\"5m\"", SB_NONE, &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_PERSISTENT);
+    /* the class's default over the flag's */
+    CHECK_INT(resolve_obj("\"lifecycle\":\"long-running\"", SB_NONE, &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_LONG_RUNNING);
+    /* the Sandbox's own over the class's */
+    CHECK_INT(resolve_obj("\"lifecycle\":\"long-running\"", SB_OWN("persistent"), &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_PERSISTENT);
+    /* the one recorded when it was first resolved stays, whatever the class says now */
+    CHECK_INT(resolve_obj("\"lifecycle\":\"long-running\"", SB_PINNED("session"), &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_SESSION);
+    /* ... and its own value still wins over the recorded one (session → persistent) */
+    CHECK_INT(resolve_obj(NULL, "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\","
+                          "\"lifecycle\":\"persistent\"},\"status\":{\"lifecycle\":\"session\"}}", &d, &l, err,
+                          sizeof err), 0);
+    CHECK_INT(l, SBX_PERSISTENT);
+    /* an unknown recorded value is ignored */
+    CHECK_INT(resolve_obj("\"lifecycle\":\"long-running\"", SB_PINNED("weird"), &d, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_LONG_RUNNING);
+}
+
+TEST(lifecycle_one_shot_rules) {
+    enum sbx_lifecycle l;
+    char err[512] = "";
+    /* a one-shot class default needs spec.run, and says where the lifecycle came from */
+    CHECK_INT(resolve_obj("\"lifecycle\":\"one-shot\"", SB_NONE, NULL, &l, err, sizeof err), -1);
+    CHECK_STR(err, "spec.run: required: the lifecycle is one-shot, the default of SandboxClass \"small\" "
+                   "(spec.lifecycle); set spec.run, or another spec.lifecycle");
+    CHECK_INT(resolve_obj("\"lifecycle\":\"one-shot\"", "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\","
+                          "\"chatID\":\"c\",\"run\":{\"command\":[\"true\"]}}}", NULL, &l, err, sizeof err), 0);
+    CHECK_INT(l, SBX_ONE_SHOT);
+    /* never to or from one-shot against the recorded lifecycle */
+    CHECK_INT(resolve_obj(NULL, "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\","
+                          "\"lifecycle\":\"session\"},\"status\":{\"lifecycle\":\"one-shot\"}}", NULL, &l, err,
+                          sizeof err), -1);
+    CHECK_STR(err, "spec.lifecycle: cannot change from one-shot to session (to or from one-shot); create a new Sandbox");
+    CHECK_INT(resolve_obj(NULL, "{\"metadata\":{\"name\":\"sb\"},\"spec\":{\"userID\":\"a\",\"chatID\":\"c\","
+                          "\"lifecycle\":\"one-shot\",\"run\":{\"command\":[\"true\"]}},\"status\":{\"lifecycle\":"
+                          "\"persistent\"}}", NULL, &l, err, sizeof err), -1);
+    CHECK_STR(err, "spec.lifecycle: cannot change from persistent to one-shot (to or from one-shot); create a new Sandbox");
+}
+
+TEST(reclaim_threshold_reaches_the_spec) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve("\"reclaim\":{\"idleAfter\":\"90s\"}", "", &s, err, sizeof err), 0);
+    CHECK_INT(s.reclaim_after_ms, 90000);
+    sbx_spec_free(&s);
+    CHECK_INT(resolve(NULL, "", &s, err, sizeof err), 0);
+    CHECK_INT(s.reclaim_after_ms, 0);
+    sbx_spec_free(&s);
 }

@@ -99,6 +99,17 @@ TEST(defaults) {
     CHECK_INT(foreign_lookups, 0); /* only YAO_SANDBOX_* variables are read */
 }
 
+TEST(default_lifecycle) {
+    struct sbx_settings o;
+    static const char *const env[] = {"YAO_SANDBOX_LIFECYCLE", "persistent", NULL};
+    CHECK_INT(parse_with(NULL, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.lifecycle, SBX_SESSION);
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.lifecycle, SBX_PERSISTENT);
+    CHECK_INT(parse_with(env, &o, "--lifecycle=long-running", NULL), 0);   /* the flag wins */
+    CHECK_INT(o.controller.defaults.lifecycle, SBX_LONG_RUNNING);
+}
+
 TEST(no_env_function) {
     struct sbx_settings o;
     char *argv[] = {(char *)"ctl", (char *)"--workers=2", NULL};
@@ -120,7 +131,7 @@ TEST(usage_mentions_every_flag) {
         "YAO_SANDBOX_MEMORY_REQUEST", "--cpu-request", "YAO_SANDBOX_CPU_REQUEST", "IfNotPresent",
         "256Mi", "100m", SBX_DEFAULT_IMAGE,
         "--lease-duration", "--renew-deadline", "--retry-period", "--log-level", "--version",
-        "--help", "YAO_SANDBOX_MAX",
+        "--help", "YAO_SANDBOX_MAX", "--lifecycle", "YAO_SANDBOX_LIFECYCLE",
     };
     const char *u = sbx_settings_usage();
     CHECK(u != NULL);
@@ -417,6 +428,9 @@ TEST(env_errors_name_the_variable) {
         {"YAO_SANDBOX_LOG_LEVEL", "verbose", "log level"},
         {"YAO_SANDBOX_LOG_LEVEL", "INFO", "log level"},
         {"YAO_SANDBOX_IMAGE", "", "image"},
+        {"YAO_SANDBOX_LIFECYCLE", "forever", "lifecycle"},
+        /* every Sandbox without spec.run would be InvalidSpec */
+        {"YAO_SANDBOX_LIFECYCLE", "one-shot", "spec.run"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *env[] = {cases[i][0], cases[i][1], NULL};
@@ -446,6 +460,7 @@ TEST(flag_errors_name_the_flag) {
         {"--workers", "-3", "worker"},
         {"--log-level", "trace", "log level"},
         {"--image", "", "image"},
+        {"--lifecycle", "Session", "lifecycle"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char arg[128];

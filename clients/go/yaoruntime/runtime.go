@@ -74,7 +74,7 @@ type CreateOptions struct {
 
 	// UserID and ChatID name the Sandbox's owner (see Identity).
 	UserID, ChatID string
-	// Lifecycle of a new Sandbox (default: the CRD's, session).
+	// Lifecycle of a new Sandbox (default: its SandboxClass's, else the controller's, session).
 	Lifecycle v1alpha1.Lifecycle
 	// IdleTimeout of a new Sandbox, e.g. "30m" (default: the controller's).
 	IdleTimeout string

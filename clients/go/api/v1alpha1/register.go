@@ -18,14 +18,14 @@ const Resource = "sandboxes"
 var (
 	// SchemeBuilder registers the Sandbox types with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds Sandbox and SandboxList to a scheme.
+	// AddToScheme adds Sandbox, SandboxList, SandboxClass and SandboxClassList to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 // addKnownTypes registers the types and the meta/v1 options (ListOptions, WatchEvent...)
 // for this group version.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Sandbox{}, &SandboxList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Sandbox{}, &SandboxList{}, &SandboxClass{}, &SandboxClassList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

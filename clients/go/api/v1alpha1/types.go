@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -67,7 +68,16 @@ const (
 	ReasonNameConflict     = "NameConflict"
 	ReasonIdle             = "Idle"
 	ReasonPaused           = "Paused"
+	// ReasonUserCapacityExceeded: the user's cap (the controller's, or its SandboxClass's
+	// maxRunningPerUser, which the message names) holds it.
+	ReasonUserCapacityExceeded = "UserCapacityExceeded"
+	// ReasonReclaimed: stopped while idle to admit a waiting sandbox (SandboxClass
+	// spec.reclaim); the workspace is kept and the next use starts it again.
+	ReasonReclaimed = "Reclaimed"
 )
+
+// AnnotationDefaultClass marks the default SandboxClass ("true"), as for StorageClasses.
+const AnnotationDefaultClass = "sandbox.yaoapps.com/is-default-class"
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -86,8 +96,13 @@ type SandboxSpec struct {
 	UserID string `json:"userID"`
 	ChatID string `json:"chatID"`
 	// Image is the container image; the controller's YAO_SANDBOX_IMAGE when empty.
-	Image     string    `json:"image,omitempty"`
+	Image string `json:"image,omitempty"`
+	// Lifecycle is the policy; empty takes the SandboxClass's default, else the
+	// controller's (session). Status.Lifecycle says which one is in force.
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// ClassName names the SandboxClass (cluster-scoped) whose defaults and limits apply;
+	// empty takes the class marked default, if any.
+	ClassName string `json:"className,omitempty"`
 	// IdleTimeout is a duration string such as "90s", "30m", "2h".
 	IdleTimeout string `json:"idleTimeout,omitempty"`
 	// Paused stops the sandbox (pod deleted, workspace kept); false starts it again.
@@ -104,6 +119,14 @@ type SandboxSpec struct {
 	Ports []Port `json:"ports,omitempty"`
 	// Service asks for a ClusterIP Service for Ports, owned by the Sandbox.
 	Service *ServiceSpec `json:"service,omitempty"`
+	// Network narrows the egress its SandboxClass allows (classes with network mode isolated).
+	Network *NetworkSpec `json:"network,omitempty"`
+}
+
+// NetworkSpec is a Sandbox's own network policy, within its class's.
+type NetworkSpec struct {
+	// EgressCIDRs the sandbox may reach, each within the class's egressCIDRs.
+	EgressCIDRs []string `json:"egressCIDRs,omitempty"`
 }
 
 // Port is one port of the sandbox's container.
@@ -142,14 +165,31 @@ type ServiceStatus struct {
 type EnvVar struct {
 	Name  string `json:"name"`
 	Value string `json:"value,omitempty"`
+	// ValueFrom takes the value from a Secret in the Sandbox's namespace instead (read by
+	// the kubelet: neither the Sandbox nor the controller holds it). Not with Value.
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
+}
+
+// EnvVarSource is where a variable's value comes from.
+type EnvVarSource struct {
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
+}
+
+// SecretKeySelector is one key of a Secret in the Sandbox's namespace.
+type SecretKeySelector struct {
+	Name     string `json:"name"`
+	Key      string `json:"key"`
+	Optional *bool  `json:"optional,omitempty"`
 }
 
 // Resources are the container's limits (memory "2g"/"2Gi", cpu "1.0"/"500m") and,
 // optionally, its requests.
 type Resources struct {
-	Memory   *intstr.IntOrString `json:"memory,omitempty"`
-	CPU      *intstr.IntOrString `json:"cpu,omitempty"`
-	Requests *ResourceRequests   `json:"requests,omitempty"`
+	Memory *intstr.IntOrString `json:"memory,omitempty"`
+	CPU    *intstr.IntOrString `json:"cpu,omitempty"`
+	// EphemeralStorage limits the container's writable layer, logs and emptyDirs.
+	EphemeralStorage *intstr.IntOrString `json:"ephemeralStorage,omitempty"`
+	Requests         *ResourceRequests   `json:"requests,omitempty"`
 }
 
 // ResourceRequests is what the scheduler reserves; each at most its limit.
@@ -183,21 +223,28 @@ type RunSpec struct {
 
 // SandboxStatus is the observed state, written by the controller.
 type SandboxStatus struct {
-	Phase              Phase              `json:"phase,omitempty"`
-	PodName            string             `json:"podName,omitempty"`
-	PodIP              string             `json:"podIP,omitempty"`
-	NodeName           string             `json:"nodeName,omitempty"`
-	WorkspaceClaim     string             `json:"workspaceClaim,omitempty"`
-	StartedAt          *metav1.Time       `json:"startedAt,omitempty"`
-	RestartCount       int32              `json:"restartCount,omitempty"`
-	LastTermination    *TerminationState  `json:"lastTermination,omitempty"`
-	StoppedAt          *metav1.Time       `json:"stoppedAt,omitempty"`
-	LastUsedAt         *metav1.Time       `json:"lastUsedAt,omitempty"`
-	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
-	Run                *RunStatus         `json:"run,omitempty"`
-	Conditions         []metav1.Condition `json:"conditions,omitempty"`
-	Endpoints          []Endpoint         `json:"endpoints,omitempty"`
-	Service            *ServiceStatus     `json:"service,omitempty"`
+	Phase           Phase             `json:"phase,omitempty"`
+	PodName         string            `json:"podName,omitempty"`
+	PodIP           string            `json:"podIP,omitempty"`
+	NodeName        string            `json:"nodeName,omitempty"`
+	WorkspaceClaim  string            `json:"workspaceClaim,omitempty"`
+	StartedAt       *metav1.Time      `json:"startedAt,omitempty"`
+	RestartCount    int32             `json:"restartCount,omitempty"`
+	LastTermination *TerminationState `json:"lastTermination,omitempty"`
+	StoppedAt       *metav1.Time      `json:"stoppedAt,omitempty"`
+	LastUsedAt      *metav1.Time      `json:"lastUsedAt,omitempty"`
+	// IgnoredLastUsedAt quotes a last-used-at annotation that is not an RFC 3339 time.
+	IgnoredLastUsedAt  string `json:"ignoredLastUsedAt,omitempty"`
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	// Lifecycle is the lifecycle in force: Spec.Lifecycle, else the default the Sandbox
+	// got when the controller first resolved it (its class's, else the controller's).
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// QueuePosition is its place in line (1 = next) while it waits for the running cap.
+	QueuePosition int32              `json:"queuePosition,omitempty"`
+	Run           *RunStatus         `json:"run,omitempty"`
+	Conditions    []metav1.Condition `json:"conditions,omitempty"`
+	Endpoints     []Endpoint         `json:"endpoints,omitempty"`
+	Service       *ServiceStatus     `json:"service,omitempty"`
 }
 
 // TerminationState is the last time the sandbox container ended on its own.
@@ -226,6 +273,15 @@ type SandboxList struct {
 	Items           []Sandbox `json:"items"`
 }
 
+// EffectiveLifecycle is the lifecycle in force: Spec.Lifecycle when set, else the one the
+// controller recorded (Status.Lifecycle); empty before the controller's first pass.
+func (s *Sandbox) EffectiveLifecycle() Lifecycle {
+	if s.Spec.Lifecycle != "" {
+		return s.Spec.Lifecycle
+	}
+	return s.Status.Lifecycle
+}
+
 // ReadyCondition returns the Ready condition, or nil when the controller has not set it yet.
 func (s *Sandbox) ReadyCondition() *metav1.Condition {
 	for i := range s.Status.Conditions {
@@ -249,4 +305,110 @@ func (s *Sandbox) MountPath() string {
 func (s *Sandbox) IsRunning() bool {
 	return s.Status.Phase == PhaseRunning && s.Status.PodName != "" && !s.Spec.Paused &&
 		s.DeletionTimestamp == nil
+}
+
+// ClassResource is the plural resource name of SandboxClasses (cluster-scoped).
+const ClassResource = "sandboxclasses"
+
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClass is the operator's template and limits for Sandboxes (cluster-scoped), like
+// a StorageClass: the Sandboxes naming it in spec.className, or all without one for the
+// class annotated AnnotationDefaultClass: "true".
+type SandboxClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SandboxClassSpec `json:"spec,omitempty"`
+}
+
+// SandboxClassSpec holds the class's defaults and ceilings; unset fields leave the
+// controller's flag defaults in force.
+type SandboxClassSpec struct {
+	Image     *ClassImage     `json:"image,omitempty"`
+	Resources *ClassResources `json:"resources,omitempty"`
+	Workspace *ClassWorkspace `json:"workspace,omitempty"`
+	// RuntimeClassName of sandbox pods (e.g. gvisor, kata).
+	RuntimeClassName string `json:"runtimeClassName,omitempty"`
+	// Placement of sandbox pods, as in a Pod spec.
+	NodeSelector      map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations       []corev1.Toleration `json:"tolerations,omitempty"`
+	Affinity          *corev1.Affinity    `json:"affinity,omitempty"`
+	PriorityClassName string              `json:"priorityClassName,omitempty"`
+	// Lifecycle of Sandboxes that set none (taken once, when the controller first sees one).
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// IdleTimeout of Sandboxes that set none, e.g. "30m".
+	IdleTimeout string `json:"idleTimeout,omitempty"`
+	// MaxRunningPerUser caps a user's running Sandboxes of this class (0: none).
+	MaxRunningPerUser int32 `json:"maxRunningPerUser,omitempty"`
+	// Reclaim lets idle Sandboxes of this class be stopped to admit waiting ones.
+	Reclaim *ClassReclaim `json:"reclaim,omitempty"`
+	// Network is the class's network policy (mode none or isolated).
+	Network *ClassNetwork `json:"network,omitempty"`
+}
+
+// ClassImage is the default image and the allowed image prefixes (none: any image).
+type ClassImage struct {
+	Default         string   `json:"default,omitempty"`
+	AllowedPrefixes []string `json:"allowedPrefixes,omitempty"`
+}
+
+// ClassResources are the defaults and ceilings of the container's limits.
+type ClassResources struct {
+	Memory           *ClassLimit `json:"memory,omitempty"`
+	CPU              *ClassLimit `json:"cpu,omitempty"`
+	EphemeralStorage *ClassLimit `json:"ephemeralStorage,omitempty"`
+}
+
+// ClassLimit is a default (used when the Sandbox sets none) and a ceiling.
+type ClassLimit struct {
+	Default *intstr.IntOrString `json:"default,omitempty"`
+	Max     *intstr.IntOrString `json:"max,omitempty"`
+}
+
+// ClassWorkspace is the workspace claim's StorageClass and size limits.
+type ClassWorkspace struct {
+	StorageClassName         string              `json:"storageClassName,omitempty"`
+	AllowedStorageClassNames []string            `json:"allowedStorageClassNames,omitempty"`
+	DefaultSize              *intstr.IntOrString `json:"defaultSize,omitempty"`
+	MaxSize                  *intstr.IntOrString `json:"maxSize,omitempty"`
+}
+
+// ClassReclaim: while a Sandbox waits for the controller's running cap, a running session
+// or long-running Sandbox of the class idle for IdleAfter may be stopped (workspace kept)
+// to admit it.
+type ClassReclaim struct {
+	IdleAfter string `json:"idleAfter,omitempty"`
+}
+
+// ClassNetwork is the NetworkPolicy of the class's sandboxes (mode isolated).
+type ClassNetwork struct {
+	// Mode is none (the default: no policy) or isolated.
+	Mode           string      `json:"mode,omitempty"`
+	IngressFrom    []ClassPeer `json:"ingressFrom,omitempty"`
+	EgressCIDRs    []string    `json:"egressCIDRs,omitempty"`
+	AllowDNS       *bool       `json:"allowDNS,omitempty"`
+	AllowAPIServer *bool       `json:"allowAPIServer,omitempty"`
+	AllowMetadata  *bool       `json:"allowMetadata,omitempty"`
+}
+
+// ClassPeer is who may connect to a sandbox, as a NetworkPolicy peer.
+type ClassPeer struct {
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	PodSelector       *metav1.LabelSelector `json:"podSelector,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClassList is a list of SandboxClasses.
+type SandboxClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SandboxClass `json:"items"`
+}
+
+// IsDefault is true for the class marked default.
+func (c *SandboxClass) IsDefault() bool {
+	return c.Annotations[AnnotationDefaultClass] == "true"
 }

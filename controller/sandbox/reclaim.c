@@ -1,0 +1,194 @@
+/* sandbox/reclaim.c — a SandboxClass's spec.reclaim, the I/O side: while a Sandbox waits
+ * in line for the global running cap, the longest-idle running session or long-running
+ * Sandboxes of classes that allow it are stopped (pod deleted, workspace kept) to admit it.
+ *
+ * The choice is sandbox/admission.c's (sbx_admission_reclaim_pick: only as many as can
+ * then be admitted, longest idle first), made on what the passes reported. Each chosen
+ * Sandbox is then read fresh from the API server and stopped only if that read still
+ * shows it running, idle past its class's threshold and of a reclaimable lifecycle: the
+ * stop is recorded first in its status (phase Stopping, Ready reason Reclaimed, and the
+ * last use this read saw), written conditionally on the resourceVersion read, so a touch
+ * the API server accepted before makes it fail and nothing is stopped; then the pod is
+ * deleted with a uid precondition. From then on the Sandbox's own passes keep it stopped
+ * exactly as an idle long-running one (sandbox/lifecycle.c), until a newer use starts it
+ * again. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/reconcile_int.h"
+
+/* A reclaim chosen but not yet seen through (its pod not yet terminating) is not chosen
+ * again for this long. */
+#define RECLAIM_UNDER_WAY_MS 30000
+/* At most this many Sandboxes are reclaimed by one pass. */
+#define RECLAIM_BATCH 4
+
+void sbx_capacity_reclaimable(struct sbx_controller *ctl, const char *uid, const struct sbx_spec *spec,
+                              const struct sbx_decision *d, int pod_present) {
+    int64_t after = 0;
+    if (spec && spec->reclaim_after_ms > 0 && !spec->paused &&
+        (spec->lifecycle == SBX_SESSION || spec->lifecycle == SBX_LONG_RUNNING) && pod_present && d &&
+        !strcmp(d->phase, "Running") && !d->actions)
+        after = spec->reclaim_after_ms;
+    sbx_admission_reclaimable(ctl->admission, uid, after, d ? d->last_used_ms : 0);
+}
+
+/* The last use a Sandbox object shows: its last-used-at annotation (one in the future
+ * counts as now), status.lastUsedAt, status.startedAt; 0 when none. */
+static int64_t fresh_last_used(const cJSON *sb, int64_t now) {
+    int64_t t = 0, x;
+    lifecycle_last_used_check(kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED), now, &t);
+    if ((x = sbx_time_at(sb, "status.lastUsedAt")) > t) t = x;
+    if ((x = sbx_time_at(sb, "status.startedAt")) > t) t = x;
+    return t;
+}
+
+/* Why sb (read fresh) is not to be reclaimed now, or NULL when it is. */
+static const char *not_reclaimable(const cJSON *sb, const struct sbx_reclaim_victim *v, int64_t now,
+                                   int64_t *last_used) {
+    const char *uid = kj_str(sb, "metadata.uid"), *phase = kj_str(sb, "status.phase");
+    const char *lc = kj_str(sb, "spec.lifecycle");
+    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");
+    if (!uid || strcmp(uid, v->uid) != 0) return "another Sandbox of that name";
+    if (kj_str(sb, "metadata.deletionTimestamp")) return "being deleted";
+    if (kj_bool(sb, "spec.paused", 0)) return "paused";
+    if (!lc || (strcmp(lc, "session") != 0 && strcmp(lc, "long-running") != 0)) return "its lifecycle";
+    if (!phase || strcmp(phase, "Running") != 0) return "not running";
+    *last_used = fresh_last_used(sb, now);
+    if (*last_used <= 0 || now - *last_used < v->after_ms) return "used recently";
+    return NULL;
+}
+
+/* The status recording the reclaim: sb's own, phase Stopping, Ready False with reason
+ * Reclaimed, lastUsedAt the use this decision saw (its passes then keep it stopped until a
+ * newer one). NULL on ENOMEM. */
+static cJSON *reclaimed_status(const cJSON *sb, int64_t last_used, int64_t now, const char *msg) {
+    cJSON *st = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(sb, "status"), 1), *c;
+    char t[40];
+    if (!st) return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "podIP");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "nodeName");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "queuePosition");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "lastUsedAt");
+    if (!cJSON_AddStringToObject(st, "phase", "Stopping")) goto fail;
+    sbx_add_time_ms(st, "lastUsedAt", last_used);
+    cJSON *conds = cJSON_GetObjectItemCaseSensitive(st, "conditions");
+    if (!cJSON_IsArray(conds)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+        if (!(conds = cJSON_AddArrayToObject(st, "conditions"))) goto fail;
+    }
+    cJSON_ArrayForEach(c, conds) {
+        const char *type = kj_str(c, "type");
+        if (type && !strcmp(type, "Ready")) break;
+    }
+    if (!c) {
+        if (!(c = cJSON_CreateObject())) goto fail;
+        cJSON_AddItemToArray(conds, c);
+        cJSON_AddStringToObject(c, "type", "Ready");
+    }
+    const char *was = kj_str(c, "status");
+    if (!was || strcmp(was, "False") != 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "lastTransitionTime");
+        kj_time_format(now, t, sizeof(t));
+        cJSON_AddStringToObject(c, "lastTransitionTime", t);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "status");
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "reason");
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "message");
+    if (!cJSON_AddStringToObject(c, "status", "False") || !cJSON_AddStringToObject(c, "reason", SBX_REASON_RECLAIMED) ||
+        !cJSON_AddStringToObject(c, "message", msg))
+        goto fail;
+    return st;
+fail:
+    cJSON_Delete(st);
+    return NULL;
+}
+
+/* Reclaim v on a fresh read. 1 when it was stopped, 0 when the read said no (or it changed
+ * meanwhile), -1 on an error. */
+static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_victim *v, int64_t now) {
+    char ns[256], name[256], path[1024], err[KUBE_ERR_MAX], msg[512], okey[520];
+    const char *slash = strchr(v->key, '/');
+    cJSON *sb = NULL, *pod = NULL, *st = NULL;
+    int rc = -1;
+    if (!slash || (size_t)(slash - v->key) >= sizeof(ns) || strlen(slash + 1) >= sizeof(name)) return 0;
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - v->key), v->key);
+    snprintf(name, sizeof(name), "%s", slash + 1);
+    /* A list by name: a consistent read from the API server (no resourceVersion: never a
+     * cache), with the verbs the controller has anyway (list, not get). */
+    snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", SBX_GROUP, ns,
+             SBX_PLURAL, name);
+    cJSON *list = NULL;
+    long code = kube_get(ctl->client, path, &list, err, sizeof(err));
+    if (code != 200 || !list) {
+        cJSON_Delete(list);
+        LOGW("msg=\"reclaim: reading the Sandbox failed\" sandbox=%s err=\"%s\"", v->key, err);
+        goto out;
+    }
+    const cJSON *items = kj_path(list, "items");
+    sb = cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1
+             ? cJSON_DetachItemFromArray((cJSON *)items, 0) : NULL;
+    cJSON_Delete(list);
+    if (!sb) { rc = 0; goto out; }   /* gone */
+    int64_t last_used = 0;
+    const char *why = not_reclaimable(sb, v, now, &last_used);
+    if (why) {
+        LOGI("msg=\"reclaim: not reclaimed after all\" sandbox=%s why=\"%s\"", v->key, why);
+        /* What the fresh read showed, until its own pass reports again. */
+        sbx_admission_reclaimable(ctl->admission, v->uid, !strcmp(why, "used recently") ? v->after_ms : 0, last_used);
+        rc = 0;
+        goto out;
+    }
+    /* Its pod, as ours: named in the status, controlled by this very Sandbox. */
+    const char *pod_name = kj_str(sb, "status.podName"), *pod_uid = NULL;
+    if (pod_name) {
+        snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
+        pod = informer_get(ctl->pods, okey);
+        const cJSON *r;
+        cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
+            const char *ruid = kj_str(r, "uid");
+            if (kj_bool(r, "controller", 0) && ruid && !strcmp(ruid, v->uid)) pod_uid = kj_str(pod, "metadata.uid");
+        }
+    }
+    if (!pod_uid || kj_str(pod, "metadata.deletionTimestamp")) { rc = 0; goto out; }
+    long idle_s = (long)((now - last_used) / 1000), after_s = (long)(v->after_ms / 1000);
+    if (v->cls[0])
+        snprintf(msg, sizeof(msg), "idle for %lds (SandboxClass \"%.200s\" spec.reclaim.idleAfter: %lds): stopped to "
+                 "admit a waiting sandbox; the workspace is kept, the next use starts it again", idle_s, v->cls, after_s);
+    else
+        snprintf(msg, sizeof(msg), "idle for %lds: stopped to admit a waiting sandbox; the workspace is kept, the "
+                 "next use starts it again", idle_s);
+    st = reclaimed_status(sb, last_used, now, msg);
+    if (!st) goto out;
+    int w = sbx_status_write(ctl, ns, name, sb, st, kj_str(sb, "metadata.resourceVersion"), NULL, 0, err, sizeof(err));
+    if (w == SBX_STALE) {
+        LOGI("msg=\"reclaim: the Sandbox changed since it was read; not reclaimed\" sandbox=%s", v->key);
+        rc = 0;
+        goto out;
+    }
+    if (w != 0) { LOGW("msg=\"reclaim: recording the stop failed\" sandbox=%s err=\"%s\"", v->key, err); goto out; }
+    if (sbx_delete_owned(ctl, ns, "pods", pod_name, pod_uid, err, sizeof(err)) < 0)
+        LOGW("msg=\"reclaim: deleting the pod failed (its pass deletes it)\" sandbox=%s err=\"%s\"", v->key, err);
+    sbx_event_record(ctl, sb, "Normal", SBX_REASON_RECLAIMED, msg);
+    sbx_ctl_count(ctl, &ctl->stats.reclaims);
+    LOGI("msg=\"sandbox reclaimed\" sandbox=%s idle_s=%ld class=\"%s\"", v->key, idle_s, v->cls);
+    queue_add(ctl->queue, v->key);
+    rc = 1;
+out:
+    cJSON_Delete(st);
+    cJSON_Delete(pod);
+    cJSON_Delete(sb);
+    return rc;
+}
+
+int64_t sbx_capacity_reclaim(struct sbx_controller *ctl, int64_t now) {
+    struct sbx_reclaim_victim v[RECLAIM_BATCH];
+    int64_t next = 0;
+    size_t n = sbx_admission_reclaim_pick(ctl->admission, now, now + RECLAIM_UNDER_WAY_MS, v, RECLAIM_BATCH, &next);
+    for (size_t i = 0; i < n; i++)
+        if (reclaim_one(ctl, &v[i], now) != 1) sbx_admission_reclaim_cancel(ctl->admission, v[i].uid);
+    return next;
+}
