@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../unit/check.h"
 #include "base/clock.h"
 #include "kube/config.h"
 #include "kube/rest.h"
@@ -210,15 +211,7 @@ static inline double fake_time(const cJSON *entry, const char *key) {
 }
 
 /* Valgrind runs everything ~20x slower: time bounds in the fault suites are FAKE_K times
- * looser there. */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
+ * looser there (RUNNING_ON_VALGRIND comes with the harness, check.h). */
 #define FAKE_K (RUNNING_ON_VALGRIND ? 4 : 1)
 
 /* One fake per test file, started on first use and killed at exit:

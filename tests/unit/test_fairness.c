@@ -11,14 +11,7 @@
 #include "../fake/fake.h"
 #include "runtime/queue.h"
 
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-/* Bounds on time are K times looser under valgrind (everything runs ~20x slower there). */
-#define K (RUNNING_ON_VALGRIND ? 4 : 1)
+#define K FAKE_K
 
 #define WORKERS 4
 
