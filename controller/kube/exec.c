@@ -62,6 +62,7 @@
 #include "kube/exec.h"
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libwebsockets.h>
@@ -83,6 +84,9 @@
 #include "base/dynbuf.h"
 #include "base/errfmt.h"
 #include "kube/wsconn.h"
+#include "kube/wsframe.h"
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 
 #define EXEC_STDIN_CHUNK KUBE_WS_CHUNK      /* payload of one stdin message */
@@ -92,6 +96,13 @@ _Static_assert(KUBE_EXEC_STDIN_SLOTS == KUBE_WS_READER_SLOTS, "exec.h documents 
 #define EXEC_SALVAGE_MAX (8u << 20)         /* what is read past lws after a failed write */
 #define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
+#define EXEC_PING_SECS 20                   /* ping a connection quiet for this long, like client-go */
+#define EXEC_HANGUP_SECS 120                /* and give up when nothing came for this long */
+#define EXEC_UPGRADE_SECS 30                /* the answer to the upgrade request */
+#ifndef YAO_VERSION
+#define YAO_VERSION "dev"
+#endif
+_Static_assert(LWS_PRE >= KUBE_WS_MAX_HEADER, "a client frame header fits lws' headroom");
 
 /* ---- the pure part ---------------------------------------------------------------- */
 
@@ -317,6 +328,25 @@ struct session {
     struct kube_ws_reader *in; /* stdin from an fd, else NULL */
     char close_reason[128];  /* from the server's close frame, if any */
     char tls_verify[160];    /* why OpenSSL refused the server's certificate */
+    /* our side of WebSocket over lws' raw connection (see "Transport" at the top) */
+    const char *path;        /* the request path, prefix and query included */
+    char host[300];          /* the Host header */
+    char key[KUBE_WS_KEY_LEN + 1];
+    int connected;           /* the transport is up */
+    int request_sent;
+    struct dynbuf answer;    /* the upgrade answer until its header is complete */
+    struct kube_ws_parser wp;
+    int closed;              /* the server's close frame came */
+    int pong_pending, ping_pending;
+    unsigned char pong[LWS_PRE + 125];
+    size_t pong_len;
+    lws_usec_t last_rx;      /* when the server last sent anything (or the request went out) */
+    lws_sorted_usec_list_t keepalive;
+    const struct kube_ws_endpoint *ep;
+    SSL *tls;                /* https: our TLS client, over memory BIOs */
+    BIO *tls_in, *tls_out;   /* owned by tls */
+    int tls_ready;           /* its handshake is done */
+    unsigned char rx[EXEC_RX_BUFFER];   /* decrypted input */
     unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
 };
 
@@ -330,6 +360,19 @@ static void fail(struct session *s, const char *fmt, ...) {
     va_start(ap, fmt);
     errfmt_v(s->r->err, sizeof(s->r->err), fmt, ap);
     va_end(ap);
+}
+
+/* Send one client frame: p holds the payload (n bytes) with KUBE_WS_MAX_HEADER writable
+ * bytes before it (LWS_PRE in every buffer here); it is masked in place. lws sends it or
+ * keeps what the socket did not take. 0, or -1 when the write failed. */
+static int transport_write(struct session *s, struct lws *wsi, const unsigned char *p, size_t n);
+static int ws_send(struct session *s, struct lws *wsi, int opcode, unsigned char *p, size_t n) {
+    unsigned char key[4], hdr[KUBE_WS_MAX_HEADER];
+    if (RAND_bytes(key, sizeof(key)) != 1) lws_get_random(lws_get_context(wsi), key, sizeof(key));
+    size_t h = kube_ws_frame_header(hdr, opcode, n, key);
+    kube_ws_mask(p, n, key);
+    memcpy(p - h, hdr, h);
+    return transport_write(s, wsi, p - h, h + n);
 }
 
 /* Demux callbacks: pass through to the caller's, noting who aborted. */
@@ -359,24 +402,29 @@ static void on_deadline(lws_sorted_usec_list_t *sul) {
 
 /* After a failed write: read what the server sent before it closed (lws would drop it),
  * and if its status is there, take it and end the session (see "the end" at the top). */
-static void salvage_status(struct session *s, struct lws *wsi) {
-    struct dynbuf tail;
+static void salvage_status(struct session *s, struct lws *wsi, int closing) {
     unsigned char buf[16384];
-    SSL *ssl = lws_get_ssl(wsi);
+    char perr[160];
+    size_t total = 0;
     lws_sockfd_type fd = lws_get_socket_fd(wsi);
-    dynbuf_init(&tail, EXEC_SALVAGE_MAX);
-    for (;;) {
-        int n = ssl ? SSL_read(ssl, buf, (int)sizeof(buf)) : (int)recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n <= 0 || dynbuf_append(&tail, buf, (size_t)n) < 0) break;
+    while (!s->have_status && !s->closed && total < EXEC_SALVAGE_MAX && fd >= 0) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0) break;
+        total += (size_t)n;
+        if (!s->tls) {
+            if (kube_ws_parser_feed(&s->wp, buf, (size_t)n, perr, sizeof(perr)) < 0) break;
+            continue;
+        }
+        if (BIO_write(s->tls_in, buf, (int)n) != (int)n) break;
+        int k;
+        while (!s->have_status && (k = SSL_read(s->tls, s->rx, (int)sizeof(s->rx))) > 0)
+            if (kube_ws_parser_feed(&s->wp, s->rx, (size_t)k, perr, sizeof(perr)) < 0) break;
     }
     ERR_clear_error();
-    size_t start = lws_remaining_packet_payload(wsi);
-    if (tail.len && kube_exec_tail_replay(&s->demux, (const unsigned char *)tail.data, tail.len, start) == 0) {
-        s->have_status = 1;
+    if (s->have_status && !closing) {
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
         lws_cancel_service(s->ctx);
     }
-    dynbuf_free(&tail);
 }
 
 /* A stdin (or resize) write failed: the server has closed the connection, its command
@@ -386,7 +434,7 @@ static void salvage_status(struct session *s, struct lws *wsi) {
 static void stdin_refused(struct session *s, struct lws *wsi) {
     s->stdin_done = 1;
     s->stdin_refused = 1;
-    salvage_status(s, wsi);
+    salvage_status(s, wsi, 0);
 }
 
 /* Ask the caller for the terminal's size; queue it for the resize channel when it is not
@@ -422,7 +470,7 @@ static int send_resize(struct session *s, struct lws *wsi) {
     size_t n = kube_exec_resize_message(s->size_w, s->size_h, buf + LWS_PRE, sizeof(buf) - LWS_PRE);
     s->resize_pending = 0;
     if (!n) return 0;   /* cannot happen: two unsigned numbers fit */
-    if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n) {
+    if (ws_send(s, wsi, KUBE_WS_BINARY, buf + LWS_PRE, n) < 0) {
         stdin_refused(s, wsi);
         return 0;
     }
@@ -439,7 +487,7 @@ static int send_stdin_eof(struct session *s, struct lws *wsi) {
     if (!s->v5) return 0;
     m[0] = KUBE_EXEC_CLOSE;
     m[1] = KUBE_EXEC_STDIN;
-    if (lws_write(wsi, m, 2, LWS_WRITE_BINARY) < 2) stdin_refused(s, wsi);
+    if (ws_send(s, wsi, KUBE_WS_BINARY, m, 2) < 0) stdin_refused(s, wsi);
     return 0;
 }
 
@@ -453,7 +501,7 @@ static int send_stdin(struct session *s, struct lws *wsi) {
     }
     if (n == 0) return send_stdin_eof(s, wsi);
     m[0] = KUBE_EXEC_STDIN;
-    if (lws_write(wsi, m, (size_t)n + 1, LWS_WRITE_BINARY) < (int)n + 1) {
+    if (ws_send(s, wsi, KUBE_WS_BINARY, m, (size_t)n + 1) < 0) {
         stdin_refused(s, wsi);
         return 0;
     }
@@ -476,7 +524,7 @@ static int send_stdin_fd(struct session *s, struct lws *wsi) {
         size_t n = sl->len + 1;
         m[0] = KUBE_EXEC_STDIN;
         /* lws_write sends it or keeps the rest itself: the slot is free after it. */
-        if (lws_write(wsi, m, n, LWS_WRITE_BINARY) < (int)n) {
+        if (ws_send(s, wsi, KUBE_WS_BINARY, m, n) < 0) {
             stdin_refused(s, wsi);
             return 0;
         }
@@ -507,99 +555,318 @@ static int send_stdin_fd(struct session *s, struct lws *wsi) {
 static int input_waiting(struct lws *wsi) {
     int n = 0;
     lws_sockfd_type fd = lws_get_socket_fd(wsi);
-    if (fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0) return 1;
-    SSL *ssl = lws_get_ssl(wsi);
-    return ssl && SSL_pending(ssl) > 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0;   /* TLS input is drained at each read */
 }
 
-/* The one libwebsockets callback; the session is the context's user pointer. */
+/* Parser callbacks. Data: through the demultiplexer; a complete status ends the session
+ * (2 stops the parser), so does an unknown channel or an aborting consumer (1). */
+static int on_ws_data(void *ud, int opcode, const unsigned char *p, size_t n, int first, int final) {
+    struct session *s = ud;
+    (void)opcode;
+    if (s->have_status || s->failed) return 1;
+    int rc = kube_exec_demux_feed(&s->demux, p, n, first, final);
+    if (rc) {
+        if (rc < 0) fail(s, "exec: the server sent a message on unknown channel %d", s->demux.channel);
+        return 1;
+    }
+    if (final && s->demux.channel == KUBE_EXEC_ERROR && (s->demux.status_len || s->demux.status_overflow)) {
+        s->have_status = 1;   /* the verdict is the server's last word */
+        return 2;
+    }
+    return 0;
+}
+
+/* Control frames: a ping is answered (on the next writable event), a close ends it. */
+static int on_ws_control(void *ud, int opcode, const unsigned char *p, size_t n) {
+    struct session *s = ud;
+    if (opcode == KUBE_WS_CLOSE) {
+        kube_ws_note_close(p, n, s->close_reason, sizeof(s->close_reason));
+        s->closed = 1;
+        return 3;
+    }
+    if (opcode == KUBE_WS_PING && s->wsi) {
+        memcpy(s->pong + LWS_PRE, p, n);
+        s->pong_len = n;
+        s->pong_pending = 1;
+        lws_callback_on_writable(s->wsi);
+    }
+    return 0;
+}
+
+/* Every EXEC_PING_SECS: before the upgrade, give up on a server that does not answer it;
+ * after, ping a quiet connection and give up on one quiet for EXEC_HANGUP_SECS. */
+static void on_keepalive(lws_sorted_usec_list_t *sul) {
+    struct session *s = lws_container_of(sul, struct session, keepalive);
+    if (!s->wsi || s->finished || s->have_status || s->failed) return;
+    lws_usec_t quiet = lws_now_usecs() - s->last_rx;
+    if (s->request_sent && !s->established && quiet >= (lws_usec_t)EXEC_UPGRADE_SECS * LWS_US_PER_SEC) {
+        fail(s, "exec: %s did not answer the upgrade request within %d s", s->cfg->server, EXEC_UPGRADE_SECS);
+        lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+        return;
+    }
+    if (s->established && quiet >= (lws_usec_t)EXEC_HANGUP_SECS * LWS_US_PER_SEC) {
+        fail(s, "exec: nothing from the server for %d s", EXEC_HANGUP_SECS);
+        lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+        return;
+    }
+    if (s->established && quiet >= (lws_usec_t)EXEC_PING_SECS * LWS_US_PER_SEC) {
+        s->ping_pending = 1;
+        lws_callback_on_writable(s->wsi);
+    }
+    lws_sul_schedule(s->ctx, 0, &s->keepalive, on_keepalive,
+                     (lws_usec_t)(s->established ? EXEC_PING_SECS : 5) * LWS_US_PER_SEC);
+}
+
+/* The answer to the upgrade is complete and is a 101: check it, and start the session. 0,
+ * or -1 (failed) to drop the connection. */
+static int tls_handshake(struct session *s, struct lws *wsi);
+static int upgraded(struct session *s, struct lws *wsi, const struct kube_ws_answer *a) {
+    const char *why = kube_ws_check_answer(a, s->key);
+    if (why) {
+        fail(s, "exec: bad answer to the upgrade from %s: %s", s->cfg->server, why);
+        return -1;
+    }
+    if (!kube_ws_protocol_offered(s->offered, a->protocol)) {
+        fail(s, "exec: the server chose subprotocol \"%s\", which was not offered (%s)", a->protocol, s->offered);
+        return -1;
+    }
+    snprintf(s->r->protocol, sizeof(s->r->protocol), "%.*s", (int)sizeof(s->r->protocol) - 1, a->protocol);
+    s->v5 = !strcmp(a->protocol, "v5.channel.k8s.io");
+    s->established = 1;
+    s->r->http_status = 101;
+    kube_client_count(s->client, "GET", 101);
+    if (s->in && kube_ws_reader_start(s->in, s->ctx) < 0) {
+        fail(s, "exec: cannot start the stdin reader thread");
+        return -1;
+    }
+    if (s->o->read_stdin) lws_callback_on_writable(wsi);
+    if (s->tty && s->o->term_size) {
+        size_update(s);
+        if (s->o->resized)
+            lws_sul_schedule(s->ctx, 0, &s->resize_check, on_resize_check,
+                             (lws_usec_t)KUBE_EXEC_RESIZE_CHECK_MS * LWS_US_PER_MS);
+    }
+    lws_sul_schedule(s->ctx, 0, &s->keepalive, on_keepalive, (lws_usec_t)EXEC_PING_SECS * LWS_US_PER_SEC);
+    return 0;
+}
+
+/* What the server sent: the upgrade answer first, then frames, parsed a read at a time.
+ * 0, or -1 to drop the connection. */
+static int received(struct session *s, struct lws *wsi, const unsigned char *in, size_t len) {
+    s->last_rx = lws_now_usecs();
+    if (s->have_status || s->closed) return 0;
+    if (!s->established) {
+        struct kube_ws_answer a;
+        if (dynbuf_append(&s->answer, in, len) < 0) {
+            fail(s, "exec: the answer to the upgrade from %s is too long", s->cfg->server);
+            return -1;
+        }
+        int k = kube_ws_parse_answer(s->answer.data, s->answer.len, &a);
+        if (k < 0) {
+            fail(s, "exec: %s did not answer the upgrade request with HTTP", s->cfg->server);
+            return -1;
+        }
+        if (k == 0) return 0;
+        if (a.status != 101) {
+            s->r->http_status = a.status;
+            fail(s, "exec: upgrade refused: HTTP %d", a.status);
+            return -1;
+        }
+        if (upgraded(s, wsi, &a) < 0) return -1;
+        in = (const unsigned char *)s->answer.data + a.header_len;
+        len = s->answer.len - a.header_len;
+    }
+    char perr[160];
+    int rc = len ? kube_ws_parser_feed(&s->wp, in, len, perr, sizeof(perr)) : 0;
+    if (rc < 0) {
+        fail(s, "exec: %s", perr);
+        return -1;
+    }
+    if (s->answer.data) dynbuf_free(&s->answer);
+    if (s->failed) return -1;
+    if (s->have_status || s->closed) {
+        /* Done: drop the connection now, whatever stdin lws still holds for it (see the top). */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        lws_cancel_service(s->ctx);
+    }
+    return 0;
+}
+
+/* ---- TLS over the raw connection: OpenSSL with memory BIOs ---------------------------- */
+
+/* Send what OpenSSL wrote into its output BIO. 0, or -1 when the socket write failed. */
+static int tls_flush(struct session *s, struct lws *wsi) {
+    char *p;
+    long n = BIO_get_mem_data(s->tls_out, &p);
+    if (n <= 0) return 0;
+    int w = lws_write(wsi, (unsigned char *)p, (size_t)n, LWS_WRITE_RAW);
+    (void)BIO_reset(s->tls_out);
+    return w < n ? -1 : 0;
+}
+
+/* Send bytes of the session: through TLS, or as they are. 0 or -1. */
+static int transport_write(struct session *s, struct lws *wsi, const unsigned char *p, size_t n) {
+    if (!s->tls) return lws_write(wsi, (unsigned char *)p, n, LWS_WRITE_RAW) < (int)n ? -1 : 0;
+    if (n && SSL_write(s->tls, p, (int)n) != (int)n) {
+        ERR_clear_error();
+        return -1;
+    }
+    return tls_flush(s, wsi);
+}
+
+/* The TLS client of the session on top of the raw connection: SNI and the hostname (or
+ * IP address) check against tls-server-name, else the server's host, as lws did them. */
+static int tls_start(struct session *s, struct lws *wsi, const struct kube_ws_endpoint *ep) {
+    const char *name = s->cfg->tls_server_name && s->cfg->tls_server_name[0] ? s->cfg->tls_server_name : ep->host;
+    unsigned char ip[16];
+    int is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    if (!in || !out || !(s->tls = SSL_new(s->ssl))) {
+        BIO_free(in);
+        BIO_free(out);
+        goto fail;
+    }
+    SSL_set_bio(s->tls, in, out);   /* the SSL owns both now */
+    s->tls_in = in;
+    s->tls_out = out;
+    SSL_set_connect_state(s->tls);
+    if (!is_ip && SSL_set_tlsext_host_name(s->tls, name) != 1) goto fail;
+    if (!s->cfg->insecure_skip_tls_verify) {
+        X509_VERIFY_PARAM *vp = SSL_get0_param(s->tls);
+        if ((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, name) : X509_VERIFY_PARAM_set1_host(vp, name, 0)) != 1)
+            goto fail;
+        SSL_set_verify(s->tls, SSL_VERIFY_PEER, NULL);
+    } else {
+        SSL_set_verify(s->tls, SSL_VERIFY_NONE, NULL);
+    }
+    if (SSL_set_alpn_protos(s->tls, (const unsigned char *)"\x08http/1.1", 9) != 0) goto fail;
+    return tls_handshake(s, wsi);
+fail:
+    ERR_clear_error();
+    fail(s, "exec: cannot set up TLS");
+    return -1;
+}
+
+/* Drive the handshake. 0 (done, or waiting for the server) or -1 (failed). */
+static int tls_handshake(struct session *s, struct lws *wsi) {
+    int r = SSL_do_handshake(s->tls);
+    int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s->tls, r);
+    if (tls_flush(s, wsi) < 0) {
+        fail(s, "exec: connection to %s failed: write failed", s->cfg->server);
+        return -1;
+    }
+    if (r == 1) {
+        s->tls_ready = 1;
+        lws_callback_on_writable(wsi);   /* the upgrade request */
+        return 0;
+    }
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+    long v = SSL_get_verify_result(s->tls);
+    unsigned long le = ERR_peek_error();
+    char why[160];
+    ERR_error_string_n(le, why, sizeof(why));
+    ERR_clear_error();
+    if (v != X509_V_OK && !s->cfg->insecure_skip_tls_verify)
+        fail(s, "exec: TLS: the server certificate of %s is not trusted: %s", s->cfg->server,
+             X509_verify_cert_error_string(v));
+    else
+        fail(s, "exec: connection to %s failed: TLS handshake: %s", s->cfg->server, le ? why : "connection closed");
+    return -1;
+}
+
+/* Bytes from the socket: through TLS (the handshake, then application data, handed on
+ * in reads of up to EXEC_RX_BUFFER), or as they are. 0 or -1. */
+static int transport_read(struct session *s, struct lws *wsi, const unsigned char *in, size_t len) {
+    if (!s->tls) return received(s, wsi, in, len);
+    if (len && BIO_write(s->tls_in, in, (int)len) != (int)len) {
+        fail(s, "exec: out of memory");
+        return -1;
+    }
+    if (!s->tls_ready && (tls_handshake(s, wsi) < 0 || !s->tls_ready)) return s->failed ? -1 : 0;
+    for (;;) {
+        int n = SSL_read(s->tls, s->rx, (int)sizeof(s->rx));
+        if (n > 0) {
+            if (received(s, wsi, s->rx, (size_t)n) < 0) return -1;
+            if (s->have_status || s->closed) return 0;
+            continue;
+        }
+        int e = SSL_get_error(s->tls, n);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_READ) break;
+        if (e == SSL_ERROR_ZERO_RETURN) break;   /* close_notify: the socket closes next */
+        if (!s->failed && !s->have_status)
+            fail(s, "exec: TLS error on the connection to %s", s->cfg->server);
+        return -1;
+    }
+    return tls_flush(s, wsi) < 0 && !s->have_status ? -1 : 0;
+}
+
+/* Writable: the upgrade request first; then a pong or ping, a resize, stdin. 0 or -1. */
+static int writable(struct session *s, struct lws *wsi) {
+    if (!s->request_sent) {
+        if (!s->connected || (s->tls && !s->tls_ready)) return 0;
+        static const char ua[] = "yao-sandbox/" YAO_VERSION;
+        size_t cap = strlen(s->path) + strlen(s->host) + strlen(s->offered) + (s->auth ? strlen(s->auth) : 0) + 512;
+        char *req = malloc(cap);
+        size_t n = req ? kube_ws_upgrade_request(req, cap, s->host, s->path, s->key, s->offered, s->auth, ua) : 0;
+        int w = n ? transport_write(s, wsi, (unsigned char *)req, n) : -1;
+        if (req) OPENSSL_cleanse(req, cap);   /* it holds the credentials */
+        free(req);
+        if (w < 0) {
+            fail(s, "exec: cannot send the upgrade request to %s", s->cfg->server);
+            return -1;
+        }
+        s->request_sent = 1;
+        s->last_rx = lws_now_usecs();
+        lws_sul_schedule(s->ctx, 0, &s->keepalive, on_keepalive, 5 * LWS_US_PER_SEC);
+        return 0;
+    }
+    if (!s->established || s->have_status || s->failed || s->closed) return 0;
+    if (input_waiting(wsi)) {
+        /* Read first (see input_waiting): this round's input is handled next. */
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (s->pong_pending || s->ping_pending) {
+        int op = s->pong_pending ? KUBE_WS_PONG : KUBE_WS_PING;
+        size_t n = s->pong_pending ? s->pong_len : 0;
+        s->pong_pending = s->ping_pending = 0;
+        if (ws_send(s, wsi, op, s->pong + LWS_PRE, n) < 0) {
+            stdin_refused(s, wsi);
+            return 0;
+        }
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (s->resize_pending) {
+        send_resize(s, wsi);
+        if ((s->o->read_stdin || s->in) && !s->stdin_done) lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (!(s->o->read_stdin || s->in) || s->stdin_done) return 0;
+    return (s->in ? send_stdin_fd(s, wsi) : send_stdin(s, wsi)) < 0 ? -1 : 0;
+}
+
+/* The one libwebsockets callback; the session is the context's user pointer. The
+ * connection is raw: lws moves bytes, the WebSocket is ours. */
 static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
     struct lws_context *ctx = wsi ? lws_get_context(wsi) : NULL;
     struct session *s = ctx ? lws_context_user(ctx) : NULL;
     if (!s) return 0;
 
     switch (reason) {
-    case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
-        /* Only noted, for a readable error: the verdict stays OpenSSL's (and lws'). */
-        kube_ws_note_cert_error(user, len, s->tls_verify, sizeof(s->tls_verify));
+    case LWS_CALLBACK_RAW_CONNECTED:   /* TCP is up: TLS (ours) next, or the request */
+        if (s->connected) return 0;
+        s->connected = 1;
+        if (s->ep->tls) return tls_start(s, wsi, s->ep);
+        lws_callback_on_writable(wsi);
         return 0;
 
-    case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
-        unsigned char **p = in;
-        return kube_ws_append_headers(wsi, s->auth, p, *p + len) ? -1 : 0;
-    }
+    case LWS_CALLBACK_RAW_RX:
+        return transport_read(s, wsi, in, len);
 
-    case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
-        char proto[sizeof(s->r->protocol)] = "";
-        if (lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL) <= 0 ||
-            !kube_ws_protocol_offered(s->offered, proto)) {
-            fail(s, "exec: the server chose subprotocol \"%s\", which was not offered (%s)", proto, s->offered);
-            return 1;
-        }
-        snprintf(s->r->protocol, sizeof(s->r->protocol), "%s", proto);
-        s->v5 = !strcmp(proto, "v5.channel.k8s.io");
-        return 0;
-    }
-
-    case LWS_CALLBACK_CLIENT_ESTABLISHED:
-        s->established = 1;
-        s->r->http_status = 101;
-        kube_client_count(s->client, "GET", 101);
-        if (s->in && kube_ws_reader_start(s->in, ctx) < 0) {
-            fail(s, "exec: cannot start the stdin reader thread");
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
-            return -1;
-        }
-        if (s->o->read_stdin) lws_callback_on_writable(wsi);
-        if (s->tty && s->o->term_size) {
-            size_update(s);
-            if (s->o->resized)
-                lws_sul_schedule(ctx, 0, &s->resize_check, on_resize_check,
-                                 (lws_usec_t)KUBE_EXEC_RESIZE_CHECK_MS * LWS_US_PER_MS);
-        }
-        return 0;
-
-    case LWS_CALLBACK_CLIENT_RECEIVE: {
-        if (s->have_status) return 0;   /* the verdict was the last word */
-        int final = lws_is_final_fragment(wsi);
-        int rc = kube_exec_demux_feed(&s->demux, in, len, lws_is_first_fragment(wsi), final);
-        if (rc) {
-            fail(s, "exec: the server sent a message on unknown channel %d", s->demux.channel);
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
-            return -1;
-        }
-        if (final && s->demux.channel == KUBE_EXEC_ERROR && (s->demux.status_len || s->demux.status_overflow)) {
-            /* The verdict is the last thing the server sends: we are done. Drop the
-             * connection now, whatever stdin lws still holds for it (see the top). */
-            s->have_status = 1;
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
-            lws_cancel_service(ctx);
-            return 0;
-        }
-        return 0;
-    }
-
-    case LWS_CALLBACK_CLIENT_WRITEABLE:
-        if (s->have_status || s->failed) return 0;
-        if (input_waiting(wsi)) {
-            /* Read first (see input_waiting): lws handles this round's input next. */
-            lws_callback_on_writable(wsi);
-            return 0;
-        }
-        if (s->resize_pending) {
-            if (send_resize(s, wsi) < 0) {
-                lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
-                return -1;
-            }
-            if ((s->o->read_stdin || s->in) && !s->stdin_done) lws_callback_on_writable(wsi);
-            return 0;
-        }
-        if (!(s->o->read_stdin || s->in) || s->stdin_done) return 0;
-        if ((s->in ? send_stdin_fd(s, wsi) : send_stdin(s, wsi)) < 0) {
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, NULL, 0);
-            return -1;
-        }
-        return 0;
+    case LWS_CALLBACK_RAW_WRITEABLE:
+        return writable(s, wsi);
 
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         /* lws_cancel_service() was called: by the stdin reader (or by fail/close, which
@@ -610,10 +877,6 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             lws_callback_on_writable(s->wsi);
         return 0;
 
-    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-        kube_ws_note_close(in, len, s->close_reason, sizeof(s->close_reason));
-        return 0;
-
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
         char msg[sizeof(s->r->err)];
         kube_ws_connection_error(wsi, in, len, "exec", s->tls_verify, s->cfg, s->offered, &s->r->http_status, msg,
@@ -622,7 +885,14 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
     }
 
-    case LWS_CALLBACK_CLIENT_CLOSED:
+    case LWS_CALLBACK_RAW_CLOSE:
+        /* lws closes a connection whose write failed without reading what waits in the
+         * socket (while it holds unsent output it does not read at all): the server's
+         * status may be there, and the socket is still open here. */
+        if (wsi == s->wsi && s->established && !s->have_status && !s->closed && !s->failed)
+            salvage_status(s, wsi, 1);
+        return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
+
     case LWS_CALLBACK_WSI_DESTROY:
         return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
 
@@ -766,6 +1036,19 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     s->offered = o->protocols && o->protocols[0] ? o->protocols : EXEC_DEFAULT_PROTOCOLS;
     s->tty = tty;
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
+    kube_ws_parser_init(&s->wp, on_ws_data, on_ws_control, s);
+    dynbuf_init(&s->answer, KUBE_WS_HS_MAX);
+    s->path = full.data;
+    s->ep = &ep;
+    kube_ws_host_header(&ep, cfg, s->host, sizeof(s->host));
+    {
+        unsigned char nonce[16];
+        if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
+            fail(s, "exec: no random bytes for the WebSocket key");
+            goto out;
+        }
+        EVP_EncodeBlock((unsigned char *)s->key, nonce, sizeof(nonce));
+    }
     s->auth = kube_ws_auth_value(cfg);
     if (o->use_stdin_fd && !(s->in = kube_ws_reader_new(o->stdin_fd))) {
         fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
@@ -776,13 +1059,13 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
         s->failed = 1;
         goto out;
     }
-    if (!(s->ctx = kube_ws_context_new(exec_protocols, s, s->ssl, "exec", r->err, sizeof(r->err)))) {
+    if (!(s->ctx = kube_ws_context_new(exec_protocols, s, NULL, "exec", r->err, sizeof(r->err)))) {
         s->failed = 1;
         goto out;
     }
     if (o->timeout_ms > 0)
         lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
-    if (!kube_ws_connect(s->ctx, &ep, cfg, full.data, s->offered, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
+    if (!kube_ws_connect_raw(s->ctx, &ep, cfg, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
         fail(s, "exec: cannot connect to %s", cfg->server);
         s->finished = 1;
         s->wsi = NULL;
@@ -792,6 +1075,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     kube_ws_reader_stop(s->in);   /* before the context goes: it wakes the context's loop */
     lws_sul_cancel(&s->deadline);
     lws_sul_cancel(&s->resize_check);
+    lws_sul_cancel(&s->keepalive);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
     rc = conclude(s);
     if (rc < 0 && !s->established && r->http_status >= 400) {
@@ -804,8 +1088,10 @@ out:
     if (s) {
         kube_ws_reader_free(s->in);   /* stopped and joined: before the context */
         if (s->ctx) lws_context_destroy(s->ctx);
-        SSL_CTX_free(s->ssl);   /* after the context: its connections used it */
+        SSL_CTX_free(s->ssl);
         kube_ws_free_secret(s->auth);
+        dynbuf_free(&s->answer);
+        SSL_free(s->tls);       /* and its BIOs */
         free(s);
     }
     dynbuf_free(&path);

@@ -293,6 +293,33 @@ struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoi
     return lws_client_connect_via_info(&ci);
 }
 
+struct lws *kube_ws_connect_raw(struct lws_context *ctx, const struct kube_ws_endpoint *ep,
+                                const struct kube_config *cfg, const char *local_protocol, struct lws **pwsi) {
+    struct lws_client_connect_info ci;
+    memset(&ci, 0, sizeof(ci));
+    ci.context = ctx;
+    ci.address = ep->host;
+    ci.port = ep->port;
+    ci.path = "";
+    ci.method = "RAW";
+    (void)cfg;
+    ci.host = ep->host;
+    ci.protocol = local_protocol;
+    ci.local_protocol_name = local_protocol;
+    ci.pwsi = pwsi;
+    ci.ssl_connection = LCCSCF_PRIORITIZE_READS;   /* plain TCP: see wsconn.h */
+    return lws_client_connect_via_info(&ci);
+}
+
+void kube_ws_host_header(const struct kube_ws_endpoint *ep, const struct kube_config *cfg, char *out, size_t outlen) {
+    const char *h = cfg->tls_server_name && cfg->tls_server_name[0] ? cfg->tls_server_name : ep->host;
+    int v6 = strchr(h, ':') != NULL;
+    if (ep->port == (ep->tls ? 443 : 80))
+        snprintf(out, outlen, "%s%s%s", v6 ? "[" : "", h, v6 ? "]" : "");
+    else
+        snprintf(out, outlen, "%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "", ep->port);
+}
+
 void kube_ws_refusal_message(struct kube_client *c, long status, const char *path, const char *what,
                              const char *hint403, char *err, size_t errlen) {
     struct kube_response resp;

@@ -82,6 +82,19 @@ struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoi
                             const char *full_path, const char *protocols, const char *local_protocol,
                             struct lws **pwsi);
 
+/* Connect to the endpoint as a raw TCP client connection (method "RAW"): lws resolves,
+ * connects (with the context's connect timeout) and runs the loop; the session does TLS,
+ * HTTP and WebSocket itself (exec.c, kube/wsframe.h). Always plain TCP for lws: 4.1.6
+ * starts the TLS of a raw client before its socket exists (core-net/connect.c), so that
+ * fails at once. Bound to local_protocol of the context, whose callback gets
+ * LWS_CALLBACK_RAW_CONNECTED, then RAW_RX / RAW_WRITEABLE / RAW_CLOSE. *pwsi as above; no
+ * keepalive of lws' (the session pings). NULL when it cannot even start. */
+struct lws *kube_ws_connect_raw(struct lws_context *ctx, const struct kube_ws_endpoint *ep,
+                                const struct kube_config *cfg, const char *local_protocol, struct lws **pwsi);
+/* The Host header value for the endpoint: tls-server-name or the host (IPv6 in brackets),
+ * with the port unless it is the scheme's default. */
+void kube_ws_host_header(const struct kube_ws_endpoint *ep, const struct kube_config *cfg, char *out, size_t outlen);
+
 /* After a refused upgrade (HTTP status, 4xx but 429): the Status message of the same
  * request asked as a plain GET (the API server refuses it before any proxying: a GET
  * without upgrade never reaches the kubelet) into err as "WHAT: upgrade refused: MSG",
