@@ -822,12 +822,8 @@ static int writable(struct session *s, struct lws *wsi) {
         return 0;
     }
     if (!s->established || s->have_status || s->failed || s->closed) return 0;
-    if (input_waiting(wsi)) {
-        /* Read first (see input_waiting): this round's input is handled next. */
-        lws_callback_on_writable(wsi);
-        return 0;
-    }
     if (s->pong_pending || s->ping_pending) {
+        /* Not held back by input_waiting: a stream of output must not starve the pong. */
         int op = s->pong_pending ? KUBE_WS_PONG : KUBE_WS_PING;
         size_t n = s->pong_pending ? s->pong_len : 0;
         s->pong_pending = s->ping_pending = 0;
@@ -835,6 +831,11 @@ static int writable(struct session *s, struct lws *wsi) {
             stdin_refused(s, wsi);
             return 0;
         }
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    if (input_waiting(wsi)) {
+        /* Read first (see input_waiting): this round's input is handled next. */
         lws_callback_on_writable(wsi);
         return 0;
     }

@@ -73,6 +73,7 @@ struct peer {
     size_t stdin_bytes, stdin_max_message;
     int stdin_closed;          /* the v5 close signal for stdin arrived */
     int unmasked_frames;
+    int pings_sent, pongs;     /* PEER_BIG: pings between a message's fragments; right answers */
     char resizes[512];         /* PEER_ECHO: resize messages' payloads, one a line */
     int unread_ms;             /* PEER_EXIT_UNREAD: how long it reads nothing after the status */
     int reset_after_status;    /* PEER_EXIT_UNREAD: instead, close with a reset right after it
@@ -201,6 +202,11 @@ static void peer_drain(struct peer *p, int fd) {
             return;
         }
         if (op == 9) peer_frame(p, fd, 10, 1, pl, n);   /* ping: pong */
+        if (op == 10 && n == 4 && !memcmp(pl, "ping", 4)) {
+            pthread_mutex_lock(&p->mu);
+            p->pongs++;
+            pthread_mutex_unlock(&p->mu);
+        }
         free(pl);
     }
 }
@@ -381,9 +387,16 @@ static void peer_script_run(struct peer *p, int fd) {
             buf[0] = 1;
             for (size_t i = 0; i < n; i++) buf[1 + i] = (unsigned char)((sent + i) % 251);
             if (k % 5 == 0 && n > 2) {
-                /* this one as two frames */
-                if (peer_frame(p, fd, 2, 0, buf, 1 + n / 2) < 0 || peer_frame(p, fd, 0, 1, buf + 1 + n / 2, n - n / 2) < 0)
+                /* this one as two frames, the first few with a ping between them */
+                int ping = p->pings_sent < 3;
+                if (peer_frame(p, fd, 2, 0, buf, 1 + n / 2) < 0 || (ping && peer_frame(p, fd, 9, 1, "ping", 4) < 0) ||
+                    peer_frame(p, fd, 0, 1, buf + 1 + n / 2, n - n / 2) < 0)
                     break;
+                if (ping) {
+                    pthread_mutex_lock(&p->mu);
+                    p->pings_sent++;
+                    pthread_mutex_unlock(&p->mu);
+                }
             } else if (peer_frame(p, fd, 2, 1, buf, n + 1) < 0) {
                 break;
             }

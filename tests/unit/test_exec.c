@@ -1057,6 +1057,10 @@ TEST(session_large_output_streams_in_bounded_pieces) {
     CHECK_INT(r.exit_code, 0);
     kube_client_free(c);
     peer_stop(&p);
+    /* Pings between fragments were answered with their payload, in masked frames. */
+    CHECK_INT(p.pings_sent, 3);
+    CHECK_INT(p.pongs, 3);
+    CHECK_INT(p.unmasked_frames, 0);
 }
 
 struct par {
