@@ -98,7 +98,8 @@ _Static_assert(KUBE_EXEC_STDIN_SLOTS == KUBE_WS_READER_SLOTS, "exec.h documents 
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
 #define EXEC_PING_SECS 20                   /* ping a connection quiet for this long, like client-go */
 #define EXEC_HANGUP_SECS 120                /* and give up when nothing came for this long */
-#define EXEC_UPGRADE_SECS 30                /* the answer to the upgrade request */
+#define EXEC_UPGRADE_SECS 30
+#define EXEC_OUTQ_MAX (1u << 20)            /* output the socket has not taken, at most */                /* the answer to the upgrade request */
 #ifndef YAO_VERSION
 #define YAO_VERSION "dev"
 #endif
@@ -347,6 +348,7 @@ struct session {
     BIO *tls_in, *tls_out;   /* owned by tls */
     int tls_ready;           /* its handshake is done */
     unsigned char rx[EXEC_RX_BUFFER];   /* decrypted input */
+    struct dynbuf outq;      /* bytes for the socket (encrypted with TLS) it has not taken yet */
     unsigned char tx[LWS_PRE + 1 + EXEC_STDIN_CHUNK];
 };
 
@@ -368,7 +370,10 @@ static void fail(struct session *s, const char *fmt, ...) {
 static int transport_write(struct session *s, struct lws *wsi, const unsigned char *p, size_t n);
 static int ws_send(struct session *s, struct lws *wsi, int opcode, unsigned char *p, size_t n) {
     unsigned char key[4], hdr[KUBE_WS_MAX_HEADER];
-    if (RAND_bytes(key, sizeof(key)) != 1) lws_get_random(lws_get_context(wsi), key, sizeof(key));
+    /* /dev/urandom through lws: OpenSSL's generator costs a slow first seeding (0.5 s
+     * under valgrind) that a plain-http session has no other use for. */
+    if (lws_get_random(lws_get_context(wsi), key, sizeof(key)) != sizeof(key) && RAND_bytes(key, sizeof(key)) != 1)
+        return -1;
     size_t h = kube_ws_frame_header(hdr, opcode, n, key);
     kube_ws_mask(p, n, key);
     memcpy(p - h, hdr, h);
@@ -695,18 +700,38 @@ static int received(struct session *s, struct lws *wsi, const unsigned char *in,
 /* ---- TLS over the raw connection: OpenSSL with memory BIOs ---------------------------- */
 
 /* Send what OpenSSL wrote into its output BIO. 0, or -1 when the socket write failed. */
+/* Send what waits in the output queue, as much as the socket takes now; the rest waits
+ * for the next writable event. Written with send() rather than lws_write: while lws holds
+ * unsent output of a raw connection it reads nothing (not even a status that would end
+ * the session), so lws never holds any. 0, or -1 when the socket failed. */
+static int out_flush(struct session *s, struct lws *wsi) {
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    while (s->outq.len) {
+        ssize_t n = send(fd, s->outq.data, s->outq.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) return -1;
+        dynbuf_consume(&s->outq, (size_t)n);
+    }
+    if (s->outq.len) lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* Queue what OpenSSL wrote into its output BIO, and send it. 0 or -1. */
 static int tls_flush(struct session *s, struct lws *wsi) {
     char *p;
     long n = BIO_get_mem_data(s->tls_out, &p);
-    if (n <= 0) return 0;
-    int w = lws_write(wsi, (unsigned char *)p, (size_t)n, LWS_WRITE_RAW);
+    if (n > 0 && dynbuf_append(&s->outq, p, (size_t)n) < 0) return -1;
     (void)BIO_reset(s->tls_out);
-    return w < n ? -1 : 0;
+    return out_flush(s, wsi);
 }
 
 /* Send bytes of the session: through TLS, or as they are. 0 or -1. */
 static int transport_write(struct session *s, struct lws *wsi, const unsigned char *p, size_t n) {
-    if (!s->tls) return lws_write(wsi, (unsigned char *)p, n, LWS_WRITE_RAW) < (int)n ? -1 : 0;
+    if (!s->tls) {
+        if (dynbuf_append(&s->outq, p, n) < 0) return -1;
+        return out_flush(s, wsi);
+    }
     if (n && SSL_write(s->tls, p, (int)n) != (int)n) {
         ERR_clear_error();
         return -1;
@@ -803,6 +828,18 @@ static int transport_read(struct session *s, struct lws *wsi, const unsigned cha
 
 /* Writable: the upgrade request first; then a pong or ping, a resize, stdin. 0 or -1. */
 static int writable(struct session *s, struct lws *wsi) {
+    if (s->outq.len && !s->have_status && !s->failed) {
+        /* The socket has not taken the last bytes yet: nothing new before it has. */
+        if (out_flush(s, wsi) < 0) {
+            if (!s->established) {
+                fail(s, "exec: connection to %s failed: write failed", s->cfg->server);
+                return -1;
+            }
+            stdin_refused(s, wsi);
+            return 0;
+        }
+        if (s->outq.len) return 0;
+    }
     if (!s->request_sent) {
         if (!s->connected || (s->tls && !s->tls_ready)) return 0;
         static const char ua[] = "yao-sandbox/" YAO_VERSION;
@@ -1039,17 +1076,10 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     kube_exec_demux_init(&s->demux, pass_stdout, pass_stderr, s);
     kube_ws_parser_init(&s->wp, on_ws_data, on_ws_control, s);
     dynbuf_init(&s->answer, KUBE_WS_HS_MAX);
+    dynbuf_init(&s->outq, EXEC_OUTQ_MAX);
     s->path = full.data;
     s->ep = &ep;
     kube_ws_host_header(&ep, cfg, s->host, sizeof(s->host));
-    {
-        unsigned char nonce[16];
-        if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
-            fail(s, "exec: no random bytes for the WebSocket key");
-            goto out;
-        }
-        EVP_EncodeBlock((unsigned char *)s->key, nonce, sizeof(nonce));
-    }
     s->auth = kube_ws_auth_value(cfg);
     if (o->use_stdin_fd && !(s->in = kube_ws_reader_new(o->stdin_fd))) {
         fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
@@ -1063,6 +1093,14 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     if (!(s->ctx = kube_ws_context_new(exec_protocols, s, NULL, "exec", r->err, sizeof(r->err)))) {
         s->failed = 1;
         goto out;
+    }
+    {
+        unsigned char nonce[16];
+        if (lws_get_random(s->ctx, nonce, sizeof(nonce)) != sizeof(nonce) && RAND_bytes(nonce, sizeof(nonce)) != 1) {
+            fail(s, "exec: no random bytes for the WebSocket key");
+            goto out;
+        }
+        EVP_EncodeBlock((unsigned char *)s->key, nonce, sizeof(nonce));
     }
     if (o->timeout_ms > 0)
         lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
@@ -1092,6 +1130,7 @@ out:
         SSL_CTX_free(s->ssl);
         kube_ws_free_secret(s->auth);
         dynbuf_free(&s->answer);
+        dynbuf_free(&s->outq);
         SSL_free(s->tls);       /* and its BIOs */
         free(s);
     }
