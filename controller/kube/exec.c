@@ -1,63 +1,72 @@
 /* kube/exec.c — commands in pods over the API server's exec WebSocket (see exec.h).
  *
- * Owns: the request URL (one command= per argv element), the libwebsockets session (one
- * lws_context per call, so sessions in different threads share nothing), TLS and
- * credentials from the client's kubeconfig (in memory, through OpenSSL; see "TLS and
- * libwebsockets 4.1" below), subprotocol
- * negotiation (v5.channel.k8s.io, v4.channel.k8s.io), the channel demultiplexer, the
- * status channel's verdict, stdin streaming with the v5 close signal (and the stdin
- * reader thread of use_stdin_fd), and the deadline.
+ * Owns: the request URL (one command= per argv element), the session (one lws_context per
+ * call, so sessions in different threads share nothing), TLS and credentials from the
+ * client's kubeconfig (in memory, through OpenSSL), the WebSocket upgrade and framing,
+ * subprotocol negotiation (v5.channel.k8s.io, v4.channel.k8s.io), the channel
+ * demultiplexer, the status channel's verdict, stdin streaming with the v5 close signal
+ * (and the stdin reader thread of use_stdin_fd), keepalive pings, and the deadline.
  * Does not own: retries (a command is not idempotent; the caller decides), what the
  * output means, or the local terminal (raw mode, SIGWINCH): the caller reports the size
  * through term_size and a resize flag, the session sends it on the resize channel.
  *
- * Memory is bounded whatever the output size: data is handed to the callbacks as lws
- * reads it, one read buffer at a time; a slow callback stalls the reads, and TCP pushes
- * back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per writable event:
- * from read_stdin, called on the loop; or from stdin_fd, read by a thread of the session
- * into KUBE_WS_READER_SLOTS chunks ahead at most (see struct kube_ws_reader), so waiting
- * for input never holds up output. The thread is joined before kube_exec returns.
+ * Transport: libwebsockets 4.1 parses every received WebSocket byte through its client
+ * state machine, which cost twice kubectl's client CPU per byte of output
+ * (docs/benchmarks.md, "Exec throughput"). So lws only connects a raw TCP client
+ * (method "RAW": resolve, connect with its timeout, the event loop, timers,
+ * lws_cancel_service) and the rest is ours: TLS with the session's SSL_CTX over memory
+ * BIOs (SNI, hostname or IP check against tls-server-name else the host, client
+ * certificate; lws 4.1.6 cannot do TLS on a raw client: it starts the handshake before
+ * the socket exists), the HTTP/1.1 upgrade with the Authorization and User-Agent headers
+ * (Sec-WebSocket-Accept and the subprotocol checked), and RFC 6455 through kube/wsframe.c:
+ * server frames parsed a whole read at a time (payload handed on in place), client frames
+ * masked, pings answered, a ping after EXEC_PING_SECS of silence and a hang-up after
+ * EXEC_HANGUP_SECS. What we write goes through our own queue (outq) with send(): while lws
+ * holds unsent output of a raw connection it reads nothing, so it never holds any.
+ *
+ * Memory is bounded whatever the output size: data is handed to the callbacks as it is
+ * read, one read (at most EXEC_RX_BUFFER) at a time; a slow callback stalls the reads,
+ * and TCP pushes back on the server. Stdin goes out one chunk (EXEC_STDIN_CHUNK) per
+ * writable event once the socket has taken the previous one: from read_stdin, called on
+ * the loop; or from stdin_fd, read by a thread of the session into KUBE_WS_READER_SLOTS
+ * chunks ahead at most (see struct kube_ws_reader), so waiting for input never holds up
+ * output. The thread is joined before kube_exec returns.
  *
  * The end: the status message is the server's last word. Once it is complete the session
  * stops sending and the connection is dropped (lws' asynchronous kill), not closed
- * politely: a polite close first flushes what lws still holds for the socket and then
- * waits for the server's close frame, and a server whose command exited without reading
- * stdin has stopped reading the connection, so both waits would run into lws' timeouts
- * (5 s each) or, behind a proxy that never gives up, forever. Such a server also closes
- * at once after the status with our stdin unread, so its TCP stack resets the connection
- * right behind the status; lws 4.1 services writes before reads, and once a write has
- * failed it drops what it reads. So no stdin goes out while input waits (input_waiting),
- * a failed write is not a failure of the session, and after one the bytes still queued
- * are read past lws (the connection's own SSL object or socket) and replayed through the
- * demultiplexer when they are whole frames ending in a complete status
- * (kube_exec_tail_replay).
+ * politely: a server whose command exited without reading stdin has stopped reading the
+ * connection, so a polite close would wait for nothing. Such a server also closes at once
+ * after the status with our stdin unread, so its TCP stack resets the connection right
+ * behind the status. So no stdin goes out while input waits (input_waiting), a failed
+ * write is not a failure of the session, and after one — or when lws closes the
+ * connection on a reset before we read — what is still in the socket is read directly and
+ * fed to the parser, which stands where the last read left it (salvage_status).
  *
  * Known limits:
  *  - v4.channel.k8s.io cannot half-close: with v4 the command never sees EOF on stdin (we
  *    stop sending and wait for it to exit). Commands that read stdin to the end need v5
  *    (Kubernetes >= 1.30); older servers leave them running until the timeout.
- *  - libwebsockets 4.1 drops the body of a refused upgrade. To surface the Status message
- *    (pod not found, container not valid, forbidden...) a 4xx refusal is asked again as a
- *    plain GET of the same URL, which the API server refuses before any proxying (a GET
- *    without upgrade never reaches the kubelet); its message is used only when the status
- *    matches. Otherwise the error carries the HTTP status alone.
- *  - libwebsockets 4.1 formats the request line into 2048 bytes (longer ones are cut and
- *    the request is garbage), so the URL — path and encoded argv — is capped at
- *    EXEC_MAX_URI bytes; longer commands fail cleanly before connecting. Scripts of more
- *    than ~2 KB belong on stdin (sh -s). Query encoding keeps text short (space as '+').
- *  - Certificate checks of an IPv6-literal server without tls-server-name are unsupported
- *    by lws' hostname matching.
+ *  - The Status message of a refused upgrade (pod not found, container not valid,
+ *    forbidden...) is asked again as a plain GET of the same URL, which the API server
+ *    refuses before any proxying (a GET without upgrade never reaches the kubelet); its
+ *    message is used only when the status matches. Otherwise the error carries the HTTP
+ *    status alone.
+ *  - The URL — path and encoded argv — is capped at EXEC_MAX_URI bytes (the limit of the
+ *    lws 4.1 request line this replaced, kept so commands behave as before); longer
+ *    commands fail cleanly before connecting. Scripts of more than ~2 KB belong on stdin
+ *    (sh -s). Query encoding keeps text short (space as '+').
+ *  - No HTTP proxy (neither had the lws WebSocket connection).
  *
- * TLS and libwebsockets 4.1: a context created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT
- * allocates a fresh OpenSSL ex-data index into a process-global variable that every lws
- * connection then uses to find itself from its SSL object. Contexts created per call would
- * (1) race — a session whose handshake straddles another thread's context creation fails
- * certificate verification — and (2) grow the index without bound, making every SSL_new
- * in the process slower (measured: +2.5 ms per SSL object after 20 000 contexts). So no
- * context here ever asks for the global init: each session builds its own client SSL_CTX
- * (CA bundle, client certificate chain and key, all from memory) and hands it to the
- * context's vhost as provided_client_ssl_ctx through lws_init_vhost_client_ssl; the
- * global index then stays at its initial value for good. Nothing else in the process may
+ * TLS and libwebsockets 4.1 (for portforward.c, which still lets lws do TLS): a context
+ * created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT allocates a fresh OpenSSL ex-data
+ * index into a process-global variable that every lws connection then uses to find itself
+ * from its SSL object. Contexts created per call would (1) race — a session whose
+ * handshake straddles another thread's context creation fails certificate verification —
+ * and (2) grow the index without bound, making every SSL_new in the process slower
+ * (measured: +2.5 ms per SSL object after 20 000 contexts). So no context ever asks for
+ * the global init: each session builds its own client SSL_CTX (CA bundle, client
+ * certificate chain and key, all from memory); portforward hands it to the context's
+ * vhost as provided_client_ssl_ctx, exec uses it itself. Nothing else in the process may
  * create lws contexts with DO_SSL_GLOBAL_INIT. */
 #include "kube/exec.h"
 
@@ -91,9 +100,9 @@
 
 #define EXEC_STDIN_CHUNK KUBE_WS_CHUNK      /* payload of one stdin message */
 _Static_assert(KUBE_EXEC_STDIN_SLOTS == KUBE_WS_READER_SLOTS, "exec.h documents the reader's slots");
-#define EXEC_RX_BUFFER (64u * 1024)         /* lws receive buffer of the connection */
+#define EXEC_RX_BUFFER (64u * 1024)         /* one read handed on: TLS plaintext; lws reads its 64 KiB service buffer */
 #define EXEC_MAX_URI 2032u                  /* 2048 - "GET " - " HTTP/1.1\r\n" - NUL (see top) */
-#define EXEC_SALVAGE_MAX (8u << 20)         /* what is read past lws after a failed write */
+#define EXEC_SALVAGE_MAX (8u << 20)         /* what salvage_status reads from the socket at most */
 #define EXEC_DEFAULT_PROTOCOLS "v5.channel.k8s.io, v4.channel.k8s.io"
 #define EXEC_LOCAL_PROTOCOL "yao-exec"
 #define EXEC_PING_SECS 20                   /* ping a connection quiet for this long, like client-go */

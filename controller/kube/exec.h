@@ -1,5 +1,6 @@
 /* kube/exec.h — running a command in a pod through the API server:
- * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (libwebsockets),
+ * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (our own framing over
+ * a raw libwebsockets connection, see exec.c),
  * subprotocol v5.channel.k8s.io with fallback to v4.channel.k8s.io. Streams stdout and
  * stderr to callbacks as they arrive (never buffering the whole output), feeds stdin from a
  * callback or a file descriptor in bounded chunks and closes it (v5 close signal), sends
@@ -104,7 +105,7 @@ struct kube_exec_result {
  * socket because the server stopped reading it, as servers do once the command has
  * exited) is dropped, and the connection is closed without waiting for the server to take
  * it, so a command that exits without reading its input never holds up the return.
- * Limits (libwebsockets 4.1, see exec.c): the URL with the encoded argv may have at most
+ * Limits (see exec.c): the URL with the encoded argv may have at most
  * 2032 bytes — longer commands fail before connecting, so pass scripts on stdin; with
  * v4.channel.k8s.io (servers before 1.30) stdin cannot be closed, so the command never
  * sees EOF on it. */
@@ -131,8 +132,9 @@ int kube_exec_demux_feed(struct kube_exec_demux *d, const unsigned char *p, size
 /* Interpret a Status from the error channel: 0 with *exit_code set (0 for Success, N for
  * NonZeroExitCode), or -1 with msg set when it reports a failure to run the command. */
 int kube_exec_parse_status(const char *json, size_t len, int *exit_code, char *msg, size_t msglen);
-/* Replay the tail of a server's stream that was read past libwebsockets (see exec.c, "the
- * end": after a failed write lws drops what it reads, and the status is in it). start is
+/* Replay the tail of a server's stream that was read past a WebSocket parser that stopped
+ * inside it (kube_exec itself no longer needs this: its own parser, kube/wsframe.c, goes
+ * on where it stood; kept as public API, with its tests and fuzz/fuzz_exec_demux.c). start is
  * where lws' frame parser stood: the count of payload bytes left of the frame it was in
  * (0 at a frame boundary); those bytes continue the demultiplexer's current message, or
  * start one when it is in none (lws had read that frame's header only), and that frame was
