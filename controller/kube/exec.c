@@ -748,6 +748,16 @@ static int transport_write(struct session *s, struct lws *wsi, const unsigned ch
     return tls_flush(s, wsi);
 }
 
+/* OpenSSL's verdict on each certificate of the chain: the first complaint is noted for a
+ * readable error (the verdict stays OpenSSL's). The session is the SSL's app data (ex-data
+ * index 0, no new index: see "TLS and libwebsockets 4.1"). */
+static int tls_verify_cb(int ok, X509_STORE_CTX *x) {
+    SSL *ssl = X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx());
+    struct session *s = ssl ? SSL_get_app_data(ssl) : NULL;
+    if (!ok && s) kube_ws_note_cert_error(x, 0, s->tls_verify, sizeof(s->tls_verify));
+    return ok;
+}
+
 /* The TLS client of the session on top of the raw connection: SNI and the hostname (or
  * IP address) check against tls-server-name, else the server's host, as lws did them. */
 static int tls_start(struct session *s, struct lws *wsi, const struct kube_ws_endpoint *ep) {
@@ -769,7 +779,8 @@ static int tls_start(struct session *s, struct lws *wsi, const struct kube_ws_en
         X509_VERIFY_PARAM *vp = SSL_get0_param(s->tls);
         if ((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, name) : X509_VERIFY_PARAM_set1_host(vp, name, 0)) != 1)
             goto fail;
-        SSL_set_verify(s->tls, SSL_VERIFY_PEER, NULL);
+        SSL_set_app_data(s->tls, s);
+        SSL_set_verify(s->tls, SSL_VERIFY_PEER, tls_verify_cb);
     } else {
         SSL_set_verify(s->tls, SSL_VERIFY_NONE, NULL);
     }
@@ -802,7 +813,7 @@ static int tls_handshake(struct session *s, struct lws *wsi) {
     ERR_clear_error();
     if (v != X509_V_OK && !s->cfg->insecure_skip_tls_verify)
         fail(s, "exec: TLS: the server certificate of %s is not trusted: %s", s->cfg->server,
-             X509_verify_cert_error_string(v));
+             s->tls_verify[0] ? s->tls_verify : X509_verify_cert_error_string(v));
     else
         fail(s, "exec: connection to %s failed: TLS handshake: %s", s->cfg->server, le ? why : "connection closed");
     return -1;
