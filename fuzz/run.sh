@@ -19,7 +19,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 work=${FUZZ_WORK:-/tmp/yao-fuzz-$(id -u)}
-all_targets="ndjson kubeconfig spec exec_demux quantity naming"
+all_targets="ndjson kubeconfig spec exec_demux wsframe quantity naming"
 targets=${FUZZ_TARGETS:-$all_targets}
 
 # Controller sources per target (relative to controller/). The targets that need the REST
@@ -34,6 +34,7 @@ sources() {
     kubeconfig) echo $(base_library) kube/config.c ;;
     spec)       echo $(base_library) sandbox/spec.c sandbox/naming.c sandbox/quantity.c ;;
     exec_demux) client_library ;;
+    wsframe)    echo $(base_library) kube/wsframe.c ;;
     quantity)   echo $(base_library) sandbox/quantity.c ;;
     naming)     echo $(base_library) sandbox/naming.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
@@ -43,7 +44,7 @@ sources() {
 # Longest input per target: enough for the formats, small enough to stay fast.
 max_len() {
     case $1 in
-    ndjson) echo 65536 ;; kubeconfig|spec) echo 16384 ;; exec_demux) echo 8192 ;;
+    ndjson) echo 65536 ;; kubeconfig|spec) echo 16384 ;; exec_demux|wsframe) echo 8192 ;;
     quantity) echo 64 ;; naming) echo 1024 ;;
     esac
 }
