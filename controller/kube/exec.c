@@ -910,6 +910,7 @@ static int writable(struct session *s, struct lws *wsi) {
 static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
     struct lws_context *ctx = wsi ? lws_get_context(wsi) : NULL;
     struct session *s = ctx ? lws_context_user(ctx) : NULL;
+    (void)user;   /* no per-connection data: the session is the context's */
     if (!s) return 0;
 
     switch (reason) {
@@ -1124,7 +1125,7 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
     if (o->timeout_ms > 0)
         lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
-    if (!kube_ws_connect_raw(s->ctx, &ep, cfg, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
+    if (!kube_ws_connect_raw(s->ctx, &ep, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
         fail(s, "exec: cannot connect to %s", cfg->server);
         s->finished = 1;
         s->wsi = NULL;

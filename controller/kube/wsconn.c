@@ -294,7 +294,7 @@ struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoi
 }
 
 struct lws *kube_ws_connect_raw(struct lws_context *ctx, const struct kube_ws_endpoint *ep,
-                                const struct kube_config *cfg, const char *local_protocol, struct lws **pwsi) {
+                                const char *local_protocol, struct lws **pwsi) {
     struct lws_client_connect_info ci;
     memset(&ci, 0, sizeof(ci));
     ci.context = ctx;
@@ -302,7 +302,6 @@ struct lws *kube_ws_connect_raw(struct lws_context *ctx, const struct kube_ws_en
     ci.port = ep->port;
     ci.path = "";
     ci.method = "RAW";
-    (void)cfg;
     ci.host = ep->host;
     ci.protocol = local_protocol;
     ci.local_protocol_name = local_protocol;

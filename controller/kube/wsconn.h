@@ -90,7 +90,7 @@ struct lws *kube_ws_connect(struct lws_context *ctx, const struct kube_ws_endpoi
  * LWS_CALLBACK_RAW_CONNECTED, then RAW_RX / RAW_WRITEABLE / RAW_CLOSE. *pwsi as above; no
  * keepalive of lws' (the session pings). NULL when it cannot even start. */
 struct lws *kube_ws_connect_raw(struct lws_context *ctx, const struct kube_ws_endpoint *ep,
-                                const struct kube_config *cfg, const char *local_protocol, struct lws **pwsi);
+                                const char *local_protocol, struct lws **pwsi);
 /* The Host header value for the endpoint: tls-server-name or the host (IPv6 in brackets),
  * with the port unless it is the scheme's default. */
 void kube_ws_host_header(const struct kube_ws_endpoint *ep, const struct kube_config *cfg, char *out, size_t outlen);
