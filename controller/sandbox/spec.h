@@ -183,6 +183,9 @@ void sbx_spec_free(struct sbx_spec *s);
 /* Identity of the owning Sandbox, for ownerReferences and labels. */
 struct sbx_owner {
     const char *name, *namespace_, *uid;
+    /* The value of the SBX_LABEL_SHARD label the objects get (sandbox/shard.h), or NULL
+     * (no sharding: no such label). */
+    const char *shard;
 };
 
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
