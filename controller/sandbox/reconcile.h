@@ -14,6 +14,7 @@
 #include "sandbox/admission.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
@@ -72,10 +73,10 @@ struct sbx_controller {
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
     struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
     /* Sharding (sandbox/shard.h): {shards, shard}, the Sandbox informer's filter argument,
-     * and the SBX_LABEL_SHARD value of what this shard creates (NULL when shards <= 1). */
+     * and the shard labels of what this shard creates (NULL when shards <= 1). */
     int shard_key[2];
-    char shard_label_buf[8];
-    const char *shard_label;
+    struct sbx_shard_labels shard_labels;
+    const struct sbx_shard_labels *shard_label;
 };
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */

@@ -36,14 +36,20 @@ int sbx_shard_keep(void *ud, const cJSON *sandbox) {
     return s[0] <= 1 || sbx_shard_of_sandbox(sandbox, s[0]) == s[1];
 }
 
+void sbx_shard_labels_init(struct sbx_shard_labels *l, int shards, int shard) {
+    snprintf(l->shard, sizeof(l->shard), "%d", shard);
+    snprintf(l->shards, sizeof(l->shards), "%d", shards);
+}
+
 int sbx_shard_selector(const char *name_label, int shards, int shard, char *out, size_t outlen) {
     int n = shards <= 1 ? snprintf(out, outlen, "%s", name_label)
-                        : snprintf(out, outlen, "%s,%s=%d", name_label, SBX_LABEL_SHARD, shard);
+                        : snprintf(out, outlen, "%s,%s=%d,%s=%d", name_label, SBX_LABEL_SHARD, shard,
+                                   SBX_LABEL_SHARDS, shards);
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
-/* The shard number of a label value, or -1 (missing, not a number, or not below shards). */
-static int label_shard(const char *v, int shards) {
+/* The number of a label value, or -1 (missing, not a number, or not below limit). */
+static int label_number(const char *v, int limit) {
     if (!v || !*v || strlen(v) > 5) return -1;
     int n = 0;
     for (const char *p = v; *p; p++) {
@@ -51,14 +57,15 @@ static int label_shard(const char *v, int shards) {
         n = n * 10 + (*p - '0');
     }
     if (v[0] == '0' && v[1]) return -1;   /* "07" is not how the controller writes 7 */
-    return n < shards ? n : -1;
+    return n < limit ? n : -1;
 }
 
 int sbx_shard_should_adopt(const cJSON *obj, int shards, int me) {
     if (shards <= 1) return 0;
-    int have = label_shard(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARD), shards);
-    if (have == me) return 0;
+    int of = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARDS), SBX_SHARDS_MAX + 1);
+    int have = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARD), shards);
+    if (of == shards && have >= 0) return 0;   /* current: that shard's */
     const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
     if (user) return sbx_shard_of(kj_str(obj, "metadata.namespace"), user, shards) == me;
-    return have < 0 && me == 0;
+    return me == 0;
 }

@@ -12,6 +12,9 @@
 #include <cjson/cJSON.h>
 
 #define SBX_LABEL_SHARD "sandbox.yaoapps.com/shard"
+/* The S the shard label was computed for: objects of another S (or none) are found with
+ * one selector (SBX_LABEL_SHARDS!=S), and never seen by a shard's informers meanwhile. */
+#define SBX_LABEL_SHARDS "sandbox.yaoapps.com/shards"
 #define SBX_SHARDS_MAX 1024
 
 /* FNV-1a, 64 bits, of n bytes. */
@@ -29,17 +32,22 @@ int sbx_shard_of_sandbox(const cJSON *sandbox, int shards);
  * {shards, shard}? Non-zero to keep it. */
 int sbx_shard_keep(void *ud, const cJSON *sandbox);
 
+/* The two label values an owned object of a sharded install carries. */
+struct sbx_shard_labels { char shard[8], shards[8]; };
+void sbx_shard_labels_init(struct sbx_shard_labels *l, int shards, int shard);
+
 /* The label selector of the owned kinds' informers: SBX_LABEL_NAME alone when shards <= 1
- * (as before sharding), else SBX_LABEL_NAME plus SBX_LABEL_SHARD=shard. 0 or -1. */
+ * (as before sharding), else SBX_LABEL_NAME, SBX_LABEL_SHARD=shard and
+ * SBX_LABEL_SHARDS=shards. 0 or -1. */
 int sbx_shard_selector(const char *name_label, int shards, int shard, char *out, size_t outlen);
 
-/* Migration (a start with sharding on): should shard `me` label obj, an object the
- * controller created (pod, claim, Service, NetworkPolicy), as its own? Yes when its
- * SBX_LABEL_SHARD is not `me` and the object is me's: one made for a user (the
- * sandbox.yaoapps.com/user-id annotation) of shard me; one without a user (a warm-pool
- * claim) only when its label is missing or no shard of S (made before sharding, or with a
- * larger S), and then it goes to shard 0. A shard never takes another live shard's pool
- * claim, so two shards never fight over one object. */
+/* Migration (a start with sharding on): should shard `me` of `shards` label obj, an
+ * object the controller created (pod, claim, Service, NetworkPolicy), as its own? Never
+ * when its labels are current (SBX_LABEL_SHARDS = shards and SBX_LABEL_SHARD a shard of
+ * it: then it is that shard's, perhaps me's already). Otherwise (made before sharding, or
+ * under another S): one made for a user (the sandbox.yaoapps.com/user-id annotation) when
+ * that user is of shard me; one without a user (a warm-pool claim) by shard 0. Exactly one
+ * shard takes each object, so two shards never fight over one. */
 int sbx_shard_should_adopt(const cJSON *obj, int shards, int me);
 
 #endif

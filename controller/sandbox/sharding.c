@@ -24,7 +24,8 @@ static int label_one(struct sbx_controller *ctl, const char *resource, const cJS
     cJSON *patch = cJSON_CreateObject(), *md, *labels;
     if (!patch || !(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid) ||
         !(labels = cJSON_AddObjectToObject(md, "labels")) ||
-        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label)) {
+        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
+        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards)) {
         cJSON_Delete(patch);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -34,7 +35,8 @@ static int label_one(struct sbx_controller *ctl, const char *resource, const cJS
     long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     if (st == 200) {
-        LOGI("msg=\"shard: labelled as this shard's\" shard=%s %s=%s/%s", ctl->shard_label, resource, ns, name);
+        LOGI("msg=\"shard: labelled as this shard's\" shard=%s shards=%s %s=%s/%s", ctl->shard_label->shard,
+             ctl->shard_label->shards, resource, ns, name);
         return 0;
     }
     if (st == 404 || st == 409) return 0;
@@ -51,8 +53,10 @@ int sbx_shard_migrate(struct sbx_controller *ctl, char *err, size_t errlen) {
     static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     if (!ctl->shard_label) return 0;
     char selector[160];
-    /* "!=" also matches objects without the label */
-    snprintf(selector, sizeof(selector), "%s,%s!=%d", SBX_LABEL_NAME, SBX_LABEL_SHARD, ctl->shard_key[1]);
+    /* Objects made before sharding or under another S: "!=" also matches objects without
+     * the label. In steady state none, so the list sends nothing (the API server still
+     * reads the kind through, a page of 500 at a time). */
+    snprintf(selector, sizeof(selector), "%s,%s!=%d", SBX_LABEL_NAME, SBX_LABEL_SHARDS, ctl->shard_key[0]);
     int labelled = 0, seen = 0;
     for (size_t r = 0; r < sizeof(resources) / sizeof(resources[0]); r++) {
         if (r == 3 && !ctl->netpols_on) continue;
@@ -90,7 +94,7 @@ int sbx_shard_migrate(struct sbx_controller *ctl, char *err, size_t errlen) {
             if (!cont) break;
         }
     }
-    LOGI("msg=\"shard: start\" shards=%d shard=%d unlabelled_or_other_seen=%d labelled=%d", ctl->shard_key[0],
+    LOGI("msg=\"shard: start\" shards=%d shard=%d other_or_no_shards_label=%d labelled=%d", ctl->shard_key[0],
          ctl->shard_key[1], seen, labelled);
     return 0;
 }

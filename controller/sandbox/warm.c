@@ -480,10 +480,10 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
             cJSON *obj = sbx_warm_build_claim(ns, want), *made = NULL;
             /* Sharded: each shard keeps its own pools (sized by its own Sandboxes), and
              * its claim informer sees only claims of its label. */
+            cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
             if (obj && ctl->shard_label &&
-                !cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                                                          "labels"),
-                                         SBX_LABEL_SHARD, ctl->shard_label)) {
+                (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
+                 !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards))) {
                 cJSON_Delete(obj);
                 obj = NULL;
             }

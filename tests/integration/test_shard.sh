@@ -5,7 +5,8 @@
 # Running exactly once, every pod and claim labelled with hash(namespace/user) mod 2, each
 # controller's /metrics counting only its shard's Sandboxes; with shard 1's controller
 # stopped a shard-0 user's new Sandbox comes up and a shard-1 user's waits, and shard 1
-# restarted converges without duplicates; no object of either shard was deleted (uids).
+# restarted converges without duplicates; no object of either shard was deleted (uids);
+# restarted as 3 shards, every object is relabelled in place.
 . "$(dirname "$0")/lib.sh"
 NS=yao-shard
 LEASE=yao-shard-it
@@ -14,15 +15,15 @@ LOGU=$BUILD_DIR/test-shard-unsharded.log
 : > "$LOG0"; : > "$LOG0B"; : > "$LOG1"; : > "$LOGU"
 check "CRD and manifests apply with kubectl" install_manifests
 fresh_namespace $NS
-for i in 0 1; do kubectl -n yao-sandbox-system delete lease "$LEASE-shard-$i" --ignore-not-found >/dev/null; done
+for i in 0 1 2; do kubectl -n yao-sandbox-system delete lease "$LEASE-shard-$i" --ignore-not-found >/dev/null; done
 
-# shard_of USER — FNV-1a 64 of "namespace/user" mod 2, computed independently here.
+# shard_of USER [S] — FNV-1a 64 of "namespace/user" mod S (2), computed independently here.
 shard_of() {
     python3 -c 'import sys
 h = 0xcbf29ce484222325
 for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
     h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-print(h % 2)' "$NS" "$1"
+print(h % int(sys.argv[3]))' "$NS" "$1" "${2:-2}"
 }
 USERS=(u1 u2 u3 u4 u5 u6 u7 u8)
 declare -A SHARD
@@ -72,13 +73,13 @@ PID0B=${CONTROLLER_PIDS[-1]}
 eventually 10 eval '[ -n "$(bound_port "$LOG0")" ] && [ -n "$(bound_port "$LOG1")" ] && [ -n "$(bound_port "$LOG0B")" ]'
 P0=$(bound_port "$LOG0"); P1=$(bound_port "$LOG1"); P0B=$(bound_port "$LOG0B")
 
-labelled_as_user() {   # every pod and claim carries shard = hash(user) mod 2
-    local bad=0 kind line name user shard
+labelled_as_user() {   # every pod and claim carries shard = hash(user) mod S, shards = S (S = $1, 2)
+    local bad=0 kind name user shard of s=${1:-2}
     for kind in pods pvc; do
-        while read -r name user shard; do
+        while read -r name user shard of; do
             [ -z "$name" ] && continue
-            if [ "$shard" != "$(shard_of "$user")" ]; then echo "    $kind $name of $user: shard [$shard]" >&2; bad=1; fi
-        done < <(kubectl -n $NS get "$kind" -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.sandbox\.yaoapps\.com/user-id} {.metadata.labels.sandbox\.yaoapps\.com/shard}{"\n"}{end}')
+            if [ "$shard/$of" != "$(shard_of "$user" "$s")/$s" ]; then echo "    $kind $name of $user: shard/shards [$shard/$of]" >&2; bad=1; fi
+        done < <(kubectl -n $NS get "$kind" -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.sandbox\.yaoapps\.com/user-id} {.metadata.labels.sandbox\.yaoapps\.com/shard} {.metadata.labels.sandbox\.yaoapps\.com/shards}{"\n"}{end}')
     done
     return $bad
 }
@@ -92,7 +93,7 @@ for i in $(seq 1 16); do u=${USERS[$(( (i - 1) % 8 ))]}; mk "sb-$i" "$u"; done
 check "20 Sandboxes Running" eventually 120 all_running 20
 check "exactly one pod per Sandbox (20 pods)" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/name -o name | wc -l)" 20
 check "exactly one claim per Sandbox (20 claims)" eq "$(kubectl -n $NS get pvc -l sandbox.yaoapps.com/name -o name | wc -l)" 20
-check "every pod and claim carries shard = hash(namespace/user) mod 2" labelled_as_user
+check "every pod and claim carries shard = hash(namespace/user) mod 2 (and shards = 2)" labelled_as_user
 expected() {   # Sandboxes of shard $1
     kubectl -n $NS get sandboxes -o jsonpath='{range .items[*]}{.spec.userID}{"\n"}{end}' |
         while read -r u; do [ "$(shard_of "$u")" = "$1" ] && echo x; done | wc -l
@@ -128,5 +129,25 @@ check "no pod of either shard was deleted or replaced (uids)" still_there pods "
 check "no claim of either shard was deleted or replaced (uids)" still_there pvc "$BEFORE_PVCS"
 check "no controller deleted anything as an orphan" eq "$(cat "$LOG0" "$LOG0B" "$LOG1" | grep -c 'deleted orphan')" 0
 check "every pod and claim still carries its user's shard" labelled_as_user
+
+# 6. S changes (2 -> 3, every replica stopped first): each new shard relabels its users'
+# objects; nothing is recreated.
+BEFORE_PODS=$(uids pods); BEFORE_PVCS=$(uids pvc)
+for p in "${CONTROLLER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${CONTROLLER_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+LOGS3=()
+for i in 0 1 2; do
+    LOGS3+=("$BUILD_DIR/test-shard-3-$i.log"); : > "${LOGS3[-1]}"
+    start_controller "${LOGS3[-1]}" --namespace $NS --max-running 0 --leader-elect --lease-namespace yao-sandbox-system \
+        --lease-name $LEASE --shards 3 --shard $i
+done
+on_exit "kubectl -n yao-sandbox-system delete lease $LEASE-shard-2 --ignore-not-found"
+check "--shards 3: every pod and claim relabelled to hash(namespace/user) mod 3" eventually 60 labelled_as_user 3
+mk after-3 "${USERS[2]}"
+check "  a new Sandbox comes up" eventually 60 phase_is $NS after-3 Running
+check "  23 Running, 23 pods, 23 claims" eventually 30 eval '[ "$(running_count) $(kubectl -n $NS get pods -l sandbox.yaoapps.com/name -o name | wc -l) $(kubectl -n $NS get pvc -l sandbox.yaoapps.com/name -o name | wc -l)" = "23 23 23" ]'
+check "  no pod was recreated (uids)" still_there pods "$BEFORE_PODS"
+check "  no claim was recreated (uids)" still_there pvc "$BEFORE_PVCS"
+check "  nothing deleted as an orphan" eq "$(cat "${LOGS3[@]}" | grep -c 'deleted orphan')" 0
 
 finish

@@ -5,7 +5,9 @@
  * by byte, BOOKMARK moving the resourceVersion, an ERROR 410 event and an HTTP 410 each
  * forcing a relist that converges on the server's state (a delete that happened while
  * disconnected reaches the handler with cur NULL), a dropped connection and a malformed
- * event line each followed by a reconnect, after a backoff, from the last good RV.
+ * event line each followed by a reconnect, after a backoff, from the last good RV; a
+ * client-side filter that keeps objects out of the cache (listed or watched) and removes
+ * those that stop passing it as deletes.
  * The fake's request log shows which list and watch requests were made, and when. */
 #include <pthread.h>
 

@@ -82,20 +82,29 @@ TEST(selector) {
     CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 1, 0, out, sizeof(out)), 0);
     CHECK_STR(out, "sandbox.yaoapps.com/name");
     CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 4, 3, out, sizeof(out)), 0);
-    CHECK_STR(out, "sandbox.yaoapps.com/name,sandbox.yaoapps.com/shard=3");
+    CHECK_STR(out, "sandbox.yaoapps.com/name,sandbox.yaoapps.com/shard=3,sandbox.yaoapps.com/shards=4");
     CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 4, 3, out, 20), -1);
+    struct sbx_shard_labels l;
+    sbx_shard_labels_init(&l, 16, 7);
+    CHECK_STR(l.shard, "7");
+    CHECK_STR(l.shards, "16");
 }
 
-/* An owned object of user (NULL: a pool claim) in "default", labelled shard (NULL: none). */
-static cJSON *owned(const char *user, const char *shard) {
-    char text[512];
+/* An owned object of user (NULL: a pool claim) in "default", labelled shard of shards
+ * (NULL: no such label). */
+static cJSON *owned_of(const char *user, const char *shard, const char *shards) {
+    char text[640];
     snprintf(text, sizeof(text),
-             "{\"metadata\":{\"namespace\":\"default\",\"name\":\"o\",\"labels\":{\"sandbox.yaoapps.com/name\":\"x\"%s%s%s},"
+             "{\"metadata\":{\"namespace\":\"default\",\"name\":\"o\",\"labels\":{\"sandbox.yaoapps.com/name\":\"x\"%s%s%s%s%s%s},"
              "\"annotations\":{%s%s%s}}}",
              shard ? ",\"sandbox.yaoapps.com/shard\":\"" : "", shard ? shard : "", shard ? "\"" : "",
+             shards ? ",\"sandbox.yaoapps.com/shards\":\"" : "", shards ? shards : "", shards ? "\"" : "",
              user ? "\"sandbox.yaoapps.com/user-id\":\"" : "", user ? user : "", user ? "\"" : "");
     return cJSON_Parse(text);
 }
+
+/* The same, of S = 2 when labelled. */
+static cJSON *owned(const char *user, const char *shard) { return owned_of(user, shard, shard ? "2" : NULL); }
 
 TEST(adoption_on_migration) {
     /* alice is shard 1 of 2, bob shard 0 */
@@ -109,10 +118,13 @@ TEST(adoption_on_migration) {
     /* labelled already: nothing to do */
     CHECK(!sbx_shard_should_adopt(alice_1, 2, 1));
     CHECK(!sbx_shard_should_adopt(alice_1, 2, 0));
-    /* labelled by another S: relabelled by the shard the user hashes to now */
-    CHECK(sbx_shard_should_adopt(alice_0, 2, 1));
+    /* current labels (shard 0 of 2) are never taken, even where they disagree with the
+     * user's hash (only a hand edit makes that) */
+    CHECK(!sbx_shard_should_adopt(alice_0, 2, 1));
     CHECK(!sbx_shard_should_adopt(alice_0, 2, 0));
+    /* a shard label that is no shard number: as unlabelled */
     CHECK(sbx_shard_should_adopt(alice_bad, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_bad, 2, 0));
     /* pool claims: unlabelled or of no shard of S → shard 0; another live shard's: left */
     CHECK(sbx_shard_should_adopt(pool_none, 2, 0));
     CHECK(!sbx_shard_should_adopt(pool_none, 2, 1));
@@ -120,6 +132,19 @@ TEST(adoption_on_migration) {
     CHECK(!sbx_shard_should_adopt(pool_1, 2, 1));
     CHECK(sbx_shard_should_adopt(pool_9, 2, 0));
     CHECK(sbx_shard_should_adopt(pool_x, 2, 0));
+    /* labelled for another S (4): taken by the shard of S = 2 the user hashes to; a pool
+     * claim by shard 0, whatever its old shard */
+    cJSON *alice_1_of_4 = owned_of("alice", "1", "4"), *pool_1_of_4 = owned_of(NULL, "1", "4");
+    cJSON *alice_1_no_s = owned_of("alice", "1", NULL);
+    CHECK(sbx_shard_should_adopt(alice_1_of_4, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_1_of_4, 2, 0));
+    CHECK(sbx_shard_should_adopt(pool_1_of_4, 2, 0));
+    CHECK(!sbx_shard_should_adopt(pool_1_of_4, 2, 1));
+    CHECK(sbx_shard_should_adopt(alice_1_no_s, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_1_no_s, 2, 0));
+    cJSON_Delete(alice_1_of_4);
+    cJSON_Delete(pool_1_of_4);
+    cJSON_Delete(alice_1_no_s);
     /* no sharding: never */
     CHECK(!sbx_shard_should_adopt(alice_none, 1, 0));
     CHECK(!sbx_shard_should_adopt(pool_none, 1, 0));

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 
 #include "sandbox/naming.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 #define GIB (INT64_C(1) << 30)
@@ -676,7 +677,9 @@ TEST(shard_label_on_owned_objects) {
     struct sbx_spec s;
     char e[256];
     CHECK_INT(parse_text("{" U "}", NULL, &s, e, sizeof e), 0);
-    struct sbx_owner plain = { "t", "ns", "uid-1", NULL }, sharded = { "t", "ns", "uid-1", "3" };
+    struct sbx_shard_labels l;
+    sbx_shard_labels_init(&l, 4, 3);
+    struct sbx_owner plain = { "t", "ns", "uid-1", NULL }, sharded = { "t", "ns", "uid-1", &l };
     cJSON *objs[4] = {sbx_build_pod(&plain, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
                       sbx_build_pvc(&plain, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
                       sbx_build_pod(&sharded, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
@@ -684,8 +687,9 @@ TEST(shard_label_on_owned_objects) {
     for (int i = 0; i < 4; i++) {
         CHECK(objs[i] != NULL);
         const char *v = JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/shard");
-        if (i < 2) CHECK(v == NULL);
-        else CHECK_STR(v, "3");
+        const char *of = JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/shards");
+        if (i < 2) CHECK(v == NULL && of == NULL);
+        else { CHECK_STR(v, "3"); CHECK_STR(of, "4"); }
         CHECK_STR(JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/name"), "t");
         cJSON_Delete(objs[i]);
     }
