@@ -367,7 +367,8 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     /* Sharded: take over (label) this shard's objects made without its label, before the
      * label-selected informers list. On failure the controller does not start (exits and
      * is restarted) rather than run blind to objects it owns. */
-    if (ctl->shard_label && sbx_shard_migrate(ctl, perr, sizeof(perr)) < 0) {
+    if (ctl->shard_label && sbx_shard_migrate(ctl, stop, perr, sizeof(perr)) < 0) {
+        if (stop && *stop) return -1;
         LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
         return -1;
     }

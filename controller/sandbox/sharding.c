@@ -49,7 +49,7 @@ int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, c
     return label_one(ctl, resource, obj, err, errlen);
 }
 
-int sbx_shard_migrate(struct sbx_controller *ctl, char *err, size_t errlen) {
+int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char *err, size_t errlen) {
     static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     if (!ctl->shard_label) return 0;
     char selector[160];
@@ -79,6 +79,11 @@ int sbx_shard_migrate(struct sbx_controller *ctl, char *err, size_t errlen) {
             if (st != 200) { cJSON_Delete(list); return -1; }
             const cJSON *it;
             cJSON_ArrayForEach(it, kj_path(list, "items")) {
+                if (stop && *stop) {
+                    cJSON_Delete(list);
+                    snprintf(err, errlen, "stopped");
+                    return -1;
+                }
                 seen++;
                 if (!sbx_shard_should_adopt(it, ctl->shard_key[0], ctl->shard_key[1])) continue;
                 if (label_one(ctl, resources[r], it, err, errlen) < 0) { cJSON_Delete(list); return -1; }
