@@ -232,13 +232,11 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
      * objects by the label it puts on them (server-side: other shards' are never sent). */
     ctl->shard_key[0] = ctl->opt.shards > 1 ? ctl->opt.shards : 1;
     ctl->shard_key[1] = ctl->opt.shards > 1 ? ctl->opt.shard : 0;
-    if (ctl->opt.shards > 1) {
-        sbx_shard_labels_init(&ctl->shard_labels, ctl->opt.shards, ctl->opt.shard);
-        ctl->shard_label = &ctl->shard_labels;
-    }
     sandboxes_path(path, sizeof(path), o->namespace_);
     struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
     if (ctl->opt.shards > 1) {
+        sbx_shard_labels_init(&ctl->shard_labels, ctl->opt.shards, ctl->opt.shard);
+        ctl->shard_label = &ctl->shard_labels;
         io.filter = sbx_shard_keep;
         io.filter_ud = ctl->shard_key;
     }
