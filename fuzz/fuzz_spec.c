@@ -56,7 +56,7 @@ static const char *str_at(const cJSON *obj, const char *key) {
 static void check_accepted(const cJSON *sb, const struct sbx_spec *s) {
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(sb, "metadata");
     const char *name = str_at(md, "name"), *uid = str_at(md, "uid"), *ns = str_at(md, "namespace");
-    struct sbx_owner o = {name ? name : "sb", ns, uid ? uid : "uid-1"};
+    struct sbx_owner o = {name ? name : "sb", ns, uid ? uid : "uid-1", NULL};
     char pod_name[64], claim[80];
     int64_t v;
 

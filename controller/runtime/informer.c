@@ -27,6 +27,8 @@ struct informer {
     informer_change_fn on_change;
     void *ud;
     informer_transform_fn transform;
+    informer_filter_fn filter;
+    void *filter_ud;
     int page_size;
     int stall_s;
     /* Which resourceVersion the next LIST asks for: LIST_ANY ("0", the watch cache) until
@@ -71,6 +73,8 @@ struct informer *informer_new(struct kube_client *c, const struct informer_optio
     inf->on_change = o->on_change;
     inf->ud = o->ud;
     inf->transform = o->transform ? o->transform : informer_strip_metadata;
+    inf->filter = o->filter;
+    inf->filter_ud = o->filter_ud;
     inf->page_size = o->page_size > 0 ? o->page_size : 500;
     inf->stall_s = o->watch_stall_s > 0 ? o->watch_stall_s : 90;
     inf->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)inf;
@@ -297,6 +301,8 @@ static int cache_item(void *ud, cJSON *item) {
     struct list_ctx *lc = ud;
     char key[512];
     if (informer_key(item, key, sizeof(key)) < 0) { cJSON_Delete(item); return 0; }
+    /* Filtered out: not marked seen, so a cached copy is removed with the vanished ones. */
+    if (lc->inf->filter && !lc->inf->filter(lc->inf->filter_ud, item)) { cJSON_Delete(item); return 0; }
     strmap_put(lc->seen, key, (void *)1, NULL);
     lc->inf->transform(item);
     cache_apply(lc->inf, key, item);
@@ -403,8 +409,8 @@ static int on_event(void *ud, const char *type, cJSON *object, cJSON *event) {
     if (!strcmp(type, "BOOKMARK")) return 0;
     char key[512];
     if (informer_key(object, key, sizeof(key)) < 0) return 0;
-    if (!strcmp(type, "DELETED")) {
-        cache_apply(inf, key, NULL);
+    if (!strcmp(type, "DELETED") || (inf->filter && !inf->filter(inf->filter_ud, object))) {
+        cache_apply(inf, key, NULL);   /* a filtered-out object: removed if it was cached */
         return 0;
     }
     cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(event, "object");

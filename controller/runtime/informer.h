@@ -28,6 +28,11 @@ typedef void (*informer_change_fn)(void *ud, const char *key, const cJSON *old, 
 /* Optional: shrink an object before it is cached (drop fields the controller never
  * reads). Modifies obj in place. */
 typedef void (*informer_transform_fn)(cJSON *obj);
+/* Optional: a client-side selection, for what a label selector cannot express (a hash of
+ * a spec field). Called on each listed or watched object before its transform; an object
+ * it refuses (returns 0) is never cached, and a cached one it now refuses is removed as if
+ * deleted (handlers see old -> NULL). Must be pure and cheap; filter_ud is passed back. */
+typedef int (*informer_filter_fn)(void *filter_ud, const cJSON *obj);
 
 struct informer_options {
     const char *path;            /* collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods" */
@@ -35,6 +40,8 @@ struct informer_options {
     informer_change_fn on_change;
     void *ud;
     informer_transform_fn transform;
+    informer_filter_fn filter;   /* NULL = keep everything the server sends */
+    void *filter_ud;
     int page_size;               /* LIST limit (default 500) */
     int watch_stall_s;           /* silence that ends a watch (default 90) */
 };

@@ -9,10 +9,12 @@
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/reconcile_int.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 struct orphan_ctx {
     const char *ns, *owner;
+    const int *shard_key;   /* {shards, shard}: an object of another shard's user is never ours to delete */
     struct { char name[256], uid[64]; } found[8];
     int n;
 };
@@ -22,6 +24,11 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
     struct orphan_ctx *o = ud;
     const char *ns = kj_str(obj, "metadata.namespace");
     if (!ns || strcmp(ns, o->ns) != 0) return 0;
+    /* Sharded: the Sandbox of an object made for a user of another shard is not in this
+     * shard's cache whether or not it exists (a label left by another --shards, not yet
+     * relabelled): its absence here says nothing. */
+    const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
+    if (o->shard_key[0] > 1 && user && sbx_shard_of(ns, user, o->shard_key[0]) != o->shard_key[1]) return 0;
     const cJSON *r;
     cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
         const char *kind = kj_str(r, "kind"), *name = kj_str(r, "name");
@@ -50,8 +57,8 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
 #define KINDS 4
     static const char *const resources[KINDS] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     struct informer *caches[KINDS] = {ctl->pods, ctl->pvcs, ctl->services, ctl->netpols};
-    struct orphan_ctx o[KINDS] = {{.ns = ns, .owner = name}, {.ns = ns, .owner = name}, {.ns = ns, .owner = name},
-                                  {.ns = ns, .owner = name}};
+    struct orphan_ctx o[KINDS];
+    for (int i = 0; i < KINDS; i++) o[i] = (struct orphan_ctx){.ns = ns, .owner = name, .shard_key = ctl->shard_key};
     struct sbx_gone names;
     char uid[600] = "";
     if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {

@@ -23,6 +23,7 @@
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
 #include "sandbox/sandboxclass.h"
+#include "sandbox/shard.h"
 
 
 
@@ -226,15 +227,26 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
         if (!ctl->recorder) LOGW("msg=\"no event recorder (out of memory): Events are not recorded\"");
     }
 
+    /* Sharding: this replica caches only its shard's Sandboxes (a client-side filter:
+     * Sandboxes are created by users and carry no shard label), and selects its owned
+     * objects by the label it puts on them (server-side: other shards' are never sent). */
+    ctl->shard_key[0] = ctl->opt.shards > 1 ? ctl->opt.shards : 1;
+    ctl->shard_key[1] = ctl->opt.shards > 1 ? ctl->opt.shard : 0;
     sandboxes_path(path, sizeof(path), o->namespace_);
     struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
+    if (ctl->opt.shards > 1) {
+        sbx_shard_labels_init(&ctl->shard_labels, ctl->opt.shards, ctl->opt.shard);
+        ctl->shard_label = &ctl->shard_labels;
+        io.filter = sbx_shard_keep;
+        io.filter_ud = ctl->shard_key;
+    }
     ctl->sandboxes = informer_new(c, &io);
 
     /* Owned objects are selected by the project's own label (every one carries it), not
      * by app.kubernetes.io/managed-by, which any workload may use; what counts for the
      * running cap is decided by the controller ownerReference (sandbox/capacity.c). */
     char selector[128];
-    snprintf(selector, sizeof(selector), "%s", SBX_LABEL_NAME);
+    sbx_shard_selector(SBX_LABEL_NAME, ctl->shard_key[0], ctl->shard_key[1], selector, sizeof(selector));
     sbx_core_path(path, sizeof(path), o->namespace_, "pods");
     io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
                                    .ud = ctl, .transform = sbx_pod_shrink};
@@ -350,6 +362,14 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
         LOGW("msg=\"NetworkPolicies are not readable (no RBAC for networking.k8s.io networkpolicies): a Sandbox of a "
              "class with spec.network.mode isolated is InvalidSpec; apply the current RBAC and restart the "
              "controller\" status=%ld", probe);
+    /* Sharded: take over (label) this shard's objects made without its label, before the
+     * label-selected informers list. On failure the controller does not start (exits and
+     * is restarted) rather than run blind to objects it owns. */
+    if (ctl->shard_label && sbx_shard_migrate(ctl, stop, perr, sizeof(perr)) < 0) {
+        if (stop && *stop) return -1;
+        LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
+        return -1;
+    }
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
         (ctl->netpols_on && informer_start(ctl->netpols) < 0) ||
         informer_start(ctl->sandboxes) < 0 ||
@@ -639,8 +659,12 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
     st = kube_get(ctl->client, path, &existing, err, errlen);
     if (st != 200) { cJSON_Delete(existing); return st == 404 ? -1 : -1; }
     enum sbx_object_state s = classify(existing, uid);
+    /* Ours but not in the cache: sharded, and made without this shard's label (by a
+     * replica not sharded yet): labelled now, the watch then shows it. */
+    int rc = s == SBX_OBJ_FOREIGN ? 1 : 0;
+    if (!rc && sbx_shard_adopt_existing(ctl, resource, existing, err, errlen) < 0) rc = -1;
     cJSON_Delete(existing);
-    return s == SBX_OBJ_FOREIGN ? 1 : 0;
+    return rc;
 }
 
 /* Delete ns/resource/name if it still has uid. 0 or -1. */
@@ -970,7 +994,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (o.pod == SBX_OBJ_PRESENT) {
         const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
         if (have) {
-            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid};
+            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
             cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
             const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
             if (!h) { cJSON_Delete(want); snprintf(err, errlen, "out of memory"); goto out; }
@@ -1032,7 +1056,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
     }
 
-    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid};
+    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
     if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on &&
         reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, np, np_state, err, errlen) < 0) {

@@ -14,6 +14,7 @@
 #include "sandbox/admission.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
@@ -28,6 +29,9 @@ struct sbx_controller_options {
      * SandboxClass); 0 = none. A SandboxClass sets its own (spec.workspace.warmPool). */
     int warm_workspaces;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
+    /* --shards / --shard (sandbox/shard.h): serve only the Sandboxes of shard `shard` of
+     * `shards`, and only the objects labelled with it. shards <= 1: everything, no label. */
+    int shards, shard;
     const char *field_manager;
     /* The Event recorder's own client (kube/events.h): the controller takes it over and
      * frees it. NULL: no Events are recorded. */
@@ -68,6 +72,11 @@ struct sbx_controller {
     size_t napiserver;
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
     struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
+    /* Sharding (sandbox/shard.h): {shards, shard}, the Sandbox informer's filter argument,
+     * and the shard labels of what this shard creates (NULL when shards <= 1). */
+    int shard_key[2];
+    struct sbx_shard_labels shard_labels;
+    const struct sbx_shard_labels *shard_label;
 };
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */

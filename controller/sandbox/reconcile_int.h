@@ -54,6 +54,16 @@ enum sbx_binding sbx_storage_class_binding(struct sbx_controller *ctl, const cha
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                      const char *name, const char *uid, char *err, size_t errlen);
 
+/* ---- sharding.c ---- */
+/* Sharded (--shards > 1): label this shard's objects that lack its label (made before
+ * sharding, or under another --shards; see shard.h), before the informers start. One
+ * patch per such object, sequential: a one-time cost when sharding is turned on (about
+ * 60 objects a second on the test machine). 0, or -1 (an error, or *stop set). */
+int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char *err, size_t errlen);
+/* The same for one object found by a create's 409 (ours, but not in this shard's cache). */
+int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err,
+                             size_t errlen);
+
 /* ---- capacity.c ---- */
 /* Informer handlers: a Sandbox / a pod changed (see sandbox/admission.h). */
 void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sandbox/quantity.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 static const char usage[] =
@@ -43,6 +44,10 @@ static const char usage[] =
     "                           imagePullSecrets of sandbox pods; repeatable\n"
     "                           (YAO_SANDBOX_IMAGE_PULL_SECRETS, comma-separated; none)\n"
     "  --workers N              reconcile workers (YAO_SANDBOX_WORKERS; 4)\n"
+    "  --shards S               split Sandboxes into S shards by namespace/spec.userID; 1 = no\n"
+    "                           sharding (YAO_SANDBOX_SHARDS; 1). With S > 1 --max-running is\n"
+    "                           this shard's share, and the Lease is <lease-name>-shard-I\n"
+    "  --shard I                the one shard (0..S-1) this replica serves (YAO_SANDBOX_SHARD; 0)\n"
     "  --resync DUR             safety-net requeue of every Sandbox (YAO_SANDBOX_RESYNC; 10m; 0 = off)\n"
     "  --metrics-addr HOST:PORT serve /healthz /readyz /metrics (YAO_SANDBOX_METRICS_ADDR; default off)\n"
     "  --leader-elect           take part in leader election via a Lease (off by default)\n"
@@ -161,6 +166,14 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
         int n = parse_int(val, 256);
         if (n < 1) BAD("not a worker count (1-256)");
         o->controller.workers = n;
+    } else if (!strcmp(name, "shards")) {
+        int n = parse_int(val, SBX_SHARDS_MAX);
+        if (n < 1) BAD("not a shard count (1-1024)");
+        o->controller.shards = n;
+    } else if (!strcmp(name, "shard")) {
+        int n = parse_int(val, SBX_SHARDS_MAX - 1);
+        if (n < 0) BAD("not a shard number (0-1023)");
+        o->controller.shard = n;
     } else if (!strcmp(name, "resync")) {
         if (qty_parse_duration(val, &v) < 0) BAD("not a duration");
         o->controller.resync_ms = v;
@@ -223,6 +236,7 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_WORKSPACE_SIZE", "workspace-size"}, {"YAO_SANDBOX_STORAGE_CLASS", "storage-class"},
     {"YAO_SANDBOX_WARM_WORKSPACES", "warm-workspaces"},
     {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
+    {"YAO_SANDBOX_SHARDS", "shards"},             {"YAO_SANDBOX_SHARD", "shard"},
     {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
     {"YAO_SANDBOX_LOG_LEVEL", "log-level"},
     {"YAO_SANDBOX_RUN_AS_USER", "sandbox-run-as-user"},
@@ -236,6 +250,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
     sbx_defaults_init(&o->controller.defaults);
     o->controller.limits.max_running = 100;
     o->controller.workers = 4;
+    o->controller.shards = 1;
     o->controller.resync_ms = 10 * 60 * 1000;
     o->log_level = "info";
     o->metrics_addr = "";
@@ -275,6 +290,22 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
         if (apply(o, name, val, src, err, errlen) < 0) return -1;
     }
     if (check_requests(o, err, errlen) < 0) return -1;
+    if (o->controller.shard >= o->controller.shards) {
+        snprintf(err, errlen, "--shard %d (YAO_SANDBOX_SHARD) is not below --shards %d (YAO_SANDBOX_SHARDS)",
+                 o->controller.shard, o->controller.shards);
+        return -1;
+    }
+    if (o->controller.shards > 1) {
+        /* One Lease per shard: two replicas of one shard fence each other, replicas of
+         * different shards never meet. */
+        int n = snprintf(o->lease_name_shard, sizeof(o->lease_name_shard), "%s-shard-%d", o->lease_name,
+                         o->controller.shard);
+        if (n < 0 || (size_t)n >= sizeof(o->lease_name_shard) || n > 253) {
+            snprintf(err, errlen, "--lease-name too long for a shard suffix");
+            return -1;
+        }
+        o->lease_name = o->lease_name_shard;
+    }
     if (o->renew_deadline_ms >= o->lease_duration_ms || o->retry_period_ms >= o->renew_deadline_ms) {
         snprintf(err, errlen, "leader election needs retry-period < renew-deadline < lease-duration");
         return -1;

@@ -14,7 +14,8 @@ struct sbx_settings {
     const char *log_level;      /* debug, info, warn, error */
     const char *metrics_addr;   /* host:port of /healthz /readyz /metrics ("" = off) */
     int leader_elect;
-    const char *lease_name, *lease_namespace;
+    const char *lease_name, *lease_namespace;   /* with --shards > 1, lease_name is the shard's */
+    char lease_name_shard[272];                  /* <--lease-name>-shard-<I> */
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     int show_help, show_version;
     /* Requests given explicitly (flag or variable): one above its limit is an error at

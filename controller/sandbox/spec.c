@@ -22,6 +22,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
+#include "sandbox/shard.h"
 
 /* Limits, mirrored in crd/sandbox.yaml. Lengths count Unicode code points, like the
  * API server's maxLength. */
@@ -930,7 +931,9 @@ static cJSON *sbx_build_meta(const struct sbx_owner *o, const struct sbx_spec *s
         !sbx_add_label(labels, SBX_LABEL_NAME, o->name) ||
         !sbx_add_label(labels, SBX_LABEL_USER, s->user_id) ||
         !sbx_add_label(labels, SBX_LABEL_CHAT, s->chat_id) ||
-        !cJSON_AddStringToObject(labels, SBX_LABEL_LIFECYCLE, sbx_lifecycle_name(s->lifecycle)))
+        !cJSON_AddStringToObject(labels, SBX_LABEL_LIFECYCLE, sbx_lifecycle_name(s->lifecycle)) ||
+        (o->shard && (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, o->shard->shard) ||
+                      !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, o->shard->shards))))
         goto err;
 
     ann = cJSON_AddObjectToObject(meta, "annotations");

@@ -181,8 +181,11 @@ int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
 void sbx_spec_free(struct sbx_spec *s);
 
 /* Identity of the owning Sandbox, for ownerReferences and labels. */
+struct sbx_shard_labels;
 struct sbx_owner {
     const char *name, *namespace_, *uid;
+    /* The shard labels the objects get (sandbox/shard.h), or NULL (no sharding: none). */
+    const struct sbx_shard_labels *shard;
 };
 
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes

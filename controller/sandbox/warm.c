@@ -18,6 +18,7 @@
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/sandboxclass.h"
+#include "sandbox/shard.h"
 #include "sandbox/warmpool.h"
 
 /* A pool claim as the index keeps it (owned strings). */
@@ -477,6 +478,15 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
         for (int j = 0; j < create; j++) {
             char path[512];
             cJSON *obj = sbx_warm_build_claim(ns, want), *made = NULL;
+            /* Sharded: each shard keeps its own pools (sized by its own Sandboxes), and
+             * its claim informer sees only claims of its label. */
+            cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+            if (obj && ctl->shard_label &&
+                (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
+                 !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards))) {
+                cJSON_Delete(obj);
+                obj = NULL;
+            }
             if (!obj) { snprintf(err, errlen, "out of memory"); goto out; }
             sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
             long st = kube_create(ctl->client, path, obj, &made, err, errlen);

@@ -2,7 +2,8 @@
 # Security on the real plane: sandbox pods are admitted under the Pod Security Standard
 # "restricted"; a sandbox gets no API credentials and its identity has no RBAC; the
 # controller's RBAC is exactly what it uses (every verb/resource seen in the API server's
-# audit log for its ServiceAccount, compared with its roles); it cannot read Secrets;
+# audit log for its ServiceAccount, compared with its roles; a sharded start labelling
+# the pods exercises pods patch); it cannot read Secrets;
 # no token or key appears in its logs, Events or status, and it writes no file.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it
@@ -147,6 +148,19 @@ check "a stranger's NetworkPolicy of the name is reported" eventually 20 np_conf
 sec_class none 10.1.0.0/16
 check "mode none deletes the NetworkPolicy" eventually 20 eval '! kubectl -n $NS get networkpolicy yao-sb-sec-g >/dev/null 2>&1'
 kill -TERM $CTL; wait $STRACE 2>/dev/null
+# Sharding turned on over these objects: the shard of user "sec" labels its pods and
+# claims (patch on pods and claims; sandbox/sharding.c) before it serves them.
+SEC_SHARD=$(python3 -c 'h = 0xcbf29ce484222325
+for b in b"'$NS'/sec":
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+print(h % 2)')
+"$BUILD_DIR/bin/yao-sandbox-controller" --kubeconfig "$KC" --namespace $NS --shards 2 --shard "$SEC_SHARD" \
+    >>"$LOG" 2>&1 &
+SHARDED=$!
+on_exit "kill $SHARDED 2>/dev/null"
+labelled_pod() { kubectl -n $NS get pods -l "sandbox.yaoapps.com/shard=$SEC_SHARD,sandbox.yaoapps.com/shards=2" -o name | grep -q .; }
+check "sharding turned on: the user's shard labels its pods (pods patch)" eventually 20 labelled_pod
+kill -TERM $SHARDED; wait $SHARDED 2>/dev/null
 sleep 2 # the audit log is written in batches (max wait 1 s)
 
 POD_JSON=$(kubectl -n $NS get pods -o json)

@@ -5,7 +5,9 @@
  * by byte, BOOKMARK moving the resourceVersion, an ERROR 410 event and an HTTP 410 each
  * forcing a relist that converges on the server's state (a delete that happened while
  * disconnected reaches the handler with cur NULL), a dropped connection and a malformed
- * event line each followed by a reconnect, after a backoff, from the last good RV.
+ * event line each followed by a reconnect, after a backoff, from the last good RV; a
+ * client-side filter that keeps objects out of the cache (listed or watched) and removes
+ * those that stop passing it as deletes.
  * The fake's request log shows which list and watch requests were made, and when. */
 #include <pthread.h>
 
@@ -51,18 +53,21 @@ struct run {
     char path[128];
 };
 
-/* Start an informer on namespace ns of the fake (page size 2). 0 or -1. */
-static int run_start(struct run *r, const char *ns) {
+/* Start an informer on namespace ns of the fake (page size 2), with filter (NULL: none).
+ * 0 or -1. */
+static int run_start_filtered(struct run *r, const char *ns, informer_filter_fn filter) {
     memset(r, 0, sizeof(*r));
     pthread_mutex_init(&r->rec.lock, NULL);
     snprintf(r->path, sizeof r->path, "/api/v1/namespaces/%s/pods", ns);
     if (!up() || !(r->client = fake_client(&fake))) return -1;
     struct informer_options o = {.path = r->path, .on_change = on_change, .ud = &r->rec,
-                                 .page_size = 2};
+                                 .page_size = 2, .filter = filter};
     r->inf = informer_new(r->client, &o);
     if (!r->inf || informer_start(r->inf) != 0) return -1;
     return 0;
 }
+
+static int run_start(struct run *r, const char *ns) { return run_start_filtered(r, ns, NULL); }
 
 static void run_stop(struct run *r) {
     if (r->inf) informer_free(r->inf);   /* stops and joins */
@@ -161,6 +166,34 @@ TEST(paginated_list_bytewise_watch_bookmark_and_410_relist) {
     CHECK_INT(q.lists, 3);                /* page 1, page 2 (continue), relist */
     CHECK_STR(q.watch_rvs, "10,20,30");   /* list RV, the BOOKMARK's RV, relist RV */
     if (strcmp(q.watch_rvs, "10,20,30")) fprintf(stderr, "  handler saw: %s\n", r.rec.seen);
+    run_stop(&r);
+}
+
+/* The filter of the filter case: pods not Succeeded. */
+static int not_succeeded(void *ud, const cJSON *obj) {
+    const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "status"), "phase"));
+    (void)ud;
+    return !p || strcmp(p, "Succeeded") != 0;
+}
+
+TEST(filter_keeps_only_selected_objects) {
+    struct run r;
+    if (run_start_filtered(&r, "filter", not_succeeded) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    /* list a b c (b filtered out); watch: a leaves, d never enters, b enters; 410; the
+     * relist brings a back, keeps b, and c leaves */
+    WAIT_FOR(stats(&r).lists >= 2 && saw(&r.rec, "-filter/c", 1), 10000);
+    CHECK_INT(informer_count(r.inf), 2);
+    CHECK(saw(&r.rec, "+filter/a", 2));
+    CHECK(saw(&r.rec, "-filter/a", 1));
+    CHECK(saw(&r.rec, "+filter/b", 1));
+    CHECK(saw(&r.rec, "~filter/b", 1));
+    CHECK(saw(&r.rec, "+filter/c", 1));
+    CHECK(saw(&r.rec, "-filter/c", 1));
+    CHECK(strstr(r.rec.seen, "filter/d") == NULL);
+    cJSON *c = informer_get(r.inf, "filter/c"), *d = informer_get(r.inf, "filter/d"), *b = informer_get(r.inf, "filter/b");
+    CHECK(!c && !d && b);
+    cJSON_Delete(b);
+    if (!saw(&r.rec, "-filter/c", 1)) fprintf(stderr, "  handler saw: %s\n", r.rec.seen);
     run_stop(&r);
 }
 

@@ -313,7 +313,7 @@ TEST(allowed_storage_classes) {
 /* ---- into the pod ----------------------------------------------------------------------- */
 
 static cJSON *pod_of(const struct sbx_spec *s) {
-    struct sbx_owner o = { "sb", "ns", "u-1" };
+    struct sbx_owner o = { "sb", "ns", "u-1", NULL };
     return sbx_build_pod(&o, s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace");
 }
 

@@ -132,6 +132,7 @@ TEST(usage_mentions_every_flag) {
         "256Mi", "100m", SBX_DEFAULT_IMAGE,
         "--lease-duration", "--renew-deadline", "--retry-period", "--log-level", "--version",
         "--help", "YAO_SANDBOX_MAX", "--lifecycle", "YAO_SANDBOX_LIFECYCLE",
+        "--shards", "YAO_SANDBOX_SHARDS", "--shard ", "YAO_SANDBOX_SHARD;",
     };
     const char *u = sbx_settings_usage();
     CHECK(u != NULL);
@@ -549,6 +550,46 @@ TEST(lease_ordering) {
     CHECK_INT(parse_with(NULL, &o, "--lease-duration=300ms", "--renew-deadline=200ms",
                          "--retry-period=100ms", NULL), 0);
     CHECK_INT(o.retry_period_ms, 100);
+}
+
+TEST(shards) {
+    struct sbx_settings o;
+    /* default: one shard, the Lease name unchanged */
+    CHECK_INT(parse_with(NULL, &o, NULL), 0);
+    CHECK_INT(o.controller.shards, 1);
+    CHECK_INT(o.controller.shard, 0);
+    CHECK_STR(o.lease_name, "yao-sandbox-controller");
+    CHECK_INT(parse_with(NULL, &o, "--shards=1", "--lease-name=l", NULL), 0);
+    CHECK_STR(o.lease_name, "l");
+    /* S > 1: the shard's own Lease */
+    CHECK_INT(parse_with(NULL, &o, "--shards", "4", "--shard=3", NULL), 0);
+    CHECK_INT(o.controller.shards, 4);
+    CHECK_INT(o.controller.shard, 3);
+    CHECK_STR(o.lease_name, "yao-sandbox-controller-shard-3");
+    CHECK_INT(parse_with(NULL, &o, "--lease-name=ctl", "--shards=2", NULL), 0);
+    CHECK_STR(o.lease_name, "ctl-shard-0");
+    /* the environment, and flags over it */
+    static const char *const env[] = {"YAO_SANDBOX_SHARDS", "3", "YAO_SANDBOX_SHARD", "2", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(o.controller.shards, 3);
+    CHECK_INT(o.controller.shard, 2);
+    CHECK_STR(o.lease_name, "yao-sandbox-controller-shard-2");
+    CHECK_INT(parse_with(env, &o, "--shard=1", NULL), 0);
+    CHECK_INT(o.controller.shard, 1);
+    CHECK_STR(o.lease_name, "yao-sandbox-controller-shard-1");
+    /* errors */
+    CHECK_INT(parse_with(NULL, &o, "--shards=0", NULL), -1);
+    CHECK(err_has("--shards", "not a shard count", NULL));
+    CHECK_INT(parse_with(NULL, &o, "--shards=1025", NULL), -1);
+    CHECK_INT(parse_with(NULL, &o, "--shards=x", NULL), -1);
+    CHECK_INT(parse_with(NULL, &o, "--shard=-1", NULL), -1);
+    CHECK(err_has("--shard", "not a shard number", NULL));
+    CHECK_INT(parse_with(NULL, &o, "--shards=2", "--shard=2", NULL), -1);
+    CHECK(err_has("--shard 2", "not below --shards 2", NULL));
+    CHECK_INT(parse_with(NULL, &o, "--shard=1", NULL), -1);   /* one shard: only 0 */
+    static const char *const bad_env[] = {"YAO_SANDBOX_SHARDS", "two", NULL};
+    CHECK_INT(parse_with(bad_env, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_SHARDS", NULL));
 }
 
 /* ---- defaults a Sandbox can live with ------------------------------------------------- */

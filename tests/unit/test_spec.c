@@ -9,6 +9,7 @@
 #include <stdarg.h>
 
 #include "sandbox/naming.h"
+#include "sandbox/shard.h"
 #include "sandbox/spec.h"
 
 #define GIB (INT64_C(1) << 30)
@@ -115,7 +116,7 @@ struct built {
 static int build_from(const char *file, struct built *b) {
     char err[256];
     struct sbx_defaults d;
-    struct sbx_owner o;
+    struct sbx_owner o = {0};
 
     memset(b, 0, sizeof *b);
     sbx_defaults_init(&d);
@@ -659,7 +660,7 @@ TEST(default_requests_never_exceed_a_lowered_limit) {
     sbx_spec_free(&s);
 
     /* and in the pod */
-    struct sbx_owner o = { "t", "ns", "uid-1" };
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
     CHECK_INT(parse_text("{" U ",\"resources\":{\"memory\":\"128Mi\"}}", NULL, &s, err, sizeof err), 0);
     cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
     const cJSON *c = JAT(pod, "spec", "containers", "#0");
@@ -668,6 +669,30 @@ TEST(default_requests_never_exceed_a_lowered_limit) {
     CHECK_STR(JSTR(c, "resources", "limits", "cpu"), "1");
     CHECK_STR(JSTR(c, "resources", "requests", "cpu"), "100m");
     cJSON_Delete(pod);
+    sbx_spec_free(&s);
+}
+
+/* Sharded: every owned object carries the shard label; unsharded: none (as before). */
+TEST(shard_label_on_owned_objects) {
+    struct sbx_spec s;
+    char e[256];
+    CHECK_INT(parse_text("{" U "}", NULL, &s, e, sizeof e), 0);
+    struct sbx_shard_labels l;
+    sbx_shard_labels_init(&l, 4, 3);
+    struct sbx_owner plain = { "t", "ns", "uid-1", NULL }, sharded = { "t", "ns", "uid-1", &l };
+    cJSON *objs[4] = {sbx_build_pod(&plain, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
+                      sbx_build_pvc(&plain, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
+                      sbx_build_pod(&sharded, &s, "yao-sb-u-c", "yao-sb-u-c-workspace"),
+                      sbx_build_pvc(&sharded, &s, "yao-sb-u-c", "yao-sb-u-c-workspace")};
+    for (int i = 0; i < 4; i++) {
+        CHECK(objs[i] != NULL);
+        const char *v = JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/shard");
+        const char *of = JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/shards");
+        if (i < 2) CHECK(v == NULL && of == NULL);
+        else { CHECK_STR(v, "3"); CHECK_STR(of, "4"); }
+        CHECK_STR(JSTR(objs[i], "metadata", "labels", "sandbox.yaoapps.com/name"), "t");
+        cJSON_Delete(objs[i]);
+    }
     sbx_spec_free(&s);
 }
 
@@ -716,7 +741,7 @@ TEST(pull_policy_reaches_the_pod) {
     char err[256];
     struct sbx_spec s;
     struct sbx_defaults d;
-    struct sbx_owner o = { "t", "ns", "uid-1" };
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
     static const char *const want[] = { "IfNotPresent", "Always", "Never" };
 
     for (int i = 0; i < 3; i++) {
@@ -948,7 +973,7 @@ TEST(pvc_exact_shape) {
 TEST(pvc_empty_storage_class_is_kept) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "n", "ns", "uid-1" };
+    struct sbx_owner o = { "n", "ns", "uid-1", NULL };
     cJSON *pvc;
 
     CHECK_INT(parse_text("{" U ",\"workspace\":{\"storageClassName\":\"\",\"size\":\"1.5Gi\"}}",
@@ -964,7 +989,7 @@ TEST(pvc_empty_storage_class_is_kept) {
 TEST(workspace_from_clone) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "n", "ns", "uid-1" };
+    struct sbx_owner o = { "n", "ns", "uid-1", NULL };
     struct sbx_ws_source src = { "yao-sb-a-b-workspace", "yao-test", INT64_C(20) << 30 };
     cJSON *pvc;
     static const struct { const char *spec, *err; } bad[] = {
@@ -1166,7 +1191,7 @@ TEST(pod_one_shot_never_restarts) {
 TEST(pod_one_shot_run_options) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "n", NULL, "uid-1" };
+    struct sbx_owner o = { "n", NULL, "uid-1", NULL };
     cJSON *pod;
     const cJSON *c;
 
@@ -1203,7 +1228,7 @@ TEST(pod_one_shot_run_options) {
 TEST(pod_command_args_variants) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "n", NULL, "uid-1" };
+    struct sbx_owner o = { "n", NULL, "uid-1", NULL };
     cJSON *pod;
 
     /* args only: the image's entrypoint with these args */
@@ -1224,7 +1249,7 @@ TEST(pod_command_args_variants) {
     cJSON_Delete(pod);
 
     /* missing owner identity → NULL, never a half object */
-    struct sbx_owner no_uid = { "n", "ns", NULL }, no_name = { NULL, "ns", "u" };
+    struct sbx_owner no_uid = { "n", "ns", NULL, NULL }, no_name = { NULL, "ns", "u", NULL };
     CHECK(sbx_build_pod(&no_uid, &s, "p", "p-workspace") == NULL);
     CHECK(sbx_build_pvc(&no_name, &s, "p", "p-workspace") == NULL);
     CHECK(sbx_build_pod(NULL, &s, "p", "p-workspace") == NULL);
@@ -1245,7 +1270,7 @@ TEST(awkward_ids_give_valid_names_and_labels) {
     };
     char long_u[501], long_c[501], pod_name[64], claim[80];
     struct sbx_owner o = { "a-sandbox-name-that-is-rather-long-and-goes-on-and-on-past-63-chars-x",
-                           "ns", "uid" };
+                           "ns", "uid", NULL };
 
     memset(long_u, 'U', 500);
     long_u[500] = '\0';
@@ -1324,7 +1349,7 @@ static void *failing_malloc(size_t n) {
 TEST(builders_survive_allocation_failure) {
     struct built b;
     cJSON_Hooks hooks = { failing_malloc, free };
-    struct sbx_owner o;
+    struct sbx_owner o = {0};
     int pod_ok = 0, pvc_ok = 0;
     long k;
 
@@ -1369,7 +1394,7 @@ TEST(builders_survive_allocation_failure) {
 static void hash_of(const char *members, char *out) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "t", "ns", "uid-1" };
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
     out[0] = 0;
     CHECK_INT(parse_text(members, NULL, &s, err, sizeof err), 0);
     cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
@@ -1412,7 +1437,7 @@ TEST(template_hash_follows_what_reaches_the_pod) {
 /* The pod of a minimal spec under defaults d (NULL on a refused spec, err set). */
 static cJSON *pod_under(const struct sbx_defaults *d, char *err, size_t errlen) {
     struct sbx_spec s;
-    struct sbx_owner o = { "t", "ns", "uid-1" };
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
     if (parse_text("{" U "}", d, &s, err, errlen) != 0) return NULL;
     cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
     sbx_spec_free(&s);
@@ -1500,7 +1525,7 @@ TEST(pod_image_pull_secrets_from_the_controller) {
 TEST(ports_parse_and_reach_the_container) {
     char err[256];
     struct sbx_spec s;
-    struct sbx_owner o = { "t", "ns", "uid-1" };
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
     CHECK_INT(parse_text("{" U ",\"ports\":[{\"name\":\"http\",\"port\":8080},"
                          "{\"name\":\"vnc\",\"port\":5900,\"protocol\":\"TCP\"},"
                          "{\"name\":\"dns\",\"port\":8080,\"protocol\":\"UDP\"}],\"service\":{\"enabled\":true}}",

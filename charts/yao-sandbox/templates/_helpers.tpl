@@ -90,9 +90,10 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
   resources: [pods, persistentvolumeclaims]
   verbs: [get, list, watch, create, delete]
 # a grown spec.workspace.size raises the claim's storage request (where the class
-# allows volume expansion)
+# allows volume expansion); with --shards > 1 the shard label is added to a pod or claim
+# made before sharding was turned on (sandbox/sharding.c)
 - apiGroups: [""]
-  resources: [persistentvolumeclaims]
+  resources: [pods, persistentvolumeclaims]
   verbs: [patch]
 # the Service of a Sandbox with spec.service.enabled (informer; create; patch when its
 # ports change; delete when turned off or orphaned; get after a 409 on create)

@@ -1,0 +1,105 @@
+/* sandbox/sharding.c — the I/O side of sharding (decisions in shard.c): at the start of a
+ * sharded replica, and on a create that finds its object already there, the objects this
+ * shard owns but that do not carry its label yet — made before sharding was turned on, or
+ * under another --shards — are labelled, so its label-selected informers see them. Until
+ * then no shard sees them, and none deletes them (orphans.c never touches an object of
+ * another shard's user). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "runtime/log.h"
+#include "sandbox/reconcile_int.h"
+#include "sandbox/shard.h"
+#include "sandbox/spec.h"
+
+/* Put this shard's label on obj (in ns/resource), with its uid as a precondition (a
+ * successor of the same name is left alone). 0 (labelled, gone, or replaced) or -1. */
+static int label_one(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err, size_t errlen) {
+    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
+    const char *uid = kj_str(obj, "metadata.uid");
+    char path[1024];
+    if (!ns || !name || !uid) return 0;
+    cJSON *patch = cJSON_CreateObject(), *md, *labels;
+    if (!patch || !(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid) ||
+        !(labels = cJSON_AddObjectToObject(md, "labels")) ||
+        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
+        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards)) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sbx_core_path(path, sizeof(path), ns, resource);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    if (st == 200) {
+        LOGI("msg=\"shard: labelled as this shard's\" shard=%s shards=%s %s=%s/%s", ctl->shard_label->shard,
+             ctl->shard_label->shards, resource, ns, name);
+        return 0;
+    }
+    if (st == 404 || st == 409) return 0;
+    return -1;
+}
+
+int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err,
+                             size_t errlen) {
+    if (!ctl->shard_label || !sbx_shard_should_adopt(obj, ctl->shard_key[0], ctl->shard_key[1])) return 0;
+    return label_one(ctl, resource, obj, err, errlen);
+}
+
+int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char *err, size_t errlen) {
+    static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    if (!ctl->shard_label) return 0;
+    char selector[160];
+    /* Objects made before sharding or under another S: "!=" also matches objects without
+     * the label. In steady state none, so the list sends nothing (the API server still
+     * reads the kind through, a page of 500 at a time). */
+    snprintf(selector, sizeof(selector), "%s,%s!=%d", SBX_LABEL_NAME, SBX_LABEL_SHARDS, ctl->shard_key[0]);
+    int labelled = 0, seen = 0;
+    for (size_t r = 0; r < sizeof(resources) / sizeof(resources[0]); r++) {
+        if (r == 3 && !ctl->netpols_on) continue;
+        char *cont = NULL;
+        for (;;) {
+            char path[2048];
+            sbx_core_path(path, sizeof(path), ctl->opt.namespace_, resources[r]);
+            /* no resourceVersion: a consistent read, paginated by limit */
+            if (kube_path_add_query(path, sizeof(path), "labelSelector", selector) < 0 ||
+                kube_path_add_query(path, sizeof(path), "limit", "500") < 0 ||
+                (cont && kube_path_add_query(path, sizeof(path), "continue", cont) < 0)) {
+                free(cont);
+                snprintf(err, errlen, "shard migration: path too long");
+                return -1;
+            }
+            free(cont);
+            cont = NULL;
+            cJSON *list = NULL;
+            long st = kube_get(ctl->client, path, &list, err, errlen);
+            if (st != 200) { cJSON_Delete(list); return -1; }
+            const cJSON *it;
+            cJSON_ArrayForEach(it, kj_path(list, "items")) {
+                if (stop && *stop) {
+                    cJSON_Delete(list);
+                    snprintf(err, errlen, "stopped");
+                    return -1;
+                }
+                seen++;
+                if (!sbx_shard_should_adopt(it, ctl->shard_key[0], ctl->shard_key[1])) continue;
+                if (label_one(ctl, resources[r], it, err, errlen) < 0) { cJSON_Delete(list); return -1; }
+                labelled++;
+            }
+            const char *next = kj_str(list, "metadata.continue");
+            if (next && *next && !(cont = strdup(next))) {
+                cJSON_Delete(list);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            cJSON_Delete(list);
+            if (!cont) break;
+        }
+    }
+    LOGI("msg=\"shard: start\" shards=%d shard=%d other_or_no_shards_label=%d labelled=%d", ctl->shard_key[0],
+         ctl->shard_key[1], seen, labelled);
+    return 0;
+}

@@ -1,0 +1,153 @@
+/* tests/unit/test_shard.c — the shard of a Sandbox: FNV-1a 64 against the published
+ * vectors and values computed independently (Python), the shard of (namespace, user)
+ * pinned (a change would move every Sandbox of a sharded install), an even spread of
+ * 10,000 users over 2, 3 and 16 shards, the Sandbox filter, the owned kinds' selector,
+ * and which objects a shard labels as its own when sharding is turned on or S changes. */
+#include "check.h"
+#include "sandbox/shard.h"
+
+static uint64_t fnv(const char *s) { return sbx_fnv1a64(s, strlen(s), SBX_FNV1A64_INIT); }
+
+TEST(fnv1a64_vectors) {
+    CHECK(fnv("") == 0xcbf29ce484222325ULL);
+    CHECK(fnv("a") == 0xaf63dc4c8601ec8cULL);
+    CHECK(fnv("default/alice") == 0x706d51e1b38746c5ULL);
+    CHECK(fnv("default/bob") == 0xf70d9007c64fd302ULL);
+    CHECK(fnv("team-a/u-42") == 0x545c11656bc2a423ULL);
+    /* incremental = whole */
+    CHECK(sbx_fnv1a64("alice", 5, sbx_fnv1a64("default/", 8, SBX_FNV1A64_INIT)) == fnv("default/alice"));
+}
+
+TEST(shard_of_pinned) {
+    CHECK_INT(sbx_shard_of("default", "alice", 2), 1);
+    CHECK_INT(sbx_shard_of("default", "bob", 2), 0);
+    CHECK_INT(sbx_shard_of("default", "alice", 16), 5);
+    CHECK_INT(sbx_shard_of("default", "bob", 16), 2);
+    CHECK_INT(sbx_shard_of("team-a", "u-42", 16), 3);
+    CHECK_INT(sbx_shard_of("default", NULL, 16), 3);   /* "default/" */
+    /* one shard (or none): always 0, whatever the key */
+    CHECK_INT(sbx_shard_of("default", "alice", 1), 0);
+    CHECK_INT(sbx_shard_of("default", "alice", 0), 0);
+    /* the namespace is part of the key */
+    int differ = 0;
+    char u[32];
+    for (int i = 0; i < 64; i++) {
+        snprintf(u, sizeof(u), "user-%d", i);
+        differ += sbx_shard_of("a", u, 16) != sbx_shard_of("b", u, 16);
+    }
+    CHECK(differ > 32);
+}
+
+TEST(spread_over_10000_users) {
+    static const int shard_counts[] = {2, 3, 16};
+    for (size_t k = 0; k < sizeof(shard_counts) / sizeof(shard_counts[0]); k++) {
+        int s = shard_counts[k], count[16] = {0};
+        char u[32];
+        for (int i = 0; i < 10000; i++) {
+            snprintf(u, sizeof(u), "user-%d", i);
+            int sh = sbx_shard_of("default", u, s);
+            CHECK(sh >= 0 && sh < s);
+            if (sh >= 0 && sh < s) count[sh]++;
+        }
+        /* within 10 % of the mean (for 16 shards, 625 ± 62: about 2.5 sigma) */
+        int mean = 10000 / s;
+        for (int i = 0; i < s; i++) {
+            if (count[i] < mean - mean / 10 || count[i] > mean + mean / 10)
+                fprintf(stderr, "  shards=%d shard %d has %d of 10000\n", s, i, count[i]);
+            CHECK(count[i] >= mean - mean / 10 && count[i] <= mean + mean / 10);
+        }
+    }
+}
+
+TEST(sandbox_filter) {
+    cJSON *a = cJSON_Parse("{\"metadata\":{\"namespace\":\"default\",\"name\":\"x\"},\"spec\":{\"userID\":\"alice\"}}");
+    cJSON *b = cJSON_Parse("{\"metadata\":{\"namespace\":\"default\",\"name\":\"y\"},\"spec\":{\"userID\":\"bob\"}}");
+    cJSON *none = cJSON_Parse("{\"metadata\":{\"namespace\":\"default\",\"name\":\"z\"},\"spec\":{}}");
+    int s0[2] = {2, 0}, s1[2] = {2, 1}, one[2] = {1, 0};
+    CHECK_INT(sbx_shard_of_sandbox(a, 2), 1);
+    CHECK(!sbx_shard_keep(s0, a));
+    CHECK(sbx_shard_keep(s1, a));
+    CHECK(sbx_shard_keep(s0, b));
+    CHECK(!sbx_shard_keep(s1, b));
+    /* without a userID: exactly one shard keeps it (and reports it invalid) */
+    CHECK(sbx_shard_keep(s0, none) + sbx_shard_keep(s1, none) == 1);
+    CHECK(sbx_shard_keep(one, a) && sbx_shard_keep(one, b) && sbx_shard_keep(one, none));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(none);
+}
+
+TEST(selector) {
+    char out[128];
+    CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 1, 0, out, sizeof(out)), 0);
+    CHECK_STR(out, "sandbox.yaoapps.com/name");
+    CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 4, 3, out, sizeof(out)), 0);
+    CHECK_STR(out, "sandbox.yaoapps.com/name,sandbox.yaoapps.com/shard=3,sandbox.yaoapps.com/shards=4");
+    CHECK_INT(sbx_shard_selector("sandbox.yaoapps.com/name", 4, 3, out, 20), -1);
+    struct sbx_shard_labels l;
+    sbx_shard_labels_init(&l, 16, 7);
+    CHECK_STR(l.shard, "7");
+    CHECK_STR(l.shards, "16");
+}
+
+/* An owned object of user (NULL: a pool claim) in "default", labelled shard of shards
+ * (NULL: no such label). */
+static cJSON *owned_of(const char *user, const char *shard, const char *shards) {
+    char text[640];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"namespace\":\"default\",\"name\":\"o\",\"labels\":{\"sandbox.yaoapps.com/name\":\"x\"%s%s%s%s%s%s},"
+             "\"annotations\":{%s%s%s}}}",
+             shard ? ",\"sandbox.yaoapps.com/shard\":\"" : "", shard ? shard : "", shard ? "\"" : "",
+             shards ? ",\"sandbox.yaoapps.com/shards\":\"" : "", shards ? shards : "", shards ? "\"" : "",
+             user ? "\"sandbox.yaoapps.com/user-id\":\"" : "", user ? user : "", user ? "\"" : "");
+    return cJSON_Parse(text);
+}
+
+/* The same, of S = 2 when labelled. */
+static cJSON *owned(const char *user, const char *shard) { return owned_of(user, shard, shard ? "2" : NULL); }
+
+TEST(adoption_on_migration) {
+    /* alice is shard 1 of 2, bob shard 0 */
+    cJSON *alice_none = owned("alice", NULL), *alice_1 = owned("alice", "1"), *alice_0 = owned("alice", "0");
+    cJSON *alice_bad = owned("alice", "01"), *pool_none = owned(NULL, NULL), *pool_1 = owned(NULL, "1");
+    cJSON *pool_9 = owned(NULL, "9"), *pool_x = owned(NULL, "x");
+    CHECK(alice_none && alice_1 && alice_0 && alice_bad && pool_none && pool_1 && pool_9 && pool_x);
+    /* unlabelled (made before sharding): its user's shard takes it, the other does not */
+    CHECK(sbx_shard_should_adopt(alice_none, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_none, 2, 0));
+    /* labelled already: nothing to do */
+    CHECK(!sbx_shard_should_adopt(alice_1, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_1, 2, 0));
+    /* current labels (shard 0 of 2) are never taken, even where they disagree with the
+     * user's hash (only a hand edit makes that) */
+    CHECK(!sbx_shard_should_adopt(alice_0, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_0, 2, 0));
+    /* a shard label that is no shard number: as unlabelled */
+    CHECK(sbx_shard_should_adopt(alice_bad, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_bad, 2, 0));
+    /* pool claims: unlabelled or of no shard of S → shard 0; another live shard's: left */
+    CHECK(sbx_shard_should_adopt(pool_none, 2, 0));
+    CHECK(!sbx_shard_should_adopt(pool_none, 2, 1));
+    CHECK(!sbx_shard_should_adopt(pool_1, 2, 0));
+    CHECK(!sbx_shard_should_adopt(pool_1, 2, 1));
+    CHECK(sbx_shard_should_adopt(pool_9, 2, 0));
+    CHECK(sbx_shard_should_adopt(pool_x, 2, 0));
+    /* labelled for another S (4): taken by the shard of S = 2 the user hashes to; a pool
+     * claim by shard 0, whatever its old shard */
+    cJSON *alice_1_of_4 = owned_of("alice", "1", "4"), *pool_1_of_4 = owned_of(NULL, "1", "4");
+    cJSON *alice_1_no_s = owned_of("alice", "1", NULL);
+    CHECK(sbx_shard_should_adopt(alice_1_of_4, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_1_of_4, 2, 0));
+    CHECK(sbx_shard_should_adopt(pool_1_of_4, 2, 0));
+    CHECK(!sbx_shard_should_adopt(pool_1_of_4, 2, 1));
+    CHECK(sbx_shard_should_adopt(alice_1_no_s, 2, 1));
+    CHECK(!sbx_shard_should_adopt(alice_1_no_s, 2, 0));
+    cJSON_Delete(alice_1_of_4);
+    cJSON_Delete(pool_1_of_4);
+    cJSON_Delete(alice_1_no_s);
+    /* no sharding: never */
+    CHECK(!sbx_shard_should_adopt(alice_none, 1, 0));
+    CHECK(!sbx_shard_should_adopt(pool_none, 1, 0));
+    cJSON *all[] = {alice_none, alice_1, alice_0, alice_bad, pool_none, pool_1, pool_9, pool_x};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) cJSON_Delete(all[i]);
+}
