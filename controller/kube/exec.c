@@ -664,15 +664,30 @@ static int upgraded(struct session *s, struct lws *wsi, const struct kube_ws_ans
     return 0;
 }
 
+/* Feed frames to the parser. 0, or -1 (the session failed). */
+static int feed_frames(struct session *s, const unsigned char *p, size_t n) {
+    char perr[160];
+    if (n && kube_ws_parser_feed(&s->wp, p, n, perr, sizeof(perr)) < 0) {
+        fail(s, "exec: %s", perr);
+        return -1;
+    }
+    return 0;
+}
+
 /* What the server sent: the upgrade answer first, then frames, parsed a read at a time.
  * 0, or -1 to drop the connection. */
 static int received(struct session *s, struct lws *wsi, const unsigned char *in, size_t len) {
     s->last_rx = lws_now_usecs();
     if (s->have_status || s->closed) return 0;
     if (!s->established) {
+        /* The read that completes the header may carry many frames after it (a command
+         * that writes at once): only the header is bounded, so buffer at most what is
+         * left of KUBE_WS_HS_MAX and hand the rest of the read to the parser. */
         struct kube_ws_answer a;
-        if (dynbuf_append(&s->answer, in, len) < 0) {
-            fail(s, "exec: the answer to the upgrade from %s is too long", s->cfg->server);
+        size_t room = s->answer.max > s->answer.len ? s->answer.max - s->answer.len : 0;
+        size_t take = len < room ? len : room;
+        if (dynbuf_append(&s->answer, in, take) < 0) {
+            fail(s, "exec: out of memory reading the answer to the upgrade from %s", s->cfg->server);
             return -1;
         }
         int k = kube_ws_parse_answer(s->answer.data, s->answer.len, &a);
@@ -680,22 +695,23 @@ static int received(struct session *s, struct lws *wsi, const unsigned char *in,
             fail(s, "exec: %s did not answer the upgrade request with HTTP", s->cfg->server);
             return -1;
         }
-        if (k == 0) return 0;
+        if (k == 0) {
+            if (take == len && s->answer.len < s->answer.max) return 0;
+            fail(s, "exec: the answer to the upgrade from %s is too long", s->cfg->server);
+            return -1;
+        }
         if (a.status != 101) {
             s->r->http_status = a.status;
             fail(s, "exec: upgrade refused: HTTP %d", a.status);
             return -1;
         }
         if (upgraded(s, wsi, &a) < 0) return -1;
-        in = (const unsigned char *)s->answer.data + a.header_len;
-        len = s->answer.len - a.header_len;
+        if (feed_frames(s, (const unsigned char *)s->answer.data + a.header_len, s->answer.len - a.header_len) < 0)
+            return -1;
+        in += take;
+        len -= take;
     }
-    char perr[160];
-    int rc = len ? kube_ws_parser_feed(&s->wp, in, len, perr, sizeof(perr)) : 0;
-    if (rc < 0) {
-        fail(s, "exec: %s", perr);
-        return -1;
-    }
+    if (feed_frames(s, in, len) < 0) return -1;
     if (s->answer.data) dynbuf_free(&s->answer);
     if (s->failed) return -1;
     if (s->have_status || s->closed) {

@@ -1050,7 +1050,10 @@ TEST(session_large_output_streams_in_bounded_pieces) {
     struct kube_exec_options o = {.namespace_ = "ns", .pod = "p", .argv = SH_ARGV, .argc = 3, .on_stdout = count_out,
                                   .ud = &k, .timeout_ms = 30000};
     struct kube_exec_result r;
-    CHECK_INT(kube_exec(c, &o, &r), 0);
+    if (kube_exec(c, &o, &r) != 0) {
+        CHECK(0);
+        fprintf(stderr, "  exec failed: %s\n", r.err);
+    }
     CHECK_INT(k.bytes, p.big_bytes);
     CHECK_INT(k.bad, 0);
     CHECK(k.biggest <= 64 * 1024);   /* never more than one receive buffer at once */
