@@ -10,23 +10,11 @@
 #include "sandbox/netpol.h"
 
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Write the message to err (if any) and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int np_fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "base/errfmt.h"
 
 /* ---- CIDRs ------------------------------------------------------------------------------ */
 
@@ -39,26 +27,26 @@ int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen
     int bytes;
 
     memset(out, 0, sizeof *out);
-    if (!s || !(slash = strchr(s, '/'))) return np_fail(err, errlen, "must be a CIDR like 10.0.0.0/8 or fd00::/8");
+    if (!s || !(slash = strchr(s, '/'))) return errfmt(err, errlen, "must be a CIDR like 10.0.0.0/8 or fd00::/8");
     alen = (size_t)(slash - s);
-    if (alen == 0 || alen >= sizeof addr) return np_fail(err, errlen, "not an IPv4 or IPv6 address");
+    if (alen == 0 || alen >= sizeof addr) return errfmt(err, errlen, "not an IPv4 or IPv6 address");
     memcpy(addr, s, alen);
     addr[alen] = '\0';
     if (inet_pton(AF_INET, addr, out->addr) == 1) out->family = 4;
     else if (inet_pton(AF_INET6, addr, out->addr) == 1) out->family = 6;
-    else return np_fail(err, errlen, "not an IPv4 or IPv6 address");
+    else return errfmt(err, errlen, "not an IPv4 or IPv6 address");
     bytes = out->family == 4 ? 4 : 16;
     /* digits only, no sign, no leading zero: one spelling per prefix */
     if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2]) || strspn(slash + 1, "0123456789") > 3)
-        return np_fail(err, errlen, "the prefix length must be a number");
+        return errfmt(err, errlen, "the prefix length must be a number");
     prefix = strtol(slash + 1, &end, 10);
-    if (*end) return np_fail(err, errlen, "the prefix length must be a number");
+    if (*end) return errfmt(err, errlen, "the prefix length must be a number");
     if (prefix < 0 || prefix > bytes * 8)
-        return np_fail(err, errlen, "the prefix length must be between 0 and %d", bytes * 8);
+        return errfmt(err, errlen, "the prefix length must be between 0 and %d", bytes * 8);
     out->prefix = (int)prefix;
     for (int bit = out->prefix; bit < bytes * 8; bit++)
         if (out->addr[bit / 8] & (0x80u >> (bit % 8)))
-            return np_fail(err, errlen, "has host bits set (the network address is needed)");
+            return errfmt(err, errlen, "has host bits set (the network address is needed)");
     return 0;
 }
 
@@ -97,7 +85,7 @@ static int np_bool(const cJSON *obj, const char *key, int dflt, int *out, char *
 
     *out = dflt;
     if (!v) return 0;
-    if (!cJSON_IsBool(v)) return np_fail(err, errlen, "spec.network.%s: must be true or false", key);
+    if (!cJSON_IsBool(v)) return errfmt(err, errlen, "spec.network.%s: must be true or false", key);
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -110,16 +98,16 @@ static int np_cidrs(const cJSON *arr, const char *field, struct sbx_cidr **v, si
 
     *v = NULL;
     *n = 0;
-    if (!cJSON_IsArray(arr)) return np_fail(err, errlen, "%s: must be an array of CIDRs", field);
+    if (!cJSON_IsArray(arr)) return errfmt(err, errlen, "%s: must be an array of CIDRs", field);
     count = (size_t)cJSON_GetArraySize(arr);
-    if (count > SBX_NETPOL_CIDRS_MAX) return np_fail(err, errlen, "%s: at most %d CIDRs", field, SBX_NETPOL_CIDRS_MAX);
+    if (count > SBX_NETPOL_CIDRS_MAX) return errfmt(err, errlen, "%s: at most %d CIDRs", field, SBX_NETPOL_CIDRS_MAX);
     if (!count) return 0;
     *v = calloc(count, sizeof **v);
-    if (!*v) return np_fail(err, errlen, "out of memory");
+    if (!*v) return errfmt(err, errlen, "out of memory");
     cJSON_ArrayForEach(it, arr) {
-        if (!cJSON_IsString(it)) return np_fail(err, errlen, "%s[%zu]: must be a string", field, *n);
+        if (!cJSON_IsString(it)) return errfmt(err, errlen, "%s[%zu]: must be a string", field, *n);
         if (sbx_cidr_parse(it->valuestring, &(*v)[*n], why, sizeof why) != 0)
-            return np_fail(err, errlen, "%s[%zu]: \"%.64s\" %s", field, *n, it->valuestring, why);
+            return errfmt(err, errlen, "%s[%zu]: \"%.64s\" %s", field, *n, it->valuestring, why);
         (*n)++;
     }
     return 0;
@@ -131,20 +119,20 @@ static int np_selector(const cJSON *sel, const char *field, cJSON **out, char *e
     const cJSON *kv;
 
     *out = NULL;
-    if (!cJSON_IsObject(sel)) return np_fail(err, errlen, "%s: must be a label selector object", field);
+    if (!cJSON_IsObject(sel)) return errfmt(err, errlen, "%s: must be a label selector object", field);
     cJSON_ArrayForEach(kv, sel)
         if (strcmp(kv->string, "matchLabels") != 0 && strcmp(kv->string, "matchExpressions") != 0)
-            return np_fail(err, errlen, "%s.%.64s: not a label selector field", field, kv->string);
+            return errfmt(err, errlen, "%s.%.64s: not a label selector field", field, kv->string);
     const cJSON *ml = np_member(sel, "matchLabels"), *me = np_member(sel, "matchExpressions");
-    if (ml && !cJSON_IsObject(ml)) return np_fail(err, errlen, "%s.matchLabels: must be an object", field);
-    if (me && !cJSON_IsArray(me)) return np_fail(err, errlen, "%s.matchExpressions: must be an array", field);
+    if (ml && !cJSON_IsObject(ml)) return errfmt(err, errlen, "%s.matchLabels: must be an object", field);
+    if (me && !cJSON_IsArray(me)) return errfmt(err, errlen, "%s.matchExpressions: must be an array", field);
     cJSON_ArrayForEach(kv, ml)
-        if (!cJSON_IsString(kv)) return np_fail(err, errlen, "%s.matchLabels.%.64s: must be a string", field, kv->string);
+        if (!cJSON_IsString(kv)) return errfmt(err, errlen, "%s.matchLabels.%.64s: must be a string", field, kv->string);
     *out = cJSON_CreateObject();
-    if (!*out) return np_fail(err, errlen, "out of memory");
+    if (!*out) return errfmt(err, errlen, "out of memory");
     if ((ml && ml->child && !cJSON_AddItemToObject(*out, "matchLabels", cJSON_Duplicate(ml, 1))) ||
         (me && me->child && !cJSON_AddItemToObject(*out, "matchExpressions", cJSON_Duplicate(me, 1))))
-        return np_fail(err, errlen, "out of memory");
+        return errfmt(err, errlen, "out of memory");
     return 0;
 }
 
@@ -158,24 +146,24 @@ static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
 
     *out = NULL;
     if (!arr) return 0;
-    if (!cJSON_IsArray(arr)) return np_fail(err, errlen, "spec.network.ingressFrom: must be an array of peers");
+    if (!cJSON_IsArray(arr)) return errfmt(err, errlen, "spec.network.ingressFrom: must be an array of peers");
     if (cJSON_GetArraySize(arr) > SBX_NETPOL_PEERS_MAX)
-        return np_fail(err, errlen, "spec.network.ingressFrom: at most %d peers", SBX_NETPOL_PEERS_MAX);
+        return errfmt(err, errlen, "spec.network.ingressFrom: at most %d peers", SBX_NETPOL_PEERS_MAX);
     if (!cJSON_GetArraySize(arr)) return 0;
     *out = cJSON_CreateArray();
-    if (!*out) return np_fail(err, errlen, "out of memory");
+    if (!*out) return errfmt(err, errlen, "out of memory");
     cJSON_ArrayForEach(it, arr) {
         cJSON *peer;
         int n = 0;
-        if (!cJSON_IsObject(it)) return np_fail(err, errlen, "spec.network.ingressFrom[%zu]: must be an object", i);
+        if (!cJSON_IsObject(it)) return errfmt(err, errlen, "spec.network.ingressFrom[%zu]: must be an object", i);
         cJSON_ArrayForEach(kv, it)
             if (strcmp(kv->string, keys[0]) != 0 && strcmp(kv->string, keys[1]) != 0)
-                return np_fail(err, errlen, "spec.network.ingressFrom[%zu].%.64s: only namespaceSelector and "
+                return errfmt(err, errlen, "spec.network.ingressFrom[%zu].%.64s: only namespaceSelector and "
                                "podSelector are allowed", i, kv->string);
         peer = cJSON_CreateObject();
         if (!peer || !cJSON_AddItemToArray(*out, peer)) {
             cJSON_Delete(peer);
-            return np_fail(err, errlen, "out of memory");
+            return errfmt(err, errlen, "out of memory");
         }
         for (int k = 0; k < 2; k++) {
             const cJSON *sel = np_member(it, keys[k]);
@@ -188,11 +176,11 @@ static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
             }
             if (!cJSON_AddItemToObject(peer, keys[k], copy)) {
                 cJSON_Delete(copy);
-                return np_fail(err, errlen, "out of memory");
+                return errfmt(err, errlen, "out of memory");
             }
             n++;
         }
-        if (!n) return np_fail(err, errlen, "spec.network.ingressFrom[%zu]: needs a namespaceSelector or a "
+        if (!n) return errfmt(err, errlen, "spec.network.ingressFrom[%zu]: needs a namespaceSelector or a "
                                "podSelector", i);
         i++;
     }
@@ -204,11 +192,11 @@ static int np_parse_class(const cJSON *net, struct sbx_network *out, char *err, 
 
     out->allow_dns = 1;
     if (!net) return 0;
-    if (!cJSON_IsObject(net)) return np_fail(err, errlen, "spec.network: must be an object");
+    if (!cJSON_IsObject(net)) return errfmt(err, errlen, "spec.network: must be an object");
     mode = np_member(net, "mode");
     if (mode && (!cJSON_IsString(mode) ||
                  (strcmp(mode->valuestring, "none") != 0 && strcmp(mode->valuestring, "isolated") != 0)))
-        return np_fail(err, errlen, "spec.network.mode: must be \"none\" or \"isolated\"");
+        return errfmt(err, errlen, "spec.network.mode: must be \"none\" or \"isolated\"");
     out->mode = mode && !strcmp(mode->valuestring, "isolated") ? SBX_NET_ISOLATED : SBX_NET_NONE;
     if (np_peers(np_member(net, "ingressFrom"), &out->ingress_from, err, errlen) != 0) return -1;
     cidrs = np_member(net, "egressCIDRs");
@@ -261,13 +249,13 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
     const char *cn = class_name ? class_name : "";
 
     memset(out, 0, sizeof *out);
-    if (net && !cJSON_IsObject(net)) return np_fail(err, errlen, "spec.network: must be an object");
+    if (net && !cJSON_IsObject(net)) return errfmt(err, errlen, "spec.network: must be an object");
     cidrs = np_member(net, "egressCIDRs");
     if (!cls || cls->mode != SBX_NET_ISOLATED) {
         if (!cidrs) return 0;
-        if (!cls) return np_fail(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode "
+        if (!cls) return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode "
                                  "isolated (this Sandbox has no class)");
-        return np_fail(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated "
+        return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated "
                        "(SandboxClass \"%.253s\" has spec.network.mode none)", cn);
     }
     out->mode = SBX_NET_ISOLATED;
@@ -291,14 +279,14 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
             if (sbx_cidr_contains(&cls->egress[j], &out->egress[i])) break;
         if (j == cls->negress) {
             sbx_cidr_format(&out->egress[i], one, sizeof one);
-            np_fail(err, errlen, "spec.network.egressCIDRs[%zu]: %s is not inside the egress CIDRs of SandboxClass "
+            errfmt(err, errlen, "spec.network.egressCIDRs[%zu]: %s is not inside the egress CIDRs of SandboxClass "
                     "\"%.253s\" (spec.network.egressCIDRs: %s)", i, one, cn, np_list(cls, list, sizeof list));
             goto fail;
         }
     }
     return 0;
 oom:
-    np_fail(err, errlen, "out of memory while resolving spec.network");
+    errfmt(err, errlen, "out of memory while resolving spec.network");
 fail:
     sbx_network_free(out);
     return -1;

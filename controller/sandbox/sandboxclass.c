@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "sandbox/quantity.h"
 
 #define SBX_CLASS_PREFIXES_MAX 64
@@ -40,19 +41,6 @@ static int cls_fail(struct cls_ctx *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
     va_end(ap);
-    return -1;
-}
-
-/* Write the message to err and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int res_fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
     return -1;
 }
 
@@ -349,7 +337,7 @@ static int res_ceiling(const struct sbx_class *k, const char *field, const char 
     char a[32], b[32];
 
     if (!max || value <= max) return 0;
-    return res_fail(err, errlen, "%s: %s is above the maximum %s of SandboxClass \"%s\" (%s)", field,
+    return errfmt(err, errlen, "%s: %s is above the maximum %s of SandboxClass \"%s\" (%s)", field,
                     res_show(unit, value, a, sizeof a), res_show(unit, max, b, sizeof b), k->name, class_field);
 }
 
@@ -393,7 +381,7 @@ static int res_lifecycle(const cJSON *sandbox, const struct sbx_class *k, struct
 
     if (has_own) {
         if (has_pinned && (own == SBX_ONE_SHOT) != (pinned == SBX_ONE_SHOT))
-            return res_fail(err, errlen, "spec.lifecycle: cannot change from %s to %s (to or from one-shot); "
+            return errfmt(err, errlen, "spec.lifecycle: cannot change from %s to %s (to or from one-shot); "
                             "create a new Sandbox", sbx_lifecycle_name(pinned), sbx_lifecycle_name(own));
         return 0;   /* sbx_spec_parse reads it */
     }
@@ -404,7 +392,7 @@ static int res_lifecycle(const cJSON *sandbox, const struct sbx_class *k, struct
     if (!k || !k->has_lifecycle) return 0;
     d->lifecycle = k->lifecycle;
     if (k->lifecycle == SBX_ONE_SHOT && !cJSON_GetObjectItemCaseSensitive(spec, "run"))
-        return res_fail(err, errlen, "spec.run: required: the lifecycle is one-shot, the default of SandboxClass "
+        return errfmt(err, errlen, "spec.run: required: the lifecycle is one-shot, the default of SandboxClass "
                         "\"%s\" (spec.lifecycle); set spec.run, or another spec.lifecycle", k->name);
     return 0;
 }
@@ -438,7 +426,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         for (i = 0; i < k->image_prefixes.n; i++)
             if (strncmp(out->image, k->image_prefixes.v[i], strlen(k->image_prefixes.v[i])) == 0) break;
         if (i == k->image_prefixes.n) {
-            res_fail(err, errlen, "spec.image: %s is not allowed by SandboxClass \"%s\" "
+            errfmt(err, errlen, "spec.image: %s is not allowed by SandboxClass \"%s\" "
                      "(spec.image.allowedPrefixes: %s)", cls_quote(out->image, q, sizeof q), k->name,
                      res_list(&k->image_prefixes, list, sizeof list));
             goto fail;
@@ -462,7 +450,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         for (i = 0; i < allowed->n; i++)
             if (strcmp(sc, allowed->v[i]) == 0) break;
         if (i == allowed->n) {
-            res_fail(err, errlen, "spec.workspace.storageClassName: %s is not allowed by SandboxClass \"%s\" "
+            errfmt(err, errlen, "spec.workspace.storageClassName: %s is not allowed by SandboxClass \"%s\" "
                      "(%s: %s)", out->storage_class ? cls_quote(sc, q, sizeof q) : "the cluster default",
                      k->name, k->storage_classes.n ? "spec.workspace.allowedStorageClassNames"
                                                    : "spec.workspace.storageClassName",
@@ -473,7 +461,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     if (res_dup(k->name, &out->class_name) || res_dup(k->runtime_class, &out->runtime_class) ||
         res_dup(k->priority_class, &out->priority_class) || res_json(k->node_selector, &out->node_selector) ||
         res_json(k->tolerations, &out->tolerations) || res_json(k->affinity, &out->affinity)) {
-        res_fail(err, errlen, "out of memory while resolving the SandboxClass");
+        errfmt(err, errlen, "out of memory while resolving the SandboxClass");
         goto fail;
     }
     out->max_running_per_user = k->max_running_per_user;
