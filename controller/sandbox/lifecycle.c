@@ -406,12 +406,13 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
         /* A WaitForFirstConsumer claim binds only once this pod is scheduled: waiting for
          * it would only cost the whole delay. */
-        const int64_t bind_wait = o->claim_binds_at_once ? SBX_BIND_WAIT_KNOWN_MS : SBX_BIND_WAIT_MS;
-        if (o->pvc == SBX_OBJ_ABSENT && !o->claim_binds_on_consumer) {
+        const int late = o->claim_binding == SBX_BINDING_LATE;
+        const int64_t bind_wait = o->claim_binding == SBX_BINDING_AT_ONCE ? SBX_BIND_WAIT_KNOWN_MS : SBX_BIND_WAIT_MS;
+        if (o->pvc == SBX_OBJ_ABSENT && !late) {
             d->requeue_after_ms = bind_wait;
             return;
         }
-        if (o->pvc != SBX_OBJ_ABSENT && !o->pvc_bound && !o->claim_binds_on_consumer && o->pvc_age_ms < bind_wait) {
+        if (o->pvc != SBX_OBJ_ABSENT && !o->pvc_bound && !late && o->pvc_age_ms < bind_wait) {
             d->requeue_after_ms = bind_wait - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
             return;
         }

@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include "sandbox/spec.h"
 
+/* How claims of a StorageClass bind (its volumeBindingMode), as far as the controller knows. */
+enum sbx_binding { SBX_BINDING_UNKNOWN = 0, SBX_BINDING_AT_ONCE, SBX_BINDING_LATE };
+
 /* What the cache says about one owned object. */
 enum sbx_object_state {
     SBX_OBJ_ABSENT = 0,
@@ -64,13 +67,11 @@ struct sbx_observed {
     enum sbx_object_state pvc;
     int pvc_bound;
     int64_t pvc_age_ms;              /* now - the claim's creationTimestamp */
-    /* The claim's StorageClass binds only for a consumer (volumeBindingMode
-     * WaitForFirstConsumer): the claim stays Pending until a pod that uses it is
-     * scheduled, so the pod is created at once. 0: Immediate, or not known. */
-    int claim_binds_on_consumer;
-    /* The claim's StorageClass is known (cached) and binds at once (Immediate): its pod
-     * waits for the claim to be Bound (SBX_BIND_WAIT_KNOWN_MS). 0: late, or not known. */
-    int claim_binds_at_once;
+    /* How the claim's StorageClass binds, while there is no pod and no Bound claim: LATE
+     * (WaitForFirstConsumer: the claim stays Pending until a pod that uses it is scheduled,
+     * so the pod is created at once), AT_ONCE (a cached Immediate class: the pod waits
+     * for the claim to be Bound, SBX_BIND_WAIT_KNOWN_MS), UNKNOWN (SBX_BIND_WAIT_MS). */
+    enum sbx_binding claim_binding;
     int64_t claim_request_bytes;     /* the claim's spec.resources.requests.storage (0 = unknown) */
     int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
     int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */

@@ -1002,11 +1002,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             cJSON_Delete(want);
         }
     }
-    if (o.pod == SBX_OBJ_ABSENT && !o.pvc_bound) {
-        enum sbx_binding b = claim_binding(ctl, pvc, &spec);
-        o.claim_binds_on_consumer = b == SBX_BINDING_LATE;
-        o.claim_binds_at_once = b == SBX_BINDING_AT_ONCE;
-    }
+    if (o.pod == SBX_OBJ_ABSENT && !o.pvc_bound) o.claim_binding = claim_binding(ctl, pvc, &spec);
     if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT) {
         src_why[0] = '\0';
         o.workspace_source_reason = workspace_source(ctl, ns, &spec, &src, &src_pvc, src_why, sizeof(src_why));
@@ -1075,7 +1071,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             o.pvc = SBX_OBJ_PRESENT;
             o.pvc_bound = 1;
             o.pvc_age_ms = 0;
-            o.claim_binds_on_consumer = 0;
+            o.claim_binding = SBX_BINDING_UNKNOWN;
             observe_claim_size(ctl, pvc, &o);
             lifecycle_decide(&spec, &o, &d);
         }

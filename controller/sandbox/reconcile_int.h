@@ -48,7 +48,6 @@ long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, con
  * unknown class counts as binding at once. */
 int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len);
 /* How claims of StorageClass name (NULL: the cluster's default class) bind. */
-enum sbx_binding { SBX_BINDING_UNKNOWN = 0, SBX_BINDING_AT_ONCE, SBX_BINDING_LATE };
 enum sbx_binding sbx_storage_class_binding(struct sbx_controller *ctl, const char *name, char *resolved, size_t len);
 /* Delete ns/resource/name if it still has uid. 0 or -1. */
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,

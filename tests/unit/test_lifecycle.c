@@ -203,7 +203,7 @@ TEST(known_immediate_class_waits_longer_for_the_binding) {
      * earlier lands in the scheduler's backoff), up to SBX_BIND_WAIT_KNOWN_MS. */
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
-    o.claim_binds_at_once = 1;
+    o.claim_binding = SBX_BINDING_AT_ONCE;
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, A_PVC);
     CHECK_INT(d.requeue_after_ms, SBX_BIND_WAIT_KNOWN_MS);
@@ -225,7 +225,7 @@ TEST(wait_for_first_consumer_class_gets_its_pod_with_the_claim) {
     /* The claim binds only once a pod using it is scheduled: claim and pod in one pass. */
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
-    o.claim_binds_on_consumer = 1;
+    o.claim_binding = SBX_BINDING_LATE;
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, A_PVC | A_POD);
     CHECK_STR(d.phase, "Creating");
@@ -238,7 +238,7 @@ TEST(wait_for_first_consumer_class_gets_its_pod_with_the_claim) {
     CHECK_INT(d.actions, A_POD);
     /* over the running cap: neither claim nor pod */
     o = fresh(T0);
-    o.claim_binds_on_consumer = 1;
+    o.claim_binding = SBX_BINDING_LATE;
     o.admitted = 0;
     d = decide(&s, &o);
     CHECK_INT(d.actions, 0);
