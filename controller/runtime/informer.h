@@ -12,7 +12,9 @@
  * never silent that long; on servers without them a quiet watch is re-opened every 90 s
  * (one request). Every change is reported to a handler with the object's key
  * "namespace/name" so the controller can queue it; readers get copies from the cache, so
- * steady state costs no API calls. One thread per informer. */
+ * steady state costs no API calls. The cache holds each object (after its transform) as
+ * compact JSON text, about a sixth of its tree; reading parses it. One thread per
+ * informer. */
 #ifndef YAO_RUNTIME_INFORMER_H
 #define YAO_RUNTIME_INFORMER_H
 
@@ -59,7 +61,8 @@ int informer_synced(struct informer *inf);
 cJSON *informer_get(struct informer *inf, const char *key);
 /* Number of cached objects. */
 size_t informer_count(struct informer *inf);
-/* Walk the cache under its read lock; fn must not call back into this informer.
+/* Walk the cache under its read lock; fn must not call back into this informer. Each
+ * object is parsed for its call and freed after it: fn must not keep pointers into it.
  * Stops when fn returns non-zero. */
 void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
 /* Counters for metrics: lists, watch restarts, 410 relists, events. */
