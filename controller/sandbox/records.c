@@ -11,12 +11,31 @@ struct sbx_expectation {
     int64_t until_ms;
 };
 
+/* Most records, most of the time, expect nothing and are not deleted: both parts are
+ * allocated only while needed (a Sandbox's record is ~64 bytes at rest, not ~600). */
 struct sbx_record {
-    struct sbx_expectation expect[SBX_EXPECT_KINDS];   /* by enum sbx_expect_kind */
-    int deleted;
-    struct sbx_gone gone;
-    char key[];                  /* "ns/name" */
+    struct sbx_expectation *expect;   /* SBX_EXPECT_KINDS slots, by kind; NULL = none pending */
+    struct sbx_gone *gone;            /* set once deleted */
+    char key[];                       /* "ns/name" */
 };
+
+static void record_free(void *v) {
+    struct sbx_record *rec = v;
+    if (!rec) return;
+    free(rec->expect);
+    free(rec->gone);
+    free(rec);
+}
+
+/* Clear the kind slot of rec; the slots go once all are empty. */
+static void expect_clear(struct sbx_record *rec, enum sbx_expect_kind kind) {
+    rec->expect[kind].uid[0] = 0;
+    rec->expect[kind].until_ms = 0;
+    for (int k = 0; k < SBX_EXPECT_KINDS; k++)
+        if (rec->expect[k].uid[0]) return;
+    free(rec->expect);
+    rec->expect = NULL;
+}
 
 void sbx_records_init(struct sbx_records *r) {
     pthread_mutex_init(&r->lock, NULL);
@@ -25,7 +44,7 @@ void sbx_records_init(struct sbx_records *r) {
 }
 
 void sbx_records_free(struct sbx_records *r) {
-    strmap_clear(&r->by_uid, free);
+    strmap_clear(&r->by_uid, record_free);
     strmap_clear(&r->by_key, free);
     pthread_mutex_destroy(&r->lock);
 }
@@ -78,21 +97,22 @@ int sbx_records_expect(struct sbx_records *r, const char *uid, enum sbx_expect_k
                        int64_t until_ms) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec && !rec->deleted) {
+    int rc = rec ? 0 : -1;
+    if (rec && !rec->gone && !rec->expect && !(rec->expect = calloc(SBX_EXPECT_KINDS, sizeof(*rec->expect))))
+        rc = -1;   /* out of memory: no expectation, the next pass may create twice and get a 409 */
+    if (rec && rec->expect) {
         snprintf(rec->expect[kind].uid, sizeof(rec->expect[kind].uid), "%s", obj_uid);
         rec->expect[kind].until_ms = until_ms;
     }
     pthread_mutex_unlock(&r->lock);
-    return rec ? 0 : -1;
+    return rc;
 }
 
 void sbx_records_observed(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec && rec->expect[kind].uid[0] && !strcmp(rec->expect[kind].uid, obj_uid)) {
-        rec->expect[kind].uid[0] = 0;
-        rec->expect[kind].until_ms = 0;
-    }
+    if (rec && rec->expect && rec->expect[kind].uid[0] && !strcmp(rec->expect[kind].uid, obj_uid))
+        expect_clear(rec, kind);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -100,13 +120,9 @@ int64_t sbx_records_expecting(struct sbx_records *r, const char *uid, enum sbx_e
     int64_t left = 0;
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec && rec->expect[kind].uid[0]) {
-        if (rec->expect[kind].until_ms > now_ms) {
-            left = rec->expect[kind].until_ms - now_ms;
-        } else {
-            rec->expect[kind].uid[0] = 0;
-            rec->expect[kind].until_ms = 0;
-        }
+    if (rec && rec->expect && rec->expect[kind].uid[0]) {
+        if (rec->expect[kind].until_ms > now_ms) left = rec->expect[kind].until_ms - now_ms;
+        else expect_clear(rec, kind);
     }
     pthread_mutex_unlock(&r->lock);
     return left;
@@ -118,18 +134,20 @@ static void drop(struct sbx_records *r, const char *uid) {
     if (!rec) return;
     const char *cur = strmap_get(&r->by_key, rec->key);
     if (cur && !strcmp(cur, uid)) free(strmap_remove(&r->by_key, rec->key));
-    free(rec);
+    record_free(rec);
 }
 
 void sbx_records_deleted(struct sbx_records *r, const char *key, const char *uid, const char *pod,
                          const char *claim) {
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = get_or_add(r, key, uid);
-    if (rec) {
-        rec->deleted = 1;
-        memset(rec->expect, 0, sizeof(rec->expect));
-        snprintf(rec->gone.pod, sizeof(rec->gone.pod), "%s", pod ? pod : "");
-        snprintf(rec->gone.claim, sizeof(rec->gone.claim), "%s", claim ? claim : "");
+    /* Out of memory for the names: the record stays undeleted, and the orphan sweep walks
+     * the caches instead of looking them up by name. */
+    if (rec && (rec->gone || (rec->gone = calloc(1, sizeof(*rec->gone))))) {
+        free(rec->expect);
+        rec->expect = NULL;
+        snprintf(rec->gone->pod, sizeof(rec->gone->pod), "%s", pod ? pod : "");
+        snprintf(rec->gone->claim, sizeof(rec->gone->claim), "%s", claim ? claim : "");
         /* the key now names this deleted Sandbox until a successor appears */
         index_key(r, key, uid);
     }
@@ -140,10 +158,10 @@ int sbx_records_gone(struct sbx_records *r, const char *key, char *uid, size_t u
     pthread_mutex_lock(&r->lock);
     const char *u = strmap_get(&r->by_key, key);
     struct sbx_record *rec = u ? strmap_get(&r->by_uid, u) : NULL;
-    int yes = rec && rec->deleted;
+    int yes = rec && rec->gone;
     if (yes) {
         snprintf(uid, uidlen, "%s", u);
-        *out = rec->gone;
+        *out = *rec->gone;
     }
     pthread_mutex_unlock(&r->lock);
     return yes;
@@ -153,9 +171,9 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
     pthread_mutex_lock(&r->lock);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
     int64_t first = now_ms;
-    if (rec) {
-        if (!rec->gone.orphans_seen_ms) rec->gone.orphans_seen_ms = now_ms;
-        first = rec->gone.orphans_seen_ms;
+    if (rec && rec->gone) {
+        if (!rec->gone->orphans_seen_ms) rec->gone->orphans_seen_ms = now_ms;
+        first = rec->gone->orphans_seen_ms;
     }
     pthread_mutex_unlock(&r->lock);
     return first;

@@ -44,7 +44,7 @@ enum sbx_expect_kind {
 };
 /* The Sandbox uid created an object of kind with obj_uid: until the cache shows it (or
  * until until_ms), its absence from the cache means "not seen yet", not "missing". 0 or
- * -1 (the record is unknown). */
+ * -1 (the record is unknown, or out of memory). */
 int sbx_records_expect(struct sbx_records *r, const char *uid, enum sbx_expect_kind kind, const char *obj_uid,
                        int64_t until_ms);
 /* The cache showed (added, changed or deleted) an object of kind with obj_uid controlled

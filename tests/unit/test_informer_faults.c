@@ -11,9 +11,6 @@
  * as a tree (heap per cached object, plain build).
  * The fake's request log shows which list and watch requests were made, and when. */
 #include <pthread.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "check.h"
 #include "../fake/fake.h"
@@ -201,22 +198,18 @@ TEST(filter_keeps_only_selected_objects) {
     run_stop(&r);
 }
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-/* Heap in use (all arenas). */
-static long long heap_inuse(void) { return (long long)mallinfo2().uordblks; }
-
 /* Heap held by an informer over namespace ns once its n objects are cached, above what
  * the process held before it started; *text_len gets one object's compact text length. */
 static long long held_by(const char *ns, int n, size_t *text_len) {
     struct run r;
     char key[128];
-    long long before = heap_inuse(), held = -1;
+    long long before = check_heap_inuse(), held = -1;
     snprintf(key, sizeof key, "+%s/yao-sb-user-%04d-chat-%04d", ns, n - 1, n - 1);
     if (run_start(&r, ns) == 0) {
         WAIT_FOR(informer_synced(r.inf) && saw(&r.rec, key, 1), 10000);
         if (informer_count(r.inf) == (size_t)n) {
             fake_sleep_ms(100);   /* the handler's trees of the last object are freed */
-            held = heap_inuse() - before;
+            held = check_heap_inuse() - before;
             cJSON *o = informer_get(r.inf, key + 1);
             char *t = cJSON_PrintUnformatted(o);
             *text_len = t ? strlen(t) : 0;
@@ -227,11 +220,9 @@ static long long held_by(const char *ns, int n, size_t *text_len) {
     run_stop(&r);
     return held;
 }
-#endif
 
 TEST(cache_holds_objects_as_compact_text) {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-    if (RUNNING_ON_VALGRIND) { printf("  (heap figures need glibc's malloc: skipped under valgrind)\n"); return; }
+    if (check_heap_inuse() < 0) { printf("  (heap figures need glibc's malloc: skipped under ASan/valgrind)\n"); return; }
     /* 33 Running sandbox pods against 1: the difference is 32 cached objects (the client,
      * thread and connection cost the same in both). As cJSON trees they took about 6
      * times their text; as text, the text plus its key. */
@@ -242,9 +233,6 @@ TEST(cache_holds_objects_as_compact_text) {
     printf("  %lld bytes of heap per cached object of %zu bytes of text\n", per_object, text_len);
     CHECK(per_object <= (long long)text_len * 3 / 2 + 128);
     CHECK(per_object >= (long long)text_len);   /* the measure measures: the text itself is there */
-#else
-    printf("  (heap figures need glibc's malloc: skipped under ASan)\n");
-#endif
 }
 
 TEST(http_410_on_watch_relists) {
