@@ -1,9 +1,10 @@
 /* runtime/informer.c — list+watch cache (see informer.h). The cache is a strmap from key
- * to the object's compact JSON text (owned), guarded by a rwlock: a cJSON tree costs 5.5–6
+ * to the object's compact JSON text, packed (runtime/objpack.c: deflated against the first
+ * cached object of the kind, ~10x smaller), guarded by a rwlock: a cJSON tree costs 5.5–6
  * times its text (a 64-byte node and a malloc'd key and value per member), and at 10,000
- * Sandboxes the trees were 15 of the 16 KiB each Sandbox held. Readers parse the text
- * (informer_get always returned a copy, so a parse replaces a deep copy); informer_foreach
- * parses one object at a time. Handlers run on the informer thread after the cache was
+ * Sandboxes the trees were 15 of the 16 KiB each Sandbox held. Readers unpack and parse
+ * (informer_get always returned a copy, so that replaces a deep copy); informer_foreach
+ * does it one object at a time. Handlers run on the informer thread after the cache was
  * updated and the lock released, with trees of the old and new versions. */
 #include "runtime/informer.h"
 
@@ -22,6 +23,7 @@
 #include "kube/watch.h"
 #include "runtime/backoff.h"
 #include "runtime/log.h"
+#include "runtime/objpack.h"
 #include "runtime/strmap.h"
 
 struct informer {
@@ -39,7 +41,8 @@ struct informer {
      * relist; LIST_QUORUM (none) when that was refused with a 410. */
     enum { LIST_ANY, LIST_NOT_OLDER, LIST_QUORUM } list_mode;
     pthread_rwlock_t lock;
-    struct strmap cache;          /* key -> char* (the object as compact JSON) */
+    struct strmap cache;          /* key -> objpack blob of the object's compact JSON */
+    struct objpack *pack;         /* used by the informer thread only, to pack */
     pthread_t thread;
     int started;
     volatile int stop;
@@ -84,7 +87,8 @@ struct informer *informer_new(struct kube_client *c, const struct informer_optio
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->stats_lock, NULL);
     strmap_init(&inf->cache);
-    if (!inf->path || (o->label_selector && !inf->selector)) {
+    inf->pack = objpack_new();
+    if (!inf->path || (o->label_selector && !inf->selector) || !inf->pack) {
         informer_free(inf);
         return NULL;
     }
@@ -96,6 +100,7 @@ void informer_free(struct informer *inf) {
     if (!inf) return;
     informer_stop(inf);
     strmap_clear(&inf->cache, free);
+    objpack_free(inf->pack);
     pthread_rwlock_destroy(&inf->lock);
     pthread_mutex_destroy(&inf->stats_lock);
     free(inf->path);
@@ -118,14 +123,18 @@ void informer_stats(struct informer *inf, struct informer_stats *out) {
 
 int informer_synced(struct informer *inf) { return inf->synced; }
 
-/* The tree of a cached text (NULL for NULL, or when out of memory). */
-static cJSON *inflate(const char *text) {
-    return text ? cJSON_Parse(text) : NULL;
+/* The tree of a cached blob (NULL for NULL, or when out of memory). */
+static cJSON *inflate(const struct informer *inf, const void *blob) {
+    size_t len;
+    char *text = blob ? objpack_unpack(inf->pack, blob, &len) : NULL;
+    cJSON *obj = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    return obj;
 }
 
 cJSON *informer_get(struct informer *inf, const char *key) {
     pthread_rwlock_rdlock(&inf->lock);
-    cJSON *copy = inflate(strmap_get(&inf->cache, key));
+    cJSON *copy = inflate(inf, strmap_get(&inf->cache, key));
     pthread_rwlock_unlock(&inf->lock);
     return copy;
 }
@@ -138,6 +147,7 @@ size_t informer_count(struct informer *inf) {
 }
 
 struct foreach_ctx {
+    const struct informer *inf;
     int (*fn)(void *ud, const char *key, const cJSON *obj);
     void *ud;
 };
@@ -146,14 +156,14 @@ struct foreach_ctx {
  * object that cannot be parsed back (out of memory) is skipped. */
 static int foreach_adapter(void *ud, const char *key, void *value) {
     struct foreach_ctx *f = ud;
-    cJSON *obj = inflate(value);
+    cJSON *obj = inflate(f->inf, value);
     int r = obj ? f->fn(f->ud, key, obj) : 0;
     cJSON_Delete(obj);
     return r;
 }
 
 void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud) {
-    struct foreach_ctx f = {fn, ud};
+    struct foreach_ctx f = {inf, fn, ud};
     pthread_rwlock_rdlock(&inf->lock);
     strmap_foreach(&inf->cache, foreach_adapter, &f);
     pthread_rwlock_unlock(&inf->lock);
@@ -163,18 +173,22 @@ void informer_foreach(struct informer *inf, int (*fn)(void *ud, const char *key,
  * ownership of cur. When its text cannot be made or stored (out of memory) the cache keeps
  * what it had and the handler is not called: the next event or relist brings it again. */
 static void cache_apply(struct informer *inf, const char *key, cJSON *cur) {
-    void *old = NULL;
-    char *text = NULL;
-    if (cur && !(text = cJSON_PrintUnformatted(cur))) { cJSON_Delete(cur); return; }
+    void *old = NULL, *blob = NULL;
+    if (cur) {
+        char *text = cJSON_PrintUnformatted(cur);
+        blob = text ? objpack_pack(inf->pack, text, strlen(text)) : NULL;
+        free(text);
+        if (!blob) { cJSON_Delete(cur); return; }
+    }
     pthread_rwlock_wrlock(&inf->lock);
-    if (text) {
-        if (strmap_put(&inf->cache, key, text, &old) < 0) { free(text); text = NULL; cJSON_Delete(cur); cur = NULL; }
+    if (blob) {
+        if (strmap_put(&inf->cache, key, blob, &old) < 0) { free(blob); cJSON_Delete(cur); cur = NULL; }
     } else {
         old = strmap_remove(&inf->cache, key);
     }
     pthread_rwlock_unlock(&inf->lock);
     if ((old || cur) && inf->on_change) {
-        cJSON *was = inflate(old);
+        cJSON *was = inflate(inf, old);
         if (was || cur) inf->on_change(inf->ud, key, was, cur);   /* was NULL: out of memory */
         cJSON_Delete(was);
     }
