@@ -49,7 +49,17 @@ new_container() {
 # run CONTAINER CMD... : stdout+stderr of CMD inside the container, buildah's exit status
 run() { local c=$1; shift; buildah run --isolation=chroot "$c" -- "$@" 2>&1; }
 # run_sh CONTAINER SCRIPT : like run, with sh -c; buildah's own error lines are dropped
-run_sh() { buildah run --isolation=chroot "$1" -- /bin/sh -c "$2" 2>&1 | grep -v -E '^(subprocess exited with status|Error: exit status) '; }
+# Under heavy load buildah run has (rarely) returned nothing at all, not even its own error:
+# the image is what is tested, so a run that printed nothing is tried once more (noted).
+run_sh() {
+    local out
+    out=$(buildah run --isolation=chroot "$1" -- /bin/sh -c "$2" 2>&1)
+    if [ -z "$out" ]; then
+        echo "     (buildah run printed nothing; running it again)" >&2
+        out=$(buildah run --isolation=chroot "$1" -- /bin/sh -c "$2" 2>&1)
+    fi
+    [ -z "$out" ] || grep -v -E '^(subprocess exited with status|Error: exit status) ' <<<"$out"
+}
 # cfg IMAGE JQ-FILTER : a field of the image's OCI config (buildah's --format has no json)
 cfg() { buildah inspect --type image "$1" 2>/dev/null | jq -c -r ".OCIv1.config | $2"; }
 
@@ -179,26 +189,27 @@ expect "sandbox: yao-bridge round trip (MCP lines + 1 MiB) via SOCKET_PATH and v
 # --preserve-status -s TERM 2` sends SIGTERM after 2 s and returns the child's own
 # status, so 0 proves the trap ran (an unhandled TERM would give 143; plain `timeout`
 # would say 124 either way and prove nothing). Elapsed must be >= 2 s (it idled, did not
-# just exit) and < 3.5 s (it stopped promptly; `sleep 3600 & wait` keeps the shell
-# interruptible). chroot isolation has no PID namespace, so `unshare --pid --fork` gives
+# just exit); promptness is `-k 3`: still running 3 s after the signal, it is killed and
+# the status is 137 (`sleep 3600 & wait` keeps the shell interruptible). The wall clock
+# has no upper bound: it includes buildah's own start, seconds on a loaded machine. chroot isolation has no PID namespace, so `unshare --pid --fork` gives
 # the run one, as in a pod: its background `sleep` dies with it instead of lingering.
 mapfile -t ep < <(jq -r '.[]' <<<"$entrypoint")
 wrap=()
 unshare --pid --fork --kill-child true 2>/dev/null && wrap=(unshare --pid --fork --kill-child --)
 t0=$(date +%s%N)
-"${wrap[@]}" buildah run --isolation=chroot "$c" -- timeout --preserve-status -s TERM 2 "${ep[@]}" >/dev/null 2>&1
+"${wrap[@]}" buildah run --isolation=chroot "$c" -- timeout --preserve-status -k 3 -s TERM 2 "${ep[@]}" >/dev/null 2>&1
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-if [ "$rc" = 0 ] && [ "$ms" -ge 1900 ] && [ "$ms" -lt 3500 ]; then
+if [ "$rc" = 0 ] && [ "$ms" -ge 1900 ]; then
     pass "sandbox: idle entrypoint exits 0 on SIGTERM (${ms} ms incl. 2 s idle)"
 else
-    fail "sandbox: idle entrypoint exits 0 on SIGTERM" "rc=$rc after ${ms} ms (want rc=0, 1900..3500 ms)"
+    fail "sandbox: idle entrypoint exits 0 on SIGTERM" "rc=$rc after ${ms} ms (want rc=0 within 3 s of the signal, >= 1900 ms in all)"
 fi
 t0=$(date +%s%N)
-"${wrap[@]}" buildah run --isolation=chroot "$c" -- timeout --preserve-status -s INT 1 "${ep[@]}" >/dev/null 2>&1
+"${wrap[@]}" buildah run --isolation=chroot "$c" -- timeout --preserve-status -k 3 -s INT 1 "${ep[@]}" >/dev/null 2>&1
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-if [ "$rc" = 0 ] && [ "$ms" -lt 2500 ]; then pass "sandbox: idle entrypoint exits 0 on SIGINT (${ms} ms)"
+if [ "$rc" = 0 ]; then pass "sandbox: idle entrypoint exits 0 on SIGINT (${ms} ms)"
 else fail "sandbox: idle entrypoint exits 0 on SIGINT" "rc=$rc after ${ms} ms"; fi
 
 # --- sizes ---------------------------------------------------------------------------
