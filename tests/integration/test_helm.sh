@@ -7,7 +7,10 @@
 # controller, running with the chart's ServiceAccount token, brings a Sandbox to Running in
 # cluster-wide and in namespaced mode without one Forbidden; the client roles let an editor
 # create and exec into a Sandbox and a viewer only read, and are aggregated into the
-# built-in edit/admin/view roles.
+# built-in edit/admin/view roles. With shards: 1 it renders as before; with shards: S one
+# Deployment per shard with disjoint selectors; a shards=2 release runs one controller per
+# Deployment (its own args), each holding its own Lease, and brings Sandboxes of users of both
+# shards to Running; the README's steps take it to 3 shards, relabelling in place.
 #
 # The release is "yao-sandbox-helm" in namespace yao-sandbox-helm, so that it does not
 # collide with the plain manifests (yao-sandbox-system) that the other suites install:
@@ -656,44 +659,85 @@ check "each controller holds its own shard's Lease" \
           [ "$(holder $SC-shard-0)" = "$(took "$SLOG0" $SC-shard-0)" ] && [ "$(holder $SC-shard-1)" = "$(took "$SLOG1" $SC-shard-1)" ] &&
           [ "$(holder $SC-shard-0)" != "$(holder $SC-shard-1)" ]'
 
-# shard_of USER — FNV-1a 64 of "namespace/user" mod 2, computed here independently
+# shard_of USER S — FNV-1a 64 of "namespace/user" mod S, computed here independently
 shard_of() {
     python3 -c 'import sys
 h = 0xcbf29ce484222325
 for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
     h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-print(h % 2)' "$SNS" "$1"
+print(h % int(sys.argv[3]))' "$SNS" "$1" "$2"
 }
-SUSERS=(ann ben cat dan eve fay)
-declare -A USHARD
-E0=0; E1=0
+SUSERS=(ann ben cat hal lea fay)   # over both shards of 2 and all three of 3
+# expected S — how many of the Sandboxes fall in each shard of S: "n0 n1 ..."
+expected() {
+    local u counts=()
+    for ((i = 0; i < $1; i++)); do counts[i]=0; done
+    for u in $(kubectl -n $SNS get sandboxes -o jsonpath='{range .items[*]}{.spec.userID}{"\n"}{end}'); do
+        i=$(shard_of "$u" "$1"); counts[i]=$((counts[i] + 1))
+    done
+    echo "${counts[*]}"
+}
 for i in 1 2 3 4 5 6 7 8; do
-    u=${SUSERS[$(( (i - 1) % 6 ))]}; USHARD[$u]=$(shard_of "$u")
-    if [ "${USHARD[$u]}" = 0 ]; then E0=$((E0 + 1)); else E1=$((E1 + 1)); fi
-    sandbox "sharded-$i" "$u" "c$i" | kubectl -n $SNS apply -f - >/dev/null
+    sandbox "sharded-$i" "${SUSERS[$(( (i - 1) % 6 ))]}" "c$i" | kubectl -n $SNS apply -f - >/dev/null
 done
-echo "    shard 0 serves $E0 of the 8 Sandboxes, shard 1 $E1"
-check "the 6 users fall in both shards" eval '[ $E0 -gt 0 ] && [ $E1 -gt 0 ]'
+E2=$(expected 2)
+echo "    Sandboxes per shard of 2: $E2"
+check "the 6 users fall in both shards" eval '[[ "$E2" != 0\ * && "$E2" != *\ 0 ]]'
 running_sbx() { kubectl -n $SNS get sandboxes -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$'; }
 check "8 Sandboxes of 6 users all reach Running" eventually 120 eval '[ "$(running_sbx)" = 8 ]'
-pods_by_shard() {   # "user shard shards" of each sandbox pod, checked against shard_of
-    local bad=0 n=0 name user shard of
+# pods_by_shard S N — N sandbox pods, each labelled shard = hash(namespace/user) mod S, shards = S
+pods_by_shard() {
+    local bad=0 n=0 name user shard of want
     while read -r name user shard of; do
         [ -z "$name" ] && continue
-        n=$((n + 1))
-        [ "$shard/$of" = "${USHARD[$user]}/2" ] || { echo "    pod $name of $user: shard/shards [$shard/$of], want ${USHARD[$user]}/2" >&2; bad=1; }
+        n=$((n + 1)); want=$(shard_of "$user" "$1")
+        [ "$shard/$of" = "$want/$1" ] || { echo "    pod $name of $user: shard/shards [$shard/$of], want $want/$1" >&2; bad=1; }
     done < <(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.sandbox\.yaoapps\.com/user-id} {.metadata.labels.sandbox\.yaoapps\.com/shard} {.metadata.labels.sandbox\.yaoapps\.com/shards}{"\n"}{end}')
-    [ "$n" = 8 ] || { echo "    $n sandbox pods, want 8" >&2; bad=1; }
+    [ "$n" = "$2" ] || { echo "    $n sandbox pods, want $2" >&2; bad=1; }
     return $bad
 }
-check "8 sandbox pods, each made by its user's shard (labels shard = hash mod 2, shards = 2)" pods_by_shard
-sport() { sed -n 's/.*msg="serving probes and metrics".* port=\([0-9]*\).*/\1/p' "$1" | head -n 1; }
+check "8 sandbox pods, each made by its user's shard (labels shard = hash mod 2, shards = 2)" pods_by_shard 2 8
+sport() { sed -n 's/.*msg="serving probes and metrics".* port=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
 sbx_metric() { curl -s "http://127.0.0.1:$(sport "$1")/metrics" | awk '$1 ~ /^yao_sandbox_sandboxes\{/ { n += $2 } END { print n + 0 }'; }
-check "each controller serves only its shard's Sandboxes (/metrics: $E0 and $E1)" eq "$(sbx_metric "$SLOG0") $(sbx_metric "$SLOG1")" "$E0 $E1"
+check "each controller serves only its shard's Sandboxes (/metrics: $E2)" eq "$(sbx_metric "$SLOG0") $(sbx_metric "$SLOG1")" "$E2"
 cat "$SLOG0" "$SLOG1" > "$T/controller-shards.log"
 check "neither controller's log has a Forbidden / reconcile failed / could not (the chart's RBAC)" no_denials "$T/controller-shards.log"
+
+# 2 -> 3 shards, as the chart README says: every controller stopped (here: the two on this
+# host, and the Deployments scaled to 0), then helm upgrade --set shards=3.
+PODS2=$(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' | sort)
+DUIDS=$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')
 for p in $SPID0 $SPID1; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-cat "$SLOG0" "$SLOG1" >> "$LOG"
+RESHARD=$(sed -n '/^### Sharding/,/^## /p' "$CHART/README.md" | sed -n '/^Changing `shards`/,$p' | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')
+check "the chart README has the commands to change shards" contains "$RESHARD" "--set shards=3"
+RESHARD=$(sed "s/instance=yao-sandbox,/instance=$SREL,/g; s/yao-sandbox-system/$SREL/g; s/helm upgrade yao-sandbox /helm upgrade $SREL /" <<<"$RESHARD")
+reshard() { (cd "$SRC_DIR" && eval "$RESHARD") >/dev/null; }
+check "the README's commands scale the controllers to 0 and upgrade to shards=3" reshard
+check "three Deployments now, shard 0 and 1 kept (same uids), each back at 2 replicas with --shards=3 --shard=I" \
+    eq "$(names_of deployments)|$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')|$(kubectl -n $SREL get deployments -o jsonpath='{range .items[*]}{.spec.replicas} {.spec.template.spec.containers[0].args}{"\n"}{end}' | sed 's/^\([0-9]*\) .*\(--shards=[0-9]*\).*\(--shard=[0-9]*\).*/\1 \2 \3/' | tr '\n' ' ')" \
+    "deployment.apps/$SC-shard-0 deployment.apps/$SC-shard-1 deployment.apps/$SC-shard-2 |$DUIDS|2 --shards=3 --shard=0 2 --shards=3 --shard=1 2 --shards=3 --shard=2 "
+check "kwok runs the six controller pods" eventually 60 eval '[ "$(running_in)" = 6 ]'
+SLOG2=$T/controller-shard-2.log
+run_shard 0 "$SLOG0"; SPID0=${CONTROLLER_PIDS[-1]}
+run_shard 1 "$SLOG1"; SPID1=${CONTROLLER_PIDS[-1]}
+run_shard 2 "$SLOG2"; SPID2=${CONTROLLER_PIDS[-1]}
+check "each of the three controllers takes its shard's Lease ($SC-shard-0, -1, -2)" \
+    eventually 30 eval '[ "$(holder $SC-shard-0)" = "$(took "$SLOG0" $SC-shard-0)" ] && [ "$(holder $SC-shard-1)" = "$(took "$SLOG1" $SC-shard-1)" ] &&
+                        [ "$(holder $SC-shard-2)" = "$(took "$SLOG2" $SC-shard-2)" ] && [ -n "$(holder $SC-shard-2)" ] &&
+                        [ "$(grep -c "became leader" "$SLOG0")" = 2 ] && [ "$(grep -c "became leader" "$SLOG1")" = 2 ]'
+check "every sandbox pod relabelled to hash mod 3 (shards = 3)" eventually 60 pods_by_shard 3 8
+check "...in place: the same 8 pods (names and uids)" eq "$(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' | sort)" "$PODS2"
+sandbox sharded-9 ann c9 | kubectl -n $SNS apply -f - >/dev/null
+check "9 Sandboxes Running after the change (a new one of ann too)" eventually 60 eval '[ "$(running_sbx)" = 9 ]'
+E3=$(expected 3)
+echo "    Sandboxes per shard of 3: $E3"
+check "the users fall in all three shards" eval '[[ " $E3 " != *" 0 "* ]]'
+sbx3() { [ "$(sbx_metric "$SLOG0") $(sbx_metric "$SLOG1") $(sbx_metric "$SLOG2")" = "$E3" ]; }
+check "each of the three serves only its shard's Sandboxes (/metrics: $E3)" eventually 10 sbx3
+cat "$SLOG0" "$SLOG1" "$SLOG2" > "$T/controller-shards.log"
+check "no Forbidden / reconcile failed / could not after the change" no_denials "$T/controller-shards.log"
+for p in $SPID0 $SPID1 $SPID2; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+cat "$SLOG0" "$SLOG1" "$SLOG2" >> "$LOG"
 check "helm uninstall of the sharded release" helm uninstall $SREL --namespace $SREL --wait
 check "its Deployments and budgets are gone" eq "$(names_of deployments)$(names_of pdb)" ""
 
