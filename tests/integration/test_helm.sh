@@ -337,6 +337,22 @@ e = [r for x in objs if x["kind"] == "PrometheusRule" for r in x["spec"]["groups
 rx = re.search(r"\"pod\", \"([^\"]+)\"", e).group(1)
 [e.endswith(" < 3"), "count by (shard)" in e, [re.fullmatch(rx, p).group(1) for p in ("yao-sandbox-controller-shard-0-5d8f9c7b6-abcde", "yao-sandbox-controller-shard-2-5d8f9c7b6-x1y2z")], re.fullmatch(rx, "yao-sandbox-controller-5d8f9c7b6-abcde")]')" \
     '[true, true, ["0", "2"], null]'
+# The longest name the alert allows: a pod name as Kubernetes makes it (the first 58
+# characters of "<replicaset>-", then 5 random ones) still gives the shard.
+F38=abcdefghijabcdefghijabcdefghijabcdefgh
+helm template yao-sandbox "$CHART" --kube-version "$KUBE_VERSION" --set fullnameOverride=$F38 --set shards=3 \
+    --set metrics.prometheusRule.enabled=true --show-only templates/prometheusrule.yaml > "$T/rule38.yaml"
+check "shards=3, a 38-character fullname: the alert reads the shard from pod names cut at 58 characters" \
+    eq "$(python3 - "$T/rule38.yaml" "$F38-controller-shard-2-5d8f9c7b6b-" <<'PY2'
+import re, sys, yaml
+e = [r for r in yaml.safe_load(open(sys.argv[1]))["spec"]["groups"][0]["rules"] if r["alert"] == "YaoSandboxNoLeader"][0]["expr"]
+rx = re.search(r'"pod", "([^"]+)"', e).group(1)
+m = re.fullmatch(rx, sys.argv[2][:58] + "x1y2z")
+print(m.group(1) if m else None)
+PY2
+)" 2
+check "...and a longer one is refused with the length that fits" refused "fullnameOverride of at most 38 characters" \
+    --set fullnameOverride=${F38}ij --set shards=3 --set metrics.prometheusRule.enabled=true
 check "helm lint --strict is clean with shards=3" lint_clean --strict "$CHART" --set shards=3 --set replicas=2
 check "shards: --shards in extraArgs is refused (the chart sets it per Deployment)" refused '"--shards=2" is set by the chart: use the value shards' --set 'extraArgs={--shards=2}'
 check "shards: --shard in extraArgs is refused with shards=3 too" refused '"--shard=1" is set by the chart' --set shards=3 --set 'extraArgs={--workers=2,--shard=1}'
