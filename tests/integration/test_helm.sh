@@ -7,7 +7,10 @@
 # controller, running with the chart's ServiceAccount token, brings a Sandbox to Running in
 # cluster-wide and in namespaced mode without one Forbidden; the client roles let an editor
 # create and exec into a Sandbox and a viewer only read, and are aggregated into the
-# built-in edit/admin/view roles.
+# built-in edit/admin/view roles. With shards: 1 it renders as before; with shards: S one
+# Deployment per shard with disjoint selectors; a shards=2 release runs one controller per
+# Deployment (its own args), each holding its own Lease, and brings Sandboxes of users of both
+# shards to Running; the README's steps take it to 3 shards, relabelling in place.
 #
 # The release is "yao-sandbox-helm" in namespace yao-sandbox-helm, so that it does not
 # collide with the plain manifests (yao-sandbox-system) that the other suites install:
@@ -121,6 +124,14 @@ elif cmd == "get":
     args = " ".join(c.get("args", []))
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
     r = eval(sys.argv[4])
+    print(json.dumps(r, sort_keys=True) if not isinstance(r, str) else r)
+elif cmd == "eval":
+    # `objs.py eval F CODE [EXTRA...]`: run CODE over all objects `objs` (the arguments after
+    # it in `extra`); its last line is an expression, printed as JSON.
+    g = {"objs": load(sys.argv[2]), "extra": sys.argv[4:], "json": json, "sys": sys}
+    *stmts, last = sys.argv[3].strip().split("\n")
+    exec("\n".join(stmts), g)
+    r = eval(last, g)
     print(json.dumps(r, sort_keys=True) if not isinstance(r, str) else r)
 PY
 objs() { python3 "$T/objs.py" "$@"; }
@@ -266,6 +277,88 @@ render "$T/args" --set 'extraArgs={--workers=8,--resync=5m}' --set 'watchNamespa
 check "extraArgs come after the chart's flags" \
     eq "$(dget "$T/args" "" 'c["args"][-3:]')" '["--namespace=team-a", "--workers=8", "--resync=5m"]'
 
+# --- shards: one Deployment per shard -------------------------------------------------------
+render "$T/shards1" --include-crds --set shards=1
+check "shards=1 renders byte for byte what the defaults render" cmp "$T/default.yaml" "$T/shards1.yaml"
+check "unsharded: one Deployment, no --shards/--shard, no shard label, no YAO_SANDBOX_SHARD*" \
+    eq "$(objs names "$T/default.json" | grep '^Deployment/')|$(dget "$T/default" "" '[a for a in c["args"] if a.startswith("--shard")] + [e for e in env if e.startswith("YAO_SANDBOX_SHARD")] + [l for l in o["spec"]["template"]["metadata"]["labels"] if "shard" in l]')" \
+    "Deployment/yao-sandbox-controller|[]"
+render "$T/shards3" --set shards=3 --set replicas=2 --set 'extraArgs={--workers=8}' \
+    --set metrics.podMonitor.enabled=true --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true \
+    --set 'topologySpreadConstraints[0].maxSkew=1' --set 'topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname' \
+    --set 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway'
+# kubectl cannot turn the Prometheus Operator's kinds into JSON without their CRDs: python's yaml
+python3 - "$T/shards3.yaml" > "$T/shards3.json" <<'PY2'
+import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d: print(json.dumps(d))
+PY2
+D3=(Deployment/yao-sandbox-controller-shard-0 Deployment/yao-sandbox-controller-shard-1 Deployment/yao-sandbox-controller-shard-2)
+check "shards=3: three Deployments <controller>-shard-0/1/2 and no unsharded one" \
+    eq "$(objs names "$T/shards3.json" | grep '^Deployment/' | tr '\n' ' ')" "${D3[*]} "
+s3() { objs eval "$T/shards3.json" "$@"; }
+check "shards=3: each Deployment runs --shards=3 and its own --shard=I (0, 1, 2), then extraArgs" \
+    eq "$(s3 '[[a for a in x["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--shard") or a == "--workers=8"] for x in objs if x["kind"] == "Deployment"]')" \
+    '[["--shards=3", "--shard=0", "--workers=8"], ["--shards=3", "--shard=1", "--workers=8"], ["--shards=3", "--shard=2", "--workers=8"]]'
+check "shards=3: replicas=2 in each shard, leader election on, the Lease name the controller suffixes with -shard-I" \
+    eq "$(s3 '[[x["spec"]["replicas"], [a for a in x["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--lease-name") or a == "--leader-elect"]] for x in objs if x["kind"] == "Deployment"]' | tr -d '\n')" \
+    "$(printf '[2, ["--leader-elect", "--lease-name=yao-sandbox-controller"]], %.0s' 1 2 3 | sed 's/^/[/; s/, $/]/')"
+# selects LABELS SELECTOR: matchLabels all present in labels
+SELECTS='(lambda labels, sel: all(labels.get(k) == v for k, v in sel["matchLabels"].items()))'
+DEPS='[x for x in objs if x["kind"] == "Deployment"]'
+check "shards=3: each Deployment selects its own pods and no other shard's (selectors do not overlap)" \
+    eq "$(s3 '[['"$SELECTS"'(b["spec"]["template"]["metadata"]["labels"], a["spec"]["selector"]) for b in '"$DEPS"'] for a in '"$DEPS"']' | tr -d '\n')" \
+    '[[true, false, false], [false, true, false], [false, false, true]]'
+check "shards=3: the shard is in the selector as sandbox.yaoapps.com/shard" \
+    eq "$(s3 '[x["spec"]["selector"]["matchLabels"].get("sandbox.yaoapps.com/shard") for x in '"$DEPS"']')" '["0", "1", "2"]'
+check "shards=3: one PodDisruptionBudget per shard, with its Deployment's selector" \
+    eq "$(s3 '[(p["metadata"]["name"], p["spec"]["selector"] == d["spec"]["selector"], p["spec"]["minAvailable"]) for p in objs if p["kind"] == "PodDisruptionBudget" for d in '"$DEPS"' if d["metadata"]["name"] == p["metadata"]["name"]]' | tr -d '\n')" \
+    '[["yao-sandbox-controller-shard-0", true, 1], ["yao-sandbox-controller-shard-1", true, 1], ["yao-sandbox-controller-shard-2", true, 1]]'
+check "shards=3: the metrics Service and the PodMonitor select every shard's pods, the ServiceMonitor the Service" \
+    eq "$(s3 'svc = [x for x in objs if x["kind"] == "Service"][0]; pm = [x for x in objs if x["kind"] == "PodMonitor"][0]; sm = [x for x in objs if x["kind"] == "ServiceMonitor"][0]
+[all('"$SELECTS"'(d["spec"]["template"]["metadata"]["labels"], {"matchLabels": svc["spec"]["selector"]}) and '"$SELECTS"'(d["spec"]["template"]["metadata"]["labels"], pm["spec"]["selector"]) for d in '"$DEPS"'), '"$SELECTS"'(svc["metadata"]["labels"], sm["spec"]["selector"])]' 2>&1)" \
+    '[true, true]'
+check "shards=3: a topologySpreadConstraint without labelSelector spreads its own shard's pods" \
+    eq "$(s3 '[d["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["labelSelector"] == d["spec"]["selector"] for d in '"$DEPS"']')" '[true, true, true]'
+# Everything but the shard (name, label, two flags) is the unsharded Deployment's.
+unshard='(lambda d: json.loads(json.dumps(d).replace("-shard-0", "").replace("-shard-1", "").replace("-shard-2", "").replace(", \"sandbox.yaoapps.com/shard\": \"0\"", "").replace(", \"sandbox.yaoapps.com/shard\": \"1\"", "").replace(", \"sandbox.yaoapps.com/shard\": \"2\"", "").replace(", \"--shards=3\", \"--shard=0\"", "").replace(", \"--shards=3\", \"--shard=1\"", "").replace(", \"--shards=3\", \"--shard=2\"", "")))'
+render "$T/shards3ref" --set replicas=2 --set 'extraArgs={--workers=8}' \
+    --set 'topologySpreadConstraints[0].maxSkew=1' --set 'topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname' \
+    --set 'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway'
+REF=$(objs get "$T/shards3ref.json" Deployment/yao-sandbox-controller 'json.dumps(o, sort_keys=True)')
+check "shards=3: but for the shard, each Deployment is the unsharded one (env, image, security, probes, scheduling)" \
+    eq "$(s3 '[json.dumps('"$unshard"'(d), sort_keys=True) == json.dumps(json.loads(extra[0]), sort_keys=True) for d in '"$DEPS"']' "$REF")" '[true, true, true]'
+check "the controller accepts each rendered shard's flags (and refuses a shard beyond them)" eval \
+    '"$BIN" --kubeconfig /nonexistent --shards=3 --shard=0 --version >/dev/null && "$BIN" --kubeconfig /nonexistent --shards=3 --shard=2 --version >/dev/null &&
+     ! "$BIN" --kubeconfig /nonexistent --shards=3 --shard=3 --version >/dev/null 2>&1'
+check "shards=3: NoLeader alerts while fewer than 3 shards have a leader, the shard read from the pod name" \
+    eq "$(s3 'import re
+e = [r for x in objs if x["kind"] == "PrometheusRule" for r in x["spec"]["groups"][0]["rules"] if r["alert"] == "YaoSandboxNoLeader"][0]["expr"]
+rx = re.search(r"\"pod\", \"([^\"]+)\"", e).group(1)
+[e.endswith(" < 3"), "count by (shard)" in e, [re.fullmatch(rx, p).group(1) for p in ("yao-sandbox-controller-shard-0-5d8f9c7b6-abcde", "yao-sandbox-controller-shard-2-5d8f9c7b6-x1y2z")], re.fullmatch(rx, "yao-sandbox-controller-5d8f9c7b6-abcde")]')" \
+    '[true, true, ["0", "2"], null]'
+# The longest name the alert allows: a pod name as Kubernetes makes it (the first 58
+# characters of "<replicaset>-", then 5 random ones) still gives the shard.
+F38=abcdefghijabcdefghijabcdefghijabcdefgh
+helm template yao-sandbox "$CHART" --kube-version "$KUBE_VERSION" --set fullnameOverride=$F38 --set shards=3 \
+    --set metrics.prometheusRule.enabled=true --show-only templates/prometheusrule.yaml > "$T/rule38.yaml"
+check "shards=3, a 38-character fullname: the alert reads the shard from pod names cut at 58 characters" \
+    eq "$(python3 - "$T/rule38.yaml" "$F38-controller-shard-2-5d8f9c7b6b-" <<'PY2'
+import re, sys, yaml
+e = [r for r in yaml.safe_load(open(sys.argv[1]))["spec"]["groups"][0]["rules"] if r["alert"] == "YaoSandboxNoLeader"][0]["expr"]
+rx = re.search(r'"pod", "([^"]+)"', e).group(1)
+m = re.fullmatch(rx, sys.argv[2][:58] + "x1y2z")
+print(m.group(1) if m else None)
+PY2
+)" 2
+check "...and a longer one is refused with the length that fits" refused "fullnameOverride of at most 38 characters" \
+    --set fullnameOverride=${F38}ij --set shards=3 --set metrics.prometheusRule.enabled=true
+check "helm lint --strict is clean with shards=3" lint_clean --strict "$CHART" --set shards=3 --set replicas=2
+check "shards: --shards in extraArgs is refused (the chart sets it per Deployment)" refused '"--shards=2" is set by the chart: use the value shards' --set 'extraArgs={--shards=2}'
+check "shards: --shard in extraArgs is refused with shards=3 too" refused '"--shard=1" is set by the chart' --set shards=3 --set 'extraArgs={--workers=2,--shard=1}'
+check "shards: YAO_SANDBOX_SHARDS in extraEnv is refused" refused 'extraEnv: YAO_SANDBOX_SHARDS is set by the chart' --set 'extraEnv[0].name=YAO_SANDBOX_SHARDS' --set 'extraEnv[0].value=2'
+check "schema: shards is at least 1" refused "shards: Must be greater than or equal to 1" --set shards=0
+
 check "sandbox pods run as uid 1000 by default (YAO_SANDBOX_RUN_AS_USER), no pull secrets" \
     eq "$(dget "$T/default" "" '[env["YAO_SANDBOX_RUN_AS_USER"], "YAO_SANDBOX_IMAGE_PULL_SECRETS" in env]')" '["1000", false]'
 render "$T/openshift" --set sandboxDefaults.runAsUser=auto --set 'sandboxDefaults.imagePullSecrets={regcred,mirror}'
@@ -323,6 +416,7 @@ fresh_namespace $NS
 dry_run() { helm template $REL "$CHART" --namespace $RNS --kube-version "$KUBE_VERSION" "$@" | kubectl apply --dry-run=server -f - >/dev/null; }
 check "helm template | kubectl apply --dry-run=server (default values, with the CRD)" dry_run --include-crds
 check "helm template | kubectl apply --dry-run=server (namespaced mode)" dry_run --set "watchNamespaces={$NS}"
+check "helm template | kubectl apply --dry-run=server (shards=3, replicas=2)" dry_run --set shards=3 --set replicas=2
 
 on_exit "'$HELM' uninstall $REL -n $RNS --wait"
 check "helm install" helm install $REL "$CHART" --namespace $RNS
@@ -517,6 +611,151 @@ check "Role in $NS is gone" gone -n $NS role/$C
 check "the CRD stays (helm never deletes crds/)" exists crd/sandboxes.sandbox.yaoapps.com
 check "and so do the Sandboxes" exists -n $NS sandbox/helm-second
 check "no cluster-scoped object of the release is left" eq "$(kubectl get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$REL -o name)" ""
+
+# --- a sharded release: one Deployment per shard, a controller and a Lease each -----------------
+# Release yao-sandbox-shards (in its own namespace) with shards=2, replicas=2, watching SNS
+# only. kwok runs each Deployment's pods with nothing in them; the suite runs what they would:
+# one controller per Deployment on this host, with that Deployment's own args and variables
+# and the release's ServiceAccount token.
+SREL=yao-sandbox-shards
+SNS=yao-it-shards
+SC=$SREL-controller
+helm uninstall $SREL -n $SREL --wait >/dev/null 2>&1
+kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=$SREL --ignore-not-found >/dev/null
+fresh_namespace $SREL
+fresh_namespace $SNS
+on_exit "'$HELM' uninstall $SREL -n $SREL --wait"
+check "helm install with shards=2, replicas=2 (watchNamespaces={$SNS})" \
+    helm install $SREL "$CHART" --namespace $SREL --set shards=2 --set replicas=2 --set "watchNamespaces={$SNS}"
+names_of() { kubectl -n $SREL get "$1" -o name | sort | tr '\n' ' '; }
+check "two Deployments, $SC-shard-0 and $SC-shard-1, no unsharded one" \
+    eq "$(names_of deployments)" "deployment.apps/$SC-shard-0 deployment.apps/$SC-shard-1 "
+check "a PodDisruptionBudget per shard" \
+    eq "$(names_of pdb)" "poddisruptionbudget.policy/$SC-shard-0 poddisruptionbudget.policy/$SC-shard-1 "
+# selector_of KIND NAME [FIELD] — its matchLabels (or FIELD) as a label selector
+selector_of() { kubectl -n $SREL get "$1" "$2" -o go-template="{{range \$k, \$v := ${3:-.spec.selector.matchLabels}}}{{\$k}}={{\$v}},{{end}}" | sed 's/,$//'; }
+# the shard labels of the pods a selector picks, counted: "2x0 " = two pods of shard 0
+picked() { kubectl -n $SREL get pods -l "$1" -o jsonpath='{range .items[*]}{.metadata.labels.sandbox\.yaoapps\.com/shard}{"\n"}{end}' | sort | uniq -c | awk '{printf "%sx%s ", $1, $2}'; }
+check "$SC-shard-0 selects its two pods and none of shard 1's" eventually 60 eval '[ "$(picked "$(selector_of deployment $SC-shard-0)")" = "2x0 " ]'
+check "$SC-shard-1 selects its two pods and none of shard 0's" eventually 60 eval '[ "$(picked "$(selector_of deployment $SC-shard-1)")" = "2x1 " ]'
+check "each shard's budget selects its own shard's pods only" \
+    eq "$(picked "$(selector_of pdb $SC-shard-0)")|$(picked "$(selector_of pdb $SC-shard-1)")" "2x0 |2x1 "
+check "the metrics Service selects the pods of both shards" eq "$(picked "$(selector_of service $SC-metrics .spec.selector)")" "2x0 2x1 "
+running_in() { kubectl -n $SREL get pods -l "$(selector_of service $SC-metrics .spec.selector)" -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | wc -l; }
+check "kwok runs the four controller pods" eventually 60 eval '[ "$(running_in)" = 4 ]'
+
+SSAKC=$T/shards-controller.kubeconfig
+sa_kubeconfig "$SSAKC" $SC $SREL
+# run_shard I LOG — the controller as Deployment $SC-shard-I runs it: its args and its
+# variables (the Lease namespace, from the downward API there, is the release namespace);
+# the probes and metrics on a free local port instead of :8080.
+run_shard() {
+    local args env
+    mapfile -t args < <(kubectl -n $SREL get deployment $SC-shard-$1 -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')
+    mapfile -t env < <(kubectl -n $SREL get deployment $SC-shard-$1 -o json | python3 -c 'import json, sys
+for e in json.load(sys.stdin)["spec"]["template"]["spec"]["containers"][0]["env"]:
+    if "value" in e: print(e["name"] + "=" + e["value"])')
+    env "${env[@]}" YAO_SANDBOX_LEASE_NAMESPACE=$SREL "$BIN" --kubeconfig "$SSAKC" "${args[@]}" --metrics-addr=127.0.0.1:0 >> "$2" 2>&1 &
+    CONTROLLER_PIDS+=($!)
+    on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
+}
+SLOG0=$T/controller-shard-0.log; SLOG1=$T/controller-shard-1.log
+run_shard 0 "$SLOG0"; SPID0=${CONTROLLER_PIDS[-1]}
+run_shard 1 "$SLOG1"; SPID1=${CONTROLLER_PIDS[-1]}
+check "shard 0's controller started with --shards=2 --shard=0" contains "$(tr '\0' ' ' < /proc/$SPID0/cmdline)" "--shards=2 --shard=0"
+check "shard 1's controller started with --shards=2 --shard=1" contains "$(tr '\0' ' ' < /proc/$SPID1/cmdline)" "--shards=2 --shard=1"
+holder() { kubectl -n $SREL get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+check "kubectl get lease: $SC-shard-0 and $SC-shard-1 are both held" eventually 30 eval '[ -n "$(holder $SC-shard-0)" ] && [ -n "$(holder $SC-shard-1)" ]'
+check "...and they are the only Leases of the release (no unsharded $SC)" \
+    eq "$(names_of leases)" "lease.coordination.k8s.io/$SC-shard-0 lease.coordination.k8s.io/$SC-shard-1 "
+# the identity a controller logged when it took a Lease
+took() { sed -n "s/.*msg=\"became leader\" lease=$SREL\/$2 identity=\([^ ]*\).*/\1/p" "$1" | tail -n 1; }
+check "each controller holds its own shard's Lease" \
+    eval '[ -n "$(took "$SLOG0" $SC-shard-0)" ] && [ -n "$(took "$SLOG1" $SC-shard-1)" ] &&
+          [ "$(holder $SC-shard-0)" = "$(took "$SLOG0" $SC-shard-0)" ] && [ "$(holder $SC-shard-1)" = "$(took "$SLOG1" $SC-shard-1)" ] &&
+          [ "$(holder $SC-shard-0)" != "$(holder $SC-shard-1)" ]'
+
+# shard_of USER S — FNV-1a 64 of "namespace/user" mod S, computed here independently
+shard_of() {
+    python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+print(h % int(sys.argv[3]))' "$SNS" "$1" "$2"
+}
+SUSERS=(ann ben cat hal lea fay)   # over both shards of 2 and all three of 3
+# expected S — how many of the Sandboxes fall in each shard of S: "n0 n1 ..."
+expected() {
+    local u counts=()
+    for ((i = 0; i < $1; i++)); do counts[i]=0; done
+    for u in $(kubectl -n $SNS get sandboxes -o jsonpath='{range .items[*]}{.spec.userID}{"\n"}{end}'); do
+        i=$(shard_of "$u" "$1"); counts[i]=$((counts[i] + 1))
+    done
+    echo "${counts[*]}"
+}
+for i in 1 2 3 4 5 6 7 8; do
+    sandbox "sharded-$i" "${SUSERS[$(( (i - 1) % 6 ))]}" "c$i" | kubectl -n $SNS apply -f - >/dev/null
+done
+E2=$(expected 2)
+echo "    Sandboxes per shard of 2: $E2"
+check "the 6 users fall in both shards" eval '[[ "$E2" != 0\ * && "$E2" != *\ 0 ]]'
+running_sbx() { kubectl -n $SNS get sandboxes -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$'; }
+check "8 Sandboxes of 6 users all reach Running" eventually 120 eval '[ "$(running_sbx)" = 8 ]'
+# pods_by_shard S N — N sandbox pods, each labelled shard = hash(namespace/user) mod S, shards = S
+pods_by_shard() {
+    local bad=0 n=0 name user shard of want
+    while read -r name user shard of; do
+        [ -z "$name" ] && continue
+        n=$((n + 1)); want=$(shard_of "$user" "$1")
+        [ "$shard/$of" = "$want/$1" ] || { echo "    pod $name of $user: shard/shards [$shard/$of], want $want/$1" >&2; bad=1; }
+    done < <(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.sandbox\.yaoapps\.com/user-id} {.metadata.labels.sandbox\.yaoapps\.com/shard} {.metadata.labels.sandbox\.yaoapps\.com/shards}{"\n"}{end}')
+    [ "$n" = "$2" ] || { echo "    $n sandbox pods, want $2" >&2; bad=1; }
+    return $bad
+}
+check "8 sandbox pods, each made by its user's shard (labels shard = hash mod 2, shards = 2)" pods_by_shard 2 8
+sport() { sed -n 's/.*msg="serving probes and metrics".* port=\([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+sbx_metric() { curl -s "http://127.0.0.1:$(sport "$1")/metrics" | awk '$1 ~ /^yao_sandbox_sandboxes\{/ { n += $2 } END { print n + 0 }'; }
+check "each controller serves only its shard's Sandboxes (/metrics: $E2)" eq "$(sbx_metric "$SLOG0") $(sbx_metric "$SLOG1")" "$E2"
+cat "$SLOG0" "$SLOG1" > "$T/controller-shards.log"
+check "neither controller's log has a Forbidden / reconcile failed / could not (the chart's RBAC)" no_denials "$T/controller-shards.log"
+
+# 2 -> 3 shards, as the chart README says: every controller stopped (here: the two on this
+# host, and the Deployments scaled to 0), then helm upgrade --set shards=3.
+PODS2=$(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' | sort)
+DUIDS=$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')
+for p in $SPID0 $SPID1; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+RESHARD=$(sed -n '/^### Sharding/,/^## /p' "$CHART/README.md" | sed -n '/^Changing `shards`/,$p' | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')
+check "the chart README has the commands to change shards" contains "$RESHARD" "--set shards=3"
+RESHARD=$(sed "s/instance=yao-sandbox,/instance=$SREL,/g; s/yao-sandbox-system/$SREL/g; s/helm upgrade yao-sandbox /helm upgrade $SREL /" <<<"$RESHARD")
+reshard() { (cd "$SRC_DIR" && eval "$RESHARD") >/dev/null; }
+check "the README's commands scale the controllers to 0 and upgrade to shards=3" reshard
+check "three Deployments now, shard 0 and 1 kept (same uids), each back at 2 replicas with --shards=3 --shard=I" \
+    eq "$(names_of deployments)|$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')|$(kubectl -n $SREL get deployments -o jsonpath='{range .items[*]}{.spec.replicas} {.spec.template.spec.containers[0].args}{"\n"}{end}' | sed 's/^\([0-9]*\) .*\(--shards=[0-9]*\).*\(--shard=[0-9]*\).*/\1 \2 \3/' | tr '\n' ' ')" \
+    "deployment.apps/$SC-shard-0 deployment.apps/$SC-shard-1 deployment.apps/$SC-shard-2 |$DUIDS|2 --shards=3 --shard=0 2 --shards=3 --shard=1 2 --shards=3 --shard=2 "
+check "kwok runs the six controller pods" eventually 60 eval '[ "$(running_in)" = 6 ]'
+SLOG2=$T/controller-shard-2.log
+run_shard 0 "$SLOG0"; SPID0=${CONTROLLER_PIDS[-1]}
+run_shard 1 "$SLOG1"; SPID1=${CONTROLLER_PIDS[-1]}
+run_shard 2 "$SLOG2"; SPID2=${CONTROLLER_PIDS[-1]}
+check "each of the three controllers takes its shard's Lease ($SC-shard-0, -1, -2)" \
+    eventually 30 eval '[ "$(holder $SC-shard-0)" = "$(took "$SLOG0" $SC-shard-0)" ] && [ "$(holder $SC-shard-1)" = "$(took "$SLOG1" $SC-shard-1)" ] &&
+                        [ "$(holder $SC-shard-2)" = "$(took "$SLOG2" $SC-shard-2)" ] && [ -n "$(holder $SC-shard-2)" ] &&
+                        [ "$(grep -c "became leader" "$SLOG0")" = 2 ] && [ "$(grep -c "became leader" "$SLOG1")" = 2 ]'
+check "every sandbox pod relabelled to hash mod 3 (shards = 3)" eventually 60 pods_by_shard 3 8
+check "...in place: the same 8 pods (names and uids)" eq "$(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' | sort)" "$PODS2"
+sandbox sharded-9 ann c9 | kubectl -n $SNS apply -f - >/dev/null
+check "9 Sandboxes Running after the change (a new one of ann too)" eventually 60 eval '[ "$(running_sbx)" = 9 ]'
+E3=$(expected 3)
+echo "    Sandboxes per shard of 3: $E3"
+check "the users fall in all three shards" eval '[[ " $E3 " != *" 0 "* ]]'
+sbx3() { [ "$(sbx_metric "$SLOG0") $(sbx_metric "$SLOG1") $(sbx_metric "$SLOG2")" = "$E3" ]; }
+check "each of the three serves only its shard's Sandboxes (/metrics: $E3)" eventually 10 sbx3
+cat "$SLOG0" "$SLOG1" "$SLOG2" > "$T/controller-shards.log"
+check "no Forbidden / reconcile failed / could not after the change" no_denials "$T/controller-shards.log"
+for p in $SPID0 $SPID1 $SPID2; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+cat "$SLOG0" "$SLOG1" "$SLOG2" >> "$LOG"
+check "helm uninstall of the sharded release" helm uninstall $SREL --namespace $SREL --wait
+check "its Deployments and budgets are gone" eq "$(names_of deployments)$(names_of pdb)" ""
 
 # --- adopting a kubectl install (release yao-sandbox, in yao-sandbox-system) ----------------------
 # The plain manifests, Deployment included; then the chart README's own commands mark them

@@ -57,6 +57,56 @@ The namespace the controller watches, or "" for all of them. The controller take
 {{- end -}}
 {{- end -}}
 
+{{/*
+The number of shards (the `shards` value; 1 = no sharding, one Deployment as before). The
+chart owns --shards/--shard and YAO_SANDBOX_SHARDS/YAO_SANDBOX_SHARD: each Deployment it
+renders gets its own shard, so a copy of them in extraArgs or extraEnv (the same for every
+pod of the release) is refused here.
+*/}}
+{{- define "yao-sandbox.shards" -}}
+{{- range .Values.extraArgs -}}
+{{- if regexMatch "^--shards?(=.*)?$" (toString .) -}}
+{{- fail (printf "extraArgs: %q is set by the chart: use the value shards (one Deployment per shard, each with its own --shard), not extraArgs" (toString .)) -}}
+{{- end -}}
+{{- end -}}
+{{- range .Values.extraEnv -}}
+{{- if has .name (list "YAO_SANDBOX_SHARDS" "YAO_SANDBOX_SHARD") -}}
+{{- fail (printf "extraEnv: %s is set by the chart: use the value shards (one Deployment per shard, each with its own --shard), not extraEnv" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- $s := int (default 1 .Values.shards) -}}
+{{- if or (lt $s 1) (gt $s 1024) -}}
+{{- fail (printf "shards: %d is not between 1 and 1024" $s) -}}
+{{- end -}}
+{{- $s -}}
+{{- end -}}
+
+{{/*
+Name of the controller Deployment (and PodDisruptionBudget) of shard I: <fullname>-controller
+unsharded, <fullname>-controller-shard-<I> with shards > 1 (the Lease the controller takes is
+named the same way: --lease-name plus -shard-<I>). Takes (dict "root" $ "shard" I "shards" S).
+*/}}
+{{- define "yao-sandbox.shardName" -}}
+{{- if gt (int .shards) 1 -}}
+{{- printf "%s-shard-%d" (include "yao-sandbox.controllerName" .root) (int .shard) -}}
+{{- else -}}
+{{- include "yao-sandbox.controllerName" .root -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels that select the controller pods of shard I: the release's selector labels plus
+sandbox.yaoapps.com/shard: "I" with shards > 1 (so no shard's Deployment or budget selects
+another's pods), the release's selector labels alone unsharded. Takes the dict of shardName.
+The metrics Service, ServiceMonitor and PodMonitor keep selecting every shard's pods.
+*/}}
+{{- define "yao-sandbox.shardSelectorLabels" -}}
+{{- include "yao-sandbox.selectorLabels" .root }}
+{{- if gt (int .shards) 1 }}
+sandbox.yaoapps.com/shard: {{ int .shard | toString | quote }}
+{{- end -}}
+{{- end -}}
+
 {{/* Leader election is on when asked for, and always with more than one replica. */}}
 {{- define "yao-sandbox.leaderElect" -}}
 {{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
