@@ -8,6 +8,9 @@
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +317,31 @@ void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stat
     pthread_mutex_unlock(&ctl->lock);
 }
 
+/* After a burst of work (a bring-up of many Sandboxes, a relist), the heap is full of
+ * free chunks between the small cached objects, and glibc gives back only the top of
+ * each arena: once the queue has run dry, return the free pages inside too (as after a
+ * list, runtime/informer.c). At most every TRIM_EVERY_MS, and only after TRIM_AFTER
+ * passes: an idle controller never trims. */
+#define TRIM_AFTER 64
+#define TRIM_EVERY_MS 10000
+static void trim_when_idle(struct sbx_controller *ctl) {
+#ifdef __GLIBC__
+    int64_t now = clock_mono_ms();
+    int trim = 0;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->passes_since_trim++;
+    if (ctl->passes_since_trim >= TRIM_AFTER && now - ctl->trimmed_ms >= TRIM_EVERY_MS && queue_len(ctl->queue) == 0) {
+        ctl->passes_since_trim = 0;
+        ctl->trimmed_ms = now;
+        trim = 1;
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    if (trim) malloc_trim(0);
+#else
+    (void)ctl;
+#endif
+}
+
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -336,6 +364,7 @@ static void *worker(void *arg) {
         }
         queue_done(ctl->queue, key);
         free(key);
+        trim_when_idle(ctl);
     }
     return NULL;
 }

@@ -61,7 +61,9 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards stats */
+    pthread_mutex_t lock;          /* guards stats and the trim fields */
+    uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
+    int64_t trimmed_ms;            /* when (monotonic) */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
     struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
     struct sbx_controller_stats stats;
