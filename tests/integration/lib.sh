@@ -128,6 +128,16 @@ reason_is() { [ "$(sandbox_reason "$1" "$2")" = "$3" ]; }
 # now_ms
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# shard_hash NAMESPACE USER SHARDS — the shard of a user's Sandboxes: FNV-1a 64 of
+# "namespace/user" mod SHARDS, computed here independently of controller/sandbox/shard.c.
+shard_hash() {
+    python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+print(h % int(sys.argv[3]))' "$1" "$2" "$3"
+}
+
 # --- the real node (tests/cluster/up --real-node) -------------------------------------------
 # Suites that need real containers call use_real_node: it fails when the plane has no real
 # node, uncordons yao-node and cordons the kwok nodes so every new pod lands on the real

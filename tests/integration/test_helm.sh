@@ -675,14 +675,8 @@ check "each controller holds its own shard's Lease" \
           [ "$(holder $SC-shard-0)" = "$(took "$SLOG0" $SC-shard-0)" ] && [ "$(holder $SC-shard-1)" = "$(took "$SLOG1" $SC-shard-1)" ] &&
           [ "$(holder $SC-shard-0)" != "$(holder $SC-shard-1)" ]'
 
-# shard_of USER S — FNV-1a 64 of "namespace/user" mod S, computed here independently
-shard_of() {
-    python3 -c 'import sys
-h = 0xcbf29ce484222325
-for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
-    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-print(h % int(sys.argv[3]))' "$SNS" "$1" "$2"
-}
+# shard_of USER S — the user's shard in the release's namespace (lib.sh's shard_hash)
+shard_of() { shard_hash "$SNS" "$1" "$2"; }
 SUSERS=(ann ben cat hal lea fay)   # over both shards of 2 and all three of 3
 # expected S — how many of the Sandboxes fall in each shard of S: "n0 n1 ..."
 expected() {

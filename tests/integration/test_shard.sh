@@ -17,14 +17,8 @@ check "CRD and manifests apply with kubectl" install_manifests
 fresh_namespace $NS
 for i in 0 1 2; do kubectl -n yao-sandbox-system delete lease "$LEASE-shard-$i" --ignore-not-found >/dev/null; done
 
-# shard_of USER [S] — FNV-1a 64 of "namespace/user" mod S (2), computed independently here.
-shard_of() {
-    python3 -c 'import sys
-h = 0xcbf29ce484222325
-for b in (sys.argv[1] + "/" + sys.argv[2]).encode():
-    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-print(h % int(sys.argv[3]))' "$NS" "$1" "${2:-2}"
-}
+# shard_of USER [S] — the user's shard of S (2) in the test's namespace (lib.sh's shard_hash)
+shard_of() { shard_hash "$NS" "$1" "${2:-2}"; }
 USERS=(u1 u2 u3 u4 u5 u6 u7 u8)
 declare -A SHARD
 S0=(); S1=()
