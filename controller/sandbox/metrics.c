@@ -10,24 +10,30 @@
 
 #include "kube/kjson.h"
 
-#define NPHASES 8
+#define NPHASES SBX_METRIC_PHASES
 static const char *const phases[NPHASES] = {"Pending", "Creating", "Running", "Stopping",
                                             "Stopped", "Succeeded", "Failed", "Unknown"};
-static const char *const lifecycles[4] = {"one-shot", "session", "long-running", "persistent"};
+static const char *const lifecycles[SBX_METRIC_LIFECYCLES] = {"one-shot", "session", "long-running", "persistent"};
 
-struct phase_counts { unsigned n[NPHASES][4]; };
-
-/* Tally one cached Sandbox by phase and lifecycle. */
-static int tally(void *ud, const char *key, const cJSON *sb) {
-    struct phase_counts *c = ud;
+/* The (phase, lifecycle) slot of a Sandbox. */
+static void slot_of(const cJSON *sb, int *p, int *l) {
     const char *phase = kj_str(sb, "status.phase");
     const char *lc = kj_str(sb, "spec.lifecycle");
     if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");   /* the default in force */
-    int p = NPHASES - 1, l = 1;
-    for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) p = i;
-    for (int i = 0; lc && i < 4; i++) if (!strcmp(lc, lifecycles[i])) l = i;
-    c->n[p][l]++;
-    return 0;
+    *p = NPHASES - 1;
+    *l = 1;
+    for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) *p = i;
+    for (int i = 0; lc && i < SBX_METRIC_LIFECYCLES; i++) if (!strcmp(lc, lifecycles[i])) *l = i;
+}
+
+void sbx_metrics_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    int op = 0, ol = 0, cp = 0, cl = 0;
+    if (old) slot_of(old, &op, &ol);
+    if (cur) slot_of(cur, &cp, &cl);
+    pthread_mutex_lock(&ctl->lock);
+    if (old && ctl->sandbox_counts[op][ol]) ctl->sandbox_counts[op][ol]--;
+    if (cur) ctl->sandbox_counts[cp][cl]++;
+    pthread_mutex_unlock(&ctl->lock);
 }
 
 /* CPU seconds and resident bytes of this process. */
@@ -121,13 +127,14 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "yao_sandbox_workqueue_waiting", "gauge", "Keys waiting for their deadline or backoff.",
                  queue_waiting(ctl->queue));
 
-    struct phase_counts pc;
-    memset(&pc, 0, sizeof(pc));
-    informer_foreach(ctl->sandboxes, tally, &pc);
+    unsigned counts[NPHASES][SBX_METRIC_LIFECYCLES];
+    pthread_mutex_lock(&ctl->lock);
+    memcpy(counts, ctl->sandbox_counts, sizeof(counts));
+    pthread_mutex_unlock(&ctl->lock);
     P("# HELP yao_sandbox_sandboxes Sandboxes in the cache by phase and lifecycle.\n# TYPE yao_sandbox_sandboxes gauge\n");
     for (int p = 0; p < NPHASES; p++)
-        for (int l = 0; l < 4; l++)
-            P("yao_sandbox_sandboxes{phase=\"%s\",lifecycle=\"%s\"} %u\n", phases[p], lifecycles[l], pc.n[p][l]);
+        for (int l = 0; l < SBX_METRIC_LIFECYCLES; l++)
+            P("yao_sandbox_sandboxes{phase=\"%s\",lifecycle=\"%s\"} %u\n", phases[p], lifecycles[l], counts[p][l]);
 
     struct kube_request_counts rq;
     kube_client_counts(ctl->client, &rq);

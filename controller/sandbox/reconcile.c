@@ -22,6 +22,7 @@
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/lifecycle.h"
+#include "sandbox/metrics.h"
 #include "sandbox/naming.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
@@ -68,6 +69,7 @@ static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON 
     struct sbx_controller *ctl = ud;
     sbx_capacity_on_sandbox(ctl, key, old, cur);
     sbx_warm_on_sandbox(ctl, old, cur);
+    sbx_metrics_on_sandbox(ctl, old, cur);
     const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
     const char *uid = kj_str(old, "metadata.uid");
     if (!cur && uid) {

@@ -15,6 +15,9 @@
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
 #include "sandbox/shard.h"
+
+#define SBX_METRIC_PHASES 8        /* Pending ... Unknown (sandbox/metrics.c) */
+#define SBX_METRIC_LIFECYCLES 4
 #include "sandbox/spec.h"
 
 struct sbx_controller_options {
@@ -63,6 +66,9 @@ struct sbx_controller {
     volatile int stopping;
     pthread_mutex_t lock;          /* guards stats and the trim fields */
     uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
+    /* Cached Sandboxes by phase and lifecycle, kept by the Sandbox handler for /metrics
+     * (sandbox/metrics.c): a scrape never walks the cache. Under lock. */
+    unsigned sandbox_counts[SBX_METRIC_PHASES][SBX_METRIC_LIFECYCLES];
     int64_t trimmed_ms;            /* when (monotonic) */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
     struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
