@@ -61,7 +61,14 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
     for (int i = 0; i < KINDS; i++) o[i] = (struct orphan_ctx){.ns = ns, .owner = name, .shard_key = ctl->shard_key};
     struct sbx_gone names;
     char uid[600] = "";
-    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names) && names.pod[0]) {
+    int known = sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
+    if (known && names.swept_ms) {
+        /* Swept already (a tombstone): this pass is an echo of the deletions the sweep
+         * waited for. (The garbage collector deletes what a race may still create.) */
+        *requeue_ms = -1;
+        return 0;
+    }
+    if (known && names.pod[0]) {
         /* The usual case: the names are known, two cache lookups. */
         const char *objs[KINDS] = {names.pod, names.claim, names.pod, names.pod};
         for (int i = 0; i < KINDS; i++) {
@@ -73,11 +80,18 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
         }
     } else {
         /* Deleted before this process saw it: walk the caches (once: with nothing found,
-         * the key is dropped). */
+         * the key becomes a tombstone). */
         for (int i = 0; i < KINDS; i++) informer_foreach(caches[i], find_orphans, &o[i]);
     }
     if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
-        if (uid[0]) sbx_records_forget(&ctl->records, uid);
+        if (!uid[0]) {
+            /* Nothing found by a walk: a tombstone keeps the next echo from walking again. */
+            char synthetic[600];
+            snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
+            sbx_records_deleted(&ctl->records, key, synthetic, "", "");
+            snprintf(uid, sizeof(uid), "%s", synthetic);
+        }
+        sbx_records_swept(&ctl->records, uid, kj_now_ms());
         *requeue_ms = -1;
         return 0;
     }

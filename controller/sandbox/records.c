@@ -39,11 +39,15 @@ static void expect_clear(struct sbx_record *rec, enum sbx_expect_kind kind) {
 
 void sbx_records_init(struct sbx_records *r) {
     pthread_mutex_init(&r->lock, NULL);
+    r->tombs = NULL;
+    r->ntombs = r->tombs_head = r->tombs_cap = 0;
     strmap_init(&r->by_uid);
     strmap_init(&r->by_key);
 }
 
 void sbx_records_free(struct sbx_records *r) {
+    for (size_t i = r->tombs_head; i < r->ntombs; i++) free(r->tombs[i].uid);
+    free(r->tombs);
     strmap_clear(&r->by_uid, record_free);
     strmap_clear(&r->by_key, free);
     pthread_mutex_destroy(&r->lock);
@@ -179,9 +183,43 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
     return first;
 }
 
-void sbx_records_forget(struct sbx_records *r, const char *uid) {
+/* Drop the tombstones older than now_ms - SBX_RECORD_TOMBSTONE_MS (lock held). */
+static void purge_tombs(struct sbx_records *r, int64_t now_ms) {
+    while (r->tombs_head < r->ntombs && now_ms - r->tombs[r->tombs_head].at_ms >= SBX_RECORD_TOMBSTONE_MS) {
+        char *uid = r->tombs[r->tombs_head++].uid;
+        struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+        if (rec && rec->gone && rec->gone->swept_ms) drop(r, uid);
+        free(uid);
+    }
+    if (r->tombs_head == r->ntombs) {
+        r->tombs_head = r->ntombs = 0;
+    } else if (r->tombs_head > r->ntombs / 2) {   /* keep the live part at the front */
+        memmove(r->tombs, r->tombs + r->tombs_head, (r->ntombs - r->tombs_head) * sizeof(*r->tombs));
+        r->ntombs -= r->tombs_head;
+        r->tombs_head = 0;
+    }
+}
+
+void sbx_records_swept(struct sbx_records *r, const char *uid, int64_t now_ms) {
     pthread_mutex_lock(&r->lock);
+    purge_tombs(r, now_ms);
     struct sbx_record *rec = strmap_get(&r->by_uid, uid);
-    if (rec) drop(r, uid);
+    if (rec && rec->gone && !rec->gone->swept_ms) {
+        char *copy = strdup(uid);
+        if (copy && r->ntombs == r->tombs_cap) {
+            size_t cap = r->tombs_cap ? r->tombs_cap * 2 : 64;
+            struct sbx_tomb *t = realloc(r->tombs, cap * sizeof(*t));
+            if (t) { r->tombs = t; r->tombs_cap = cap; }
+        }
+        if (copy && r->ntombs < r->tombs_cap) {
+            rec->gone->swept_ms = now_ms;
+            r->tombs[r->ntombs++] = (struct sbx_tomb){copy, now_ms};
+        } else {
+            free(copy);
+            drop(r, uid);   /* out of memory: no tombstone, the record goes at once */
+        }
+    } else if (rec && !rec->gone) {
+        drop(r, uid);
+    }
     pthread_mutex_unlock(&r->lock);
 }

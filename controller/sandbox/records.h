@@ -20,17 +20,27 @@
 struct sbx_gone {
     char pod[SBX_RECORD_NAME_MAX], claim[SBX_RECORD_NAME_MAX];
     int64_t orphans_seen_ms;   /* when its objects were first seen after the deletion (0 = not yet) */
+    int64_t swept_ms;          /* when all of it was found gone (0 = not yet): a tombstone */
 };
+
+/* How long a swept Sandbox's record stays as a tombstone: events about its objects still
+ * queue its key for a while (the deletions the sweep waited for), and without the
+ * tombstone each such pass walked every cache (O(N) per deleted Sandbox). */
+#define SBX_RECORD_TOMBSTONE_MS 60000
+
+struct sbx_tomb { char *uid; int64_t at_ms; };
 
 struct sbx_records {
     pthread_mutex_t lock;
     struct strmap by_uid;      /* uid -> struct sbx_record */
     struct strmap by_key;      /* "ns/name" -> the uid of its newest record (a copy) */
+    struct sbx_tomb *tombs;    /* swept records, oldest first, from tombs_head */
+    size_t ntombs, tombs_head, tombs_cap;
 };
 
 void sbx_records_init(struct sbx_records *r);
 void sbx_records_free(struct sbx_records *r);
-/* Number of records (for tests and metrics). */
+/* Number of records, tombstones included (for tests and metrics). */
 size_t sbx_records_count(struct sbx_records *r);
 
 /* The Sandbox key has uid now: make sure it has a record, and make it the key's current
@@ -63,8 +73,9 @@ int sbx_records_gone(struct sbx_records *r, const char *key, char *uid, size_t u
 /* Note the orphans of deleted uid were seen at now_ms (kept if already set); returns the
  * first time they were seen. */
 int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t now_ms);
-/* Drop the record of uid (a deleted Sandbox whose objects are all gone); its key leaves
- * the index if it pointed to it. */
-void sbx_records_forget(struct sbx_records *r, const char *uid);
+/* The deleted Sandbox uid's objects are all gone (now_ms): its record becomes a tombstone
+ * (sbx_records_gone reports swept_ms), dropped SBX_RECORD_TOMBSTONE_MS later — tombstones
+ * past that age are dropped by this call (its key leaves the index if it pointed to it). */
+void sbx_records_swept(struct sbx_records *r, const char *uid, int64_t now_ms);
 
 #endif

@@ -1,6 +1,6 @@
 /* tests/unit/test_records.c — one record per Sandbox keyed by UID (sandbox/records.c): a
  * same-named successor starts from nothing (no inherited expectation or names), a deleted
- * Sandbox keeps the names of what it owned until it is forgotten, create expectations are met by the cache or expire,
+ * Sandbox keeps the names of what it owned until swept, then stays a tombstone for a minute, create expectations are met by the cache or expire,
  * a record at rest is small (heap per record, plain build), nothing leaks. (One-shot runs keep no state here: their result comes from the pod.) */
 #include "check.h"
 
@@ -20,13 +20,16 @@ TEST(a_successor_of_the_same_name_inherits_nothing) {
     CHECK_INT(sbx_records_expecting(&r, "uid-2", SBX_EXPECT_POD, 0), 0);
     CHECK_INT(sbx_records_gone(&r, "ns/a", uid, sizeof(uid), &g), 0);   /* the key is the new one's */
     CHECK_INT(sbx_records_count(&r), 2);
-    sbx_records_forget(&r, "uid-1");
+    sbx_records_swept(&r, "uid-1", 1000);   /* a tombstone, until a sweep after it has aged */
+    CHECK_INT(sbx_records_count(&r), 2);
+    CHECK_INT(sbx_records_gone(&r, "ns/a", uid, sizeof(uid), &g), 0);   /* still the new one's */
+    sbx_records_swept(&r, "no-such-uid", 1000 + SBX_RECORD_TOMBSTONE_MS);
     CHECK_INT(sbx_records_count(&r), 1);
     CHECK_INT(sbx_records_expecting(&r, "uid-2", SBX_EXPECT_POD, 0), 0);
     sbx_records_free(&r);
 }
 
-TEST(a_deleted_sandbox_keeps_its_names_until_forgotten) {
+TEST(a_deleted_sandbox_keeps_its_names_then_a_tombstone_for_a_while) {
     struct sbx_records r;
     struct sbx_gone g;
     char uid[64];
@@ -42,8 +45,33 @@ TEST(a_deleted_sandbox_keeps_its_names_until_forgotten) {
     CHECK_INT(g.orphans_seen_ms, 0);
     CHECK_INT(sbx_records_orphans_seen(&r, "uid-b", 1000), 1000);
     CHECK_INT(sbx_records_orphans_seen(&r, "uid-b", 4000), 1000);    /* the first time stays */
-    sbx_records_forget(&r, "uid-b");
+    CHECK_INT(g.swept_ms, 0);
+    sbx_records_swept(&r, "uid-b", 5000);
+    sbx_records_swept(&r, "uid-b", 6000);                              /* once is enough */
+    CHECK_INT(sbx_records_gone(&r, "ns/b", uid, sizeof(uid), &g), 1);  /* the tombstone */
+    CHECK_INT(g.swept_ms, 5000);
+    CHECK_STR(g.pod, "pod-b");
+    /* a second deleted Sandbox swept a minute later drops the first tombstone */
+    sbx_records_seen(&r, "ns/c", "uid-c");
+    sbx_records_deleted(&r, "ns/c", "uid-c", "pod-c", "claim-c");
+    sbx_records_swept(&r, "uid-c", 5000 + SBX_RECORD_TOMBSTONE_MS - 1);
+    CHECK_INT(sbx_records_count(&r), 2);
+    sbx_records_swept(&r, "uid-none", 5000 + SBX_RECORD_TOMBSTONE_MS);
     CHECK_INT(sbx_records_gone(&r, "ns/b", uid, sizeof(uid), &g), 0);
+    CHECK_INT(sbx_records_gone(&r, "ns/c", uid, sizeof(uid), &g), 1);
+    CHECK_INT(sbx_records_count(&r), 1);
+    /* many tombstones: all dropped once old, the list compacts */
+    char u[32], k[32];
+    for (int i = 0; i < 500; i++) {
+        snprintf(u, sizeof u, "t-%d", i);
+        snprintf(k, sizeof k, "ns/t-%d", i);
+        sbx_records_deleted(&r, k, u, "p", "c");
+        sbx_records_swept(&r, u, 100000 + i);
+    }
+    CHECK_INT(sbx_records_count(&r), 501);   /* uid-c (swept at 64999) stays until 124999 */
+    sbx_records_swept(&r, "uid-none", 100000 + 250 + SBX_RECORD_TOMBSTONE_MS);
+    CHECK_INT(sbx_records_count(&r), 249);
+    sbx_records_swept(&r, "uid-none", 100000 + 500 + SBX_RECORD_TOMBSTONE_MS);
     CHECK_INT(sbx_records_count(&r), 0);
     sbx_records_free(&r);
 }
