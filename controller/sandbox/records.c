@@ -183,6 +183,13 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
     return first;
 }
 
+void sbx_records_orphans_deleted(struct sbx_records *r, const char *uid, int64_t now_ms) {
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec && rec->gone) rec->gone->orphans_seen_ms = now_ms;
+    pthread_mutex_unlock(&r->lock);
+}
+
 /* Drop the tombstones older than now_ms - SBX_RECORD_TOMBSTONE_MS (lock held). */
 static void purge_tombs(struct sbx_records *r, int64_t now_ms) {
     while (r->tombs_head < r->ntombs && now_ms - r->tombs[r->tombs_head].at_ms >= SBX_RECORD_TOMBSTONE_MS) {

@@ -73,6 +73,10 @@ int sbx_records_gone(struct sbx_records *r, const char *key, char *uid, size_t u
 /* Note the orphans of deleted uid were seen at now_ms (kept if already set); returns the
  * first time they were seen. */
 int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t now_ms);
+/* The sweep deleted the orphans of uid at now_ms: the grace starts again from there, so a
+ * pass its own deletions queue (before the caches show them terminating) does not delete
+ * them a second time. */
+void sbx_records_orphans_deleted(struct sbx_records *r, const char *uid, int64_t now_ms);
 /* The deleted Sandbox uid's objects are all gone (now_ms): its record becomes a tombstone
  * (sbx_records_gone reports swept_ms), dropped SBX_RECORD_TOMBSTONE_MS later — tombstones
  * past that age are dropped by this call (its key leaves the index if it pointed to it). */

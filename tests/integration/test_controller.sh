@@ -224,4 +224,27 @@ gc_done() { ! kubectl -n $NS get pod "$P2" >/dev/null 2>&1 && ! kubectl -n $NS g
 t0=$(now_ms)
 check "garbage collector removes pod and PVC of a deleted Sandbox" eventually 120 gc_done
 echo "    garbage collection took $(( $(now_ms) - t0 )) ms"
+
+# Where the garbage collector does not act (kube-controller-manager stopped, as when it is
+# down or does not know the kind yet), the controller's sweep deletes a removed Sandbox's
+# pod and claim itself — but only after a whole discovery period of the collector (30 s),
+# never racing it (on a mass delete it used to delete 1.5 objects per Sandbox the
+# collector was about to).
+start_controller "$LOG" --namespace $NS --max-running 0
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: swept}\nspec: {userID: sam, chatID: c1}\n' | kubectl -n $NS apply -f - >/dev/null
+check "Sandbox for the sweep runs" eventually 30 phase_is $NS swept Running
+P3=$(kubectl -n $NS get sandbox swept -o jsonpath='{.status.podName}')
+C3=$(kubectl -n $NS get sandbox swept -o jsonpath='{.status.workspaceClaim}')
+KCM=$(cat "$YAO_PLANE_DIR/pids/kube-controller-manager.pid")
+kill -STOP "$KCM"
+on_exit "kill -CONT $KCM 2>/dev/null"
+kubectl -n $NS delete sandbox swept --wait=false >/dev/null
+going() { ! kubectl -n $NS get "$1" "$2" >/dev/null 2>&1 || [ -n "$(kubectl -n $NS get "$1" "$2" -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null)" ]; }
+t0=$(now_ms)
+sleep 15
+check "no sweep within 15 s of the deletion: pod and claim untouched" eval '! going pod "$P3" && ! going pvc "$C3"'
+check "after the grace the sweep deletes the pod and the claim" eventually 40 eval 'going pod "$P3" && going pvc "$C3"'
+echo "    swept $(( $(now_ms) - t0 )) ms after the deletion"
+check "  and logged it (the pod and the claim)" eq "$(grep 'deleted orphan' "$LOG" | grep -c "sandbox=$NS/swept ")" 2
+kill -CONT "$KCM"
 finish

@@ -45,6 +45,8 @@ TEST(a_deleted_sandbox_keeps_its_names_then_a_tombstone_for_a_while) {
     CHECK_INT(g.orphans_seen_ms, 0);
     CHECK_INT(sbx_records_orphans_seen(&r, "uid-b", 1000), 1000);
     CHECK_INT(sbx_records_orphans_seen(&r, "uid-b", 4000), 1000);    /* the first time stays */
+    sbx_records_orphans_deleted(&r, "uid-b", 4500);                    /* the sweep acted: */
+    CHECK_INT(sbx_records_orphans_seen(&r, "uid-b", 4600), 4500);    /* the grace restarts */
     CHECK_INT(g.swept_ms, 0);
     sbx_records_swept(&r, "uid-b", 5000);
     sbx_records_swept(&r, "uid-b", 6000);                              /* once is enough */
