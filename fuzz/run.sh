@@ -49,8 +49,8 @@ max_len() {
     esac
 }
 
-libs=$(pkg-config --cflags --libs libcurl libcjson yaml-0.1 openssl libwebsockets) || {
-    echo "run.sh: pkg-config failed (libcurl libcjson yaml-0.1 openssl libwebsockets)" >&2
+libs=$(pkg-config --cflags --libs libcurl libcjson yaml-0.1 openssl libwebsockets zlib) || {
+    echo "run.sh: pkg-config failed (libcurl libcjson yaml-0.1 openssl libwebsockets zlib)" >&2
     exit 2
 }
 common=(-std=c11 -D_GNU_SOURCE '-DYAO_VERSION="0.1.0"' -I"$src/controller" -I"$here"
