@@ -19,7 +19,8 @@ LOG=$BUILD_DIR/test-class.log
 check "CRDs and manifests apply with kubectl" install_manifests
 est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
 check "SandboxClass CRD is Established" est
-check "short name ysbc" eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
+# Discovery follows an Established CRD a moment later (seen once: the first listing lacked it).
+check "short name ysbc" eventually 15 eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
 cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped yao-it-lc yao-it-reclaim --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
