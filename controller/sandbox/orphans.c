@@ -87,28 +87,20 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
          * the key becomes a tombstone). */
         for (int i = 0; i < KINDS; i++) informer_foreach(caches[i], find_orphans, &o[i]);
     }
+    if (!uid[0]) {
+        /* No record (deleted before this process saw it, a restart): note the deletion
+         * now, so the tombstone or the grace below run from here. */
+        snprintf(uid, sizeof(uid), "deleted:%s", key);
+        sbx_records_deleted(&ctl->records, key, uid, "", "");
+    }
     if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
-        if (!uid[0]) {
-            /* Nothing found by a walk: a tombstone keeps the next echo from walking again. */
-            char synthetic[600];
-            snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
-            sbx_records_deleted(&ctl->records, key, synthetic, "", "");
-            snprintf(uid, sizeof(uid), "%s", synthetic);
-        }
+        /* Nothing left: a tombstone keeps the next echo from walking again. */
         sbx_records_swept(&ctl->records, uid, kj_now_ms());
         *requeue_ms = -1;
         return 0;
     }
     int64_t now = kj_now_ms();
-    int64_t first = uid[0] ? sbx_records_orphans_seen(&ctl->records, uid, now) : 0;
-    if (!uid[0]) {
-        /* No record (a restart): note the deletion now, so the grace runs from here. */
-        char synthetic[600];
-        snprintf(synthetic, sizeof(synthetic), "deleted:%s", key);
-        sbx_records_deleted(&ctl->records, key, synthetic, "", "");
-        sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
-        first = sbx_records_orphans_seen(&ctl->records, uid, now);
-    }
+    int64_t first = sbx_records_orphans_seen(&ctl->records, uid, now);
     if (now - first < SWEEP_GRACE_MS) {
         *requeue_ms = SWEEP_GRACE_MS - (now - first);
         return 0;
