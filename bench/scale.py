@@ -38,8 +38,10 @@ machine's load (the 2 cores are shared).
 import argparse
 import base64
 import datetime
+import http.client
 import json
 import os
+import queue
 import random
 import re
 import subprocess
@@ -182,16 +184,21 @@ def ensure_nodes(api, pods_needed):
 STATIC_CLASS = "yao-scale-static"
 
 
+def static_class(api):
+    """The StorageClass of --static-volumes and --bulk-bind: no provisioner, Immediate."""
+    api.apply("/apis/storage.k8s.io/v1/storageclasses", STATIC_CLASS,
+              {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": STATIC_CLASS},
+               "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Retain",
+               "volumeBindingMode": "Immediate"})
+
+
 def static_volumes(api, args, count):
     """--static-volumes: a StorageClass without a provisioner (Immediate) and `count`
     Available hostPath volumes of it, made in bulk before the run; kube-controller-manager's
     binder binds each claim to one of them. The plane's test provisioner (one Python
     thread, a few volumes a second on a loaded machine) would otherwise pace a 10,000
     bring-up, and it is not what is measured here. Returns the names of the volumes."""
-    api.apply("/apis/storage.k8s.io/v1/storageclasses", STATIC_CLASS,
-              {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": STATIC_CLASS},
-               "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Retain",
-               "volumeBindingMode": "Immediate"})
+    static_class(api)
     names = [f"yao-scale-pv-{i:05d}" for i in range(count)]
     root = os.path.join(args.plane_dir, "pv")
 
@@ -210,6 +217,154 @@ def static_volumes(api, args, count):
     log(f"{count} static volumes of class {STATIC_CLASS} in {time.monotonic() - t0:.1f} s")
     bench.STORAGE_CLASS = STATIC_CLASS   # read by bench.ours_sandbox, pvc_spec at call time
     return names
+
+
+class BulkBinder:
+    """--bulk-bind: each claim of the static class gets its own volume the moment it appears,
+    and the pair is bound here, from `threads` connections in parallel: the volume created
+    pre-bound (claimRef with the claim's uid) and marked Bound, the claim given its
+    volumeName, the binder's annotations and status Bound -- the writes
+    kube-controller-manager's volume binder makes for a claim, which it makes one claim at a
+    time (about 2-3 claims a second on this machine at 10,000: that, not a controller, paced
+    every 10,000 bring-up before). The binder still syncs each pair and finds nothing to
+    change; when it gets to a claim first it binds it to the same volume (the conflicts are
+    read again here). The same for the floor, ours and the peer; its requests go under the
+    admin identity, so they are not counted as a controller's."""
+
+    def __init__(self, api, args, threads=8):
+        self.api, self.root = api, os.path.join(args.plane_dir, "pv")
+        self.q = queue.Queue()
+        self.seen, self.volumes, self.errors = set(), [], []
+        self.lock = threading.Lock()
+        self.bound = 0
+        self.watch = self.new_watch()
+        self.threads = [threading.Thread(target=self.work, daemon=True) for _ in range(threads)]
+        self.threads.append(threading.Thread(target=self.rewatch, daemon=True))
+        self.stopping = threading.Event()
+        self.rewatches = 0
+
+    def new_watch(self):
+        return bench.Watch(self.api, "/api/v1/persistentvolumeclaims", self.on_claim)
+
+    def rewatch(self):
+        """A watch that ended with an error (the API server restart of the run: "too old
+        resource version") is started again: its list sees every claim, the bound ones and
+        those already taken are skipped."""
+        while not self.stopping.wait(1):
+            if self.watch.error or not self.watch.is_alive():
+                time.sleep(1)
+                self.rewatches += 1
+                log(f"bulk binder: watching the claims again ({self.watch.error})")
+                self.watch = self.new_watch()
+                self.watch.start()
+
+    def on_claim(self, t, typ, c):
+        if (typ == "DELETED" or c["spec"].get("storageClassName") != STATIC_CLASS
+                or c["spec"].get("volumeName")):
+            return
+        with self.lock:
+            if c["metadata"]["uid"] in self.seen:
+                return
+            self.seen.add(c["metadata"]["uid"])
+        self.q.put(c)
+
+    def work(self):
+        conn = self.api.conn()
+        while True:
+            c = self.q.get()
+            if c is None:
+                conn.close()
+                return
+            for attempt in range(5):
+                try:
+                    self.bind(conn, c)
+                    break
+                except (OSError, http.client.HTTPException) as e:
+                    # a connection the API server's restart cut (ssl EOF, refused): a new one
+                    conn.close()
+                    if attempt == 4:
+                        with self.lock:
+                            self.errors.append(f"{c['metadata']['namespace']}/{c['metadata']['name']}: {e}")
+                    else:
+                        time.sleep(2)
+                        conn = self.api.conn()
+                except Exception as e:  # noqa: BLE001 -- reported at the end of the run
+                    with self.lock:
+                        self.errors.append(f"{c['metadata']['namespace']}/{c['metadata']['name']}: {e}")
+                    break
+
+    def bind(self, conn, c):
+        ns, name, uid = c["metadata"]["namespace"], c["metadata"]["name"], c["metadata"]["uid"]
+        pv = f"yao-scale-pv-{uid}"
+        path = f"/api/v1/persistentvolumes/{pv}"
+        st, vol = self.api.call("POST", "/api/v1/persistentvolumes", {
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": pv, "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+            "spec": {"capacity": {"storage": c["spec"]["resources"]["requests"]["storage"]},
+                     "accessModes": c["spec"]["accessModes"], "persistentVolumeReclaimPolicy": "Retain",
+                     "storageClassName": STATIC_CLASS, "volumeMode": "Filesystem",
+                     "hostPath": {"path": os.path.join(self.root, pv)},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": ns,
+                                  "name": name, "uid": uid}}}, conn=conn)
+        if st == 409:
+            st, vol = self.api.call("GET", path, conn=conn)
+        if st not in (200, 201):
+            raise RuntimeError(f"volume: HTTP {st}: {str(vol)[:200]}")
+        with self.lock:
+            self.volumes.append(pv)
+        self.update(conn, path + "/status", vol, lambda o: (o.get("status") or {}).get("phase") == "Bound",
+                    lambda o: o.update(status={"phase": "Bound"}))
+        cpath = f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}"
+
+        def claim_spec(o):
+            o["spec"]["volumeName"] = pv
+            o["metadata"].setdefault("annotations", {}).update(
+                {"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"})
+        c = self.update(conn, cpath, c, lambda o: bool(o["spec"].get("volumeName")), claim_spec)
+        if c is not None:
+            self.update(conn, cpath + "/status", c, lambda o: (o.get("status") or {}).get("phase") == "Bound",
+                        lambda o: o.update(status={"phase": "Bound", "accessModes": vol["spec"]["accessModes"],
+                                                   "capacity": vol["spec"]["capacity"]}))
+        with self.lock:
+            self.bound += 1
+
+    def update(self, conn, path, obj, done, change, attempts=8):
+        """PUT change(obj) unless done(obj); on a conflict read it again (kube-controller-manager
+        may have written it meanwhile). Returns the object as written or found; None when the
+        claim is gone."""
+        for _ in range(attempts):
+            if done(obj):
+                return obj
+            change(obj)
+            st, out = self.api.call("PUT", path, obj, conn=conn)
+            if st == 200:
+                return out
+            if st != 409:
+                raise RuntimeError(f"PUT {path}: HTTP {st}: {str(out)[:200]}")
+            st, obj = self.api.call("GET", path.removesuffix("/status"), conn=conn)
+            if st == 404:
+                return None
+            if st != 200:
+                raise RuntimeError(f"GET {path}: HTTP {st}: {str(obj)[:200]}")
+        raise RuntimeError(f"PUT {path}: still conflicting after {attempts} attempts")
+
+    def start(self):
+        self.watch.start()
+        self.watch.established.wait(60)
+        if self.watch.error:
+            raise self.watch.error
+        for t in self.threads:
+            t.start()
+        bench.STORAGE_CLASS = STATIC_CLASS
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        self.watch.stop()
+        for _ in self.threads:
+            self.q.put(None)
+        for t in self.threads:
+            t.join(30)
 
 
 def remove_static_volumes(api, args, names):
@@ -958,6 +1113,9 @@ def main():
     ap.add_argument("--static-volumes", action="store_true",
                     help="pre-create the workspaces' volumes (a class without provisioner) instead of "
                          "the plane's test provisioner")
+    ap.add_argument("--bulk-bind", action="store_true",
+                    help="make and bind each workspace's volume from the bench, in parallel "
+                         "(kube-controller-manager's binder does it one claim at a time)")
     ap.add_argument("--existing", default="",
                     help="namespace whose Sandboxes are already there: measure memory, restarts and the "
                          "API server restart with them (no creates)")
@@ -977,6 +1135,8 @@ def main():
         api = bench.Api(server, f.read().strip(), os.path.join(D, "pki", "ca.crt"))
     os.makedirs(args.workdir, exist_ok=True)
     only = [w for w in ("floor", "ours", "agent_sandbox") if w in args.only.split(",")]
+    if args.bulk_bind and args.static_volumes:
+        ap.error("--bulk-bind and --static-volumes are two ways to the same volumes: choose one")
     if "agent_sandbox" in only and not (args.peer and args.peer_crd and args.peer_version):
         ap.error("agent_sandbox needs --peer, --peer-crd and --peer-version")
     if "agent_sandbox" in only:
@@ -1004,8 +1164,13 @@ def main():
         # every config makes its own claims; Retain: a released volume is not reused
         per = args.n + (args.churn_total if args.churn and "ours" in only else 0)
         volumes = static_volumes(api, args, per * len(only) + 10)
+    binder = None
+    if args.bulk_bind:
+        static_class(api)
+        binder = BulkBinder(api, args).start()
     res["settings"]["storage_class"] = bench.STORAGE_CLASS
     res["settings"]["static_volumes"] = len(volumes)
+    res["settings"]["bulk_bind"] = bool(binder)
     try:
         for who in only:
             log(f"{who}: N = {args.n}; load {loadavg()}, {mem_available_gib():.1f} GiB available")
@@ -1015,6 +1180,15 @@ def main():
         sampler.stopping.set()
         bench.remove_identities(api)
         remove_nodes(api, added)
+        if binder:
+            binder.stop()
+            res["settings"]["bulk_bound"] = binder.bound
+            res["settings"]["bulk_bind_rewatches"] = binder.rewatches
+            if binder.errors:
+                res["settings"]["bulk_bind_errors"] = binder.errors[:20]
+                log(f"bulk binder: {len(binder.errors)} errors, first: {binder.errors[0]}")
+            if args.delete_timeout:
+                volumes += binder.volumes
         if volumes and args.delete_timeout:
             remove_static_volumes(api, args, volumes)
         mach["loadavg_at_end"] = loadavg()
