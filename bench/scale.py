@@ -713,8 +713,14 @@ def run_ours(args, api, workdir, res):
         if tr:
             tr.stop()
         log(f"ours: deleting namespace {ns}")
+        alive = ctl.proc and ctl.proc.poll() is None
+        c0 = bench.proc_cpu_s(ctl.proc.pid) if alive else None
         gone = delete_namespace(api, ns, args.delete_timeout)
         r["namespace_delete_s"] = rnd(gone, 1)
+        if alive and ctl.proc.poll() is None:   # what the controller spent while its Sandboxes went
+            r["namespace_delete_cpu_s"] = rnd(bench.proc_cpu_s(ctl.proc.pid) - c0, 2)
+            log(f"ours: namespace gone in {r['namespace_delete_s']} s; controller CPU meanwhile "
+                f"{r['namespace_delete_cpu_s']} s")
         ctl.stop()
 
 

@@ -139,6 +139,13 @@ cJSON *informer_get(struct informer *inf, const char *key) {
     return copy;
 }
 
+int informer_has(struct informer *inf, const char *key) {
+    pthread_rwlock_rdlock(&inf->lock);
+    int yes = strmap_get(&inf->cache, key) != NULL;
+    pthread_rwlock_unlock(&inf->lock);
+    return yes;
+}
+
 size_t informer_count(struct informer *inf) {
     pthread_rwlock_rdlock(&inf->lock);
     size_t n = inf->cache.count;

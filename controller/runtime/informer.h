@@ -61,6 +61,8 @@ int informer_synced(struct informer *inf);
 cJSON *informer_get(struct informer *inf, const char *key);
 /* Number of cached objects. */
 size_t informer_count(struct informer *inf);
+/* 1 when key is cached (nothing unpacked), else 0. */
+int informer_has(struct informer *inf, const char *key);
 /* Walk the cache under its read lock; fn must not call back into this informer. Each
  * object is parsed for its call and freed after it: fn must not keep pointers into it.
  * Stops when fn returns non-zero. */

@@ -1,13 +1,15 @@
 /* sandbox/orphans.c — what a deleted Sandbox left behind: its pod, claim, Service and
- * NetworkPolicy (both named like the pod) are found by
- * the names its record kept (a walk over the caches only when this process never saw it),
- * and deleted, with uid preconditions, once the garbage collector had its grace period. */
+ * NetworkPolicy (both named like the pod) are found by the names its record kept (from
+ * the Sandbox's deletion, or from the deletion of an object it owned; a walk over the
+ * caches only when this process saw neither), and deleted, with uid preconditions, once
+ * the garbage collector had its grace period. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kube/kjson.h"
 #include "runtime/log.h"
+#include "sandbox/naming.h"
 #include "sandbox/reconcile_int.h"
 #include "sandbox/shard.h"
 #include "sandbox/spec.h"
@@ -41,6 +43,34 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
         }
     }
     return o->n >= 8;
+}
+
+void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char *uid, const char *user,
+                         const char *chat, const char *own_claim) {
+    char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
+    if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
+        if (own_claim) snprintf(claim, sizeof(claim), "%s", own_claim);
+        else if (!sbx_warm_claim_of(ctl, uid, claim, sizeof(claim)))   /* an adopted claim keeps its own name */
+            sbx_claim_name(pod, claim, sizeof(claim));
+    }
+    sbx_records_deleted(&ctl->records, key, uid, pod, claim);
+}
+
+/* Deleting a namespace of 10,000 Sandboxes takes minutes: the deletions of their pods and
+ * claims go on echoing long after each Sandbox's tombstone was purged, and each echo of a
+ * Sandbox without a record made the sweep walk every cache (a quadratic delete: a core for
+ * 10 minutes). The object of the echo names what the walk would have looked for. */
+void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim) {
+    char uid[600];
+    struct sbx_gone names;
+    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names)) return;
+    /* Before the cache is synced a missing Sandbox may simply not be listed yet; a present
+     * one (maybe a same-named successor) is reconciled, not swept. */
+    if (!informer_synced(ctl->sandboxes) || informer_has(ctl->sandboxes, key)) return;
+    snprintf(uid, sizeof(uid), "deleted:%s", key);   /* as the sweep notes an unseen deletion */
+    sbx_orphans_deleted(ctl, key, uid, kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID),
+                        kj_map_get(obj, "metadata.annotations", SBX_ANN_CHAT_ID),
+                        obj_is_claim ? kj_str(obj, "metadata.name") : NULL);
 }
 
 /* The garbage collector normally deletes a removed Sandbox's objects within moments; the

@@ -70,15 +70,9 @@ static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON 
     sbx_capacity_on_sandbox(ctl, key, old, cur);
     sbx_warm_on_sandbox(ctl, old, cur);
     sbx_metrics_on_sandbox(ctl, old, cur);
-    const char *user = kj_str(old, "spec.userID"), *chat = kj_str(old, "spec.chatID");
     const char *uid = kj_str(old, "metadata.uid");
-    if (!cur && uid) {
-        char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
-        if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0 &&
-            !sbx_warm_claim_of(ctl, uid, claim, sizeof(claim)))   /* an adopted claim keeps its own name */
-            sbx_claim_name(pod, claim, sizeof(claim));
-        sbx_records_deleted(&ctl->records, key, uid, pod, claim);
-    }
+    if (!cur && uid)
+        sbx_orphans_deleted(ctl, key, uid, kj_str(old, "spec.userID"), kj_str(old, "spec.chatID"), NULL);
     queue_add(ctl->queue, key);
 }
 
@@ -102,6 +96,7 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
     if (ns && owner) {
         char skey[512];
         snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
+        if (!cur || kj_str(obj, "metadata.deletionTimestamp")) sbx_orphans_note(ctl, skey, obj, kind_of == SBX_EXPECT_CLAIM);
         queue_add(ctl->queue, skey);
     }
 }

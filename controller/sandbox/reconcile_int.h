@@ -134,6 +134,16 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
  * asks to look again, or is -1 once nothing is left (drop the key). 0 or -1. */
 int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                       int64_t *requeue_ms, char *err, size_t errlen);
+/* The Sandbox key (uid) is deleted: its record keeps the names of the pod and claim it
+ * owned (user, chat from it or from an object it owned; own_claim: the claim's name when
+ * the object is that claim), so the sweep looks them up instead of walking the caches. */
+void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char *uid, const char *user,
+                         const char *chat, const char *own_claim);
+/* obj, controlled by the Sandbox key, is deleted or being deleted: when the Sandbox is not
+ * in the (synced) cache and its deletion is not on record (deleted before this process
+ * started, or its tombstone purged while the deletions it started still echo), note it
+ * with the names obj carries. */
+void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim);
 
 /* ---- status.c ---- */
 void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,

@@ -60,10 +60,16 @@ size_t sbx_records_count(struct sbx_records *r) {
     return n;
 }
 
-/* Point key's index entry at uid. -1 on ENOMEM. */
+static void drop(struct sbx_records *r, const char *uid);
+
+/* Point key's index entry at uid. -1 on ENOMEM. A deleted Sandbox's record the key named
+ * goes: only the key reached it (a same-named successor's, or the deletion noted from an
+ * owned object's echo before the Sandbox's own arrived). */
 static int index_key(struct sbx_records *r, const char *key, const char *uid) {
     const char *cur = strmap_get(&r->by_key, key);
     if (cur && !strcmp(cur, uid)) return 0;
+    struct sbx_record *prev = cur ? strmap_get(&r->by_uid, cur) : NULL;
+    if (prev && prev->gone) drop(r, cur);   /* frees cur and key's entry */
     char *copy = strdup(uid);
     void *old = NULL;
     if (!copy || strmap_put(&r->by_key, key, copy, &old) < 0) {

@@ -19,13 +19,36 @@ TEST(a_successor_of_the_same_name_inherits_nothing) {
     CHECK_INT(sbx_records_seen(&r, "ns/a", "uid-2"), 0);
     CHECK_INT(sbx_records_expecting(&r, "uid-2", SBX_EXPECT_POD, 0), 0);
     CHECK_INT(sbx_records_gone(&r, "ns/a", uid, sizeof(uid), &g), 0);   /* the key is the new one's */
-    CHECK_INT(sbx_records_count(&r), 2);
-    sbx_records_swept(&r, "uid-1", 1000);   /* a tombstone, until a sweep after it has aged */
-    CHECK_INT(sbx_records_count(&r), 2);
-    CHECK_INT(sbx_records_gone(&r, "ns/a", uid, sizeof(uid), &g), 0);   /* still the new one's */
-    sbx_records_swept(&r, "no-such-uid", 1000 + SBX_RECORD_TOMBSTONE_MS);
+    CHECK_INT(sbx_records_count(&r), 1);   /* nothing reaches the deleted one's record now */
+    sbx_records_swept(&r, "uid-1", 1000);
     CHECK_INT(sbx_records_count(&r), 1);
+    CHECK_INT(sbx_records_gone(&r, "ns/a", uid, sizeof(uid), &g), 0);   /* still the new one's */
     CHECK_INT(sbx_records_expecting(&r, "uid-2", SBX_EXPECT_POD, 0), 0);
+    sbx_records_free(&r);
+}
+
+TEST(a_deletion_noted_from_an_owned_object_gives_way_to_the_sandboxs_own) {
+    struct sbx_records r;
+    struct sbx_gone g;
+    char uid[64];
+    sbx_records_init(&r);
+    /* a pod's deletion arrived before its Sandbox's: noted under the synthetic uid */
+    sbx_records_deleted(&r, "ns/d", "deleted:ns/d", "yao-sb-u-d", "yao-sb-u-d-workspace");
+    CHECK_INT(sbx_records_gone(&r, "ns/d", uid, sizeof(uid), &g), 1);
+    CHECK_STR(uid, "deleted:ns/d");
+    CHECK_STR(g.pod, "yao-sb-u-d");
+    /* then the Sandbox's own deletion: one record, with the real uid */
+    sbx_records_deleted(&r, "ns/d", "uid-d", "yao-sb-u-d", "yao-sb-u-d-workspace");
+    CHECK_INT(sbx_records_count(&r), 1);
+    CHECK_INT(sbx_records_gone(&r, "ns/d", uid, sizeof(uid), &g), 1);
+    CHECK_STR(uid, "uid-d");
+    /* a tombstone superseded the same way leaves a stale entry in the purge list: harmless */
+    sbx_records_swept(&r, "uid-d", 1000);
+    sbx_records_deleted(&r, "ns/d", "deleted:ns/d", "yao-sb-u-d", "");
+    CHECK_INT(sbx_records_count(&r), 1);
+    sbx_records_swept(&r, "uid-none", 1000 + SBX_RECORD_TOMBSTONE_MS);
+    CHECK_INT(sbx_records_gone(&r, "ns/d", uid, sizeof(uid), &g), 1);   /* not swept: stays */
+    CHECK_STR(uid, "deleted:ns/d");
     sbx_records_free(&r);
 }
 
