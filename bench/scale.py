@@ -26,10 +26,13 @@ For our controller (--workers 4, all Sandboxes in one namespace), in order:
 The peer (agent-sandbox) and the floor (PVC + pod, no controller) run the creates only.
 
 At 10,000 the plane, not the controller, paces a bring-up (the test provisioner makes a
-few volumes a second on a loaded machine): --static-volumes pre-makes the volumes (a class
-without provisioner, bound by kube-controller-manager); --existing NS measures memory and
-the restarts on Sandboxes an earlier run left (--delete-timeout 0), and --freeze stops
-kube-controller-manager and kube-scheduler meanwhile so the world is unchanged.
+few volumes a second on a loaded machine; kube-controller-manager's binder binds one claim
+at a time, 2-3 a second): --bulk-bind makes and binds each claim's volume from the bench, 8
+connections in parallel, the same for every config (the side-by-side run);
+--static-volumes pre-makes the volumes and leaves the binding to kube-controller-manager;
+--existing NS measures memory and the restarts on Sandboxes an earlier run left
+(--delete-timeout 0), and --freeze stops kube-controller-manager and kube-scheduler
+meanwhile so the world is unchanged.
 
 Writes bench/results/scale.json (--out): per-config keys like latest.json (`floor`, `ours`,
 `agent_sandbox`, `peer_version`, `n`) plus the restart, memory and churn figures and the

@@ -339,6 +339,15 @@ static void trim_when_idle(struct sbx_controller *ctl) {
 #endif
 }
 
+/* The API server refuses every create in a namespace being deleted (403, "unable to create
+ * new content in namespace X because it is being terminated") until the namespace is gone,
+ * and the deletion of the Sandbox, which comes with it, queues the key again: retrying
+ * only loads the deletion (a namespace of 10,000 Sandboxes whose pods went first drew
+ * 45,000 refused pod creates, and took 381 s to go against 215 s without a controller). */
+static int refused_by_terminating_namespace(const char *err) {
+    return strstr(err, "HTTP 403: ") && strstr(err, "because it is being terminated");
+}
+
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -349,7 +358,10 @@ static void *worker(void *arg) {
         int64_t t0 = clock_mono_us();
         int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
         observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
-        if (rc < 0) {
+        if (rc < 0 && refused_by_terminating_namespace(err)) {
+            LOGI("msg=\"namespace is being deleted: not retried\" sandbox=%s err=\"%s\"", key, err);
+            queue_forget(ctl->queue, key);
+        } else if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
                 queue_failures(ctl->queue, key) + 1, err);
             queue_add_rate_limited(ctl->queue, key);

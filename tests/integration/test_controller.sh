@@ -247,4 +247,29 @@ check "after the grace the sweep deletes the pod and the claim" eventually 40 ev
 echo "    swept $(( $(now_ms) - t0 )) ms after the deletion"
 check "  and logged it (the pod and the claim)" eq "$(grep 'deleted orphan' "$LOG" | grep -c "sandbox=$NS/swept ")" 2
 kill -CONT "$KCM"
+
+# A namespace being deleted refuses every create until it is gone, and its Sandboxes'
+# deletions follow: a refused create is not retried (a namespace of 10,000 Sandboxes whose
+# pods went first drew 45,000 refused pod creates from the backoff). kube-controller-manager
+# is stopped so the namespace stays Terminating with its content, as mid-deletion.
+NS3=yao-it-term
+LOG3=$BUILD_DIR/test-controller-term.log
+: > "$LOG3"
+kubectl create namespace $NS3 >/dev/null
+on_exit "kubectl delete namespace $NS3 --wait=false"
+start_controller "$LOG3" --namespace $NS3 --max-running 0
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: term}\nspec: {userID: tom, chatID: c1}\n' | kubectl -n $NS3 apply -f - >/dev/null
+check "Sandbox in the namespace to delete runs" eventually 30 phase_is $NS3 term Running
+P4=$(kubectl -n $NS3 get sandbox term -o jsonpath='{.status.podName}')
+kill -STOP "$KCM"
+kubectl delete namespace $NS3 --wait=false >/dev/null
+kubectl -n $NS3 delete pod "$P4" --grace-period=0 --force >/dev/null 2>&1   # as the namespace controller would
+refused() { grep -c "sandbox=$NS3/term .*because it is being terminated" "$LOG3"; }
+check "the pod's re-creation is refused (namespace Terminating)" eventually 20 eval '[ "$(refused)" -ge 1 ]'
+sleep 8
+check "  and not retried (at most one refusal per event)" eval '[ "$(refused)" -le 2 ]'
+echo "    refusals in 8 s: $(refused)"
+check "  logged as not retried, not as a failure" eq "$(grep -c "reconcile failed\" sandbox=$NS3/term " "$LOG3")" 0
+kill -CONT "$KCM"
+check "the namespace and its Sandbox go" eventually 90 eval '! kubectl get namespace $NS3 >/dev/null 2>&1'
 finish
