@@ -227,7 +227,7 @@ static void *app_read(void *arg) {
         if (r <= 0) break;
         for (ssize_t i = 0; i < r; i++)
             if (buf[i] != (unsigned char)((a->got + (size_t)i) % 253)) a->bad = 1;
-        a->got += (size_t)r;
+        __atomic_store_n(&a->got, a->got + (size_t)r, __ATOMIC_RELEASE);   /* raise_stop polls it */
     }
     return NULL;
 }
@@ -323,9 +323,20 @@ TEST(session_after_local_eof_lingers_then_ends) {
 }
 
 static volatile sig_atomic_t stop_flag;
+struct stopper {
+    struct app *a;
+    int64_t at_ms;   /* when the flag was raised */
+};
+
+/* Raise the stop flag once the echo came back (it may take seconds under valgrind on a
+ * loaded machine: a fixed 300 ms raced it), and the session sat idle a moment. */
 static void *raise_stop(void *arg) {
-    (void)arg;
-    usleep(300 * 1000);
+    struct stopper *s = arg;
+    int64_t deadline = clock_mono_ms() + 20000;
+    while (__atomic_load_n(&s->a->got, __ATOMIC_ACQUIRE) < s->a->len && clock_mono_ms() < deadline)
+        usleep(10 * 1000);
+    usleep(200 * 1000);
+    s->at_ms = clock_mono_ms();
     stop_flag = 1;
     return NULL;
 }
@@ -333,15 +344,16 @@ static void *raise_stop(void *arg) {
 TEST(session_ends_on_the_stop_flag) {
     struct peer p;
     struct app a = {.len = 10};
+    struct stopper s = {.a = &a};
     struct kube_pf_result r;
     pthread_t t;
     CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);
     stop_flag = 0;
-    pthread_create(&t, NULL, raise_stop, NULL);
-    int64_t t0 = clock_mono_ms();
+    pthread_create(&t, NULL, raise_stop, &s);
     CHECK_INT(run_session(&p, 80, &a, &stop_flag, &r), 0);
-    CHECK(clock_mono_ms() - t0 < 1500);
-    CHECK_INT(a.got, 10);
+    int64_t ended = clock_mono_ms();
     pthread_join(t, NULL);
+    CHECK(s.at_ms > 0 && ended >= s.at_ms && ended - s.at_ms < 1500);   /* promptly after the flag */
+    CHECK_INT(a.got, 10);
     peer_stop(&p);
 }
