@@ -45,6 +45,11 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
     return o->n >= 8;
 }
 
+/* The uid under which a deletion this process did not see is recorded. */
+static void unseen_deletion_uid(const char *key, char *uid, size_t uidlen) {
+    snprintf(uid, uidlen, "deleted:%s", key);
+}
+
 void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char *uid, const char *user,
                          const char *chat, const char *own_claim) {
     char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
@@ -67,7 +72,7 @@ void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *
     /* Before the cache is synced a missing Sandbox may simply not be listed yet; a present
      * one (maybe a same-named successor) is reconciled, not swept. */
     if (!informer_synced(ctl->sandboxes) || informer_has(ctl->sandboxes, key)) return;
-    snprintf(uid, sizeof(uid), "deleted:%s", key);   /* as the sweep notes an unseen deletion */
+    unseen_deletion_uid(key, uid, sizeof(uid));
     sbx_orphans_deleted(ctl, key, uid, kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID),
                         kj_map_get(obj, "metadata.annotations", SBX_ANN_CHAT_ID),
                         obj_is_claim ? kj_str(obj, "metadata.name") : NULL);
@@ -120,7 +125,7 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
     if (!uid[0]) {
         /* No record (deleted before this process saw it, a restart): note the deletion
          * now, so the tombstone or the grace below run from here. */
-        snprintf(uid, sizeof(uid), "deleted:%s", key);
+        unseen_deletion_uid(key, uid, sizeof(uid));
         sbx_records_deleted(&ctl->records, key, uid, "", "");
     }
     if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
