@@ -1,9 +1,11 @@
 /* runtime/queue.c — deduplicating, delaying, rate-limited work queue (see queue.h).
  * Ready keys form a FIFO ring; delayed keys a binary min-heap on due time with a map
- * from key to heap slot, so a re-add can move a key earlier in O(log n). With a namespace
- * limit, each namespace with keys in flight has a small record: how many, and the keys
- * parked behind that limit (FIFO). Each key is parked at most once per hand-out, so
- * queue_get stays amortised O(1). */
+ * from key to heap slot, so a re-add can move a key earlier in O(log n). A key handed to a
+ * worker has a small record (when, and whether it was added again meanwhile). With a
+ * namespace limit, each namespace with keys in flight has a small record: how many, and
+ * the keys parked behind that limit (FIFO). Each key is parked at most once per hand-out,
+ * so queue_get stays amortised O(1); deciding whether a namespace may use a spare slot
+ * looks at the keys in flight (at most one per worker). */
 #include "runtime/queue.h"
 
 #include <errno.h>
@@ -21,9 +23,16 @@ struct delayed {
     char *key;          /* owned */
 };
 
+/* A key handed to a worker. */
+struct inflight {
+    int64_t since_ms;   /* when it was handed out */
+    int again;          /* added while processed: queue_done queues it again */
+};
+
 /* A namespace with keys in flight or parked (only while a namespace limit is set). */
 struct nsstate {
     int inflight;
+    int quick;          /* its last key done was quick (see QUICK_MS) */
     char **parked;      /* owned keys, oldest first from parked_head */
     size_t parked_head, nparked, capparked;
 };
@@ -37,12 +46,13 @@ struct workqueue {
     char **ring;
     size_t head, count, cap;
     struct strmap queued;      /* keys in the ring (dirty set); value unused */
-    struct strmap processing;  /* keys handed to a worker */
+    struct strmap processing;  /* keys handed to a worker -> struct inflight * */
     struct strmap failures;    /* key -> (uintptr_t) count */
     struct delayed *heap;      /* min-heap on due_ms */
     size_t nheap, capheap;
     struct strmap heap_pos;    /* key -> (uintptr_t) slot + 1 */
     int ns_limit;              /* 0: none */
+    int ns_spare;              /* more while the namespace's keys in flight are quick */
     struct strmap ns;          /* namespace -> struct nsstate * */
     size_t parked;             /* keys parked in all namespaces */
 };
@@ -70,9 +80,10 @@ static void nsstate_free(void *v) {
     free(s);
 }
 
-void queue_set_namespace_limit(struct workqueue *q, int limit) {
+void queue_set_namespace_limit(struct workqueue *q, int limit, int spare) {
     pthread_mutex_lock(&q->lock);
     q->ns_limit = limit > 0 ? limit : 0;
+    q->ns_spare = limit > 0 && spare > 0 ? spare : 0;
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -126,7 +137,7 @@ void queue_free(struct workqueue *q) {
     for (size_t i = 0; i < q->nheap; i++) free(q->heap[i].key);
     free(q->heap);
     strmap_clear(&q->queued, NULL);
-    strmap_clear(&q->processing, NULL);
+    strmap_clear(&q->processing, free);
     strmap_clear(&q->failures, NULL);
     strmap_clear(&q->heap_pos, NULL);
     strmap_clear(&q->ns, nsstate_free);
@@ -174,12 +185,13 @@ static int ring_push_front(struct workqueue *q, char *key) {
 }
 
 /* Make key ready unless it is already queued. A key a worker holds is only marked
- * (processing value 2) and pushed by queue_done, so no two workers see it at once. */
+ * (its in-flight record's again) and pushed by queue_done, so no two workers see it at
+ * once. */
 static void add_locked(struct workqueue *q, const char *key) {
     if (q->shutting_down || strmap_get(&q->queued, key)) return;
-    if (strmap_get(&q->processing, key)) {
-        /* Remember it: queue_done pushes it. */
-        strmap_put(&q->processing, key, (void *)2, NULL);
+    struct inflight *f = strmap_get(&q->processing, key);
+    if (f) {
+        f->again = 1;   /* remembered: queue_done pushes it */
         return;
     }
     ring_push(q, key);
@@ -285,6 +297,108 @@ unsigned queue_failures(struct workqueue *q, const char *key) {
     return (unsigned)n;
 }
 
+/* How long a key may be in flight and still count as quick. A namespace may use its spare
+ * slots only once a key of it was done that quickly and while none of its keys in flight
+ * has been out longer: a webhook or quota that stalls its writes makes its reconciles
+ * slower than this, so a stuck namespace (or one not yet seen to be quick) is kept to its
+ * limit and the reserved slots stay free for the others. */
+#define QUICK_MS 1000
+
+/* Take the oldest parked key of namespace s (owned by the caller; still queued). */
+static char *parked_pop(struct workqueue *q, struct nsstate *s) {
+    char *k = s->parked[s->parked_head++];
+    s->nparked--;
+    q->parked--;
+    return k;
+}
+
+struct slow_scan {
+    const char *ns;
+    int64_t quick_since;    /* handed out at or after this: quick */
+    int slow;               /* out: a key of ns in flight for longer */
+};
+
+static int find_slow(void *ud, const char *key, void *value) {
+    struct slow_scan *c = ud;
+    const struct inflight *f = value;
+    char nsbuf[256];
+    if (f->since_ms < c->quick_since && !strcmp(key_ns(key, nsbuf, sizeof(nsbuf)), c->ns)) c->slow = 1;
+    return c->slow;
+}
+
+/* Whether namespace ns (record s) may have one more key in flight now: below its limit,
+ * or below limit + spare while it is seen to be quick (its last key done and each of its
+ * keys in flight). */
+static int ns_may_take(struct workqueue *q, const char *ns, const struct nsstate *s, int64_t now) {
+    if (s->inflight < q->ns_limit) return 1;
+    if (s->inflight >= q->ns_limit + q->ns_spare || !s->quick) return 0;
+    struct slow_scan c = {ns, now - QUICK_MS, 0};
+    strmap_foreach(&q->processing, find_slow, &c);   /* at most one key per worker */
+    return !c.slow;
+}
+
+struct spare_pick {
+    struct workqueue *q;
+    int64_t now;
+    struct nsstate *s;      /* out: a namespace with parked keys that may take a spare slot */
+};
+
+static int pick_spare(void *ud, const char *ns, void *value) {
+    struct spare_pick *p = ud;
+    struct nsstate *s = value;
+    if (s->nparked > 0 && ns_may_take(p->q, ns, s, p->now)) p->s = s;
+    return p->s != NULL;
+}
+
+/* Hand key (owned; still in the queued set) to a worker: in flight from now. 0, or -1 on
+ * ENOMEM (nothing changed). */
+static int hand_out(struct workqueue *q, const char *key, struct nsstate *s, int64_t now) {
+    struct inflight *f = malloc(sizeof(*f));
+    if (!f) return -1;
+    f->since_ms = now;
+    f->again = 0;
+    if (strmap_put(&q->processing, key, f, NULL) < 0) { free(f); return -1; }
+    strmap_remove(&q->queued, key);
+    if (s) s->inflight++;
+    return 0;
+}
+
+/* The next key to hand out, taken off the ring or a namespace's parked keys and in flight,
+ * or NULL when none may go now (*enomem set if one could not be handed out for lack of
+ * memory: it is back at the head of the ring, or dropped for the resync to bring back).
+ * Caller holds the lock. */
+static char *next_key(struct workqueue *q, int64_t now, int *enomem) {
+    char nsbuf[256];
+    char *k = NULL;
+    struct nsstate *s = NULL;
+    *enomem = 0;
+    while (q->count > 0 && !k) {
+        k = q->ring[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->count--;
+        if (q->ns_limit == 0) break;
+        const char *ns = key_ns(k, nsbuf, sizeof(nsbuf));
+        s = ns_get(q, ns, 1);
+        if (!s) break;                                  /* ENOMEM: handed out past the limit */
+        if (!ns_may_take(q, ns, s, now)) {
+            if (ns_park(q, s, k) == 0) k = NULL;        /* stays queued */
+        } else if (s->inflight >= q->ns_limit && s->nparked > 0 && ns_park(q, s, k) == 0) {
+            k = parked_pop(q, s);   /* a spare slot goes to the namespace's oldest key */
+        }
+    }
+    if (!k && q->ns_spare > 0 && q->parked > 0) {
+        /* Nothing else is ready: a namespace whose keys are parked and quick takes a spare
+         * slot (an idle worker helps the one busy namespace). */
+        struct spare_pick pick = {q, now, NULL};
+        strmap_foreach(&q->ns, pick_spare, &pick);
+        if (pick.s) k = parked_pop(q, s = pick.s);
+    }
+    if (!k || hand_out(q, k, s, now) == 0) return k;
+    *enomem = 1;
+    if (ring_push_front(q, k) < 0) { strmap_remove(&q->queued, k); free(k); }
+    return NULL;
+}
+
 char *queue_get(struct workqueue *q) {
     char *key = NULL;
     pthread_mutex_lock(&q->lock);
@@ -296,25 +410,12 @@ char *queue_get(struct workqueue *q) {
             add_locked(q, k);
             free(k);
         }
-        while (q->count > 0) {
-            char *k = q->ring[q->head];
-            q->head = (q->head + 1) % q->cap;
-            q->count--;
-            if (q->ns_limit > 0) {
-                char nsbuf[256];
-                const char *ns = key_ns(k, nsbuf, sizeof(nsbuf));
-                struct nsstate *s = ns_get(q, ns, 1);
-                if (s && s->inflight >= q->ns_limit && ns_park(q, s, k) == 0) continue;  /* stays queued */
-                if (s) s->inflight++;
-            }
-            key = k;
-            strmap_remove(&q->queued, key);
-            strmap_put(&q->processing, key, (void *)1, NULL);
-            break;
-        }
+        int enomem;
+        key = next_key(q, now, &enomem);
         if (key) break;
-        if (q->nheap > 0) {
-            int64_t due = q->heap[0].due_ms;
+        if (enomem || q->nheap > 0) {
+            int64_t due = enomem ? now + 10 : q->heap[0].due_ms;   /* out of memory: try again soon */
+            if (q->nheap > 0 && q->heap[0].due_ms < due) due = q->heap[0].due_ms;
             struct timespec ts;
             clock_mono_timespec(due, &ts);
             pthread_cond_timedwait(&q->cond, &q->lock, &ts);
@@ -328,22 +429,30 @@ char *queue_get(struct workqueue *q) {
 
 void queue_done(struct workqueue *q, const char *key) {
     pthread_mutex_lock(&q->lock);
-    uintptr_t state = (uintptr_t)strmap_remove(&q->processing, key);
+    struct inflight *f = strmap_remove(&q->processing, key);
     char nsbuf[256];
     const char *ns = key_ns(key, nsbuf, sizeof(nsbuf));
-    struct nsstate *s = state ? ns_get(q, ns, 0) : NULL;
+    struct nsstate *s = f ? ns_get(q, ns, 0) : NULL;
     if (s) {
         /* One slot of this namespace is free: its oldest parked key goes first. */
         if (s->inflight > 0) s->inflight--;
-        if (s->nparked > 0 && ring_push_front(q, s->parked[s->parked_head]) == 0) {
-            s->parked_head++;
-            s->nparked--;
-            q->parked--;
-            pthread_cond_signal(&q->cond);
+        s->quick = clock_mono_ms() - f->since_ms < QUICK_MS;
+        if (s->nparked > 0) {
+            char *k = parked_pop(q, s);
+            if (ring_push_front(q, k) == 0) {
+                pthread_cond_signal(&q->cond);
+            } else {
+                s->parked_head--;   /* ENOMEM: it stays parked */
+                s->nparked++;
+                q->parked++;
+            }
         }
         ns_release(q, ns, s);
     }
-    if (state == 2) add_locked(q, key);
+    /* A key left the namespace it was in: a worker waiting may now take a spare slot. */
+    if (q->ns_spare > 0 && q->parked > 0) pthread_cond_signal(&q->cond);
+    if (f && f->again) add_locked(q, key);
+    free(f);
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -10,7 +10,12 @@
  * key whose namespace is at its limit is parked — still queued, still deduplicated — and
  * the next ready key of another namespace goes first; a parked key is ready again (ahead
  * of the others) as soon as one of its namespace's keys is done. With N = workers - 1,
- * reconciles stuck in one slow namespace never hold every worker. */
+ * reconciles stuck in one slow namespace never hold every worker.
+ * Spare slots keep that from idling workers when one namespace has all the work (the
+ * common single-namespace install): a namespace may have up to N + spare keys in flight
+ * while every key of it in flight was handed out less than a second ago. Reconciles that
+ * stall (a webhook timing out) make it fall back to N, so the reserved slot is free again
+ * once one of them ends; a key of another namespace waits at most for one quick one. */
 #ifndef YAO_RUNTIME_QUEUE_H
 #define YAO_RUNTIME_QUEUE_H
 
@@ -23,8 +28,9 @@ struct workqueue;
 struct workqueue *queue_new(int64_t base_ms, int64_t cap_ms);
 void queue_free(struct workqueue *q);
 
-/* At most limit keys of one namespace processed at once (0 = no limit, the default). */
-void queue_set_namespace_limit(struct workqueue *q, int limit);
+/* At most limit keys of one namespace processed at once (0 = no limit, the default), and
+ * up to spare more while that namespace's keys in flight are all quick (see above). */
+void queue_set_namespace_limit(struct workqueue *q, int limit, int spare);
 
 /* Queue key now. */
 void queue_add(struct workqueue *q, const char *key);

@@ -217,9 +217,10 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     ctl->admission = sbx_admission_new(&ctl->opt.limits);
     ctl->queue = queue_new(5, 1000 * 1000);
     /* Watching every namespace: one namespace's reconciles never take every worker (one
-     * stuck behind a slow webhook or quota there leaves the others served). */
+     * stuck behind a slow webhook or quota there leaves the others served); while they
+     * are quick, the last worker helps too (a busy namespace alone keeps all busy). */
     if (ctl->queue && !o->namespace_ && ctl->opt.workers > 1)
-        queue_set_namespace_limit(ctl->queue, ctl->opt.workers - 1);
+        queue_set_namespace_limit(ctl->queue, ctl->opt.workers - 1, 1);
     ctl->opt.events_client = NULL;     /* the recorder owns it from here */
     if (o->events_client) {
         struct kube_recorder_options ro = {.component = "yao-sandbox-controller"};

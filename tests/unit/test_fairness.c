@@ -52,7 +52,7 @@ TEST(slow_namespace_does_not_hold_every_worker) {
     struct shared s = {.q = queue_new(5, 1000), .c = fake_client(&fake)};
     pthread_mutex_init(&s.lock, NULL);
     if (!s.q || !s.c) { CHECK(0); fake_stop(&fake); return; }
-    queue_set_namespace_limit(s.q, WORKERS - 1);   /* what sbx_controller_new sets */
+    queue_set_namespace_limit(s.q, WORKERS - 1, 1);   /* what sbx_controller_new sets */
     pthread_t t[WORKERS];
     for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker, &s);
     for (int i = 0; i < 8; i++) {

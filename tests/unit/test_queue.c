@@ -2,7 +2,8 @@
  * being processed is never handed out twice and comes back once after queue_done,
  * delayed adds (earliest due wins, ordering, saturation of huge delays), per-key failure
  * backoff and forget, shutdown waking blocked workers, and a multi-threaded stress run
- * (10000 keys, concurrent adders, no key held by two workers at once).
+ * (10000 keys, concurrent adders, no key held by two workers at once); the per-namespace
+ * limit and its spare slots (taken only by a namespace seen quick, also from parked keys).
  * Timing checks use CLOCK_MONOTONIC with tight lower and generous upper bounds. */
 #include "check.h"
 
@@ -529,7 +530,7 @@ TEST(workers_never_share_a_key_and_see_every_key) {
 
 TEST(namespace_limit_parks_keys_behind_a_busy_namespace) {
     struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 2);
+    queue_set_namespace_limit(q, 2, 0);
     queue_add(q, "slow/a");
     queue_add(q, "slow/b");
     queue_add(q, "slow/c");
@@ -575,7 +576,7 @@ TEST(namespace_limit_off_by_default) {
 
 TEST(namespace_limit_free_with_parked_keys) {
     struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 1);
+    queue_set_namespace_limit(q, 1, 0);
     for (int i = 0; i < 20; i++) {
         char k[32];
         snprintf(k, sizeof(k), "ns/k%d", i);
@@ -615,7 +616,7 @@ static void *ns_worker(void *p) {
 
 TEST(namespace_limit_holds_under_concurrency) {
     struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 3);
+    queue_set_namespace_limit(q, 3, 0);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     int inflight = 0, max_slow = 0, fast_done = 0;
     struct ns_worker_arg arg = {q, &lock, &inflight, &max_slow, &fast_done};
@@ -650,5 +651,106 @@ TEST(namespace_limit_holds_under_concurrency) {
     CHECK_INT(fast_done, 10);
     CHECK(fast_ms < 300);
     CHECK(max_slow <= 3);
+    queue_free(q);
+}
+
+/* ---- spare slots: the reserved worker helps a namespace seen to be quick ------------- */
+
+struct timed_getter { struct workqueue *q; char *key; int returned; };
+
+static void *timed_getter_main(void *arg) {
+    struct timed_getter *g = arg;
+    g->key = queue_get(g->q);
+    __atomic_store_n(&g->returned, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A key got by another thread within ms, or NULL if none came (the queue is then shut
+ * down to release that thread: the test's last get). */
+static char *get_within(struct workqueue *q, int64_t ms) {
+    struct timed_getter g = {q, NULL, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, timed_getter_main, &g) != 0) return NULL;
+    int64_t t0 = clock_mono_ms();
+    while (!__atomic_load_n(&g.returned, __ATOMIC_ACQUIRE) && clock_mono_ms() - t0 < ms) sleep_ms(2);
+    if (!__atomic_load_n(&g.returned, __ATOMIC_ACQUIRE)) queue_shutdown(q);
+    pthread_join(t, NULL);
+    return g.key;
+}
+
+static void done_free(struct workqueue *q, char *k) {
+    if (!k) return;
+    queue_done(q, k);
+    free(k);
+}
+
+TEST(spare_slot_goes_to_a_namespace_seen_quick) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_set_namespace_limit(q, 2, 1);
+    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d", "ns/e"};
+    for (int i = 0; i < 5; i++) queue_add(q, keys[i]);
+    char *a = queue_get(q), *b = queue_get(q);
+    done_free(q, a);                     /* done at once: the namespace is quick */
+    char *c = queue_get(q);
+    CHECK_STR(c, "ns/c");
+    char *d = get_within(q, 2000);       /* the limit is 2; the spare slot takes d */
+    CHECK_STR(d, "ns/d");
+    char *e = get_within(q, 300);        /* limit + spare reached: e waits */
+    CHECK(e == NULL);
+    CHECK_INT(queue_len(q), 1);
+    done_free(q, b); done_free(q, c); done_free(q, d);
+    free(e);
+    queue_free(q);
+}
+
+TEST(no_spare_slot_before_a_key_was_done_quickly) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_set_namespace_limit(q, 2, 1);
+    queue_add(q, "ns/a");
+    queue_add(q, "ns/b");
+    queue_add(q, "ns/c");
+    char *a = queue_get(q), *b = queue_get(q);
+    char *c = get_within(q, 300);        /* nothing done yet: a burst keeps to the limit */
+    CHECK(c == NULL);
+    done_free(q, a); done_free(q, b);
+    free(c);
+    queue_free(q);
+}
+
+TEST(no_spare_slot_while_a_key_in_flight_is_slow) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_set_namespace_limit(q, 2, 1);
+    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d"};
+    for (int i = 0; i < 4; i++) queue_add(q, keys[i]);
+    char *a = queue_get(q), *b = queue_get(q);
+    done_free(q, a);
+    char *c = queue_get(q);
+    sleep_ms(1100);                      /* b and c have now been out longer than a second */
+    char *d = get_within(q, 300);
+    CHECK(d == NULL);
+    done_free(q, b); done_free(q, c);
+    free(d);
+    queue_free(q);
+}
+
+TEST(idle_worker_takes_a_parked_key_once_the_namespace_is_quick) {
+    struct workqueue *q = queue_new(5, 1000);
+    queue_set_namespace_limit(q, 2, 1);
+    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d"};
+    for (int i = 0; i < 4; i++) queue_add(q, keys[i]);
+    char *a = queue_get(q), *b = queue_get(q);
+    /* A worker waits: c and d are parked (the limit, and not seen quick yet). */
+    struct timed_getter g = {q, NULL, 0};
+    pthread_t t;
+    CHECK_INT(pthread_create(&t, NULL, timed_getter_main, &g), 0);
+    sleep_ms(50);
+    CHECK_INT(queue_len(q), 2);
+    done_free(q, a);                     /* quick: c goes to the waiting worker ... */
+    pthread_join(t, NULL);
+    CHECK_STR(g.key, "ns/c");
+    char *d = get_within(q, 2000);       /* ... and an idle one takes parked d (spare) */
+    CHECK_STR(d, "ns/d");
+    CHECK_INT(queue_len(q), 0);
+    done_free(q, b); done_free(q, g.key); done_free(q, d);
     queue_free(q);
 }
