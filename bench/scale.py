@@ -125,6 +125,55 @@ def writes_of(m):
     return w + m.get("yao_sandbox_events_sent_total", 0)
 
 
+def writes_by_kind(m0, m1, n):
+    """The mutating requests of writes_of per Sandbox, broken down: by verb and status class
+    (api_requests_total), the status writes the API server accepted, and Event writes."""
+    def d(k):
+        return m1.get(k, 0) - m0.get(k, 0)
+    out = {k[len("yao_sandbox_api_requests_total"):]: rnd(d(k) / n, 3) for k in m1
+           if k.startswith("yao_sandbox_api_requests_total{") and d(k)
+           and any(f'verb="{v}"' in k for v in WRITE_VERBS)}
+    out["status_accepted"] = rnd(d('yao_sandbox_objects_written_total{op="status"}') / n, 3)
+    out["events_sent"] = rnd(d("yao_sandbox_events_sent_total") / n, 3)
+    return out
+
+
+class PlaneLoad:
+    """Where a bring-up's work went: CPU seconds of each plane process, the controller and this
+    bench (its clients, tracker and bulk binder), and the mutating requests the API server
+    served from every client (apiserver_request_total), over a window. On a saturated plane
+    the second is what sets the pace: each write costs the API server and etcd alike."""
+    PARTS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "provisioner")
+
+    def __init__(self, args, api, controller_pid=None):
+        self.plane_dir, self.api, self.controller_pid = args.plane_dir, api, controller_pid
+
+    def snapshot(self):
+        cpu = {}
+        for name in self.PARTS:
+            try:
+                with open(os.path.join(self.plane_dir, "pids", f"{name}.pid")) as f:
+                    cpu[name] = bench.proc_cpu_s(int(f.read().strip()))
+            except (OSError, ValueError):
+                pass
+        if self.controller_pid:
+            cpu["controller"] = bench.proc_cpu_s(self.controller_pid)
+        t = os.times()
+        cpu["bench"] = t.user + t.system
+        st, text = self.api.call("GET", "/metrics", raw=True)
+        writes = sum(float(m.group(1)) for m in re.finditer(
+            r'^apiserver_request_total\{[^}]*verb="(?:POST|PUT|PATCH|DELETE|APPLY)"[^}]*\} (\S+)$', text, re.M))
+        return {"cpu": cpu, "writes": writes, "t": time.monotonic()}
+
+    @staticmethod
+    def since(s0, s1, n):
+        cpu = {k: rnd(s1["cpu"][k] - v, 1) for k, v in s0["cpu"].items() if k in s1["cpu"]}
+        wall = s1["t"] - s0["t"]
+        return {"cpu_s": cpu, "cpu_total_s": rnd(sum(cpu.values()), 1), "wall_s": rnd(wall, 1),
+                "busy_cores": rnd(sum(cpu.values()) / wall, 2) if wall > 0 else None,
+                "writes_per_sandbox": rnd((s1["writes"] - s0["writes"]) / n, 2)}
+
+
 # --------------------------------------------------------------------------------------------
 # The plane
 # --------------------------------------------------------------------------------------------
@@ -657,10 +706,13 @@ def run_ours(args, api, workdir, res):
         tr = Tracker(api, path, ours_ready).start()
         cpu0, req0 = bench.proc_cpu_s(ctl.proc.pid), bench.flow_counts(api).get(FLOW_SCHEMA["ours"], 0.0)
         names = [f"sb-{i:05d}" for i in range(n)]
+        load = PlaneLoad(args, api, ctl.proc.pid)
+        l0 = load.snapshot()
         t0 = time.monotonic()
         create_all(api, args, path, names, lambda name, i: bench.ours_sandbox(name, i))
         r["create_burst_s"] = rnd(time.monotonic() - t0, 2)
         ok = tr.wait(lambda t: len(t.ready) >= n, args.timeout)
+        r["plane_bringup"] = PlaneLoad.since(l0, load.snapshot(), n)
         with tr.lock:
             lat = sorted(v - t0 for v in tr.ready.values())
         r["ready_count"] = len(lat)
@@ -679,6 +731,7 @@ def run_ours(args, api, workdir, res):
         r["requests"] = int(req1 - req0)
         r["requests_per_sandbox"] = rnd((req1 - req0) / n, 3)
         r["writes_per_sandbox"] = rnd((writes_of(m1) - writes_of(m0)) / n, 3)
+        r["writes_by_kind_per_sandbox"] = writes_by_kind(m0, m1, n)
         r["reconciles_per_sandbox"] = rnd((m1.get("yao_sandbox_reconcile_total", 0)
                                            - m0.get("yao_sandbox_reconcile_total", 0)) / n, 2)
         r["rss_peak_kib"] = full["VmHWM"]
@@ -1029,9 +1082,12 @@ def run_peer(args, api, workdir, res):
             tr = Tracker(api, path, lambda o: bench.cond_true(o, "Ready")).start()
             cpu0, req0 = bench.proc_cpu_s(proc.pid), bench.flow_counts(api).get(FLOW_SCHEMA["agent_sandbox"], 0.0)
             names = [f"sb-{i:05d}" for i in range(n)]
+            load = PlaneLoad(args, api, proc.pid)
+            l0 = load.snapshot()
             t0 = time.monotonic()
             create_all(api, args, path, names, lambda name, i: bench.peer_sandbox(name, i))
             ok = tr.wait(lambda t: len(t.ready) >= n, args.timeout)
+            r["plane_bringup"] = PlaneLoad.since(l0, load.snapshot(), n)
             with tr.lock:
                 lat = sorted(v - t0 for v in tr.ready.values())
             r["ready_count"] = len(lat)
@@ -1082,11 +1138,14 @@ def run_floor(args, api, workdir, res):
                 st, obj = api.call("POST", p, body, conn=c)
                 if st not in (201, 409):
                     raise RuntimeError(f"HTTP {st}: {str(obj)[:200]}")
+        load = PlaneLoad(args, api)
+        l0 = load.snapshot()
         t0 = time.monotonic()
         errs = bench.burst(api, list(enumerate(names)), create, args.clients)
         if errs:
             raise RuntimeError(f"{len(errs)} creates failed, first: {errs[0]}")
         ok = tr.wait(lambda t: len(t.ready) >= n, args.timeout)
+        r["plane_bringup"] = PlaneLoad.since(l0, load.snapshot(), n)
         with tr.lock:
             lat = sorted(v - t0 for v in tr.ready.values())
         r["ready_count"] = len(lat)

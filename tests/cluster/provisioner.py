@@ -101,16 +101,22 @@ def retry_later(pvc):
     t.start()
 
 
-# StorageClasses of this provisioner: name -> (volumeBindingMode, delay in seconds), kept by
+# StorageClasses: name -> (volumeBindingMode, delay in seconds) for this provisioner's, kept by
 # their own watch; a claim of a class not seen yet asks for it once (the watches race at start).
+# A class of another provisioner is remembered as None: without that, every event of every
+# claim of it (a static class's, 10,000 in a scale run) fetched the class again, each on a
+# new TLS connection.
 classes, classes_lock = {}, threading.Lock()
 
 
 def note_class(sc, deleted=False):
     name = sc["metadata"]["name"]
     with classes_lock:
-        if deleted or sc.get("provisioner") != PROVISIONER:
+        if deleted:
             classes.pop(name, None)
+            return
+        if sc.get("provisioner") != PROVISIONER:
+            classes[name] = None   # known, not ours: its claims are not looked up again
             return
         try:
             delay = max(0, int((sc.get("parameters") or {}).get(DELAY_PARAM, "0"))) / 1000.0
