@@ -654,9 +654,13 @@ void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t
         if (after_ms > 0) {
             candidate_add(e, a, after_ms);
             e->reclaim_used_ms = last_used_ms;
-        } else {
+        } else if (!(e->reclaiming_until_ms && holds(e))) {
             candidate_drop(e, a);
         }
+        /* Otherwise it is being reclaimed (its pass reports the stop) and its pod still
+         * holds a slot: it stays counted as under way, or the same waiter would have a
+         * second Sandbox reclaimed for it before the first one's pod is gone. Its pass
+         * after the pod went drops it. */
     }
     pthread_mutex_unlock(&a->lock);
 }

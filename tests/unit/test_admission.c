@@ -407,12 +407,18 @@ TEST(reclaim_picks_the_longest_idle_only_when_someone_can_be_admitted) {
     /* the fresh read said no (b1 was touched): cancelled; its pass reports the touch */
     sbx_admission_reclaim_cancel(a, "b1");
     sbx_admission_reclaimable(a, "b1", 30 * MINUTE, now);
-    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 1);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + 40 * MINUTE, v, 4, &next), 1);
     CHECK_STR(v[0].uid, "a1");
+    /* a1's pass reports the stop (not reclaimable now) while its pod is still there; 31
+     * minutes on, b1 is idle past its threshold again: a1 is still under way, so b1 is
+     * not taken for the same waiter */
+    sbx_admission_reclaimable(a, "a1", 0, now - 40 * MINUTE);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now + 31 * MINUTE, now + 32 * MINUTE, v, 4, &next), 0);
     /* a1's pod stops: its slot is free, c1 is admitted, nothing more is reclaimed */
     sbx_admission_pod(a, "a1", -1);
+    sbx_admission_reclaimable(a, "a1", 0, now - 40 * MINUTE);
     CHECK_INT(pos_of(a, "c1"), -1);
-    CHECK_INT(sbx_admission_reclaim_pick(a, now, now + MINUTE, v, 4, &next), 0);
+    CHECK_INT(sbx_admission_reclaim_pick(a, now + 31 * MINUTE, now + 32 * MINUTE, v, 4, &next), 0);
     sbx_admission_free(a);
 }
 
