@@ -214,6 +214,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     sbx_records_init(&ctl->records);
+    strmap_init(&ctl->terminating);
     ctl->admission = sbx_admission_new(&ctl->opt.limits);
     ctl->queue = queue_new(5, 1000 * 1000);
     /* Watching every namespace: one namespace's reconciles never take every worker (one
@@ -349,6 +350,46 @@ static int refused_by_terminating_namespace(const char *err) {
     return strstr(err, "HTTP 403: ") && strstr(err, "because it is being terminated");
 }
 
+/* How long the passes of a namespace that refused a create as being deleted are skipped
+ * (each refusal starts it again). Everything there is going: a status written or a create
+ * tried there only loads the deletion (one refusal and one status write per Sandbox
+ * otherwise, as the namespace controller deletes the pods first). A namespace made again
+ * under the same name after the old one is gone waits at most this long. */
+#define TERMINATING_HOLD_MS 30000
+
+/* Remember that the namespace of key refused a create as being deleted. */
+static void note_terminating_namespace(struct sbx_controller *ctl, const char *key) {
+    char ns[256];
+    const char *slash = strchr(key, '/');
+    if (!slash || (size_t)(slash - key) >= sizeof(ns)) return;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = 0;
+    pthread_mutex_lock(&ctl->lock);
+    int64_t *until = strmap_get(&ctl->terminating, ns);
+    if (!until && (until = malloc(sizeof(*until))) && strmap_put(&ctl->terminating, ns, until, NULL) < 0) {
+        free(until);
+        until = NULL;   /* ENOMEM: passes there go on as before */
+    }
+    if (until) *until = clock_mono_ms() + TERMINATING_HOLD_MS;
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Milliseconds the passes of namespace ns are still skipped (0: not, or no longer). */
+static int64_t terminating_namespace_left(struct sbx_controller *ctl, const char *ns) {
+    int64_t left = 0;
+    pthread_mutex_lock(&ctl->lock);
+    int64_t *until = ctl->terminating.count ? strmap_get(&ctl->terminating, ns) : NULL;
+    if (until) {
+        left = *until - clock_mono_ms();
+        if (left <= 0) {
+            free(strmap_remove(&ctl->terminating, ns));
+            left = 0;
+        }
+    }
+    pthread_mutex_unlock(&ctl->lock);
+    return left;
+}
+
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -360,7 +401,8 @@ static void *worker(void *arg) {
         int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
         observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
         if (rc < 0 && refused_by_terminating_namespace(err)) {
-            LOGI("msg=\"namespace is being deleted: not retried\" sandbox=%s err=\"%s\"", key, err);
+            LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
+            note_terminating_namespace(ctl, key);
             queue_forget(ctl->queue, key);
         } else if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
@@ -472,6 +514,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     queue_free(ctl->queue);
     kube_recorder_free(ctl->recorder);
     sbx_records_free(&ctl->records);
+    strmap_clear(&ctl->terminating, free);
     sbx_admission_free(ctl->admission);
     sbx_warm_free(ctl);
     pthread_mutex_destroy(&ctl->lock);
@@ -916,6 +959,15 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         goto out;
     }
     if (sbx_records_seen(&ctl->records, key, uid) < 0) { snprintf(err, errlen, "out of memory"); goto out; }
+    int64_t held = terminating_namespace_left(ctl, ns);
+    if (held > 0) {
+        /* Its namespace is being deleted: nothing to create or report; look again after
+         * the hold (level-triggered: a namespace that is not going after all is served). */
+        LOGD("msg=\"namespace is being deleted: pass skipped\" sandbox=%s", key);
+        *requeue_ms = held;
+        rc = 0;
+        goto out;
+    }
 
     char why[1024];
     struct sbx_class cls;
@@ -1202,7 +1254,11 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     char ns[256], name[256];
     *requeue_ms = 0;
     if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
-    if (!strcmp(name, SBX_WARM_QUEUE_NAME)) return sbx_warm_reconcile(ctl, ns, requeue_ms, err, errlen);
+    if (!strcmp(name, SBX_WARM_QUEUE_NAME)) {
+        int64_t held = terminating_namespace_left(ctl, ns);
+        if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
+        return sbx_warm_reconcile(ctl, ns, requeue_ms, err, errlen);
+    }
     cJSON *sb = informer_get(ctl->sandboxes, key);
     int rc;
     if (!sb) {

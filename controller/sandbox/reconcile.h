@@ -11,6 +11,7 @@
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
+#include "runtime/strmap.h"
 #include "sandbox/admission.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
@@ -64,13 +65,16 @@ struct sbx_controller {
     pthread_t *threads;
     int nthreads;
     volatile int stopping;
-    pthread_mutex_t lock;          /* guards stats and the trim fields */
+    pthread_mutex_t lock;          /* guards stats, the trim fields and terminating */
     uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
     /* Cached Sandboxes by phase and lifecycle, kept by the Sandbox handler for /metrics
      * (sandbox/metrics.c): a scrape never walks the cache. Under lock. */
     unsigned sandbox_counts[SBX_METRIC_PHASES][SBX_METRIC_LIFECYCLES];
     int64_t trimmed_ms;            /* when (monotonic) */
     struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
+    /* Namespaces that refused a create because they are being deleted -> int64_t * (the
+     * monotonic ms until which their passes are skipped). Under lock. */
+    struct strmap terminating;
     struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
     struct sbx_controller_stats stats;
     /* The API server addresses this controller knows (the in-cluster

@@ -258,18 +258,26 @@ LOG3=$BUILD_DIR/test-controller-term.log
 kubectl create namespace $NS3 >/dev/null
 on_exit "kubectl delete namespace $NS3 --wait=false"
 start_controller "$LOG3" --namespace $NS3 --max-running 0
-printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: term}\nspec: {userID: tom, chatID: c1}\n' | kubectl -n $NS3 apply -f - >/dev/null
-check "Sandbox in the namespace to delete runs" eventually 30 phase_is $NS3 term Running
+for sb in term term2; do
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: tom, chatID: %s}\n' \
+        $sb $sb | kubectl -n $NS3 apply -f - >/dev/null
+done
+check "Sandboxes in the namespace to delete run" eventually 30 eval 'phase_is $NS3 term Running && phase_is $NS3 term2 Running'
 P4=$(kubectl -n $NS3 get sandbox term -o jsonpath='{.status.podName}')
+P5=$(kubectl -n $NS3 get sandbox term2 -o jsonpath='{.status.podName}')
 kill -STOP "$KCM"
 kubectl delete namespace $NS3 --wait=false >/dev/null
 kubectl -n $NS3 delete pod "$P4" --grace-period=0 --force >/dev/null 2>&1   # as the namespace controller would
-refused() { grep -c "sandbox=$NS3/term .*because it is being terminated" "$LOG3"; }
-check "the pod's re-creation is refused (namespace Terminating)" eventually 20 eval '[ "$(refused)" -ge 1 ]'
+refused() { grep -c "sandbox=$NS3/$1 .*because it is being terminated" "$LOG3"; }
+check "the pod's re-creation is refused (namespace Terminating)" eventually 20 eval '[ "$(refused term)" -ge 1 ]'
+# Once refused, the namespace's passes wait: the second Sandbox's pod goes too, and no
+# create is tried for it (nor its status rewritten) while the namespace is being deleted.
+kubectl -n $NS3 delete pod "$P5" --grace-period=0 --force >/dev/null 2>&1
 sleep 8
-check "  and not retried (at most one refusal per event)" eval '[ "$(refused)" -le 2 ]'
-echo "    refusals in 8 s: $(refused)"
+check "  and not retried (at most one refusal per event)" eval '[ "$(refused term)" -le 2 ]'
+echo "    refusals in 8 s: $(refused term)"
 check "  logged as not retried, not as a failure" eq "$(grep -c "reconcile failed\" sandbox=$NS3/term " "$LOG3")" 0
+check "  a second Sandbox there tries no create once the namespace refused one" eq "$(refused term2)" 0
 kill -CONT "$KCM"
 check "the namespace and its Sandbox go" eventually 90 eval '! kubectl get namespace $NS3 >/dev/null 2>&1'
 finish
