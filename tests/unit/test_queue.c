@@ -684,11 +684,21 @@ static void done_free(struct workqueue *q, char *k) {
     free(k);
 }
 
-TEST(spare_slot_goes_to_a_namespace_seen_quick) {
+/* A queue with the namespace limit 2 and one spare slot, keys ns/a, ns/b, ... (n of them)
+ * added in that order. */
+static struct workqueue *spare_queue(int n) {
     struct workqueue *q = queue_new(5, 1000);
     queue_set_namespace_limit(q, 2, 1);
-    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d", "ns/e"};
-    for (int i = 0; i < 5; i++) queue_add(q, keys[i]);
+    for (int i = 0; i < n; i++) {
+        char k[8] = "ns/a";
+        k[3] = (char)('a' + i);
+        queue_add(q, k);
+    }
+    return q;
+}
+
+TEST(spare_slot_goes_to_a_namespace_seen_quick) {
+    struct workqueue *q = spare_queue(5);
     char *a = queue_get(q), *b = queue_get(q);
     done_free(q, a);                     /* done at once: the namespace is quick */
     char *c = queue_get(q);
@@ -704,11 +714,7 @@ TEST(spare_slot_goes_to_a_namespace_seen_quick) {
 }
 
 TEST(no_spare_slot_before_a_key_was_done_quickly) {
-    struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 2, 1);
-    queue_add(q, "ns/a");
-    queue_add(q, "ns/b");
-    queue_add(q, "ns/c");
+    struct workqueue *q = spare_queue(3);
     char *a = queue_get(q), *b = queue_get(q);
     char *c = get_within(q, 300);        /* nothing done yet: a burst keeps to the limit */
     CHECK(c == NULL);
@@ -718,10 +724,7 @@ TEST(no_spare_slot_before_a_key_was_done_quickly) {
 }
 
 TEST(no_spare_slot_while_a_key_in_flight_is_slow) {
-    struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 2, 1);
-    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d"};
-    for (int i = 0; i < 4; i++) queue_add(q, keys[i]);
+    struct workqueue *q = spare_queue(4);
     char *a = queue_get(q), *b = queue_get(q);
     done_free(q, a);
     char *c = queue_get(q);
@@ -734,10 +737,7 @@ TEST(no_spare_slot_while_a_key_in_flight_is_slow) {
 }
 
 TEST(idle_worker_takes_a_parked_key_once_the_namespace_is_quick) {
-    struct workqueue *q = queue_new(5, 1000);
-    queue_set_namespace_limit(q, 2, 1);
-    const char *keys[] = {"ns/a", "ns/b", "ns/c", "ns/d"};
-    for (int i = 0; i < 4; i++) queue_add(q, keys[i]);
+    struct workqueue *q = spare_queue(4);
     char *a = queue_get(q), *b = queue_get(q);
     /* A worker waits: c and d are parked (the limit, and not seen quick yet). */
     struct timed_getter g = {q, NULL, 0};
