@@ -210,6 +210,23 @@ static const char *object_rv(const cJSON *obj) {
     return cJSON_IsString(rv) ? rv->valuestring : NULL;
 }
 
+/* Whether the cache holds obj under key at the same resourceVersion: a relist (after a
+ * watch gap or an API server restart) then has nothing new to tell about it, and the
+ * handler is not called again (sample-controller's check in its update handler). RVs are
+ * compared for equality only. */
+static int cached_same_version(struct informer *inf, const char *key, const cJSON *obj) {
+    const char *rv = object_rv(obj);
+    if (!rv || !*rv) return 0;
+    pthread_rwlock_rdlock(&inf->lock);
+    const void *blob = strmap_get(&inf->cache, key);
+    cJSON *was = blob ? inflate(inf, blob) : NULL;
+    pthread_rwlock_unlock(&inf->lock);
+    const char *was_rv = object_rv(was);
+    int same = was_rv && !strcmp(was_rv, rv);
+    cJSON_Delete(was);
+    return same;
+}
+
 /* Remember the newest resourceVersion (RVs are opaque: we only store them). */
 static void set_rv(struct informer *inf, const char *rv) {
     if (rv) snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
@@ -342,6 +359,7 @@ static int cache_item(void *ud, cJSON *item) {
     /* Filtered out: not marked seen, so a cached copy is removed with the vanished ones. */
     if (lc->inf->filter && !lc->inf->filter(lc->inf->filter_ud, item)) { cJSON_Delete(item); return 0; }
     strmap_put(lc->seen, key, (void *)1, NULL);
+    if (cached_same_version(lc->inf, key, item)) { cJSON_Delete(item); return 0; }
     lc->inf->transform(item);
     cache_apply(lc->inf, key, item);
     return 0;
