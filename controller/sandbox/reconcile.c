@@ -359,11 +359,8 @@ static int refused_by_terminating_namespace(const char *err) {
 
 /* Remember that the namespace of key refused a create as being deleted. */
 static void note_terminating_namespace(struct sbx_controller *ctl, const char *key) {
-    char ns[256];
-    const char *slash = strchr(key, '/');
-    if (!slash || (size_t)(slash - key) >= sizeof(ns)) return;
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = 0;
+    char ns[256], name[256];
+    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return;
     pthread_mutex_lock(&ctl->lock);
     int64_t *until = strmap_get(&ctl->terminating, ns);
     if (!until && (until = malloc(sizeof(*until))) && strmap_put(&ctl->terminating, ns, until, NULL) < 0) {
