@@ -406,6 +406,7 @@ static void *worker(void *arg) {
                 queue_failures(ctl->queue, key) + 1, err);
             queue_add_rate_limited(ctl->queue, key);
         } else {
+            LOGD("msg=\"reconciled\" sandbox=%s rc=%d requeue_ms=%lld", key, rc, (long long)requeue);
             queue_forget(ctl->queue, key);
             if (requeue > 0) queue_add_after(ctl->queue, key, requeue);
             else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->queue, key, ctl->opt.resync_ms);

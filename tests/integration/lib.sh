@@ -12,6 +12,7 @@ export KUBECONFIG=$YAO_PLANE_DIR/kubeconfig
 PASSED=0
 FAILED=0
 CLEANUPS=()
+CONTROLLER_LOGS=()   # logs of the controllers start_controller ran (shown when a check failed)
 
 # check NAME CMD... — run CMD; count and print the outcome.
 check() {
@@ -51,6 +52,14 @@ on_exit() { CLEANUPS+=("$*"); }
 finish() {
     local i
     for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
+    # A failure in CI leaves only this output: the end of each controller's log goes with it.
+    if [ "$FAILED" != 0 ]; then
+        for i in "${!CONTROLLER_LOGS[@]}"; do
+            [ -f "${CONTROLLER_LOGS[$i]}" ] || continue
+            echo "    --- last lines of ${CONTROLLER_LOGS[$i]}"
+            tail -n 40 "${CONTROLLER_LOGS[$i]}" | cut -c1-400 | sed 's/^/    /'
+        done
+    fi
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" = 0 ]
 }
@@ -108,6 +117,7 @@ start_controller() {
     [ -f "$kc" ] || sa_kubeconfig "$kc" || return 1
     "$BUILD_DIR/bin/yao-sandbox-controller" --kubeconfig "$kc" "$@" >>"$log" 2>&1 &
     CONTROLLER_PIDS+=($!)
+    case " ${CONTROLLER_LOGS[*]} " in *" $log "*) ;; *) CONTROLLER_LOGS+=("$log") ;; esac
     on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
 }
 
@@ -117,6 +127,18 @@ kill_controller() {
     kill "-${1:-TERM}" "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     return 0
+}
+
+# explain_sandbox NS NAME LOG — what a failed check needs to be understood from CI output
+# alone: the Sandbox's status and annotations, its pod's status, and the controller's log
+# lines about it.
+explain_sandbox() {
+    echo "    --- sandbox $1/$2:"
+    kubectl -n "$1" get sandbox "$2" -o jsonpath='{.metadata.resourceVersion} {.metadata.annotations} {.status}{"\n"}' 2>&1 | cut -c1-2000 | sed 's/^/    /'
+    local pod; pod=$(kubectl -n "$1" get sandbox "$2" -o jsonpath='{.status.podName}' 2>/dev/null)
+    [ -n "$pod" ] && kubectl -n "$1" get pod "$pod" -o jsonpath='{.metadata.resourceVersion} {.status}{"\n"}' 2>&1 | cut -c1-2000 | sed 's/^/    /'
+    echo "    --- controller log about it:"
+    grep -E "sandbox=$1/$2( |$)" "$3" | tail -n 40 | cut -c1-400 | sed 's/^/    /'
 }
 
 # sandbox_phase NS NAME

@@ -14,7 +14,7 @@ LOG=$BUILD_DIR/test-lifecycle.log
 : > "$LOG"
 install_manifests
 fresh_namespace $NS
-start_controller "$LOG" --namespace $NS --max-running 0
+start_controller "$LOG" --namespace $NS --max-running 0 --log-level debug   # debug: each pass and its requeue, for a failure in CI
 
 sb() { # name lifecycle extra-spec-yaml
     printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: lc, chatID: %s, lifecycle: %s%s}\n' \
@@ -54,6 +54,7 @@ check "long-running sandbox starts" eventually 20 phase_is $NS sleeper Running
 CLAIM=$(field sleeper '{.status.workspaceClaim}')
 PV=$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')
 check "long-running stops after 24 x idleTimeout" eventually 45 phase_is $NS sleeper Stopped
+phase_is $NS sleeper Stopped || explain_sandbox $NS sleeper "$LOG"
 check "stopped: reason Idle" reason_is $NS sleeper Idle
 check "stopped: no pod" eq "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=sleeper --no-headers 2>/dev/null | wc -l)" 0
 check "stopped: workspace PVC kept" eq "$(kubectl -n $NS get pvc "$CLAIM" -o jsonpath='{.spec.volumeName}')" "$PV"
@@ -210,7 +211,7 @@ kill_controller KILL
 kubelet_finish "$(pod_of job-restart)"
 sleep 1
 check "no controller: nothing recorded yet" eq "$(field job-restart '{.status.run.exitCode}')" ""
-start_controller "$LOG" --namespace $NS --max-running 0
+start_controller "$LOG" --namespace $NS --max-running 0 --log-level debug   # debug: each pass and its requeue, for a failure in CI
 check "after SIGKILL and restart the result is recorded: Failed, exit code 3" eventually 30 eval '[ "$(field job-restart "{.status.phase}/{.status.run.exitCode}")" = Failed/3 ]'
 check "  with its stdout and stderr" eq "$(field job-restart '{.status.run.stdout}')|$(field job-restart '{.status.run.stderr}')" "survived|warn"
 check "  and its pod and claim cleaned up" eventually 30 no_owned job-restart
