@@ -3,7 +3,8 @@
  * delayed adds (earliest due wins, ordering, saturation of huge delays), per-key failure
  * backoff and forget, shutdown waking blocked workers, and a multi-threaded stress run
  * (10000 keys, concurrent adders, no key held by two workers at once); the per-namespace
- * limit and its spare slots (taken only by a namespace seen quick, also from parked keys).
+ * limit and its spare slots (taken only by a namespace seen quick, also from parked keys),
+ * and under random load with that limit every request is served by a later hand-out.
  * Timing checks use CLOCK_MONOTONIC with tight lower and generous upper bounds. */
 #include "check.h"
 
@@ -753,4 +754,110 @@ TEST(idle_worker_takes_a_parked_key_once_the_namespace_is_quick) {
     CHECK_INT(queue_len(q), 0);
     done_free(q, b); done_free(q, g.key); done_free(q, d);
     queue_free(q);
+}
+
+/* ---- namespace limit under random load --------------------------------------------------- */
+
+/* Workers hold keys for random times (some longer than a second, so namespaces go slow and
+ * quick again), re-add their key now or later while holding it, and an adder adds keys now
+ * or after a delay, in three namespaces at the controller's setting (limit workers - 1,
+ * one spare). Every request must be followed by a hand-out that starts after it (the
+ * controller's requeue contract: a pass after the last add sees the newest state), and no
+ * key may be held by two workers at once. */
+#define RKEYS 24
+#define RWORKERS 4
+
+struct random_load {
+    struct workqueue *q;
+    pthread_mutex_t lock;
+    int64_t requested_us[RKEYS];   /* latest request not yet followed by a hand-out; 0 none */
+    unsigned char held[RKEYS];
+    int overlaps;
+    unsigned long handouts;
+};
+
+static void random_key(int i, char *buf, size_t n) { snprintf(buf, n, "ns%d/key-%d", i % 3, i); }
+
+static int random_key_index(const char *k) {
+    const char *dash = strrchr(k, '-');
+    return dash ? atoi(dash + 1) : -1;
+}
+
+/* Record a request for key i and make it (now when delay_ms is 0). */
+static void random_request(struct random_load *r, int i, int64_t delay_ms) {
+    char key[32];
+    random_key(i, key, sizeof(key));
+    pthread_mutex_lock(&r->lock);
+    r->requested_us[i] = clock_mono_us();
+    if (delay_ms > 0) queue_add_after(r->q, key, delay_ms);
+    else queue_add(r->q, key);
+    pthread_mutex_unlock(&r->lock);
+}
+
+struct random_worker { struct random_load *r; unsigned seed; };
+
+static void *random_worker_main(void *arg) {
+    struct random_worker *w = arg;
+    struct random_load *r = w->r;
+    char *k;
+    while ((k = queue_get(r->q)) != NULL) {
+        int64_t start_us = clock_mono_us();   /* before any request this pass could miss */
+        int i = random_key_index(k);
+        pthread_mutex_lock(&r->lock);
+        if (r->held[i]) r->overlaps++;
+        r->held[i] = 1;
+        r->handouts++;
+        if (r->requested_us[i] && r->requested_us[i] < start_us) r->requested_us[i] = 0;
+        pthread_mutex_unlock(&r->lock);
+        unsigned x = rand_r(&w->seed) % 100;
+        sleep_ms(x < 70 ? rand_r(&w->seed) % 3 : x < 97 ? rand_r(&w->seed) % 60 : 1000 + rand_r(&w->seed) % 300);
+        /* A requeue while held: now (marked, pushed by queue_done) or later (the heap). */
+        if (rand_r(&w->seed) % 3 == 0) random_request(r, i, rand_r(&w->seed) % 2 ? 0 : rand_r(&w->seed) % 200);
+        pthread_mutex_lock(&r->lock);
+        r->held[i] = 0;
+        pthread_mutex_unlock(&r->lock);
+        queue_done(r->q, k);
+        free(k);
+    }
+    return NULL;
+}
+
+TEST(namespace_limit_under_random_load_serves_every_request_after_it) {
+    static struct random_load r;
+    memset(&r, 0, sizeof(r));
+    pthread_mutex_init(&r.lock, NULL);
+    r.q = queue_new(5, 1000);
+    queue_set_namespace_limit(r.q, RWORKERS - 1, 1);
+    pthread_t t[RWORKERS];
+    struct random_worker w[RWORKERS];
+    for (int i = 0; i < RWORKERS; i++) {
+        w[i] = (struct random_worker){&r, 17u * (unsigned)i + 1};
+        CHECK_INT(pthread_create(&t[i], NULL, random_worker_main, &w[i]), 0);
+    }
+    unsigned seed = 12345;
+    int64_t end = clock_mono_ms() + 2000;
+    while (clock_mono_ms() < end) {
+        int i = (int)(rand_r(&seed) % RKEYS);
+        random_request(&r, i, rand_r(&seed) % 4 == 0 ? 0 : rand_r(&seed) % 400);
+        sleep_ms(rand_r(&seed) % 3);
+    }
+    /* Drained: no request left unserved (up to 60 s, valgrind is slow). */
+    int64_t deadline = clock_mono_ms() + 60000;
+    int unserved;
+    for (;;) {
+        unserved = 0;
+        pthread_mutex_lock(&r.lock);
+        for (int i = 0; i < RKEYS; i++)
+            if (r.requested_us[i]) unserved++;
+        pthread_mutex_unlock(&r.lock);
+        if (!unserved || clock_mono_ms() > deadline) break;
+        sleep_ms(20);
+    }
+    queue_shutdown(r.q);
+    for (int i = 0; i < RWORKERS; i++) pthread_join(t[i], NULL);
+    CHECK_INT(unserved, 0);
+    CHECK_INT(r.overlaps, 0);
+    CHECK(r.handouts > 100);
+    queue_free(r.q);
+    pthread_mutex_destroy(&r.lock);
 }
