@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kube/kjson.h"
+#include "sandbox/reconcile_int.h"
 
 #define NPHASES SBX_METRIC_PHASES
 static const char *const phases[NPHASES] = {"Pending", "Creating", "Running", "Stopping",
@@ -171,6 +172,17 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
                  s.runs_started);
     rc |= metric(out, "yao_sandbox_reclaims_total", "counter",
                  "Idle sandboxes stopped to admit a waiting one (SandboxClass spec.reclaim).", s.reclaims);
+    unsigned warm_bound, warm_pending;
+    sbx_warm_stats(ctl, &warm_bound, &warm_pending);
+    P("# HELP yao_sandbox_warm_claims Warm-pool claims not yet adopted, by state (bound: ready to adopt).\n");
+    P("# TYPE yao_sandbox_warm_claims gauge\n");
+    P("yao_sandbox_warm_claims{state=\"bound\"} %u\n", warm_bound);
+    P("yao_sandbox_warm_claims{state=\"pending\"} %u\n", warm_pending);
+    rc |= metric(out, "yao_sandbox_warm_adoptions_total", "counter",
+                 "New Sandboxes that adopted a Bound warm-pool claim (no wait for provisioning).", s.warm_adoptions);
+    rc |= metric(out, "yao_sandbox_warm_misses_total", "counter",
+                 "New Sandboxes whose namespace keeps a warm pool of their workspace shape but had no Bound "
+                 "claim in it (a cold claim was made; raise the pool's size if this grows).", s.warm_misses);
     /* The name before runs became pods (no exec any more); kept for dashboards and
      * test_operate.sh. Same value as yao_sandbox_runs_started_total. */
     rc |= metric(out, "yao_sandbox_exec_sessions_total", "counter", "Deprecated: yao_sandbox_runs_started_total.",

@@ -47,6 +47,8 @@ struct sbx_controller_stats {
     uint64_t reconciles, errors, status_writes, creates, deletes, conflicts, events;
     uint64_t runs_started, runs_finished;   /* one-shot pods created, results recorded */
     uint64_t reclaims;             /* idle sandboxes stopped to admit a waiting one */
+    uint64_t warm_adoptions;       /* warm-pool claims adopted by a new Sandbox */
+    uint64_t warm_misses;          /* a new Sandbox found its shape's pool without a Bound claim */
     uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
     double latency_sum_ms;
 };

@@ -119,6 +119,9 @@ void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON
  * own (adopted): 1 with its name in out, or 0 (its claim, if any, is the one its IDs
  * name). */
 int sbx_warm_claim_of(struct sbx_controller *ctl, const char *uid, char *out, size_t outlen);
+/* Unadopted pool claims in the index (all namespaces), not being deleted: Bound, and
+ * not yet (provisioning). */
+void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pending);
 /* The pool pass of namespace ns: create and delete pool claims. *requeue_ms -1 when no
  * pool is wanted there and none is left. 0 or -1. */
 int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen);

@@ -41,7 +41,12 @@ struct sbx_warm {
     struct strmap pool;       /* "ns/name" -> struct pool_entry * */
     struct strmap counts;     /* "ns/className" ("" = none) -> Sandboxes, as (intptr_t) */
     struct strmap late_noted; /* StorageClasses noted as WaitForFirstConsumer (logged once) */
+    /* ns -> struct wanted_keys: the pools its last pool pass kept (size > 0), so an
+     * adoption that finds none of its shape can tell a miss from a shape without a pool. */
+    struct strmap wanted;
 };
+
+struct wanted_keys { size_t n; char key[SBX_WARM_WANTS_MAX][SBX_WARM_KEY_LEN]; };
 
 static void pool_entry_free(void *v) {
     struct pool_entry *e = v;
@@ -62,6 +67,7 @@ int sbx_warm_init(struct sbx_controller *ctl) {
     strmap_init(&ctl->warm->pool);
     strmap_init(&ctl->warm->counts);
     strmap_init(&ctl->warm->late_noted);
+    strmap_init(&ctl->warm->wanted);
     return 0;
 }
 
@@ -72,6 +78,7 @@ void sbx_warm_free(struct sbx_controller *ctl) {
     strmap_clear(&w->pool, pool_entry_free);
     strmap_clear(&w->counts, NULL);
     strmap_clear(&w->late_noted, NULL);
+    strmap_clear(&w->wanted, free);
     pthread_mutex_destroy(&w->lock);
     free(w);
     ctl->warm = NULL;
@@ -434,6 +441,57 @@ static int pool_binds_late(struct sbx_controller *ctl, const struct sbx_warm_wan
     return 1;
 }
 
+/* Remember which pools ns keeps now (those of size > 0); none: forget ns. On ENOMEM the
+ * old note stays (only the miss count can be off). */
+static void note_wanted(struct sbx_warm *w, const char *ns, const struct sbx_warm_wants *wants) {
+    struct wanted_keys *k = NULL;
+    for (size_t i = 0; i < wants->n; i++) {
+        if (wants->v[i].size <= 0) continue;
+        if (!k && !(k = calloc(1, sizeof(*k)))) return;
+        memcpy(k->key[k->n++], wants->v[i].key, SBX_WARM_KEY_LEN);
+    }
+    pthread_mutex_lock(&w->lock);
+    if (!k) {
+        free(strmap_remove(&w->wanted, ns));
+    } else {
+        void *old = NULL;
+        if (strmap_put(&w->wanted, ns, k, &old) < 0) old = k;
+        free(old);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Does ns keep a pool of key (as its last pool pass saw it)? Caller holds w->lock. */
+static int is_wanted(struct sbx_warm *w, const char *ns, const char *key) {
+    const struct wanted_keys *k = strmap_get(&w->wanted, ns);
+    for (size_t i = 0; k && i < k->n; i++)
+        if (!strcmp(k->key[i], key)) return 1;
+    return 0;
+}
+
+struct claim_tally { unsigned bound, pending; };
+
+static int tally_claim(void *ud, const char *key, void *value) {
+    struct claim_tally *t = ud;
+    const struct pool_entry *e = value;
+    (void)key;
+    if (e->terminating) return 0;
+    if (e->bound) t->bound++;
+    else t->pending++;
+    return 0;
+}
+
+void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pending) {
+    struct claim_tally t = {0, 0};
+    if (ctl->warm) {
+        pthread_mutex_lock(&ctl->warm->lock);
+        strmap_foreach(&ctl->warm->pool, tally_claim, &t);
+        pthread_mutex_unlock(&ctl->warm->lock);
+    }
+    *bound = t.bound;
+    *pending = t.pending;
+}
+
 int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
     struct sbx_warm_wants wants;
     struct pool_copy pc;
@@ -447,6 +505,7 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
     }
     for (size_t i = 0; i < wants.n; i++)
         if (pool_binds_late(ctl, &wants.v[i])) wants.v[i].size = 0;
+    note_wanted(ctl->warm, ns, &wants);
     /* Every pool key that is wanted or has claims. */
     const char *keys[SBX_WARM_WANTS_MAX * 2];
     size_t nkeys = 0;
@@ -530,10 +589,12 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
     *adopted = NULL;
     if (!sbx_warm_sandbox_key(spec, key)) return 0;
     if (pool_snapshot(ctl, ns, key, &pc) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
-    if (pc.n == 0) return 0;
     int rc = 0, tries = 0;
-    struct sbx_warm_claim *claims = calloc(pc.n, sizeof(*claims));
-    size_t *order = calloc(pc.n, sizeof(*order));
+    struct sbx_warm_claim *claims = NULL;
+    size_t *order = NULL;
+    if (pc.n == 0) goto out;
+    claims = calloc(pc.n, sizeof(*claims));
+    order = calloc(pc.n, sizeof(*order));
     if (!claims || !order) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
     for (size_t i = 0; i < pc.n; i++)
         claims[i] = (struct sbx_warm_claim){.name = pc.v[i].name, .uid = pc.v[i].uid, .rv = pc.v[i].rv,
@@ -561,6 +622,7 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
             memcpy(claim, e->name, strlen(e->name) + 1);
             *adopted = out;
             LOGI("msg=\"warm pool: claim adopted\" sandbox=%s/%s claim=%s pool=%s", ns, owner->name, e->name, key);
+            sbx_ctl_count(ctl, &ctl->stats.warm_adoptions);
             queue_pools(ctl, ns);   /* refill */
             rc = 1;
             goto out;
@@ -580,6 +642,14 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
         goto out;
     }
 out:
+    if (rc == 0) {
+        /* None to adopt: a miss when ns keeps a pool of this shape (it was drained, or
+         * its claims are still provisioning). */
+        pthread_mutex_lock(&ctl->warm->lock);
+        int miss = is_wanted(ctl->warm, ns, key);
+        pthread_mutex_unlock(&ctl->warm->lock);
+        if (miss) sbx_ctl_count(ctl, &ctl->stats.warm_misses);
+    }
     free(claims);
     free(order);
     pool_copy_free(&pc);

@@ -8,8 +8,10 @@
 # converges when started again (one claim per Sandbox, the pool back to 3, no orphans). A
 # fork clones the adopted claim. Deleting a Sandbox removes its adopted claim as any
 # other. A Sandbox of another size gets a cold claim of its own. The pool shrinks with the
-# class and goes with it; a WaitForFirstConsumer class keeps none. Prints the measured
-# create → pod and create → Running with and without the pool.
+# class and goes with it; a WaitForFirstConsumer class keeps none. The --warm-workspaces
+# pool: /metrics counts its Bound claims, adoptions, and the miss of a third Sandbox
+# created at once with two others for a pool of 2. Prints the measured create → pod and
+# create → Running with and without the pool.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-warm
 CLASS=yao-it-warm-slow
@@ -150,7 +152,8 @@ check "  and keeps the adopted ones" eq "$(kubectl -n $NS get pvc "$W2" "$W3" "$
 
 # --- without classes: --warm-workspaces for the flag defaults ------------------------------
 kill_controller TERM
-start_controller "$LOG" --namespace $NS --max-running 0 --workers 4 --warm-workspaces 2 --storage-class yao-test-slow --workspace-size 1Gi
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4 --warm-workspaces 2 --storage-class yao-test-slow --workspace-size 1Gi \
+    --metrics-addr 127.0.0.1:0
 SB_CLASS=""
 sandbox_yaml flag0 chat-f0 | kubectl -n $NS apply -f - >/dev/null
 check "--warm-workspaces 2: a namespace with a Sandbox of no class gets 2 Bound pool claims" eventually 30 eval '[ "$(pool_bound)" = 2 ]'
@@ -159,6 +162,21 @@ check "  without an owner (no class to go with)" eq "$(field pvc "$fp" .metadata
 check "  a second Sandbox of no class adopts one" timed_create flag1 chat-f1
 check "  status.workspaceClaim names it ($(claim_of flag1), create → pod ${T_POD} ms)" eval '[[ $(claim_of flag1) == yao-warm-* ]] && [ "$(owner_uid "$(claim_of flag1)")" = "$(field sandbox flag1 .metadata.uid)" ]'
 check "  the pool refills to 2" eventually 30 eval '[ "$(pool_bound)" = 2 ]'
+
+# --- the pool in /metrics: Bound claims, adoptions, misses ----------------------------------
+MPORT=$(sed -n 's/.*msg="serving probes and metrics".* port=\([0-9]*\).*/\1/p' "$LOG" | tail -n 1)
+wmetric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+check "metrics: the pool's 2 Bound claims, none pending" eventually 10 eval \
+    '[ "$(wmetric "yao_sandbox_warm_claims{state=\"bound\"}") $(wmetric "yao_sandbox_warm_claims{state=\"pending\"}")" = "2 0" ]'
+A0=$(wmetric yao_sandbox_warm_adoptions_total)
+M0=$(wmetric yao_sandbox_warm_misses_total)
+check "  flag1's adoption counted (adoptions ${A0:-none})" test "${A0:-0}" -ge 1
+for n in 2 3 4; do sandbox_yaml flag$n chat-f$n; done | kubectl -n $NS apply -f - >/dev/null
+check "three Sandboxes created at once for a pool of 2 all reach Running" eventually 30 eval \
+    'phase_is $NS flag2 Running && phase_is $NS flag3 Running && phase_is $NS flag4 Running'
+warm_of_three() { for n in 2 3 4; do claim_of flag$n; echo; done | grep -c '^yao-warm-'; }
+check "  two of them adopted pool claims, one made its own" eq "$(warm_of_three)" 2
+check "  metrics: 2 more adoptions and 1 more miss" eq "$(( $(wmetric yao_sandbox_warm_adoptions_total) - A0 )) $(( $(wmetric yao_sandbox_warm_misses_total) - M0 ))" "2 1"
 
 echo "create → pod:     cold claim ${COLD_POD} ms, warm claim ${WARM_POD} ms"
 echo "create → Running: cold claim ${COLD_RUN} ms, warm claim ${WARM_RUN} ms (yao-test-slow: 2 s per volume)"
