@@ -61,8 +61,8 @@ void kube_recorder_event(struct kube_recorder *r, const struct kube_object_ref *
 /* Wait until the queue is empty and nothing is being written, at most max_ms. 0, or -1
  * when events were still waiting at the deadline. */
 int kube_recorder_flush(struct kube_recorder *r, long max_ms);
-/* Stop the writer (its client is cancelled: an Event being written is abandoned within
- * ~20 ms), drop what still waits, free everything. Flush first to send it. */
+/* Stop the writer (its client is cancelled: an Event being written is abandoned at
+ * once), drop what still waits, free everything. Flush first to send it. */
 void kube_recorder_free(struct kube_recorder *r);
 void kube_recorder_stats(struct kube_recorder *r, struct kube_recorder_stats *out);
 

@@ -53,13 +53,16 @@ void kube_client_set_retries(struct kube_client *c, int attempts);
  * returned). */
 #define KUBE_DEFAULT_DEADLINE_MS 60000
 void kube_client_set_deadline(struct kube_client *c, long ms);
-/* The stop flag: from now on every request of c — those in flight (within about 20 ms,
- * also in a back-off or Retry-After wait) and every later one — returns at once: status
+/* The stop flag: from now on every request of c — those in flight (at once, also in a
+ * back-off or Retry-After wait) and every later one — returns at once: status
  * 0 with err ending in KUBE_CANCELLED_MSG, or the last answer when cancelled during a
  * wait. Irreversible; for shutdown. Thread-safe, cheap. */
 #define KUBE_CANCELLED_MSG "cancelled: the controller is stopping"
 void kube_client_cancel(struct kube_client *c);
 int kube_client_cancelled(struct kube_client *c);
+/* Wake every transfer of c in progress, so each looks at its stop flag now (a flag set
+ * without a wake is seen within about a second). Thread-safe. */
+void kube_client_wake(struct kube_client *c);
 
 /* Write fence, for leader election: fn(ud) returns how many milliseconds mutating requests
  * (every verb but GET) stay allowed; <= 0 refuses them at once, without a request (status 0,
@@ -131,8 +134,9 @@ struct curl_slist;
 int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl_slist **headers,
                              char *err, size_t errlen);
 /* Run the transfer set up on a curl easy handle (a watch: kube/watch.c) to its end, like
- * curl_easy_perform, but abandoned within ~20 ms once the client is cancelled or *stop
- * (may be NULL) is set: then CURLE_ABORTED_BY_CALLBACK. Returns the CURLcode. */
+ * curl_easy_perform, but abandoned at once when the client is cancelled, or when *stop
+ * (may be NULL) is set and kube_client_wake called (within about a second without the
+ * wake): then CURLE_ABORTED_BY_CALLBACK. Returns the CURLcode. */
 int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop);
 /* Count one request outcome for the metrics. */
 void kube_client_count(struct kube_client *c, const char *method, long status);

@@ -148,8 +148,9 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-    /* Not curl_easy_perform: its loop looks at the progress callback about once a second;
-     * this one sees stop (and the client's cancel) within ~20 ms. */
+    /* Not curl_easy_perform: its loop looks at the progress callback about once a second
+     * whatever happens; this one sees stop (with kube_client_wake) and the client's cancel
+     * at once. */
     CURLcode cc = (CURLcode)kube_client_perform(c, h, stop);
     if (cc == CURLE_ABORTED_BY_CALLBACK && !w.decided && !w.stalled && ((stop && *stop) || kube_client_cancelled(c))) {
         w.end = KUBE_WATCH_STOPPED;

@@ -26,7 +26,8 @@ enum kube_watch_end {
 typedef int (*kube_watch_fn)(void *ud, const char *type, cJSON *object, cJSON *event);
 
 /* Run one watch request on path (which must already carry watch=true and the
- * resourceVersion). Blocks until the stream ends; *stop is polled about once a second.
+ * resourceVersion). Blocks until the stream ends; *stop is seen at once when the setter
+ * then calls kube_client_wake(c), else within about a second.
  * stall_s: give up when no byte arrives for that long (0 = never); that failure's err
  * contains KUBE_WATCH_STALLED. */
 #define KUBE_WATCH_STALLED "stalled"

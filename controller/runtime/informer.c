@@ -559,6 +559,7 @@ int informer_start(struct informer *inf) {
 void informer_stop(struct informer *inf) {
     if (!inf->started) return;
     inf->stop = 1;
+    kube_client_wake(inf->client);   /* a watch in progress sees stop now */
     pthread_join(inf->thread, NULL);
     inf->started = 0;
 }

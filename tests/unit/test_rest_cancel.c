@@ -3,8 +3,9 @@
  * about 100 ms whether it waits for an answer (a 10 s stall), for a Retry-After of 30 s,
  * or in the client's own back-off; a cancelled client makes no request at all; the
  * client's deadline bounds a whole request, retries and waits included; a silent watch
- * ends within about 100 ms of its stop flag (curl's own loop took up to a second). The cancel comes
- * once the fake has seen the request(s), so only the cancel's own latency is measured. */
+ * ends within about 100 ms of its stop flag and kube_client_wake (curl's own loop took up
+ * to a second). The cancel comes once the fake has seen the request(s), so only the
+ * cancel's own latency is measured. */
 #include <pthread.h>
 
 #include "check.h"
@@ -178,6 +179,7 @@ TEST(stop_flag_ends_a_silent_watch) {
     fake_sleep_ms(300);
     long long t0 = clock_mono_ms();
     w.stop = 1;
+    kube_client_wake(w.c);
     pthread_join(t, NULL);
     long long after = w.ended_ms - t0;
     fprintf(stderr, "  silent watch returned %lld ms after its stop flag\n", after);
