@@ -40,6 +40,7 @@ machine's load (the 2 cores are shared).
 """
 import argparse
 import base64
+import collections
 import datetime
 import http.client
 import json
@@ -533,12 +534,14 @@ def peer_cmd(args, kubeconfig):
 # Ready tracking
 # --------------------------------------------------------------------------------------------
 class Tracker:
-    """A watch on one collection; ready[name] = monotonic time first seen ready."""
+    """A watch on one collection; ready[name] = monotonic time first seen ready. With state
+    (a function of an object), paths[name] = the distinct states it went through, in order:
+    each change a status write made."""
 
-    def __init__(self, api, path, is_ready, key=lambda o: o["metadata"]["name"]):
-        self.ready, self.live = {}, set()
+    def __init__(self, api, path, is_ready, key=lambda o: o["metadata"]["name"], state=None):
+        self.ready, self.live, self.paths = {}, set(), {}
         self.lock = threading.Condition()
-        self.is_ready, self.key = is_ready, key
+        self.is_ready, self.key, self.state = is_ready, key, state
         self.watch = bench.Watch(api, path, self.on_event)
 
     def on_event(self, t, typ, obj):
@@ -550,7 +553,17 @@ class Tracker:
                 self.live.add(k)
                 if k not in self.ready and self.is_ready(obj):
                     self.ready[k] = t
+                if self.state:
+                    seen, now = self.paths.setdefault(k, []), self.state(obj)
+                    if not seen or seen[-1] != now:
+                        seen.append(now)
             self.lock.notify_all()
+
+    def path_counts(self, top=6):
+        """The most common paths (states joined by " > ") and how many objects took each."""
+        with self.lock:
+            counts = collections.Counter(" > ".join(p) for p in self.paths.values())
+        return dict(counts.most_common(top))
 
     def start(self):
         self.watch.start()
@@ -577,6 +590,13 @@ class Tracker:
 
 def ours_ready(sb):
     return (sb.get("status") or {}).get("phase") == "Running" and bench.cond_true(sb, "Ready")
+
+
+def ours_state(sb):
+    """A Sandbox's phase and its Ready condition's reason: what a status write changes."""
+    st = sb.get("status") or {}
+    reason = next((c.get("reason") for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+    return f"{st.get('phase') or '-'}/{reason or '-'}"
 
 
 def create_all(api, args, path, names, body_of):
@@ -703,7 +723,7 @@ def run_ours(args, api, workdir, res):
         log(f"ours: baseline RSS {base['VmRSS']} KiB, PSS {base.get('Pss')} KiB")
 
         # ---- 2. N creates
-        tr = Tracker(api, path, ours_ready).start()
+        tr = Tracker(api, path, ours_ready, state=ours_state).start()
         cpu0, req0 = bench.proc_cpu_s(ctl.proc.pid), bench.flow_counts(api).get(FLOW_SCHEMA["ours"], 0.0)
         names = [f"sb-{i:05d}" for i in range(n)]
         load = PlaneLoad(args, api, ctl.proc.pid)
@@ -732,6 +752,7 @@ def run_ours(args, api, workdir, res):
         r["requests_per_sandbox"] = rnd((req1 - req0) / n, 3)
         r["writes_per_sandbox"] = rnd((writes_of(m1) - writes_of(m0)) / n, 3)
         r["writes_by_kind_per_sandbox"] = writes_by_kind(m0, m1, n)
+        r["status_paths"] = tr.path_counts()   # which Sandboxes got more status writes, and why
         r["reconciles_per_sandbox"] = rnd((m1.get("yao_sandbox_reconcile_total", 0)
                                            - m0.get("yao_sandbox_reconcile_total", 0)) / n, 2)
         r["rss_peak_kib"] = full["VmHWM"]
