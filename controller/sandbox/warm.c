@@ -349,12 +349,18 @@ static int pool_wants(struct sbx_controller *ctl, const char *ns, struct sbx_war
 /* A copy of the pool claims of ns (and, key set, of that pool only). */
 struct pool_copy { struct pool_entry *v; size_t n, cap; const char *ns, *key; int64_t now; int failed; };
 
+/* Put here by our own create and never shown by the watch within EXPECT_MS: not counted
+ * (the claim was most likely deleted before the watch caught up). */
+static int pool_entry_lapsed(const struct pool_entry *e, int64_t now) {
+    return e->expected_until_ms && e->expected_until_ms < now;
+}
+
 static int copy_pool_entry(void *ud, const char *k, void *value) {
     struct pool_copy *pc = ud;
     struct pool_entry *e = value;
     (void)k;
     if (strcmp(e->ns, pc->ns) != 0 || (pc->key && strcmp(e->key, pc->key) != 0)) return 0;
-    if (e->expected_until_ms && e->expected_until_ms < pc->now) return 0;   /* never shown by the watch */
+    if (pool_entry_lapsed(e, pc->now)) return 0;
     if (pc->n == pc->cap) {
         size_t cap = pc->cap ? pc->cap * 2 : 16;
         struct pool_entry *v = realloc(pc->v, cap * sizeof(*v));
@@ -469,20 +475,20 @@ static int is_wanted(struct sbx_warm *w, const char *ns, const char *key) {
     return 0;
 }
 
-struct claim_tally { unsigned bound, pending; };
+struct claim_tally { int64_t now; unsigned bound, pending; };
 
 static int tally_claim(void *ud, const char *key, void *value) {
     struct claim_tally *t = ud;
     const struct pool_entry *e = value;
     (void)key;
-    if (e->terminating) return 0;
+    if (e->terminating || pool_entry_lapsed(e, t->now)) return 0;
     if (e->bound) t->bound++;
     else t->pending++;
     return 0;
 }
 
 void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pending) {
-    struct claim_tally t = {0, 0};
+    struct claim_tally t = {kj_now_ms(), 0, 0};
     if (ctl->warm) {
         pthread_mutex_lock(&ctl->warm->lock);
         strmap_foreach(&ctl->warm->pool, tally_claim, &t);
