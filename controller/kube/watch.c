@@ -164,8 +164,11 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
         kube_client_refresh_credentials(c, status, cc == CURLE_PEER_FAILED_VERIFICATION);
     if (w.decided) {
         end = w.end;
+    } else if (w.stalled && status == 200) {
+        snprintf(err, errlen, "watch %s: quiet (no byte for %ld s)", path, stall_s);
+        end = KUBE_WATCH_QUIET;
     } else if (w.stalled) {
-        snprintf(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no byte for %ld s)", path, stall_s);
+        snprintf(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no answer for %ld s)", path, stall_s);
     } else if (cc != CURLE_OK) {
         snprintf(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
     } else if (status == 410) {

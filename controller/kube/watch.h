@@ -17,6 +17,9 @@ enum kube_watch_end {
     KUBE_WATCH_CLOSED = 0,   /* the server ended the stream cleanly: watch again from the last RV */
     KUBE_WATCH_EXPIRED = 1,  /* 410 Gone / Expired: relist */
     KUBE_WATCH_STOPPED = 2,  /* the callback or the stop flag asked to stop */
+    KUBE_WATCH_QUIET = 3,    /* answered, then no byte for stall_s: a quiet resource (the
+                              * server sends no bookmarks) or a dead connection; watch
+                              * again from the last RV (a dead one fails to reconnect) */
     KUBE_WATCH_FAILED = -1,  /* transport error, HTTP error, malformed stream: back off, retry */
 };
 
@@ -28,8 +31,8 @@ typedef int (*kube_watch_fn)(void *ud, const char *type, cJSON *object, cJSON *e
 /* Run one watch request on path (which must already carry watch=true and the
  * resourceVersion). Blocks until the stream ends; *stop is seen at once when the setter
  * then calls kube_client_wake(c), else within about a second.
- * stall_s: give up when no byte arrives for that long (0 = never); that failure's err
- * contains KUBE_WATCH_STALLED. */
+ * stall_s: give up when no byte arrives for that long (0 = never): KUBE_WATCH_QUIET once
+ * the server answered, else KUBE_WATCH_FAILED with KUBE_WATCH_STALLED in err. */
 #define KUBE_WATCH_STALLED "stalled"
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
                                void *ud, const volatile int *stop, long stall_s,

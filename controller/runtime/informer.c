@@ -510,7 +510,7 @@ static void *run(void *arg) {
         int64_t started = clock_mono_ms();
         /* Where bookmarks flow (about once a minute) silence for stall_s means a dead
          * connection, which TCP keepalive alone notices later; elsewhere a quiet watch is
-         * just re-opened from its RV (see informer.h). */
+         * just re-opened from its RV (see informer.h): either way, watch again. */
         enum kube_watch_end end = kube_watch(inf->client, path, on_event, inf, &inf->stop, inf->stall_s,
                                              err, sizeof(err));
         /* A watch that ends within a second without a single event did not work, however
@@ -532,6 +532,14 @@ static void *run(void *arg) {
             }
             break;
         case KUBE_WATCH_STOPPED:
+            break;
+        case KUBE_WATCH_QUIET:
+            /* Not an error: where no bookmarks come, a resource nobody changes is silent.
+             * Watch again at once from the same RV; a dead connection shows as a failed
+             * reconnect, which backs off. */
+            stat_inc(inf, &inf->stats.stalls);
+            failures = 0;
+            LOGD("msg=\"watch quiet; watching again\" path=%s silent_s=%d", inf->path, inf->stall_s);
             break;
         case KUBE_WATCH_FAILED: {
             stat_inc(inf, &inf->stats.errors);

@@ -11,6 +11,7 @@ export KUBECONFIG=$YAO_PLANE_DIR/kubeconfig
 
 PASSED=0
 FAILED=0
+FAILED_NAMES=()     # the names of the failed checks (repeated at the end)
 CLEANUPS=()
 CONTROLLER_LOGS=()   # logs of the controllers start_controller ran (shown when a check failed)
 
@@ -21,6 +22,7 @@ check() {
         PASSED=$((PASSED + 1)); echo "ok   $name"
     else
         FAILED=$((FAILED + 1)); echo "FAIL $name"
+        FAILED_NAMES+=("$name")
     fi
 }
 
@@ -59,6 +61,8 @@ finish() {
             echo "    --- last lines of ${CONTROLLER_LOGS[$i]}"
             tail -n 40 "${CONTROLLER_LOGS[$i]}" | cut -c1-400 | sed 's/^/    /'
         done
+        # ... and, last (CI shows the end of a long output), which checks failed.
+        [ ${#FAILED_NAMES[@]} = 0 ] || printf 'FAILED: %s\n' "${FAILED_NAMES[@]}"
     fi
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" = 0 ]

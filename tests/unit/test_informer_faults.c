@@ -56,16 +56,20 @@ struct run {
 
 /* Start an informer on namespace ns of the fake (page size 2), with filter (NULL: none).
  * 0 or -1. */
-static int run_start_filtered(struct run *r, const char *ns, informer_filter_fn filter) {
+static int run_start_with(struct run *r, const char *ns, informer_filter_fn filter, int stall_s) {
     memset(r, 0, sizeof(*r));
     pthread_mutex_init(&r->rec.lock, NULL);
     snprintf(r->path, sizeof r->path, "/api/v1/namespaces/%s/pods", ns);
     if (!up() || !(r->client = fake_client(&fake))) return -1;
     struct informer_options o = {.path = r->path, .on_change = on_change, .ud = &r->rec,
-                                 .page_size = 2, .filter = filter};
+                                 .page_size = 2, .filter = filter, .watch_stall_s = stall_s};
     r->inf = informer_new(r->client, &o);
     if (!r->inf || informer_start(r->inf) != 0) return -1;
     return 0;
+}
+
+static int run_start_filtered(struct run *r, const char *ns, informer_filter_fn filter) {
+    return run_start_with(r, ns, filter, 0);
 }
 
 static int run_start(struct run *r, const char *ns) { return run_start_filtered(r, ns, NULL); }
@@ -398,14 +402,51 @@ static enum kube_watch_end watch_once(const char *ns, struct watch_sink *w, cons
     return end;
 }
 
-TEST(watch_stall_gives_up) {
+/* Answered, then silent for the stall limit: quiet (watch again), not a failure. */
+TEST(watch_silent_after_its_answer_is_quiet) {
     struct watch_sink w = {0};
     char err[KUBE_ERR_MAX];
     long long took;
-    CHECK_INT(watch_once("wstall", &w, NULL, 1, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK_INT(watch_once("wstall", &w, NULL, 1, err, sizeof err, &took), KUBE_WATCH_QUIET);
     CHECK(took >= 900 && took < 5000);
-    CHECK(err[0] != '\0');
+    CHECK(strstr(err, "quiet") != NULL);
     CHECK_INT(w.calls, 0);
+}
+
+/* No answer at all within the stall limit: a failure (the informer backs off). */
+TEST(watch_never_answered_fails_as_stalled) {
+    struct watch_sink w = {0};
+    char err[KUBE_ERR_MAX];
+    long long took;
+    CHECK_INT(watch_once("wmute", &w, NULL, 1, err, sizeof err, &took), KUBE_WATCH_FAILED);
+    CHECK(took >= 900 && took < 2900);
+    CHECK(strstr(err, KUBE_WATCH_STALLED) != NULL);
+    CHECK_INT(w.calls, 0);
+}
+
+/* A resource nobody changes on a server that sends no bookmarks: each watch is silent
+ * for the stall limit and is opened again at once from the same RV, with no relist, no
+ * error and no backoff (a backoff that grows with each quiet watch would leave the next
+ * change unseen for up to 30 s). */
+TEST(quiet_watches_are_reopened_at_once) {
+    struct run r;
+    struct seen_requests q;
+    if (run_start_with(&r, "quiet", NULL, 1) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR((requests(&r, &q), q.watches >= 4), 8000);
+    struct informer_stats s = stats(&r);
+    run_stop(&r);
+    requests(&r, &q);
+    CHECK(q.watches >= 4);
+    CHECK(s.stalls >= 3);
+    CHECK_INT(s.errors, 0);
+    CHECK_INT(s.lists, 1);
+    CHECK_INT(q.lists, 1);
+    CHECK(!strncmp(q.watch_rvs, "4,4,4,4", 7));
+    for (int i = 0; i + 1 < q.watches && i + 1 < 8 && i < 3; i++) {
+        double gap = q.start[i + 1] - q.end[i];
+        if (gap >= 0.5) fprintf(stderr, "  watch %d: re-opened %.2f s after the quiet one\n", i + 2, gap);
+        CHECK(gap < 0.5);
+    }
 }
 
 static volatile int stop_flag;
