@@ -119,10 +119,12 @@ static void report_container(const struct sbx_observed *o, struct sbx_decision *
     else if (o->ctr.last.present) d->last_termination = o->ctr.last;
 }
 
-/* A pod that is not Ready and says why: the scheduler cannot place it, or its container
+/* A pod that is not Ready and says why: the scheduler cannot place it, its container
  * waits for a reason other than the normal ContainerCreating / PodInitializing (image
- * pull errors, CrashLoopBackOff, configuration errors). Sets the decision's status to
- * Creating with that reason and message and returns 1; 0 when there is nothing to say. */
+ * pull errors, CrashLoopBackOff, configuration errors), or its container ended and waits
+ * for the kubelet to restart it (OOMKilled, Error: until the kubelet's next sync says
+ * CrashLoopBackOff, which can take 10 s or more). Sets the decision's status to Creating
+ * with that reason and message and returns 1; 0 when there is nothing to say. */
 static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
     const char *reason = o->pod_unscheduled_reason, *msg = o->pod_unscheduled_message;
     int waiting = 0;
@@ -130,6 +132,14 @@ static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
         reason = o->ctr.waiting_reason;
         msg = o->ctr.waiting_message;
         waiting = 1;
+        const struct sbx_termination *t = &o->ctr.terminated;
+        if (!reason && t->present && valid_reason(t->reason)) {
+            char why[96];
+            snprintf(why, sizeof(why), " (exit code %d); the kubelet restarts it", t->exit_code);
+            say(d, "Creating", 0, t->reason, "the container ended: %s", t->reason);
+            append_message(d, why);
+            return 1;
+        }
         if (!valid_reason(reason) || !strcmp(reason, "ContainerCreating") || !strcmp(reason, "PodInitializing"))
             return 0;
     }

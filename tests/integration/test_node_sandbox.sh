@@ -113,6 +113,8 @@ check "an OOM-killed sandbox: status.lastTermination.reason=OOMKilled, restartCo
 echo "    hog: $(field hog '.status.conditions[?(@.type=="Ready")].reason'): $(field hog '.status.conditions[?(@.type=="Ready")].message')"
 check "  and its Ready condition is False with a machine-readable reason" eventually 30 sh -c \
     "kubectl -n $NS get sandbox hog -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}' | grep -Eq '^False/(OOMKilled|CrashLoopBackOff)$'"
+check "  between the kill and the restart its Ready reason is OOMKilled (not a bare PodNotReady)" eventually 90 sh -c \
+    "kubectl -n $NS get sandbox hog -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}/{.status.conditions[?(@.type==\"Ready\")].reason}' | grep -qx False/OOMKilled"
 kubectl -n $NS delete sandbox hog sized --wait=false >/dev/null
 
 # --- defects the real node showed ------------------------------------------------------------

@@ -277,6 +277,24 @@ TEST(image_pull_backoff_pod) {
     cJSON_Delete(pod);
 }
 
+/* Between an OOM kill and the kubelet's next sync (10 s or more on a busy node) the
+ * container is terminated, not yet waiting in CrashLoopBackOff: the reason is the kill. */
+TEST(oom_killed_container_before_its_restart) {
+    cJSON *pod = load_fixture("pod/oom-terminated.json");
+    if (!pod) return;
+    sbx_pod_shrink(pod);
+    struct sbx_decision d = decide_pod(pod, T0 + 4 * MIN);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_INT(d.ready, 0);
+    CHECK_STR(d.reason, "OOMKilled");
+    CHECK_STR(d.message, "the container ended: OOMKilled (exit code 137); the kubelet restarts it");
+    CHECK_INT(d.restart_count, 2);
+    CHECK_INT(d.last_termination.present, 1);
+    CHECK_STR(d.last_termination.reason, "OOMKilled");
+    CHECK_INT(d.actions, 0);
+    cJSON_Delete(pod);
+}
+
 TEST(oom_crashloop_pod) {
     cJSON *pod = load_fixture("pod/oom-crashloop.json");
     if (!pod) return;
