@@ -3,7 +3,8 @@
 # provisioned 2 s after its claim appears, claims side by side — checked first). A SandboxClass with spec.workspace.warmPool
 # size 3 keeps 3 Bound pool claims in its namespace; a new Sandbox of the class adopts
 # one (status.workspaceClaim names it, the claim is the Sandbox's, the pod mounts it) and
-# its pod is made well within the 2 s a cold claim takes; the pool refills. Two Sandboxes
+# its pod is made in the pass that adopts it, where a cold claim's pod waits passes for
+# its 2 s provisioning (from the controller's debug log); the pool refills. Two Sandboxes
 # created together adopt different claims. A controller killed right after an adoption
 # converges when started again (one claim per Sandbox, the pool back to 3, no orphans). A
 # fork clones the adopted claim. Deleting a Sandbox removes its adopted claim as any
@@ -60,9 +61,11 @@ t0=$(now_ms)
 kubectl -n $NS create -f "$BUILD_DIR/test-warm-claims.yaml" >/dev/null
 t1=$(now_ms)
 slow_bound() { kubectl -n $NS get pvc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c Bound; }
-check "yao-test-slow: 10 claims created together all Bound within 5 s (side by side, not 20 s)" eventually 5 eval '[ "$(slow_bound)" = 10 ]'
+# (margins for a loaded CI machine: kube-controller-manager binds one claim at a time)
+check "yao-test-slow: 10 claims created together all Bound within 12 s (side by side, not 20 s)" eventually 12 eval '[ "$(slow_bound)" = 10 ]'
 t2=$(now_ms)
-# each volume made 2 s after its claim (creationTimestamps have whole seconds: 1-4 s apart)
+# each volume made 2 s after its claim (creationTimestamps have whole seconds: 1-3 s apart
+# unloaded; one after another the last would be 20 s apart)
 pv_lag() {
     local c pv
     for c in $(kubectl -n $NS get pvc -o jsonpath='{.items[*].metadata.name}'); do
@@ -71,12 +74,19 @@ pv_lag() {
     done | sort -n | sed -n '1p;$p' | tr '\n' ' '
 }
 lag=$(pv_lag)
-check "  each volume 2 s after its claim (lag min/max: ${lag}s; created in $((t1 - t0)) ms, all Bound $((t2 - t0)) ms after the first)" eval "[ ${lag%% *} -ge 1 ] && [ $(echo $lag | awk '{print $2}') -le 4 ]"
+check "  each volume 2 s after its claim (lag min/max: ${lag}s; created in $((t1 - t0)) ms, all Bound $((t2 - t0)) ms after the first)" eval "[ ${lag%% *} -ge 1 ] && [ $(echo $lag | awk '{print $2}') -le 10 ]"
 kubectl -n $NS delete pvc --all --wait=true --timeout=30s >/dev/null
 
 class $CLASS yao-test-slow 3
 on_exit "kubectl delete sandboxclass $CLASS yao-it-warm-wffc --ignore-not-found --wait=false"
-start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4 --log-level debug
+# passes_before_pod NAME — how many passes the controller finished on Sandbox NAME before
+# the one that created its pod (0: the first pass made it); empty if it made none
+passes_before_pod() {
+    awk -v k="sandbox=$NS/$1" '
+        index($0, "msg=\"pod created\" " k " ") { print n + 0; exit }
+        index($0, "msg=\"reconciled\" " k " ") || index($0, "msg=\"reconcile failed\" " k " ") { n++ }' "$LOG"
+}
 
 # --- the pool fills; a cold claim first, for comparison --------------------------------
 check "the pool fills: 3 Bound claims labelled with the pool" eventually 30 eval '[ "$(pool_bound)" = 3 ]'
@@ -90,13 +100,17 @@ COLD_CLAIM=$(claim_of cold)
 check "  named after its pod, not from the pool" eq "$COLD_CLAIM" "$(pod_of cold | sed 's|^pod/||')-workspace"
 check "  not a pool claim, 2Gi" eq "$(field pvc "$COLD_CLAIM" '.metadata.labels.sandbox\.yaoapps\.com/warm-pool}|{.spec.resources.requests.storage')" "|2Gi"
 check "  its pod waited for the 2 s provisioning (create → pod ${COLD_POD} ms)" eval "[ $COLD_POD -ge 1500 ]"
+check "    over $(passes_before_pod cold) pass(es) before the one that made it" test "$(passes_before_pod cold)" -ge 1
 check "  the pool was not touched" eq "$(pool_bound)" 3
 
 # --- a warm start ------------------------------------------------------------------------
 check "a Sandbox of the class reaches Running" timed_create warm1 chat-1
 WARM_POD=$T_POD WARM_RUN=$T_RUN
 W1=$(claim_of warm1)
-check "  its pod was made well within the 2 s of a cold claim (create → pod ${WARM_POD} ms)" eval "[ $WARM_POD -lt 1200 ]"
+# (a bound on create → pod would measure the loaded machine's kubectl as much as the
+# controller: the log says whether anything was waited for)
+check "  its pod was made in the pass that adopted the claim: no wait (create → pod ${WARM_POD} ms)" \
+    eq "$(passes_before_pod warm1)" 0
 check "  status.workspaceClaim is a pool claim: $W1" contains "$W1" "yao-warm-"
 check "  the claim is the Sandbox's: its controller reference and labels" eq "$(owner_uid "$W1") $(field pvc "$W1" '.metadata.labels.sandbox\.yaoapps\.com/name}/{.metadata.labels.sandbox\.yaoapps\.com/warm-pool')" "$(field sandbox warm1 .metadata.uid) warm1/"
 check "  the class's reference is gone from it (deleting the class keeps it)" eq "$(field pvc "$W1" '.metadata.ownerReferences[*].kind')" "Sandbox"
