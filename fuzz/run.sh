@@ -119,6 +119,17 @@ for t in $targets; do
     cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
     corp=$(grep -o 'corp: [0-9]*/[0-9a-zA-Z]*' "$log" | tail -1)
     line="$t: ${execs:-?} execs, ${rate:-?} exec/s, ${cov:-cov: ?}, ${corp:-corp: ?}"
+    # A timeout is a wall-clock alarm: on a loaded CI machine a unit can be starved past it.
+    # Replay the input alone: one that ends within the limit was not a hang (said so, and
+    # kept in the artifacts); one that does not is a failure like any other.
+    unit=$(sed -n 's/.*Test unit written to \(.*timeout-[0-9a-f]*\)$/\1/p' "$log" | tail -1)
+    if [ $rc -ne 0 ] && grep -q 'SUMMARY: libFuzzer: timeout' "$log" && [ -f "$unit" ]; then
+        t0=$(date +%s%N)
+        if YAO_SOURCE_DIR=$src timeout 60 "$bin" -timeout=10 "$unit" >>"$log" 2>&1; then
+            line="$line; a timeout under load, not reproduced: the unit ran alone in $((($(date +%s%N) - t0) / 1000000)) ms ($unit)"
+            rc=0
+        fi
+    fi
     if [ $rc -eq 0 ]; then
         summary+=("ok   $line"); passed=$((passed + 1))
     else
