@@ -133,6 +133,15 @@ kill_controller() {
     return 0
 }
 
+# passes_before_pod NS NAME LOG — how many passes the controller (run with --log-level
+# debug) finished on Sandbox NS/NAME before the one that created its pod: 0 when its first
+# pass made it; empty when it made none.
+passes_before_pod() {
+    awk -v k="sandbox=$1/$2" '
+        index($0, "msg=\"pod created\" " k " ") { print n + 0; exit }
+        index($0, "msg=\"reconciled\" " k " ") || index($0, "msg=\"reconcile failed\" " k " ") { n++ }' "$3"
+}
+
 # explain_sandbox NS NAME LOG — what a failed check needs to be understood from CI output
 # alone: the Sandbox's status and annotations, its pod's status, and the controller's log
 # lines about it.

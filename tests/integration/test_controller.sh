@@ -206,18 +206,11 @@ bringup() { # class n -> median ms, on stdout the summary line
 WFFC_LINE=$(bringup yao-test-wffc 6); echo "    $WFFC_LINE"
 IMM_LINE=$(bringup yao-test 6); echo "    $IMM_LINE"
 median() { sed -n 's/.*median_ms=\([0-9]*\).*/\1/p' <<<"$1"; }
-# passes_before_pod NAME — passes finished on Sandbox NAME before the one that created its
-# pod (from the debug log; empty if no pod was created)
-passes_before_pod() {
-    awk -v k="sandbox=$NS/$1" '
-        index($0, "msg=\"pod created\" " k " ") { print n + 0; exit }
-        index($0, "msg=\"reconciled\" " k " ") || index($0, "msg=\"reconcile failed\" " k " ") { n++ }' "$LOG"
-}
 # Before: the pod waited the whole 3 s bind wait on WaitForFirstConsumer (median 4.0 s on
 # this plane); the scheduler's volume binder then polls once a second. Each pod is now made
 # in the pass that makes its claim (a bound in seconds would measure the loaded machine).
 check "create -> Running on a WaitForFirstConsumer class: each pod made with its claim, no bind wait" \
-    eq "$(for i in $(seq -f %02g 0 5); do passes_before_pod b-yao-test-wffc-$i; done | tr -d '\n')" 000000
+    eq "$(for i in $(seq -f %02g 0 5); do passes_before_pod $NS b-yao-test-wffc-$i "$LOG"; done | tr -d '\n')" 000000
 # On an Immediate class the pod waits for the claim's Bound event, not the 30 s bind wait.
 check "create -> Running on an Immediate class: median under 5 s (the claim's Bound event, not the 30 s wait)" \
     test "$(median "$IMM_LINE")" -lt 5000

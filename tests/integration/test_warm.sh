@@ -79,14 +79,7 @@ kubectl -n $NS delete pvc --all --wait=true --timeout=30s >/dev/null
 
 class $CLASS yao-test-slow 3
 on_exit "kubectl delete sandboxclass $CLASS yao-it-warm-wffc --ignore-not-found --wait=false"
-start_controller "$LOG" --namespace $NS --max-running 0 --workers 4 --log-level debug
-# passes_before_pod NAME — how many passes the controller finished on Sandbox NAME before
-# the one that created its pod (0: the first pass made it); empty if it made none
-passes_before_pod() {
-    awk -v k="sandbox=$NS/$1" '
-        index($0, "msg=\"pod created\" " k " ") { print n + 0; exit }
-        index($0, "msg=\"reconciled\" " k " ") || index($0, "msg=\"reconcile failed\" " k " ") { n++ }' "$LOG"
-}
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4 --log-level debug   # passes_before_pod reads its passes
 
 # --- the pool fills; a cold claim first, for comparison --------------------------------
 check "the pool fills: 3 Bound claims labelled with the pool" eventually 30 eval '[ "$(pool_bound)" = 3 ]'
@@ -100,7 +93,7 @@ COLD_CLAIM=$(claim_of cold)
 check "  named after its pod, not from the pool" eq "$COLD_CLAIM" "$(pod_of cold | sed 's|^pod/||')-workspace"
 check "  not a pool claim, 2Gi" eq "$(field pvc "$COLD_CLAIM" '.metadata.labels.sandbox\.yaoapps\.com/warm-pool}|{.spec.resources.requests.storage')" "|2Gi"
 check "  its pod waited for the 2 s provisioning (create → pod ${COLD_POD} ms)" eval "[ $COLD_POD -ge 1500 ]"
-check "    over $(passes_before_pod cold) pass(es) before the one that made it" test "$(passes_before_pod cold)" -ge 1
+check "    over $(passes_before_pod $NS cold "$LOG") pass(es) before the one that made it" test "$(passes_before_pod $NS cold "$LOG")" -ge 1
 check "  the pool was not touched" eq "$(pool_bound)" 3
 
 # --- a warm start ------------------------------------------------------------------------
@@ -110,7 +103,7 @@ W1=$(claim_of warm1)
 # (a bound on create → pod would measure the loaded machine's kubectl as much as the
 # controller: the log says whether anything was waited for)
 check "  its pod was made in the pass that adopted the claim: no wait (create → pod ${WARM_POD} ms)" \
-    eq "$(passes_before_pod warm1)" 0
+    eq "$(passes_before_pod $NS warm1 "$LOG")" 0
 check "  status.workspaceClaim is a pool claim: $W1" contains "$W1" "yao-warm-"
 check "  the claim is the Sandbox's: its controller reference and labels" eq "$(owner_uid "$W1") $(field pvc "$W1" '.metadata.labels.sandbox\.yaoapps\.com/name}/{.metadata.labels.sandbox\.yaoapps\.com/warm-pool')" "$(field sandbox warm1 .metadata.uid) warm1/"
 check "  the class's reference is gone from it (deleting the class keeps it)" eq "$(field pvc "$W1" '.metadata.ownerReferences[*].kind')" "Sandbox"
