@@ -346,7 +346,7 @@ int cmd_start(struct cli *c) {
     cJSON *sb;
     if (cluster_get(c, name, &sb)) return 1;
     cJSON_Delete(sb);
-    if (cluster_patch(c, name, 1, 0, 0)) return 1;
+    if (cluster_patch(c, name, 1, 0, 0, NULL)) return 1;
     if (c->a->wait) {
         if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
         printf("sandbox/%s running (pod %s)\n", name, kj_str(sb, "status.podName"));
@@ -361,7 +361,7 @@ int cmd_start(struct cli *c) {
 int cmd_stop(struct cli *c) {
     const char *name = c->a->pos[0];
     if (cluster_connect(c)) return 1;
-    if (cluster_patch(c, name, 0, 1, 0)) return 1;
+    if (cluster_patch(c, name, 0, 1, 0, NULL)) return 1;
     if (c->a->wait) {
         cJSON *sb;
         if (cluster_wait_for(c, name, CLUSTER_STOPPED, &sb)) return 1;
@@ -376,5 +376,5 @@ int cmd_stop(struct cli *c) {
 /* touch SANDBOX: last-used-at = now. */
 int cmd_touch(struct cli *c) {
     if (cluster_connect(c)) return 1;
-    return cluster_patch(c, c->a->pos[0], 1, -1, 0);
+    return cluster_patch(c, c->a->pos[0], 1, -1, 0, NULL);
 }

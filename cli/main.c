@@ -8,7 +8,8 @@
  * which splits global flags from the command word and runs the command. The rest of cli/:
  * args.c (parsing, errors), output.c, cluster.c (the Sandbox through the API server),
  * session.c (a command in the sandbox), cmd_exec.c, cmd_sandbox.c, cmd_files.c, cmd_cp.c,
- * and files.c (the pure tar, listing and exec helpers). Exit codes: see cli.h. */
+ * files.c (the pure tar, listing and exec helpers) and keepalive.c (how often a session
+ * marks the sandbox used). Exit codes: see cli.h. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,9 @@ static const struct command commands[] = {
      "Run a command in the sandbox's container and exit with its exit code. A stopped,\n"
      "stopping, paused or pending sandbox is started first (spec.paused cleared, waiting up\n"
      "to --start-timeout for phase Running). The sandbox is marked used as the command\n"
-     "starts and every third of its idleTimeout (1s to 60s) while it runs, never after.\n"
+     "starts and, while it runs (never after), every third of the shorter of its\n"
+     "effective idle timeout and reclaim window (status.idleTimeout, status.reclaimAfter;\n"
+     "spec.idleTimeout from an older controller), 1s to 60s.\n"
      "Arguments reach the command exactly as given (no shell in between).\n"
      "\n"
      "Exit code: the command's; 75 when the sandbox was stopped, paused, deleted or\n"
