@@ -64,6 +64,8 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_TTY: a->tty = 1; break;
     case O_WORKDIR: a->workdir = val; break;
     case O_ENV: a->env[a->nenv++] = val; break;
+    case O_AS: a->as = val; break;
+    case O_AS_GROUP: a->as_groups[a->nas_groups++] = val; break;
     case O_TIMEOUT: a->timeout = val; break;
     case O_OUTPUT: a->output = val; break;
     case O_USER: a->user = val; break;

@@ -24,7 +24,7 @@ enum opt_id {
     O_HELP = 1, O_VERSION, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_ROOT, O_START_TIMEOUT,
     O_STDIN, O_TTY, O_WORKDIR, O_ENV, O_TIMEOUT, O_OUTPUT, O_USER, O_PHASE, O_LIFECYCLE,
     O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG, O_CHAT, O_IMAGE, O_IDLE_TIMEOUT,
-    O_ADDRESS,
+    O_ADDRESS, O_AS, O_AS_GROUP,
 };
 
 struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
@@ -32,7 +32,8 @@ struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
 #define GLOBAL_OPTS                                                      \
     {"help", 'h', 0, O_HELP}, {"kubeconfig", 0, 1, O_KUBECONFIG},       \
     {"context", 0, 1, O_CONTEXT}, {"namespace", 'n', 1, O_NAMESPACE},  \
-    {"root", 0, 1, O_ROOT}, {"start-timeout", 0, 1, O_START_TIMEOUT}
+    {"root", 0, 1, O_ROOT}, {"start-timeout", 0, 1, O_START_TIMEOUT},   \
+    {"as", 0, 1, O_AS}, {"as-group", 0, 1, O_AS_GROUP}
 
 
 struct args {
@@ -42,6 +43,9 @@ struct args {
     const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout, *address;
     const char **env;
     size_t nenv;
+    const char *as;            /* --as: impersonate this user */
+    const char **as_groups;    /* --as-group, repeatable */
+    size_t nas_groups;
     const char **pos;          /* positionals */
     size_t npos;
     const char *const *cmdv;   /* exec: the command */

@@ -39,6 +39,11 @@ int cluster_connect(struct cli *c) {
     int rc = a->context ? kube_config_load(a->kubeconfig, a->context, &cfg, err, sizeof(err))
                         : kube_config_auto(a->kubeconfig, &cfg, err, sizeof(err));
     if (rc < 0) return cli_fail("%s", err);
+    if ((a->as || a->nas_groups) &&
+        kube_config_set_impersonation(&cfg, a->as, a->as_groups, a->nas_groups, err, sizeof(err)) < 0) {
+        kube_config_free(&cfg);
+        return cli_usage_error("%s", err);
+    }
     const char *ns = a->namespace_ ? a->namespace_ : cfg.namespace_ && cfg.namespace_[0] ? cfg.namespace_ : "default";
     snprintf(c->ns, sizeof(c->ns), "%s", ns);
     c->kc = kube_client_new(&cfg, PROG "/" YAO_VERSION, err, sizeof(err));

@@ -36,7 +36,16 @@ static const char global_help[] =
     "                       Sandbox's spec.workspace.mountPath, /workspace); absolute paths are\n"
     "                       used as given\n"
     "  --start-timeout DUR  how long to wait for a stopped sandbox to run (default 120s)\n"
-    "  -h, --help           show help\n";
+    "  --as USER            impersonate USER (Impersonate-User; replaces the kubeconfig's as)\n"
+    "  --as-group GROUP     impersonate a group too (repeatable; needs --as)\n"
+    "  -h, --help           show help\n"
+    "\n"
+    "Kubeconfig: token, tokenFile, client certificates, basic auth, exec credential plugins\n"
+    "(client.authentication.k8s.io/v1 and v1beta1, as kubectl runs them: the credential is kept\n"
+    "until its expirationTimestamp and the plugin runs again after a 401), impersonation (as,\n"
+    "as-uid, as-groups, as-user-extra), and proxies: the cluster's proxy-url, else HTTPS_PROXY /\n"
+    "HTTP_PROXY with NO_PROXY (not for localhost or loopback addresses), for every request,\n"
+    "exec and port-forward (HTTP CONNECT; http:// proxies only).\n";
 
 static const char main_help[] =
     "Usage: " PROG " [global flags] COMMAND [flags] [args]\n"
@@ -276,10 +285,11 @@ int main(int argc, char **argv) {
     char **rest = calloc((size_t)argc, sizeof(char *));
     const char **pos = calloc((size_t)argc, sizeof(char *));
     const char **env = calloc((size_t)argc, sizeof(char *));
-    if (!rest || !pos || !env) return cli_fail("out of memory");
+    const char **groups = calloc((size_t)argc, sizeof(char *));
+    if (!rest || !pos || !env || !groups) return cli_fail("out of memory");
     int nrest = 0;
     for (int i = 1; i < argc; i++) if (i != ci) rest[nrest++] = argv[i];
-    struct args a = {.cmd = cmd->name, .pos = pos, .env = env};
+    struct args a = {.cmd = cmd->name, .pos = pos, .env = env, .as_groups = groups};
     int rc = cli_parse_args(nrest, rest, cmd, &a);
     if (rc == 0 && a.help) {
         fputs(cmd->usage, stdout);
@@ -311,5 +321,6 @@ out:
     free(rest);
     free(pos);
     free(env);
+    free(groups);
     return rc;
 }
