@@ -82,16 +82,9 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
                           const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
     const char *ns = kj_str(obj, "metadata.namespace"), *obj_uid = kj_str(obj, "metadata.uid");
-    const char *owner = NULL, *owner_uid = NULL;
-    const cJSON *r;
     /* The name label may be sanitised; the controller ownerReference has the exact name. */
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) {
-            owner = kj_str(r, "name");
-            owner_uid = kj_str(r, "uid");
-        }
-    }
+    const cJSON *r = sbx_sandbox_controller_ref(obj);
+    const char *owner = kj_str(r, "name"), *owner_uid = kj_str(r, "uid");
     if (owner_uid && obj_uid) sbx_records_observed(&ctl->records, owner_uid, kind_of, obj_uid);
     if (ns && owner) {
         char skey[512];
@@ -737,15 +730,9 @@ out:
  * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
  * owner is gone for sure. */
 static int predecessor_owned(const cJSON *obj, const char *sandbox, const char *uid) {
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        if (!kj_bool(r, "controller", 0)) continue;
-        const char *api = kj_str(r, "apiVersion"), *kind = kj_str(r, "kind");
-        const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
-        return api && !strncmp(api, SBX_GROUP "/", strlen(SBX_GROUP "/")) && kind && !strcmp(kind, "Sandbox") &&
-               rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
-    }
-    return 0;
+    const cJSON *r = sbx_sandbox_controller_ref(obj);
+    const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
+    return rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
 }
 
 /* Timestamp at path, or 0. */

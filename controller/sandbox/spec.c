@@ -954,6 +954,21 @@ void sbx_spec_free(struct sbx_spec *s) {
 
 /* ---- public: builders --------------------------------------------------------------- */
 
+const cJSON *sbx_sandbox_controller_ref(const cJSON *obj) {
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(md, "ownerReferences")) {
+        const cJSON *ctl = cJSON_GetObjectItemCaseSensitive(r, "controller");
+        if (!cJSON_IsTrue(ctl)) continue;
+        const cJSON *api = cJSON_GetObjectItemCaseSensitive(r, "apiVersion");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "kind");
+        int ours = cJSON_IsString(api) && !strncmp(api->valuestring, SBX_GROUP "/", strlen(SBX_GROUP "/")) &&
+                   cJSON_IsString(kind) && !strcmp(kind->valuestring, SBX_KIND);
+        return ours ? r : NULL;   /* one controller at most */
+    }
+    return NULL;
+}
+
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen) {
     if (outlen) snprintf(out, outlen, "%s%s", pod_name, SBX_CLAIM_SUFFIX);
 }

@@ -213,6 +213,11 @@ struct sbx_owner {
     const struct sbx_shard_labels *shard;
 };
 
+/* The controller ownerReference of obj when it names a Sandbox of this API group
+ * (apiVersion sandbox.yaoapps.com/..., kind Sandbox, controller: true), else NULL. A
+ * Sandbox kind of another group (another product's CRD) is not ours. */
+const cJSON *sbx_sandbox_controller_ref(const cJSON *obj);
+
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
  * (a longer pod name or a smaller out truncates). */
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen);

@@ -96,12 +96,7 @@ static void queue_pools(struct sbx_controller *ctl, const char *ns) {
 
 /* The uid of obj's controller reference if it is a Sandbox, else NULL. */
 static const char *sandbox_owner_uid(const cJSON *obj) {
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) return kj_str(r, "uid");
-    }
-    return NULL;
+    return kj_str(sbx_sandbox_controller_ref(obj), "uid");
 }
 
 /* Is obj an unadopted pool claim? Its pool key, or NULL. */

@@ -1776,3 +1776,30 @@ TEST(pod_records_its_class_and_a_fork_its_cloned_size) {
     sbx_spec_free(&s);
     cJSON_Delete(sb);
 }
+
+TEST(only_a_sandbox_of_this_group_is_an_owner) {
+    static const struct { const char *refs; int ours; } cases[] = {
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 1},
+        /* another product's Sandbox kind */
+        {"[{\"apiVersion\":\"agents.x-k8s.io/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com.evil/v1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        /* not the controller */
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\"}]", 0},
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        {"[]", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"metadata\":{\"ownerReferences\":%s}}", cases[i].refs);
+        cJSON *o = cJSON_Parse(text);
+        const cJSON *r = sbx_sandbox_controller_ref(o);
+        CHECK_INT(r != NULL, cases[i].ours);
+        if (r) CHECK_STR(kj_str(r, "uid"), "u");
+        cJSON_Delete(o);
+    }
+    CHECK(sbx_sandbox_controller_ref(NULL) == NULL);
+}
