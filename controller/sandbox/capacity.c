@@ -14,16 +14,8 @@
  * terminating); else NULL. Whether that Sandbox is really in the cache is admission.c's
  * to know: a pod naming anything else holds nothing. */
 static const char *slot_owner(const cJSON *pod) {
-    const cJSON *r;
     if (!pod || kj_str(pod, "metadata.deletionTimestamp")) return NULL;
-    cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
-        if (!kj_bool(r, "controller", 0)) continue;
-        const char *api = kj_str(r, "apiVersion"), *kind = kj_str(r, "kind");
-        if (api && !strncmp(api, SBX_GROUP "/", strlen(SBX_GROUP "/")) && kind && !strcmp(kind, SBX_KIND))
-            return kj_str(r, "uid");
-        return NULL;   /* one controller at most */
-    }
-    return NULL;
+    return kj_str(sbx_sandbox_controller_ref(pod), "uid");
 }
 
 static void queue_key(void *ud, const char *key) {

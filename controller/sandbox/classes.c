@@ -1,6 +1,8 @@
-/* sandbox/classes.c — the SandboxClass informer and the choice of a Sandbox's class:
- * spec.className, else the class marked default (SBX_ANN_DEFAULT_CLASS), else none (the
- * controller's flags alone). A class change is level-triggered: every Sandbox of that class
+/* sandbox/classes.c — the SandboxClass and Namespace informers and the choice of a
+ * Sandbox's class: spec.className, else its Namespace's default (the label
+ * SBX_LABEL_NAMESPACE_CLASS), else the class marked default (SBX_ANN_DEFAULT_CLASS), else
+ * none (the controller's flags alone); then whether its namespace may use that class
+ * (spec.allowedNamespaces). A Namespace whose labels change queues its Sandboxes. A class change is level-triggered: every Sandbox of that class
  * (and, when the default mark is involved, every Sandbox without spec.className) is
  * queued again, and its next pass resolves the new effective spec (a pod whose template
  * changed is replaced as for any spec change).
@@ -15,6 +17,34 @@
 #include "kube/kjson.h"
 #include "runtime/log.h"
 #include "sandbox/sandboxclass.h"
+
+/* Namespaces are cached with their name and labels only. */
+static void shrink_namespace(cJSON *ns) {
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(ns, "metadata");
+    static const char *const drop[] = {"managedFields", "annotations", "finalizers", "ownerReferences"};
+    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) cJSON_DeleteItemFromObjectCaseSensitive(md, drop[i]);
+    cJSON_DeleteItemFromObjectCaseSensitive(ns, "spec");
+    cJSON_DeleteItemFromObjectCaseSensitive(ns, "status");
+}
+
+struct ns_requeue { struct sbx_controller *ctl; const char *ns; size_t nslen; };
+
+static int requeue_of_namespace(void *ud, const char *key, const cJSON *sb) {
+    struct ns_requeue *r = ud;
+    (void)sb;
+    if (!strncmp(key, r->ns, r->nslen) && key[r->nslen] == '/') queue_add(r->ctl->queue, key);
+    return 0;
+}
+
+/* A Namespace changed: when its labels did (the classes it may use, its default class),
+ * its Sandboxes are queued. */
+static void on_namespace(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    const cJSON *a = kj_path(old, "metadata.labels"), *b = kj_path(cur, "metadata.labels");
+    if (old && cur && ((!a && !b) || (a && b && cJSON_Compare(a, b, 1)))) return;
+    struct ns_requeue r = {ctl, key, strlen(key)};
+    informer_foreach(ctl->sandboxes, requeue_of_namespace, &r);
+}
 
 struct class_requeue { struct sbx_controller *ctl; const char *name; int defaults; };
 
@@ -39,7 +69,10 @@ int sbx_classes_init(struct sbx_controller *ctl) {
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_CLASS_PLURAL);
     struct informer_options io = {.path = path, .on_change = on_class, .ud = ctl};
     ctl->sandbox_classes = informer_new(ctl->client, &io);
-    return ctl->sandbox_classes ? 0 : -1;
+    io = (struct informer_options){.path = "/api/v1/namespaces", .on_change = on_namespace, .ud = ctl,
+                                   .transform = shrink_namespace};
+    ctl->namespaces = informer_new(ctl->client, &io);
+    return ctl->sandbox_classes && ctl->namespaces ? 0 : -1;
 }
 
 int sbx_classes_start(struct sbx_controller *ctl) {
@@ -50,6 +83,16 @@ int sbx_classes_start(struct sbx_controller *ctl) {
      * restarting) starts the informer anyway and the controller waits for its cache:
      * a transient error must not let Sandboxes through without their class's limits. */
     ctl->sandbox_classes_on = !(st == 401 || st == 403 || st == 404);
+    /* Namespaces (their labels: class scopes, a namespace's default class): a namespaced
+     * install's Role cannot grant the cluster-scoped read. Without it a class limited to
+     * some namespaces refuses every Sandbox, and namespace default classes are not seen. */
+    st = kube_get(ctl->client, "/api/v1/namespaces?limit=1", NULL, perr, sizeof(perr));
+    ctl->namespaces_on = ctl->sandbox_classes_on && !(st == 401 || st == 403);
+    if (ctl->sandbox_classes_on && !ctl->namespaces_on)
+        LOGW("msg=\"Namespaces are not readable (no RBAC for the cluster-scoped namespaces read): a SandboxClass "
+             "with spec.allowedNamespaces refuses every Sandbox, and the label %s on Namespaces is not seen\" "
+             "status=%ld", SBX_LABEL_NAMESPACE_CLASS, st);
+    if (ctl->namespaces_on && informer_start(ctl->namespaces) < 0) return -1;
     if (!ctl->sandbox_classes_on) {
         LOGW("msg=\"SandboxClasses are not readable (CRD not installed, or no RBAC for the cluster-scoped read): "
              "every Sandbox gets the controller's flag defaults; one naming a class is InvalidSpec; restart the "
@@ -60,7 +103,8 @@ int sbx_classes_start(struct sbx_controller *ctl) {
 }
 
 int sbx_classes_synced(struct sbx_controller *ctl) {
-    return !ctl->sandbox_classes_on || informer_synced(ctl->sandbox_classes);
+    return !ctl->sandbox_classes_on ||
+           (informer_synced(ctl->sandbox_classes) && (!ctl->namespaces_on || informer_synced(ctl->namespaces)));
 }
 
 struct default_pick { char name[256]; char created[64]; int n; };
@@ -82,10 +126,12 @@ static int pick_default(void *ud, const char *key, const cJSON *obj) {
 }
 
 int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
-                  char *why, size_t whylen) {
-    const char *name = kj_str(sb, "spec.className");
+                  const char **reason, char *why, size_t whylen) {
+    const char *name = kj_str(sb, "spec.className"), *ns = kj_str(sb, "metadata.namespace");
     struct default_pick p = {.n = 0};
+    char ns_default[256] = "";
     *found = 0;
+    *reason = SBX_REASON_INVALID;
     if (name && !*name) name = NULL;
     if (!ctl->sandbox_classes_on) {
         if (!name) return 0;
@@ -93,18 +139,36 @@ int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class 
                  "SandboxClasses (CRD not installed, or no RBAC)", name);
         return -1;
     }
+    cJSON *nsobj = ctl->namespaces_on && ns ? informer_get(ctl->namespaces, ns) : NULL;
+    const cJSON *labels = kj_path(nsobj, "metadata.labels");
+    if (!name) {
+        /* The namespace's own default first (set by whoever may label Namespaces). */
+        const char *v = kj_map_get(nsobj, "metadata.labels", SBX_LABEL_NAMESPACE_CLASS);
+        if (v && *v) {
+            snprintf(ns_default, sizeof(ns_default), "%s", v);
+            name = ns_default;
+        }
+    }
     if (!name) {
         informer_foreach(ctl->sandbox_classes, pick_default, &p);
-        if (!p.n) return 0;   /* no default class: the flag defaults */
+        if (!p.n) { cJSON_Delete(nsobj); return 0; }   /* no default class: the flag defaults */
         name = p.name;
     }
     cJSON *obj = informer_get(ctl->sandbox_classes, name);
+    int rc = -1;
     if (!obj) {
-        snprintf(why, whylen, "spec.className: SandboxClass \"%.253s\" not found", name);
-        return -1;
+        snprintf(why, whylen, "%s: SandboxClass \"%.253s\" not found", ns_default[0] ? "the namespace's "
+                 SBX_LABEL_NAMESPACE_CLASS " label" : "spec.className", name);
+    } else if (sbx_class_parse(obj, out, why, whylen) == 0) {
+        if (sbx_class_allows_namespace(out, ns, labels, ctl->namespaces_on, why, whylen)) {
+            *found = 1;
+            rc = 0;
+        } else {
+            *reason = SBX_REASON_CLASS_NOT_ALLOWED;
+            sbx_class_free(out);
+        }
     }
-    int rc = sbx_class_parse(obj, out, why, whylen);
     cJSON_Delete(obj);
-    if (rc == 0) *found = 1;
+    cJSON_Delete(nsobj);
     return rc;
 }

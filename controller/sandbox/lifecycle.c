@@ -241,20 +241,22 @@ static void workspace(const struct sbx_spec *s, const struct sbx_observed *o, st
     if (o->pvc != SBX_OBJ_PRESENT || o->claim_request_bytes <= 0 || (d->actions & SBX_ACT_DELETE_PVC) ||
         (s->lifecycle == SBX_ONE_SHOT && o->run_finished))
         return;
-    if (qty_format_memory(s->workspace_bytes, want, sizeof(want)) ||
+    /* A fork asked smaller than its source took the source's size: that is its size. */
+    int64_t wanted = s->workspace_bytes > o->claim_cloned_bytes ? s->workspace_bytes : o->claim_cloned_bytes;
+    if (qty_format_memory(wanted, want, sizeof(want)) ||
         qty_format_memory(o->claim_request_bytes, have, sizeof(have)))
         return;
-    if (s->workspace_bytes < o->claim_request_bytes) {
+    if (wanted < o->claim_request_bytes) {
         d->workspace_reason = SBX_WS_SHRINK_REFUSED;
         snprintf(d->workspace_message, sizeof(d->workspace_message),
                  "spec.workspace.size %s is below the claim's %s: a volume cannot shrink; the workspace stays %s",
                  want, have, have);
-    } else if (s->workspace_bytes > o->claim_request_bytes && o->claim_expandable) {
+    } else if (wanted > o->claim_request_bytes && o->claim_expandable) {
         d->actions |= SBX_ACT_EXPAND_PVC;
         d->workspace_reason = SBX_WS_RESIZING;
         snprintf(d->workspace_message, sizeof(d->workspace_message),
                  "expanding the workspace claim from %s to %s", have, want);
-    } else if (s->workspace_bytes > o->claim_request_bytes) {
+    } else if (wanted > o->claim_request_bytes) {
         d->workspace_reason = SBX_WS_NOT_EXPANDABLE;
         snprintf(d->workspace_message, sizeof(d->workspace_message),
                  "spec.workspace.size %s: the claim's StorageClass does not allow volume expansion "
@@ -270,6 +272,11 @@ static void workspace(const struct sbx_spec *s, const struct sbx_observed *o, st
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
     decide(s, o, d);
     d->lifecycle = sbx_lifecycle_name(s->lifecycle);
+    d->class_name = s->class_name;
+    if (s->lifecycle == SBX_SESSION || s->lifecycle == SBX_LONG_RUNNING) {
+        d->idle_timeout_ms = s->idle_timeout_ms;
+        d->reclaim_after_ms = s->reclaim_after_ms;
+    }
     if (o->pod != SBX_OBJ_FOREIGN && o->pvc != SBX_OBJ_FOREIGN) workspace(s, o, d);
     int matches = o->pod == SBX_OBJ_PRESENT ? !o->pod_template_outdated && !(d->actions & SBX_ACT_DELETE_POD)
                                             : !d->wants_pod && o->pod == SBX_OBJ_ABSENT;
@@ -479,5 +486,6 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         int64_t elapsed = o->now_ms - last_used;
         int64_t left = elapsed < 0 && limit > INT64_MAX + elapsed ? INT64_MAX : limit - elapsed;
         d->requeue_after_ms = left > 0 ? left : 1;
+        d->idle_at_ms = last_used > INT64_MAX - limit ? 0 : last_used + limit;
     }
 }

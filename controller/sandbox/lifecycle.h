@@ -73,6 +73,7 @@ struct sbx_observed {
      * for the claim to be Bound, SBX_BIND_WAIT_KNOWN_MS), UNKNOWN (SBX_BIND_WAIT_MS). */
     enum sbx_binding claim_binding;
     int64_t claim_request_bytes;     /* the claim's spec.resources.requests.storage (0 = unknown) */
+    int64_t claim_cloned_bytes;      /* a fork's claim: the size it was cloned at (0 = not a fork) */
     int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
     int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */
     /* spec.workspace.from, while there is no claim: why the source's claim cannot be
@@ -150,6 +151,10 @@ enum sbx_action {
  * its claim cannot be cloned into the claim the spec asks for (another StorageClass). */
 #define SBX_REASON_WS_SOURCE_NOT_FOUND "WorkspaceSourceNotFound"
 #define SBX_REASON_WS_SOURCE_INCOMPATIBLE "WorkspaceSourceIncompatible"
+/* spec.workspace.from names another user's Sandbox (spec.userID differs) and the class
+ * does not allow forks across users (spec.workspace.allowForksAcrossUsers): InvalidSpec,
+ * no claim. */
+#define SBX_REASON_WS_SOURCE_FORBIDDEN "WorkspaceSourceForbidden"
 
 /* The Ready condition's message, at most this many bytes (cut on a UTF-8 boundary). */
 #define SBX_MESSAGE_MAX 1024
@@ -189,6 +194,18 @@ struct sbx_decision {
      * message; NULL when there is nothing to say (the condition is then removed). */
     const char *workspace_reason;
     char workspace_message[256];
+    /* The effective idle policy, as status publishes it for clients that keep the sandbox
+     * in use (0 = omitted): status.idleTimeout (session and long-running: the spec's, else
+     * the class's, else the controller's), status.reclaimAfter (the class's reclaim
+     * window, for session and long-running), status.idleAt (when the sandbox becomes idle:
+     * the last use plus its idle limit, while the idle clock runs and a pod is wanted). */
+    int64_t idle_timeout_ms, reclaim_after_ms, idle_at_ms;
+    const char *class_name;        /* status.className: the SandboxClass applied (NULL = none) */
+    /* The Accepted condition (status False) when the spec as it is now cannot be applied:
+     * its reason (SBX_REASON_INVALID or a more precise one) and message; NULL = accepted
+     * (the condition is then removed). Set by the reconciler, not by lifecycle_decide. */
+    const char *invalid_reason;
+    char invalid_message[SBX_MESSAGE_MAX];
 };
 
 /* The idle limit of a lifecycle: idleTimeout (session), ×24 (long-running), none

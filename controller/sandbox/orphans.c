@@ -31,16 +31,14 @@ static int find_orphans(void *ud, const char *key, const cJSON *obj) {
      * relabelled): its absence here says nothing. */
     const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
     if (o->shard_key[0] > 1 && user && sbx_shard_of(ns, user, o->shard_key[0]) != o->shard_key[1]) return 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind"), *name = kj_str(r, "name");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND) && name && !strcmp(name, o->owner) &&
-            o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
-            snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
-            snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
-                     kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
-            o->n++;
-        }
+    /* Controlled by a Sandbox of this API group of that name (another group's Sandbox kind
+     * is not ours to sweep). */
+    const char *name = kj_str(sbx_sandbox_controller_ref(obj), "name");
+    if (name && !strcmp(name, o->owner) && o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
+        snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
+        snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
+                 kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
+        o->n++;
     }
     return o->n >= 8;
 }

@@ -245,3 +245,31 @@ int qty_format_cpu(int64_t millicores, char *out, size_t outlen) {
     }
     return 0;
 }
+
+int qty_format_duration(int64_t ms, char *out, size_t outlen) {
+    static const struct { int64_t ms; const char *unit; } parts[] = {
+        {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"},
+    };
+    size_t o = 0;
+
+    if (!out || outlen == 0) return -1;
+    out[0] = '\0';
+    if (ms < 0) return -1;
+    if (ms == 0) {
+        if (outlen < 2) return -1;
+        memcpy(out, "0", 2);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        int64_t n = ms / parts[i].ms;
+        if (!n) continue;
+        ms -= n * parts[i].ms;
+        int w = snprintf(out + o, outlen - o, "%" PRId64 "%s", n, parts[i].unit);
+        if (w < 0 || (size_t)w >= outlen - o) {
+            out[0] = '\0';
+            return -1;
+        }
+        o += (size_t)w;
+    }
+    return 0;
+}

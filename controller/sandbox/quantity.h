@@ -34,5 +34,10 @@ int qty_parse_duration(const char *s, int64_t *ms);
  * Return 0, or -1 (out = "") if out is too small or the value is negative. */
 int qty_format_memory(int64_t bytes, char *out, size_t outlen);
 int qty_format_cpu(int64_t millicores, char *out, size_t outlen);
+/* A duration in the grammar qty_parse_duration reads back to the same value: whole hours,
+ * minutes, seconds and milliseconds, largest first, zero parts left out ("2h", "30m",
+ * "1h30m", "90s" is "1m30s", "1500ms" is "1s500ms"; 0 is "0"). 0, or -1 (out = "") if out is
+ * too small or ms is negative. */
+int qty_format_duration(int64_t ms, char *out, size_t outlen);
 
 #endif

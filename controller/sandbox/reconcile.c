@@ -82,16 +82,9 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
                           const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
     const char *ns = kj_str(obj, "metadata.namespace"), *obj_uid = kj_str(obj, "metadata.uid");
-    const char *owner = NULL, *owner_uid = NULL;
-    const cJSON *r;
     /* The name label may be sanitised; the controller ownerReference has the exact name. */
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) {
-            owner = kj_str(r, "name");
-            owner_uid = kj_str(r, "uid");
-        }
-    }
+    const cJSON *r = sbx_sandbox_controller_ref(obj);
+    const char *owner = kj_str(r, "name"), *owner_uid = kj_str(r, "uid");
     if (owner_uid && obj_uid) sbx_records_observed(&ctl->records, owner_uid, kind_of, obj_uid);
     if (ns && owner) {
         char skey[512];
@@ -495,6 +488,7 @@ void sbx_controller_stop(struct sbx_controller *ctl) {
     if (ctl->netpols) informer_stop(ctl->netpols);
     if (ctl->classes) informer_stop(ctl->classes);
     if (ctl->sandbox_classes) informer_stop(ctl->sandbox_classes);
+    if (ctl->namespaces) informer_stop(ctl->namespaces);
     if (ctl->recorder && kube_recorder_flush(ctl->recorder, SBX_EVENT_FLUSH_MS) < 0)
         LOGW("msg=\"events still waiting after the flush deadline\" deadline_ms=%d", SBX_EVENT_FLUSH_MS);
 }
@@ -509,6 +503,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     informer_free(ctl->netpols);
     informer_free(ctl->classes);
     informer_free(ctl->sandbox_classes);
+    informer_free(ctl->namespaces);
     queue_free(ctl->queue);
     kube_recorder_free(ctl->recorder);
     sbx_records_free(&ctl->records);
@@ -578,12 +573,21 @@ static int claim_expandable(struct sbx_controller *ctl, const cJSON *pvc) {
     return yes;
 }
 
-/* The request, capacity and expandability of the Sandbox's claim pvc, into o. */
-static void observe_claim_size(struct sbx_controller *ctl, const cJSON *pvc, struct sbx_observed *o) {
+/* The request, capacity and expandability of the Sandbox's claim pvc, into o; for a fork
+ * (spec->workspace_from), the size it was cloned at (its annotation; a fork made by an
+ * earlier controller: its request, as a fork never shrinks below its source). */
+static void observe_claim_size(struct sbx_controller *ctl, const cJSON *pvc, struct sbx_observed *o,
+                               const struct sbx_spec *spec) {
     const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
     if (!req || qty_parse_memory(req, &o->claim_request_bytes) < 0) o->claim_request_bytes = 0;
     if (!cap || qty_parse_memory(cap, &o->claim_capacity_bytes) < 0) o->claim_capacity_bytes = 0;
     o->claim_expandable = claim_expandable(ctl, pvc);
+    o->claim_cloned_bytes = 0;
+    if (spec->workspace_from) {
+        const char *cloned = kj_map_get(pvc, "metadata.annotations", SBX_ANN_CLONED_SIZE);
+        if (!cloned) o->claim_cloned_bytes = o->claim_request_bytes;
+        else if (qty_parse_memory(cloned, &o->claim_cloned_bytes) < 0) o->claim_cloned_bytes = 0;
+    }
 }
 
 /* Raise the claim's storage request to bytes (merge patch). 0 or -1. */
@@ -619,21 +623,54 @@ static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
     return kj_str(obj, "metadata.deletionTimestamp") ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
 }
 
+/* ns/resource/name: from the cache, or (sharded: another shard's objects are not in this
+ * replica's caches) read from the API server: a list by name (the controller lists
+ * Sandboxes, it is not granted get on them). A new object (caller deletes) or NULL. */
+static cJSON *cached_or_read(struct sbx_controller *ctl, struct informer *inf, const char *ns, const char *api,
+                             const char *resource, const char *name) {
+    char key[512], path[1024], rerr[KUBE_ERR_MAX];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    cJSON *obj = informer_get(inf, key), *list = NULL;
+    if (obj || !ctl->shard_label) return obj;
+    snprintf(path, sizeof(path), "%s/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", api, ns, resource, name);
+    if (kube_get(ctl->client, path, &list, rerr, sizeof(rerr)) == 200) {
+        const cJSON *items = kj_path(list, "items");
+        if (cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1) obj = cJSON_DetachItemFromArray((cJSON *)items, 0);
+    }
+    cJSON_Delete(list);
+    return obj;
+}
+
 /* spec.workspace.from: find the claim to clone, the bound workspace claim of the named
  * Sandbox of this namespace (its status.workspaceClaim, else the name its IDs give), from
- * the caches. NULL with src filled (its strings point into *held, which the caller
- * deletes), or the reason (SBX_REASON_WS_SOURCE_*) with a message in why. */
+ * the caches (sharded: from the API server when another shard owns the source). The
+ * source must be of the same user (spec.userID) unless the class allows forks across
+ * users, and the clone (at least the source's size) within the class's workspace ceiling.
+ * NULL with src filled (its strings point into *held, which the caller deletes), or the
+ * reason with a message in why: SBX_REASON_WS_SOURCE_NOT_FOUND / _INCOMPATIBLE (waited
+ * for), SBX_REASON_WS_SOURCE_FORBIDDEN or SBX_REASON_INVALID (the spec cannot be applied). */
 static const char *workspace_source(struct sbx_controller *ctl, const char *ns, const struct sbx_spec *spec,
                                     struct sbx_ws_source *src, cJSON **held, char *why, size_t whylen) {
-    char key[512], pod[SBX_NAME_MAX + 1], claim[128];
+    char pod[SBX_NAME_MAX + 1], claim[128], a[32], b[32];
     const char *reason = SBX_REASON_WS_SOURCE_NOT_FOUND;
+    const char *api = "/apis/" SBX_GROUP "/v1alpha1";
     *held = NULL;
     memset(src, 0, sizeof(*src));
-    snprintf(key, sizeof(key), "%s/%s", ns, spec->workspace_from);
-    cJSON *sb = informer_get(ctl->sandboxes, key);
+    cJSON *sb = cached_or_read(ctl, ctl->sandboxes, ns, api, SBX_PLURAL, spec->workspace_from);
     if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
         snprintf(why, whylen, "spec.workspace.from: Sandbox %s not found in namespace %s%s; waiting for it",
                  spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
+        goto out;
+    }
+    const char *user = kj_str(sb, "spec.userID"), *chat = kj_str(sb, "spec.chatID");
+    if (!spec->forks_across_users && (!user || strcmp(user, spec->user_id) != 0)) {
+        /* The same words whether the source exists under another user or not at all would
+         * be kinder to privacy, but the Sandbox list of a namespace is readable by its
+         * editors anyway; the message names the rule, not the other user. */
+        snprintf(why, whylen, "spec.workspace.from: Sandbox %s belongs to another user (spec.userID); a workspace "
+                 "can be forked only from a Sandbox of the same user%s", spec->workspace_from,
+                 spec->class_name ? ", unless the SandboxClass allows it (spec.workspace.allowForksAcrossUsers)" : "");
+        reason = SBX_REASON_WS_SOURCE_FORBIDDEN;
         goto out;
     }
     /* The claim it controls in the cache first (an adopted claim has a name of its own),
@@ -641,7 +678,6 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     const char *name = kj_str(sb, "metadata.uid") && sbx_warm_claim_of(ctl, kj_str(sb, "metadata.uid"), claim,
                                                                        sizeof(claim)) ? claim
                        : kj_str(sb, "status.workspaceClaim");
-    const char *user = kj_str(sb, "spec.userID"), *chat = kj_str(sb, "spec.chatID");
     if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
         sbx_claim_name(pod, claim, sizeof(claim));
         name = claim;
@@ -651,8 +687,7 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
                  spec->workspace_from);
         goto out;
     }
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    *held = informer_get(ctl->pvcs, key);
+    *held = cached_or_read(ctl, ctl->pvcs, ns, "/api/v1", "persistentvolumeclaims", name);
     const char *uid = kj_str(sb, "metadata.uid");
     const char *phase = kj_str(*held, "status.phase");
     if (!uid || classify(*held, uid) != SBX_OBJ_PRESENT || !phase || strcmp(phase, "Bound") != 0) {
@@ -670,6 +705,16 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     src->storage_class = kj_str(*held, "spec.storageClassName");
     src->bytes = sbx_clone_bytes(req, cap);
     if (!src->claim) goto out;
+    int64_t clone = sbx_clone_bytes(spec->workspace_bytes, src->bytes);
+    if (spec->workspace_max_bytes && clone > spec->workspace_max_bytes) {
+        if (qty_format_memory(clone, a, sizeof(a)) || qty_format_memory(spec->workspace_max_bytes, b, sizeof(b)))
+            a[0] = b[0] = '\0';
+        snprintf(why, whylen, "spec.workspace.from: the workspace of Sandbox %s is %s, above the maximum %s of "
+                 "SandboxClass \"%s\" (spec.workspace.maxSize); a fork is at least its source's size",
+                 spec->workspace_from, a, b, spec->class_name ? spec->class_name : "");
+        reason = SBX_REASON_INVALID;
+        goto out;
+    }
     if (sbx_ws_source_check(spec, src, why, whylen) < 0) {
         reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
         goto out;
@@ -685,15 +730,9 @@ out:
  * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
  * owner is gone for sure. */
 static int predecessor_owned(const cJSON *obj, const char *sandbox, const char *uid) {
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        if (!kj_bool(r, "controller", 0)) continue;
-        const char *api = kj_str(r, "apiVersion"), *kind = kj_str(r, "kind");
-        const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
-        return api && !strncmp(api, SBX_GROUP "/", strlen(SBX_GROUP "/")) && kind && !strcmp(kind, "Sandbox") &&
-               rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
-    }
-    return 0;
+    const cJSON *r = sbx_sandbox_controller_ref(obj);
+    const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
+    return rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
 }
 
 /* Timestamp at path, or 0. */
@@ -854,6 +893,14 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
     return rc;
 }
 
+/* The SandboxClass pod was built under ("" = none): its SBX_ANN_CLASS; a pod made by an
+ * earlier controller has none: the class the Sandbox's status last recorded. NULL when
+ * neither tells (taken as the current class). */
+static const char *pod_built_class(const cJSON *pod, const cJSON *sb) {
+    const char *c = kj_map_get(pod, "metadata.annotations", SBX_ANN_CLASS);
+    return c || !pod ? c : kj_str(sb, "status.className");
+}
+
 /* The Sandbox's NetworkPolicy, level-triggered as its Service: created when its network
  * is isolated and the policy absent, patched (its whole spec) when it drifted, deleted
  * (uid precondition) when the mode is none. Called before the pod is created, and a
@@ -862,8 +909,22 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
  * np is the cached object, or NULL. 0 or -1. */
 static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
                             const struct sbx_spec *spec, const struct sbx_network *net, const char *pod_name,
-                            const cJSON *np, enum sbx_object_state state, char *err, size_t errlen) {
+                            const cJSON *pod, const cJSON *np, enum sbx_object_state state, char *err,
+                            size_t errlen) {
     char path[1024];
+    /* A pod built under another class (spec.className changed) still runs, or is still
+     * stopping: the policy it was built under stays until it is gone (the pass that finds
+     * it gone applies the new class's before the new pod is made). A policy missing is
+     * made at once: a class that isolates applies before anything else changes. */
+    enum sbx_object_state pod_state = classify(pod, owner->uid);
+    const char *built = pod_built_class(pod, sb);
+    int older_pod = (pod_state == SBX_OBJ_PRESENT || pod_state == SBX_OBJ_TERMINATING) && built &&
+                    strcmp(built, spec->class_name ? spec->class_name : "") != 0;
+    if (older_pod && state == SBX_OBJ_PRESENT) {
+        LOGD("msg=\"network policy kept until the pod built under the previous class is gone\" sandbox=%s/%s",
+             ns, owner->name);
+        return 0;
+    }
     if (net->mode != SBX_NET_ISOLATED) {
         if (state != SBX_OBJ_PRESENT) return 0;
         if (sbx_delete_owned(ctl, ns, "networkpolicies", pod_name, kj_str(np, "metadata.uid"), err, errlen) < 0)
@@ -931,6 +992,29 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
     return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
 }
 
+/* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
+ * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
+static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                               const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
+    sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
+    sbx_capacity_reclaimable(ctl, uid, NULL, NULL, 0);
+    sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
+    return sbx_status_report_invalid(ctl, ns, name, sb, reason, why, err, errlen);
+}
+
+/* A running pod whose Sandbox's spec can no longer be applied goes on under the policy
+ * its last valid pass recorded: idle stop and removal, pause, reclaim, TTL and the running
+ * cap as before, but nothing is built from the spec (no pod, no claim, no expansion), and
+ * the Accepted condition says what is invalid. observedGeneration stays: the pod does not
+ * match the spec. */
+static void govern(struct sbx_decision *d, const struct sbx_observed *o, const char *reason, const char *why) {
+    d->actions &= ~(unsigned)(SBX_ACT_CREATE_POD | SBX_ACT_CREATE_PVC | SBX_ACT_EXPAND_PVC);
+    d->observed_generation = o->status_observed_generation;
+    d->invalid_reason = reason;
+    snprintf(d->invalid_message, sizeof(d->invalid_message),
+             "%.900s; the running pod continues under the previous spec until it is next replaced", why);
+}
+
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
 #define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX)
 
@@ -968,12 +1052,19 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
 
     char why[1024];
+    const char *why_reason = SBX_REASON_INVALID;
     struct sbx_class cls;
-    int have_class = 0;
-    int bad = sbx_class_for(ctl, sb, &cls, &have_class, why, sizeof(why)) < 0 ||
+    int have_class = 0, governed = 0;
+    int bad = sbx_class_for(ctl, sb, &cls, &have_class, &why_reason, why, sizeof(why)) < 0 ||
               sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0;
     if (!bad) {
         have_spec = 1;   /* resolved: freed at the end whatever follows */
+        if (have_class && !sbx_class_allows_lifecycle(&cls, &spec, why, sizeof(why))) {
+            why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
+            bad = 1;
+        }
+    }
+    if (!bad) {
         bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &net, why,
                                   sizeof(why)) < 0;
         if (!bad && net.mode == SBX_NET_ISOLATED && !ctl->netpols_on) {
@@ -983,20 +1074,28 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             bad = 1;
         }
     }
-    if (bad) {
-        if (have_class) sbx_class_free(&cls);
-        sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
-        sbx_capacity_reclaimable(ctl, uid, NULL, NULL, 0);
-        sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
-        rc = sbx_status_report_invalid(ctl, ns, name, sb, why, err, errlen);
-        goto out;
-    }
     if (have_class) sbx_class_free(&cls);
+    if (bad) {
+        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec keeps
+         * being governed by what that pass recorded (governed_pass below); without one the
+         * Sandbox waits, InvalidSpec, with no pod. */
+        if (have_spec) sbx_spec_free(&spec);
+        sbx_network_free(&net);
+        have_spec = 0;
+        char rerr[256];
+        if (sbx_spec_recorded(sb, &ctl->opt.defaults, &spec, rerr, sizeof(rerr)) == 0) {
+            have_spec = governed = 1;
+        } else {
+            rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
+            goto out;
+        }
+    }
     have_spec = 1;
     sbx_capacity_class(ctl, uid, spec.class_name, spec.max_running_per_user);
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
         sbx_capacity_release(ctl, uid, 1);
-        rc = sbx_status_report_invalid(ctl, ns, name, sb, "spec.userID and spec.chatID must not be empty", err, errlen);
+        rc = sbx_status_report_invalid(ctl, ns, name, sb, NULL, "spec.userID and spec.chatID must not be empty", err,
+                                       errlen);
         goto out;
     }
     /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
@@ -1011,6 +1110,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     enum sbx_object_state svc_state = classify(svc, uid);
     np = informer_get(ctl->netpols, okey);   /* named like the pod too */
     enum sbx_object_state np_state = classify(np, uid);
+    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT) {
+        /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
+        rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
+        goto out;
+    }
 
     int64_t now = kj_now_ms();
     /* Created moments ago and not in the cache yet (this pass is most likely the echo of
@@ -1079,10 +1183,15 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     sbx_pod_observe(pod, &o);
     o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
-    if (o.pvc == SBX_OBJ_PRESENT) observe_claim_size(ctl, pvc, &o);
-    if (o.pod == SBX_OBJ_PRESENT) {
+    if (o.pvc == SBX_OBJ_PRESENT && !governed) observe_claim_size(ctl, pvc, &o, &spec);
+    if (o.pod == SBX_OBJ_PRESENT && !governed) {
         const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
-        if (have) {
+        /* Built under another SandboxClass than the Sandbox's now: replaced (spec.className
+         * changed, or the namespace's default class did). */
+        const char *built_class = pod_built_class(pod, sb);
+        if (built_class && strcmp(built_class, spec.class_name ? spec.class_name : "") != 0)
+            o.pod_template_outdated = 1;
+        if (have && !o.pod_template_outdated) {
             struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
             cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
             const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
@@ -1092,16 +1201,24 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
     }
     if (o.pod == SBX_OBJ_ABSENT && !o.pvc_bound) o.claim_binding = claim_binding(ctl, pvc, &spec);
-    if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT) {
+    if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT && !governed) {
         src_why[0] = '\0';
         o.workspace_source_reason = workspace_source(ctl, ns, &spec, &src, &src_pvc, src_why, sizeof(src_why));
         o.workspace_source_message = src_why;
+        if (o.workspace_source_reason && (!strcmp(o.workspace_source_reason, SBX_REASON_WS_SOURCE_FORBIDDEN) ||
+                                          !strcmp(o.workspace_source_reason, SBX_REASON_INVALID))) {
+            /* Another user's workspace, or a clone beyond the class's ceiling: not a wait
+             * but a spec that cannot be applied (no claim is made). */
+            rc = invalid_without_pod(ctl, ns, name, sb, uid, o.workspace_source_reason, src_why, err, errlen);
+            goto out;
+        }
     }
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid, 1);
 
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
+    if (governed) govern(&d, &o, why_reason, why);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
         o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
                                         &o.class_capped);
@@ -1135,6 +1252,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         rc = -1;
         fenced = 1;
         sbx_event_transition(ctl, sb, &o, &d, pod_name);
+        sbx_event_invalid(ctl, sb, &d);
         if (d.run.finished) {
             sbx_ctl_count(ctl, &ctl->stats.runs_finished);
             LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", key, d.run.exit_code);
@@ -1143,8 +1261,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on &&
-        reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, np, np_state, err, errlen) < 0) {
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && !governed &&
+        reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, pod, np, np_state, err, errlen) < 0) {
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;
     }
@@ -1161,7 +1279,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             o.pvc_bound = 1;
             o.pvc_age_ms = 0;
             o.claim_binding = SBX_BINDING_UNKNOWN;
-            observe_claim_size(ctl, pvc, &o);
+            observe_claim_size(ctl, pvc, &o, &spec);
             lifecycle_decide(&spec, &o, &d);
         }
     }
@@ -1199,7 +1317,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) &&
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && !governed &&
         reconcile_service(ctl, ns, sb, &owner, &spec, pod_name, svc, svc_state, err, errlen) < 0)
         goto out;
 
@@ -1212,6 +1330,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         if (rc != 0) goto out;   /* SBX_STALE: changed since; decide again on the newer version */
         rc = -1;
         sbx_event_transition(ctl, sb, &o, &d, pod_name);
+        sbx_event_invalid(ctl, sb, &d);
     }
 
     if (d.actions & SBX_ACT_DELETE_SANDBOX) {

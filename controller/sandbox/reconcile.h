@@ -62,6 +62,8 @@ struct sbx_controller {
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
     struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
     int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
+    struct informer *namespaces;   /* Namespaces, with their labels only (classes.c) */
+    int namespaces_on;             /* readable at start; otherwise scoped classes refuse */
     struct workqueue *queue;
     struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
     pthread_t *threads;

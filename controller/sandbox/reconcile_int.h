@@ -97,11 +97,13 @@ int sbx_classes_init(struct sbx_controller *ctl);
 int sbx_classes_start(struct sbx_controller *ctl);
 /* True once the class cache is loaded (or classes are off). */
 int sbx_classes_synced(struct sbx_controller *ctl);
-/* The class of sb: 0 with *found = 1 and out filled (sbx_class_free it), 0 with
- * *found = 0 (no class: the flag defaults), -1 with the InvalidSpec message in why (a
- * named class missing or invalid). */
+/* The class of sb (spec.className, else its namespace's default class, else the cluster's
+ * default): 0 with *found = 1 and out filled (sbx_class_free it), 0 with *found = 0 (no
+ * class: the flag defaults), -1 with the InvalidSpec message in why and its reason in
+ * *reason (SBX_REASON_INVALID: a named class missing or invalid; SBX_REASON_CLASS_NOT_ALLOWED:
+ * the class does not serve sb's namespace). */
 int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
-                  char *why, size_t whylen);
+                  const char **reason, char *why, size_t whylen);
 
 /* ---- warm.c: warm workspaces (the decisions are in sandbox/warmpool.h) ---- */
 /* The name of a namespace's pool pass in the work queue: "<ns>/#warm" (no Sandbox can
@@ -163,7 +165,11 @@ int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *nam
                      char *err, size_t errlen);
 long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
                         const char *rv, char *err, size_t errlen);
+/* Status Pending, Ready=False/InvalidSpec, Accepted=False/reason (NULL: InvalidSpec) with
+ * the message why; a Warning Event when that is new. */
 int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
-                              const char *why, char *err, size_t errlen);
+                              const char *reason, const char *why, char *err, size_t errlen);
+/* A Warning Event of d->invalid_reason when the Accepted condition says something new. */
+void sbx_event_invalid(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_decision *d);
 
 #endif

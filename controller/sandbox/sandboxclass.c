@@ -17,6 +17,7 @@
 
 #include "base/errfmt.h"
 #include "sandbox/quantity.h"
+#include "sandbox/selector.h"
 
 #define SBX_CLASS_PREFIXES_MAX 64
 #define SBX_CLASS_NAME_MAX 253
@@ -198,6 +199,36 @@ static int cls_warm_pool(struct cls_ctx *c, const cJSON *ws, struct sbx_class *k
     return cls_strv(c, wp, "namespaces", "spec.workspace.warmPool.namespaces", &k->warm_pool_namespaces);
 }
 
+/* Who may use the class: spec.allowedNamespaces {selector} and spec.allowedLifecycles. */
+static int cls_scope(struct cls_ctx *c, const cJSON *spec, struct sbx_class *k) {
+    const cJSON *an, *sel, *lcs, *it;
+    char err[512];
+
+    if (cls_object(c, spec, "allowedNamespaces", "spec.allowedNamespaces", &an)) return -1;
+    sel = cls_member(an, "selector");
+    if (sel) {
+        if (sbx_selector_validate(sel, "spec.allowedNamespaces.selector", err, sizeof err) != 0)
+            return cls_fail(c, "%s", err);
+        k->namespace_selector = cJSON_Duplicate(sel, 1);
+        if (!k->namespace_selector) return cls_fail(c, "out of memory");
+    }
+    lcs = cls_member(spec, "allowedLifecycles");
+    if (!lcs) return 0;
+    if (!cJSON_IsArray(lcs)) return cls_fail(c, "spec.allowedLifecycles: must be an array of lifecycles");
+    size_t i = 0;
+    cJSON_ArrayForEach(it, lcs) {
+        enum sbx_lifecycle l;
+        if (!cJSON_IsString(it) || sbx_lifecycle_parse(it->valuestring, &l) != 0)
+            return cls_fail(c, "spec.allowedLifecycles[%zu]: must be one of one-shot, session, long-running, "
+                            "persistent", i);
+        k->allowed_lifecycles |= 1u << l;
+        i++;
+    }
+    if (i && k->has_lifecycle && !(k->allowed_lifecycles & (1u << k->lifecycle)))
+        return cls_fail(c, "spec.lifecycle: %s is not in spec.allowedLifecycles", sbx_lifecycle_name(k->lifecycle));
+    return 0;
+}
+
 static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     const cJSON *spec, *img, *res, *ws, *v;
     const char *name = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
@@ -233,6 +264,9 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
                  &k->storage_classes))
         return -1;
     if (cls_warm_pool(c, ws, k)) return -1;
+    v = cls_member(ws, "allowForksAcrossUsers");
+    if (v && !cJSON_IsBool(v)) return cls_fail(c, "spec.workspace.allowForksAcrossUsers: must be a boolean");
+    k->forks_across_users = cJSON_IsTrue(v);
 
     if (cls_string(c, spec, "runtimeClassName", "spec.runtimeClassName", &k->runtime_class) ||
         cls_string(c, spec, "priorityClassName", "spec.priorityClassName", &k->priority_class) ||
@@ -271,7 +305,7 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     char nerr[512];
     if (sbx_network_parse_class(cls_member(spec, "network"), &k->network, nerr, sizeof nerr) != 0)
         return cls_fail(c, "%s", nerr);
-    return 0;
+    return cls_scope(c, spec, k);
 }
 
 int sbx_class_parse(const cJSON *obj, struct sbx_class *out, char *err, size_t errlen) {
@@ -304,6 +338,7 @@ void sbx_class_free(struct sbx_class *c) {
     cJSON_Delete(c->tolerations);
     cJSON_Delete(c->affinity);
     sbx_network_free(&c->network);
+    cJSON_Delete(c->namespace_selector);
     memset(c, 0, sizeof *c);
 }
 
@@ -466,8 +501,46 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     }
     out->max_running_per_user = k->max_running_per_user;
     out->reclaim_after_ms = k->reclaim_after_ms;
+    out->workspace_max_bytes = k->workspace.max;
+    out->forks_across_users = k->forks_across_users;
     return 0;
 fail:
     sbx_spec_free(out);
     return -1;
+}
+
+/* ---- who may use a class ----------------------------------------------------------- */
+
+int sbx_class_allows_namespace(const struct sbx_class *k, const char *ns, const cJSON *ns_labels, int ns_known,
+                               char *why, size_t whylen) {
+    char q[SBX_CLASS_QUOTE_MAX + 8];
+
+    if (!k || !k->namespace_selector) return 1;
+    if (!ns_known) {
+        errfmt(why, whylen, "spec.className: SandboxClass \"%s\" is limited to some namespaces "
+               "(spec.allowedNamespaces), and the controller cannot read Namespaces (no RBAC for the cluster-scoped "
+               "namespaces read)", k->name);
+        return 0;
+    }
+    if (sbx_selector_matches(k->namespace_selector, ns_labels)) return 1;
+    errfmt(why, whylen, "spec.className: SandboxClass \"%s\" may not be used in namespace %s "
+           "(spec.allowedNamespaces.selector does not select it)", k->name, cls_quote(ns ? ns : "", q, sizeof q));
+    return 0;
+}
+
+int sbx_class_allows_lifecycle(const struct sbx_class *k, const struct sbx_spec *s, char *why, size_t whylen) {
+    char list[128];
+    size_t o = 0;
+
+    if (!k || !k->allowed_lifecycles || (k->allowed_lifecycles & (1u << s->lifecycle))) return 1;
+    list[0] = '\0';
+    for (int l = SBX_ONE_SHOT; l <= SBX_PERSISTENT; l++) {
+        if (!(k->allowed_lifecycles & (1u << l))) continue;
+        int n = snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", sbx_lifecycle_name((enum sbx_lifecycle)l));
+        if (n < 0 || (size_t)n >= sizeof list - o) break;
+        o += (size_t)n;
+    }
+    errfmt(why, whylen, "spec.lifecycle: %s is not allowed by SandboxClass \"%s\" (spec.allowedLifecycles: %s)",
+           sbx_lifecycle_name(s->lifecycle), k->name, list);
+    return 0;
 }

@@ -17,6 +17,10 @@
 /* On a SandboxClass: "true" makes it the class of Sandboxes without spec.className (as
  * storageclass.kubernetes.io/is-default-class). */
 #define SBX_ANN_DEFAULT_CLASS "sandbox.yaoapps.com/is-default-class"
+/* On a Namespace: the SandboxClass of its Sandboxes without spec.className, before the
+ * cluster's default class. A label, so only who may edit Namespaces (cluster admins, not a
+ * namespace's editors) sets it. */
+#define SBX_LABEL_NAMESPACE_CLASS "sandbox.yaoapps.com/default-class"
 
 /* A default and a ceiling; 0 = not set. */
 struct sbx_class_limit { int64_t dflt, max; };
@@ -41,7 +45,17 @@ struct sbx_class {
     int64_t reclaim_after_ms;             /* spec.reclaim.idleAfter; 0 = never reclaimed */
     int max_running_per_user;             /* spec.maxRunningPerUser; 0 = no cap */
     struct sbx_network network;           /* spec.network; mode none when unset */
+    /* Who may use the class. spec.allowedNamespaces.selector: a label selector on the
+     * Namespace of a Sandbox (NULL = every namespace). spec.allowedLifecycles: a bit set of
+     * 1 << enum sbx_lifecycle (0 = every lifecycle). */
+    cJSON *namespace_selector;
+    unsigned allowed_lifecycles;
+    int forks_across_users;               /* spec.workspace.allowForksAcrossUsers */
 };
+
+/* Reasons of the Accepted condition when a class refuses a Sandbox (sandbox/status.c). */
+#define SBX_REASON_CLASS_NOT_ALLOWED "ClassNotAllowed"
+#define SBX_REASON_LIFECYCLE_NOT_ALLOWED "LifecycleNotAllowed"
 
 /* Parse and validate a SandboxClass object into out. 0, or -1 with a one-line message
  * naming the class and the field in err (out is then empty). */
@@ -66,5 +80,15 @@ int sbx_class_is_default(const cJSON *obj);
  * SandboxClass \"small\" (spec.resources.memory.max)"). d NULL = built-in defaults. */
 int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *cls, const struct sbx_defaults *d,
                       struct sbx_spec *out, char *err, size_t errlen);
+
+/* May a Sandbox of namespace ns (whose labels are ns_labels; NULL = none, or unknown when
+ * the controller cannot read Namespaces: ns_known 0) use cls? 1, or 0 with the message in
+ * why ("spec.className: SandboxClass \"gpu\" may not be used in namespace \"team-b\"
+ * (spec.allowedNamespaces)"). A class with no selector allows every namespace. */
+int sbx_class_allows_namespace(const struct sbx_class *cls, const char *ns, const cJSON *ns_labels, int ns_known,
+                               char *why, size_t whylen);
+
+/* Does cls allow the lifecycle of the resolved spec s? 1, or 0 with the message in why. */
+int sbx_class_allows_lifecycle(const struct sbx_class *cls, const struct sbx_spec *s, char *why, size_t whylen);
 
 #endif

@@ -863,6 +863,55 @@ int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
     return -1;
 }
 
+/* A string member of obj's path parent ("spec", "status"), or NULL. */
+static const char *rec_str(const cJSON *obj, const char *parent, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, parent), key);
+    return cJSON_IsString(v) && *v->valuestring ? v->valuestring : NULL;
+}
+
+int sbx_spec_recorded(const cJSON *sandbox, const struct sbx_defaults *d, struct sbx_spec *out, char *err,
+                      size_t errlen) {
+    struct sbx_defaults builtin;
+    const char *user = rec_str(sandbox, "spec", "userID"), *chat = rec_str(sandbox, "spec", "chatID"), *v;
+    int64_t ms;
+
+    memset(out, 0, sizeof *out);
+    if (!d) {
+        sbx_defaults_init(&builtin);
+        d = &builtin;
+    }
+    if (!user || !chat || strlen(user) > SBX_ID_MAX_CHARS * 4 || strlen(chat) > SBX_ID_MAX_CHARS * 4) {
+        snprintf(err, errlen, "spec.userID and spec.chatID: required, at most %d characters", SBX_ID_MAX_CHARS);
+        return -1;
+    }
+    out->user_id = strdup(user);
+    out->chat_id = strdup(chat);
+    v = rec_str(sandbox, "status", "className");
+    out->class_name = v ? strdup(v) : NULL;
+    if (!out->user_id || !out->chat_id || (v && !out->class_name)) {
+        sbx_spec_free(out);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    v = rec_str(sandbox, "status", "lifecycle");
+    if (!v || sbx_lifecycle_parse(v, &out->lifecycle) != 0) out->lifecycle = d->lifecycle;
+    out->idle_timeout_ms = d->idle_timeout_ms;
+    if ((v = rec_str(sandbox, "status", "idleTimeout")) && qty_parse_duration(v, &ms) == 0 && ms > 0)
+        out->idle_timeout_ms = ms;
+    else if ((v = rec_str(sandbox, "spec", "idleTimeout")) && qty_parse_duration(v, &ms) == 0 && ms > 0)
+        out->idle_timeout_ms = ms;
+    if ((v = rec_str(sandbox, "status", "reclaimAfter")) && qty_parse_duration(v, &ms) == 0 && ms > 0)
+        out->reclaim_after_ms = ms;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sandbox, "spec"), "paused");
+    out->paused = cJSON_IsTrue(p);
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sandbox, "spec"),
+                                                        "ttlSecondsAfterFinished");
+    out->ttl_after_finished_s = cJSON_IsNumber(ttl) && ttl->valuedouble >= 0 && ttl->valuedouble <= 1e9
+                                    ? (int64_t)ttl->valuedouble : SBX_TTL_DEFAULT_S;
+    out->run_as_user = d->run_as_user;
+    return 0;
+}
+
 static void sbx_strv_free(struct sbx_strv *v) {
     for (size_t i = 0; i < v->n; i++) free(v->v[i]);
     free(v->v);
@@ -904,6 +953,21 @@ void sbx_spec_free(struct sbx_spec *s) {
 }
 
 /* ---- public: builders --------------------------------------------------------------- */
+
+const cJSON *sbx_sandbox_controller_ref(const cJSON *obj) {
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(md, "ownerReferences")) {
+        const cJSON *ctl = cJSON_GetObjectItemCaseSensitive(r, "controller");
+        if (!cJSON_IsTrue(ctl)) continue;
+        const cJSON *api = cJSON_GetObjectItemCaseSensitive(r, "apiVersion");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "kind");
+        int ours = cJSON_IsString(api) && !strncmp(api->valuestring, SBX_GROUP "/", strlen(SBX_GROUP "/")) &&
+                   cJSON_IsString(kind) && !strcmp(kind->valuestring, SBX_KIND);
+        return ours ? r : NULL;   /* one controller at most */
+    }
+    return NULL;
+}
 
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen) {
     if (outlen) snprintf(out, outlen, "%s%s", pod_name, SBX_CLAIM_SUFFIX);
@@ -1037,6 +1101,9 @@ cJSON *sbx_build_pvc_from(const struct sbx_owner *o, const struct sbx_spec *s,
     if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "requests"), "storage", size))
         goto err;
     if (src) {
+        cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "metadata"),
+                                                      "annotations");
+        if (!ann || !cJSON_AddStringToObject(ann, SBX_ANN_CLONED_SIZE, size)) goto err;
         ds = cJSON_AddObjectToObject(spec, "dataSource");
         if (!cJSON_AddStringToObject(ds, "kind", "PersistentVolumeClaim") ||
             !cJSON_AddStringToObject(ds, "name", src->claim))
@@ -1305,6 +1372,7 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
                                                       "annotations");
         if (sbx_template_hash(spec, hash) || !cJSON_AddStringToObject(ann, SBX_ANN_TEMPLATE_HASH, hash))
             goto err;
+        if (!cJSON_AddStringToObject(ann, SBX_ANN_CLASS, s->class_name ? s->class_name : "")) goto err;
     }
     return pod;
 err:

@@ -27,6 +27,14 @@
  * desired pod has another hash gets its pod replaced. */
 #define SBX_ANN_TEMPLATE_HASH "sandbox.yaoapps.com/template-hash"
 #define SBX_TEMPLATE_HASH_LEN 16
+/* On the pod: the SandboxClass it was built under ("" = none; absent: built by an earlier
+ * controller, not replaced for that alone). A pod of another class than the Sandbox's is
+ * replaced, and a NetworkPolicy weakens only once the pod of the stronger class is gone.
+ * Not part of the template hash. */
+#define SBX_ANN_CLASS "sandbox.yaoapps.com/class"
+/* On the claim of a fork: the size it was cloned at (the source's, when larger than the
+ * spec's): a spec.workspace.size below it is no shrink, a fork is at least its source. */
+#define SBX_ANN_CLONED_SIZE "sandbox.yaoapps.com/cloned-size"
 #define SBX_CONTAINER_NAME "sandbox"
 #define SBX_CLAIM_SUFFIX "-workspace"
 /* On the pod: its own name, for the Service's selector (the name label is sanitised and
@@ -114,6 +122,11 @@ struct sbx_spec {
      * this long may be stopped to admit a waiting one while the running cap is full
      * (0 = never reclaimed). */
     int64_t reclaim_after_ms;
+    /* From the class, for a fork (spec.workspace.from): its spec.workspace.maxSize (0 =
+     * none), which the clone's size (at least the source's) must not exceed, and whether
+     * the source may be another user's Sandbox (spec.workspace.allowForksAcrossUsers). */
+    int64_t workspace_max_bytes;
+    int forks_across_users;
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
@@ -180,6 +193,18 @@ int sbx_spec_parse(const cJSON *sandbox, const struct sbx_defaults *d,
                    struct sbx_spec *out, char *err, size_t errlen);
 void sbx_spec_free(struct sbx_spec *s);
 
+/* The policy a running pod keeps being governed by once its Sandbox's spec can no longer
+ * be applied (a class tightened or deleted, an image no longer allowed): the spec it was
+ * built from, as far as the lifecycle needs it. From the Sandbox's status, as the last
+ * valid pass recorded it: status.lifecycle, status.idleTimeout, status.reclaimAfter,
+ * status.className; from its spec what the user may always do: spec.paused, and
+ * spec.ttlSecondsAfterFinished; the IDs from spec.userID/chatID. What the status lacks (a
+ * Sandbox last reconciled by an older controller) comes from the spec's own idleTimeout,
+ * then d (NULL = built-in defaults). Nothing a pod is built from (image, resources, ...) is
+ * set: this spec never builds a pod. 0, or -1 with the reason in err (no usable IDs). */
+int sbx_spec_recorded(const cJSON *sandbox, const struct sbx_defaults *d, struct sbx_spec *out, char *err,
+                      size_t errlen);
+
 /* Identity of the owning Sandbox, for ownerReferences and labels. */
 struct sbx_shard_labels;
 struct sbx_owner {
@@ -187,6 +212,11 @@ struct sbx_owner {
     /* The shard labels the objects get (sandbox/shard.h), or NULL (no sharding: none). */
     const struct sbx_shard_labels *shard;
 };
+
+/* The controller ownerReference of obj when it names a Sandbox of this API group
+ * (apiVersion sandbox.yaoapps.com/..., kind Sandbox, controller: true), else NULL. A
+ * Sandbox kind of another group (another product's CRD) is not ours. */
+const cJSON *sbx_sandbox_controller_ref(const cJSON *obj);
 
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
  * (a longer pod name or a smaller out truncates). */

@@ -12,6 +12,7 @@
 #include "kube/events.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
+#include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 
 /* The condition of that type in obj's status, or NULL. */
@@ -145,6 +146,32 @@ static void keep(cJSON *dst, const cJSON *src, const char *key) {
     if (v) cJSON_AddItemToObject(dst, key, cJSON_Duplicate(v, 1));
 }
 
+/* A duration member in the spec's own grammar ("5s", "1h30m"); nothing when ms is 0. */
+static void add_duration(cJSON *o, const char *k, int64_t ms) {
+    char t[48];
+    if (ms > 0 && qty_format_duration(ms, t, sizeof(t)) == 0) cJSON_AddStringToObject(o, k, t);
+}
+
+/* Condition type with status False, reason and message; its lastTransitionTime kept from
+ * the old one of that type while the reason stays the same. */
+static void add_false_condition(cJSON *conds, const cJSON *sb, const char *type, const char *reason, const char *msg,
+                                int64_t generation, int64_t now) {
+    const cJSON *old = condition(sb, type);
+    cJSON *w = cJSON_CreateObject();
+    if (!w) return;
+    cJSON_AddItemToArray(conds, w);
+    cJSON_AddStringToObject(w, "type", type);
+    cJSON_AddStringToObject(w, "status", "False");
+    cJSON_AddNumberToObject(w, "observedGeneration", (double)generation);
+    const char *old_reason = kj_str(old, "reason"), *old_time = kj_str(old, "lastTransitionTime");
+    if (old_reason && old_time && !strcmp(old_reason, reason))
+        cJSON_AddStringToObject(w, "lastTransitionTime", old_time);
+    else
+        sbx_add_time_ms(w, "lastTransitionTime", now);
+    cJSON_AddStringToObject(w, "reason", reason);
+    cJSON_AddStringToObject(w, "message", msg);
+}
+
 /* status.run from the decision: startedAt while the run goes on; with the result, the exit
  * code, the finish time and the output tails read from the termination message. NULL on
  * ENOMEM. */
@@ -194,8 +221,17 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
     }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
-    if (d->lifecycle) cJSON_AddStringToObject(st, "lifecycle", d->lifecycle);
-    else keep(st, cur, "lifecycle");   /* InvalidSpec: the recorded one stays */
+    if (d->lifecycle) {
+        cJSON_AddStringToObject(st, "lifecycle", d->lifecycle);
+        if (d->class_name) cJSON_AddStringToObject(st, "className", d->class_name);
+        add_duration(st, "idleTimeout", d->idle_timeout_ms);
+        add_duration(st, "reclaimAfter", d->reclaim_after_ms);
+        sbx_add_time_ms(st, "idleAt", d->idle_at_ms);
+    } else {
+        /* InvalidSpec: the policy recorded under the last valid spec stays. */
+        static const char *const recorded[] = {"lifecycle", "className", "idleTimeout", "reclaimAfter"};
+        for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++) keep(st, cur, recorded[i]);
+    }
     if (d->queue_position > 0) cJSON_AddNumberToObject(st, "queuePosition", d->queue_position);
     if (d->run.present) {
         cJSON *run = run_json(&d->run);
@@ -223,26 +259,18 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
     cJSON_AddStringToObject(c, "reason", d->reason);
     cJSON_AddStringToObject(c, "message", d->message);
     /* Workspace: only while the claim is not the size the spec asks for. */
-    const cJSON *old_ws = condition(sb, "Workspace");
-    if (d->workspace_reason) {
-        cJSON *w = cJSON_CreateObject();
-        cJSON_AddItemToArray(conds, w);
-        cJSON_AddStringToObject(w, "type", "Workspace");
-        cJSON_AddStringToObject(w, "status", "False");
-        cJSON_AddNumberToObject(w, "observedGeneration", (double)d->observed_generation);
-        const char *old_ws_reason = kj_str(old_ws, "reason"), *old_ws_time = kj_str(old_ws, "lastTransitionTime");
-        if (old_ws_reason && old_ws_time && !strcmp(old_ws_reason, d->workspace_reason))
-            cJSON_AddStringToObject(w, "lastTransitionTime", old_ws_time);
-        else
-            sbx_add_time_ms(w, "lastTransitionTime", now);
-        cJSON_AddStringToObject(w, "reason", d->workspace_reason);
-        cJSON_AddStringToObject(w, "message", d->workspace_message);
-    }
+    if (d->workspace_reason)
+        add_false_condition(conds, sb, "Workspace", d->workspace_reason, d->workspace_message,
+                            d->observed_generation, now);
+    /* Accepted: only while the spec as it is cannot be applied. */
+    if (d->invalid_reason)
+        add_false_condition(conds, sb, "Accepted", d->invalid_reason, d->invalid_message,
+                            kj_int(sb, "metadata.generation", 0), now);
     /* Keep other condition types someone else may own. */
     const cJSON *oc;
     cJSON_ArrayForEach(oc, kj_path(sb, "status.conditions")) {
         const char *type = kj_str(oc, "type");
-        if (type && strcmp(type, "Ready") != 0 && strcmp(type, "Workspace") != 0)
+        if (type && strcmp(type, "Ready") != 0 && strcmp(type, "Workspace") != 0 && strcmp(type, "Accepted") != 0)
             cJSON_AddItemToArray(conds, cJSON_Duplicate(oc, 1));
     }
     return st;
@@ -306,15 +334,26 @@ long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *
     return sbx_delete_preconditioned(ctl, path, uid, rv, err, errlen);
 }
 
-/* Status for a spec the controller cannot act on. */
+/* The spec cannot be applied (d->invalid_reason set): a Warning Event when the Accepted
+ * condition says something new. */
+void sbx_event_invalid(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_decision *d) {
+    const cJSON *old = condition(sb, "Accepted");
+    const char *r = kj_str(old, "reason"), *m = kj_str(old, "message");
+    if (!d->invalid_reason || (r && m && !strcmp(r, d->invalid_reason) && !strcmp(m, d->invalid_message))) return;
+    sbx_event_record(ctl, sb, "Warning", d->invalid_reason, d->invalid_message);
+}
+
+/* Status for a spec the controller cannot act on (and no pod of an earlier spec runs). */
 int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
-                          const char *why, char *err, size_t errlen) {
+                              const char *reason, const char *why, char *err, size_t errlen) {
     struct sbx_decision d;
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
     d.reason = SBX_REASON_INVALID;
     d.observed_generation = kj_int(sb, "metadata.generation", 0);   /* this status is about it */
     snprintf(d.message, sizeof(d.message), "%s", why);
+    d.invalid_reason = reason ? reason : SBX_REASON_INVALID;
+    snprintf(d.invalid_message, sizeof(d.invalid_message), "%s", why);
     /* What the status recorded about earlier pods stays. */
     d.started_ms = sbx_time_at(sb, "status.startedAt");
     d.restart_count = -1;
@@ -323,5 +362,6 @@ int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const 
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
     cJSON_Delete(st);
+    if (rc == 0) sbx_event_invalid(ctl, sb, &d);
     return rc;
 }

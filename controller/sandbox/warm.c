@@ -96,12 +96,7 @@ static void queue_pools(struct sbx_controller *ctl, const char *ns) {
 
 /* The uid of obj's controller reference if it is a Sandbox, else NULL. */
 static const char *sandbox_owner_uid(const cJSON *obj) {
-    const cJSON *r;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *kind = kj_str(r, "kind");
-        if (kj_bool(r, "controller", 0) && kind && !strcmp(kind, SBX_KIND)) return kj_str(r, "uid");
-    }
-    return NULL;
+    return kj_str(sbx_sandbox_controller_ref(obj), "uid");
 }
 
 /* Is obj an unadopted pool claim? Its pool key, or NULL. */
@@ -307,6 +302,13 @@ static int want_of_class(void *ud, const char *key, const cJSON *obj) {
         for (size_t i = 0; !here && i < cls.warm_pool_namespaces.n; i++)
             here = !strcmp(cls.warm_pool_namespaces.v[i], c->ns);
     }
+    if (here && cls.namespace_selector) {
+        /* No pool where the class may not be used. */
+        cJSON *nsobj = c->ctl->namespaces_on ? informer_get(c->ctl->namespaces, c->ns) : NULL;
+        here = sbx_class_allows_namespace(&cls, c->ns, kj_path(nsobj, "metadata.labels"), c->ctl->namespaces_on, why,
+                                          sizeof(why));
+        cJSON_Delete(nsobj);
+    }
     char *sc = NULL;
     int64_t bytes = 0;
     if (here && class_shape(&cls, &c->ctl->opt.defaults, &sc, &bytes) == 0) {
@@ -329,9 +331,14 @@ static int pool_wants(struct sbx_controller *ctl, const char *ns, struct sbx_war
     struct sbx_class dflt;
     int have_default = 0;
     char why[512];
-    cJSON *probe = cJSON_Parse("{\"spec\":{}}");
-    if (!probe) return -1;
-    if (sbx_class_for(ctl, probe, &dflt, &have_default, why, sizeof(why)) < 0) have_default = 0;
+    const char *reason;
+    /* A Sandbox of ns naming no class: the namespace's default class, else the cluster's. */
+    cJSON *probe = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(probe, "metadata");
+    if (!md || !cJSON_AddStringToObject(md, "namespace", ns) || !cJSON_AddObjectToObject(probe, "spec")) {
+        cJSON_Delete(probe);
+        return -1;
+    }
+    if (sbx_class_for(ctl, probe, &dflt, &have_default, &reason, why, sizeof(why)) < 0) have_default = 0;
     cJSON_Delete(probe);
     pthread_mutex_lock(&ctl->warm->lock);
     c.unclassed = count_of(ctl->warm, ns, "");

@@ -1738,3 +1738,68 @@ TEST(workspace_grows_where_the_class_allows_and_never_shrinks) {
     lifecycle_decide(&s, &o, &d);
     CHECK(d.workspace_reason == NULL);
 }
+
+/* ---- the effective policy in status, forks at their source's size (issue 23) ----------- */
+
+TEST(effective_idle_policy_is_published) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.idle_timeout_ms = 5 * SEC;
+    s.reclaim_after_ms = 2 * MIN;
+    s.class_name = "small";
+    struct sbx_observed o = running(T0, T0 + 2 * SEC);
+    o.last_used_annotation_ms = T0 + SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.idle_timeout_ms, 5 * SEC);
+    CHECK_INT(d.reclaim_after_ms, 2 * MIN);
+    CHECK_INT(d.idle_at_ms, T0 + 6 * SEC);   /* the last use + the limit */
+    CHECK_INT(d.requeue_after_ms, 4 * SEC);
+    CHECK_STR(d.class_name, "small");
+    CHECK(d.invalid_reason == NULL);
+    /* long-running: idle at ×24 of the timeout */
+    s.lifecycle = SBX_LONG_RUNNING;
+    d = decide(&s, &o);
+    CHECK_INT(d.idle_timeout_ms, 5 * SEC);
+    CHECK_INT(d.idle_at_ms, T0 + SEC + 24 * 5 * SEC);
+    /* persistent: never idle, never reclaimed: nothing to publish */
+    s.lifecycle = SBX_PERSISTENT;
+    d = decide(&s, &o);
+    CHECK_INT(d.idle_timeout_ms, 0);
+    CHECK_INT(d.reclaim_after_ms, 0);
+    CHECK_INT(d.idle_at_ms, 0);
+    /* paused: no idle instant while it wants no pod */
+    s.lifecycle = SBX_SESSION;
+    s.paused = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.idle_at_ms, 0);
+    CHECK_INT(d.idle_timeout_ms, 5 * SEC);
+    /* not Ready yet: the idle clock does not run */
+    s.paused = 0;
+    o = fresh(T0);
+    d = decide(&s, &o);
+    CHECK_INT(d.idle_at_ms, 0);
+}
+
+TEST(a_fork_at_its_sources_size_is_not_a_shrink) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.workspace_bytes = INT64_C(1) << 30;          /* asked 1Gi */
+    struct sbx_observed o = running(T0, T0 + SEC);
+    o.claim_request_bytes = INT64_C(2) << 30;      /* cloned from a 2Gi source */
+    o.claim_capacity_bytes = INT64_C(2) << 30;
+    o.claim_cloned_bytes = INT64_C(2) << 30;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK(d.workspace_reason == NULL);
+    CHECK_INT(d.actions, 0);
+    /* grown past the source on a class that expands: expanded as any workspace */
+    s.workspace_bytes = INT64_C(3) << 30;
+    o.claim_expandable = 1;
+    d = decide(&s, &o);
+    CHECK_STR(d.workspace_reason, SBX_WS_RESIZING);
+    CHECK(d.actions & SBX_ACT_EXPAND_PVC);
+    /* once grown to 3Gi, asking 1Gi again is a shrink below the claim */
+    o.claim_request_bytes = o.claim_capacity_bytes = INT64_C(3) << 30;
+    s.workspace_bytes = INT64_C(1) << 30;
+    d = decide(&s, &o);
+    CHECK_STR(d.workspace_reason, SBX_WS_SHRINK_REFUSED);
+    CHECK_STR(d.workspace_message, "spec.workspace.size 2Gi is below the claim's 3Gi: a volume cannot shrink; "
+                                   "the workspace stays 3Gi");
+}

@@ -195,6 +195,32 @@ TEST(format_cpu) {
     CHECK_STR(out, "500m");
 }
 
+TEST(format_duration) {
+    static const struct { int64_t ms; const char *want; } cases[] = {
+        {0, "0"}, {1, "1ms"}, {999, "999ms"}, {1000, "1s"}, {1500, "1s500ms"}, {5000, "5s"},
+        {90000, "1m30s"}, {1800000, "30m"}, {5400000, "1h30m"}, {7200000, "2h"},
+        {86400000, "24h"}, {3723004, "1h2m3s4ms"},
+    };
+    char out[48];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_INT(qty_format_duration(cases[i].ms, out, sizeof out), 0);
+        CHECK_STR(out, cases[i].want);
+        int64_t back = -1;
+        CHECK_INT(qty_parse_duration(out, &back), 0);
+        CHECK_INT(back, cases[i].ms);
+    }
+    CHECK_INT(qty_format_duration(-1, out, sizeof out), -1);
+    CHECK_STR(out, "");
+    CHECK_INT(qty_format_duration(90000, out, 5), -1);   /* "1m30s" needs 6 */
+    CHECK_STR(out, "");
+    CHECK_INT(qty_format_duration(90000, out, 6), 0);
+    CHECK_STR(out, "1m30s");
+    CHECK_INT(qty_format_duration(INT64_MAX, out, sizeof out), 0);
+    int64_t back = 0;
+    CHECK_INT(qty_parse_duration(out, &back), 0);
+    CHECK_INT(back, INT64_MAX);
+}
+
 TEST(round_trip) {
     static const int64_t mem[] = {0, 1, 1023, 1024, 1500, 536870912, 1610612736,
                                   2147483648, 10737418240, (int64_t)1 << 62, 123456789};

@@ -533,3 +533,111 @@ TEST(reclaim_threshold_reaches_the_spec) {
     CHECK_INT(s.reclaim_after_ms, 0);
     sbx_spec_free(&s);
 }
+
+/* ---- who may use a class (issue 23) -------------------------------------------------- */
+
+TEST(scope_parses_namespaces_lifecycles_and_forks) {
+    struct sbx_class k;
+    CHECK_INT(parse_class("\"allowedNamespaces\":{\"selector\":{\"matchLabels\":{\"team\":\"a\"}}},"
+                          "\"allowedLifecycles\":[\"session\",\"long-running\"],"
+                          "\"workspace\":{\"allowForksAcrossUsers\":true}", &k), 0);
+    CHECK(k.namespace_selector != NULL);
+    CHECK_INT(k.allowed_lifecycles, (1u << SBX_SESSION) | (1u << SBX_LONG_RUNNING));
+    CHECK_INT(k.forks_across_users, 1);
+    sbx_class_free(&k);
+    CHECK_INT(parse_class("", &k), 0);
+    CHECK(k.namespace_selector == NULL);
+    CHECK_INT(k.allowed_lifecycles, 0);
+    CHECK_INT(k.forks_across_users, 0);
+    sbx_class_free(&k);
+}
+
+TEST(scope_errors_name_the_field) {
+    static const struct { const char *members, *want; } cases[] = {
+        {"\"allowedNamespaces\":[]", "SandboxClass \"small\": spec.allowedNamespaces: must be an object"},
+        {"\"allowedNamespaces\":{\"selector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\"}]}}",
+         "SandboxClass \"small\": spec.allowedNamespaces.selector.matchExpressions[0].values: required for operator In"},
+        {"\"allowedLifecycles\":\"session\"", "SandboxClass \"small\": spec.allowedLifecycles: must be an array of "
+                                              "lifecycles"},
+        {"\"allowedLifecycles\":[\"session\",\"forever\"]", "SandboxClass \"small\": spec.allowedLifecycles[1]: must "
+                                                            "be one of one-shot, session, long-running, persistent"},
+        {"\"lifecycle\":\"persistent\",\"allowedLifecycles\":[\"session\"]",
+         "SandboxClass \"small\": spec.lifecycle: persistent is not in spec.allowedLifecycles"},
+        {"\"workspace\":{\"allowForksAcrossUsers\":\"yes\"}",
+         "SandboxClass \"small\": spec.workspace.allowForksAcrossUsers: must be a boolean"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sbx_class k;
+        char err[512] = "";
+        cJSON *o = class_obj("small", cases[i].members);
+        CHECK_INT(sbx_class_parse(o, &k, err, sizeof err), -1);
+        CHECK_STR(err, cases[i].want);
+        cJSON_Delete(o);
+    }
+}
+
+TEST(namespace_scope) {
+    struct sbx_class k;
+    char why[512] = "";
+    cJSON *team_a = cJSON_Parse("{\"team\":\"a\"}"), *team_b = cJSON_Parse("{\"team\":\"b\"}");
+    CHECK_INT(parse_class("\"allowedNamespaces\":{\"selector\":{\"matchLabels\":{\"team\":\"a\"}}}", &k), 0);
+    CHECK_INT(sbx_class_allows_namespace(&k, "ns-a", team_a, 1, why, sizeof why), 1);
+    CHECK_INT(sbx_class_allows_namespace(&k, "ns-b", team_b, 1, why, sizeof why), 0);
+    CHECK_STR(why, "spec.className: SandboxClass \"small\" may not be used in namespace \"ns-b\" "
+                   "(spec.allowedNamespaces.selector does not select it)");
+    CHECK_INT(sbx_class_allows_namespace(&k, "ns-c", NULL, 1, why, sizeof why), 0);
+    /* Namespaces unreadable: a scoped class cannot be checked, so it refuses. */
+    CHECK_INT(sbx_class_allows_namespace(&k, "ns-a", team_a, 0, why, sizeof why), 0);
+    CHECK(strstr(why, "cannot read Namespaces") != NULL);
+    sbx_class_free(&k);
+    /* No selector: every namespace, readable or not; no class at all: likewise. */
+    CHECK_INT(parse_class("", &k), 0);
+    CHECK_INT(sbx_class_allows_namespace(&k, "ns-b", team_b, 0, why, sizeof why), 1);
+    sbx_class_free(&k);
+    CHECK_INT(sbx_class_allows_namespace(NULL, "ns-b", NULL, 0, why, sizeof why), 1);
+    cJSON_Delete(team_a);
+    cJSON_Delete(team_b);
+}
+
+TEST(lifecycle_scope) {
+    struct sbx_class k;
+    struct sbx_spec s;
+    char why[512] = "", err[512];
+    CHECK_INT(parse_class("\"allowedLifecycles\":[\"session\",\"one-shot\"]", &k), 0);
+    cJSON *sb = sandbox("\"lifecycle\":\"persistent\"");
+    CHECK_INT(sbx_class_resolve(sb, &k, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(sbx_class_allows_lifecycle(&k, &s, why, sizeof why), 0);
+    CHECK_STR(why, "spec.lifecycle: persistent is not allowed by SandboxClass \"small\" (spec.allowedLifecycles: "
+                   "one-shot, session)");
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    sb = sandbox("\"lifecycle\":\"session\"");
+    CHECK_INT(sbx_class_resolve(sb, &k, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(sbx_class_allows_lifecycle(&k, &s, why, sizeof why), 1);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    sbx_class_free(&k);
+    /* Every lifecycle when the class names none. */
+    CHECK_INT(parse_class("", &k), 0);
+    sb = sandbox("\"lifecycle\":\"persistent\"");
+    CHECK_INT(sbx_class_resolve(sb, &k, NULL, &s, err, sizeof err), 0);
+    CHECK_INT(sbx_class_allows_lifecycle(&k, &s, why, sizeof why), 1);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    sbx_class_free(&k);
+}
+
+TEST(fork_limits_reach_the_spec) {
+    struct sbx_spec s;
+    char err[512];
+    CHECK_INT(resolve("\"workspace\":{\"maxSize\":\"5Gi\",\"allowForksAcrossUsers\":true}",
+                      "\"workspace\":{\"size\":\"1Gi\",\"from\":{\"sandbox\":\"other\"}}", &s, err, sizeof err), 0);
+    CHECK_INT(s.workspace_max_bytes, 5 * GIB);
+    CHECK_INT(s.forks_across_users, 1);
+    CHECK_STR(s.workspace_from, "other");
+    sbx_spec_free(&s);
+    CHECK_INT(resolve("", "\"workspace\":{\"from\":{\"sandbox\":\"other\"}}", &s, err, sizeof err), 0);
+    CHECK_INT(s.workspace_max_bytes, 0);
+    CHECK_INT(s.forks_across_users, 0);
+    sbx_spec_free(&s);
+}

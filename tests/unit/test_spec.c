@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 
+#include "kube/kjson.h"
 #include "sandbox/naming.h"
 #include "sandbox/shard.h"
 #include "sandbox/spec.h"
@@ -1692,4 +1693,113 @@ TEST(status_endpoints_follow_the_pod_and_the_service) {
     CHECK_INT(cJSON_GetArraySize(st), 0);
     cJSON_Delete(st);
     sbx_spec_free(&s);
+}
+
+/* ---- the policy recorded for a running pod (issue 23) ------------------------------ */
+
+TEST(recorded_spec_comes_from_status_then_spec_then_defaults) {
+    struct sbx_spec s;
+    char err[256];
+    cJSON *sb = cJSON_Parse("{\"metadata\":{\"name\":\"sb\",\"namespace\":\"ns\",\"uid\":\"u\"},"
+                            "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"paused\":true,\"idleTimeout\":\"9m\","
+                            "\"ttlSecondsAfterFinished\":60,\"image\":\"not/allowed\"},"
+                            "\"status\":{\"lifecycle\":\"long-running\",\"className\":\"small\","
+                            "\"idleTimeout\":\"20s\",\"reclaimAfter\":\"1m30s\"}}");
+    CHECK_INT(sbx_spec_recorded(sb, NULL, &s, err, sizeof err), 0);
+    CHECK_STR(s.user_id, "alice");
+    CHECK_STR(s.chat_id, "c1");
+    CHECK_INT(s.lifecycle, SBX_LONG_RUNNING);
+    CHECK_STR(s.class_name, "small");
+    CHECK_INT(s.idle_timeout_ms, 20000);     /* the status's, not the spec's 9m */
+    CHECK_INT(s.reclaim_after_ms, 90000);
+    CHECK_INT(s.paused, 1);                  /* the user's own word still counts */
+    CHECK_INT(s.ttl_after_finished_s, 60);
+    CHECK(s.image == NULL);                  /* never builds a pod */
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    /* Recorded by an older controller (no policy in status): the spec's idleTimeout, then
+     * the defaults'. */
+    struct sbx_defaults d;
+    sbx_defaults_init(&d);
+    d.idle_timeout_ms = 7000;
+    sb = cJSON_Parse("{\"spec\":{\"userID\":\"a\",\"chatID\":\"b\",\"idleTimeout\":\"9m\"},"
+                     "\"status\":{\"lifecycle\":\"session\"}}");
+    CHECK_INT(sbx_spec_recorded(sb, &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.idle_timeout_ms, 9 * 60000);
+    CHECK_INT(s.lifecycle, SBX_SESSION);
+    CHECK(s.class_name == NULL);
+    CHECK_INT(s.reclaim_after_ms, 0);
+    CHECK_INT(s.paused, 0);
+    CHECK_INT(s.ttl_after_finished_s, 300);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    sb = cJSON_Parse("{\"spec\":{\"userID\":\"a\",\"chatID\":\"b\"},\"status\":{\"idleTimeout\":\"junk\"}}");
+    CHECK_INT(sbx_spec_recorded(sb, &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.idle_timeout_ms, 7000);
+    CHECK_INT(s.lifecycle, d.lifecycle);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+    /* No usable IDs: nothing to govern. */
+    sb = cJSON_Parse("{\"spec\":{\"userID\":\"\",\"chatID\":\"b\"}}");
+    CHECK_INT(sbx_spec_recorded(sb, &d, &s, err, sizeof err), -1);
+    CHECK(strstr(err, "spec.userID") != NULL);
+    cJSON_Delete(sb);
+}
+
+TEST(pod_records_its_class_and_a_fork_its_cloned_size) {
+    struct sbx_spec s;
+    char err[256];
+    cJSON *sb = cJSON_Parse("{\"metadata\":{\"name\":\"sb\",\"namespace\":\"ns\",\"uid\":\"u\"},"
+                            "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"workspace\":{\"size\":\"1Gi\"}}}");
+    CHECK_INT(sbx_spec_parse(sb, NULL, &s, err, sizeof err), 0);
+    struct sbx_owner o = {.name = "sb", .namespace_ = "ns", .uid = "u"};
+    cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace");
+    CHECK_STR(kj_map_get(pod, "metadata.annotations", SBX_ANN_CLASS), "");   /* no class */
+    const char *h1 = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+    char hash[SBX_TEMPLATE_HASH_LEN + 1];
+    snprintf(hash, sizeof hash, "%s", h1 ? h1 : "");
+    s.class_name = strdup("small");
+    cJSON *pod2 = sbx_build_pod(&o, &s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace");
+    CHECK_STR(kj_map_get(pod2, "metadata.annotations", SBX_ANN_CLASS), "small");
+    /* The class is not part of the hash: pods built by earlier controllers keep theirs. */
+    CHECK_STR(kj_map_get(pod2, "metadata.annotations", SBX_ANN_TEMPLATE_HASH), hash);
+    struct sbx_ws_source src = {.claim = "src-workspace", .storage_class = "std", .bytes = INT64_C(2) << 30};
+    cJSON *pvc = sbx_build_pvc_from(&o, &s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace", &src);
+    CHECK_STR(kj_map_get(pvc, "metadata.annotations", SBX_ANN_CLONED_SIZE), "2Gi");
+    CHECK_STR(kj_str(pvc, "spec.resources.requests.storage"), "2Gi");
+    cJSON *plain = sbx_build_pvc(&o, &s, "yao-sb-alice-c1", "yao-sb-alice-c1-workspace");
+    CHECK(kj_map_get(plain, "metadata.annotations", SBX_ANN_CLONED_SIZE) == NULL);
+    cJSON_Delete(plain);
+    cJSON_Delete(pvc);
+    cJSON_Delete(pod2);
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+    cJSON_Delete(sb);
+}
+
+TEST(only_a_sandbox_of_this_group_is_an_owner) {
+    static const struct { const char *refs; int ours; } cases[] = {
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 1},
+        /* another product's Sandbox kind */
+        {"[{\"apiVersion\":\"agents.x-k8s.io/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com.evil/v1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        /* not the controller */
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"Sandbox\",\"name\":\"a\",\"uid\":\"u\"}]", 0},
+        {"[{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\",\"name\":\"a\",\"uid\":\"u\","
+         "\"controller\":true}]", 0},
+        {"[]", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"metadata\":{\"ownerReferences\":%s}}", cases[i].refs);
+        cJSON *o = cJSON_Parse(text);
+        const cJSON *r = sbx_sandbox_controller_ref(o);
+        CHECK_INT(r != NULL, cases[i].ours);
+        if (r) CHECK_STR(kj_str(r, "uid"), "u");
+        cJSON_Delete(o);
+    }
+    CHECK(sbx_sandbox_controller_ref(NULL) == NULL);
 }

@@ -169,6 +169,13 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [sandbox.yaoapps.com]
   resources: [sandboxclasses]
   verbs: [list, watch]
+# Namespaces (informer, their labels only): which namespaces may use a SandboxClass
+# (spec.allowedNamespaces) and a namespace's default class (the label
+# sandbox.yaoapps.com/default-class). Without it a class limited to some namespaces
+# refuses every Sandbox.
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, watch]
 # Events on Sandboxes (core/v1): a new Event per transition, or a patch raising the count
 # of an identical one (kube/events.c)
 - apiGroups: [""]
