@@ -1347,6 +1347,10 @@ int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len)
     return rc;
 }
 
+/* The generation of the plugin credential this thread last sent: a 401 this thread sees
+ * is about that one (kube_config_auth_rejected). */
+static _Thread_local unsigned kcfg_sent_generation;
+
 /* The credentials of one request (see config.h). */
 int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size_t errlen)
 {
@@ -1354,6 +1358,7 @@ int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size
     if (c->exec_plugin) {
         struct kube_exec_credential cred;
         if (kube_credplugin_get(c->exec_plugin, &cred, err, errlen) < 0) return -1;
+        kcfg_sent_generation = cred.generation;
         a->token = cred.token;
         a->cert_pem = cred.cert_pem;
         a->cert_len = cred.cert_len;
@@ -1390,7 +1395,7 @@ void kube_auth_free(struct kube_auth *a)
 
 int kube_config_auth_rejected(struct kube_config *c)
 {
-    return c->exec_plugin ? kube_credplugin_invalidate(c->exec_plugin) : 0;
+    return c->exec_plugin ? kube_credplugin_invalidate(c->exec_plugin, kcfg_sent_generation) : 0;
 }
 
 /* Free a NULL-terminated array of n strings. */

@@ -85,7 +85,8 @@ struct kube_auth {
 /* 0 with *a (free with kube_auth_free), or -1 with err (the plugin failed). Thread-safe. */
 int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size_t errlen);
 void kube_auth_free(struct kube_auth *a);
-/* After a 401: the exec plugin's credential is dropped so the next request runs it again.
+/* After a 401 on this thread's last request: the exec plugin's credential it sent is
+ * dropped (unless a newer one came meanwhile), so the next request runs the plugin again.
  * 1 when a retry may help (there is a plugin), else 0. */
 int kube_config_auth_rejected(struct kube_config *c);
 /* Replace the impersonation (--as USER, --as-group GROUP...): user NULL keeps the

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,14 +166,39 @@ static char **child_env(const struct kube_credplugin *p, char *info_var) {
     return e;
 }
 
+/* The command as a path to execute: one with a '/' as it is, a bare name looked up in our
+ * $PATH (as Go's exec.LookPath does). 0 with out, or -1 when there is no executable file. */
+static int resolve_command(const char *cmd, char *out, size_t cap) {
+    if (strchr(cmd, '/')) {
+        snprintf(out, cap, "%s", cmd);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        struct stat st;
+        if ((size_t)snprintf(out, cap, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", cmd) < cap &&
+            stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return 0;
+        path += n + (path[n] == ':');
+    }
+    return -1;
+}
+
 int kube_credplugin_run(struct kube_credplugin *p, int stdin_is_terminal, struct kube_exec_credential *out,
                         char *err, size_t errlen) {
-    char head[300];
+    char head[300], exe[4096];
     memset(out, 0, sizeof(*out));
     snprintf(head, sizeof(head), "exec credential plugin \"%.120s\" of user \"%.120s\"", p->command,
              p->user ? p->user : "");
     if (p->interactive == KUBE_INTERACTIVE_ALWAYS && !stdin_is_terminal)
         return errfmt(err, errlen, "%s: interactiveMode Always needs a terminal on stdin, and there is none", head);
+    /* Found before forking: a missing plugin is the common failure, and is told apart from
+     * a plugin that exits 127 itself. */
+    if (resolve_command(p->command, exe, sizeof(exe)) < 0)
+        return errfmt_line(err, errlen, "%s: the command was not found or is not executable%s%.300s", head,
+                           p->install_hint ? ": " : "", p->install_hint ? p->install_hint : "");
     int give_stdin = p->interactive != KUBE_INTERACTIVE_NEVER && stdin_is_terminal;
     char *info = kube_exec_info(p->api_version, give_stdin, p->cluster_json);
     size_t infolen = info ? strlen(info) + sizeof("KUBERNETES_EXEC_INFO=") : 0;
@@ -206,8 +232,7 @@ int kube_credplugin_run(struct kube_credplugin *p, int stdin_is_terminal, struct
         /* the child: only async-signal-safe calls from here */
         if (dup2(outp[1], 1) < 0 || (devnull >= 0 && dup2(devnull, 0) < 0)) _exit(EXIT_EXEC_FAILED);
         signal(SIGPIPE, SIG_DFL);
-        if (strchr(p->command, '/')) execve(p->command, argv, envp);
-        else execvpe(p->command, argv, envp);
+        execve(exe, argv, envp);
         _exit(EXIT_EXEC_FAILED);
     }
     close(outp[1]);
@@ -239,13 +264,10 @@ int kube_credplugin_run(struct kube_credplugin *p, int stdin_is_terminal, struct
     pid = -1;
     buf[len] = 0;
     if (timed_out) {
-        errfmt(err, errlen, "%s: no answer within %ld s (it was stopped)", head,
-               (p->timeout_ms > 0 ? p->timeout_ms : 60000) / 1000);
+        errfmt(err, errlen, "%s: no answer within %g s (it was stopped)", head,
+               (double)(p->timeout_ms > 0 ? p->timeout_ms : 60000) / 1000.0);
     } else if (too_big) {
         errfmt(err, errlen, "%s: its output is larger than %zu KiB", head, PLUGIN_OUT_MAX >> 10);
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_EXEC_FAILED && len == 0) {
-        errfmt_line(err, errlen, "%s: the command could not be run (not found or not executable; exit 127)%s%.300s",
-                    head, p->install_hint ? ": " : "", p->install_hint ? p->install_hint : "");
     } else if (WIFSIGNALED(status)) {
         errfmt(err, errlen, "%s: killed by signal %d", head, WTERMSIG(status));
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -273,6 +295,7 @@ done:
 static int cred_copy(const struct kube_exec_credential *src, struct kube_exec_credential *dst) {
     memset(dst, 0, sizeof(*dst));
     dst->expires_ms = src->expires_ms;
+    dst->generation = src->generation;
     if (src->token && !(dst->token = strdup(src->token))) goto oom;
     if (src->cert_pem) {
         if (!(dst->cert_pem = malloc(src->cert_len + 1)) || !(dst->key_pem = malloc(src->key_len + 1))) goto oom;
@@ -298,9 +321,9 @@ int kube_credplugin_get(struct kube_credplugin *p, struct kube_exec_credential *
         } else {
             kube_exec_credential_free(&p->cred);
             p->cred = fresh;
+            p->cred.generation = ++p->generation;
             p->have = 1;
         }
-        p->ran_at_ms = clock_mono_ms();
         p->runs++;
     }
     if (rc == 0 && cred_copy(&p->cred, out) < 0) rc = errfmt(err, errlen, "out of memory");
@@ -308,18 +331,14 @@ int kube_credplugin_get(struct kube_credplugin *p, struct kube_exec_credential *
     return rc;
 }
 
-int kube_credplugin_invalidate(struct kube_credplugin *p) {
-    int rerun = 0;
+int kube_credplugin_invalidate(struct kube_credplugin *p, unsigned generation) {
     if (p->mu_ready) pthread_mutex_lock(&p->mu);
-    if (p->have && !(p->ran_at_ms && clock_mono_ms() - p->ran_at_ms < 1000)) {
+    if (p->have && p->cred.generation == generation) {
         kube_exec_credential_free(&p->cred);
         p->have = 0;
-        rerun = 1;
-    } else if (p->have) {
-        rerun = 1;   /* just fetched by another request's refresh: retry with it */
     }
     if (p->mu_ready) pthread_mutex_unlock(&p->mu);
-    return rerun;
+    return 1;
 }
 
 void kube_credplugin_free(struct kube_credplugin *p) {

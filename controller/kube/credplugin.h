@@ -31,6 +31,7 @@ struct kube_exec_credential {
     char *cert_pem, *key_pem;        /* client certificate and key (both or neither) */
     size_t cert_len, key_len;
     int64_t expires_ms;              /* Unix ms of expirationTimestamp; 0 = none */
+    unsigned generation;             /* kube_credplugin_get: which fetch it came from */
 };
 
 struct kube_credplugin {
@@ -50,7 +51,7 @@ struct kube_credplugin {
     int mu_ready;
     struct kube_exec_credential cred;
     int have;
-    int64_t ran_at_ms;               /* monotonic: when it last ran (0 = never) */
+    unsigned generation;             /* counts the credentials fetched */
     unsigned runs;                   /* how often it ran (for tests and logs) */
 };
 
@@ -79,10 +80,10 @@ int kube_credplugin_run(struct kube_credplugin *p, int stdin_is_terminal, struct
  * Thread-safe (one run at a time; others wait for it). Copies into *out (caller frees with
  * kube_exec_credential_free). 0, or -1 with err. */
 int kube_credplugin_get(struct kube_credplugin *p, struct kube_exec_credential *out, char *err, size_t errlen);
-/* The API server refused the credential (401): forget it, unless it was fetched within
- * the last second (another request's 401 just did this). 1 when the next get runs the
- * plugin again, else 0. */
-int kube_credplugin_invalidate(struct kube_credplugin *p);
+/* The API server refused the credential of that generation (401): forget it, unless a
+ * newer one was fetched meanwhile (another request's 401 did this: a burst of 401s runs
+ * the plugin once). 1: a retry may help (with the credential the next get gives). */
+int kube_credplugin_invalidate(struct kube_credplugin *p, unsigned generation);
 /* Free everything (credential wiped); safe on a zeroed struct. */
 void kube_credplugin_free(struct kube_credplugin *p);
 

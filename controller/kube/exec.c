@@ -1118,7 +1118,8 @@ static int conclude(struct session *s) {
 }
 
 /* One attempt of kube_exec. */
-static int exec_once(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
+static int exec_once(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r,
+                     int may_retry) {
     struct session *s = NULL;
     struct kube_auth auth = {0};
     struct kube_ws_endpoint pep;
@@ -1241,7 +1242,9 @@ static int exec_once(struct kube_client *c, const struct kube_exec_options *o, s
     lws_sul_cancel(&s->keepalive);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
     rc = conclude(s);
-    if (rc < 0 && !s->established && r->http_status >= 400) {
+    /* (a 401 that fresh credentials may cure is retried first: kube_exec) */
+    int retry_401 = may_retry && r->http_status == 401 && (cfg->exec_plugin || cfg->token_file);
+    if (rc < 0 && !s->established && r->http_status >= 400 && !retry_401) {
         lws_context_destroy(s->ctx);
         s->ctx = NULL;
         kube_ws_refusal_message(c, r->http_status, path.data, "exec", "exec needs get and create on pods/exec",
@@ -1268,10 +1271,10 @@ out:
 }
 
 int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
-    int rc = exec_once(c, o, r);
+    int rc = exec_once(c, o, r, 1);
     /* Refused with 401 before anything ran: fresh credentials (a rotated token file, the
      * exec plugin run again) may cure it; one more attempt then. */
     if (rc < 0 && r->http_status == 401 && c && kube_client_refresh_credentials(c, 401, 0))
-        rc = exec_once(c, o, r);
+        rc = exec_once(c, o, r, 0);
     return rc;
 }

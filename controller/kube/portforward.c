@@ -349,7 +349,7 @@ static const struct lws_protocols pf_protocols[] = {
 };
 
 /* One attempt of kube_portforward. */
-static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r) {
+static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r, int may_retry) {
     static const volatile sig_atomic_t never = 0;
     struct pf_session *s = NULL;
     struct kube_auth auth = {0};
@@ -426,7 +426,8 @@ static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struc
         fail(s, "port-forward: connection failed%s", s->close_reason);
     }
     rc = s->failed ? -1 : 0;
-    if (rc < 0 && !s->established && r->http_status >= 400) {
+    int retry_401 = may_retry && r->http_status == 401 && (cfg->exec_plugin || cfg->token_file);
+    if (rc < 0 && !s->established && r->http_status >= 400 && !retry_401) {
         lws_context_destroy(s->ctx);
         s->ctx = NULL;
         kube_ws_refusal_message(c, r->http_status, path, "port-forward",
@@ -447,8 +448,8 @@ out:
 }
 
 int kube_portforward(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r) {
-    int rc = pf_once(c, o, r);
+    int rc = pf_once(c, o, r, 1);
     /* Refused with 401 before any byte moved: fresh credentials may cure it (see kube_exec). */
-    if (rc < 0 && r->http_status == 401 && c && kube_client_refresh_credentials(c, 401, 0)) rc = pf_once(c, o, r);
+    if (rc < 0 && r->http_status == 401 && c && kube_client_refresh_credentials(c, 401, 0)) rc = pf_once(c, o, r, 0);
     return rc;
 }
