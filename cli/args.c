@@ -72,6 +72,8 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_PHASE: a->phase = val; break;
     case O_LIFECYCLE: a->lifecycle = val; break;
     case O_ALL_NS: a->all_ns = 1; break;
+    case O_NO_HEADERS: a->no_headers = 1; break;
+    case O_SELECTOR: a->selector = val; break;
     case O_WAIT: a->wait = 1; break;
     case O_PARENTS: a->parents = 1; break;
     case O_RECURSIVE: a->recursive = 1; break;
