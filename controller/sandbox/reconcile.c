@@ -1099,8 +1099,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     if (have_class) sbx_class_free(&cls);
     if (bad) {
-        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec keeps
-         * being governed by what that pass recorded (governed_pass below); without one the
+        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec (or
+         * a one-shot's recorded result, until its TTL) keeps being governed by the policy
+         * that spec's last pass recorded (sbx_spec_recorded, govern); without one the
          * Sandbox waits, InvalidSpec, with no pod. */
         if (have_spec) sbx_spec_free(&spec);
         sbx_network_free(&net);
@@ -1133,7 +1134,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     enum sbx_object_state svc_state = classify(svc, uid);
     np = informer_get(ctl->netpols, okey);   /* named like the pod too */
     enum sbx_object_state np_state = classify(np, uid);
-    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT) {
+    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT &&
+        !(spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
         rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
         goto out;
