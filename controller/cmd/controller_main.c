@@ -110,9 +110,9 @@ static int shard_barrier(struct app *a, struct kube_client *c, const struct sbx_
         if (b == 0 && announced) { at_barrier = 0; return 0; }
         if (b == 0) {
             /* Say it, wait until the Lease shows it, and look once more. */
-            uint64_t w = leader_writes(a->elector);
-            leader_set_label(a->elector, SBX_LABEL_ACTING, "true");
-            while (!stop_requested && !lost_leadership && leader_writes(a->elector) <= w) nap(50);
+            int64_t g = leader_set_label(a->elector, SBX_LABEL_ACTING, "true");
+            while (g > 0 && !stop_requested && !lost_leadership && (int64_t)leader_labels_written(a->elector) < g)
+                nap(50);
             announced = 1;
             continue;
         }
