@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kube/config.h"
+#include "kube/kjson.h"
 #include "kube/rest.h"
 #include "runtime/httpd.h"
 #include "runtime/leader.h"
@@ -19,9 +20,12 @@
 #include "sandbox/metrics.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/settings.h"
+#include "sandbox/shard.h"
 
 static volatile sig_atomic_t stop_requested;
 static volatile int leading, lost_leadership;
+/* Leading, and waiting for replicas of another --shards to stop acting (shard_barrier). */
+static volatile int at_barrier;
 
 /* SIGTERM / SIGINT: ask the main loop to stop. */
 static void on_signal(int sig) { stop_requested = 1; }
@@ -47,8 +51,10 @@ static int serve_probe(void *ud, const char *path, struct dynbuf *body, const ch
         return 200;
     }
     if (!strcmp(path, "/readyz")) {
-        /* A standby is ready (to take over); a leader once its caches are synced. */
-        int ready = (a->elector && !leader_is_leader(a->elector)) || sbx_controller_ready(a->ctl);
+        /* A standby is ready (to take over), and so is a leader waiting for another shard
+         * count to go (a rolling update must be able to replace the old replicas); a leader
+         * once its caches are synced. */
+        int ready = (a->elector && (!leader_is_leader(a->elector) || at_barrier)) || sbx_controller_ready(a->ctl);
         dynbuf_append_str(body, ready ? "ok\n" : "caches not synced\n");
         return ready ? 200 : 503;
     }
@@ -59,6 +65,70 @@ static int serve_probe(void *ud, const char *path, struct dynbuf *body, const ch
     }
     dynbuf_append_str(body, "not found\n");
     return 404;
+}
+
+/* Sleep ms, waking early on a stop or a lost lease. */
+static void nap(int64_t ms) {
+    for (; ms > 0 && !stop_requested && !lost_leadership; ms -= 50) usleep(50000);
+}
+
+/* 1 when a Lease of the family blocks this replica (why says which), 0 when none does, -1
+ * when the Leases could not be listed. */
+static int leases_block(struct kube_client *c, const struct sbx_settings *s, const char *lease_ns, char *why,
+                        size_t whylen) {
+    char path[512], err[KUBE_ERR_MAX];
+    cJSON *list = NULL;
+    /* All Leases: one of a controller from before the shards label has none. */
+    snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases", lease_ns);
+    if (kube_get(c, path, &list, err, sizeof(err)) != 200) {
+        snprintf(why, whylen, "listing the Leases of %.200s failed: %.250s", lease_ns, err);
+        cJSON_Delete(list);
+        return -1;
+    }
+    int blocked = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, kj_path(list, "items")) {
+        if (sbx_shard_lease_blocks(l, s->lease_base, s->lease_name, s->controller.shards, kj_now_ms(), why, whylen)) {
+            blocked = 1;
+            break;
+        }
+    }
+    cJSON_Delete(list);
+    return blocked;
+}
+
+/* Re-sharding without a stop (sandbox/shard.h, sbx_shard_lease_blocks): a leader acts only
+ * once no replica of another --shards acts, and says so on its Lease (SBX_LABEL_ACTING)
+ * before it checks a last time; two that said so at once both step back for a random
+ * while. 0 to act, -1 on a stop or a lost lease. */
+static int shard_barrier(struct app *a, struct kube_client *c, const struct sbx_settings *s, const char *lease_ns) {
+    char why[512], last[512] = "";
+    int announced = 0;
+    at_barrier = 1;
+    while (!stop_requested && !lost_leadership) {
+        int b = leases_block(c, s, lease_ns, why, sizeof(why));
+        if (b == 0 && announced) { at_barrier = 0; return 0; }
+        if (b == 0) {
+            /* Say it, wait until the Lease shows it, and look once more. */
+            int64_t g = leader_set_label(a->elector, SBX_LABEL_ACTING, "true");
+            while (g > 0 && !stop_requested && !lost_leadership && (int64_t)leader_labels_written(a->elector) < g)
+                nap(50);
+            announced = 1;
+            continue;
+        }
+        if (announced) {
+            leader_set_label(a->elector, SBX_LABEL_ACTING, NULL);
+            announced = 0;
+            nap(1000 + (kj_now_ms() ^ (int64_t)getpid()) % 2000);
+        }
+        if (strcmp(why, last) != 0) {
+            LOGW("msg=\"waiting: replicas of another shard count are live (re-sharding); this one acts once they are "
+                 "gone\" shards=%d why=\"%s\"", s->controller.shards, why);
+            snprintf(last, sizeof(last), "%s", why);
+        }
+        nap(s->retry_period_ms);
+    }
+    return -1;
 }
 
 /* hostname_<random hex>: unique per process, readable in the Lease. */
@@ -159,6 +229,10 @@ int main(int argc, char **argv) {
             .on_stopped = on_stopped_leading,
         };
         a.elector = leader_new(lease_client, &lo);
+        /* The shard count on the Lease from its first write (re-sharding, shard_barrier). */
+        char count[16];
+        snprintf(count, sizeof(count), "%d", s.controller.shards > 1 ? s.controller.shards : 1);
+        if (a.elector) leader_set_label(a.elector, SBX_LABEL_SHARDS, count);
         /* Every write of the workers passes the fence: none once leadership is unconfirmed. */
         if (a.elector) kube_client_set_fence(client, leader_fence_remaining_ms, a.elector);
         /* Events too (the recorder owns that client now; it lives as long as a.ctl). */
@@ -188,7 +262,8 @@ int main(int argc, char **argv) {
          s.controller.workers, s.leader_elect);
 
     while (!stop_requested && !leading) usleep(50000);
-    if (!stop_requested) {
+    if (!stop_requested && a.elector && shard_barrier(&a, client, &s, lease_ns) < 0 && !lost_leadership) stop_requested = 1;
+    if (!stop_requested && !lost_leadership) {
         if (sbx_controller_run(a.ctl, (volatile int *)&stop_requested) < 0) {
             if (!stop_requested) { LOGE("msg=\"could not start the controller\""); rc = 1; }
         } else {

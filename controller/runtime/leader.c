@@ -29,6 +29,12 @@ struct leader_elector {
     char observed_record[512];
     int64_t observed_ms;
     uint64_t transitions;
+    /* Labels every write of ours puts on the Lease (leader_set_label), under labels_lock;
+     * writes counts our successful writes. */
+    pthread_mutex_t labels_lock;
+    struct { char key[64], value[64]; int set; } labels[LEADER_LABELS_MAX];
+    uint64_t labels_gen;             /* raised by every leader_set_label */
+    _Atomic uint64_t labels_written; /* the labels_gen of our last successful write */
 };
 
 int leader_can_take(const char *holder, int64_t observed_ms, int64_t now_ms, int64_t lease_duration_ms) {
@@ -41,6 +47,8 @@ struct leader_elector *leader_new(struct kube_client *c, const struct leader_opt
     if (!le) return NULL;
     le->client = c;
     atomic_init(&le->valid_until_ms, 0);
+    atomic_init(&le->labels_written, 0);
+    pthread_mutex_init(&le->labels_lock, NULL);
     /* One attempt per call: no retry loop, no Retry-After sleep can outlast the deadline. */
     kube_client_set_retries(c, 1);
     le->o = *o;
@@ -49,6 +57,47 @@ struct leader_elector *leader_new(struct kube_client *c, const struct leader_opt
     le->identity = strdup(o->identity);
     if (!le->ns || !le->name || !le->identity) { leader_free(le); return NULL; }
     return le;
+}
+
+int64_t leader_set_label(struct leader_elector *le, const char *key, const char *value) {
+    int free_slot = -1;
+    int64_t rc = -1;
+    if (!le || !key || strlen(key) >= sizeof(le->labels[0].key) || (value && strlen(value) >= sizeof(le->labels[0].value)))
+        return -1;
+    pthread_mutex_lock(&le->labels_lock);
+    for (int i = 0; i < LEADER_LABELS_MAX; i++) {
+        if (le->labels[i].key[0] && !strcmp(le->labels[i].key, key)) { free_slot = i; break; }
+        if (!le->labels[i].key[0] && free_slot < 0) free_slot = i;
+    }
+    if (free_slot >= 0) {
+        snprintf(le->labels[free_slot].key, sizeof(le->labels[0].key), "%s", key);
+        snprintf(le->labels[free_slot].value, sizeof(le->labels[0].value), "%s", value ? value : "");
+        le->labels[free_slot].set = value != NULL;
+        rc = (int64_t)++le->labels_gen;
+    }
+    pthread_mutex_unlock(&le->labels_lock);
+    return rc;
+}
+
+uint64_t leader_labels_written(struct leader_elector *le) { return le ? atomic_load(&le->labels_written) : 0; }
+
+/* Put the labels of leader_set_label on the lease object about to be written; the
+ * generation of labels it carries. */
+static uint64_t apply_labels(struct leader_elector *le, cJSON *lease) {
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(lease, "metadata");
+    if (!md) return 0;
+    cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    pthread_mutex_lock(&le->labels_lock);
+    uint64_t gen = le->labels_gen;
+    for (int i = 0; i < LEADER_LABELS_MAX; i++) {
+        if (!le->labels[i].key[0]) continue;
+        if (!labels && le->labels[i].set) labels = cJSON_AddObjectToObject(md, "labels");
+        if (!labels) continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(labels, le->labels[i].key);
+        if (le->labels[i].set) cJSON_AddStringToObject(labels, le->labels[i].key, le->labels[i].value);
+    }
+    pthread_mutex_unlock(&le->labels_lock);
+    return gen;
 }
 
 /* Lease object path. */
@@ -95,6 +144,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         cJSON_AddStringToObject(md, "name", le->name);
         cJSON_AddStringToObject(md, "namespace", le->ns);
         set_spec(le, obj, 1, 0);
+        uint64_t gen = apply_labels(le, obj);
         lease_path(le, path, sizeof(path), 0);
         st = -1;
         if (arm(le, deadline_ms) == 0) {
@@ -104,7 +154,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
             snprintf(err, sizeof(err), "renew deadline passed");
         }
         cJSON_Delete(obj);
-        if (st == 201) return 1;
+        if (st == 201) { atomic_store(&le->labels_written, gen); return 1; }
         if (st == 409) return 0;
         LOGW("msg=\"lease create failed\" err=\"%s\"", err);
         return -1;
@@ -138,6 +188,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         snprintf(acquired, sizeof(acquired), "%s", kj_str(lease, "spec.acquireTime"));
     set_spec(le, lease, !ours, transitions);
     if (acquired[0]) cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(lease, "spec"), "acquireTime", acquired);
+    uint64_t gen = apply_labels(le, lease);
     st = -1;
     if (arm(le, deadline_ms) == 0) {
         *sent_ms = clock_mono_ms();
@@ -148,6 +199,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
     cJSON_Delete(lease);
     if (st == 200) {
         if (!ours) le->transitions++;
+        atomic_store(&le->labels_written, gen);
         return 1;
     }
     if (st == 409) return 0; /* someone else updated it first */
@@ -262,6 +314,7 @@ void leader_stop(struct leader_elector *le) {
 void leader_free(struct leader_elector *le) {
     if (!le) return;
     leader_stop(le);
+    pthread_mutex_destroy(&le->labels_lock);
     free(le->ns);
     free(le->name);
     free(le->identity);

@@ -49,6 +49,15 @@ int leader_fence_ok(struct leader_elector *le);
 void leader_fence_close(struct leader_elector *le);
 uint64_t leader_transitions_seen(struct leader_elector *le);
 
+/* Labels on the Lease: key = value on every write of ours from the next one on (value
+ * NULL removes the label). At most LEADER_LABELS_MAX keys of < 64 bytes, values < 64.
+ * The generation of the labels now (> 0), or -1. Thread-safe. */
+#define LEADER_LABELS_MAX 4
+int64_t leader_set_label(struct leader_elector *le, const char *key, const char *value);
+/* The label generation our last successful Lease write carried: the labels of
+ * generation g are on the Lease once this is >= g. */
+uint64_t leader_labels_written(struct leader_elector *le);
+
 /* Pure: may a candidate take a lease held by someone else? observed_ms is when we first
  * saw the current record (holder + renewTime) unchanged; true when that is at least
  * lease_duration ago, or the holder is empty. */

@@ -86,12 +86,12 @@ int sbx_classes_start(struct sbx_controller *ctl) {
     /* Namespaces (their labels: class scopes, a namespace's default class): a namespaced
      * install's Role cannot grant the cluster-scoped read. Without it a class limited to
      * some namespaces refuses every Sandbox, and namespace default classes are not seen. */
-    st = kube_get(ctl->client, "/api/v1/namespaces?limit=1", NULL, perr, sizeof(perr));
-    ctl->namespaces_on = ctl->sandbox_classes_on && !(st == 401 || st == 403);
+    long ns_st = kube_get(ctl->client, "/api/v1/namespaces?limit=1", NULL, perr, sizeof(perr));
+    ctl->namespaces_on = ctl->sandbox_classes_on && !(ns_st == 401 || ns_st == 403);
     if (ctl->sandbox_classes_on && !ctl->namespaces_on)
         LOGW("msg=\"Namespaces are not readable (no RBAC for the cluster-scoped namespaces read): a SandboxClass "
              "with spec.allowedNamespaces refuses every Sandbox, and the label %s on Namespaces is not seen\" "
-             "status=%ld", SBX_LABEL_NAMESPACE_CLASS, st);
+             "status=%ld", SBX_LABEL_NAMESPACE_CLASS, ns_st);
     if (ctl->namespaces_on && informer_start(ctl->namespaces) < 0) return -1;
     if (!ctl->sandbox_classes_on) {
         LOGW("msg=\"SandboxClasses are not readable (CRD not installed, or no RBAC for the cluster-scoped read): "

@@ -1015,6 +1015,29 @@ static void govern(struct sbx_decision *d, const struct sbx_observed *o, const c
              "%.900s; the running pod continues under the previous spec until it is next replaced", why);
 }
 
+/* About to adopt a warm claim for sb, which the cache shows without one: does it still
+ * control the claim its status names (made by another replica, e.g. of another shard
+ * count, and not in this one's cache)? Then an adoption would give it a second workspace:
+ * refused, logged, a Warning Event (the create path that follows finds that claim). Only a
+ * Sandbox that had a claim asks the API server; a new one costs nothing. */
+static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const char *uid) {
+    const char *had = kj_str(sb, "status.workspaceClaim");
+    char path[1024], rerr[KUBE_ERR_MAX], msg[512];
+    if (!had) return 0;
+    cJSON *pvc = NULL;
+    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
+    long st = kube_get(ctl->client, path, &pvc, rerr, sizeof(rerr));
+    int ours = st == 200 && classify(pvc, uid) == SBX_OBJ_PRESENT;
+    cJSON_Delete(pvc);
+    if (!ours) return 0;
+    LOGW("msg=\"warm adoption refused: the Sandbox still controls its claim, which this replica's cache does not "
+         "show\" sandbox=%s/%s claim=%s", ns, kj_str(sb, "metadata.name"), had);
+    snprintf(msg, sizeof(msg), "no warm claim adopted: the sandbox still has its workspace claim %.200s", had);
+    sbx_event_record(ctl, sb, "Warning", "WarmAdoptionRefused", msg);
+    return 1;
+}
+
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
 #define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX)
 
@@ -1076,8 +1099,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     }
     if (have_class) sbx_class_free(&cls);
     if (bad) {
-        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec keeps
-         * being governed by what that pass recorded (governed_pass below); without one the
+        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec (or
+         * a one-shot's recorded result, until its TTL) keeps being governed by the policy
+         * that spec's last pass recorded (sbx_spec_recorded, govern); without one the
          * Sandbox waits, InvalidSpec, with no pod. */
         if (have_spec) sbx_spec_free(&spec);
         sbx_network_free(&net);
@@ -1110,7 +1134,8 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     enum sbx_object_state svc_state = classify(svc, uid);
     np = informer_get(ctl->netpols, okey);   /* named like the pod too */
     enum sbx_object_state np_state = classify(np, uid);
-    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT) {
+    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT &&
+        !(spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
         rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
         goto out;
@@ -1266,7 +1291,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;
     }
-    if ((d.actions & SBX_ACT_CREATE_PVC) && !spec.workspace_from) {
+    if ((d.actions & SBX_ACT_CREATE_PVC) && !spec.workspace_from && !controls_unseen_claim(ctl, ns, sb, uid)) {
         /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
          * PATCH), and the pod can start in this very pass. */
         cJSON *adopted = NULL;

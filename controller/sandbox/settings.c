@@ -295,6 +295,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
                  o->controller.shard, o->controller.shards);
         return -1;
     }
+    o->lease_base = o->lease_name;
     if (o->controller.shards > 1) {
         /* One Lease per shard: two replicas of one shard fence each other, replicas of
          * different shards never meet. */

@@ -15,6 +15,7 @@ struct sbx_settings {
     const char *metrics_addr;   /* host:port of /healthz /readyz /metrics ("" = off) */
     int leader_elect;
     const char *lease_name, *lease_namespace;   /* with --shards > 1, lease_name is the shard's */
+    const char *lease_base;                      /* --lease-name as given: the family of Leases */
     char lease_name_shard[272];                  /* <--lease-name>-shard-<I> */
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     int show_help, show_version;

@@ -69,3 +69,31 @@ int sbx_shard_should_adopt(const cJSON *obj, int shards, int me) {
     if (user) return sbx_shard_of(kj_str(obj, "metadata.namespace"), user, shards) == me;
     return me == 0;
 }
+
+/* Is name base itself or base-shard-<digits>? */
+static int in_family(const char *name, const char *base) {
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0) return 0;
+    if (!name[n]) return 1;
+    if (strncmp(name + n, "-shard-", 7) != 0 || !name[n + 7]) return 0;
+    for (const char *p = name + n + 7; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+int sbx_shard_lease_blocks(const cJSON *lease, const char *base, const char *own_name, int shards, int64_t now_ms,
+                           char *why, size_t whylen) {
+    const char *name = kj_str(lease, "metadata.name"), *holder = kj_str(lease, "spec.holderIdentity");
+    const char *renew = kj_str(lease, "spec.renewTime");
+    int64_t renewed = 0, duration_ms = kj_int(lease, "spec.leaseDurationSeconds", 0) * 1000;
+    if (!name || !in_family(name, base) || !holder || !*holder) return 0;
+    if (!renew || kj_time_parse(renew, &renewed) < 0 || renewed + duration_ms < now_ms) return 0;   /* expired */
+    const char *count = kj_map_get(lease, "metadata.labels", SBX_LABEL_SHARDS);
+    const char *acting = kj_map_get(lease, "metadata.labels", SBX_LABEL_ACTING);
+    char mine[16];
+    snprintf(mine, sizeof(mine), "%d", shards > 1 ? shards : 1);
+    if (count ? !strcmp(count, mine) || !acting || strcmp(acting, "true") != 0 : !strcmp(name, own_name)) return 0;
+    snprintf(why, whylen, "Lease %s is held by %s of %s %s", name, holder,
+             count ? "--shards" : "a controller that does not say its", count ? count : "--shards");
+    return 1;
+}

@@ -50,4 +50,18 @@ int sbx_shard_selector(const char *name_label, int shards, int shard, char *out,
  * shard takes each object, so two shards never fight over one. */
 int sbx_shard_should_adopt(const cJSON *obj, int shards, int me);
 
+/* Re-sharding without a stop. Every replica's Lease (<lease-name>, or
+ * <lease-name>-shard-I) carries SBX_LABEL_SHARDS = its --shards, and SBX_LABEL_ACTING =
+ * "true" once it acts (its workers run). A replica acts only while no Lease of its family
+ * is held (a holder, renewed within its leaseDurationSeconds of now_ms) by a replica of
+ * another shard count that acts; a Lease without SBX_LABEL_SHARDS (a controller from before
+ * this rule, which acts whenever it leads) counts as acting under another count, unless it
+ * is own_name (ours: leader election decides). So during a change of --shards the new
+ * count waits until the old one is gone, and an old replica restarted after the new count
+ * acts waits for ever (it is outdated). 1 (with the lease named in why) when lease blocks
+ * a replica of `shards` whose own Lease is own_name, family base; else 0. */
+#define SBX_LABEL_ACTING "sandbox.yaoapps.com/acting"
+int sbx_shard_lease_blocks(const cJSON *lease, const char *base, const char *own_name, int shards, int64_t now_ms,
+                           char *why, size_t whylen);
+
 #endif

@@ -713,8 +713,10 @@ check "each controller serves only its shard's Sandboxes (/metrics: $E2)" eq "$(
 cat "$SLOG0" "$SLOG1" > "$T/controller-shards.log"
 check "neither controller's log has a Forbidden / reconcile failed / could not (the chart's RBAC)" no_denials "$T/controller-shards.log"
 
-# 2 -> 3 shards, as the chart README says: every controller stopped (here: the two on this
-# host, and the Deployments scaled to 0), then helm upgrade --set shards=3.
+# 2 -> 3 shards, as the chart README says: helm upgrade --set shards=3 alone. (The two
+# controllers on this host stand in for the Deployments' pods, which kwok does not run: they
+# are stopped as the rolling update would stop them; test_shard.sh shows the new count
+# waiting while the old one still runs.)
 PODS2=$(kubectl -n $SNS get pods -l sandbox.yaoapps.com/name -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}' | sort)
 DUIDS=$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')
 for p in $SPID0 $SPID1; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -722,7 +724,7 @@ RESHARD=$(sed -n '/^### Sharding/,/^## /p' "$CHART/README.md" | sed -n '/^Changi
 check "the chart README has the commands to change shards" contains "$RESHARD" "--set shards=3"
 RESHARD=$(sed "s/instance=yao-sandbox,/instance=$SREL,/g; s/yao-sandbox-system/$SREL/g; s/helm upgrade yao-sandbox /helm upgrade $SREL /" <<<"$RESHARD")
 reshard() { (cd "$SRC_DIR" && eval "$RESHARD") >/dev/null; }
-check "the README's commands scale the controllers to 0 and upgrade to shards=3" reshard
+check "the README's command upgrades to shards=3" reshard
 check "three Deployments now, shard 0 and 1 kept (same uids), each back at 2 replicas with --shards=3 --shard=I" \
     eq "$(names_of deployments)|$(kubectl -n $SREL get deployment $SC-shard-0 $SC-shard-1 -o jsonpath='{.items[*].metadata.uid}')|$(kubectl -n $SREL get deployments -o jsonpath='{range .items[*]}{.spec.replicas} {.spec.template.spec.containers[0].args}{"\n"}{end}' | sed 's/^\([0-9]*\) .*\(--shards=[0-9]*\).*\(--shard=[0-9]*\).*/\1 \2 \3/' | tr '\n' ' ')" \
     "deployment.apps/$SC-shard-0 deployment.apps/$SC-shard-1 deployment.apps/$SC-shard-2 |$DUIDS|2 --shards=3 --shard=0 2 --shards=3 --shard=1 2 --shards=3 --shard=2 "

@@ -211,7 +211,7 @@ kubectl -n $NS annotate sandbox sess --overwrite sandbox.yaoapps.com/last-used-a
 kubectl patch sandboxclass yao-it-pol-idle --type=merge -p '{"spec":{"resources":{"memory":{"max":"1Gi"}}}}' >/dev/null
 check "the operator lowers the class's memory.max below the session's: Accepted=False/InvalidSpec" eventually 20 accepted_is sess InvalidSpec
 check "  status keeps phase Running, podName, workspaceClaim and the recorded policy" eq \
-    "$(field sandbox sess '.status.phase}/{.status.podName}/{.status.workspaceClaim}/{.status.idleTimeout}')" \
+    "$(field sandbox sess '.status.phase}/{.status.podName}/{.status.workspaceClaim}/{.status.idleTimeout')" \
     "Running/yao-sb-carol-sess/yao-sb-carol-sess-workspace/20s"
 check "  the same pod runs on" eq "$(field pod yao-sb-carol-sess .metadata.uid)" "$SESS_POD"
 check "  the message names the limit and says the pod continues" contains \

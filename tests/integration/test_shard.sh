@@ -6,7 +6,8 @@
 # controller's /metrics counting only its shard's Sandboxes; with shard 1's controller
 # stopped a shard-0 user's new Sandbox comes up and a shard-1 user's waits, and shard 1
 # restarted converges without duplicates; no object of either shard was deleted (uids);
-# restarted as 3 shards, every object is relabelled in place.
+# changed to 3 shards while the old replicas still run, the new count waits until they are
+# gone (Leases labelled with their count), then every object is relabelled in place.
 . "$(dirname "$0")/lib.sh"
 NS=yao-shard
 LEASE=yao-shard-it
@@ -115,6 +116,7 @@ check "  no pod was deleted or replaced meanwhile (uids)" still_there pods "$BEF
 
 # 5. Shard 1 back: converges, no duplicates, nothing deleted.
 start_controller "$LOG1" "${SHARD_ARGS[@]}" --shard 1
+PID1=${CONTROLLER_PIDS[-1]}
 eventually 10 eval '[ "$(bound_port "$LOG1")" != "$P1" ] || [ $(grep -c "serving probes" "$LOG1") -ge 2 ]'
 check "shard 1 restarted: the waiting Sandbox comes up" eventually 60 phase_is $NS late-1 Running
 check "22 Sandboxes Running" eventually 60 all_running 22
@@ -124,11 +126,10 @@ check "no claim of either shard was deleted or replaced (uids)" still_there pvc 
 check "no controller deleted anything as an orphan" eq "$(cat "$LOG0" "$LOG0B" "$LOG1" | grep -c 'deleted orphan')" 0
 check "every pod and claim still carries its user's shard" labelled_as_user
 
-# 6. S changes (2 -> 3, every replica stopped first): each new shard relabels its users'
-# objects; nothing is recreated.
+# 6. S changes (2 -> 3) with the old replicas still running, as a rolling update leaves
+# them: the new count does not act (no relabelling, no pass) while a replica of the old one
+# acts; once the old ones are gone, each new shard relabels its users' objects in place.
 BEFORE_PODS=$(uids pods); BEFORE_PVCS=$(uids pvc)
-for p in "${CONTROLLER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-for p in "${CONTROLLER_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 LOGS3=()
 for i in 0 1 2; do
     LOGS3+=("$BUILD_DIR/test-shard-3-$i.log"); : > "${LOGS3[-1]}"
@@ -136,10 +137,21 @@ for i in 0 1 2; do
         --lease-name $LEASE --shards 3 --shard $i
 done
 on_exit "kubectl -n yao-sandbox-system delete lease $LEASE-shard-2 --ignore-not-found"
+check "--shards 3 beside the running --shards 2: shard 2 takes its new Lease" eventually 30 eval '[ -n "$(holder 2)" ]'
+check "  and waits: the old count acts (its log says so)" eventually 30 grep -q 'waiting: replicas of another shard count are live' "${LOGS3[2]}"
+check "  the Leases carry their shard count" eq "$(kubectl -n yao-sandbox-system get lease "$LEASE-shard-2" -o jsonpath='{.metadata.labels.sandbox\.yaoapps\.com/shards}')/$(kubectl -n yao-sandbox-system get lease "$LEASE-shard-1" -o jsonpath='{.metadata.labels.sandbox\.yaoapps\.com/shards}/{.metadata.labels.sandbox\.yaoapps\.com/acting}')" "3/2/true"
+mk during-2 "${USERS[1]}"
+check "  meanwhile the old shards serve: a new Sandbox comes up" eventually 60 phase_is $NS during-2 Running
+sleep 3
+check "  and no object was relabelled for 3 shards, no pass made by the new count" eval \
+    "[ \"\$(kubectl -n $NS get pods,pvc -l sandbox.yaoapps.com/shards=3 -o name | wc -l)\" = 0 ] && ! grep -q 'msg=\"reconciled\"\|labelled as this shard' ${LOGS3[*]}"
+BEFORE_PODS=$(uids pods); BEFORE_PVCS=$(uids pvc)
+for p in "$PID0" "$PID0B" "$PID1"; do kill -TERM "$p" 2>/dev/null; done
+for p in "$PID0" "$PID0B" "$PID1"; do wait "$p" 2>/dev/null; done
 check "--shards 3: every pod and claim relabelled to hash(namespace/user) mod 3" eventually 60 labelled_as_user 3
 mk after-3 "${USERS[2]}"
 check "  a new Sandbox comes up" eventually 60 phase_is $NS after-3 Running
-check "  23 Running, 23 pods, 23 claims" eventually 30 eval '[ "$(running_count) $(kubectl -n $NS get pods -l sandbox.yaoapps.com/name -o name | wc -l) $(kubectl -n $NS get pvc -l sandbox.yaoapps.com/name -o name | wc -l)" = "23 23 23" ]'
+check "  24 Running, 24 pods, 24 claims: each Sandbox has exactly one of each" eventually 30 eval '[ "$(running_count) $(kubectl -n $NS get pods -l sandbox.yaoapps.com/name -o name | wc -l) $(kubectl -n $NS get pvc -l sandbox.yaoapps.com/name -o name | wc -l)" = "24 24 24" ]'
 check "  no pod was recreated (uids)" still_there pods "$BEFORE_PODS"
 check "  no claim was recreated (uids)" still_there pvc "$BEFORE_PVCS"
 check "  nothing deleted as an orphan" eq "$(cat "${LOGS3[@]}" | grep -c 'deleted orphan')" 0

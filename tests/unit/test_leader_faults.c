@@ -194,3 +194,42 @@ TEST(shutdown_closes_the_fence_drains_writes_then_releases) {
     CHECK(!leader_is_leader(r.le));
     run_free(&r);
 }
+
+/* The body of the last request of method to path, or NULL (caller frees). */
+static char *last_body(const char *method, const char *path) {
+    cJSON *log = fake_log(&fake);
+    const cJSON *e[512];
+    int n = fake_requests(log, method, path, e, 512);
+    const char *b = n > 0 && n <= 512 ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e[n - 1], "body")) : NULL;
+    char *copy = b ? strdup(b) : NULL;
+    cJSON_Delete(log);
+    return copy;
+}
+
+TEST(labels_reach_the_lease_with_the_next_write) {
+    struct run r;
+    CHECK_INT(run_start(&r, "steady", "me"), 0);   /* renewals are PUTs of the Lease */
+    int64_t g = leader_set_label(r.le, "sandbox.yaoapps.com/acting", "true");
+    CHECK(g > 0);
+    for (long long end = clock_mono_ms() + 2000 * K; clock_mono_ms() < end && (int64_t)leader_labels_written(r.le) < g;)
+        fake_sleep_ms(5);
+    CHECK((int64_t)leader_labels_written(r.le) >= g);
+    char *b = last_body("PUT", LEASES "/steady");
+    CHECK(b && strstr(b, "\"sandbox.yaoapps.com/acting\":\"true\""));
+    free(b);
+    /* Removed again: the write that carries the new generation leaves it out. */
+    g = leader_set_label(r.le, "sandbox.yaoapps.com/acting", NULL);
+    for (long long end = clock_mono_ms() + 2000 * K; clock_mono_ms() < end && (int64_t)leader_labels_written(r.le) < g;)
+        fake_sleep_ms(5);
+    CHECK((int64_t)leader_labels_written(r.le) >= g);
+    b = last_body("PUT", LEASES "/steady");
+    CHECK(b && !strstr(b, "sandbox.yaoapps.com/acting"));
+    free(b);
+    /* Too long a key or value is refused, not cut. */
+    char big[80];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_INT(leader_set_label(r.le, big, "v"), -1);
+    CHECK_INT(leader_set_label(r.le, "k", big), -1);
+    run_free(&r);
+}

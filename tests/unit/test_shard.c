@@ -4,6 +4,7 @@
  * 10,000 users over 2, 3 and 16 shards, the Sandbox filter, the owned kinds' selector,
  * and which objects a shard labels as its own when sharding is turned on or S changes. */
 #include "check.h"
+#include "kube/kjson.h"
 #include "sandbox/shard.h"
 
 static uint64_t fnv(const char *s) { return sbx_fnv1a64(s, strlen(s), SBX_FNV1A64_INIT); }
@@ -150,4 +151,66 @@ TEST(adoption_on_migration) {
     CHECK(!sbx_shard_should_adopt(pool_none, 1, 0));
     cJSON *all[] = {alice_none, alice_1, alice_0, alice_bad, pool_none, pool_1, pool_9, pool_x};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) cJSON_Delete(all[i]);
+}
+
+/* A Lease as the plane would hold it: name, holder ("" = released), renewed at renew_ms for
+ * 15 s, with the shards and acting labels when given. */
+static cJSON *lease_of(const char *name, const char *holder, int64_t renew_ms, const char *shards, const char *acting) {
+    char t[48], text[1024], labels[256] = "";
+    kj_time_format_micro(renew_ms, t, sizeof t);
+    if (shards || acting)
+        snprintf(labels, sizeof labels, ",\"labels\":{%s%s%s%s%s%s%s}", shards ? "\"" SBX_LABEL_SHARDS "\":\"" : "",
+                 shards ? shards : "", shards ? "\"" : "", shards && acting ? "," : "",
+                 acting ? "\"" SBX_LABEL_ACTING "\":\"" : "", acting ? acting : "", acting ? "\"" : "");
+    snprintf(text, sizeof text,
+             "{\"metadata\":{\"name\":\"%s\"%s},\"spec\":{\"holderIdentity\":\"%s\",\"renewTime\":\"%s\","
+             "\"leaseDurationSeconds\":15}}", name, labels, holder, t);
+    cJSON *o = cJSON_Parse(text);
+    CHECK(o != NULL);
+    return o;
+}
+
+TEST(a_replica_waits_while_another_shard_count_acts) {
+    const int64_t now = INT64_C(1795946400000);
+    char why[256] = "";
+    static const struct { const char *name, *holder; int64_t age_ms; const char *shards, *acting; int blocks; } cases[] = {
+        /* another count, held and acting: wait */
+        {"yao-shard-0", "old-a", 1000, "2", "true", 1},
+        {"yao-shard-1", "old-b", 1000, "2", "true", 1},
+        /* the same count (our other shards): never */
+        {"yao-shard-2", "new-c", 1000, "3", "true", 0},
+        {"yao-shard-0", "new-a", 1000, "3", NULL, 0},
+        /* another count that does not act yet (waiting like us): no */
+        {"yao-shard-1", "old-b", 1000, "2", NULL, 0},
+        {"yao-shard-1", "old-b", 1000, "2", "false", 0},
+        /* released or expired: no */
+        {"yao-shard-1", "", 1000, "2", "true", 0},
+        {"yao-shard-1", "old-b", 16000, "2", "true", 0},
+        /* a controller from before the labels, holding another Lease of the family: it acts */
+        {"yao-shard-1", "old-b", 1000, NULL, NULL, 1},
+        {"yao", "unsharded", 1000, NULL, NULL, 1},
+        /* ... but our own Lease is leader election's business */
+        {"yao-shard-0", "old-a", 1000, NULL, NULL, 0},
+        /* not of the family */
+        {"yao-other", "x", 1000, NULL, NULL, 0},
+        {"yao-shard-x", "x", 1000, NULL, NULL, 0},
+        {"yao-shard-", "x", 1000, NULL, NULL, 0},
+        {"other-shard-1", "x", 1000, "2", "true", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *l = lease_of(cases[i].name, cases[i].holder, now - cases[i].age_ms, cases[i].shards, cases[i].acting);
+        int b = sbx_shard_lease_blocks(l, "yao", "yao-shard-0", 3, now, why, sizeof why);
+        if (b != cases[i].blocks) fprintf(stderr, "  case %zu (%s)\n", i, cases[i].name);
+        CHECK_INT(b, cases[i].blocks);
+        cJSON_Delete(l);
+    }
+    cJSON *l = lease_of("yao-shard-1", "old-b", now - 1000, "2", "true");
+    CHECK_INT(sbx_shard_lease_blocks(l, "yao", "yao-shard-0", 3, now, why, sizeof why), 1);
+    CHECK_STR(why, "Lease yao-shard-1 is held by old-b of --shards 2");
+    /* unsharded (1) against a 2-shard family */
+    CHECK_INT(sbx_shard_lease_blocks(l, "yao", "yao", 1, now, why, sizeof why), 1);
+    cJSON_Delete(l);
+    l = lease_of("yao", "me", now - 1000, "1", "true");
+    CHECK_INT(sbx_shard_lease_blocks(l, "yao", "yao", 1, now, why, sizeof why), 0);
+    cJSON_Delete(l);
 }

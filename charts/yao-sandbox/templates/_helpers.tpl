@@ -109,7 +109,8 @@ sandbox.yaoapps.com/shard: {{ int .shard | toString | quote }}
 
 {{/* Leader election is on when asked for, and always with more than one replica. */}}
 {{- define "yao-sandbox.leaderElect" -}}
-{{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
+{{- /* More than one replica, or shards (the Leases order a change of the shard count), force it. */ -}}
+{{- if or .Values.leaderElection.enabled (gt (int .Values.replicas) 1) (gt (int (include "yao-sandbox.shards" .)) 1) -}}true{{- end -}}
 {{- end -}}
 
 {{/*
