@@ -15,7 +15,8 @@
 #     for list and exec (tinyproxy's log shows each CONNECT); HTTPS_PROXY for a server
 #     named "kubernetes" that only the proxy can resolve (its own /etc/hosts, in a mount
 #     namespace), and NO_PROXY sending it direct; HTTPS_PROXY not used for 127.0.0.1 (as
-#     Go does); a proxy that wants a password (407) and one that gets it.
+#     Go does); a proxy that wants a password (407) and one that gets it; the controller
+#     itself (lists, watches, writes) through proxy-url.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-3            # a namespace of the plane's ClusterExec (kwok runs exec only there)
 LOG=$BUILD_DIR/test-auth.log
@@ -247,6 +248,22 @@ check "proxy-url: kube_exec alone (exec_probe) through the proxy" eq "$out" prob
 before=$(connects "127.0.0.1:$PORT" plain)
 out=$(HTTPS_PROXY=http://127.0.0.1:$PP "$Y" -n $NS list 2>"$T/err")
 check "HTTPS_PROXY: a loopback server is not proxied (as Go does)" eq "$(echo "$out" | grep -c '^work ')/$(connects 127.0.0.1:$PORT plain)" "1/$before"
+
+# The controller through the proxy: its lists, watches and writes all tunnel.
+kill_controller TERM
+sa_kubeconfig "$T/ctl-proxy.kubeconfig" || true
+python3 - "$T/ctl-proxy.kubeconfig" "http://127.0.0.1:$PP" <<'PY'
+import sys, yaml
+kc = yaml.safe_load(open(sys.argv[1]))
+kc["clusters"][0]["cluster"]["proxy-url"] = sys.argv[2]
+yaml.safe_dump(kc, open(sys.argv[1], "w"))
+PY
+before=$(connects "127.0.0.1:$PORT" plain)
+CONTROLLER_KUBECONFIG=$T/ctl-proxy.kubeconfig start_controller "$LOG" --namespace $NS --max-running 0
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: proxied}\nspec: {userID: pat, chatID: c1, lifecycle: long-running}\n' |
+    kubectl -n $NS apply -f - >/dev/null
+check "controller through proxy-url: a new Sandbox (seen by its watch) runs" eventually 40 phase_is $NS proxied Running
+check "controller through proxy-url: its connections went through the proxy" eval "[ \$(connects 127.0.0.1:$PORT plain) -ge $((before + 3)) ]"
 
 # A server named "kubernetes": only the proxy can resolve it (the certificate has the name).
 sed "s|https://127.0.0.1:$PORT|https://kubernetes:$PORT|" "$KUBECONFIG" > "$T/named.kubeconfig"
