@@ -27,8 +27,13 @@
 #define SBX_COPY_DEADLINE_S 1800
 /* A failed copy is shown this long, then tried again by a new copier. */
 #define SBX_COPY_RETRY_MS 30000
-/* The copier pod's one container (named like the sandbox's: the pod cache keeps it). */
-#define SBX_COPY_SCRIPT "set -e; cp -a /yao/source/. /yao/workspace/; sync; echo copied"
+/* The copier pod's one container (named like the sandbox's: the pod cache keeps it). Each
+ * entry of the source's top directory is copied with cp -a (hidden ones too); the
+ * workspace's own top directory is left as the provisioner made it (the copier's uid may
+ * not own it, e.g. local-path's 0777 root directory: preserving its times would fail). */
+#define SBX_COPY_SCRIPT                                                                           \
+    "set -e; cd /yao/source; for f in * .[!.]* ..?*; do [ -e \"$f\" ] || [ -L \"$f\" ] || continue; "       \
+    "cp -a \"$f\" /yao/workspace/; done; sync; echo copied"
 
 /* The copier pod's name for the Sandbox of this uid: "yao-copy-<uid>" (a valid DNS label). */
 void sbx_copier_name(const char *sandbox_uid, char *out, size_t outlen);

@@ -50,7 +50,7 @@ TEST(copier_pod_is_restricted_and_copies_with_cp_a) {
     CHECK(!kj_bool(c, "securityContext.allowPrivilegeEscalation", 1));
     CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(kj_path(c, "securityContext.capabilities.drop"), 0)), "ALL");
     CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(kj_path(c, "command"), 2)), SBX_COPY_SCRIPT);
-    CHECK(strstr(SBX_COPY_SCRIPT, "cp -a /yao/source/. /yao/workspace/") != NULL);
+    CHECK(strstr(SBX_COPY_SCRIPT, "cp -a \"$f\" /yao/workspace/") != NULL);
     CHECK_STR(kj_str(c, "terminationMessagePolicy"), "FallbackToLogsOnError");
     CHECK_STR(kj_str(c, "resources.limits.memory"), "256Mi");
     const cJSON *m0 = cJSON_GetArrayItem(kj_path(c, "volumeMounts"), 0), *m1 = cJSON_GetArrayItem(kj_path(c, "volumeMounts"), 1);
