@@ -6,12 +6,16 @@
  * the lines, this file moves them); and non-blocking read/write/half-close that look the
  * same to the pump whether the bytes go through OpenSSL or straight to the socket.
  * bridge_conn_dial is the same connect + TLS for the grpc mode (TLS 1.2+, ALPN h2).
+ * Which addresses a token may go to in the clear is bridge_policy.c's decision; this file
+ * resolves (host.tai.internal from /etc/hosts when it is pinned there), applies it to each
+ * address and dials only those.
  *
  * Does not own: the copy loop (bridge_pump.c) or what the bytes mean (nothing does). */
 #include "bridge.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -129,26 +133,129 @@ static int split_host_port(const char *addr, char *host, size_t hcap, char *port
     return 0;
 }
 
-/* Connect to host:port, trying each resolved address in turn until the deadline. */
-static int connect_tcp(struct bridge_conn *c, const char *host, const char *port, int64_t deadline,
-                       struct bridge_err *err) {
-    struct addrinfo hints, *res = NULL, *ai;
-    int r, e = ECONNREFUSED, one = 1;
+/* One address to try. */
+struct cand {
+    struct sockaddr_storage sa;
+    socklen_t len;
+    int family;
+};
 
+#define MAX_CANDS 16
+#define HOSTS_FILE_MAX (1 << 20)
+
+/* Copy a resolver answer into cands (up to MAX_CANDS in all). */
+static void add_cands(struct cand *cands, int *n, const struct addrinfo *ai) {
+    for (; ai && *n < MAX_CANDS; ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof cands[*n].sa) continue;
+        memcpy(&cands[*n].sa, ai->ai_addr, ai->ai_addrlen);
+        cands[*n].len = ai->ai_addrlen;
+        cands[*n].family = ai->ai_family;
+        (*n)++;
+    }
+}
+
+/* The hosts file's addresses for host.tai.internal, resolved numerically: the count. */
+static int pinned_cands(const char *host, const char *port, struct cand *cands) {
+    char pins[MAX_CANDS][BPOLICY_ADDR_MAX];
+    struct addrinfo hints, *res;
+    int fd = open(BPOLICY_HOSTS_FILE, O_RDONLY | O_CLOEXEC), npins, i, n = 0;
+    char *text = NULL;
+    size_t got = 0;
+
+    if (fd < 0) return 0;
+    text = malloc(HOSTS_FILE_MAX);
+    while (text && got < HOSTS_FILE_MAX) {
+        ssize_t r = read(fd, text + got, HOSTS_FILE_MAX - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!text) return 0;
+    npins = bpolicy_hosts_lookup(text, got, host, pins, MAX_CANDS);
+    free(text);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    for (i = 0; i < npins; i++) {
+        if (getaddrinfo(pins[i], port, &hints, &res) != 0) continue;
+        add_cands(cands, &n, res);
+        freeaddrinfo(res);
+    }
+    return n;
+}
+
+/* The addresses to dial for host:port: for host.tai.internal those the container's hosts
+ * file pins (never DNS: *pinned = 1), else the resolver's answer. The count, or -1
+ * (recorded) when the name does not resolve. */
+static int resolve(const char *label, const char *host, const char *port, struct cand *cands,
+                   int *pinned, struct bridge_err *err) {
+    struct addrinfo hints, *res = NULL;
+    int r, n = 0;
+
+    *pinned = 0;
+    if (bpolicy_is_tai_host(host) && (n = pinned_cands(host, port, cands)) > 0) {
+        *pinned = 1;
+        return n;
+    }
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     r = getaddrinfo(host, port, &hints, &res);
     if (r != 0) {
-        bridge_err_set(err, BRIDGE_EXIT_IO, "resolve %s: %s", c->label,
+        bridge_err_set(err, BRIDGE_EXIT_IO, "resolve %s: %s", label,
                        r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
         return -1;
     }
-    for (ai = res; ai; ai = ai->ai_next) {
-        c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    add_cands(cands, &n, res);
+    freeaddrinfo(res);
+    return n;
+}
+
+/* Keep only the addresses the token may go to (bridge_policy.c); if none is left, record
+ * the refusal naming the first address refused. Returns the count kept. */
+static int filter_cands(const struct bridge_config *cfg, struct cand *cands, int n, int pinned,
+                        struct bridge_err *err) {
+    char first[INET6_ADDRSTRLEN] = "";
+    int i, kept = 0;
+
+    for (i = 0; i < n; i++) {
+        if (bpolicy_plain_verdict(cfg->tls, cfg->allow_insecure, pinned, (struct sockaddr *)&cands[i].sa,
+                                  cands[i].len) != BPOLICY_REFUSED) {
+            cands[kept++] = cands[i];
+        } else if (!first[0]) {
+            const void *a = cands[i].family == AF_INET6
+                                ? (const void *)&((struct sockaddr_in6 *)&cands[i].sa)->sin6_addr
+                                : (const void *)&((struct sockaddr_in *)&cands[i].sa)->sin_addr;
+            inet_ntop(cands[i].family, a, first, sizeof first);
+        }
+    }
+    if (kept == 0)
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "refusing to send the token over plain TCP to %s (%s is "
+                       "neither loopback nor link-local, nor host.tai.internal as %s pins it): set %s=1 "
+                       "(TLS), or YAO_BRIDGE_ALLOW_INSECURE=1 to send it unencrypted anyway", cfg->addr,
+                       first[0] ? first : "no address", BPOLICY_HOSTS_FILE,
+                       cfg->mode == BRIDGE_MODE_GRPC ? "YAO_GRPC_TLS" : "YAO_IPC_TLS");
+    return kept;
+}
+
+/* Connect to host:port, trying each address the token may go to in turn until the
+ * deadline. The addresses checked are the addresses dialed: nothing is resolved twice. */
+static int connect_tcp(struct bridge_conn *c, const struct bridge_config *cfg, const char *host,
+                       const char *port, int64_t deadline, struct bridge_err *err) {
+    struct cand cands[MAX_CANDS];
+    int i, n, pinned, e = ECONNREFUSED, one = 1;
+
+    n = resolve(c->label, host, port, cands, &pinned, err);
+    if (n < 0) return -1;
+    n = filter_cands(cfg, cands, n, pinned, err);
+    if (n == 0) return -1;
+    for (i = 0; i < n; i++) {
+        c->fd = socket(cands[i].family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (c->fd < 0) { e = errno; continue; }
-        if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) e = 0;
+        if (connect(c->fd, (struct sockaddr *)&cands[i].sa, cands[i].len) == 0) e = 0;
         else if (errno == EINPROGRESS || errno == EINTR) e = connect_finish(c->fd, deadline);
         else e = errno;
         if (e == 0) break;
@@ -156,7 +263,6 @@ static int connect_tcp(struct bridge_conn *c, const char *host, const char *port
         c->fd = -1;
         if (e == ETIMEDOUT) break; /* the deadline is spent */
     }
-    freeaddrinfo(res);
     if (c->fd < 0) {
         bridge_err_set(err, BRIDGE_EXIT_IO, "connect %s: %s", c->label, strerror(e));
         return -1;
@@ -395,6 +501,23 @@ int bridge_addr_ok(const char *addr) {
     return split_host_port(addr, host, sizeof host, port, sizeof port) == 0;
 }
 
+/* The token policy before any connection; see bridge.h. */
+int bridge_conn_precheck(const struct bridge_config *cfg, struct bridge_err *err) {
+    struct bridge_err ignored = { 0, "" };
+    struct cand cands[MAX_CANDS];
+    char host[256], port[8];
+    int n, pinned;
+
+    if (cfg->tls || cfg->allow_insecure) return 0;
+    if (split_host_port(cfg->addr, host, sizeof host, port, sizeof port) < 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port", cfg->addr);
+        return -1;
+    }
+    n = resolve(cfg->addr, host, port, cands, &pinned, &ignored);
+    if (n <= 0) return 0; /* not resolvable now: each dial decides */
+    return filter_cands(cfg, cands, n, pinned, err) > 0 ? 0 : -1;
+}
+
 /* Connect and, if configured, TLS; no token handshake (grpc mode, and the first half of
  * bridge_conn_open for TCP). */
 int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
@@ -408,7 +531,7 @@ int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int
                        cfg->addr);
         return -1;
     }
-    if (connect_tcp(c, host, port, deadline, err) < 0) return -1;
+    if (connect_tcp(c, cfg, host, port, deadline, err) < 0) return -1;
     if (cfg->tls && tls_start(c, cfg, host, deadline, err) < 0) return -1;
     return 0;
 }

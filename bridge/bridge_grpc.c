@@ -169,8 +169,7 @@ static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error
         call_finish(g, c, BGRPC_STATUS, NULL);
     } else if (error_code != NGHTTP2_NO_ERROR && bridge_now_ms() >= c->deadline_ms) {
         /* the server's copy of the deadline fired first (grpc-go resets with CANCEL) */
-        call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)",
-                    g->cfg->timeout_ms);
+        call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)", c->timeout_ms);
     } else if (error_code == NGHTTP2_REFUSED_STREAM) {
         call_finish(g, c, BGRPC_CONN, "%s refused the call (the server is shutting down?)",
                     g->conn.label);
@@ -290,7 +289,8 @@ void bgrpc_start(struct bgrpc *g, struct bgrpc_call *c) {
     c->grpc_status = -1;
     c->outcome = BGRPC_PENDING;
     c->start_ms = bridge_now_ms();
-    c->deadline_ms = c->start_ms + cfg->timeout_ms;
+    if (c->timeout_ms <= 0 || c->timeout_ms > cfg->timeout_ms) c->timeout_ms = cfg->timeout_ms;
+    c->deadline_ms = c->start_ms + c->timeout_ms;
     bridge_dyn_init(&c->resp, BRIDGE_MSG_MAX + 5);
     c->next = g->active; /* active until finished, so every exit below can finish it */
     g->active = c;
@@ -317,7 +317,7 @@ void bgrpc_start(struct bgrpc *g, struct bgrpc_call *c) {
     if (blen) memcpy(c->frame + 5, BRIDGE_DYN_PTR(&c->req.body), blen);
     strcpy(auth, "Bearer ");
     strcat(auth, g->token);
-    bgrpc_timeout_header(timeout, sizeof timeout, cfg->timeout_ms);
+    bgrpc_timeout_header(timeout, sizeof timeout, c->timeout_ms);
 
     nghttp2_nv base[] = {
         NV(":method", "POST", NGHTTP2_NV_FLAG_NONE),
@@ -400,8 +400,7 @@ int64_t bgrpc_expire(struct bgrpc *g, int64_t now) {
                 nghttp2_submit_rst_stream(g->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
                 cancelled = 1;
             }
-            call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)",
-                        g->cfg->timeout_ms);
+            call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)", c->timeout_ms);
         } else if (nearest < 0 || c->deadline_ms < nearest) {
             nearest = c->deadline_ms;
         }
