@@ -38,6 +38,15 @@ struct beat {
     int told_stats;    /* said that no cgroup figures were found */
 };
 
+/* MCP calls in flight (the heartbeat's own call is not one). */
+static int mcp_in_flight(const struct bgrpc *g) {
+    const struct bgrpc_call *c;
+    int n = 0;
+
+    for (c = g->active; c; c = c->next) n += c->req.rpc != MCP_RPC_HEARTBEAT;
+    return n;
+}
+
 /* An interval as text for messages ("10s", "500ms"). */
 static const char *interval_text(int64_t ms, char *buf, size_t cap) {
     if (ms % 1000) snprintf(buf, cap, "%lldms", (long long)ms);
@@ -104,7 +113,7 @@ static void beat_finished(struct bgrpc *g, struct beat *b, struct bgrpc_call *c)
     case BHB_SHUTDOWN:
         b->shutdown = 1;
         bridge_log("Yao answered the heartbeat with \"shutdown\": reading no more requests, "
-                   "finishing the %d call(s) in flight, then exiting", bgrpc_active(g));
+                   "finishing the %d call(s) in flight, then exiting", mcp_in_flight(g));
         break;
     }
 }
@@ -189,7 +198,7 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         int timeout, mcp_active;
 
         /* complete lines -> replies or calls; after a shutdown only replies */
-        while ((mcp_active = bgrpc_active(g) - b->hb.in_flight) < MAX_INFLIGHT &&
+        while ((mcp_active = mcp_in_flight(g)) < MAX_INFLIGHT &&
                BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
                (nl = memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)))) {
             size_t n = (size_t)(nl - BRIDGE_DYN_PTR(&in));
@@ -224,7 +233,7 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         }
         /* the end: no request left, no MCP call in flight (a heartbeat in flight is not
          * waited for), every reply written */
-        if (in_eof && !BRIDGE_DYN_LEN(&in) && bgrpc_active(g) == b->hb.in_flight && !BRIDGE_DYN_LEN(&out))
+        if (in_eof && !BRIDGE_DYN_LEN(&in) && !mcp_in_flight(g) && !BRIDGE_DYN_LEN(&out))
             break;
 
         now = bridge_now_ms();
@@ -234,9 +243,9 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         if (!b->shutdown && (nearest < 0 || now + bhb_wait_ms(&b->hb, now) < nearest))
             nearest = now + bhb_wait_ms(&b->hb, now);
         timeout = nearest < 0 ? -1 : (int)(nearest - now > 60000 ? 60000 : nearest - now + 1);
-        mcp_active = bgrpc_active(g) - b->hb.in_flight;
+        mcp_active = mcp_in_flight(g);
         pfd[0].fd = in_fd;
-        pfd[0].events = !in_eof && mcp_active < MAX_INFLIGHT && BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
+        pfd[0].events = !in_eof && !b->shutdown && mcp_active < MAX_INFLIGHT && BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
                         !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)) ? POLLIN : 0;
         if (!pfd[0].events) pfd[0].fd = -1;
         pfd[1].fd = out_fd;
