@@ -130,6 +130,22 @@ class Bridge:
         t.cleanups.append(self.kill)
         self.buf = b""
         self.out = b""
+        self.err_early = b""  # stderr read while the bridge runs (wait_stderr)
+
+    def wait_stderr(self, needle, timeout=10):
+        """Wait until stderr so far holds needle (bytes)."""
+        deadline = time.time() + timeout * self.t.slow
+        fd = self.proc.stderr.fileno()
+        while needle not in self.err_early:
+            left = deadline - time.time()
+            if left <= 0:
+                raise Fail("stderr lacks %r within %ss (have %r)" % (needle, timeout, self.err_early))
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise Fail("bridge stderr closed (have %r)" % self.err_early)
+                self.err_early += chunk
 
     def send(self, data):
         self.proc.stdin.write(data)
@@ -163,7 +179,7 @@ class Bridge:
             raise Fail("bridge did not exit after stdin EOF")
         self.out += self.buf + rest
         self.buf = b""
-        self.err = err
+        self.err = self.err_early + err
         self.t.check_valgrind()
         return self.proc.returncode
 
@@ -176,7 +192,7 @@ class Bridge:
         self.proc.stdin = None
         self.out += self.buf + rest
         self.buf = b""
-        self.err = err
+        self.err = self.err_early + err
         self.t.check_valgrind()
         return self.proc.returncode
 
@@ -1478,7 +1494,8 @@ def grpc_heartbeat_server_down(t):
     port = peer.port
     peer.kill()
     b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="200ms"))
-    time.sleep(1.0)  # several heartbeats fail meanwhile
+    b.wait_stderr(b"heartbeat to 127.0.0.1:%s failed" % port.encode())
+    time.sleep(0.6)  # more heartbeats fail meanwhile, unsaid
     b.send(MCP_TOOLS_LIST)
     check(b.read_line() == rpc_error(2, -32001, "MCPListTools: connect tcp:127.0.0.1:%s: Connection refused" % port),
           "while down: %r" % b.out)
