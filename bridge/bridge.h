@@ -160,6 +160,8 @@ struct bridge_conn {
     size_t tls_wpend;     /* length of an SSL_write that must be retried, 0 if none */
     short rd_want;        /* poll events the pending read waits for (TLS may want POLLOUT) */
     short wr_want;        /* poll events the pending write waits for */
+    short dial_want;      /* poll events a dial in progress waits for */
+    void *dial;           /* a dial in progress (bridge_conn.c), NULL otherwise */
     char label[300];      /* "unix:/path", "tcp:host:port", "tls:host:port" for messages */
 };
 
@@ -199,10 +201,17 @@ int bridge_pump_run(struct bridge_conn *c, int in_fd, int out_fd,
                     struct bridge_buf *up, struct bridge_buf *down, struct bridge_err *err);
 
 /* Connect to host:port (TCP) and, if cfg->tls, run the TLS handshake: TLS 1.3 only in
- * tcp mode; in grpc mode TLS 1.2+ with ALPN "h2" required. No token handshake.
- * 0 or -1 (recorded). Used by the grpc mode for each (re)connection. */
+ * tcp mode; in grpc mode TLS 1.2+ with ALPN "h2" required. No token handshake. Only the
+ * addresses bridge_policy.c allows for the token are dialed. 0 or -1 (recorded). */
 int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
                      struct bridge_err *err);
+/* The same without blocking on the network (grpc mode, beside stdio): resolve (the one
+ * step that may block: getaddrinfo; a literal or a pinned host.tai.internal does not), then
+ * start connecting. 0 connected (TLS done), 1 in progress: wait for c->dial_want on c->fd,
+ * then call bridge_conn_dial_step, which returns the same; -1 failed (recorded). A dial
+ * never ends by itself: the caller's deadlines decide, bridge_conn_close abandons it. */
+int bridge_conn_dial_start(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err);
+int bridge_conn_dial_step(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err);
 
 /* 1 when addr is host:port or [ipv6]:port with a numeric port (checked before dialing). */
 int bridge_addr_ok(const char *addr);
@@ -327,6 +336,7 @@ struct bgrpc {
     const struct bridge_config *cfg;
     struct bridge_conn conn;
     void *session;               /* nghttp2_session *, NULL while not connected */
+    int dialing;                 /* a connection is being made (conn.dial) */
     char authority[300];
     char *token, *refresh;       /* current credentials, owned (rotated ones replace them) */
     struct bgrpc_call *active;   /* in flight */
@@ -341,7 +351,8 @@ int bgrpc_init(struct bgrpc *g, struct bridge_config *cfg, struct bridge_err *er
 /* Start call (connecting first if needed). The call is always accepted: a failure to
  * connect finishes it at once with outcome BGRPC_CONN. */
 void bgrpc_start(struct bgrpc *g, struct bgrpc_call *call);
-/* The poll events the connection waits for (0 when there is no connection). */
+/* The fd to poll (-1 when there is no connection, nor one being made) and its events. */
+int bgrpc_fd(const struct bgrpc *g);
 short bgrpc_events(struct bgrpc *g);
 /* Do the I/O poll reported; any finished calls move to the done list. */
 void bgrpc_io(struct bgrpc *g, short revents);

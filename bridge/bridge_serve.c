@@ -250,7 +250,7 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         if (!pfd[0].events) pfd[0].fd = -1;
         pfd[1].fd = out_fd;
         pfd[1].events = BRIDGE_DYN_LEN(&out) ? POLLOUT : 0;
-        pfd[2].fd = g->session ? g->conn.fd : -1;
+        pfd[2].fd = bgrpc_fd(g);
         pfd[2].events = bgrpc_events(g);
         pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
         if (poll(pfd, 3, timeout) < 0) {

@@ -81,7 +81,7 @@ if(Python3_Interpreter_FOUND)
   if(YAO_BRIDGE_VALGRIND)
     add_test(NAME bridge.valgrind COMMAND ${YAO_BRIDGE_DRIVER}
       --valgrind ${YAO_BRIDGE_VALGRIND}
-      --only unix_mcp_exchange,unix_half_close,tcp_wrong_token,tls_mcp_half_close,tls_10mb_binary,peer_absent,grpc_mcp_session,grpc_large_result,grpc_server_dies,grpc_wrong_token,grpc_token_rotation,grpc_tls,grpc_deadline,grpc_protocol_errors,grpc_config_errors,token_plain_refused,token_tai_host,grpc_heartbeat_shutdown,grpc_heartbeat_unimplemented,grpc_heartbeat_server_down)
+      --only unix_mcp_exchange,unix_half_close,tcp_wrong_token,tls_mcp_half_close,tls_10mb_binary,peer_absent,grpc_mcp_session,grpc_large_result,grpc_server_dies,grpc_wrong_token,grpc_token_rotation,grpc_tls,grpc_deadline,grpc_protocol_errors,grpc_config_errors,token_plain_refused,token_tai_host,grpc_heartbeat_shutdown,grpc_heartbeat_unimplemented,grpc_heartbeat_server_down,grpc_heartbeat_blackhole)
     set_tests_properties(bridge.valgrind PROPERTIES LABELS bridge TIMEOUT 900
       FIXTURES_REQUIRED yao_grpcpeer)
   endif()

@@ -1512,6 +1512,66 @@ def grpc_heartbeat_server_down(t):
     check(err.splitlines() == want, "stderr:\n%s" % err)
 
 
+def blackhole(t):
+    """A loopback port whose SYNs go unanswered: a listener that never accepts, its accept
+    queue filled (Linux then drops new SYNs), as a server behind a dropping firewall looks."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    held = [ls]
+    t.cleanups.append(lambda: [x.close() for x in held])
+    for _ in range(3):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        held.append(s)
+    time.sleep(0.2)
+    probe = socket.socket()
+    probe.settimeout(0.5)
+    try:
+        probe.connect(("127.0.0.1", port))
+        raise Skip("this kernel completes connections to a full accept queue")
+    except (socket.timeout, TimeoutError):
+        pass
+    finally:
+        probe.close()
+    return str(port)
+
+
+@case("grpc: a server that never answers the connect (SYNs dropped) costs no MCP latency: "
+      "heartbeats and calls wait for the connection without blocking stdio (pings answered "
+      "at once), a call ends -32002 at its deadline, the heartbeat failure is said once")
+def grpc_heartbeat_blackhole(t):
+    port = blackhole(t)
+    env = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:" + port, "YAO_TOKEN": "tok-1",
+           "YAO_SANDBOX_ID": "sbx-1", "YAO_HEARTBEAT_INTERVAL": "300ms", "YAO_GRPC_TIMEOUT": "2"}
+    b = Bridge(t, [], env)
+    b.send(MCP_TOOLS_LIST)
+    worst, start = 0, time.time()
+    for i in range(15):
+        t0 = time.time()
+        b.send(req(100 + i, "ping"))
+        check(b.read_line() == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % (100 + i), "ping %d: %r" % (i, b.out))
+        worst = max(worst, time.time() - t0)
+        time.sleep(0.1)
+    line = b.read_line(10)
+    took = time.time() - start
+    check(line == rpc_error(2, -32002, "MCPListTools: no connection to tcp:127.0.0.1:%s within 2000 ms (deadline "
+                            "exceeded)" % port), "tools/list: %r" % line)
+    check(1.5 <= took <= 2.5 * t.slow + 1, "tools/list ended after %.1fs, want its 2 s deadline" % took)
+    check(worst < 0.25 * t.slow, "worst ping latency %.3fs while the server is unreachable" % worst)
+    t0 = time.time()
+    rc = b.finish()
+    check(rc == 0 and time.time() - t0 < 2 * t.slow, "exit %d after %.1fs" % (rc, time.time() - t0))
+    one_line_error(b.err, "heartbeat to 127.0.0.1:%s failed: no connection to tcp:127.0.0.1:%s within 1000 ms "
+                   "(deadline exceeded) (MCP serving goes on" % (port, port))
+    print("     worst ping latency %.1f ms while every connect hangs" % (worst * 1e3))
+
+
 class Cgroup:
     """A cgroup of this machine (v1: in the cpu, cpuacct and memory hierarchies; v2: one
     directory) with a CPU limit, for processes the test puts in it; removed at the end."""
