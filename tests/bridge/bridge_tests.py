@@ -806,20 +806,26 @@ def token_plain_loopback(t):
 
 
 class FakeDNS:
-    """A DNS server on 127.0.0.1:53 (UDP) answering A queries for the names in answers, in a
-    thread of the test; NXDOMAIN for anything else, no records for other types. What a
-    spoofed answer, or a cluster DNS search-domain hit, looks like to the resolver."""
+    """A DNS server on port 53 (UDP) of a loopback address of its own (127.0.53.N, so two
+    runs at once do not meet), answering A queries for the names in answers, in a thread of
+    the test; NXDOMAIN for anything else, no records for other types. What a spoofed answer,
+    or a cluster DNS search-domain hit, looks like to the resolver."""
 
     def __init__(self, t, answers):
         import threading
         self.answers = {k.lower(): v for k, v in answers.items()}
         self.queries = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            self.sock.bind(("127.0.0.1", 53))
-        except OSError as e:
+        for n in range(os.getpid() % 200 + 20, 255):
+            self.addr = "127.0.53.%d" % n
+            try:
+                self.sock.bind((self.addr, 53))
+                break
+            except OSError as e:
+                why = e
+        else:
             self.sock.close()
-            raise Skip("cannot serve DNS on 127.0.0.1:53: %s" % e)
+            raise Skip("cannot serve DNS on port 53 of 127.0.53.*: %s" % why)
         self.sock.settimeout(0.2)
         self.stop = False
         self.thread = threading.Thread(target=self.serve, daemon=True)
@@ -888,25 +894,33 @@ def name_ns(t, hosts, resolv=None):
       "one on loopback is fine")
 def token_tai_host(t):
     ip = machine_address()
-    peer = GrpcPeer(t, listen="0.0.0.0:0")
-    env = dict(grpc_env(peer, host="host.tai.internal"), YAO_BRIDGE_ALLOW_INSECURE=None)
-    addr = "host.tai.internal:" + peer.port
-    # pinned at loopback, as Yao's own test setup maps it; DNS would say otherwise
+    # one server on this machine's address and one on loopback, on the same port
+    peer_ip = GrpcPeer(t, listen=ip + ":0")
+    try:
+        peer_lo = GrpcPeer(t, listen="127.0.0.1:" + peer_ip.port)
+    except Fail:
+        raise Skip("port %s is taken on 127.0.0.1" % peer_ip.port)
+    peers = {ip: peer_ip, "127.0.0.1": peer_lo}
+    env = dict(grpc_env(peer_ip, host="host.tai.internal"), YAO_BRIDGE_ALLOW_INSECURE=None)
+    addr = "host.tai.internal:" + peer_ip.port
+    # pinned at loopback, as Yao's own test setup maps it, and at this machine's address
+    # (as Docker's host-gateway would be); DNS says otherwise and must not be asked
     dns = FakeDNS(t, {"host.tai.internal": ip})
+    resolv = "nameserver %s\n" % dns.addr
     for pinned in ("127.0.0.1", ip):
         hosts = "127.0.0.1\tlocalhost\n# HostAliases\n%s\thost.tai.internal\n" % pinned
         before = len(dns.queries)
-        rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, hosts, "nameserver 127.0.0.1\n"))
+        rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, hosts, resolv))
         check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"",
               "pinned at %s: rc=%d out=%r err=%r" % (pinned, rc, out[:120], err))
-        c = peer.calls()[-1]
+        check(len(peers[pinned].calls()) == 1, "pinned at %s: that server saw %d calls" % (pinned,
+                                                                                      len(peers[pinned].calls())))
+        c = peers[pinned].calls()[-1]
         check(c["peer"].rsplit(":", 1)[0] in (pinned, "::ffff:" + pinned) and c["metadata"][":authority"] == [addr],
               "pinned at %s: the server saw %s, authority %s" % (pinned, c["peer"], c["metadata"][":authority"]))
         check(len(dns.queries) == before, "pinned name was looked up in DNS: %s" % dns.queries[before:])
     # not pinned: DNS answers with an address of this machine that is not loopback -> refused
-    calls = len(peer.calls())
-    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST,
-                         prefix=name_ns(t, "127.0.0.1\tlocalhost\n", "nameserver 127.0.0.1\n"))
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, "127.0.0.1\tlocalhost\n", resolv))
     check(rc == 2 and out == b"", "DNS answer %s: rc=%d out=%r" % (ip, rc, out))
     one_line_error(err, refusal(addr, ip, "YAO_GRPC_TLS"))
     check(("host.tai.internal", 1) in dns.queries, "DNS was not asked: %s" % dns.queries)
@@ -915,15 +929,15 @@ def token_tai_host(t):
     # is host.tai.internal.svc.cluster.local
     dns.answers = {"host.tai.internal.svc.cluster.local": ip}
     rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(
-        t, "127.0.0.1\tlocalhost\n", "nameserver 127.0.0.1\nsearch svc.cluster.local\noptions ndots:5\n"))
+        t, "127.0.0.1\tlocalhost\n", resolv + "search svc.cluster.local\noptions ndots:5\n"))
     check(rc == 2 and out == b"", "search-domain answer: rc=%d out=%r" % (rc, out))
     one_line_error(err, refusal(addr, ip, "YAO_GRPC_TLS"))
-    check(len(peer.calls()) == calls, "a refused bridge reached the server")
+    check(("host.tai.internal.svc.cluster.local", 1) in dns.queries, "search domain not asked: %s" % dns.queries)
+    check(len(peer_ip.calls()) == 1, "a refused bridge reached the server: %s" % peer_ip.calls())
     # DNS that answers loopback is as good as loopback
     dns.answers = {"host.tai.internal": "127.0.0.1"}
-    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST,
-                         prefix=name_ns(t, "127.0.0.1\tlocalhost\n", "nameserver 127.0.0.1\n"))
-    check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"",
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, "127.0.0.1\tlocalhost\n", resolv))
+    check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"" and len(peer_lo.calls()) == 2,
           "DNS answer 127.0.0.1: rc=%d out=%r err=%r" % (rc, out[:120], err))
 
 
