@@ -871,7 +871,10 @@ class FakeDNS:
 def name_ns(t, hosts, resolv=None):
     """A prefix that runs the bridge in a private mount namespace whose /etc/hosts (and
     /etc/resolv.conf) are the given texts: the container's view as Tai or the kubelet writes
-    it, without touching this machine's files. Needs root and util-linux unshare."""
+    it (a bind mount over the file, as the kubelet does), without touching this machine's
+    files — shared by other work — and without a test-only knob in the bridge: it reads the
+    real /etc/hosts path and resolves through the real glibc resolver. Needs root and
+    util-linux unshare."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
         raise Skip("needs root and unshare for a private /etc/hosts")
     hp = t.path("hosts.%d" % len(t.cleanups))
