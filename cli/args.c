@@ -64,12 +64,16 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_TTY: a->tty = 1; break;
     case O_WORKDIR: a->workdir = val; break;
     case O_ENV: a->env[a->nenv++] = val; break;
+    case O_AS: a->as = val; break;
+    case O_AS_GROUP: a->as_groups[a->nas_groups++] = val; break;
     case O_TIMEOUT: a->timeout = val; break;
     case O_OUTPUT: a->output = val; break;
     case O_USER: a->user = val; break;
     case O_PHASE: a->phase = val; break;
     case O_LIFECYCLE: a->lifecycle = val; break;
     case O_ALL_NS: a->all_ns = 1; break;
+    case O_NO_HEADERS: a->no_headers = 1; break;
+    case O_SELECTOR: a->selector = val; break;
     case O_WAIT: a->wait = 1; break;
     case O_PARENTS: a->parents = 1; break;
     case O_RECURSIVE: a->recursive = 1; break;

@@ -24,7 +24,7 @@ enum opt_id {
     O_HELP = 1, O_VERSION, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_ROOT, O_START_TIMEOUT,
     O_STDIN, O_TTY, O_WORKDIR, O_ENV, O_TIMEOUT, O_OUTPUT, O_USER, O_PHASE, O_LIFECYCLE,
     O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG, O_CHAT, O_IMAGE, O_IDLE_TIMEOUT,
-    O_ADDRESS,
+    O_ADDRESS, O_AS, O_AS_GROUP, O_NO_HEADERS, O_SELECTOR,
 };
 
 struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
@@ -32,16 +32,21 @@ struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
 #define GLOBAL_OPTS                                                      \
     {"help", 'h', 0, O_HELP}, {"kubeconfig", 0, 1, O_KUBECONFIG},       \
     {"context", 0, 1, O_CONTEXT}, {"namespace", 'n', 1, O_NAMESPACE},  \
-    {"root", 0, 1, O_ROOT}, {"start-timeout", 0, 1, O_START_TIMEOUT}
+    {"root", 0, 1, O_ROOT}, {"start-timeout", 0, 1, O_START_TIMEOUT},   \
+    {"as", 0, 1, O_AS}, {"as-group", 0, 1, O_AS_GROUP}
 
 
 struct args {
     const char *cmd;
     const char *kubeconfig, *context, *namespace_, *root, *start_timeout;
-    int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_;
+    int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_, no_headers;
+    const char *selector;      /* -l: a label selector */
     const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout, *address;
     const char **env;
     size_t nenv;
+    const char *as;            /* --as: impersonate this user */
+    const char **as_groups;    /* --as-group, repeatable */
+    size_t nas_groups;
     const char **pos;          /* positionals */
     size_t npos;
     const char *const *cmdv;   /* exec: the command */
@@ -95,6 +100,7 @@ int cmd_list(struct cli *c);
 int cmd_start(struct cli *c);
 int cmd_stop(struct cli *c);
 int cmd_touch(struct cli *c);
+int cmd_delete(struct cli *c);
 int cmd_read(struct cli *c);     /* cmd_files.c */
 int cmd_write(struct cli *c);
 int cmd_ls(struct cli *c);

@@ -10,11 +10,11 @@
 #include "base/clock.h"
 #include "cli/cluster.h"
 #include "cli/files.h"
+#include "cli/keepalive.h"
 #include "cli/output.h"
 #include "kube/config.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
-#include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 
 /* Sandbox names are DNS subdomains: checked before they go into a URL. */
@@ -39,6 +39,11 @@ int cluster_connect(struct cli *c) {
     int rc = a->context ? kube_config_load(a->kubeconfig, a->context, &cfg, err, sizeof(err))
                         : kube_config_auto(a->kubeconfig, &cfg, err, sizeof(err));
     if (rc < 0) return cli_fail("%s", err);
+    if ((a->as || a->nas_groups) &&
+        kube_config_set_impersonation(&cfg, a->as, a->as_groups, a->nas_groups, err, sizeof(err)) < 0) {
+        kube_config_free(&cfg);
+        return cli_usage_error("%s", err);
+    }
     const char *ns = a->namespace_ ? a->namespace_ : cfg.namespace_ && cfg.namespace_[0] ? cfg.namespace_ : "default";
     snprintf(c->ns, sizeof(c->ns), "%s", ns);
     c->kc = kube_client_new(&cfg, PROG "/" YAO_VERSION, err, sizeof(err));
@@ -63,8 +68,9 @@ int cluster_get(struct cli *c, const char *name, cJSON **out) {
     return cli_fail("getting sandbox \"%s\": %s", name, err);
 }
 
-/* Merge-patch the Sandbox: last-used-at = now (touch), and spec.paused when paused >= 0. */
-int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet) {
+/* Merge-patch the Sandbox: last-used-at = now (touch), and spec.paused when paused >= 0;
+ * the Sandbox as patched into *answer when answer is not NULL. */
+int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet, cJSON **answer) {
     char path[640], err[KUBE_ERR_MAX], now[40];
     cJSON *p = cJSON_CreateObject();
     if (!p) return cli_fail("out of memory");
@@ -75,9 +81,14 @@ int cluster_patch(struct cli *c, const char *name, int touch, int paused, int qu
     }
     if (paused >= 0) cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "paused", paused);
     cluster_sandbox_path(c, name, path, sizeof(path));
-    long st = kube_merge_patch(c->kc, path, p, NULL, err, sizeof(err));
+    if (answer) *answer = NULL;
+    long st = kube_merge_patch(c->kc, path, p, answer, err, sizeof(err));
     cJSON_Delete(p);
     if (st >= 200 && st < 300) return 0;
+    if (answer) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+    }
     if (quiet) return 1;
     if (st == 404) return cli_fail("sandbox \"%s\" not found in namespace \"%s\"", name, c->ns);
     return cli_fail("updating sandbox \"%s\": %s", name, err);
@@ -153,13 +164,10 @@ int cluster_wait_for(struct cli *c, const char *name, enum cluster_want want, cJ
     }
 }
 
-/* Remember what a session needs of the running Sandbox: the touch interval from its
- * spec.idleTimeout, its pod and the pod's start. */
+/* Remember what a session needs of the running Sandbox: the touch interval from the
+ * policy it publishes (cli/keepalive.h), its pod and the pod's start. */
 static void note_running(struct cli *c, const cJSON *sb) {
-    int64_t idle = 0;
-    const char *it = kj_str(sb, "spec.idleTimeout");
-    if (!it || qty_parse_duration(it, &idle) < 0) idle = 0;
-    c->touch_interval_ms = cli_touch_interval_ms(idle);
+    c->touch_interval_ms = cli_touch_interval_of(sb);
     const char *pod = kj_str(sb, "status.podName"), *started = kj_str(sb, "status.startedAt");
     snprintf(c->pod, sizeof(c->pod), "%s", pod ? pod : "");
     snprintf(c->pod_started, sizeof(c->pod_started), "%s", started ? started : "");
@@ -178,7 +186,7 @@ int cluster_ensure_running(struct cli *c, const char *name, cJSON **out) {
     const char *phase = cluster_phase(sb), *pod = kj_str(sb, "status.podName");
     int paused = kj_bool(sb, "spec.paused", 0);
     int running = !strcmp(phase, "Running") && pod && *pod && !paused;
-    if (cluster_patch(c, name, 1, paused ? 0 : -1, 0)) { cJSON_Delete(sb); return 1; }
+    if (cluster_patch(c, name, 1, paused ? 0 : -1, 0, NULL)) { cJSON_Delete(sb); return 1; }
     if (running) {
         note_running(c, sb);
         *out = sb;

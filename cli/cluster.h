@@ -19,8 +19,9 @@ int cluster_connect(struct cli *c);
 /* GET the Sandbox. 0 with *out (caller deletes), or 1 (error printed). */
 int cluster_get(struct cli *c, const char *name, cJSON **out);
 /* Merge-patch the Sandbox: last-used-at = now (touch), and spec.paused when paused >= 0.
- * 0, or 1 (error printed unless quiet). */
-int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet);
+ * 0 with the Sandbox as patched in *answer when answer is not NULL (caller deletes; may
+ * be NULL if the answer was not an object), or 1 (error printed unless quiet). */
+int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet, cJSON **answer);
 /* status.phase, "" when not set yet. */
 const char *cluster_phase(const cJSON *sb);
 /* The Ready condition's status, reason and message (each may be NULL). */

@@ -1,6 +1,6 @@
 /* cli/cmd_sandbox.c — the commands on Sandbox objects themselves: create (get-or-create
- * under the canonical name), get, list (paged, server-side user/chat selection), start,
- * stop, touch. None of them runs anything in a sandbox. */
+ * under the canonical name), get, list (paged, server-side user/chat/label selection), start,
+ * stop, touch, delete. None of them runs anything in a sandbox. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,9 @@
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
+
+/* How kubectl -o name names a Sandbox: resource.group/NAME. */
+#define NAME_PREFIX "sandbox." SBX_GROUP "/"
 
 /* Poll until the Sandbox called name with uid is gone (deleted, or replaced by one with
  * another uid), at most --start-timeout. 0, or 1 (error printed). */
@@ -217,13 +220,15 @@ static int print_summary(const cJSON *sb, int wide) {
 
 /* get SANDBOX [-o json|yaml|wide] */
 int cmd_get(struct cli *c) {
-    if (out_check_format(c->a->output, "json,yaml,wide")) return 2;
+    if (out_check_format(c->a->output, "json,yaml,wide,name")) return 2;
     if (cluster_connect(c)) return 1;
     cJSON *sb;
     if (cluster_get(c, c->a->pos[0], &sb)) return 1;
     const char *o = c->a->output;
     int rc = !o ? print_summary(sb, 0) : !strcmp(o, "json") ? out_json(sb)
-           : !strcmp(o, "yaml") ? out_yaml(sb) : print_summary(sb, 1);
+           : !strcmp(o, "yaml") ? out_yaml(sb)
+           : !strcmp(o, "name") ? (printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0)
+           : print_summary(sb, 1);
     cJSON_Delete(sb);
     return rc;
 }
@@ -257,11 +262,13 @@ static int selector_add(char *out, size_t n, const char *field, const char *valu
 }
 
 /* list: every page of Sandboxes; --user and --chat through the server-side field selector
- * on the CRD's selectable fields spec.userID and spec.chatID, --phase and --lifecycle
- * filtered here. */
+ * on the CRD's selectable fields spec.userID and spec.chatID, -l as the label selector,
+ * --phase and --lifecycle filtered here. */
 int cmd_list(struct cli *c) {
     struct args *a = c->a;
-    if (out_check_format(a->output, "json,yaml,wide")) return 2;
+    if (out_check_format(a->output, "json,yaml,wide,name")) return 2;
+    if (a->selector && (!*a->selector || strlen(a->selector) > 900))
+        return cli_usage_error("-l takes a label selector such as app=web,tier!=db (at most 900 characters)");
     if (a->lifecycle) {
         enum sbx_lifecycle l;
         if (sbx_lifecycle_parse(a->lifecycle, &l) < 0)
@@ -281,13 +288,14 @@ int cmd_list(struct cli *c) {
         else snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
         kube_path_add_query(path, sizeof(path), "limit", "500");
         if (fsel[0] && kube_path_add_query(path, sizeof(path), "fieldSelector", fsel) < 0) { rc = cli_fail("field selector too long"); break; }
+        if (a->selector && kube_path_add_query(path, sizeof(path), "labelSelector", a->selector) < 0) { rc = cli_fail("label selector too long"); break; }
         if (cont[0] && kube_path_add_query(path, sizeof(path), "continue", cont) < 0) { rc = cli_fail("continue token too long"); break; }
         cJSON *list = NULL;
         long st = kube_get(c->kc, path, &list, err, sizeof(err));
         if (st != 200 || !list) {
             cJSON_Delete(list);
-            rc = cli_fail("listing sandboxes%s: %s", st == 400 && fsel[0] ? " by spec.userID/spec.chatID (the CRD's "
-                      "selectableFields need Kubernetes 1.32)" : "", err);
+            rc = cli_fail("listing sandboxes%s: %s", st == 400 && fsel[0] && !a->selector ? " by spec.userID/spec.chatID (the CRD's "
+                      "selectableFields need Kubernetes 1.32)" : st == 400 && a->selector ? " with -l" : "", err);
             break;
         }
         cJSON *its = cJSON_DetachItemFromObjectCaseSensitive(list, "items"), *it;
@@ -309,6 +317,12 @@ int cmd_list(struct cli *c) {
         cJSON_Delete(l);
         return rc;
     }
+    if (a->output && !strcmp(a->output, "name")) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, items) printf(NAME_PREFIX "%s\n", kj_str(it, "metadata.name"));
+        cJSON_Delete(items);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     int wide = a->output != NULL;
     if (!items->child) {
         cJSON_Delete(items);
@@ -316,9 +330,10 @@ int cmd_list(struct cli *c) {
         else fprintf(stderr, "No sandboxes found in namespace %s.\n", c->ns);
         return 0;
     }
-    struct out_table t = {.ncols = (a->all_ns ? 1 : 0) + 7 + (wide ? 3 : 0)};
-    const char *hdr[] = {"NAMESPACE", "NAME", "USER", "CHAT", "LIFECYCLE", "PHASE", "POD", "AGE", "IP", "NODE", "LAST-USED"};
-    out_table_add(&t, a->all_ns ? hdr : hdr + 1);
+    struct out_table t = {.ncols = (a->all_ns ? 1 : 0) + 9 + (wide ? 3 : 0)};
+    const char *hdr[] = {"NAMESPACE", "NAME", "USER", "CHAT", "LIFECYCLE", "PHASE", "POD", "READY", "REASON", "AGE",
+                         "IP", "NODE", "LAST-USED"};
+    if (!a->no_headers) out_table_add(&t, a->all_ns ? hdr : hdr + 1);
     const cJSON *sb;
     cJSON_ArrayForEach(sb, items) {
         char age[32], lu[32] = "-";
@@ -326,10 +341,12 @@ int cmd_list(struct cli *c) {
         const char *last;
         int64_t tm;
         if (last_used(sb, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
+        const char *rs, *reason, *msg;
+        cluster_ready(sb, &rs, &reason, &msg);
         const char *row[] = {kj_str(sb, "metadata.namespace"), kj_str(sb, "metadata.name"),
                              out_or_dash(kj_str(sb, "spec.userID")), out_or_dash(kj_str(sb, "spec.chatID")),
                              out_or_dash(lifecycle_of(sb)), out_or_dash(kj_str(sb, "status.phase")),
-                             out_or_dash(kj_str(sb, "status.podName")), age,
+                             out_or_dash(kj_str(sb, "status.podName")), out_or_dash(rs), out_or_dash(reason), age,
                              out_or_dash(kj_str(sb, "status.podIP")), out_or_dash(kj_str(sb, "status.nodeName")), lu};
         out_table_add(&t, a->all_ns ? row : row + 1);
     }
@@ -346,7 +363,7 @@ int cmd_start(struct cli *c) {
     cJSON *sb;
     if (cluster_get(c, name, &sb)) return 1;
     cJSON_Delete(sb);
-    if (cluster_patch(c, name, 1, 0, 0)) return 1;
+    if (cluster_patch(c, name, 1, 0, 0, NULL)) return 1;
     if (c->a->wait) {
         if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
         printf("sandbox/%s running (pod %s)\n", name, kj_str(sb, "status.podName"));
@@ -361,7 +378,7 @@ int cmd_start(struct cli *c) {
 int cmd_stop(struct cli *c) {
     const char *name = c->a->pos[0];
     if (cluster_connect(c)) return 1;
-    if (cluster_patch(c, name, 0, 1, 0)) return 1;
+    if (cluster_patch(c, name, 0, 1, 0, NULL)) return 1;
     if (c->a->wait) {
         cJSON *sb;
         if (cluster_wait_for(c, name, CLUSTER_STOPPED, &sb)) return 1;
@@ -376,5 +393,49 @@ int cmd_stop(struct cli *c) {
 /* touch SANDBOX: last-used-at = now. */
 int cmd_touch(struct cli *c) {
     if (cluster_connect(c)) return 1;
-    return cluster_patch(c, c->a->pos[0], 1, -1, 0);
+    return cluster_patch(c, c->a->pos[0], 1, -1, 0, NULL);
+}
+
+/* delete SANDBOX... [--wait]: DELETE each (uid precondition: never a successor of the same
+ * name), then, with --wait, until each is gone. Every name is tried; exit 1 when any
+ * failed. */
+int cmd_delete(struct cli *c) {
+    const struct args *a = c->a;
+    for (size_t i = 0; i < a->npos; i++)
+        if (!cluster_valid_name(a->pos[i])) return cli_usage_error("invalid sandbox name \"%s\"", a->pos[i]);
+    if (cluster_connect(c)) return 1;
+    char (*uids)[128] = calloc(a->npos, sizeof(*uids));
+    if (!uids) return cli_fail("out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < a->npos; i++) {
+        const char *name = a->pos[i];
+        char path[640], err[KUBE_ERR_MAX];
+        cJSON *sb;
+        if (cluster_get(c, name, &sb)) { rc = 1; continue; }
+        const char *uid = kj_str(sb, "metadata.uid");
+        snprintf(uids[i], sizeof(uids[i]), "%s", uid ? uid : "");
+        int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
+        cJSON_Delete(sb);
+        if (!deleting) {
+            cluster_sandbox_path(c, name, path, sizeof(path));
+            long st = kube_delete(c->kc, path, uids[i][0] ? uids[i] : NULL, err, sizeof(err));
+            if (st == 409) {
+                rc = cli_fail("sandbox \"%s\" was replaced meanwhile (a new one of that name): not deleted", name);
+                uids[i][0] = 0;
+                continue;
+            }
+            if (st != 404 && (st < 200 || st >= 300)) {
+                rc = cli_fail("deleting sandbox \"%s\": %s", name, err);
+                uids[i][0] = 0;
+                continue;
+            }
+        }
+        printf("sandbox \"%s\" deleted\n", name);
+        if (!a->wait) uids[i][0] = 0;
+    }
+    if (fflush(stdout) != 0) rc = cli_fail("writing output: %s", strerror(errno));
+    for (size_t i = 0; i < a->npos; i++)
+        if (uids[i][0] && wait_gone(c, a->pos[i], uids[i])) rc = 1;
+    free(uids);
+    return rc;
 }

@@ -2,8 +2,8 @@
  * files.h): sandbox path handling, a pull-model tar writer over a local tree, a
  * streaming tar extractor that treats the archive as hostile, the portable listing script
  * and its parser, cp's remote checks and the message of a failed remote command, the
- * exec -w/-e command wrapper and exec's small decisions (terminal size, touch interval,
- * a sandbox stopped under a command, exit codes).
+ * exec -w/-e command wrapper and exec's small decisions (terminal size, a sandbox
+ * stopped under a command, exit codes).
  *
  * The extractor's safety does not rest on name checks alone: every path is opened one
  * component at a time below the destination with O_NOFOLLOW, so no symlink — from the
@@ -1293,12 +1293,6 @@ int cli_term_size_env(const char *columns, const char *lines, unsigned *width, u
     *width = w;
     *height = h;
     return 0;
-}
-
-int64_t cli_touch_interval_ms(int64_t idle_timeout_ms) {
-    if (idle_timeout_ms <= 0) return CLI_TOUCH_MAX_MS;
-    int64_t t = idle_timeout_ms / 3;
-    return t < CLI_TOUCH_MIN_MS ? CLI_TOUCH_MIN_MS : t > CLI_TOUCH_MAX_MS ? CLI_TOUCH_MAX_MS : t;
 }
 
 /* Two optional strings differ (both set and unequal, or only one set). */

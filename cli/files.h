@@ -5,8 +5,8 @@
  * `..`, links that leave the destination, and never follows a symlink while writing),
  * the portable listing script behind `ls`/`stat` and its parser, the remote scripts and
  * messages of `cp`, wrapping a command for `exec -w/-e`, and the small decisions of
- * `exec` (terminal size from the environment, the touch interval, whether the sandbox was
- * stopped under a command, exit codes). Everything here is unit-testable without a
+ * `exec` (terminal size from the environment, whether the sandbox was stopped
+ * under a command, exit codes). Everything here is unit-testable without a
  * cluster (the scripts run locally, under GNU tools and under busybox).
  * The exec transport is kube/exec.c; the Kubernetes calls and the command line are the
  * rest of cli/ (cli/main.c lists its files). */
@@ -184,12 +184,6 @@ void cli_remote_message(const char *buf, size_t len, char *out, size_t outlen);
 /* A terminal size from $COLUMNS and $LINES (either may be NULL): 0 with both when each is
  * a whole number in 1..65535, else -1. For `exec -t` when stdin is not a terminal. */
 int cli_term_size_env(const char *columns, const char *lines, unsigned *width, unsigned *height);
-/* How often a running exec marks the sandbox used: a third of its idle timeout, at least
- * CLI_TOUCH_MIN_MS and at most CLI_TOUCH_MAX_MS (the most, too, when the timeout is not
- * known: idle_timeout_ms <= 0). */
-#define CLI_TOUCH_MIN_MS 1000
-#define CLI_TOUCH_MAX_MS 60000
-int64_t cli_touch_interval_ms(int64_t idle_timeout_ms);
 
 /* What the CLI knows of a Sandbox before and after a command ran. Strings may be NULL. */
 struct cli_sandbox_view {

@@ -8,7 +8,8 @@
  * which splits global flags from the command word and runs the command. The rest of cli/:
  * args.c (parsing, errors), output.c, cluster.c (the Sandbox through the API server),
  * session.c (a command in the sandbox), cmd_exec.c, cmd_sandbox.c, cmd_files.c, cmd_cp.c,
- * and files.c (the pure tar, listing and exec helpers). Exit codes: see cli.h. */
+ * files.c (the pure tar, listing and exec helpers) and keepalive.c (how often a session
+ * marks the sandbox used). Exit codes: see cli.h. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,16 @@ static const char global_help[] =
     "                       Sandbox's spec.workspace.mountPath, /workspace); absolute paths are\n"
     "                       used as given\n"
     "  --start-timeout DUR  how long to wait for a stopped sandbox to run (default 120s)\n"
-    "  -h, --help           show help\n";
+    "  --as USER            impersonate USER (Impersonate-User; replaces the kubeconfig's as)\n"
+    "  --as-group GROUP     impersonate a group too (repeatable; needs --as)\n"
+    "  -h, --help           show help\n"
+    "\n"
+    "Kubeconfig: token, tokenFile, client certificates, basic auth, exec credential plugins\n"
+    "(client.authentication.k8s.io/v1 and v1beta1, as kubectl runs them: the credential is kept\n"
+    "until its expirationTimestamp and the plugin runs again after a 401), impersonation (as,\n"
+    "as-uid, as-groups, as-user-extra), and proxies: the cluster's proxy-url, else HTTPS_PROXY /\n"
+    "HTTP_PROXY with NO_PROXY (not for localhost or loopback addresses), for every request,\n"
+    "exec and port-forward (HTTP CONNECT; http:// proxies only).\n";
 
 static const char main_help[] =
     "Usage: " PROG " [global flags] COMMAND [flags] [args]\n"
@@ -48,9 +58,11 @@ static const char main_help[] =
     "  exec SANDBOX [-i] [-t] [-w DIR] [-e K=V]... -- CMD...  run a command\n"
     "  create --user U --chat C [--lifecycle L] [--wait]      get or create the Sandbox of\n"
     "                                                         (U, C); prints its name\n"
-    "  get SANDBOX [-o json|yaml|wide]                       show one Sandbox\n"
-    "  list [--user U] [--chat C] [--phase P] [--lifecycle L] [-A]\n"
+    "  get SANDBOX [-o json|yaml|wide|name]                  show one Sandbox\n"
+    "  list [--user U] [--chat C] [--phase P] [--lifecycle L] [-l SEL] [-A] [--no-headers]\n"
     "                                                         list Sandboxes\n"
+    "  delete SANDBOX... [--wait]                             delete Sandboxes (and their\n"
+    "                                                         pods and workspaces)\n"
     "  start SANDBOX [--wait]                                 clear spec.paused\n"
     "  stop SANDBOX [--wait]                                  set spec.paused\n"
     "  touch SANDBOX                                          mark the sandbox used now\n"
@@ -76,7 +88,8 @@ static const struct opt create_opts[] = {GLOBAL_OPTS, {"user", 0, 1, O_USER}, {"
     {"lifecycle", 0, 1, O_LIFECYCLE}, {"image", 0, 1, O_IMAGE}, {"idle-timeout", 0, 1, O_IDLE_TIMEOUT},
     {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
 static const struct opt list_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {"user", 0, 1, O_USER}, {"chat", 0, 1, O_CHAT},
-    {"phase", 0, 1, O_PHASE}, {"lifecycle", 0, 1, O_LIFECYCLE}, {"all-namespaces", 'A', 0, O_ALL_NS}, {NULL, 0, 0, 0}};
+    {"phase", 0, 1, O_PHASE}, {"lifecycle", 0, 1, O_LIFECYCLE}, {"all-namespaces", 'A', 0, O_ALL_NS},
+    {"no-headers", 0, 0, O_NO_HEADERS}, {"selector", 'l', 1, O_SELECTOR}, {NULL, 0, 0, 0}};
 static const struct opt wait_opts[] = {GLOBAL_OPTS, {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
 static const struct opt plain_opts[] = {GLOBAL_OPTS, {NULL, 0, 0, 0}};
 static const struct opt parents_opts[] = {GLOBAL_OPTS, {"parents", 'p', 0, O_PARENTS}, {NULL, 0, 0, 0}};
@@ -92,7 +105,9 @@ static const struct command commands[] = {
      "Run a command in the sandbox's container and exit with its exit code. A stopped,\n"
      "stopping, paused or pending sandbox is started first (spec.paused cleared, waiting up\n"
      "to --start-timeout for phase Running). The sandbox is marked used as the command\n"
-     "starts and every third of its idleTimeout (1s to 60s) while it runs, never after.\n"
+     "starts and, while it runs (never after), every third of the shorter of its\n"
+     "effective idle timeout and reclaim window (status.idleTimeout, status.reclaimAfter;\n"
+     "spec.idleTimeout from an older controller), 1s to 60s.\n"
      "Arguments reach the command exactly as given (no shell in between).\n"
      "\n"
      "Exit code: the command's; 75 when the sandbox was stopped, paused, deleted or\n"
@@ -129,24 +144,31 @@ static const struct command commands[] = {
      "                       message)\n",
      0, 0, 0},
     {"get", cmd_get, get_opts,
-     "Usage: " PROG " get SANDBOX [-o json|yaml|wide]\n"
+     "Usage: " PROG " get SANDBOX [-o json|yaml|wide|name]\n"
      "\n"
      "Show a Sandbox: user, chat, lifecycle, phase, pod, IP, node, readiness, last use.\n"
      "\n"
-     "  -o, --output FORMAT  json or yaml (the whole object), wide (more fields)\n",
+     "  -o, --output FORMAT  json or yaml (the whole object), wide (more fields), name\n"
+     "                       (sandbox.sandbox.yaoapps.com/NAME, as kubectl -o name)\n",
      1, 1, 1},
     {"list", cmd_list, list_opts,
-     "Usage: " PROG " list [--user U] [--chat C] [--phase P] [--lifecycle L] [-A] [-o json|yaml|wide]\n"
+     "Usage: " PROG " list [--user U] [--chat C] [--phase P] [--lifecycle L] [-l SELECTOR] [-A]\n"
+     "       [--no-headers] [-o json|yaml|wide|name]\n"
      "\n"
-     "List Sandboxes as a table: NAME USER CHAT LIFECYCLE PHASE POD AGE.\n"
+     "List Sandboxes as a table: NAME USER CHAT LIFECYCLE PHASE POD READY REASON AGE (READY\n"
+     "and REASON: the Ready condition's status and reason, e.g. False ImagePullBackOff).\n"
      "\n"
      "  --user U             only the user's (exact spec.userID; selected by the API server)\n"
      "  --chat C             only the chat's (exact spec.chatID; selected by the API server)\n"
      "  --phase P            only in phase P (Pending, Creating, Running, Stopping, Stopped,\n"
      "                       Succeeded, Failed)\n"
      "  --lifecycle L        only with lifecycle L (one-shot, session, long-running, persistent)\n"
+     "  -l, --selector SEL   only those whose labels match (a label selector: a=b,c!=d,\n"
+     "                       e in (f,g), !h; selected by the API server)\n"
      "  -A, --all-namespaces all namespaces\n"
-     "  -o, --output FORMAT  json or yaml (a List), wide (adds IP, NODE, LAST-USED)\n",
+     "  --no-headers         the table without its header line\n"
+     "  -o, --output FORMAT  json or yaml (a List), wide (adds IP, NODE, LAST-USED), name\n"
+     "                       (one sandbox.sandbox.yaoapps.com/NAME a line)\n",
      0, 0, 0},
     {"start", cmd_start, wait_opts,
      "Usage: " PROG " start SANDBOX [--wait]\n"
@@ -169,6 +191,16 @@ static const struct command commands[] = {
      "Set the annotation " SBX_ANN_LAST_USED " to now. This restarts the idle clock\n"
      "and wakes a long-running sandbox that was stopped for being idle.\n",
      1, 1, 1},
+    {"delete", cmd_delete, wait_opts,
+     "Usage: " PROG " delete SANDBOX... [--wait]\n"
+     "\n"
+     "Delete Sandboxes (propagationPolicy Background): what each one owns — its pod,\n"
+     "Service, NetworkPolicy and workspace claim — goes with it, so its files are gone. A\n"
+     "Sandbox already being deleted is left to finish. Prints 'sandbox \"NAME\" deleted' for\n"
+     "each. A name that does not exist is an error (exit 1); the others are still deleted.\n"
+     "\n"
+     "  --wait               wait (up to --start-timeout) until each is gone\n",
+     1, 64, 1},
     {"read", cmd_read, plain_opts,
      "Usage: " PROG " read SANDBOX PATH\n"
      "\n"
@@ -273,10 +305,11 @@ int main(int argc, char **argv) {
     char **rest = calloc((size_t)argc, sizeof(char *));
     const char **pos = calloc((size_t)argc, sizeof(char *));
     const char **env = calloc((size_t)argc, sizeof(char *));
-    if (!rest || !pos || !env) return cli_fail("out of memory");
+    const char **groups = calloc((size_t)argc, sizeof(char *));
+    if (!rest || !pos || !env || !groups) return cli_fail("out of memory");
     int nrest = 0;
     for (int i = 1; i < argc; i++) if (i != ci) rest[nrest++] = argv[i];
-    struct args a = {.cmd = cmd->name, .pos = pos, .env = env};
+    struct args a = {.cmd = cmd->name, .pos = pos, .env = env, .as_groups = groups};
     int rc = cli_parse_args(nrest, rest, cmd, &a);
     if (rc == 0 && a.help) {
         fputs(cmd->usage, stdout);
@@ -308,5 +341,6 @@ out:
     free(rest);
     free(pos);
     free(env);
+    free(groups);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "cli/cluster.h"
 #include "cli/files.h"
+#include "cli/keepalive.h"
 #include "cli/session.h"
 #include "base/dynbuf.h"
 #include "kube/exec.h"
@@ -68,17 +69,24 @@ static ssize_t x_in(void *ud, char *buf, size_t cap) {
     return r;
 }
 
+/* Touch every t->interval_ms; each answer is the Sandbox as it is now, so a policy the
+ * controller changed meanwhile (a class edited, the sandbox moved to another class) sets
+ * the next interval. */
 static void *toucher_main(void *arg) {
     struct session_toucher *t = arg;
     struct timespec next;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        clock_mono_timespec(clock_mono_ms() + t->c->touch_interval_ms, &next);
+        clock_mono_timespec(clock_mono_ms() + t->interval_ms, &next);
         while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &next) != ETIMEDOUT) {}
         if (t->stop) break;
         pthread_mutex_unlock(&t->mu);
-        cluster_patch(t->c, t->name, 1, -1, 1);   /* best effort: the next one comes anyway */
+        cJSON *sb = NULL;
+        /* best effort: the next one comes anyway */
+        int64_t interval = cluster_patch(t->c, t->name, 1, -1, 1, &sb) == 0 && sb ? cli_touch_interval_of(sb) : 0;
+        cJSON_Delete(sb);
         pthread_mutex_lock(&t->mu);
+        if (interval > 0) t->interval_ms = interval;
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -88,7 +96,8 @@ void session_toucher_start(struct session_toucher *t, struct cli *c, const char 
     memset(t, 0, sizeof(*t));
     t->c = c;
     t->name = name;
-    if (c->touch_interval_ms <= 0) return;
+    t->interval_ms = c->touch_interval_ms;
+    if (t->interval_ms <= 0) return;
     pthread_mutex_init(&t->mu, NULL);
     clock_mono_cond_init(&t->cv);
     t->started = pthread_create(&t->thread, NULL, toucher_main, t) == 0;

@@ -4,15 +4,17 @@
  * file helpers add (paths resolved against the root, captured stderr, the one-line
  * complaint of a failed remote command).
  *
- * While a command runs in a sandbox (exec and every file helper) a thread marks the
- * sandbox used every third of its idle timeout (1 s to 60 s), so an open session counts
- * as use; nothing marks it after the command ended (that would wake a sandbox stopped
- * meanwhile). */
+ * While a command runs in a sandbox (exec, every file helper, port-forward) a thread
+ * marks the sandbox used at the interval of cli/keepalive.h (a third of the shorter of its
+ * effective idle timeout and reclaim window, 1 s to 60 s; re-derived from each touch's
+ * answer), so an open session counts as use; nothing marks it after the command ended
+ * (that would wake a sandbox stopped meanwhile). */
 #ifndef YAO_CLI_SESSION_H
 #define YAO_CLI_SESSION_H
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -39,7 +41,7 @@ struct session_io {
     char why[600];               /* why a callback aborted */
 };
 
-/* Marks the sandbox used every touch_interval_ms while a session runs (see the top), on
+/* Marks the sandbox used while a session runs (see the top: first after c->touch_interval_ms), on
  * a thread of its own so that a slow API server never holds up the session's output. */
 struct session_toucher {
     struct cli *c;
@@ -47,6 +49,7 @@ struct session_toucher {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    int64_t interval_ms;         /* under mu: from the newest Sandbox seen */
     int stop, started;
 };
 /* Start touching (no-op when the interval is unknown: no running Sandbox was seen). */

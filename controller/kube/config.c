@@ -8,10 +8,13 @@
  * list are skipped), base64 of the *-data fields, relative paths (against the directory of
  * the file that defined the entry), and re-reading a rotating token file.
  *
+ * Also reads a user's exec credential plugin (run later, by kube/credplugin.c, when a
+ * request needs the credential), its impersonation (as, as-uid, as-groups, as-user-extra)
+ * and the cluster's proxy-url (used by kube/proxy.c).
+ *
  * Deliberately does not: contact the API server or build TLS contexts (kube/rest feeds the
- * PEM buffers to libcurl as blobs), run exec credential plugins or auth-providers, follow
- * impersonation or proxy-url (each rejected by name rather than silently ignored), or write
- * anything to disk. Buffers that held credentials are wiped before they are freed; that is
+ * PEM buffers to libcurl as blobs), run auth-providers (refused by name: client-go removed
+ * them; an exec plugin replaces each), or write anything to disk. Buffers that held credentials are wiped before they are freed; that is
  * best effort (libyaml's short-lived scanner strings are freed without wiping).
  * Known limit: YAML merge keys ("<<: *anchor") are not expanded (libyaml does not resolve
  * them); plain anchors and aliases work. */
@@ -34,6 +37,10 @@
 
 #include "base/clock.h"
 #include "base/errfmt.h"
+#include "kube/credplugin.h"
+#include "kube/kjson.h"
+
+#include <cjson/cJSON.h>
 
 #define KCFG_MAX_KUBECONFIG ((size_t)4 << 20)
 #define KCFG_MAX_PEM        ((size_t)1 << 20)
@@ -530,9 +537,16 @@ static int kcfg_cluster(struct kcfg_src *src, yaml_node_t *m, const char *name,
     if (!(c->server = kcfg_server(v, src->where, what, err, errlen))) return -1;
     if (kcfg_str(src, m, "proxy-url", what, &v, err, errlen) < 0) return -1;
     if (v && *v) {
-        errfmt_line(err, errlen, "kubeconfig: %s%s uses proxy-url, which is not supported",
-                 src->where, what);
-        return -1;
+        /* the scheme is checked here so a bad value fails at load, not per request */
+        if (strncmp(v, "http://", 7) != 0 && strstr(v, "://")) {
+            errfmt_line(err, errlen, "kubeconfig: %s%s: proxy-url \"%.200s\": only http:// proxies are "
+                        "supported (HTTP CONNECT)", src->where, what, v);
+            return -1;
+        }
+        if (!(c->proxy_url = strdup(v))) {
+            errfmt_line(err, errlen, "kubeconfig: out of memory");
+            return -1;
+        }
     }
     if (kcfg_bool(src, m, "insecure-skip-tls-verify", what, &c->insecure_skip_tls_verify,
                   err, errlen) < 0)
@@ -546,42 +560,298 @@ static int kcfg_cluster(struct kcfg_src *src, yaml_node_t *m, const char *name,
                     &c->ca_pem, &c->ca_len, &c->ca_file, err, errlen);
 }
 
-/* Fill the credential part of c from one user (AuthInfo) entry; rejects, by name, the
- * mechanisms this client cannot honour. */
-static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name,
-                     struct kube_config *c, char *err, size_t errlen)
+/* The strings of the list at key (absent/null = none): 0 with *out (NULL-terminated
+ * copies, *n of them), -1 with err when it is not a list of strings. */
+static int kcfg_str_list(struct kcfg_src *src, yaml_node_t *map, const char *key, const char *what,
+                         char ***out, size_t *n, char *err, size_t errlen)
 {
-    static const char *impersonation[] = {"as", "as-uid", "as-groups", "as-user-extra"};
+    yaml_node_t *seq = kcfg_get(&src->doc, map, key), *it;
+    yaml_node_item_t *item;
+    size_t cap;
+
+    *out = NULL;
+    *n = 0;
+    if (kcfg_is_null(seq)) return 0;
+    if (seq->type != YAML_SEQUENCE_NODE) {
+        errfmt_line(err, errlen, "kubeconfig: %s%s: \"%s\" is a %s, not a list", src->where, what, key,
+                    kcfg_kind(seq));
+        return -1;
+    }
+    cap = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    if (!(*out = calloc(cap + 1, sizeof(char *)))) goto oom;
+    for (item = seq->data.sequence.items.start; item < seq->data.sequence.items.top; item++) {
+        it = yaml_document_get_node(&src->doc, *item);
+        if (!it || it->type != YAML_SCALAR_NODE ||
+            strlen((const char *)it->data.scalar.value) != it->data.scalar.length) {
+            errfmt_line(err, errlen, "kubeconfig: %s%s: an entry of \"%s\" is not a string", src->where, what, key);
+            goto fail;
+        }
+        if (!((*out)[(*n)++] = strdup((const char *)it->data.scalar.value))) goto oom;
+    }
+    return 0;
+oom:
+    errfmt_line(err, errlen, "kubeconfig: out of memory");
+fail:
+    for (size_t i = 0; *out && i < *n; i++) free((*out)[i]);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+/* A YAML node as JSON (for the exec plugin's cluster config): mappings, lists, and plain
+ * scalars that read as null, booleans or numbers; other scalars as strings. NULL when out
+ * of memory, nested deeper than 32 or with a non-string key. */
+static cJSON *kcfg_to_json(yaml_document_t *doc, yaml_node_t *n, int depth)
+{
+    if (!n || depth > 32) return NULL;
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *v = (const char *)n->data.scalar.value;
+        if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+            char *end;
+            double d;
+            if (kcfg_is_null(n)) return cJSON_CreateNull();
+            if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE")) return cJSON_CreateTrue();
+            if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE")) return cJSON_CreateFalse();
+            d = strtod(v, &end);
+            if (*v && !*end && strspn(v, "+-0123456789.eE") == strlen(v)) return cJSON_CreateNumber(d);
+        }
+        return cJSON_CreateString(v);
+    }
+    if (n->type == YAML_SEQUENCE_NODE) {
+        cJSON *a = cJSON_CreateArray();
+        for (yaml_node_item_t *it = n->data.sequence.items.start; a && it < n->data.sequence.items.top; it++) {
+            cJSON *e = kcfg_to_json(doc, yaml_document_get_node(doc, *it), depth + 1);
+            if (!e) { cJSON_Delete(a); return NULL; }
+            cJSON_AddItemToArray(a, e);
+        }
+        return a;
+    }
+    if (n->type == YAML_MAPPING_NODE) {
+        cJSON *o = cJSON_CreateObject();
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; o && p < n->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            cJSON *e;
+            if (!k || k->type != YAML_SCALAR_NODE ||
+                !(e = kcfg_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1))) {
+                cJSON_Delete(o);
+                return NULL;
+            }
+            cJSON_AddItemToObject(o, (const char *)k->data.scalar.value, e);
+        }
+        return o;
+    }
+    return cJSON_CreateNull();
+}
+
+/* The ExecCredential spec.cluster of provideClusterInfo: what c holds of the cluster, and
+ * the cluster's extension named client.authentication.k8s.io/exec as config. */
+static char *kcfg_cluster_info(struct kcfg_src *cls, yaml_node_t *cl, const struct kube_config *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *out = NULL;
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "server", c->server);
+    if (c->tls_server_name) cJSON_AddStringToObject(o, "tls-server-name", c->tls_server_name);
+    if (c->insecure_skip_tls_verify) cJSON_AddBoolToObject(o, "insecure-skip-tls-verify", 1);
+    if (c->proxy_url) cJSON_AddStringToObject(o, "proxy-url", c->proxy_url);
+    if (c->ca_pem && c->ca_len) {
+        size_t n = 4 * ((c->ca_len + 2) / 3) + 1;
+        unsigned char *b = malloc(n);
+        if (!b) goto done;
+        EVP_EncodeBlock(b, (const unsigned char *)c->ca_pem, (int)c->ca_len);
+        cJSON_AddStringToObject(o, "certificate-authority-data", (const char *)b);
+        free(b);
+    }
+    yaml_node_t *exts = cls ? kcfg_get(&cls->doc, cl, "extensions") : NULL;
+    if (exts && exts->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = exts->data.sequence.items.start; it < exts->data.sequence.items.top; it++) {
+            yaml_node_t *e = yaml_document_get_node(&cls->doc, *it), *nm = kcfg_get(&cls->doc, e, "name");
+            if (nm && nm->type == YAML_SCALAR_NODE &&
+                !strcmp((const char *)nm->data.scalar.value, "client.authentication.k8s.io/exec")) {
+                cJSON *cfg = kcfg_to_json(&cls->doc, kcfg_get(&cls->doc, e, "extension"), 0);
+                if (cfg) cJSON_AddItemToObject(o, "config", cfg);
+            }
+        }
+    }
+    out = cJSON_PrintUnformatted(o);
+done:
+    cJSON_Delete(o);
+    return out;
+}
+
+/* The user's exec credential plugin (node n) into c->exec_plugin. */
+static int kcfg_exec(struct kcfg_src *src, yaml_node_t *n, const char *name, const char *what,
+                     struct kcfg_src *cls, yaml_node_t *cl, struct kube_config *c, char *err, size_t errlen)
+{
+    struct kube_credplugin *p;
+    const char *v, *mode;
+    int provide = 0;
+    char ew[300];
+    yaml_node_t *env;
+
+    snprintf(ew, sizeof ew, "%s: exec", what);
+    if (n->type != YAML_MAPPING_NODE) {
+        errfmt_line(err, errlen, "kubeconfig: %s%s is a %s, not a mapping", src->where, ew, kcfg_kind(n));
+        return -1;
+    }
+    if (!(p = calloc(1, sizeof *p))) goto oom;
+    c->exec_plugin = p;
+    p->timeout_ms = 60000;
+    if (kcfg_str(src, n, "apiVersion", ew, &v, err, errlen) < 0) return -1;
+    if (!v || (strcmp(v, "client.authentication.k8s.io/v1") != 0 &&
+               strcmp(v, "client.authentication.k8s.io/v1beta1") != 0)) {
+        errfmt_line(err, errlen, "kubeconfig: %s%s: apiVersion \"%.100s\" is not client.authentication.k8s.io/v1 "
+                    "or /v1beta1", src->where, ew, v ? v : "");
+        return -1;
+    }
+    if (!(p->api_version = strdup(v))) goto oom;
+    if (kcfg_str(src, n, "command", ew, &v, err, errlen) < 0) return -1;
+    if (!v || !*v) {
+        errfmt_line(err, errlen, "kubeconfig: %s%s has no command", src->where, ew);
+        return -1;
+    }
+    /* a relative path with a '/' is the kubeconfig's neighbour; a bare name is looked up in $PATH */
+    if (!(p->command = strchr(v, '/') ? kcfg_path(src, v) : strdup(v))) goto oom;
+    if (kcfg_str_list(src, n, "args", ew, &p->args, &p->nargs, err, errlen) < 0) return -1;
+    env = kcfg_get(&src->doc, n, "env");
+    if (!kcfg_is_null(env)) {
+        if (env->type != YAML_SEQUENCE_NODE) {
+            errfmt_line(err, errlen, "kubeconfig: %s%s: \"env\" is a %s, not a list", src->where, ew, kcfg_kind(env));
+            return -1;
+        }
+        size_t cap = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
+        if (!(p->env = calloc(cap + 1, sizeof(char *)))) goto oom;
+        for (yaml_node_item_t *it = env->data.sequence.items.start; it < env->data.sequence.items.top; it++) {
+            yaml_node_t *e = yaml_document_get_node(&src->doc, *it);
+            const char *en, *ev;
+            if (!e || e->type != YAML_MAPPING_NODE || kcfg_str(src, e, "name", ew, &en, err, errlen) < 0 ||
+                kcfg_str(src, e, "value", ew, &ev, err, errlen) < 0 || !en || !*en || strchr(en, '=')) {
+                errfmt_line(err, errlen, "kubeconfig: %s%s: an entry of \"env\" is not {name: NAME, value: VALUE}",
+                            src->where, ew);
+                return -1;
+            }
+            if (!(p->env[p->nenv++] = kcfg_fmt("%s=%s", en, ev ? ev : ""))) goto oom;
+        }
+    }
+    if (kcfg_str(src, n, "interactiveMode", ew, &mode, err, errlen) < 0) return -1;
+    if (!mode || !*mode) {
+        if (!strcmp(p->api_version, "client.authentication.k8s.io/v1")) {
+            errfmt_line(err, errlen, "kubeconfig: %s%s: interactiveMode must be set (Never, IfAvailable or Always) "
+                        "with client.authentication.k8s.io/v1", src->where, ew);
+            return -1;
+        }
+        p->interactive = KUBE_INTERACTIVE_IF_AVAILABLE;
+    } else if (!strcmp(mode, "Never")) {
+        p->interactive = KUBE_INTERACTIVE_NEVER;
+    } else if (!strcmp(mode, "IfAvailable")) {
+        p->interactive = KUBE_INTERACTIVE_IF_AVAILABLE;
+    } else if (!strcmp(mode, "Always")) {
+        p->interactive = KUBE_INTERACTIVE_ALWAYS;
+    } else {
+        errfmt_line(err, errlen, "kubeconfig: %s%s: interactiveMode \"%.60s\" is not Never, IfAvailable or Always",
+                    src->where, ew, mode);
+        return -1;
+    }
+    if (kcfg_bool(src, n, "provideClusterInfo", ew, &provide, err, errlen) < 0) return -1;
+    if (kcfg_str(src, n, "installHint", ew, &v, err, errlen) < 0) return -1;
+    if (v && *v && !(p->install_hint = strdup(v))) goto oom;
+    if (provide && !(p->cluster_json = kcfg_cluster_info(cls, cl, c))) goto oom;
+    if (!(p->user = strdup(name))) goto oom;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) goto oom;
+    p->mu_ready = 1;
+    return 0;
+oom:
+    errfmt_line(err, errlen, "kubeconfig: out of memory");
+    return -1;
+}
+
+/* The user's impersonation: as, as-uid, as-groups, as-user-extra (a map of lists). */
+static int kcfg_impersonation(struct kcfg_src *src, yaml_node_t *m, const char *what, struct kube_config *c,
+                              char *err, size_t errlen)
+{
+    const char *v;
+    yaml_node_t *extra;
+
+    if (kcfg_str(src, m, "as", what, &v, err, errlen) < 0) return -1;
+    if (v && *v && !(c->impersonate_user = strdup(v))) goto oom;
+    if (kcfg_str(src, m, "as-uid", what, &v, err, errlen) < 0) return -1;
+    if (v && *v && !(c->impersonate_uid = strdup(v))) goto oom;
+    if (kcfg_str_list(src, m, "as-groups", what, &c->impersonate_groups, &c->n_impersonate_groups, err, errlen) < 0)
+        return -1;
+    extra = kcfg_get(&src->doc, m, "as-user-extra");
+    if (!kcfg_is_null(extra)) {
+        if (extra->type != YAML_MAPPING_NODE) {
+            errfmt_line(err, errlen, "kubeconfig: %s%s: \"as-user-extra\" is not a mapping", src->where, what);
+            return -1;
+        }
+        for (yaml_node_pair_t *p = extra->data.mapping.pairs.start; p < extra->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(&src->doc, p->key);
+            char **vals;
+            size_t nv;
+            char **grown;
+            if (!k || k->type != YAML_SCALAR_NODE || !k->data.scalar.length) {
+                errfmt_line(err, errlen, "kubeconfig: %s%s: \"as-user-extra\" has a key that is not a string",
+                            src->where, what);
+                return -1;
+            }
+            const char *key = (const char *)k->data.scalar.value;
+            if (kcfg_str_list(src, extra, key, what, &vals, &nv, err, errlen) < 0) return -1;
+            if (!(grown = realloc(c->impersonate_extra, (c->n_impersonate_extra + nv + 1) * sizeof(char *)))) {
+                for (size_t i = 0; i < nv; i++) free(vals[i]);
+                free(vals);
+                goto oom;
+            }
+            c->impersonate_extra = grown;
+            for (size_t i = 0; i < nv; i++) {
+                char *kv = kcfg_fmt("%s=%s", key, vals[i]);
+                free(vals[i]);
+                if (!kv) {
+                    for (size_t j = i + 1; j < nv; j++) free(vals[j]);
+                    free(vals);
+                    goto oom;
+                }
+                c->impersonate_extra[c->n_impersonate_extra++] = kv;
+                c->impersonate_extra[c->n_impersonate_extra] = NULL;
+            }
+            free(vals);
+        }
+    }
+    if (c->n_impersonate_groups && !c->impersonate_user) {
+        errfmt_line(err, errlen, "kubeconfig: %s%s has as-groups but no \"as\" (a user to impersonate)", src->where,
+                    what);
+        return -1;
+    }
+    return 0;
+oom:
+    errfmt_line(err, errlen, "kubeconfig: out of memory");
+    return -1;
+}
+
+/* Fill the credential part of c from one user (AuthInfo) entry (cls/cl: the context's
+ * cluster, for the exec plugin's cluster info); auth-provider is refused by name. */
+static int kcfg_user(struct kcfg_src *src, yaml_node_t *m, const char *name, struct kcfg_src *cls,
+                     yaml_node_t *cl, struct kube_config *c, char *err, size_t errlen)
+{
     char what[256];
     const char *v;
     yaml_node_t *n;
-    size_t i;
 
     snprintf(what, sizeof what, "user \"%.200s\"", name);
-    if (!kcfg_is_null(n = kcfg_get(&src->doc, m, "exec"))) {
-        const char *cmd = NULL;
-        if (n->type == YAML_MAPPING_NODE &&
-            kcfg_str(src, n, "command", what, &cmd, err, errlen) < 0)
-            cmd = NULL;
-        errfmt_line(err, errlen, "kubeconfig: %s%s uses an exec credential plugin (\"%.200s\"), "
-                 "which is not supported", src->where, what, cmd ? cmd : "?");
-        return -1;
-    }
     if (!kcfg_is_null(n = kcfg_get(&src->doc, m, "auth-provider"))) {
         const char *prov = NULL;
         if (n->type == YAML_MAPPING_NODE &&
             kcfg_str(src, n, "name", what, &prov, err, errlen) < 0)
             prov = NULL;
         errfmt_line(err, errlen, "kubeconfig: %s%s uses auth-provider \"%.200s\", which is not "
-                 "supported", src->where, what, prov ? prov : "?");
+                 "supported (client-go removed auth-providers: use the provider's exec plugin, e.g. "
+                 "kubelogin or gke-gcloud-auth-plugin)", src->where, what, prov ? prov : "?");
         return -1;
     }
-    for (i = 0; i < sizeof impersonation / sizeof impersonation[0]; i++)
-        if (!kcfg_is_null(kcfg_get(&src->doc, m, impersonation[i]))) {
-            errfmt_line(err, errlen, "kubeconfig: %s%s uses impersonation (\"%s\"), which is not "
-                     "supported", src->where, what, impersonation[i]);
-            return -1;
-        }
+    if (!kcfg_is_null(n = kcfg_get(&src->doc, m, "exec")) &&
+        kcfg_exec(src, n, name, what, cls, cl, c, err, errlen) < 0)
+        return -1;
+    if (kcfg_impersonation(src, m, what, c, err, errlen) < 0) return -1;
 
     if (kcfg_str(src, m, "token", what, &v, err, errlen) < 0) return -1;
     if (v && *v) {
@@ -686,7 +956,7 @@ static int kcfg_resolve(struct kcfg_src *srcs, size_t nsrc, const char *context_
         }
     }
     if (kcfg_cluster(cls, cl, cluster, c, err, errlen) < 0) return -1;
-    if (us && kcfg_user(us, user, uname, c, err, errlen) < 0) return -1;
+    if (us && kcfg_user(us, user, uname, cls, cl, c, err, errlen) < 0) return -1;
     if (!(c->context = strdup(name)) || (ns && *ns && !(c->namespace_ = strdup(ns)))) {
         errfmt_line(err, errlen, "kubeconfig: out of memory");
         return -1;
@@ -1077,10 +1347,160 @@ int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len)
     return rc;
 }
 
+/* The generation of the plugin credential this thread last sent: a 401 this thread sees
+ * is about that one (kube_config_auth_rejected). */
+static _Thread_local unsigned kcfg_sent_generation;
+
+/* The credentials of one request (see config.h). */
+int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (c->exec_plugin) {
+        struct kube_exec_credential cred;
+        if (kube_credplugin_get(c->exec_plugin, &cred, err, errlen) < 0) return -1;
+        kcfg_sent_generation = cred.generation;
+        a->token = cred.token;
+        a->cert_pem = cred.cert_pem;
+        a->cert_len = cred.cert_len;
+        a->key_pem = cred.key_pem;
+        a->key_len = cred.key_len;
+        /* a plugin that gives only a token leaves the kubeconfig's certificate in force */
+        if (a->cert_pem) return 0;
+    } else {
+        a->token = kube_config_token(c, 0);
+    }
+    if (c->cert_pem && c->key_pem) {
+        if (!(a->cert_pem = malloc(c->cert_len + 1)) || !(a->key_pem = malloc(c->key_len + 1))) {
+            kube_auth_free(a);
+            return errfmt(err, errlen, "out of memory");
+        }
+        memcpy(a->cert_pem, c->cert_pem, c->cert_len);
+        a->cert_pem[c->cert_len] = 0;
+        memcpy(a->key_pem, c->key_pem, c->key_len);
+        a->key_pem[c->key_len] = 0;
+        a->cert_len = c->cert_len;
+        a->key_len = c->key_len;
+    }
+    return 0;
+}
+
+void kube_auth_free(struct kube_auth *a)
+{
+    if (!a) return;
+    kcfg_free_secret_str(a->token);
+    free(a->cert_pem);
+    kcfg_free_secret(a->key_pem, a->key_len);
+    memset(a, 0, sizeof *a);
+}
+
+int kube_config_auth_rejected(struct kube_config *c)
+{
+    return c->exec_plugin ? kube_credplugin_invalidate(c->exec_plugin, kcfg_sent_generation) : 0;
+}
+
+/* Free a NULL-terminated array of n strings. */
+static void kcfg_free_list(char **l, size_t n)
+{
+    for (size_t i = 0; l && i < n; i++) free(l[i]);
+    free(l);
+}
+
+int kube_config_set_impersonation(struct kube_config *c, const char *user, const char *const *groups, size_t ngroups,
+                                  char *err, size_t errlen)
+{
+    if (user) {
+        char *u;
+        if (!*user) return errfmt(err, errlen, "--as: the user name is empty");
+        if (!(u = strdup(user))) return errfmt(err, errlen, "out of memory");
+        free(c->impersonate_user);
+        c->impersonate_user = u;
+    }
+    if (ngroups) {
+        char **g = calloc(ngroups + 1, sizeof(char *));
+        if (!g) return errfmt(err, errlen, "out of memory");
+        for (size_t i = 0; i < ngroups; i++)
+            if (!groups[i] || !*groups[i] || !(g[i] = strdup(groups[i]))) {
+                kcfg_free_list(g, ngroups);
+                return errfmt(err, errlen, groups[i] && !*groups[i] ? "--as-group: the group name is empty"
+                                                                   : "out of memory");
+            }
+        kcfg_free_list(c->impersonate_groups, c->n_impersonate_groups);
+        c->impersonate_groups = g;
+        c->n_impersonate_groups = ngroups;
+    }
+    if (c->n_impersonate_groups && !c->impersonate_user)
+        return errfmt(err, errlen, "--as-group needs --as (a user to impersonate)");
+    return 0;
+}
+
+/* A header value must stay one line. */
+static int kcfg_header_value_ok(const char *v)
+{
+    for (; *v; v++)
+        if ((unsigned char)*v < 0x20 || *v == 0x7f) return 0;
+    return 1;
+}
+
+char **kube_config_impersonation_headers(const struct kube_config *c, int *oom)
+{
+    size_t n = (c->impersonate_user ? 1 : 0) + (c->impersonate_uid ? 1 : 0) + c->n_impersonate_groups +
+               c->n_impersonate_extra, k = 0;
+    char **l;
+
+    *oom = 0;
+    if (!n) return NULL;
+    if (!(l = calloc(n + 1, sizeof(char *)))) goto oom;
+#define KCFG_ADD(...) do { if (!(l[k++] = kcfg_fmt(__VA_ARGS__))) goto oom; } while (0)
+    if (c->impersonate_user && kcfg_header_value_ok(c->impersonate_user))
+        KCFG_ADD("Impersonate-User: %s", c->impersonate_user);
+    if (c->impersonate_uid && kcfg_header_value_ok(c->impersonate_uid))
+        KCFG_ADD("Impersonate-Uid: %s", c->impersonate_uid);
+    for (size_t i = 0; i < c->n_impersonate_groups; i++)
+        if (kcfg_header_value_ok(c->impersonate_groups[i])) KCFG_ADD("Impersonate-Group: %s", c->impersonate_groups[i]);
+    for (size_t i = 0; i < c->n_impersonate_extra; i++) {
+        /* the key goes into the header name: percent-encoded as the API server decodes it */
+        const char *kv = c->impersonate_extra[i], *eq = strchr(kv, '=');
+        char key[600];
+        size_t o = 0;
+        if (!eq || !kcfg_header_value_ok(eq + 1)) continue;
+        for (const char *q = kv; q < eq && o + 4 < sizeof key; q++) {
+            unsigned char ch = (unsigned char)*q;
+            if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                strchr("-!#$&'*+.^_`|~", ch))
+                key[o++] = (char)ch;
+            else
+                o += (size_t)snprintf(key + o, sizeof key - o, "%%%02X", ch);
+        }
+        key[o] = 0;
+        KCFG_ADD("Impersonate-Extra-%s: %s", key, eq + 1);
+    }
+#undef KCFG_ADD
+    return l;
+oom:
+    kube_config_free_lines(l);
+    *oom = 1;
+    return NULL;
+}
+
+void kube_config_free_lines(char **lines)
+{
+    for (size_t i = 0; lines && lines[i]; i++) free(lines[i]);
+    free(lines);
+}
+
 /* Wipe secrets, free everything, zero *c. */
 void kube_config_free(struct kube_config *c)
 {
     if (!c) return;
+    if (c->exec_plugin) {
+        kube_credplugin_free(c->exec_plugin);
+        free(c->exec_plugin);
+    }
+    free(c->proxy_url);
+    free(c->impersonate_user);
+    free(c->impersonate_uid);
+    kcfg_free_list(c->impersonate_groups, c->n_impersonate_groups);
+    kcfg_free_list(c->impersonate_extra, c->n_impersonate_extra);
     if (c->lock_ready) pthread_mutex_destroy(&c->lock);
     free(c->server);
     free(c->namespace_);

@@ -1,7 +1,8 @@
 /* kube/config.h — where the API server is and how to authenticate to it: kubeconfig
  * files (--kubeconfig, $KUBECONFIG with several files joined by ':', ~/.kube/config) and
  * in-cluster service-account config. Credentials stay in memory: files referenced by the
- * kubeconfig are read into PEM buffers; nothing is ever written to disk. */
+ * kubeconfig are read into PEM buffers; nothing is ever written to disk. Also exec
+ * credential plugins (kube/credplugin.h), impersonation and the cluster's proxy-url. */
 #ifndef YAO_KUBE_CONFIG_H
 #define YAO_KUBE_CONFIG_H
 
@@ -23,6 +24,17 @@ struct kube_config {
     char *key_pem;  size_t key_len;   /* client-key(-data), PEM — memory only */
     int insecure_skip_tls_verify;
     char *tls_server_name;
+    char *proxy_url;       /* the cluster's proxy-url (kube/proxy.h decides), NULL = none */
+    /* users[].user.exec: a credential plugin gives the token or client certificate
+     * (kube/credplugin.h); NULL = none */
+    struct kube_credplugin *exec_plugin;
+    /* impersonation (kubeconfig as, as-uid, as-groups, as-user-extra; the CLI's --as and
+     * --as-group replace them): Impersonate-* headers on every request */
+    char *impersonate_user, *impersonate_uid;
+    char **impersonate_groups;
+    size_t n_impersonate_groups;
+    char **impersonate_extra;  /* "KEY=VALUE", one header Impersonate-Extra-KEY each */
+    size_t n_impersonate_extra;
     /* token refresh state (guarded by lock) */
     pthread_mutex_t lock;
     int lock_ready;        /* lock initialised: kube_config_free is safe on a zeroed struct */
@@ -62,6 +74,32 @@ char *kube_config_token(struct kube_config *c, int force);
  * file that cannot be read or holds no PEM keeps the previous bundle. Thread-safe.
  * 0, or -1 when out of memory. */
 int kube_config_ca(struct kube_config *c, int force, char **pem, size_t *len);
+/* The credentials of one request: a copy of the bearer token and client certificate and
+ * key, from the exec plugin when there is one (run now if its credential is missing or
+ * expired), else from the kubeconfig / token file. */
+struct kube_auth {
+    char *token;                       /* NULL = none */
+    char *cert_pem, *key_pem;          /* NULL = none */
+    size_t cert_len, key_len;
+};
+/* 0 with *a (free with kube_auth_free), or -1 with err (the plugin failed). Thread-safe. */
+int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size_t errlen);
+void kube_auth_free(struct kube_auth *a);
+/* After a 401 on this thread's last request: the exec plugin's credential it sent is
+ * dropped (unless a newer one came meanwhile), so the next request runs the plugin again.
+ * 1 when a retry may help (there is a plugin), else 0. */
+int kube_config_auth_rejected(struct kube_config *c);
+/* Replace the impersonation (--as USER, --as-group GROUP...): user NULL keeps the
+ * kubeconfig's user, ngroups 0 its groups. Groups without a user are refused, as kubectl
+ * does. 0, or -1 with err. */
+int kube_config_set_impersonation(struct kube_config *c, const char *user, const char *const *groups, size_t ngroups,
+                                  char *err, size_t errlen);
+/* The Impersonate-* header lines ("Impersonate-User: alice", ...) for c, each malloc'd,
+ * into a NULL-terminated array (caller frees with kube_config_free_lines); NULL when there
+ * are none or out of memory (*oom set then). Extra keys are percent-encoded. */
+char **kube_config_impersonation_headers(const struct kube_config *c, int *oom);
+void kube_config_free_lines(char **lines);
+
 /* Release everything (secrets are wiped first) and zero *c; safe on a zeroed struct and
  * after a failed constructor, and idempotent. */
 void kube_config_free(struct kube_config *c);

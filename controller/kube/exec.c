@@ -92,6 +92,7 @@
 
 #include "base/dynbuf.h"
 #include "base/errfmt.h"
+#include "kube/proxy.h"
 #include "kube/wsconn.h"
 #include "kube/wsframe.h"
 #include <openssl/evp.h>
@@ -353,6 +354,10 @@ struct session {
     lws_usec_t last_rx;      /* when the server last sent anything (or the request went out) */
     lws_sorted_usec_list_t keepalive;
     const struct kube_ws_endpoint *ep;
+    char **imp;              /* Impersonate-* header lines, or NULL */
+    const struct kube_proxy *proxy;   /* the HTTP proxy to tunnel through, or NULL */
+    int tunnel_pending;      /* CONNECT sent, the proxy's answer not complete yet */
+    struct dynbuf tunnel;    /* the proxy's answer so far */
     SSL *tls;                /* https: our TLS client, over memory BIOs */
     BIO *tls_in, *tls_out;   /* owned by tls */
     int tls_ready;           /* its handshake is done */
@@ -862,6 +867,57 @@ static int transport_read(struct session *s, struct lws *wsi, const unsigned cha
     return tls_flush(s, wsi) < 0 && !s->have_status ? -1 : 0;
 }
 
+/* The transport to the server is up (directly, or through the proxy's tunnel): TLS
+ * (ours) next, or the upgrade request. */
+static int transport_up(struct session *s, struct lws *wsi) {
+    s->connected = 1;
+    if (s->ep->tls) return tls_start(s, wsi, s->ep);
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* Connected to the proxy: ask it for a tunnel to the server (HTTP CONNECT). */
+static int tunnel_start(struct session *s, struct lws *wsi) {
+    char req[1024];
+    size_t n = kube_proxy_connect_request(req, sizeof(req), s->ep->host, s->ep->port, s->proxy);
+    int rc = n && dynbuf_append(&s->outq, req, n) == 0 ? out_flush(s, wsi) : -1;
+    OPENSSL_cleanse(req, sizeof(req));   /* it may hold the proxy's password */
+    if (rc < 0) {
+        fail(s, "exec: cannot send CONNECT to the proxy %s:%d", s->proxy->host, s->proxy->port);
+        return -1;
+    }
+    s->tunnel_pending = 1;
+    return 0;
+}
+
+/* The proxy's answer to CONNECT: on 200 the tunnel stands and the session goes on over
+ * it (bytes after the answer are the server's). */
+static int tunnel_answer(struct session *s, struct lws *wsi, const unsigned char *in, size_t len) {
+    int status = 0;
+    size_t hl = 0;
+    if (dynbuf_append(&s->tunnel, in, len) < 0) {
+        fail(s, "exec: the proxy %s:%d sent an answer to CONNECT longer than 16 KiB", s->proxy->host, s->proxy->port);
+        return -1;
+    }
+    int k = kube_proxy_connect_answer(s->tunnel.data, s->tunnel.len, &status, &hl);
+    if (k == 0) return 0;
+    if (k < 0) {
+        fail(s, "exec: the proxy %s:%d (%s) did not answer CONNECT with HTTP", s->proxy->host, s->proxy->port,
+             s->proxy->source);
+        return -1;
+    }
+    if (status != 200) {
+        fail(s, "exec: the proxy %s:%d (%s) refused CONNECT to %s:%d: HTTP %d%s", s->proxy->host, s->proxy->port,
+             s->proxy->source, s->ep->host, s->ep->port, status,
+             status == 407 ? " (proxy authentication required: user:password in the proxy URL)" : "");
+        return -1;
+    }
+    s->tunnel_pending = 0;
+    if (transport_up(s, wsi) < 0) return -1;
+    if (s->tunnel.len > hl) return transport_read(s, wsi, (unsigned char *)s->tunnel.data + hl, s->tunnel.len - hl);
+    return 0;
+}
+
 /* Writable: the upgrade request first; then a pong or ping, a resize, stdin. 0 or -1. */
 static int writable(struct session *s, struct lws *wsi) {
     if (s->outq.len && !s->have_status && !s->failed) {
@@ -880,8 +936,11 @@ static int writable(struct session *s, struct lws *wsi) {
         if (!s->connected || (s->tls && !s->tls_ready)) return 0;
         static const char ua[] = "yao-sandbox/" YAO_VERSION;
         size_t cap = strlen(s->path) + strlen(s->host) + strlen(s->offered) + (s->auth ? strlen(s->auth) : 0) + 512;
+        for (size_t i = 0; s->imp && s->imp[i]; i++) cap += strlen(s->imp[i]) + 2;
         char *req = malloc(cap);
-        size_t n = req ? kube_ws_upgrade_request(req, cap, s->host, s->path, s->key, s->offered, s->auth, ua) : 0;
+        size_t n = req ? kube_ws_upgrade_request(req, cap, s->host, s->path, s->key, s->offered, s->auth,
+                                                 (const char *const *)s->imp, ua)
+                       : 0;
         int w = n ? transport_write(s, wsi, (unsigned char *)req, n) : -1;
         if (req) OPENSSL_cleanse(req, cap);   /* it holds the credentials */
         free(req);
@@ -930,14 +989,13 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     if (!s) return 0;
 
     switch (reason) {
-    case LWS_CALLBACK_RAW_CONNECTED:   /* TCP is up: TLS (ours) next, or the request */
-        if (s->connected) return 0;
-        s->connected = 1;
-        if (s->ep->tls) return tls_start(s, wsi, s->ep);
-        lws_callback_on_writable(wsi);
-        return 0;
+    case LWS_CALLBACK_RAW_CONNECTED:   /* TCP is up: the proxy's tunnel, then TLS (ours) or the request */
+        if (s->connected || s->tunnel_pending) return 0;
+        if (s->proxy) return tunnel_start(s, wsi);
+        return transport_up(s, wsi);
 
     case LWS_CALLBACK_RAW_RX:
+        if (s->tunnel_pending) return tunnel_answer(s, wsi, in, len);
         return transport_read(s, wsi, in, len);
 
     case LWS_CALLBACK_RAW_WRITEABLE:
@@ -954,8 +1012,12 @@ static int exec_callback(struct lws *wsi, enum lws_callback_reasons reason, void
 
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
         char msg[sizeof(s->r->err)];
-        kube_ws_connection_error(wsi, in, len, "exec", s->tls_verify, s->cfg, s->offered, &s->r->http_status, msg,
-                                 sizeof(msg));
+        if (s->proxy && !s->connected)
+            errfmt(msg, sizeof(msg), "exec: connection to the proxy %s:%d (%s) failed: %s", s->proxy->host,
+                   s->proxy->port, s->proxy->source, in && len ? (const char *)in : "unknown error");
+        else
+            kube_ws_connection_error(wsi, in, len, "exec", s->tls_verify, s->cfg, s->offered, &s->r->http_status, msg,
+                                     sizeof(msg));
         fail(s, "%s", msg);
         return kube_ws_note_gone(wsi, reason, &s->wsi, &s->finished);
     }
@@ -1055,8 +1117,12 @@ static int conclude(struct session *s) {
     return -1;
 }
 
-int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
+/* One attempt of kube_exec. */
+static int exec_once(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r,
+                     int may_retry) {
     struct session *s = NULL;
+    struct kube_auth auth = {0};
+    struct kube_ws_endpoint pep;
     struct dynbuf path, full;
     struct kube_ws_endpoint ep;
     int rc = -1;
@@ -1116,18 +1182,34 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     dynbuf_init(&s->outq, EXEC_OUTQ_MAX);
     s->path = full.data;
     s->ep = &ep;
+    dynbuf_init(&s->tunnel, 16u * 1024);
     kube_ws_host_header(&ep, cfg, s->host, sizeof(s->host));
-    s->auth = kube_ws_auth_value(cfg);
+    if (kube_config_auth(cfg, &auth, r->err, sizeof(r->err)) < 0) {
+        s->failed = 1;
+        goto out;
+    }
+    s->auth = kube_ws_auth_value(cfg, &auth);
+    {
+        int oom = 0;
+        s->imp = kube_config_impersonation_headers(cfg, &oom);
+        if (oom) {
+            fail(s, "exec: out of memory");
+            goto out;
+        }
+    }
+    const struct kube_proxy *px = kube_client_proxy(c);
+    s->proxy = px->set ? px : NULL;
     if (o->use_stdin_fd && !(s->in = kube_ws_reader_new(o->stdin_fd))) {
         fail(s, "exec: cannot set up the stdin reader: %s", strerror(errno));
         goto out;
     }
 
-    if (ep.tls && !(s->ssl = kube_ws_tls_new(cfg, "exec", r->err, sizeof(r->err)))) {
+    if (ep.tls && !(s->ssl = kube_ws_tls_new(cfg, &auth, "exec", r->err, sizeof(r->err)))) {
         s->failed = 1;
         goto out;
     }
-    if (!(s->ctx = kube_ws_context_new(exec_protocols, s, NULL, "exec", r->err, sizeof(r->err)))) {
+    /* the raw connection's proxy is ours (CONNECT in tunnel_start), never lws' */
+    if (!(s->ctx = kube_ws_context_new(exec_protocols, s, NULL, NULL, "exec", r->err, sizeof(r->err)))) {
         s->failed = 1;
         goto out;
     }
@@ -1141,7 +1223,13 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     }
     if (o->timeout_ms > 0)
         lws_sul_schedule(s->ctx, 0, &s->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
-    if (!kube_ws_connect_raw(s->ctx, &ep, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
+    if (s->proxy) {
+        memset(&pep, 0, sizeof(pep));
+        snprintf(pep.host, sizeof(pep.host), "%s", s->proxy->host);
+        pep.port = s->proxy->port;
+        pep.prefix = "";
+    }
+    if (!kube_ws_connect_raw(s->ctx, s->proxy ? &pep : &ep, EXEC_LOCAL_PROTOCOL, &s->wsi)) {
         fail(s, "exec: cannot connect to %s", cfg->server);
         s->finished = 1;
         s->wsi = NULL;
@@ -1154,7 +1242,9 @@ int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct k
     lws_sul_cancel(&s->keepalive);
     if (!s->established) kube_client_count(c, "GET", s->r->http_status);
     rc = conclude(s);
-    if (rc < 0 && !s->established && r->http_status >= 400) {
+    /* (a 401 that fresh credentials may cure is retried first: kube_exec) */
+    int retry_401 = may_retry && r->http_status == 401 && (cfg->exec_plugin || cfg->token_file);
+    if (rc < 0 && !s->established && r->http_status >= 400 && !retry_401) {
         lws_context_destroy(s->ctx);
         s->ctx = NULL;
         kube_ws_refusal_message(c, r->http_status, path.data, "exec", "exec needs get and create on pods/exec",
@@ -1166,13 +1256,25 @@ out:
         if (s->ctx) lws_context_destroy(s->ctx);
         SSL_CTX_free(s->ssl);
         kube_ws_free_secret(s->auth);
+        kube_config_free_lines(s->imp);
         dynbuf_free(&s->answer);
         dynbuf_free(&s->outq);
+        dynbuf_free(&s->tunnel);
         SSL_free(s->tls);       /* and its BIOs */
         free(s);
     }
+    kube_auth_free(&auth);
     dynbuf_free(&path);
     dynbuf_free(&full);
     if (rc < 0 && !r->err[0]) snprintf(r->err, sizeof(r->err), "exec: failed");
+    return rc;
+}
+
+int kube_exec(struct kube_client *c, const struct kube_exec_options *o, struct kube_exec_result *r) {
+    int rc = exec_once(c, o, r, 1);
+    /* Refused with 401 before anything ran: fresh credentials (a rotated token file, the
+     * exec plugin run again) may cure it; one more attempt then. */
+    if (rc < 0 && r->http_status == 401 && c && kube_client_refresh_credentials(c, 401, 0))
+        rc = exec_once(c, o, r, 0);
     return rc;
 }

@@ -157,6 +157,7 @@ struct pf_session {
     struct lws *wsi;
     struct kube_ws_reader *in;     /* the local socket */
     char *auth;
+    char **imp;                    /* Impersonate-* header lines, or NULL */
     lws_sorted_usec_list_t stop_check, linger;
     int failed, established, finished;
     int local_eof;                 /* the local side sent EOF: lingering */
@@ -260,7 +261,7 @@ static int pf_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
         unsigned char **p = in;
-        return kube_ws_append_headers(wsi, s->auth, p, *p + len) ? -1 : 0;
+        return kube_ws_append_headers(wsi, s->auth, s->imp, p, *p + len) ? -1 : 0;
     }
 
     case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
@@ -347,9 +348,12 @@ static const struct lws_protocols pf_protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
-int kube_portforward(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r) {
+/* One attempt of kube_portforward. */
+static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r, int may_retry) {
     static const volatile sig_atomic_t never = 0;
     struct pf_session *s = NULL;
+    struct kube_auth auth = {0};
+    int oom = 0;
     struct kube_ws_endpoint ep;
     struct kube_pf_options opt;
     char path[PF_MAX_PATH], full[PF_MAX_PATH + 256];
@@ -378,16 +382,26 @@ int kube_portforward(struct kube_client *c, const struct kube_pf_options *o, str
     s->o = &opt;
     s->r = r;
     kube_pf_demux_init(&s->demux, o->port, to_local, s);
-    s->auth = kube_ws_auth_value(cfg);
+    if (kube_config_auth(cfg, &auth, r->err, sizeof(r->err)) < 0) {
+        s->failed = 1;
+        goto out;
+    }
+    s->auth = kube_ws_auth_value(cfg, &auth);
+    s->imp = kube_config_impersonation_headers(cfg, &oom);
+    if (oom) {
+        fail(s, "port-forward: out of memory");
+        goto out;
+    }
     if (!(s->in = kube_ws_reader_new(o->fd))) {
         fail(s, "port-forward: cannot set up the reader: %s", strerror(errno));
         goto out;
     }
-    if (ep.tls && !(s->ssl = kube_ws_tls_new(cfg, "port-forward", r->err, sizeof(r->err)))) {
+    if (ep.tls && !(s->ssl = kube_ws_tls_new(cfg, &auth, "port-forward", r->err, sizeof(r->err)))) {
         s->failed = 1;
         goto out;
     }
-    if (!(s->ctx = kube_ws_context_new(pf_protocols, s, s->ssl, "port-forward", r->err, sizeof(r->err)))) {
+    if (!(s->ctx = kube_ws_context_new(pf_protocols, s, s->ssl, kube_client_proxy(c), "port-forward", r->err,
+                                       sizeof(r->err)))) {
         s->failed = 1;
         goto out;
     }
@@ -412,7 +426,8 @@ int kube_portforward(struct kube_client *c, const struct kube_pf_options *o, str
         fail(s, "port-forward: connection failed%s", s->close_reason);
     }
     rc = s->failed ? -1 : 0;
-    if (rc < 0 && !s->established && r->http_status >= 400) {
+    int retry_401 = may_retry && r->http_status == 401 && (cfg->exec_plugin || cfg->token_file);
+    if (rc < 0 && !s->established && r->http_status >= 400 && !retry_401) {
         lws_context_destroy(s->ctx);
         s->ctx = NULL;
         kube_ws_refusal_message(c, r->http_status, path, "port-forward",
@@ -424,8 +439,17 @@ out:
         if (s->ctx) lws_context_destroy(s->ctx);
         SSL_CTX_free(s->ssl);
         kube_ws_free_secret(s->auth);
+        kube_config_free_lines(s->imp);
         free(s);
     }
+    kube_auth_free(&auth);
     if (rc < 0 && !r->err[0]) snprintf(r->err, sizeof(r->err), "port-forward: failed");
+    return rc;
+}
+
+int kube_portforward(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r) {
+    int rc = pf_once(c, o, r, 1);
+    /* Refused with 401 before any byte moved: fresh credentials may cure it (see kube_exec). */
+    if (rc < 0 && r->http_status == 401 && c && kube_client_refresh_credentials(c, 401, 0)) rc = pf_once(c, o, r, 0);
     return rc;
 }

@@ -21,6 +21,8 @@
 #include "base/clock.h"
 #include "base/dynbuf.h"
 #include "base/errfmt.h"
+#include "kube/credplugin.h"
+#include "kube/proxy.h"
 #include "runtime/backoff.h"
 #include "runtime/log.h"
 
@@ -71,6 +73,7 @@ struct kube_client {
     int writes_in_flight;          /* mutating requests past the fence, not yet answered */
     pthread_cond_t writes_done;    /* signalled when writes_in_flight drops to 0 */
     struct active *active;         /* transfers in progress (guarded by lock) */
+    struct kube_proxy proxy;       /* the HTTP proxy in use (kube/proxy.h), proxy.set 0 = none */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -130,6 +133,11 @@ int kube_client_refresh_credentials(struct kube_client *c, long status, int tls_
     /* Re-read at once (the periodic check may be a minute away, or may have read the file
      * just before it was replaced). Whether the value changed is not known here: the
      * request that failed may have carried an older one; one retry settles it. */
+    if (status == 401 && k->exec_plugin) {
+        if (!kube_config_auth_rejected(k)) return 0;
+        LOGI("msg=\"401 Unauthorized: the exec credential plugin runs again\" user=%s", k->exec_plugin->user);
+        return 1;
+    }
     if (status == 401 && k->token_file) {
         char *tok = kube_config_token(k, 1);
         if (!tok) return 0;
@@ -175,6 +183,10 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
         errfmt(err, errlen, "kube client: out of memory");
         return NULL;
     }
+    if (kube_proxy_choose(c->cfg.server, c->cfg.proxy_url, NULL, &c->proxy, err, errlen) < 0) {
+        kube_client_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -196,6 +208,7 @@ void kube_client_free(struct kube_client *c) {
 }
 
 struct kube_config *kube_client_config(struct kube_client *c) { return &c->cfg; }
+const struct kube_proxy *kube_client_proxy(struct kube_client *c) { return &c->proxy; }
 void kube_client_set_timeout(struct kube_client *c, long ms) { c->timeout_ms = ms; }
 void kube_client_set_retries(struct kube_client *c, int attempts) { c->attempts = attempts < 1 ? 1 : attempts; }
 void kube_client_set_deadline(struct kube_client *c, long ms) { c->deadline_ms = ms > 0 ? ms : KUBE_DEFAULT_DEADLINE_MS; }
@@ -389,9 +402,24 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
     curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, tune_socket);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    /* The proxy as client-go chooses it; "" keeps libcurl from its own reading of the
+     * environment (which differs: it proxies loopback, ignores proxy-url). */
+    curl_easy_setopt(h, CURLOPT_PROXY, c->proxy.set ? c->proxy.url : "");
+    if (c->proxy.set) curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
+    struct kube_auth auth;
+    if (kube_config_auth(k, &auth, err, errlen) < 0) return -1;
+    int oom = 0;
+    char **imp = kube_config_impersonation_headers(k, &oom);
+    for (size_t i = 0; imp && imp[i]; i++) {
+        struct curl_slist *l = curl_slist_append(*headers, imp[i]);
+        if (!l) { oom = 1; break; }
+        *headers = l;
+    }
+    kube_config_free_lines(imp);
+    if (oom) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
     char *ca;
     size_t ca_len;
-    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
     if (ca) {                      /* the current bundle: a rotated file is picked up */
         struct curl_blob blob = {ca, ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
@@ -400,12 +428,12 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     if (c->connect_to) {
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
         struct curl_slist *l = curl_slist_append(*headers, c->host_header);
-        if (!l) { errfmt(err, errlen, "out of memory"); return -1; }
+        if (!l) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
         *headers = l;
     }
-    if (k->cert_pem && k->key_pem) {
-        struct curl_blob cert = {k->cert_pem, k->cert_len, CURL_BLOB_COPY};
-        struct curl_blob key = {k->key_pem, k->key_len, CURL_BLOB_COPY};
+    if (auth.cert_pem && auth.key_pem) {
+        struct curl_blob cert = {auth.cert_pem, auth.cert_len, CURL_BLOB_COPY};
+        struct curl_blob key = {auth.key_pem, auth.key_len, CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
         curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
         curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
@@ -420,21 +448,20 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
         curl_easy_setopt(h, CURLOPT_USERNAME, k->username);
         curl_easy_setopt(h, CURLOPT_PASSWORD, k->password);
     }
-    char *token = kube_config_token(k, 0);
+    char *token = auth.token;
     if (token) {
         size_t n = strlen(token) + sizeof("Authorization: Bearer ");
         char *hdr = malloc(n);
-        if (!hdr) { free(token); errfmt(err, errlen, "out of memory"); return -1; }
+        if (!hdr) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
         snprintf(hdr, n, "Authorization: Bearer %s", token);
         struct curl_slist *l = curl_slist_append(*headers, hdr);
         /* Wipe the copies: tokens live only as long as the request needs them. */
         memset(hdr, 0, n);
-        memset(token, 0, strlen(token));
         free(hdr);
-        free(token);
-        if (!l) { errfmt(err, errlen, "out of memory"); return -1; }
+        if (!l) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
         *headers = l;
     }
+    kube_auth_free(&auth);
     return 0;
 }
 

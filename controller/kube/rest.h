@@ -1,7 +1,8 @@
 /* kube/rest.h — the REST client: HTTPS requests to the Kubernetes API server with libcurl.
  * Owns connection reuse (a pool of curl handles shared by all threads), authentication
  * (bearer token and CA bundle re-read on rotation and after a 401 / failed certificate
- * check, client certificates from memory, tls-server-name), timeouts,
+ * check, an exec credential plugin run again after a 401, client certificates from
+ * memory, tls-server-name, Impersonate-* headers), the HTTP proxy (CONNECT), timeouts,
  * bounded response bodies, and retries that honour Retry-After on 429 and 5xx.
  * Also the JSON conveniences the controller uses: get, create, merge patch, server-side
  * apply, delete. Long-lived watch streams live in kube/watch.h. Thread-safe. */
@@ -41,6 +42,10 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
 void kube_client_free(struct kube_client *c);
 /* The configuration in use (server, namespace, credentials). */
 struct kube_config *kube_client_config(struct kube_client *c);
+/* The HTTP proxy every connection of c goes through (chosen once, at kube_client_new, from
+ * the cluster's proxy-url or HTTPS_PROXY/HTTP_PROXY/NO_PROXY: kube/proxy.h); set 0 = none. */
+struct kube_proxy;
+const struct kube_proxy *kube_client_proxy(struct kube_client *c);
 /* Snapshot of the request counters. */
 void kube_client_counts(struct kube_client *c, struct kube_request_counts *out);
 /* Request timeout in milliseconds for ordinary calls (default 30 s). */

@@ -3,12 +3,14 @@
  * context and the connection. Why each session builds its own SSL_CTX and never lets lws
  * do the global OpenSSL init: exec.c, "TLS and libwebsockets 4.1". */
 #include "base/errfmt.h"
+#include "kube/proxy.h"
 #include "kube/wsconn.h"
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -68,7 +70,8 @@ bad:
     return -1;
 }
 
-SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *err, size_t errlen) {
+SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const struct kube_auth *a, const char *what, char *err,
+                         size_t errlen) {
     SSL_CTX *ssl = SSL_CTX_new(TLS_client_method());
     BIO *b = NULL;
     X509 *x = NULL;
@@ -95,8 +98,8 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
             goto out;
         }
     }
-    if (k->cert_pem && k->cert_len && k->key_pem && k->key_len) {
-        if (!(b = BIO_new_mem_buf(k->cert_pem, (int)k->cert_len))) goto out;
+    if (a->cert_pem && a->cert_len && a->key_pem && a->key_len) {
+        if (!(b = BIO_new_mem_buf(a->cert_pem, (int)a->cert_len))) goto out;
         if (!(x = PEM_read_bio_X509(b, NULL, NULL, NULL)) || SSL_CTX_use_certificate(ssl, x) != 1) {
             errfmt(err, errlen, "%s: client-certificate is not a usable PEM certificate", what);
             said = 1;
@@ -109,7 +112,7 @@ SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *er
             x = NULL;   /* owned by the SSL_CTX now */
         }
         BIO_free(b);
-        if (!(b = BIO_new_mem_buf(k->key_pem, (int)k->key_len))) goto out;
+        if (!(b = BIO_new_mem_buf(a->key_pem, (int)a->key_len))) goto out;
         if (!(key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL)) || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
             SSL_CTX_check_private_key(ssl) != 1) {
             errfmt(err, errlen, "%s: client-key is unreadable or does not match client-certificate", what);
@@ -137,13 +140,11 @@ void kube_ws_free_secret(char *p) {
     free(p);
 }
 
-char *kube_ws_auth_value(struct kube_config *k) {
-    char *token = kube_config_token(k, 0);
-    if (token) {
-        size_t n = strlen(token) + sizeof("Bearer ");
+char *kube_ws_auth_value(const struct kube_config *k, const struct kube_auth *a) {
+    if (a->token) {
+        size_t n = strlen(a->token) + sizeof("Bearer ");
         char *v = malloc(n);
-        if (v) snprintf(v, n, "Bearer %s", token);
-        kube_ws_free_secret(token);
+        if (v) snprintf(v, n, "Bearer %s", a->token);
         return v;
     }
     if (k->username && k->password) {
@@ -212,11 +213,27 @@ int kube_ws_note_gone(struct lws *wsi, enum lws_callback_reasons reason, struct 
     return 0;
 }
 
-int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end) {
+int kube_ws_append_headers(struct lws *wsi, const char *auth, char *const *extra, unsigned char **p,
+                           unsigned char *end) {
     static const char ua[] = "yao-sandbox/" YAO_VERSION;
     if (auth && lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
                                             (const unsigned char *)auth, (int)strlen(auth), p, end))
         return -1;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        /* "Name: value" → lws wants "name:" (lower case) and the value */
+        const char *colon = strchr(extra[i], ':');
+        char name[256];
+        size_t nl = colon ? (size_t)(colon - extra[i]) : 0;
+        if (!nl || nl + 2 > sizeof(name)) return -1;
+        for (size_t j = 0; j < nl; j++) name[j] = (char)tolower((unsigned char)extra[i][j]);
+        name[nl] = ':';
+        name[nl + 1] = 0;
+        const char *v = colon + 1;
+        while (*v == ' ') v++;
+        if (lws_add_http_header_by_name(wsi, (const unsigned char *)name, (const unsigned char *)v, (int)strlen(v), p,
+                                        end))
+            return -1;
+    }
     if (lws_add_http_header_by_name(wsi, (const unsigned char *)"user-agent:", (const unsigned char *)ua,
                                     (int)sizeof(ua) - 1, p, end))
         return -1;
@@ -231,7 +248,8 @@ static void log_setup(void) {
 }
 
 struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, void *user, SSL_CTX *ssl,
-                                        const char *what, char *err, size_t errlen) {
+                                        const struct kube_proxy *proxy, const char *what, char *err,
+                                        size_t errlen) {
     pthread_once(&log_once, log_setup);
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
@@ -248,6 +266,24 @@ struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, v
     struct lws_context *ctx = lws_create_context(&info);   /* no DO_SSL_GLOBAL_INIT: see exec.c */
     if (!ctx) {
         errfmt(err, errlen, "%s: cannot create the WebSocket context", what);
+        return NULL;
+    }
+    /* lws reads $http_proxy itself when it makes the vhost (for every scheme, with no
+     * NO_PROXY): ours replaces it; port 0 turns it off. */
+    struct lws_vhost *dvh = lws_get_vhost_by_name(ctx, "default");
+    char pv[600];
+    if (proxy && proxy->set) {
+        int v6 = strchr(proxy->host, ':') != NULL;
+        snprintf(pv, sizeof(pv), "%s%s%s%s%s:%d", proxy->userinfo, proxy->userinfo[0] ? "@" : "", v6 ? "[" : "",
+                 proxy->host, v6 ? "]" : "", proxy->port);
+    } else {
+        snprintf(pv, sizeof(pv), "127.0.0.1:0");
+    }
+    int pr = dvh ? lws_set_proxy(dvh, pv) : -1;
+    OPENSSL_cleanse(pv, sizeof(pv));
+    if (pr) {
+        errfmt(err, errlen, "%s: cannot set up the proxy of the WebSocket context", what);
+        lws_context_destroy(ctx);
         return NULL;
     }
     if (ssl) {

@@ -28,22 +28,26 @@ struct kube_ws_endpoint {
 int kube_ws_parse_server(const char *url, struct kube_ws_endpoint *e, const char *what, char *err, size_t errlen);
 
 /* A client SSL_CTX from the kubeconfig: its CA bundle (every certificate in it, or the
- * system store when it names none), client certificate chain and key, all from memory.
- * NULL with err "WHAT: ..." on failure. The caller frees it after the context that used it. */
-SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const char *what, char *err, size_t errlen);
+ * system store when it names none), and the client certificate chain and key of a (the
+ * request's credentials: kube_config_auth), all from memory. NULL with err "WHAT: ..." on
+ * failure. The caller frees it after the context that used it. */
+SSL_CTX *kube_ws_tls_new(const struct kube_config *k, const struct kube_auth *a, const char *what, char *err,
+                         size_t errlen);
 
-/* The Authorization header value (bearer token, else basic auth), or NULL; free with
- * kube_ws_free_secret. */
-char *kube_ws_auth_value(struct kube_config *k);
+/* The Authorization header value (a's bearer token, else the kubeconfig's basic auth), or
+ * NULL; free with kube_ws_free_secret. */
+char *kube_ws_auth_value(const struct kube_config *k, const struct kube_auth *a);
 /* Wipe and free a secret string (NULL is fine). */
 void kube_ws_free_secret(char *p);
 
 /* True when proto is one of the comma-separated names in list. */
 int kube_ws_protocol_offered(const char *list, const char *proto);
 
-/* Add the Authorization (auth may be NULL) and User-Agent headers to a handshake
- * (LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER). 0, or -1 when they do not fit. */
-int kube_ws_append_headers(struct lws *wsi, const char *auth, unsigned char **p, unsigned char *end);
+/* Add the Authorization (auth may be NULL), the whole header lines of extra
+ * ("Impersonate-User: alice"; NULL-terminated, may be NULL) and User-Agent headers to a
+ * handshake (LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER). 0, or -1 when they do not fit. */
+int kube_ws_append_headers(struct lws *wsi, const char *auth, char *const *extra, unsigned char **p,
+                           unsigned char *end);
 /* LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION: note OpenSSL's complaint about
  * the server's certificate chain (user: the X509_STORE_CTX, len 0 on a failure) in out,
  * once, for a readable error; the verdict stays OpenSSL's. */
@@ -69,10 +73,14 @@ int kube_ws_note_gone(struct lws *wsi, enum lws_callback_reasons reason, struct 
 
 /* A libwebsockets context for one session: no listener, protocols with user as the
  * context's user pointer, lws' logging as YAO_LWS_LOG asks, the header and service
- * buffers sized for the API server's handshakes, and with ssl (non-NULL for https) as the
- * client TLS of its vhost. NULL with err "WHAT: ..." on failure. */
+ * buffers sized for the API server's handshakes, with ssl (non-NULL for https) as the
+ * client TLS of its vhost, and proxy (NULL or set 0: none) as the HTTP proxy lws' own
+ * client connections tunnel through with CONNECT (lws' reading of $http_proxy is
+ * overridden either way: kube/proxy.h decides). NULL with err "WHAT: ..." on failure. */
+struct kube_proxy;
 struct lws_context *kube_ws_context_new(const struct lws_protocols *protocols, void *user, SSL_CTX *ssl,
-                                        const char *what, char *err, size_t errlen);
+                                        const struct kube_proxy *proxy, const char *what, char *err,
+                                        size_t errlen);
 
 /* Connect to path (below the endpoint's prefix, query included) offering the
  * comma-separated subprotocols; the connection is bound to local_protocol of the

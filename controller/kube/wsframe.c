@@ -22,7 +22,7 @@ void kube_ws_accept_for(const char *key, char out[KUBE_WS_ACCEPT_LEN + 1]) {
 }
 
 size_t kube_ws_upgrade_request(char *out, size_t cap, const char *host, const char *path, const char *key,
-                               const char *protocols, const char *auth, const char *ua) {
+                               const char *protocols, const char *auth, const char *const *extra, const char *ua) {
     int n = snprintf(out, cap,
                      "GET %s HTTP/1.1\r\n"
                      "Host: %s\r\n"
@@ -31,13 +31,18 @@ size_t kube_ws_upgrade_request(char *out, size_t cap, const char *host, const ch
                      "Sec-WebSocket-Key: %s\r\n"
                      "Sec-WebSocket-Version: 13\r\n"
                      "Sec-WebSocket-Protocol: %s\r\n"
-                     "%s%s%s"
-                     "User-Agent: %s\r\n"
-                     "\r\n",
-                     path, host, key, protocols, auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "",
-                     ua);
+                     "%s%s%s",
+                     path, host, key, protocols, auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
     if (n < 0 || (size_t)n >= cap) return 0;
-    return (size_t)n;
+    size_t used = (size_t)n;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        n = snprintf(out + used, cap - used, "%s\r\n", extra[i]);
+        if (n < 0 || (size_t)n >= cap - used) return 0;
+        used += (size_t)n;
+    }
+    n = snprintf(out + used, cap - used, "User-Agent: %s\r\n\r\n", ua);
+    if (n < 0 || (size_t)n >= cap - used) return 0;
+    return used + (size_t)n;
 }
 
 /* Copy a header value (spaces around it trimmed) into out. */

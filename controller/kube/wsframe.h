@@ -34,9 +34,10 @@ void kube_ws_accept_for(const char *key, char out[KUBE_WS_ACCEPT_LEN + 1]);
 
 /* The upgrade request into out (cap bytes): GET path, Host, the WebSocket headers with
  * key, Sec-WebSocket-Protocol (protocols, comma-separated), Authorization (auth, may be
- * NULL) and User-Agent (ua). Its length, or 0 when it does not fit. */
+ * NULL), the whole header lines of extra ("Impersonate-User: alice"; NULL-terminated,
+ * may be NULL) and User-Agent (ua). Its length, or 0 when it does not fit. */
 size_t kube_ws_upgrade_request(char *out, size_t cap, const char *host, const char *path, const char *key,
-                               const char *protocols, const char *auth, const char *ua);
+                               const char *protocols, const char *auth, const char *const *extra, const char *ua);
 
 /* The server's answer to the upgrade, once its header is complete. */
 struct kube_ws_answer {

@@ -130,7 +130,7 @@ check "get: pod" contains "$out" "Pod:          $(kubectl -n $NS get sandbox wor
 check "get -o json is the object" eq "$("$Y" -n $NS get work -o json | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["kind"], o["spec"]["userID"])')" "Sandbox alice"
 check "get -o yaml is the object" eq "$("$Y" -n $NS get work -o yaml | python3 -c 'import yaml,sys; o=yaml.safe_load(sys.stdin); print(o["metadata"]["name"], o["status"]["phase"])' 2>&1)" "work Running"
 names() { "$Y" -n $NS list "$@" | awk 'NR > 1 {print $1}' | sort | tr '\n' ' '; }
-check "list: header" eq "$("$Y" -n $NS list | head -1 | tr -s ' ')" "NAME USER CHAT LIFECYCLE PHASE POD AGE"
+check "list: header" eq "$("$Y" -n $NS list | head -1 | tr -s ' ')" "NAME USER CHAT LIFECYCLE PHASE POD READY REASON AGE"
 check "list: all three" eq "$(names)" "chat odd work "
 check "list --user alice" eq "$(names --user alice)" "work "
 check "list --user with a non-label user ID" eq "$(names --user 'Odd User@example.com')" "odd "
@@ -139,6 +139,23 @@ check "list --lifecycle session" eq "$(names --lifecycle session)" "chat "
 check "list --phase Stopped" eq "$(names --phase Stopped)" "chat "
 check "list --phase running (any case) --lifecycle persistent" eq "$(names --phase running --lifecycle persistent)" "odd "
 check "list -A has a NAMESPACE column" eq "$("$Y" list -A --user alice | awk -v ns=$NS 'NR == 1 {h = $1} $1 == ns {print h ":" $1 "/" $2}')" "NAMESPACE:$NS/work"
+# READY and REASON as kubectl get ysb shows them (the Ready condition), for every Sandbox
+ready_cols() { "$Y" -n $NS list | awk 'NR > 1 {print $1, $7, $8}' | sort; }
+kubectl_ready() { kubectl -n $NS get ysb --no-headers -o custom-columns='N:.metadata.name,R:.status.conditions[?(@.type=="Ready")].status,W:.status.conditions[?(@.type=="Ready")].reason' | awk '{print $1, $2, $3}' | sort; }
+check "list: READY and REASON are the Ready condition's, as kubectl shows them" eq "$(ready_cols)" "$(kubectl_ready)"
+check "list: a stopped one reads False with its reason" eq "$(ready_cols | awk '$1 == "chat" {print $2, $3}')" \
+    "False $(sandbox_reason $NS chat)"
+check "list -o name: as kubectl -o name" eq "$("$Y" -n $NS list -o name | sort)" "$(kubectl -n $NS get ysb -o name | sort)"
+check "get -o name" eq "$("$Y" -n $NS get work -o name)" "sandbox.sandbox.yaoapps.com/work"
+check "list --no-headers: the rows only" eq "$("$Y" -n $NS list --no-headers | awk '{print $1}' | sort | tr '\n' ' ')" "chat odd work "
+kubectl -n $NS label ysb work team=alpha tier=web >/dev/null && kubectl -n $NS label ysb odd team=beta >/dev/null
+check "list -l team=alpha" eq "$(names -l team=alpha)" "work "
+check "list -l 'team in (alpha,beta)'" eq "$(names -l 'team in (alpha,beta)')" "odd work "
+check "list -l '!team' (combined with --lifecycle)" eq "$(names -l '!team' --lifecycle session)" "chat "
+check "list -l team,tier!=web: none (stderr says so)" eq "$("$Y" -n $NS list -l 'team,tier!=web' --user alice 2>&1)" "No sandboxes found in namespace $NS."
+"$Y" -n $NS list -l 'team in (' >/dev/null 2>"$T/err"; rc=$?
+check "list -l with a bad selector: exit 1, the API server's reason in one line" eval \
+    "[ $rc = 1 ] && grep -q 'with -l' '$T/err' && [ \$(wc -l < '$T/err') = 1 ]"
 check "list -o json is a List" eq "$("$Y" -n $NS list -o json --user bob | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["kind"], [i["metadata"]["name"] for i in o["items"]])')" "List ['chat']"
 
 # ---- create (get-or-create by user and chat), list by user and chat ------------------------
@@ -457,4 +474,30 @@ helps() { local c; for c in exec create get list start stop touch read write ls 
 check "every command has --help" helps
 check "--version" contains "$("$Y" --version)" "yao-sandbox "
 check "the controller logged no reconcile failures" eq "$(grep -c 'reconcile failed' "$LOG")" 0
+# ---- delete ----------------------------------------------------------------------------------
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: doomed}
+spec: {userID: dora, chatID: d1, lifecycle: long-running}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: doomed-too}
+spec: {userID: dora, chatID: d2, lifecycle: long-running}
+YAML
+check "delete: the Sandboxes to delete run" eventually 30 eval "phase_is $NS doomed Running && phase_is $NS doomed-too Running"
+DCLAIM=$(kubectl -n $NS get ysb doomed -o jsonpath='{.status.workspaceClaim}')
+out=$("$Y" -n $NS --start-timeout 60s delete doomed --wait 2>"$T/err"); rc=$?
+check "delete --wait: exit 0, says so" eq "$rc/$out" '0/sandbox "doomed" deleted'
+check "delete --wait: the Sandbox is gone when it returns" eval "! kubectl -n $NS get ysb doomed >/dev/null 2>&1"
+check "delete: its pod and workspace claim go with it" eventually 30 eval \
+    "[ -z \"\$(kubectl -n $NS get pod,pvc -l sandbox.yaoapps.com/name=doomed -o name 2>/dev/null)\" ] && ! kubectl -n $NS get pvc '$DCLAIM' >/dev/null 2>&1"
+out=$("$Y" -n $NS delete no-such-sandbox doomed-too 2>"$T/err"); rc=$?
+check "delete: a missing name is exit 1 (one line naming it)" eval \
+    "[ $rc = 1 ] && grep -q 'sandbox \"no-such-sandbox\" not found' '$T/err' && [ \$(wc -l < '$T/err') = 1 ]"
+check "delete: the other one is deleted all the same" eq "$out" 'sandbox "doomed-too" deleted'
+check "delete: without --wait it returns at once, and the Sandbox goes" eventually 30 eval "! kubectl -n $NS get ysb doomed-too >/dev/null 2>&1"
+"$Y" -n $NS delete 'Bad_Name' >/dev/null 2>&1; rc=$?
+check "delete: an invalid name is a usage error" eq "$rc" 2
 finish

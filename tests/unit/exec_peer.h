@@ -4,8 +4,8 @@
  * frames unmasked, client frames unmasked here (and counted if a client forgot the mask).
  * One thread accepts, one thread per connection plays the script; everything the client
  * sent that a test wants to check (request line, offered subprotocols, Authorization,
- * stdin) is recorded under a mutex. Also plays the portforward endpoint (PEER_PF_*, for
- * test_portforward.c): the port from ?ports= named first on channels 0 and 1. Test-only;
+ * Impersonate-User, stdin) is recorded under a mutex. Also plays the portforward endpoint
+ * (PEER_PF_*, for test_portforward.c): the port from ?ports= named first on channels 0 and 1. Test-only;
  * header-only. */
 #ifndef YAO_TEST_EXEC_PEER_H
 #define YAO_TEST_EXEC_PEER_H
@@ -68,6 +68,7 @@ struct peer {
     char *request_line;        /* of the last upgrade */
     char offered[256];         /* its Sec-WebSocket-Protocol */
     char authorization[256];
+    char impersonate_user[128];  /* its Impersonate-User */
     char chosen[64];
     int upgrades, plain_gets;
     size_t stdin_bytes, stdin_max_message;
@@ -502,6 +503,7 @@ static void *peer_conn(void *arg) {
     p->request_line = strndup(head, (size_t)(eol - head));
     peer_header(head, "Sec-WebSocket-Protocol:", p->offered, sizeof(p->offered));
     peer_header(head, "Authorization:", p->authorization, sizeof(p->authorization));
+    peer_header(head, "Impersonate-User:", p->impersonate_user, sizeof(p->impersonate_user));
     const char *chosen = p->support_v5 && strstr(p->offered, "v5.channel.k8s.io") ? "v5.channel.k8s.io"
                          : strstr(p->offered, "v4.channel.k8s.io")                  ? "v4.channel.k8s.io"
                                                                                     : "";

@@ -1,8 +1,7 @@
 /* tests/unit/test_cli_exec.c — exec's small decisions in the CLI, without a cluster: the
- * terminal size from $COLUMNS/$LINES, how often a running exec marks the sandbox used,
- * when the end of an exec calls for a look at the sandbox, whether the sandbox was
- * stopped, paused, deleted or restarted under the command (and the line that says so),
- * and the exit codes (75 for a stopped sandbox, never the 137 of a killed command). */
+ * terminal size from $COLUMNS/$LINES, when the end of an exec calls for a look at the
+ * sandbox, whether the sandbox was stopped, paused, deleted or restarted under the command
+ * (and the line that says so), and the exit codes (75 for a stopped sandbox, never the 137 of a killed command). */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,18 +22,6 @@ TEST(term_size_from_the_environment) {
         CHECK_INT(cli_term_size_env(bad[i][0], bad[i][1], &w, &h), -1);
         CHECK(w == 7 && h == 7);   /* untouched */
     }
-}
-
-TEST(touch_interval_is_a_third_of_the_idle_timeout_within_bounds) {
-    CHECK_INT(cli_touch_interval_ms(30 * 60 * 1000), CLI_TOUCH_MAX_MS);   /* 30m: every 60 s */
-    CHECK_INT(cli_touch_interval_ms(90 * 1000), 30 * 1000);               /* 90s: every 30 s */
-    CHECK_INT(cli_touch_interval_ms(10 * 1000), 3333);
-    CHECK_INT(cli_touch_interval_ms(1000), CLI_TOUCH_MIN_MS);             /* the floor */
-    CHECK_INT(cli_touch_interval_ms(0), CLI_TOUCH_MAX_MS);                /* unknown */
-    CHECK_INT(cli_touch_interval_ms(-5), CLI_TOUCH_MAX_MS);
-    /* always well inside the idle timeout, whenever that is at least 3 s */
-    for (int64_t idle = 3000; idle < 48LL * 3600 * 1000; idle = idle * 3 / 2)
-        CHECK(cli_touch_interval_ms(idle) * 3 <= idle + 2);
 }
 
 TEST(exec_end_checks_the_sandbox_only_after_a_kill_or_a_dropped_stream) {

@@ -4,6 +4,8 @@
  * mkdtemp directory that each test removes. */
 #include "check.h"
 #include "kube/config.h"
+#include "kube/credplugin.h"
+#include "kube/kjson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -754,8 +756,8 @@ TEST(malformed_structure)
     EXPECT_PARSE_FAIL(WITH_CLUSTER("    server: https:///\n"), NULL, "has no host");
     EXPECT_PARSE_FAIL(WITH_CLUSTER("    server: https://c:1\n    insecure-skip-tls-verify: maybe\n"),
                       NULL, "\"insecure-skip-tls-verify\" is not a boolean");
-    EXPECT_PARSE_FAIL(WITH_CLUSTER("    server: https://c:1\n    proxy-url: http://p:3128\n"),
-                      NULL, "proxy-url, which is not supported");
+    EXPECT_PARSE_FAIL(WITH_CLUSTER("    server: https://c:1\n    proxy-url: socks5://p:1080\n"),
+                      NULL, "proxy-url \"socks5://p:1080\": only http:// proxies are supported");
     EXPECT_PARSE_FAIL(WITH_USER("    token: [a, b]\n"), NULL, "user \"u\": \"token\" is not a string");
     EXPECT_PARSE_FAIL(WITH_USER("    token: \"abc\\r\\nX-Injected: 1\"\n"), NULL,
                       "\"token\" contains spaces or control characters");
@@ -792,14 +794,156 @@ TEST(malformed_bad_base64)
 
 TEST(malformed_unsupported_auth)
 {
-    EXPECT_PARSE_FAIL(WITH_USER("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
-                                "      command: aws\n      args: [eks, get-token]\n"),
-                      NULL, "user \"u\" uses an exec credential plugin (\"aws\"), which is not "
-                            "supported");
+    /* client-go removed auth-providers: refused by name, pointing at exec plugins */
     EXPECT_PARSE_FAIL(WITH_USER("    auth-provider:\n      name: gcp\n"), NULL,
-                      "uses auth-provider \"gcp\", which is not supported");
-    EXPECT_PARSE_FAIL(WITH_USER("    token: t\n    as: system:admin\n"), NULL,
-                      "uses impersonation (\"as\")");
+                      "uses auth-provider \"gcp\", which is not supported (client-go removed auth-providers: "
+                      "use the provider's exec plugin");
+}
+
+/* ---- exec credential plugins, impersonation, proxy-url -------------------------------- */
+
+#define EXEC_USER(body) WITH_USER("    exec:\n" body)
+
+TEST(exec_plugin_read_as_client_go_reads_it)
+{
+    struct kube_config c;
+    char err[512] = "";
+    const char *text = "current-context: dev\n"
+        "clusters:\n- name: c\n  cluster:\n    server: https://c:6443\n    tls-server-name: api.internal\n"
+        "    proxy-url: http://proxy:3128\n"
+        "    extensions:\n    - name: other\n      extension: {x: 1}\n"
+        "    - name: client.authentication.k8s.io/exec\n      extension: {audience: sts, retries: 3, on: true}\n"
+        "contexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+        "users:\n- name: u\n  user:\n    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1\n"
+        "      command: bin/get-token\n"
+        "      args: [eks, get-token, --cluster-name, 'a b']\n"
+        "      env: [{name: AWS_PROFILE, value: prod}, {name: EMPTY}]\n"
+        "      interactiveMode: Never\n"
+        "      provideClusterInfo: true\n"
+        "      installHint: install it with apt-get install get-token\n"
+        "    as: alice\n    as-uid: '1234'\n    as-groups: [devs, 'ops team']\n"
+        "    as-user-extra: {scopes.example.com: [read, write], reason: [debug]}\n";
+
+    CHECK_INT(kube_config_parse(text, strlen(text), "/etc/kube", NULL, &c, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_STR(c.proxy_url, "http://proxy:3128");
+    CHECK(c.exec_plugin != NULL);
+    if (c.exec_plugin) {
+        struct kube_credplugin *p = c.exec_plugin;
+        CHECK_STR(p->api_version, "client.authentication.k8s.io/v1");
+        CHECK_STR(p->command, "/etc/kube/bin/get-token");   /* relative with '/': beside the kubeconfig */
+        CHECK_INT(p->nargs, 4);
+        if (p->nargs == 4) {
+            CHECK_STR(p->args[0], "eks");
+            CHECK_STR(p->args[3], "a b");
+        }
+        CHECK_INT(p->nenv, 2);
+        if (p->nenv == 2) {
+            CHECK_STR(p->env[0], "AWS_PROFILE=prod");
+            CHECK_STR(p->env[1], "EMPTY=");
+        }
+        CHECK_INT(p->interactive, KUBE_INTERACTIVE_NEVER);
+        CHECK_STR(p->install_hint, "install it with apt-get install get-token");
+        CHECK_STR(p->user, "u");
+        /* provideClusterInfo: the cluster as ExecCredential spec.cluster, with the
+         * exec extension as config */
+        cJSON *cl = p->cluster_json ? cJSON_Parse(p->cluster_json) : NULL;
+        CHECK(cl != NULL);
+        CHECK_STR(kj_str(cl, "server"), "https://c:6443");
+        CHECK_STR(kj_str(cl, "tls-server-name"), "api.internal");
+        CHECK_STR(kj_str(cl, "proxy-url"), "http://proxy:3128");
+        CHECK_STR(kj_str(cl, "config.audience"), "sts");
+        CHECK_INT(kj_int(cl, "config.retries", 0), 3);
+        CHECK_INT(kj_bool(cl, "config.on", 0), 1);
+        CHECK(kj_path(cl, "config.x") == NULL);
+        cJSON_Delete(cl);
+    }
+    CHECK_STR(c.impersonate_user, "alice");
+    CHECK_STR(c.impersonate_uid, "1234");
+    CHECK_INT(c.n_impersonate_groups, 2);
+    CHECK_INT(c.n_impersonate_extra, 3);
+    int oom = 1;
+    char **h = kube_config_impersonation_headers(&c, &oom);
+    CHECK_INT(oom, 0);
+    CHECK(h != NULL);
+    if (h) {
+        CHECK_STR(h[0], "Impersonate-User: alice");
+        CHECK_STR(h[1], "Impersonate-Uid: 1234");
+        CHECK_STR(h[2], "Impersonate-Group: devs");
+        CHECK_STR(h[3], "Impersonate-Group: ops team");
+        CHECK_STR(h[4], "Impersonate-Extra-scopes.example.com: read");
+        CHECK_STR(h[5], "Impersonate-Extra-scopes.example.com: write");
+        CHECK_STR(h[6], "Impersonate-Extra-reason: debug");
+        CHECK(h[7] == NULL);
+    }
+    kube_config_free_lines(h);
+    /* --as / --as-group replace the kubeconfig's */
+    const char *groups[] = {"qa"};
+    CHECK_INT(kube_config_set_impersonation(&c, "bob", groups, 1, err, sizeof err), 0);
+    h = kube_config_impersonation_headers(&c, &oom);
+    CHECK(h && !strcmp(h[0], "Impersonate-User: bob") && !strcmp(h[2], "Impersonate-Group: qa") &&
+          !strncmp(h[3], "Impersonate-Extra-", 18));
+    kube_config_free_lines(h);
+    kube_config_free(&c);
+    CHECK(is_zeroed(&c) && !c.exec_plugin && !c.impersonate_user && !c.proxy_url);
+}
+
+TEST(exec_plugin_defaults_and_a_bare_command)
+{
+    struct kube_config c;
+    char err[512] = "";
+    const char *text = EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: kubelogin\n");
+
+    CHECK_INT(kube_config_parse(text, strlen(text), "/etc/kube", NULL, &c, err, sizeof err), 0);
+    CHECK(c.exec_plugin != NULL);
+    if (c.exec_plugin) {
+        CHECK_STR(c.exec_plugin->command, "kubelogin");     /* looked up in $PATH */
+        CHECK_INT(c.exec_plugin->nargs, 0);
+        CHECK_INT(c.exec_plugin->interactive, KUBE_INTERACTIVE_IF_AVAILABLE);   /* v1beta1's default */
+        CHECK(c.exec_plugin->cluster_json == NULL);          /* provideClusterInfo unset */
+    }
+    int oom = 1;
+    CHECK(kube_config_impersonation_headers(&c, &oom) == NULL && oom == 0);
+    /* groups without a user: refused, as kubectl does */
+    const char *groups[] = {"qa"};
+    CHECK_INT(kube_config_set_impersonation(&c, NULL, groups, 1, err, sizeof err), -1);
+    CHECK(strstr(err, "--as-group needs --as") != NULL);
+    kube_config_free(&c);
+}
+
+TEST(exec_plugin_and_impersonation_malformed)
+{
+    EXPECT_PARSE_FAIL(EXEC_USER("      command: aws\n"), NULL,
+                      "user \"u\": exec: apiVersion \"\" is not client.authentication.k8s.io/v1 or /v1beta1");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: aws\n"),
+                      NULL, "apiVersion \"client.authentication.k8s.io/v1alpha1\" is not");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n"),
+                      NULL, "exec has no command");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n"), NULL,
+                      "interactiveMode must be set (Never, IfAvailable or Always) with client.authentication.k8s.io/v1");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n"
+                                "      interactiveMode: Sometimes\n"),
+                      NULL, "interactiveMode \"Sometimes\" is not Never, IfAvailable or Always");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+                                "      args: aws\n"),
+                      NULL, "\"args\" is a scalar, not a list");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+                                "      args: [[a]]\n"),
+                      NULL, "an entry of \"args\" is not a string");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+                                "      env: [{value: x}]\n"),
+                      NULL, "an entry of \"env\" is not {name: NAME, value: VALUE}");
+    EXPECT_PARSE_FAIL(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+                                "      provideClusterInfo: perhaps\n"),
+                      NULL, "\"provideClusterInfo\" is not a boolean");
+    EXPECT_PARSE_FAIL(WITH_USER("    exec: aws\n"), NULL, "user \"u\": exec is a scalar, not a mapping");
+    EXPECT_PARSE_FAIL(WITH_USER("    token: t\n    as-groups: [devs]\n"), NULL, "has as-groups but no \"as\"");
+    EXPECT_PARSE_FAIL(WITH_USER("    token: t\n    as: [a]\n"), NULL, "\"as\" is not a string");
+    EXPECT_PARSE_FAIL(WITH_USER("    token: t\n    as: a\n    as-user-extra: [x]\n"), NULL,
+                      "\"as-user-extra\" is not a mapping");
+    EXPECT_PARSE_FAIL(WITH_USER("    token: t\n    as: a\n    as-user-extra: {k: v}\n"), NULL,
+                      "\"k\" is a scalar, not a list");
 }
 
 TEST(malformed_client_cert_without_key)

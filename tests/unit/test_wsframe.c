@@ -318,15 +318,24 @@ TEST(accept_key_of_rfc6455) {
 TEST(upgrade_request) {
     char req[1024];
     size_t n = kube_ws_upgrade_request(req, sizeof(req), "h:6443", "/api/v1/x?command=a", "KEY", "v5.channel.k8s.io",
-                                       "Bearer t", "ua/1");
+                                       "Bearer t", NULL, "ua/1");
     CHECK(n == strlen(req));
     CHECK(strncmp(req, "GET /api/v1/x?command=a HTTP/1.1\r\nHost: h:6443\r\n", 48) == 0);
     CHECK(strstr(req, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: KEY\r\n"
                       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n"
                       "Authorization: Bearer t\r\nUser-Agent: ua/1\r\n\r\n") != NULL);
-    n = kube_ws_upgrade_request(req, sizeof(req), "h", "/", "K", "p", NULL, "ua");
+    n = kube_ws_upgrade_request(req, sizeof(req), "h", "/", "K", "p", NULL, NULL, "ua");
     CHECK(n > 0 && !strstr(req, "Authorization"));
-    CHECK_INT(kube_ws_upgrade_request(req, 40, "h", "/", "K", "p", NULL, "ua"), 0);
+    CHECK_INT(kube_ws_upgrade_request(req, 40, "h", "/", "K", "p", NULL, NULL, "ua"), 0);
+    /* impersonation: whole header lines after Authorization, before User-Agent */
+    const char *const imp[] = {"Impersonate-User: alice", "Impersonate-Group: devs", NULL};
+    n = kube_ws_upgrade_request(req, sizeof(req), "h", "/", "K", "p", "Bearer t", imp, "ua");
+    CHECK(n == strlen(req));
+    CHECK(strstr(req, "\r\nAuthorization: Bearer t\r\nImpersonate-User: alice\r\nImpersonate-Group: devs\r\n"
+                      "User-Agent: ua\r\n\r\n") != NULL);
+    /* too small for the extra lines: nothing */
+    size_t without = kube_ws_upgrade_request(req, sizeof(req), "h", "/", "K", "p", "Bearer t", NULL, "ua");
+    CHECK_INT(kube_ws_upgrade_request(req, without + 10, "h", "/", "K", "p", "Bearer t", imp, "ua"), 0);
 }
 
 TEST(answer_parsing_and_checks) {

@@ -7,7 +7,8 @@
 //   - a stopped or paused Sandbox is started on use (spec.paused cleared, the
 //     sandbox.yaoapps.com/last-used-at annotation set to now), then waited for;
 //   - every use refreshes last-used-at, at most once per touch interval (a third of the
-//     idle timeout, between 1 s and 60 s);
+//     shorter of the effective idle timeout and reclaim window the controller publishes
+//     in status, between 1 s and 60 s; see KeepAliveWindow);
 //   - file helpers run POSIX tools (sh, cat, stat, mkdir, rm) in the container over exec,
 //     so they work with GNU coreutils and busybox alike.
 //

@@ -326,6 +326,52 @@ func TestITHeartbeat(t *testing.T) {
 	}
 }
 
+// TestITKeepAliveClassPolicy: a session of the SandboxClass YAO_GO_IT_KEEPALIVE_CLASS,
+// with no spec.idleTimeout of its own, for user YAO_GO_IT_KEEPALIVE_USER, runs a 15 s
+// command; the class's idle timeout or reclaim window (shorter than 15 s) must not end it
+// meanwhile: the command finishes, and the same Sandbox is still Running on the same pod.
+// Run by tests/integration/test_keepalive.sh (which makes the class and checks the
+// workspace claim afterwards: the Sandbox is left for it); skipped otherwise.
+func TestITKeepAliveClassPolicy(t *testing.T) {
+	class, user := os.Getenv("YAO_GO_IT_KEEPALIVE_CLASS"), os.Getenv("YAO_GO_IT_KEEPALIVE_USER")
+	if class == "" || user == "" {
+		t.Skip("set YAO_GO_IT_KEEPALIVE_CLASS and YAO_GO_IT_KEEPALIVE_USER (tests/integration/test_keepalive.sh does)")
+	}
+	c := itClient(t)
+	spec := itSpec(t, v1alpha1.LifecycleSession)
+	spec.ClassName = class
+	ctx := ctxFor(t, 2*time.Minute)
+	sb, _, err := c.GetOrCreate(ctx, sandbox.Request{UserID: user, ChatID: "c", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb, err = c.WaitReady(ctx, sb.Name); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sandbox %s: status.idleTimeout %q, status.reclaimAfter %q, touch every %v", sb.Name,
+		sb.Status.IdleTimeout, sb.Status.ReclaimAfter, sandbox.TouchInterval(sandbox.KeepAliveWindow(sb)))
+	if w := sandbox.KeepAliveWindow(sb); w <= 0 || w >= 15*time.Second {
+		t.Errorf("the published window is %v (status %+v): not the class's", w, sb.Status)
+	}
+	var out bytes.Buffer
+	code, err := c.Exec(ctx, sb.Name, sandbox.ExecOptions{
+		Command: []string{"sh", "-c", "sleep 15; echo finished"}, Stdout: &out})
+	if err != nil || code != 0 || out.String() != "finished\n" {
+		t.Fatalf("a 15 s command: code %d, err %v, output %q", code, err, out.String())
+	}
+	after, err := c.Get(ctx, sb.Name)
+	if err != nil {
+		t.Fatalf("the session was removed while in use: %v", err)
+	}
+	if after.UID != sb.UID || after.Status.PodName != sb.Status.PodName || after.Status.Phase != v1alpha1.PhaseRunning {
+		reason := ""
+		if rc := after.ReadyCondition(); rc != nil {
+			reason = rc.Reason
+		}
+		t.Fatalf("the session was stopped or replaced while in use: phase %s, reason %s", after.Status.Phase, reason)
+	}
+}
+
 // TestITStopStart: stop, then Exec starts it again with the same workspace claim.
 func TestITStopStart(t *testing.T) {
 	c := itClient(t)

@@ -9,9 +9,12 @@ import (
 )
 
 // Keeping last-used-at fresh. The controller stops or removes a sandbox whose
-// last-used-at (or start time) is older than its idle timeout, so a client marks it used
-// whenever it uses it and, during long work, on a heartbeat. Writes are throttled: within
-// one touch interval of the newest use this Client knows of (its own writes, and the
+// last-used-at (or start time) is older than its idle timeout, and may reclaim one idle
+// for its class's reclaim window, so a client marks it used whenever it uses it and,
+// during long work, on a heartbeat. The interval follows the policy the controller
+// publishes in status (IdleTimeout, ReclaimAfter), re-read from every Sandbox the Client
+// reads or writes (each touch's answer among them). Writes are throttled: within one
+// touch interval of the newest use this Client knows of (its own writes, and the
 // annotation of every Sandbox it has read), no write is made.
 
 const (
@@ -19,14 +22,14 @@ const (
 	touchMax = time.Minute
 )
 
-// TouchInterval is how often a sandbox with idle timeout idle is marked used while it is
-// in use: a third of it, between 1 s and 60 s (60 s when idle is unknown, <= 0). The
-// same rule as the CLI's cli_touch_interval_ms.
-func TouchInterval(idle time.Duration) time.Duration {
-	if idle <= 0 {
+// TouchInterval is how often a sandbox that stops counting as used after window is
+// marked used while it is in use: a third of it, between 1 s and 60 s (60 s when window
+// is unknown, <= 0). The same rule as the CLI's cli_touch_interval_ms.
+func TouchInterval(window time.Duration) time.Duration {
+	if window <= 0 {
 		return touchMax
 	}
-	d := idle / 3
+	d := window / 3
 	if d < touchMin {
 		return touchMin
 	}
@@ -42,17 +45,46 @@ type touchState struct {
 	interval time.Duration // its touch interval
 }
 
-// intervalOf is the touch interval of sb (from spec.idleTimeout; 60 s when unset or
-// unparsable: the controller's default of 30m gives that too).
+// positiveDuration parses a duration of the API ("5s", "1h30m"); 0 when empty, junk or
+// not positive.
+func positiveDuration(s string) time.Duration {
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// KeepAliveWindow is how long sb may go unused before the controller may act on it: the
+// shorter of its effective idle timeout and reclaim window (Status.IdleTimeout,
+// Status.ReclaimAfter), with Spec.IdleTimeout in place of Status.IdleTimeout when the
+// controller publishes none (an older one). 0 when nothing is known. The same rule as
+// the CLI's cli_keepalive_window_ms.
+func KeepAliveWindow(sb *v1alpha1.Sandbox) time.Duration {
+	if sb == nil {
+		return 0
+	}
+	idle := positiveDuration(sb.Status.IdleTimeout)
+	if idle == 0 {
+		idle = positiveDuration(sb.Spec.IdleTimeout)
+	}
+	reclaim := positiveDuration(sb.Status.ReclaimAfter)
+	switch {
+	case idle == 0:
+		return reclaim
+	case reclaim == 0 || idle < reclaim:
+		return idle
+	default:
+		return reclaim
+	}
+}
+
+// intervalOf is the touch interval of sb: TouchInterval of its KeepAliveWindow.
 func intervalOf(sb *v1alpha1.Sandbox) time.Duration {
-	if sb == nil || sb.Spec.IdleTimeout == "" {
-		return touchMax
-	}
-	d, err := time.ParseDuration(sb.Spec.IdleTimeout)
-	if err != nil {
-		return touchMax
-	}
-	return TouchInterval(d)
+	return TouchInterval(KeepAliveWindow(sb))
 }
 
 // lastUsedOf is the Sandbox's stored last-used-at annotation (zero when absent or bad).

@@ -312,6 +312,7 @@ type fakeAPI struct {
 	mu      sync.Mutex
 	sb      *v1alpha1.Sandbox
 	patches int
+	onPatch func(sb *v1alpha1.Sandbox, n int) // after the n-th PATCH is merged (may be nil)
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -338,6 +339,9 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for k, v := range p.Metadata.Annotations {
 			f.sb.Annotations[k] = v
+		}
+		if f.onPatch != nil {
+			f.onPatch(f.sb, f.patches)
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -420,5 +424,96 @@ func TestHeartbeat(t *testing.T) {
 	time.Sleep(1200 * time.Millisecond)
 	if f.count() != n {
 		t.Errorf("writes after stop")
+	}
+}
+
+// TestKeepAliveWindow: the window comes from the policy the controller publishes in status
+// (the shorter of idleTimeout and reclaimAfter), from spec only when status has no idle
+// timeout (an older controller), and is unknown (60 s interval) when nothing is set.
+func TestKeepAliveWindow(t *testing.T) {
+	cases := []struct {
+		specIdle, statusIdle, statusReclaim string
+		window, interval                    time.Duration
+	}{
+		// a class idle timeout of 5s on a Sandbox that sets none (spec alone gave 60 s,
+		// and the session was removed under a 15 s command)
+		{"", "5s", "", 5 * time.Second, 5 * time.Second / 3},
+		{"30m", "90s", "", 90 * time.Second, 30 * time.Second}, // status wins over spec
+		{"", "30m", "6s", 6 * time.Second, 2 * time.Second},    // the reclaim window is shorter
+		{"2h", "2h", "30m", 30 * time.Minute, time.Minute},
+		{"", "9s", "1h", 9 * time.Second, 3 * time.Second},
+		{"12s", "", "1h", 12 * time.Second, 4 * time.Second}, // spec in status's place
+		{"", "", "3s", 3 * time.Second, time.Second},
+		{"15s", "", "", 15 * time.Second, 5 * time.Second}, // an older controller
+		{"", "", "", 0, time.Minute},
+		{"", "1s", "", time.Second, time.Second}, // the floor
+		{"", "2s", "500ms", 500 * time.Millisecond, time.Second},
+		{"", "1h30m", "", 90 * time.Minute, time.Minute},
+		{"", "1m30s", "", 90 * time.Second, 30 * time.Second},
+		{"45s", "soon", "", 45 * time.Second, 15 * time.Second}, // junk in status is ignored
+		{"45s", "0s", "", 45 * time.Second, 15 * time.Second},
+		{"", "-5s", "bad", 0, time.Minute},
+	}
+	for i, c := range cases {
+		sb := sbWith(func(s *v1alpha1.Sandbox) {
+			s.Spec.IdleTimeout, s.Status.IdleTimeout, s.Status.ReclaimAfter = c.specIdle, c.statusIdle, c.statusReclaim
+		})
+		if w, iv := KeepAliveWindow(sb), intervalOf(sb); w != c.window || iv != c.interval {
+			t.Errorf("case %d (spec %q, status %q/%q): window %v interval %v, want %v %v", i,
+				c.specIdle, c.statusIdle, c.statusReclaim, w, iv, c.window, c.interval)
+		}
+	}
+	if KeepAliveWindow(nil) != 0 || intervalOf(nil) != time.Minute {
+		t.Error("nil Sandbox")
+	}
+}
+
+// TestHeartbeatFollowsThePublishedPolicy: a Sandbox with no spec.idleTimeout whose status
+// says 3s is touched every second (not every 60 s); when a touch's answer carries a new
+// policy (the class changed: 60s), the next interval follows it.
+func TestHeartbeatFollowsThePublishedPolicy(t *testing.T) {
+	f := &fakeAPI{sb: sbWith(func(s *v1alpha1.Sandbox) { s.Name = "s"; s.Status.IdleTimeout = "3s" })}
+	f.onPatch = func(sb *v1alpha1.Sandbox, n int) {
+		if n == 2 {
+			sb.Status.IdleTimeout = "60s"
+		}
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := New(&rest.Config{Host: srv.URL}, Options{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first write's answer says 3s: the second comes after 1 s; its answer says 60s,
+	// so none follows within the next 2.5 s.
+	stop := c.Heartbeat(context.Background(), "s", func(err error) { t.Error(err) })
+	time.Sleep(1500 * time.Millisecond)
+	if n := f.count(); n != 2 {
+		t.Errorf("%d writes in 1.5 s with status.idleTimeout 3s, want 2", n)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	stop()
+	if n := f.count(); n != 2 {
+		t.Errorf("%d writes after the policy became 60s, want still 2", n)
+	}
+
+	// A reclaim window shorter than the idle timeout sets the pace.
+	f2 := &fakeAPI{sb: sbWith(func(s *v1alpha1.Sandbox) {
+		s.Name = "s"
+		s.Spec.IdleTimeout = "30m"
+		s.Status.IdleTimeout = "30m"
+		s.Status.ReclaimAfter = "3s"
+	})}
+	srv2 := httptest.NewServer(f2)
+	defer srv2.Close()
+	c2, err := New(&rest.Config{Host: srv2.URL}, Options{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := c2.Heartbeat(context.Background(), "s", func(err error) { t.Error(err) })
+	time.Sleep(2500 * time.Millisecond)
+	stop2()
+	if n := f2.count(); n != 3 {
+		t.Errorf("%d writes in 2.5 s with status.reclaimAfter 3s, want 3", n)
 	}
 }

@@ -239,6 +239,15 @@ type SandboxStatus struct {
 	// Lifecycle is the lifecycle in force: Spec.Lifecycle, else the default the Sandbox
 	// got when the controller first resolved it (its class's, else the controller's).
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// IdleTimeout is the idle timeout in force, a duration as Spec.IdleTimeout takes it
+	// ("5s", "30m"): Spec.IdleTimeout, else its class's, else the controller's.
+	IdleTimeout string `json:"idleTimeout,omitempty"`
+	// ReclaimAfter is its class's reclaim window (spec.reclaim.idleAfter), the same
+	// format; empty when the sandbox is never reclaimed.
+	ReclaimAfter string `json:"reclaimAfter,omitempty"`
+	// IdleAt is when the sandbox becomes idle unless it is used before; nil when it never
+	// does.
+	IdleAt *metav1.Time `json:"idleAt,omitempty"`
 	// QueuePosition is its place in line (1 = next) while it waits for the running cap.
 	QueuePosition int32              `json:"queuePosition,omitempty"`
 	Run           *RunStatus         `json:"run,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -19,6 +20,7 @@ const sandboxJSON = `{"apiVersion":"sandbox.yaoapps.com/v1alpha1","kind":"Sandbo
   "network":{"egressCIDRs":["10.0.0.0/8"]},
   "workspace":{"from":{"sandbox":"yao-sb-alice-c0"}}},
  "status":{"phase":"Pending","lifecycle":"long-running","queuePosition":3,"ignoredLastUsedAt":"soon",
+  "idleTimeout":"5s","reclaimAfter":"90s","idleAt":"2026-11-30T10:00:05Z",
   "conditions":[{"type":"Ready","status":"False","reason":"Reclaimed","message":"m","lastTransitionTime":"2026-11-30T10:00:00Z"}]}}`
 
 func TestSandboxFields(t *testing.T) {
@@ -38,6 +40,10 @@ func TestSandboxFields(t *testing.T) {
 	if sb.Status.Lifecycle != LifecycleLongRunning || sb.Status.QueuePosition != 3 || sb.Status.IgnoredLastUsedAt != "soon" {
 		t.Fatalf("status: %+v", sb.Status)
 	}
+	if sb.Status.IdleTimeout != "5s" || sb.Status.ReclaimAfter != "90s" || sb.Status.IdleAt == nil ||
+		sb.Status.IdleAt.UTC().Format("15:04:05") != "10:00:05" {
+		t.Fatalf("published policy: %+v", sb.Status)
+	}
 	if sb.EffectiveLifecycle() != LifecycleLongRunning || sb.ReadyCondition().Reason != ReasonReclaimed {
 		t.Fatal("effective lifecycle or reason")
 	}
@@ -49,7 +55,9 @@ func TestSandboxFields(t *testing.T) {
 	cp := sb.DeepCopy()
 	*cp.Spec.Env[0].ValueFrom.SecretKeyRef.Optional = false
 	cp.Spec.Network.EgressCIDRs[0] = "x"
-	if !*sb.Spec.Env[0].ValueFrom.SecretKeyRef.Optional || sb.Spec.Network.EgressCIDRs[0] != "10.0.0.0/8" {
+	cp.Status.IdleAt.Time = cp.Status.IdleAt.Add(time.Hour)
+	if !*sb.Spec.Env[0].ValueFrom.SecretKeyRef.Optional || sb.Spec.Network.EgressCIDRs[0] != "10.0.0.0/8" ||
+		sb.Status.IdleAt.UTC().Format("15:04:05") != "10:00:05" {
 		t.Fatal("DeepCopy shares memory")
 	}
 	// an empty Sandbox encodes none of the new optional fields

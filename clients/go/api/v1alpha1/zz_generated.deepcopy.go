@@ -689,6 +689,10 @@ func (in *SandboxStatus) DeepCopyInto(out *SandboxStatus) {
 		in, out := &in.LastUsedAt, &out.LastUsedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.IdleAt != nil {
+		in, out := &in.IdleAt, &out.IdleAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Run != nil {
 		in, out := &in.Run, &out.Run
 		*out = new(RunStatus)

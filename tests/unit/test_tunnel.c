@@ -1,0 +1,341 @@
+/* tests/unit/test_tunnel.c — exec and port-forward through an HTTP CONNECT proxy, and
+ * their Impersonate-* headers, against the scripted endpoint of exec_peer.h: a small
+ * proxy here (one thread per connection: read the CONNECT, answer 200 and splice both
+ * ways, or answer 407 when a password is wanted and missing) records what it was asked.
+ * exec tunnels itself over its raw connection; port-forward through libwebsockets' proxy
+ * support. (The real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
+#include "base/clock.h"
+#include "check.h"
+#include "exec_peer.h"
+
+#include "kube/config.h"
+#include "kube/exec.h"
+#include "kube/portforward.h"
+#include "kube/rest.h"
+
+struct proxy {
+    int fd, port;
+    const char *want_auth;     /* "Basic ..." or NULL */
+    _Atomic int stop;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    int connects, refused;
+    char last_connect[256];    /* the last request line */
+    char last_auth[256];
+};
+
+/* Copy bytes between a and b until either side closes. */
+static void splice_both(int a, int b) {
+    char buf[16384];
+    struct pollfd pf[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    for (;;) {
+        if (poll(pf, 2, 15000) <= 0) return;
+        for (int i = 0; i < 2; i++) {
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = recv(pf[i].fd, buf, sizeof buf, 0);
+            if (n <= 0) return;
+            int to = i ? a : b;
+            for (ssize_t off = 0; off < n;) {
+                ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+                if (w <= 0) return;
+                off += w;
+            }
+        }
+    }
+}
+
+struct proxy_conn { struct proxy *p; int fd; };
+
+static void *proxy_conn(void *arg) {
+    struct proxy_conn *pc = arg;
+    struct proxy *p = pc->p;
+    int fd = pc->fd, up = -1;
+    free(pc);
+    char head[4096];
+    size_t len = 0;
+    while (len < sizeof head - 1) {
+        ssize_t r = recv(fd, head + len, sizeof head - 1 - len, 0);
+        if (r <= 0) goto out;
+        len += (size_t)r;
+        head[len] = 0;
+        if (strstr(head, "\r\n\r\n")) break;
+    }
+    char *eol = strstr(head, "\r\n");
+    if (!eol) goto out;
+    char auth[256] = "";
+    peer_header(head, "Proxy-Authorization:", auth, sizeof auth);
+    pthread_mutex_lock(&p->mu);
+    snprintf(p->last_connect, sizeof p->last_connect, "%.*s", (int)(eol - head), head);
+    snprintf(p->last_auth, sizeof p->last_auth, "%s", auth);
+    int refuse = p->want_auth && strcmp(auth, p->want_auth) != 0;
+    if (refuse) p->refused++;
+    else p->connects++;
+    pthread_mutex_unlock(&p->mu);
+    if (refuse) {
+        static const char no[] = "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\n"
+                                 "Content-Length: 0\r\n\r\n";
+        send(fd, no, sizeof no - 1, MSG_NOSIGNAL);
+        goto out;
+    }
+    int port = 0;
+    if (sscanf(head, "CONNECT 127.0.0.1:%d HTTP/1.1", &port) != 1) goto out;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (up < 0 || connect(up, (struct sockaddr *)&sa, sizeof sa) < 0) goto out;
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    if (send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof ok - 1)) goto out;
+    splice_both(fd, up);
+out:
+    if (up >= 0) close(up);
+    close(fd);
+    return NULL;
+}
+
+static void *proxy_loop(void *arg) {
+    struct proxy *p = arg;
+    while (!p->stop) {
+        struct pollfd pf = {p->fd, POLLIN, 0};
+        if (poll(&pf, 1, 50) <= 0) continue;
+        int c = accept(p->fd, NULL, NULL);
+        if (c < 0) continue;
+        struct proxy_conn *pc = malloc(sizeof *pc);
+        pthread_t t;
+        if (!pc) { close(c); continue; }
+        pc->p = p;
+        pc->fd = c;
+        if (pthread_create(&t, NULL, proxy_conn, pc) == 0) pthread_detach(t);
+        else { free(pc); close(c); }
+    }
+    return NULL;
+}
+
+static int proxy_start(struct proxy *p, const char *want_auth) {
+    memset(p, 0, sizeof *p);
+    p->want_auth = want_auth;
+    pthread_mutex_init(&p->mu, NULL);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p->fd, 16) < 0 ||
+        getsockname(p->fd, (struct sockaddr *)&sa, &sl) < 0)
+        return -1;
+    p->port = ntohs(sa.sin_port);
+    return pthread_create(&p->thread, NULL, proxy_loop, p) == 0 ? 0 : -1;
+}
+
+static void proxy_stop(struct proxy *p) {
+    p->stop = 1;
+    pthread_join(p->thread, NULL);
+    close(p->fd);
+    usleep(100 * 1000);   /* detached connection threads see their sockets close */
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* A client of the peer (http), through proxy_url (NULL = direct), impersonating user. */
+static struct kube_client *client_for(const struct peer *pe, const char *proxy_url, const char *user) {
+    struct kube_config cfg;
+    char url[64], err[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", pe->port);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = strdup(url);
+    cfg.token = strdup("t0ken");
+    if (proxy_url) cfg.proxy_url = strdup(proxy_url);
+    if (user) cfg.impersonate_user = strdup(user);
+    pthread_mutex_init(&cfg.lock, NULL);
+    cfg.lock_ready = 1;
+    struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof err);
+    if (!c) fprintf(stderr, "    kube_client_new: %s\n", err);
+    if (c) kube_client_set_retries(c, 1);
+    return c;
+}
+
+struct out { char buf[4096]; size_t len; };
+static int to_out(void *ud, const char *p, size_t n) {
+    struct out *o = ud;
+    size_t k = n < sizeof o->buf - 1 - o->len ? n : sizeof o->buf - 1 - o->len;
+    memcpy(o->buf + o->len, p, k);
+    o->len += k;
+    o->buf[o->len] = 0;
+    return 0;
+}
+
+static int run_exec(struct kube_client *c, struct out *so, struct kube_exec_result *r) {
+    static const char *const argv[] = {"true"};
+    struct kube_exec_options o = {.namespace_ = "ns-1", .pod = "p", .argv = argv, .argc = 1,
+                                  .on_stdout = to_out, .ud = so, .timeout_ms = 10000};
+    return kube_exec(c, &o, r);
+}
+
+TEST(exec_through_a_connect_proxy_with_impersonation) {
+    struct peer pe;
+    struct proxy px;
+    char purl[64];
+    CHECK_INT(peer_start(&pe, PEER_BASIC), 0);
+    CHECK_INT(proxy_start(&px, NULL), 0);
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", px.port);
+    struct kube_client *c = client_for(&pe, purl, "alice");
+    struct out so = {.len = 0};
+    struct kube_exec_result r;
+    int rc = run_exec(c, &so, &r);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(r.exit_code, 3);
+    CHECK_STR(so.buf, "hello\nfragmented\n");
+    char want[128];
+    snprintf(want, sizeof want, "CONNECT 127.0.0.1:%d HTTP/1.1", pe.port);
+    CHECK_STR(px.last_connect, want);
+    CHECK_INT(px.connects, 1);
+    CHECK_STR(px.last_auth, "");
+    CHECK_STR(pe.authorization, "Bearer t0ken");          /* through the tunnel, to the server */
+    CHECK_STR(pe.impersonate_user, "alice");
+    kube_client_free(c);
+    /* direct: no proxy asked */
+    c = client_for(&pe, NULL, NULL);
+    so.len = 0;
+    CHECK_INT(run_exec(c, &so, &r), 0);
+    CHECK_INT(px.connects, 1);
+    kube_client_free(c);
+    proxy_stop(&px);
+    peer_stop(&pe);
+}
+
+TEST(exec_proxy_wants_a_password) {
+    struct peer pe;
+    struct proxy px;
+    char purl[96];
+    CHECK_INT(peer_start(&pe, PEER_BASIC), 0);
+    CHECK_INT(proxy_start(&px, "Basic eWFvOnMzY3JldA=="), 0);   /* yao:s3cret */
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", px.port);
+    struct kube_client *c = client_for(&pe, purl, NULL);
+    struct out so = {.len = 0};
+    struct kube_exec_result r;
+    CHECK_INT(run_exec(c, &so, &r), -1);
+    char want[200];
+    snprintf(want, sizeof want, "exec: the proxy 127.0.0.1:%d (proxy-url) refused CONNECT to 127.0.0.1:%d: HTTP 407 "
+             "(proxy authentication required", px.port, pe.port);
+    CHECK(strstr(r.err, want) != NULL);
+    if (!strstr(r.err, want)) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(pe.upgrades, 0);
+    kube_client_free(c);
+    snprintf(purl, sizeof purl, "http://yao:s3cret@127.0.0.1:%d", px.port);
+    c = client_for(&pe, purl, NULL);
+    CHECK_INT(run_exec(c, &so, &r), 0);
+    CHECK_STR(px.last_auth, "Basic eWFvOnMzY3JldA==");
+    CHECK_INT(pe.upgrades, 1);
+    kube_client_free(c);
+    proxy_stop(&px);
+    peer_stop(&pe);
+}
+
+TEST(exec_proxy_not_there_is_named) {
+    struct peer pe;
+    struct proxy px;
+    char purl[64];
+    CHECK_INT(peer_start(&pe, PEER_BASIC), 0);
+    CHECK_INT(proxy_start(&px, NULL), 0);
+    int dead = px.port;
+    proxy_stop(&px);                           /* nobody listens there now */
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", dead);
+    struct kube_client *c = client_for(&pe, purl, NULL);
+    struct out so = {.len = 0};
+    struct kube_exec_result r;
+    CHECK_INT(run_exec(c, &so, &r), -1);
+    char want[96];
+    snprintf(want, sizeof want, "exec: connection to the proxy 127.0.0.1:%d (proxy-url) failed", dead);
+    CHECK(strstr(r.err, want) != NULL);
+    if (!strstr(r.err, want)) fprintf(stderr, "    err: %s\n", r.err);
+    kube_client_free(c);
+    peer_stop(&pe);
+}
+
+struct app { int fd; size_t len, got; pthread_t wr, rd; };
+static void *app_write(void *arg) {
+    struct app *a = arg;
+    unsigned char buf[4096];
+    for (size_t off = 0; off < a->len;) {
+        size_t k = a->len - off < sizeof buf ? a->len - off : sizeof buf;
+        memset(buf, 'x', k);
+        ssize_t w = send(a->fd, buf, k, MSG_NOSIGNAL);
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    return NULL;
+}
+static void *app_read(void *arg) {
+    struct app *a = arg;
+    unsigned char buf[8192];
+    for (;;) {
+        ssize_t r = recv(a->fd, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        __atomic_store_n(&a->got, a->got + (size_t)r, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+TEST(port_forward_through_a_connect_proxy_with_impersonation) {
+    struct peer pe;
+    struct proxy px;
+    char purl[64];
+    CHECK_INT(peer_start(&pe, PEER_PF_ECHO), 0);
+    CHECK_INT(proxy_start(&px, NULL), 0);
+    struct app a = {.len = 200000};
+    pe.echo_expect = a.len;
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", px.port);
+    struct kube_client *c = client_for(&pe, purl, "bob");
+    int sv[2];
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a.fd = sv[1];
+    pthread_create(&a.wr, NULL, app_write, &a);
+    pthread_create(&a.rd, NULL, app_read, &a);
+    struct kube_pf_options o = {.namespace_ = "ns-1", .pod = "p", .port = 8080, .fd = sv[0]};
+    struct kube_pf_result r;
+    int rc = kube_portforward(c, &o, &r);
+    close(sv[0]);
+    pthread_join(a.wr, NULL);
+    pthread_join(a.rd, NULL);
+    close(sv[1]);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(a.got, a.len);
+    char want[128];
+    snprintf(want, sizeof want, "CONNECT 127.0.0.1:%d HTTP/1.1", pe.port);
+    CHECK_STR(px.last_connect, want);
+    CHECK_INT(px.connects, 1);
+    CHECK_STR(pe.authorization, "Bearer t0ken");
+    CHECK_STR(pe.impersonate_user, "bob");
+    kube_client_free(c);
+    proxy_stop(&px);
+    peer_stop(&pe);
+}
+
+TEST(http_proxy_in_the_environment_is_not_lws_business) {
+    /* lws reads $http_proxy itself; kube/proxy.h decides instead: for a loopback server
+     * no proxy, so a port-forward with a bogus http_proxy still goes direct. */
+    struct peer pe;
+    CHECK_INT(peer_start(&pe, PEER_PF_ECHO), 0);
+    struct app a = {.len = 1000};
+    pe.echo_expect = a.len;
+    setenv("http_proxy", "127.0.0.1:1", 1);
+    setenv("HTTP_PROXY", "http://127.0.0.1:1", 1);
+    struct kube_client *c = client_for(&pe, NULL, NULL);
+    int sv[2];
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a.fd = sv[1];
+    pthread_create(&a.wr, NULL, app_write, &a);
+    pthread_create(&a.rd, NULL, app_read, &a);
+    struct kube_pf_options o = {.namespace_ = "ns-1", .pod = "p", .port = 8080, .fd = sv[0]};
+    struct kube_pf_result r;
+    int rc = kube_portforward(c, &o, &r);
+    close(sv[0]);
+    pthread_join(a.wr, NULL);
+    pthread_join(a.rd, NULL);
+    close(sv[1]);
+    unsetenv("http_proxy");
+    unsetenv("HTTP_PROXY");
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(a.got, a.len);
+    kube_client_free(c);
+    peer_stop(&pe);
+}
