@@ -6,8 +6,8 @@
  * zero, so every CIDR has one spelling and the policy the API server stores compares
  * equal to the one built here.
  *
- * egressExcept (the class's) is cut out of every egress CIDR that strictly contains an
- * entry; a CIDR inside an entry was named on purpose by the class and stays whole, while
+ * egressExcept (the class's; absent, the cluster-internal ranges) is cut out of every
+ * egress CIDR that strictly contains an entry; a CIDR inside an entry was named on purpose by the class and stays whole, while
  * a Sandbox may not narrow to a part the class cut out (it would escape the cut).
  *
  * Not here: the I/O (reconcile.c), choosing the class (classes.c). */
@@ -191,6 +191,19 @@ static int np_peers(const cJSON *arr, const char *key, cJSON **out, char *err, s
     return 0;
 }
 
+/* SBX_NETPOL_DEFAULT_EXCEPT into out->except. */
+static int np_default_except(struct sbx_network *out, char *err, size_t errlen) {
+    static const char *const ranges[] = SBX_NETPOL_DEFAULT_EXCEPT;
+    size_t n = sizeof ranges / sizeof *ranges;
+
+    out->except = calloc(n, sizeof *out->except);
+    if (!out->except) return errfmt(err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (sbx_cidr_parse(ranges[i], &out->except[i], err, errlen) != 0) return -1;
+    out->nexcept = n;
+    return 0;
+}
+
 static int np_parse_class(const cJSON *net, struct sbx_network *out, char *err, size_t errlen) {
     const cJSON *mode, *cidrs;
 
@@ -211,6 +224,7 @@ static int np_parse_class(const cJSON *net, struct sbx_network *out, char *err, 
     cidrs = np_member(net, "egressExcept");
     if (cidrs && np_cidrs(cidrs, "spec.network.egressExcept", &out->except, &out->nexcept, err, errlen) != 0)
         return -1;
+    if (!cidrs && np_default_except(out, err, errlen) != 0) return -1;
     if (np_bool(net, "allowDNS", 1, &out->allow_dns, err, errlen) ||
         np_bool(net, "allowAPIServer", 0, &out->allow_apiserver, err, errlen) ||
         np_bool(net, "allowMetadata", 0, &out->allow_metadata, err, errlen))

@@ -22,6 +22,13 @@
 #define SBX_METADATA_V4 "169.254.169.254/32"
 #define SBX_METADATA_V6 "fd00:ec2::254/128"
 
+/* The egressExcept of a class that sets none (an explicit empty list cuts nothing): the
+ * private, shared (CGNAT), link-local and unique-local ranges, where pods, Services, nodes
+ * and the API server live on nearly every cluster. Also what an isolated class keeps when
+ * an older CRD prunes the field: the cut fails closed. */
+#define SBX_NETPOL_DEFAULT_EXCEPT \
+    {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "fc00::/7", "fe80::/10"}
+
 /* An IPv4 or IPv6 network: family 4 or 6, addr in network order (4 or 16 bytes used),
  * prefix 0-32 or 0-128, host bits zero. */
 struct sbx_cidr { int family; unsigned char addr[16]; int prefix; };
@@ -34,7 +41,8 @@ struct sbx_network {
     cJSON *ingress_from;             /* array of {namespaceSelector, podSelector} peers; NULL = none */
     cJSON *egress_to;                /* the same, as egress destinations on any port; NULL = none */
     struct sbx_cidr *egress; size_t negress;
-    struct sbx_cidr *except; size_t nexcept;  /* egressExcept: cut out of every wider egress CIDR */
+    struct sbx_cidr *except; size_t nexcept;  /* egressExcept (absent: SBX_NETPOL_DEFAULT_EXCEPT):
+                                                 cut out of every wider egress CIDR */
     int allow_dns;                   /* default 1 */
     int allow_apiserver;             /* default 0 */
     int allow_metadata;              /* default 0 */

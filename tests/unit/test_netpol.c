@@ -198,6 +198,15 @@ TEST(class_network_egress_to_and_except) {
     CHECK(n.ingress_from == NULL);
     sbx_network_free(&n);
     CHECK(n.except == NULL && n.egress_to == NULL);
+    /* no egressExcept: the cluster-internal ranges are cut */
+    CHECK(parse_net("{\"mode\":\"isolated\",\"egressCIDRs\":[\"0.0.0.0/0\"]}", &n, err, sizeof err) == 0);
+    CHECK_INT(n.nexcept, 7);
+    char t[SBX_CIDR_TEXT_MAX];
+    sbx_cidr_format(&n.except[0], t, sizeof t);
+    CHECK_STR(t, "10.0.0.0/8");
+    sbx_cidr_format(&n.except[6], t, sizeof t);
+    CHECK_STR(t, "fe80::/10");
+    sbx_network_free(&n);
     /* empty lists: nothing */
     CHECK(parse_net("{\"mode\":\"isolated\",\"egressTo\":[],\"egressExcept\":[]}", &n, err, sizeof err) == 0);
     CHECK(n.egress_to == NULL);
@@ -470,7 +479,7 @@ TEST(build_full) {
     CHECK(parse_net("{\"mode\":\"isolated\",\"ingressFrom\":[{\"namespaceSelector\":{\"matchLabels\":"
                     "{\"kubernetes.io/metadata.name\":\"yao\"}}},{\"namespaceSelector\":{},\"podSelector\":"
                     "{\"matchLabels\":{\"app\":\"yao\"}}}],\"egressCIDRs\":[\"0.0.0.0/0\",\"169.254.169.254/32\","
-                    "\"192.168.0.0/16\"]}", &n, err, sizeof err) == 0);
+                    "\"192.168.0.0/16\"],\"egressExcept\":[]}", &n, err, sizeof err) == 0);
     char *t = build(&n, api, 1);
     CHECK_STR(t, "{" POD_SEL ",\"ingress\":[{\"from\":[{\"namespaceSelector\":{\"matchLabels\":"
                  "{\"kubernetes.io/metadata.name\":\"yao\"}}},{\"namespaceSelector\":{},\"podSelector\":"
