@@ -18,7 +18,7 @@ LOG=$BUILD_DIR/test-netpol.log
 check "CRDs and manifests apply with kubectl" install_manifests
 est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
 check "SandboxClass CRD is Established" est
-cleanup_classes() { kubectl delete sandboxclass yao-it-np-open yao-it-np-iso --ignore-not-found >/dev/null; }
+cleanup_classes() { kubectl delete sandboxclass yao-it-np-open yao-it-np-iso yao-it-np-cut --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
 fresh_namespace $NS
@@ -46,6 +46,7 @@ spec:
       - namespaceSelector: {}
         podSelector: {matchLabels: {app: yao-server}}
     egressCIDRs: $1
+    egressExcept: []
 YAML
 }
 
@@ -83,6 +84,29 @@ check "  egress: DNS to the kube-dns pods, UDP and TCP 53" \
 check "  egress: the class's CIDRs, the metadata addresses excepted" \
     eq "$(npj iso '{.spec.egress[1].to}')" \
     '[{"ipBlock":{"cidr":"0.0.0.0/0","except":["169.254.169.254/32"]}},{"ipBlock":{"cidr":"fd00::/8","except":["fd00:ec2::254/128"]}}]'
+
+# --- a class that cuts ranges out (egressExcept; absent: the cluster-internal ones), egressTo --
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-np-cut}
+spec:
+  network:
+    mode: isolated
+    egressTo:
+      - namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [yao]}]}
+    egressCIDRs: ["0.0.0.0/0", "::/0", "10.96.0.0/16"]
+YAML
+sandbox cut 'className: yao-it-np-cut'
+check "no egressExcept: the cluster-internal and link-local ranges are cut out of 0.0.0.0/0 and ::/0" eventually 20 eval \
+    '[ "$(npj cut "{.spec.egress[2].to}")" = '"'"'[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8","172.16.0.0/12","192.168.0.0/16","100.64.0.0/10","169.254.0.0/16"]}},{"ipBlock":{"cidr":"::/0","except":["fc00::/7","fe80::/10"]}},{"ipBlock":{"cidr":"10.96.0.0/16"}}]'"'"' ]'
+check "  (a CIDR the class names inside a cut range stays whole; the API server takes them as valid)" eventually 20 phase_is $NS cut Running
+check "  egressTo: a rule to the class's peers" eq "$(npj cut '{.spec.egress[1].to[0].namespaceSelector.matchExpressions[0].values}')" '["yao"]'
+sandbox cutnarrow 'className: yao-it-np-cut, network: {egressCIDRs: ["10.1.0.0/16"]}'
+check "a Sandbox narrowing into a cut range: InvalidSpec naming the cut" eventually 20 eval \
+    '[ "$(msg cutnarrow)" = '"'"'spec.network.egressCIDRs[0]: 10.1.0.0/16 is inside 10.0.0.0/8, which SandboxClass "yao-it-np-cut" excepts from its egress CIDRs (spec.network.egressExcept)'"'"' ]'
+kubectl -n $NS delete sandbox cut cutnarrow --wait=false >/dev/null
+kubectl delete sandboxclass yao-it-np-cut --wait=false >/dev/null
 
 # --- a Sandbox narrowing within the class, and one outside ----------------------------------
 sandbox narrow 'className: yao-it-np-iso, network: {egressCIDRs: ["10.0.0.0/8", "169.254.0.0/16"]}'
