@@ -11,6 +11,7 @@
 # the source is readable the retry fills the fork.
 . "$(dirname "$0")/lib.sh"
 use_real_node
+export YAO_SANDBOX_STORAGE_CLASS=yao-test
 NS=yao-node-fork
 LOG=$BUILD_DIR/test-node-fork.log
 : > "$LOG"
