@@ -278,8 +278,26 @@ static const struct sbx_cidr *np_cut_from(const struct sbx_network *cls, const s
     return NULL;
 }
 
+/* sbx_network_resolve, and with drop a Sandbox CIDR the class no longer allows is left
+ * out (counted in *dropped) instead of failing. */
+static int network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name, int drop,
+                           size_t *dropped, struct sbx_network *out, char *err, size_t errlen);
+
 int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
                         struct sbx_network *out, char *err, size_t errlen) {
+    return network_resolve(sandbox, cls, class_name, 0, NULL, out, err, errlen);
+}
+
+int sbx_network_narrow(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
+                       struct sbx_network *out, size_t *dropped, char *err, size_t errlen) {
+    size_t n = 0;
+    int rc = network_resolve(sandbox, cls, class_name, 1, &n, out, err, errlen);
+    if (dropped) *dropped = n;
+    return rc;
+}
+
+static int network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name, int drop,
+                           size_t *dropped, struct sbx_network *out, char *err, size_t errlen) {
     const cJSON *net = np_member(np_member(sandbox, "spec"), "network"), *cidrs;
     char list[1024], one[SBX_CIDR_TEXT_MAX];
     const char *cn = class_name ? class_name : "";
@@ -288,7 +306,7 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
     if (net && !cJSON_IsObject(net)) return errfmt(err, errlen, "spec.network: must be an object");
     cidrs = np_member(net, "egressCIDRs");
     if (!cls || cls->mode != SBX_NET_ISOLATED) {
-        if (!cidrs) return 0;
+        if (!cidrs || drop) return 0;
         if (!cls) return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode "
                                  "isolated (this Sandbox has no class)");
         return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated "
@@ -326,6 +344,14 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
             cut = x;
         }
         if (j < cls->negress) continue;
+        if (drop) {
+            /* No longer allowed: left out, the others kept (the policy only narrows). */
+            memmove(&out->egress[i], &out->egress[i + 1], (out->negress - i - 1) * sizeof *out->egress);
+            out->negress--;
+            i--;
+            (*dropped)++;
+            continue;
+        }
         sbx_cidr_format(&out->egress[i], one, sizeof one);
         if (cut) {
             char ex[SBX_CIDR_TEXT_MAX];

@@ -70,6 +70,14 @@ void sbx_network_free(struct sbx_network *n);
 int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
                         struct sbx_network *out, char *err, size_t errlen);
 
+/* The network of a running sandbox whose spec the class no longer allows: as
+ * sbx_network_resolve, but each Sandbox CIDR outside the class's is left out (*dropped
+ * counts them) instead of refusing: a class that narrows narrows the running pod's policy
+ * at once, and never widens it beyond what the Sandbox asked. 0, or -1 (a malformed
+ * spec.network, err). */
+int sbx_network_narrow(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
+                       struct sbx_network *out, size_t *dropped, char *err, size_t errlen);
+
 /* The ipBlock.except list of cidr: the class's egressExcept entries that cidr strictly
  * contains (one that holds all of cidr does not apply: cidr was allowed explicitly, see
  * sbx_network_resolve), then the metadata addresses (unless allow_metadata) and the API

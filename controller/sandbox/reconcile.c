@@ -1261,6 +1261,20 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             bad = 1;
         }
     }
+    /* A running pod whose spec the class no longer allows keeps the class's network as it
+     * is now, narrowed to what the Sandbox asked (a class that narrows, narrows at once). */
+    int governed_net = 0;
+    if (bad && have_class) {
+        struct sbx_network narrowed;
+        char nerr[256];
+        size_t dropped = 0;
+        if (sbx_network_narrow(sb, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
+            (narrowed.mode != SBX_NET_ISOLATED || ctl->netpols_on)) {
+            sbx_network_free(&net);
+            net = narrowed;
+            governed_net = 1;
+        }
+    }
     if (have_class) sbx_class_free(&cls);
     if (bad) {
         /* The spec as it is cannot be applied. A pod built from an earlier, valid spec (or
@@ -1268,7 +1282,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
          * that spec's last pass recorded (sbx_spec_recorded, govern); without one the
          * Sandbox waits, InvalidSpec, with no pod. */
         if (have_spec) sbx_spec_free(&spec);
-        sbx_network_free(&net);
+        if (!governed_net) sbx_network_free(&net);
         have_spec = 0;
         char rerr[256];
         if (sbx_spec_recorded(sb, &ctl->opt.defaults, &spec, rerr, sizeof(rerr)) == 0) {
@@ -1458,7 +1472,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && !governed &&
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && (!governed || governed_net) &&
         reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, pod, np, np_state, err, errlen) < 0) {
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;

@@ -128,10 +128,15 @@ check "schema: an unknown network mode is refused" contains "$out" "spec.network
 
 # --- a class change reaches the policies ----------------------------------------------------
 # (the class was narrowed to 10.0.0.0/8 above: 0.0.0.0/0 is gone from iso's policy, and
-# narrow's 169.254.0.0/16 is now outside: InvalidSpec)
+# narrow's 169.254.0.0/16 is now outside: its spec is invalid, and its running pod's policy
+# narrows at once to what is still allowed, never wider than the Sandbox asked)
 check "class change: the policy follows (patch)" eventually 20 eval \
     '[ "$(npj iso "{.spec.egress[1].to[*].ipBlock.cidr}")" = "10.0.0.0/8 fd00::/8" ]'
-check "class change: a Sandbox CIDR now outside it is InvalidSpec" eventually 20 reason_is $NS narrow InvalidSpec
+accepted_reason() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}' 2>/dev/null; }
+check "class change: a Sandbox CIDR now outside it: Accepted=False/InvalidSpec" eventually 20 eval '[ "$(accepted_reason narrow)" = InvalidSpec ]'
+check "  its running pod runs on (phase Running)" phase_is $NS narrow Running
+check "  and its policy narrows at once: the CIDR outside the class is gone, the one inside kept" eventually 20 eval \
+    '[ "$(npj narrow "{.spec.egress[1].to[*].ipBlock.cidr}")" = "10.0.0.0/8" ]'
 uid_before=$(npj iso '{.metadata.uid}')
 kubectl -n $NS patch networkpolicy yao-sb-nu-iso --type merge -p '{"spec":{"ingress":[{}]}}' >/dev/null
 check "a policy edited by hand is put back (same object)" eventually 20 eval \
