@@ -13,7 +13,13 @@
  *   bridge_pb.c    the few proto3 messages of yao.Yao by hand, gRPC framing/status — pure
  *   bridge_mcp.c   MCP JSON-RPC request -> RPC, RPC result/error -> JSON-RPC reply — pure
  *   bridge_grpc.c  the HTTP/2 (nghttp2) client: connection, calls, metadata, tokens
- *   bridge_serve.c the grpc mode's poll() loop: stdin lines -> calls -> stdout lines
+ *   bridge_serve.c the grpc mode's poll() loop: stdin lines -> calls -> stdout lines,
+ *                  and the heartbeat calls beside them
+ *   bridge_heartbeat.c  yao.Yao/Heartbeat: the message, the schedule, what an answer means — pure
+ *   bridge_stats.c the sandbox's CPU, memory and process count (cgroup v2/v1, /proc)
+ *
+ * Both modes that send a token: bridge_policy.c decides which peers may get it over plain
+ * TCP (pure).
  *
  * The wire protocol (and why it looks the way it does) is in bridge/README.md. */
 #ifndef YAO_BRIDGE_H
@@ -52,6 +58,9 @@ void bridge_err_set(struct bridge_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Milliseconds on the monotonic clock. */
 int64_t bridge_now_ms(void);
+/* Write "yao-bridge: MSG\n" to stderr in one write(2) (a notice that does not end the
+ * run; control characters become '?'). */
+void bridge_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A growable byte buffer with a hard ceiling (max); bytes [off, len) are live. */
 struct bridge_dyn {
@@ -90,7 +99,40 @@ struct bridge_config {
     const char *refresh_token;  /* YAO_REFRESH_TOKEN, may be NULL; not owned */
     const char *sandbox_id;     /* YAO_SANDBOX_ID: x-sandbox-id and every session_id */
     const char *upstream;       /* YAO_GRPC_UPSTREAM when YAO_GRPC_TAI=enable, else NULL */
+    int64_t heartbeat_ms;       /* YAO_HEARTBEAT_INTERVAL (default 10 s) */
+    /* tcp and grpc modes */
+    int allow_insecure;         /* YAO_BRIDGE_ALLOW_INSECURE=1: the token may go anywhere in the clear */
 };
+
+/* ---- bridge_policy.c: who may get the token over plain TCP, pure ---------------------- */
+
+#define BPOLICY_TAI_HOST "host.tai.internal"
+#define BPOLICY_ADDR_MAX 64     /* a numeric address as text, NUL included */
+#define BPOLICY_HOSTS_FILE "/etc/hosts"
+
+enum bpolicy_addr_class { BPOLICY_LOOPBACK, BPOLICY_LINK_LOCAL, BPOLICY_OTHER };
+enum bpolicy_verdict {
+    BPOLICY_TLS,            /* encrypted: always fine */
+    BPOLICY_OPTED_IN,       /* YAO_BRIDGE_ALLOW_INSECURE=1 */
+    BPOLICY_PINNED_TAI,     /* host.tai.internal at the address the hosts file pins */
+    BPOLICY_ON_LOOPBACK,    /* 127.0.0.0/8, ::1 */
+    BPOLICY_ON_LINK_LOCAL,  /* 169.254.0.0/16, fe80::/10 */
+    BPOLICY_REFUSED,        /* anything else */
+};
+
+struct sockaddr;
+/* Loopback, link-local or other (IPv4-mapped IPv6 judged as IPv4). */
+enum bpolicy_addr_class bpolicy_addr_class(const struct sockaddr *sa, size_t len);
+/* 1 when host is host.tai.internal (any case, one trailing dot allowed). */
+int bpolicy_is_tai_host(const char *host);
+/* The numeric addresses hosts-file text [text, text+len) gives name, in file order, at
+ * most max. Returns the count. */
+int bpolicy_hosts_lookup(const char *text, size_t len, const char *name,
+                         char out[][BPOLICY_ADDR_MAX], int max);
+/* May the token go in the clear to this address? pinned_tai: the address is the hosts
+ * file's entry for host.tai.internal, the name the connection was asked for. */
+enum bpolicy_verdict bpolicy_plain_verdict(int tls, int allow_insecure, int pinned_tai,
+                                           const struct sockaddr *sa, size_t len);
 
 /* ---- bridge_auth.c: the token handshake, pure -------------------------------------- */
 
@@ -118,6 +160,8 @@ struct bridge_conn {
     size_t tls_wpend;     /* length of an SSL_write that must be retried, 0 if none */
     short rd_want;        /* poll events the pending read waits for (TLS may want POLLOUT) */
     short wr_want;        /* poll events the pending write waits for */
+    short dial_want;      /* poll events a dial in progress waits for */
+    void *dial;           /* a dial in progress (bridge_conn.c), NULL otherwise */
     char label[300];      /* "unix:/path", "tcp:host:port", "tls:host:port" for messages */
 };
 
@@ -157,13 +201,25 @@ int bridge_pump_run(struct bridge_conn *c, int in_fd, int out_fd,
                     struct bridge_buf *up, struct bridge_buf *down, struct bridge_err *err);
 
 /* Connect to host:port (TCP) and, if cfg->tls, run the TLS handshake: TLS 1.3 only in
- * tcp mode; in grpc mode TLS 1.2+ with ALPN "h2" required. No token handshake.
- * 0 or -1 (recorded). Used by the grpc mode for each (re)connection. */
+ * tcp mode; in grpc mode TLS 1.2+ with ALPN "h2" required. No token handshake. Only the
+ * addresses bridge_policy.c allows for the token are dialed. 0 or -1 (recorded). */
 int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
                      struct bridge_err *err);
+/* The same without blocking on the network (grpc mode, beside stdio): resolve (the one
+ * step that may block: getaddrinfo; a literal or a pinned host.tai.internal does not), then
+ * start connecting. 0 connected (TLS done), 1 in progress: wait for c->dial_want on c->fd,
+ * then call bridge_conn_dial_step, which returns the same; -1 failed (recorded). A dial
+ * never ends by itself: the caller's deadlines decide, bridge_conn_close abandons it. */
+int bridge_conn_dial_start(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err);
+int bridge_conn_dial_step(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err);
 
 /* 1 when addr is host:port or [ipv6]:port with a numeric port (checked before dialing). */
 int bridge_addr_ok(const char *addr);
+/* Before any connection: when the token would go in the clear and the address resolves
+ * now, refuse (BRIDGE_EXIT_USAGE) unless some address it resolves to may get it
+ * (bpolicy_plain_verdict). A name that does not resolve yet is left to each dial, which
+ * applies the same rule to every address it tries. 0 or -1 (recorded). */
+int bridge_conn_precheck(const struct bridge_config *cfg, struct bridge_err *err);
 
 /* ---- bridge_json.c: JSON scanning, pure ---------------------------------------------- */
 
@@ -193,6 +249,9 @@ int bjson_add_string(struct bridge_dyn *d, const char *s, size_t n);
 
 /* Append field number field as a length-delimited value (proto3: nothing when n == 0). */
 int bpb_add_bytes(struct bridge_dyn *d, unsigned field, const void *p, size_t n);
+/* Append field number field as a varint (int32/int64/uint: proto3 sends nothing for 0; a
+ * negative int32/int64 is its 64-bit two's complement, ten bytes, as protobuf does). */
+int bpb_add_varint(struct bridge_dyn *d, unsigned field, uint64_t v);
 /* Find the length-delimited field in a message (the last occurrence wins, as proto3
  * merges): 1 found, 0 absent (an empty value), -1 malformed. Other fields are skipped. */
 int bpb_get_bytes(const unsigned char *msg, size_t n, unsigned field, const unsigned char **vp,
@@ -214,6 +273,7 @@ enum mcp_rpc {
     MCP_RPC_CALL_TOOL,       /* tools/call */
     MCP_RPC_LIST_RESOURCES,  /* resources/list */
     MCP_RPC_READ_RESOURCE,   /* resources/read */
+    MCP_RPC_HEARTBEAT,       /* not MCP: the bridge's own Heartbeat (bridge_heartbeat.c) */
 };
 
 #define BRIDGE_MSG_MAX (64u * 1024 * 1024)   /* longest request line / RPC message */
@@ -246,6 +306,7 @@ int mcp_reply_result(struct bridge_dyn *out, const struct mcp_req *req, const un
 #define MCP_ERR_RPC        (-32000) /* the server answered with a gRPC error status */
 #define MCP_ERR_CONNECTION (-32001) /* no connection, or it was lost during the call */
 #define MCP_ERR_DEADLINE   (-32002) /* no answer before the call's deadline (ours, or the server said DEADLINE_EXCEEDED) */
+#define MCP_ERR_SHUTDOWN   (-32003) /* read after Yao's Heartbeat said "shutdown": not sent */
 int mcp_reply_error(struct bridge_dyn *out, const char *id, int code, const char *message,
                     int grpc_status);
 void mcp_req_free(struct mcp_req *req);
@@ -266,6 +327,7 @@ struct bgrpc_call {
     int grpc_status;             /* -1 until the server sends one */
     char *grpc_message;          /* decoded, malloc'd, may be NULL */
     int64_t start_ms, deadline_ms;
+    int timeout_ms;              /* this call's deadline; 0: the configured YAO_GRPC_TIMEOUT */
     enum bgrpc_outcome outcome;
     char error[320];             /* BGRPC_CONN / BGRPC_DEADLINE: what happened */
 };
@@ -274,6 +336,7 @@ struct bgrpc {
     const struct bridge_config *cfg;
     struct bridge_conn conn;
     void *session;               /* nghttp2_session *, NULL while not connected */
+    int dialing;                 /* a connection is being made (conn.dial) */
     char authority[300];
     char *token, *refresh;       /* current credentials, owned (rotated ones replace them) */
     struct bgrpc_call *active;   /* in flight */
@@ -288,7 +351,8 @@ int bgrpc_init(struct bgrpc *g, struct bridge_config *cfg, struct bridge_err *er
 /* Start call (connecting first if needed). The call is always accepted: a failure to
  * connect finishes it at once with outcome BGRPC_CONN. */
 void bgrpc_start(struct bgrpc *g, struct bgrpc_call *call);
-/* The poll events the connection waits for (0 when there is no connection). */
+/* The fd to poll (-1 when there is no connection, nor one being made) and its events. */
+int bgrpc_fd(const struct bgrpc *g);
 short bgrpc_events(struct bgrpc *g);
 /* Do the I/O poll reported; any finished calls move to the done list. */
 void bgrpc_io(struct bgrpc *g, short revents);
@@ -302,10 +366,105 @@ void bgrpc_call_free(struct bgrpc_call *call);
 /* Close the connection and free everything, calls included. */
 void bgrpc_free(struct bgrpc *g);
 
+/* ---- bridge_stats.c: what the sandbox is using ---------------------------------------- */
+
+/* One sample for a heartbeat. */
+struct bstats_sample {
+    int32_t cpu_percent;   /* 0-100: share of the CPU the cgroup may use, since the last sample */
+    int64_t mem_bytes;     /* the cgroup's memory use (memory.current / memory.usage_in_bytes) */
+    int32_t procs;         /* processes in /proc that are not zombies */
+};
+
+#define BSTATS_PATH_MAX 512
+
+/* Where the numbers come from, found once (a process does not change cgroup). */
+struct bstats {
+    int cgroup_version;            /* 2, 1, or 0 when no cgroup files were found */
+    char cpu_usage[BSTATS_PATH_MAX];  /* v2 cpu.stat (usage_usec), v1 cpuacct.usage (ns) */
+    char cpu_limit[BSTATS_PATH_MAX];  /* v2 cpu.max; v1 the cpu.cfs_quota_us file ("" if none) */
+    char cpu_period[BSTATS_PATH_MAX]; /* v1 cpu.cfs_period_us */
+    char mem[BSTATS_PATH_MAX];        /* v2 memory.current, v1 memory.usage_in_bytes */
+    char proc[BSTATS_PATH_MAX];       /* the /proc to count processes in */
+    int ncpus;                     /* CPUs this process may run on */
+    int have_last;
+    uint64_t last_usage_us;        /* CPU time at the last sample */
+    int64_t last_us;               /* monotonic time of the last sample */
+};
+
+/* Find the files under cgroup_root (/sys/fs/cgroup) for this process as proc_root (/proc)
+ * describes it, and take the baseline CPU reading at now_us. Never fails: what is not
+ * found reads as 0. */
+void bstats_init(struct bstats *s, const char *cgroup_root, const char *proc_root, int64_t now_us);
+/* Sample at now_us (monotonic microseconds): CPU since the previous sample. */
+void bstats_sample(struct bstats *s, int64_t now_us, struct bstats_sample *out);
+
+/* Pure helpers (unit-tested): */
+/* The value of "key N" in flat-keyed text (cpu.stat): 0 found, -1 not. */
+int bstats_keyed_u64(const char *text, const char *key, uint64_t *v);
+/* cpu.max "QUOTA PERIOD" or "max PERIOD": the limit in millicpus, 0 for none, -1 bad. */
+int64_t bstats_cpu_max_millis(const char *text);
+/* v1: cfs_quota_us and cfs_period_us texts: the limit in millicpus, 0 for none (-1). */
+int64_t bstats_cfs_millis(const char *quota, const char *period);
+/* CPU percent of what may be used: used_us over wall_us, against limit_millis capped
+ * at ncpus (0 limit: all ncpus). Rounded, clamped to 0-100. */
+int32_t bstats_cpu_percent(uint64_t used_us, int64_t wall_us, int64_t limit_millis, int ncpus);
+/* The cgroup path in /proc/self/cgroup text: v2 ("0::PATH", controller NULL) or the v1
+ * line whose controller list holds controller. 0 with the path copied, -1 absent. */
+int bstats_cgroup_path(const char *text, const char *controller, char *out, size_t cap);
+/* 1 when a /proc/PID/stat line is a live process (state not Z or X), 0 a zombie, -1 bad. */
+int bstats_proc_live(const char *stat);
+
+/* ---- bridge_heartbeat.c: yao.Yao/Heartbeat, pure ---------------------------------------- */
+
+#define BHB_DEFAULT_MS 10000     /* Yao's in-sandbox side: every 10 s */
+#define BHB_MIN_MS 100
+#define BHB_MAX_MS (24LL * 3600 * 1000)
+
+enum bhb_event {
+    BHB_QUIET,        /* nothing to say */
+    BHB_LOG_FAILURE,  /* say why the heartbeat fails (first failure, or a different one) */
+    BHB_LOG_RECOVERY, /* say it works again */
+    BHB_LOG_ACTION,   /* the server answered an action we do not know (said once) */
+    BHB_SHUTDOWN,     /* the server answered "shutdown": stop serving */
+};
+
+struct bhb {
+    int64_t interval_ms;
+    int64_t next_ms;       /* when the next one is due */
+    int in_flight;
+    int failing;           /* the last one failed */
+    char last_failure[160]; /* what it failed with (to say a different failure once) */
+    unsigned failures;     /* in a row */
+    unsigned sent, skipped; /* sent; ticks skipped because one was still in flight */
+    int told_action;
+};
+
+/* Parse a Go duration ("10s", "1m30s", "500ms", "1.5s") into ms: 0, or -1 when it is not
+ * one or lies outside BHB_MIN_MS..BHB_MAX_MS. */
+int bhb_parse_interval(const char *s, int64_t *ms);
+/* Start: the first heartbeat is due one interval from now (as Yao's ticker). */
+void bhb_init(struct bhb *h, int64_t interval_ms, int64_t now_ms);
+/* 1 when a heartbeat should be sent now. A tick that finds the previous one still in
+ * flight is skipped (counted) and the schedule moves on. */
+int bhb_due(struct bhb *h, int64_t now_ms);
+/* One was started now. */
+void bhb_started(struct bhb *h, int64_t now_ms);
+/* Milliseconds until the next due time (0 if due), for poll. */
+int64_t bhb_wait_ms(const struct bhb *h, int64_t now_ms);
+/* Encode HeartbeatRequest{sandbox_id=1, cpu_percent=2, mem_bytes=3, running_procs=4}. */
+int bhb_encode(struct bridge_dyn *d, const char *sandbox_id, const struct bstats_sample *s);
+/* The call ended: ok with response message msg/n, or failed with a description (why).
+ * Returns what to do; *action gets the action text when BHB_LOG_ACTION. */
+enum bhb_event bhb_finished(struct bhb *h, int ok, const unsigned char *msg, size_t n,
+                            const char *why, char *action, size_t action_cap);
+
 /* ---- bridge_serve.c: the grpc mode's loop ----------------------------------------- */
 
-/* Serve MCP on in_fd/out_fd until stdin EOF and every reply is written. BRIDGE_EXIT_OK, or
- * the code of the error recorded (stdout gone, stdin read error, out of memory). */
+/* Serve MCP on in_fd/out_fd until stdin EOF and every reply is written, sending a
+ * Heartbeat every cfg->heartbeat_ms. An answer "shutdown" ends the run the same way:
+ * stdin is no longer read, requests already read are answered MCP_ERR_SHUTDOWN, calls in
+ * flight finish and are answered. BRIDGE_EXIT_OK, or the code of the error recorded
+ * (stdout gone, stdin read error, out of memory). */
 int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *err);
 
 #endif

@@ -6,12 +6,16 @@
  * the lines, this file moves them); and non-blocking read/write/half-close that look the
  * same to the pump whether the bytes go through OpenSSL or straight to the socket.
  * bridge_conn_dial is the same connect + TLS for the grpc mode (TLS 1.2+, ALPN h2).
+ * Which addresses a token may go to in the clear is bridge_policy.c's decision; this file
+ * resolves (host.tai.internal from /etc/hosts when it is pinned there), applies it to each
+ * address and dials only those.
  *
  * Does not own: the copy loop (bridge_pump.c) or what the bytes mean (nothing does). */
 #include "bridge.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -129,42 +133,120 @@ static int split_host_port(const char *addr, char *host, size_t hcap, char *port
     return 0;
 }
 
-/* Connect to host:port, trying each resolved address in turn until the deadline. */
-static int connect_tcp(struct bridge_conn *c, const char *host, const char *port, int64_t deadline,
-                       struct bridge_err *err) {
-    struct addrinfo hints, *res = NULL, *ai;
-    int r, e = ECONNREFUSED, one = 1;
+/* One address to try. */
+struct cand {
+    struct sockaddr_storage sa;
+    socklen_t len;
+    int family;
+};
 
+#define MAX_CANDS 16
+#define HOSTS_FILE_MAX (1 << 20)
+
+/* Copy a resolver answer into cands (up to MAX_CANDS in all). */
+static void add_cands(struct cand *cands, int *n, const struct addrinfo *ai) {
+    for (; ai && *n < MAX_CANDS; ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof cands[*n].sa) continue;
+        memcpy(&cands[*n].sa, ai->ai_addr, ai->ai_addrlen);
+        cands[*n].len = ai->ai_addrlen;
+        cands[*n].family = ai->ai_family;
+        (*n)++;
+    }
+}
+
+/* The hosts file's addresses for host.tai.internal, resolved numerically: the count. */
+static int pinned_cands(const char *host, const char *port, struct cand *cands) {
+    char pins[MAX_CANDS][BPOLICY_ADDR_MAX];
+    struct addrinfo hints, *res;
+    int fd = open(BPOLICY_HOSTS_FILE, O_RDONLY | O_CLOEXEC), npins, i, n = 0;
+    char *text = NULL;
+    size_t got = 0;
+
+    if (fd < 0) return 0;
+    text = malloc(HOSTS_FILE_MAX);
+    while (text && got < HOSTS_FILE_MAX) {
+        ssize_t r = read(fd, text + got, HOSTS_FILE_MAX - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!text) return 0;
+    npins = bpolicy_hosts_lookup(text, got, host, pins, MAX_CANDS);
+    free(text);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    for (i = 0; i < npins; i++) {
+        if (getaddrinfo(pins[i], port, &hints, &res) != 0) continue;
+        add_cands(cands, &n, res);
+        freeaddrinfo(res);
+    }
+    return n;
+}
+
+/* The addresses to dial for host:port: for host.tai.internal those the container's hosts
+ * file pins (never DNS: *pinned = 1), else the resolver's answer. The count, or -1
+ * (recorded) when the name does not resolve. */
+static int resolve(const char *label, const char *host, const char *port, struct cand *cands,
+                   int *pinned, struct bridge_err *err) {
+    struct addrinfo hints, *res = NULL;
+    int r, n = 0;
+
+    *pinned = 0;
+    if (bpolicy_is_tai_host(host) && (n = pinned_cands(host, port, cands)) > 0) {
+        *pinned = 1;
+        return n;
+    }
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     r = getaddrinfo(host, port, &hints, &res);
     if (r != 0) {
-        bridge_err_set(err, BRIDGE_EXIT_IO, "resolve %s: %s", c->label,
+        bridge_err_set(err, BRIDGE_EXIT_IO, "resolve %s: %s", label,
                        r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
         return -1;
     }
-    for (ai = res; ai; ai = ai->ai_next) {
-        c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        if (c->fd < 0) { e = errno; continue; }
-        if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0) e = 0;
-        else if (errno == EINPROGRESS || errno == EINTR) e = connect_finish(c->fd, deadline);
-        else e = errno;
-        if (e == 0) break;
-        close(c->fd);
-        c->fd = -1;
-        if (e == ETIMEDOUT) break; /* the deadline is spent */
-    }
+    add_cands(cands, &n, res);
     freeaddrinfo(res);
-    if (c->fd < 0) {
-        bridge_err_set(err, BRIDGE_EXIT_IO, "connect %s: %s", c->label, strerror(e));
-        return -1;
+    return n;
+}
+
+/* Keep only the addresses the token may go to (bridge_policy.c); if none is left, record
+ * the refusal naming the first address refused. Returns the count kept. */
+static int filter_cands(const struct bridge_config *cfg, struct cand *cands, int n, int pinned,
+                        struct bridge_err *err) {
+    char first[INET6_ADDRSTRLEN] = "";
+    int i, kept = 0;
+
+    for (i = 0; i < n; i++) {
+        if (bpolicy_plain_verdict(cfg->tls, cfg->allow_insecure, pinned, (struct sockaddr *)&cands[i].sa,
+                                  cands[i].len) != BPOLICY_REFUSED) {
+            cands[kept++] = cands[i];
+        } else if (!first[0]) {
+            const void *a = cands[i].family == AF_INET6
+                                ? (const void *)&((struct sockaddr_in6 *)&cands[i].sa)->sin6_addr
+                                : (const void *)&((struct sockaddr_in *)&cands[i].sa)->sin_addr;
+            inet_ntop(cands[i].family, a, first, sizeof first);
+        }
     }
-    /* JSON-RPC messages are small and latency-bound; keep idle NAT paths alive. */
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    return 0;
+    if (kept == 0)
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "refusing to send the token over plain TCP to %s (%s is "
+                       "neither loopback nor link-local, nor host.tai.internal as %s pins it): set %s=1 "
+                       "(TLS), or YAO_BRIDGE_ALLOW_INSECURE=1 to send it unencrypted anyway", cfg->addr,
+                       first[0] ? first : "no address", BPOLICY_HOSTS_FILE,
+                       cfg->mode == BRIDGE_MODE_GRPC ? "YAO_GRPC_TLS" : "YAO_IPC_TLS");
+    return kept;
+}
+
+/* A closed connection, ready to be opened. */
+static void conn_reset(struct bridge_conn *c) {
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->rd_want = POLLIN;
+    c->wr_want = POLLOUT;
 }
 
 /* Record a TLS failure with the most specific reason OpenSSL has. */
@@ -201,11 +283,11 @@ static void tls_fail(struct bridge_conn *c, struct bridge_err *err, const char *
     ERR_clear_error();
 }
 
-/* Set up TLS 1.3 over the connected socket and run the handshake until the deadline.
- * The name check is against the host as written in the address: an IP literal is
- * matched against IP SANs, anything else against DNS names (and sent as SNI). */
-static int tls_start(struct bridge_conn *c, const struct bridge_config *cfg, const char *host,
-                     int64_t deadline, struct bridge_err *err) {
+/* Set up TLS over the connected socket (no I/O yet): TLS 1.3 only in tcp mode, 1.2+ with
+ * ALPN h2 in grpc mode. The name check is against the host as written in the address: an
+ * IP literal is matched against IP SANs, anything else against DNS names (and sent as SNI). */
+static int tls_setup(struct bridge_conn *c, const struct bridge_config *cfg, const char *host,
+                     struct bridge_err *err) {
     unsigned char ipbuf[sizeof(struct in6_addr)];
     int is_ip = inet_pton(AF_INET, host, ipbuf) == 1 || inet_pton(AF_INET6, host, ipbuf) == 1;
     SSL_CTX *ctx;
@@ -253,40 +335,166 @@ static int tls_start(struct bridge_conn *c, const struct bridge_config *cfg, con
                   : !SSL_set1_host(ssl, host))
             goto ssl_err;
     }
-    for (;;) {
-        int r, e, saved;
-        short ev;
-
-        ERR_clear_error();
-        errno = 0;
-        r = SSL_connect(ssl);
-        if (r == 1 && cfg->mode == BRIDGE_MODE_GRPC) {
-            const unsigned char *proto = NULL;
-            unsigned int plen = 0;
-            SSL_get0_alpn_selected(ssl, &proto, &plen);
-            if (plen == 2 && !memcmp(proto, "h2", 2)) return 0;
-            bridge_err_set(err, BRIDGE_EXIT_IO, "tls handshake with %s: the server did not "
-                           "select HTTP/2 (ALPN h2); is it a gRPC server?", c->label);
-            return -1;
-        }
-        if (r == 1) return 0;
-        saved = errno;
-        e = SSL_get_error(ssl, r);
-        if (e == SSL_ERROR_WANT_READ) ev = POLLIN;
-        else if (e == SSL_ERROR_WANT_WRITE) ev = POLLOUT;
-        else {
-            tls_fail(c, err, "tls handshake with", e, saved);
-            return -1;
-        }
-        if (!wait_fd(c->fd, ev, deadline)) {
-            c->tls_broken = 1;
-            bridge_err_set(err, BRIDGE_EXIT_IO, "tls handshake with %s: timed out", c->label);
-            return -1;
-        }
-    }
+    return 0;
 ssl_err:
     tls_fail(c, err, "tls setup for", SSL_ERROR_SSL, 0);
     return -1;
+}
+
+/* One step of the TLS handshake: 0 done, 1 wants c->dial_want, -1 failed (recorded). */
+static int tls_step(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err) {
+    int r, e, saved;
+
+    ERR_clear_error();
+    errno = 0;
+    r = SSL_connect(c->ssl);
+    if (r == 1 && cfg->mode == BRIDGE_MODE_GRPC) {
+        const unsigned char *proto = NULL;
+        unsigned int plen = 0;
+        SSL_get0_alpn_selected(c->ssl, &proto, &plen);
+        if (plen == 2 && !memcmp(proto, "h2", 2)) return 0;
+        bridge_err_set(err, BRIDGE_EXIT_IO, "tls handshake with %s: the server did not "
+                       "select HTTP/2 (ALPN h2); is it a gRPC server?", c->label);
+        return -1;
+    }
+    if (r == 1) return 0;
+    saved = errno;
+    e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ) c->dial_want = POLLIN;
+    else if (e == SSL_ERROR_WANT_WRITE) c->dial_want = POLLOUT;
+    else {
+        tls_fail(c, err, "tls handshake with", e, saved);
+        return -1;
+    }
+    return 1;
+}
+
+/* A dial in progress: the addresses to try and how far it got. */
+struct dial {
+    struct cand cands[MAX_CANDS];
+    int n, next;           /* candidates, the next one to try */
+    int last_errno;        /* why the last candidate failed */
+    int tls_phase;         /* TCP is up, the TLS handshake runs */
+    char host[256];        /* for the TLS name check */
+};
+
+/* Begin connecting to the next candidate: 0 connected, 1 in progress, -1 none left
+ * (recorded, naming the last failure). */
+static int dial_next(struct bridge_conn *c, struct dial *d, struct bridge_err *err) {
+    while (d->next < d->n) {
+        struct cand *k = &d->cands[d->next++];
+        c->fd = socket(k->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) {
+            d->last_errno = errno;
+            continue;
+        }
+        if (connect(c->fd, (struct sockaddr *)&k->sa, k->len) == 0) return 0;
+        if (errno == EINPROGRESS || errno == EINTR) {
+            c->dial_want = POLLOUT;
+            return 1;
+        }
+        d->last_errno = errno;
+        close(c->fd);
+        c->fd = -1;
+    }
+    bridge_err_set(err, BRIDGE_EXIT_IO, "connect %s: %s", c->label, strerror(d->last_errno));
+    return -1;
+}
+
+/* TCP is up: socket options, then TLS if configured. 0 done, 1 in progress, -1 failed. */
+static int dial_connected(struct bridge_conn *c, const struct bridge_config *cfg, struct dial *d,
+                          struct bridge_err *err) {
+    int one = 1;
+
+    /* JSON-RPC messages are small and latency-bound; keep idle NAT paths alive. */
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    if (!cfg->tls) return 0;
+    if (tls_setup(c, cfg, d->host, err) < 0) return -1;
+    d->tls_phase = 1;
+    return tls_step(c, cfg, err);
+}
+
+/* Start a dial; see bridge.h. */
+int bridge_conn_dial_start(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err) {
+    char port[8];
+    struct dial *d;
+    int pinned, r;
+
+    conn_reset(c);
+    snprintf(c->label, sizeof c->label, "%s:%s", cfg->tls ? "tls" : "tcp", cfg->addr);
+    if (!(d = calloc(1, sizeof *d))) {
+        bridge_err_set(err, BRIDGE_EXIT_IO, "connect %s: out of memory", c->label);
+        return -1;
+    }
+    c->dial = d;
+    d->last_errno = ECONNREFUSED;
+    if (split_host_port(cfg->addr, d->host, sizeof d->host, port, sizeof port) < 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port", cfg->addr);
+        return -1;
+    }
+    /* resolving blocks (getaddrinfo); an address literal or a pinned name does not wait */
+    if ((d->n = resolve(c->label, d->host, port, d->cands, &pinned, err)) < 0) return -1;
+    /* the addresses checked are the addresses dialed: nothing is resolved twice */
+    if ((d->n = filter_cands(cfg, d->cands, d->n, pinned, err)) == 0) return -1;
+    r = dial_next(c, d, err);
+    if (r != 0) return r;
+    r = dial_connected(c, cfg, d, err);
+    if (r == 0) {
+        free(c->dial);
+        c->dial = NULL;
+    }
+    return r;
+}
+
+/* Continue a dial once c->fd is ready for c->dial_want; see bridge.h. */
+int bridge_conn_dial_step(struct bridge_conn *c, const struct bridge_config *cfg, struct bridge_err *err) {
+    struct dial *d = c->dial;
+    int r;
+
+    if (!d) return 0;
+    if (d->tls_phase) {
+        r = tls_step(c, cfg, err);
+    } else {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0) soerr = errno;
+        if (soerr == EINPROGRESS || soerr == EALREADY) return 1; /* woken early */
+        if (soerr != 0) {
+            d->last_errno = soerr;
+            close(c->fd);
+            c->fd = -1;
+            r = dial_next(c, d, err);
+            if (r != 0) return r;
+        }
+        r = dial_connected(c, cfg, d, err);
+    }
+    if (r == 0) {
+        free(c->dial);
+        c->dial = NULL;
+    }
+    return r;
+}
+
+/* The dial, waiting on it until deadline (tcp mode, which has nothing else to do). */
+int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
+                     struct bridge_err *err) {
+    int r = bridge_conn_dial_start(c, cfg, err);
+
+    while (r == 1) {
+        if (!wait_fd(c->fd, c->dial_want, deadline)) {
+            struct dial *d = c->dial;
+            if (d && d->tls_phase) {
+                c->tls_broken = 1;
+                bridge_err_set(err, BRIDGE_EXIT_IO, "tls handshake with %s: timed out", c->label);
+            } else {
+                bridge_err_set(err, BRIDGE_EXIT_IO, "connect %s: %s", c->label, strerror(ETIMEDOUT));
+            }
+            return -1;
+        }
+        r = bridge_conn_dial_step(c, cfg, err);
+    }
+    return r;
 }
 
 /* Send the hello line and read the peer's one-line answer (bridge/README.md). Bytes
@@ -365,13 +573,6 @@ static int token_handshake(struct bridge_conn *c, const struct bridge_config *cf
     return 0;
 }
 
-/* A closed connection, ready to be opened. */
-static void conn_reset(struct bridge_conn *c) {
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
-    c->rd_want = POLLIN;
-    c->wr_want = POLLOUT;
-}
 
 /* Connect, then for TCP: TLS (if configured) and the token handshake. */
 int bridge_conn_open(struct bridge_conn *c, const struct bridge_config *cfg,
@@ -395,22 +596,21 @@ int bridge_addr_ok(const char *addr) {
     return split_host_port(addr, host, sizeof host, port, sizeof port) == 0;
 }
 
-/* Connect and, if configured, TLS; no token handshake (grpc mode, and the first half of
- * bridge_conn_open for TCP). */
-int bridge_conn_dial(struct bridge_conn *c, const struct bridge_config *cfg, int64_t deadline,
-                     struct bridge_err *err) {
+/* The token policy before any connection; see bridge.h. */
+int bridge_conn_precheck(const struct bridge_config *cfg, struct bridge_err *err) {
+    struct bridge_err ignored = { 0, "" };
+    struct cand cands[MAX_CANDS];
     char host[256], port[8];
+    int n, pinned;
 
-    conn_reset(c);
-    snprintf(c->label, sizeof c->label, "%s:%s", cfg->tls ? "tls" : "tcp", cfg->addr);
+    if (cfg->tls || cfg->allow_insecure) return 0;
     if (split_host_port(cfg->addr, host, sizeof host, port, sizeof port) < 0) {
-        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port",
-                       cfg->addr);
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "bad address %s: want host:port or [ipv6]:port", cfg->addr);
         return -1;
     }
-    if (connect_tcp(c, host, port, deadline, err) < 0) return -1;
-    if (cfg->tls && tls_start(c, cfg, host, deadline, err) < 0) return -1;
-    return 0;
+    n = resolve(cfg->addr, host, port, cands, &pinned, &ignored);
+    if (n <= 0) return 0; /* not resolvable now: each dial decides */
+    return filter_cands(cfg, cands, n, pinned, err) > 0 ? 0 : -1;
 }
 
 /* Read from the peer (see bridge.h for the return values). */
@@ -523,6 +723,8 @@ void bridge_conn_close(struct bridge_conn *c) {
     if (c->ssl) SSL_free(c->ssl);
     if (c->ssl_ctx) SSL_CTX_free(c->ssl_ctx);
     if (c->fd >= 0) close(c->fd);
+    free(c->dial);
+    c->dial = NULL;
     c->ssl = NULL;
     c->ssl_ctx = NULL;
     c->fd = -1;

@@ -3,7 +3,9 @@
  * ALPN h2), unary calls as streams, the metadata every call carries, and the credentials,
  * which the server may rotate through response headers.
  *
- * Owns: connecting lazily (on the first call, and again after the connection is lost),
+ * Owns: connecting lazily (on the first call, and again after the connection is lost)
+ * without blocking on the network — calls started meanwhile wait, each within its own
+ * deadline, and are sent once the connection is up —
  * the request headers, per-call deadlines (grpc-timeout for the server, a local timer that
  * cancels the stream), collecting response DATA and grpc-status/grpc-message, and turning
  * every way a call can end into one outcome on the call. Calls in flight when the
@@ -66,6 +68,7 @@ static void call_finish(struct bgrpc *g, struct bgrpc_call *c, enum bgrpc_outcom
 static void conn_drop(struct bgrpc *g, const char *why) {
     while (g->active)
         call_finish(g, g->active, BGRPC_CONN, "connection to %s lost: %s", g->conn.label, why);
+    g->dialing = 0;
     if (g->session) nghttp2_session_del(g->session);
     g->session = NULL;
     bridge_conn_close(&g->conn);
@@ -169,8 +172,7 @@ static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error
         call_finish(g, c, BGRPC_STATUS, NULL);
     } else if (error_code != NGHTTP2_NO_ERROR && bridge_now_ms() >= c->deadline_ms) {
         /* the server's copy of the deadline fired first (grpc-go resets with CANCEL) */
-        call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)",
-                    g->cfg->timeout_ms);
+        call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)", c->timeout_ms);
     } else if (error_code == NGHTTP2_REFUSED_STREAM) {
         call_finish(g, c, BGRPC_CONN, "%s refused the call (the server is shutting down?)",
                     g->conn.label);
@@ -241,8 +243,9 @@ static int flush(struct bgrpc *g) {
     return 0;
 }
 
-/* Connect and set up the HTTP/2 session: SETTINGS (no push, large windows). */
-static int conn_open(struct bgrpc *g, int64_t deadline, struct bridge_err *err) {
+/* The connection is up: set up the HTTP/2 session (SETTINGS: no push, large windows).
+ * 0, or -1 (recorded) with the connection closed. */
+static int session_setup(struct bgrpc *g, struct bridge_err *err) {
     nghttp2_session_callbacks *cbs;
     nghttp2_settings_entry iv[] = {
         { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
@@ -251,10 +254,6 @@ static int conn_open(struct bgrpc *g, int64_t deadline, struct bridge_err *err) 
     int rv;
 
     bridge_dyn_init(&g->out, BRIDGE_MSG_MAX);
-    if (bridge_conn_dial(&g->conn, g->cfg, deadline, err) < 0) {
-        bridge_conn_close(&g->conn);
-        return -1;
-    }
     if (nghttp2_session_callbacks_new(&cbs) != 0) goto nomem;
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
@@ -275,32 +274,70 @@ nomem:
     return -1;
 }
 
+/* A dial ended badly: every call waiting for it ends with the reason. */
+static void dial_failed(struct bgrpc *g, const char *why) {
+    while (g->active) call_finish(g, g->active, BGRPC_CONN, "%s", why);
+    g->dialing = 0;
+    bridge_conn_close(&g->conn);
+}
+
+static void submit(struct bgrpc *g, struct bgrpc_call *c);
+
+/* The dial made progress (r from bridge_conn_dial_*): on success, the session and every
+ * waiting call, oldest first; on failure, every waiting call fails. */
+static void dial_result(struct bgrpc *g, int r, struct bridge_err *err) {
+    if (r == 1) return;
+    g->dialing = 0;
+    if (r < 0 || session_setup(g, err) < 0) {
+        dial_failed(g, err->msg);
+        return;
+    }
+    for (;;) { /* the active list is newest first: take the last one not yet sent */
+        struct bgrpc_call *c, *oldest = NULL;
+        for (c = g->active; c; c = c->next)
+            if (c->stream_id == 0 && c->outcome == BGRPC_PENDING) oldest = c;
+        if (!oldest || !g->session) break;
+        submit(g, oldest);
+    }
+}
+
 #define NV(n, v, flags) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), (flags) }
 
 /* Start a call; see bridge.h. */
 void bgrpc_start(struct bgrpc *g, struct bgrpc_call *c) {
     const struct bridge_config *cfg = g->cfg;
     struct bridge_err err = { 0, "" };
-    nghttp2_data_provider prd;
-    char timeout[24], *auth = NULL;
-    nghttp2_nv nva[12];
-    size_t nv = 0, blen = BRIDGE_DYN_LEN(&c->req.body);
-    int32_t id;
 
     c->grpc_status = -1;
     c->outcome = BGRPC_PENDING;
     c->start_ms = bridge_now_ms();
-    c->deadline_ms = c->start_ms + cfg->timeout_ms;
+    if (c->timeout_ms <= 0 || c->timeout_ms > cfg->timeout_ms) c->timeout_ms = cfg->timeout_ms;
+    c->deadline_ms = c->start_ms + c->timeout_ms;
     bridge_dyn_init(&c->resp, BRIDGE_MSG_MAX + 5);
     c->next = g->active; /* active until finished, so every exit below can finish it */
     g->active = c;
 
     if (g->session && !nghttp2_session_check_request_allowed(g->session))
         conn_drop(g, "the server is closing the connection (GOAWAY)");
-    if (!g->session && conn_open(g, c->deadline_ms, &err) < 0) {
-        call_finish(g, c, BGRPC_CONN, "%s", err.msg);
-        return;
+    if (g->session) {
+        submit(g, c);
+    } else if (!g->dialing) {
+        /* the call waits in the active list (stream 0) until the connection is up */
+        int r = bridge_conn_dial_start(&g->conn, cfg, &err);
+        g->dialing = r == 1;
+        dial_result(g, r, &err);
     }
+}
+
+/* Send a call on the session: its headers and the length-prefixed message. */
+static void submit(struct bgrpc *g, struct bgrpc_call *c) {
+    const struct bridge_config *cfg = g->cfg;
+    nghttp2_data_provider prd;
+    char timeout[24], *auth = NULL;
+    nghttp2_nv nva[12];
+    size_t nv = 0, blen = BRIDGE_DYN_LEN(&c->req.body);
+    int32_t id;
+
     c->frame_len = blen + 5;
     c->frame = malloc(c->frame_len);
     auth = malloc(strlen(g->token) + sizeof "Bearer ");
@@ -317,7 +354,8 @@ void bgrpc_start(struct bgrpc *g, struct bgrpc_call *c) {
     if (blen) memcpy(c->frame + 5, BRIDGE_DYN_PTR(&c->req.body), blen);
     strcpy(auth, "Bearer ");
     strcat(auth, g->token);
-    bgrpc_timeout_header(timeout, sizeof timeout, cfg->timeout_ms);
+    /* what is left of the call's time: it may have waited for the connection */
+    bgrpc_timeout_header(timeout, sizeof timeout, c->deadline_ms - bridge_now_ms());
 
     nghttp2_nv base[] = {
         NV(":method", "POST", NGHTTP2_NV_FLAG_NONE),
@@ -350,11 +388,17 @@ void bgrpc_start(struct bgrpc *g, struct bgrpc_call *c) {
     flush(g);
 }
 
+/* The fd to poll: the connection's, or the one being dialed. */
+int bgrpc_fd(const struct bgrpc *g) {
+    return g->session || g->dialing ? g->conn.fd : -1;
+}
+
 /* Poll events: read always (to notice a dying server even while idle), write when
  * frames are queued. */
 short bgrpc_events(struct bgrpc *g) {
     short ev;
 
+    if (g->dialing) return g->conn.dial_want;
     if (!g->session) return 0;
     ev = g->conn.rd_want;
     if (BRIDGE_DYN_LEN(&g->out) || nghttp2_session_want_write(g->session)) ev |= g->conn.wr_want;
@@ -366,6 +410,11 @@ void bgrpc_io(struct bgrpc *g, short revents) {
     unsigned char buf[READ_CHUNK];
     struct bridge_err e = { 0, "" };
 
+    if (g->dialing && revents) {
+        dial_result(g, bridge_conn_dial_step(&g->conn, g->cfg, &e), &e);
+        if (g->session) flush(g);
+        return;
+    }
     if (!g->session || !revents) return;
     for (;;) {
         ssize_t n = bridge_conn_read(&g->conn, buf, sizeof buf, &e);
@@ -395,18 +444,24 @@ int64_t bgrpc_expire(struct bgrpc *g, int64_t now) {
 
     for (; c; c = next) {
         next = c->next;
-        if (now >= c->deadline_ms) {
+        if (now >= c->deadline_ms && g->dialing) {
+            call_finish(g, c, BGRPC_DEADLINE, "no connection to %s within %d ms (deadline exceeded)",
+                        g->conn.label, c->timeout_ms);
+        } else if (now >= c->deadline_ms) {
             if (g->session && c->stream_id > 0) {
                 nghttp2_submit_rst_stream(g->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
                 cancelled = 1;
             }
-            call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)",
-                        g->cfg->timeout_ms);
+            call_finish(g, c, BGRPC_DEADLINE, "no answer within %d ms (deadline exceeded)", c->timeout_ms);
         } else if (nearest < 0 || c->deadline_ms < nearest) {
             nearest = c->deadline_ms;
         }
     }
     if (cancelled && g->session) flush(g);
+    if (g->dialing && !g->active) { /* nobody waits for it any more */
+        g->dialing = 0;
+        bridge_conn_close(&g->conn);
+    }
     return nearest;
 }
 

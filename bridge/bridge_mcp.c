@@ -35,6 +35,7 @@ const char *mcp_rpc_path(enum mcp_rpc rpc) {
     case MCP_RPC_CALL_TOOL: return "/yao.Yao/MCPCallTool";
     case MCP_RPC_LIST_RESOURCES: return "/yao.Yao/MCPListResources";
     case MCP_RPC_READ_RESOURCE: return "/yao.Yao/MCPReadResource";
+    case MCP_RPC_HEARTBEAT: return "/yao.Yao/Heartbeat";
     }
     return "";
 }
@@ -201,7 +202,7 @@ static const char *rpc_name(enum mcp_rpc rpc) {
 /* Append the reply for a successful RPC; see bridge.h. */
 int mcp_reply_result(struct bridge_dyn *out, const struct mcp_req *req, const unsigned char *msg,
                      size_t n) {
-    static const char *const wrap[] = { NULL, "tools", NULL, "resources", "contents" };
+    static const char *const wrap[] = { NULL, "tools", NULL, "resources", "contents", NULL };
     const unsigned char *v;
     const char *j, *je;
     size_t vn, saved = BRIDGE_DYN_LEN(out);

@@ -2,9 +2,10 @@
  * small print: status code names, the HTTP-status mapping, percent-decoding grpc-message,
  * the grpc-timeout header. Pure functions, no I/O.
  *
- * Every message the bridge sends or reads has only string/bytes fields (length-delimited,
- * wire type 2), so a hand encoder of a few lines replaces protoc + protobuf-c; the decoder
- * still skips every other wire type, so a server that adds fields stays readable. */
+ * Every message the bridge sends or reads has string/bytes fields (length-delimited, wire
+ * type 2) and, in HeartbeatRequest, integers (varints, wire type 0), so a hand encoder of a
+ * few lines replaces protoc + protobuf-c; the decoder skips every other wire type, so a
+ * server that adds fields stays readable. */
 #include "bridge.h"
 
 #include <stdio.h>
@@ -43,6 +44,13 @@ int bpb_add_bytes(struct bridge_dyn *d, unsigned field, const void *p, size_t n)
     if (n == 0) return 0;
     if (put_varint(d, (uint64_t)field << 3 | 2) < 0 || put_varint(d, n) < 0) return -1;
     return bridge_dyn_add(d, p, n);
+}
+
+/* Append a varint field; proto3 leaves out zero. */
+int bpb_add_varint(struct bridge_dyn *d, unsigned field, uint64_t v) {
+    if (v == 0) return 0;
+    if (put_varint(d, (uint64_t)field << 3 | 0) < 0) return -1;
+    return put_varint(d, v);
 }
 
 /* Find a length-delimited field, skipping all others. */

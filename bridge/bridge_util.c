@@ -1,13 +1,15 @@
-/* bridge/bridge_util.c — the first-error-wins error record, the monotonic clock and the
- * bounded growable buffer (bridge_dyn: a hard ceiling on every buffer, curl-dynbuf style).
- * Nothing here touches a file descriptor. */
+/* bridge/bridge_util.c — the first-error-wins error record, notices on stderr, the
+ * monotonic clock and the bounded growable buffer (bridge_dyn: a hard ceiling on every
+ * buffer, curl-dynbuf style). Only bridge_log touches a file descriptor (2). */
 #include "bridge.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Record an error unless one is already recorded; control characters (a peer-supplied
  * reason, a path with a newline) become '?' so the message stays on one line. */
@@ -22,6 +24,24 @@ void bridge_err_set(struct bridge_err *e, int code, const char *fmt, ...) {
     va_end(ap);
     for (p = e->msg; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
+/* A notice on stderr: one line, one write(2), so it never interleaves with another. */
+void bridge_log(const char *fmt, ...) {
+    char line[600];
+    va_list ap;
+    size_t n = strlen("yao-bridge: "), i;
+    ssize_t w;
+
+    memcpy(line, "yao-bridge: ", n);
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    for (i = n; line[i]; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) line[i] = '?';
+    line[i++] = '\n';
+    do w = write(2, line, i);
+    while (w < 0 && errno == EINTR);
 }
 
 /* Milliseconds on the monotonic clock (deadlines must not move with wall-clock jumps). */

@@ -5,7 +5,8 @@
  * Owns: the command line, reading the YAO_IPC_* / YAO_TOKEN* environment into a
  * bridge_config, stdio hygiene (fds 0-2 open, O_NONBLOCK on pipes/sockets and restoring
  * it), SIGPIPE, and turning the run's one recorded error into one stderr line and an
- * exit status. Everything else is in the files listed in bridge.h. */
+ * exit status. Whether the token may travel in the clear is checked here, before any
+ * connection (bridge_policy.c's rule, applied again to every address dialed). Everything else is in the files listed in bridge.h. */
 #include "bridge.h"
 
 #include <errno.h>
@@ -54,8 +55,9 @@ static void usage(FILE *f) {
           "  YAO_TOKEN_FILE      tcp mode; YAO_TOKEN wins; trailing whitespace of the file\n"
           "                      is ignored)\n"
           "  YAO_IPC_TIMEOUT   seconds allowed for connect + TLS + token handshake (30)\n"
-          "  YAO_BRIDGE_ALLOW_INSECURE  1 to send the token without TLS (tcp and grpc\n"
-          "                    modes refuse to otherwise)\n"
+          "  YAO_BRIDGE_ALLOW_INSECURE  1 to send the token without TLS to any address;\n"
+          "                    without it plaintext goes only to loopback, link-local, and\n"
+          "                    host.tai.internal as /etc/hosts pins it\n"
           "\n"
           "grpc mode: serve MCP JSON-RPC on stdio by calling Yao's gRPC service yao.Yao\n"
           "(initialize, ping, tools/list, tools/call, resources/list, resources/read):\n"
@@ -68,7 +70,10 @@ static void usage(FILE *f) {
           "  YAO_GRPC_CA       TLS: PEM file of CAs to trust (default: system store)\n"
           "  YAO_GRPC_INSECURE TLS: 1 to skip certificate and host name verification\n"
           "  YAO_GRPC_TIMEOUT  seconds per call, connecting included (120)\n"
-          "RPC failures become JSON-RPC errors; the bridge runs until stdin EOF.\n"
+          "  YAO_HEARTBEAT_INTERVAL  how often yao.Yao/Heartbeat reports CPU, memory and\n"
+          "                    processes (Go duration, default 10s)\n"
+          "RPC failures become JSON-RPC errors; the bridge runs until stdin EOF, or until\n"
+          "a Heartbeat is answered \"shutdown\" (then it finishes the calls in flight, exit 0).\n"
           "\n"
           "Exit status: 0 peer closed and all output written; 1 connect/TLS/I-O error;\n"
           "2 usage or configuration error; 3 the peer refused the token.\n"
@@ -97,18 +102,13 @@ static const char *env_str(const char *name) {
     return v && *v ? v : NULL;
 }
 
-/* A bearer token is a credential: it goes over TLS, or in the clear only when the
- * environment says so explicitly (YAO_BRIDGE_ALLOW_INSECURE=1: a loopback peer, a mesh
- * that encrypts for us). Anyone on the path of a plaintext connection could replay it. */
-static int token_transport_ok(const struct bridge_config *cfg, const char *tls_var, struct bridge_err *err) {
-    int allow;
-
-    if (cfg->tls) return 0;
-    if (env_bool("YAO_BRIDGE_ALLOW_INSECURE", &allow, err) < 0) return -1;
-    if (allow) return 0;
-    bridge_err_set(err, BRIDGE_EXIT_USAGE, "refusing to send the token over plain TCP to %s: set %s=1 "
-                   "(TLS), or YAO_BRIDGE_ALLOW_INSECURE=1 to send it unencrypted anyway", cfg->addr, tls_var);
-    return -1;
+/* A bearer token is a credential: it goes over TLS, or in the clear only where no network
+ * sees it — loopback, link-local, host.tai.internal as the container's hosts file pins it
+ * (bridge_policy.c) — or anywhere when the environment says so (YAO_BRIDGE_ALLOW_INSECURE=1:
+ * a mesh that encrypts for us). Anyone on the path of a plaintext connection could replay it. */
+static int token_transport_ok(struct bridge_config *cfg, struct bridge_err *err) {
+    if (env_bool("YAO_BRIDGE_ALLOW_INSECURE", &cfg->allow_insecure, err) < 0) return -1;
+    return bridge_conn_precheck(cfg, err);
 }
 
 /* The grpc mode's part of the environment (YAO_GRPC_*, YAO_TOKEN*, YAO_SANDBOX_ID). */
@@ -180,7 +180,14 @@ static int config_grpc(struct bridge_config *cfg, struct bridge_err *err) {
         bridge_err_set(err, BRIDGE_EXIT_USAGE, "grpc mode needs a token: set YAO_TOKEN or YAO_TOKEN_FILE");
         return -1;
     }
-    return token_transport_ok(cfg, "YAO_GRPC_TLS", err);
+    cfg->heartbeat_ms = BHB_DEFAULT_MS;
+    if (env_str("YAO_HEARTBEAT_INTERVAL") &&
+        bhb_parse_interval(env_str("YAO_HEARTBEAT_INTERVAL"), &cfg->heartbeat_ms) < 0) {
+        bridge_err_set(err, BRIDGE_EXIT_USAGE, "YAO_HEARTBEAT_INTERVAL=%s: want a duration such as 10s, "
+                       "500ms or 1m, from 100ms to 24h", env_str("YAO_HEARTBEAT_INTERVAL"));
+        return -1;
+    }
+    return token_transport_ok(cfg, err);
 }
 
 /* Fill cfg from the positional argument (may be NULL) and the environment. */
@@ -251,7 +258,7 @@ static int config_load(struct bridge_config *cfg, const char *path_arg, struct b
         bridge_err_set(err, BRIDGE_EXIT_USAGE, "tcp mode needs a token: set YAO_TOKEN or YAO_TOKEN_FILE");
         return -1;
     }
-    return token_transport_ok(cfg, "YAO_IPC_TLS", err);
+    return token_transport_ok(cfg, err);
 }
 
 /* Make sure fds 0-2 are open, so a socket can never land on one of them. Returns 1 if
@@ -287,21 +294,6 @@ static void stdio_nonblock(struct stdio_flags *s, int fd) {
 /* Put back the flags stdio_nonblock changed. */
 static void stdio_restore(const struct stdio_flags *s) {
     if (s->changed) fcntl(s->fd, F_SETFL, s->saved);
-}
-
-/* Write "yao-bridge: MSG\n" in one write(2) so it stays one line among other output. */
-static void report(const char *msg) {
-    char line[600];
-    int n = snprintf(line, sizeof line, "yao-bridge: %s\n", msg);
-    ssize_t w;
-
-    if (n < 0) return;
-    if ((size_t)n >= sizeof line) {
-        n = (int)sizeof line - 1;
-        line[n - 1] = '\n';
-    }
-    do w = write(2, line, (size_t)n);
-    while (w < 0 && errno == EINTR);
 }
 
 int main(int argc, char **argv) {
@@ -378,6 +370,6 @@ out:
     free(up.data);
     free(down.data);
     code = err.code;
-    if (code) report(err.msg);
+    if (code) bridge_log("%s", err.msg);
     return code;
 }

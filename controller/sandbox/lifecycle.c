@@ -385,6 +385,14 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         d->requeue_after_ms = SBX_WS_SOURCE_RETRY_MS;
         return;
     }
+    /* A fork's claim being filled by a copy: no pod (nor a running slot) until it is. */
+    if (o->pvc == SBX_OBJ_PRESENT && o->workspace_copy != SBX_COPY_NONE) {
+        const char *m = o->workspace_copy_message ? o->workspace_copy_message : "copying the workspace";
+        if (o->workspace_copy == SBX_COPY_FAILED) say(d, "Pending", 0, SBX_REASON_WS_COPY_FAILED, "%s", m);
+        else say(d, "Creating", 0, SBX_REASON_WS_COPYING, "%s", m);
+        d->requeue_after_ms = SBX_WS_COPY_RETRY_MS;
+        return;
+    }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
         if (o->user_capped && o->class_capped && s->class_name) {

@@ -81,6 +81,10 @@ struct sbx_observed {
      * workspace starts empty. No claim is created meanwhile: one made without its
      * dataSource would start empty, and a claim's dataSource cannot be set later. */
     const char *workspace_source_reason, *workspace_source_message;
+    /* A fork filled by a copy (sandbox/workspacecopy.h), while its claim is not filled yet:
+     * the copier runs (or is being made), or it failed; with a message. No pod meanwhile. */
+    enum sbx_copy { SBX_COPY_NONE = 0, SBX_COPY_RUNNING, SBX_COPY_FAILED } workspace_copy;
+    const char *workspace_copy_message;
     enum sbx_object_state pod;
     /* The spec changed since the pod was built: its template-hash annotation differs from
      * the desired pod's, so it is to be replaced. 0: built from the spec as it is now, or
@@ -155,6 +159,13 @@ enum sbx_action {
  * does not allow forks across users (spec.workspace.allowForksAcrossUsers): InvalidSpec,
  * no claim. */
 #define SBX_REASON_WS_SOURCE_FORBIDDEN "WorkspaceSourceForbidden"
+/* A fork on a StorageClass that does not clone: its workspace is being copied from the
+ * source's, or the copy failed (the copier's own message); the pod waits for it. */
+#define SBX_REASON_WS_COPYING "WorkspaceCopying"
+#define SBX_REASON_WS_COPY_FAILED "WorkspaceCopyFailed"
+/* How often a Sandbox whose workspace is being copied looks again (the copier's pod
+ * events queue it too). */
+#define SBX_WS_COPY_RETRY_MS 5000
 
 /* The Ready condition's message, at most this many bytes (cut on a UTF-8 boundary). */
 #define SBX_MESSAGE_MAX 1024

@@ -6,6 +6,10 @@
  * zero, so every CIDR has one spelling and the policy the API server stores compares
  * equal to the one built here.
  *
+ * egressExcept (the class's; absent, the cluster-internal ranges) is cut out of every
+ * egress CIDR that strictly contains an entry; a CIDR inside an entry was named on purpose by the class and stays whole, while
+ * a Sandbox may not narrow to a part the class cut out (it would escape the cut).
+ *
  * Not here: the I/O (reconcile.c), choosing the class (classes.c). */
 #include "sandbox/netpol.h"
 
@@ -136,9 +140,9 @@ static int np_selector(const cJSON *sel, const char *field, cJSON **out, char *e
     return 0;
 }
 
-/* spec.network.ingressFrom: {namespaceSelector?, podSelector?} peers, at least one
- * selector each (an empty peer would admit everything). */
-static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
+/* spec.network.<key> (ingressFrom, egressTo): {namespaceSelector?, podSelector?} peers, at
+ * least one selector each (an empty peer would match everything). */
+static int np_peers(const cJSON *arr, const char *key, cJSON **out, char *err, size_t errlen) {
     static const char *const keys[2] = {"namespaceSelector", "podSelector"};
     char field[96];
     const cJSON *it, *kv;
@@ -146,20 +150,20 @@ static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
 
     *out = NULL;
     if (!arr) return 0;
-    if (!cJSON_IsArray(arr)) return errfmt(err, errlen, "spec.network.ingressFrom: must be an array of peers");
+    if (!cJSON_IsArray(arr)) return errfmt(err, errlen, "spec.network.%s: must be an array of peers", key);
     if (cJSON_GetArraySize(arr) > SBX_NETPOL_PEERS_MAX)
-        return errfmt(err, errlen, "spec.network.ingressFrom: at most %d peers", SBX_NETPOL_PEERS_MAX);
+        return errfmt(err, errlen, "spec.network.%s: at most %d peers", key, SBX_NETPOL_PEERS_MAX);
     if (!cJSON_GetArraySize(arr)) return 0;
     *out = cJSON_CreateArray();
     if (!*out) return errfmt(err, errlen, "out of memory");
     cJSON_ArrayForEach(it, arr) {
         cJSON *peer;
         int n = 0;
-        if (!cJSON_IsObject(it)) return errfmt(err, errlen, "spec.network.ingressFrom[%zu]: must be an object", i);
+        if (!cJSON_IsObject(it)) return errfmt(err, errlen, "spec.network.%s[%zu]: must be an object", key, i);
         cJSON_ArrayForEach(kv, it)
             if (strcmp(kv->string, keys[0]) != 0 && strcmp(kv->string, keys[1]) != 0)
-                return errfmt(err, errlen, "spec.network.ingressFrom[%zu].%.64s: only namespaceSelector and "
-                               "podSelector are allowed", i, kv->string);
+                return errfmt(err, errlen, "spec.network.%s[%zu].%.64s: only namespaceSelector and "
+                               "podSelector are allowed", key, i, kv->string);
         peer = cJSON_CreateObject();
         if (!peer || !cJSON_AddItemToArray(*out, peer)) {
             cJSON_Delete(peer);
@@ -169,7 +173,7 @@ static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
             const cJSON *sel = np_member(it, keys[k]);
             cJSON *copy;
             if (!sel) continue;
-            snprintf(field, sizeof field, "spec.network.ingressFrom[%zu].%s", i, keys[k]);
+            snprintf(field, sizeof field, "spec.network.%s[%zu].%s", key, i, keys[k]);
             if (np_selector(sel, field, &copy, err, errlen) != 0) {
                 cJSON_Delete(copy);
                 return -1;
@@ -180,10 +184,23 @@ static int np_peers(const cJSON *arr, cJSON **out, char *err, size_t errlen) {
             }
             n++;
         }
-        if (!n) return errfmt(err, errlen, "spec.network.ingressFrom[%zu]: needs a namespaceSelector or a "
-                               "podSelector", i);
+        if (!n) return errfmt(err, errlen, "spec.network.%s[%zu]: needs a namespaceSelector or a "
+                               "podSelector", key, i);
         i++;
     }
+    return 0;
+}
+
+/* SBX_NETPOL_DEFAULT_EXCEPT into out->except. */
+static int np_default_except(struct sbx_network *out, char *err, size_t errlen) {
+    static const char *const ranges[] = SBX_NETPOL_DEFAULT_EXCEPT;
+    size_t n = sizeof ranges / sizeof *ranges;
+
+    out->except = calloc(n, sizeof *out->except);
+    if (!out->except) return errfmt(err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (sbx_cidr_parse(ranges[i], &out->except[i], err, errlen) != 0) return -1;
+    out->nexcept = n;
     return 0;
 }
 
@@ -198,10 +215,16 @@ static int np_parse_class(const cJSON *net, struct sbx_network *out, char *err, 
                  (strcmp(mode->valuestring, "none") != 0 && strcmp(mode->valuestring, "isolated") != 0)))
         return errfmt(err, errlen, "spec.network.mode: must be \"none\" or \"isolated\"");
     out->mode = mode && !strcmp(mode->valuestring, "isolated") ? SBX_NET_ISOLATED : SBX_NET_NONE;
-    if (np_peers(np_member(net, "ingressFrom"), &out->ingress_from, err, errlen) != 0) return -1;
+    if (np_peers(np_member(net, "ingressFrom"), "ingressFrom", &out->ingress_from, err, errlen) != 0 ||
+        np_peers(np_member(net, "egressTo"), "egressTo", &out->egress_to, err, errlen) != 0)
+        return -1;
     cidrs = np_member(net, "egressCIDRs");
     if (cidrs && np_cidrs(cidrs, "spec.network.egressCIDRs", &out->egress, &out->negress, err, errlen) != 0)
         return -1;
+    cidrs = np_member(net, "egressExcept");
+    if (cidrs && np_cidrs(cidrs, "spec.network.egressExcept", &out->except, &out->nexcept, err, errlen) != 0)
+        return -1;
+    if (!cidrs && np_default_except(out, err, errlen) != 0) return -1;
     if (np_bool(net, "allowDNS", 1, &out->allow_dns, err, errlen) ||
         np_bool(net, "allowAPIServer", 0, &out->allow_apiserver, err, errlen) ||
         np_bool(net, "allowMetadata", 0, &out->allow_metadata, err, errlen))
@@ -220,7 +243,9 @@ int sbx_network_parse_class(const cJSON *net, struct sbx_network *out, char *err
 void sbx_network_free(struct sbx_network *n) {
     if (!n) return;
     cJSON_Delete(n->ingress_from);
+    cJSON_Delete(n->egress_to);
     free(n->egress);
+    free(n->except);
     memset(n, 0, sizeof *n);
 }
 
@@ -242,8 +267,37 @@ static const char *np_list(const struct sbx_network *n, char *out, size_t outlen
     return out;
 }
 
+/* The egressExcept entry of cls that cuts inner out of outer (one strictly inside outer
+ * that holds inner), or NULL when outer allows inner. */
+static const struct sbx_cidr *np_cut_from(const struct sbx_network *cls, const struct sbx_cidr *outer,
+                                          const struct sbx_cidr *inner) {
+    for (size_t i = 0; i < cls->nexcept; i++) {
+        const struct sbx_cidr *x = &cls->except[i];
+        if (x->prefix > outer->prefix && sbx_cidr_contains(outer, x) && sbx_cidr_contains(x, inner)) return x;
+    }
+    return NULL;
+}
+
+/* sbx_network_resolve, and with drop a Sandbox CIDR the class no longer allows is left
+ * out (counted in *dropped) instead of failing. */
+static int network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name, int drop,
+                           size_t *dropped, struct sbx_network *out, char *err, size_t errlen);
+
 int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
                         struct sbx_network *out, char *err, size_t errlen) {
+    return network_resolve(sandbox, cls, class_name, 0, NULL, out, err, errlen);
+}
+
+int sbx_network_narrow(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name,
+                       struct sbx_network *out, size_t *dropped, char *err, size_t errlen) {
+    size_t n = 0;
+    int rc = network_resolve(sandbox, cls, class_name, 1, &n, out, err, errlen);
+    if (dropped) *dropped = n;
+    return rc;
+}
+
+static int network_resolve(const cJSON *sandbox, const struct sbx_network *cls, const char *class_name, int drop,
+                           size_t *dropped, struct sbx_network *out, char *err, size_t errlen) {
     const cJSON *net = np_member(np_member(sandbox, "spec"), "network"), *cidrs;
     char list[1024], one[SBX_CIDR_TEXT_MAX];
     const char *cn = class_name ? class_name : "";
@@ -252,7 +306,7 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
     if (net && !cJSON_IsObject(net)) return errfmt(err, errlen, "spec.network: must be an object");
     cidrs = np_member(net, "egressCIDRs");
     if (!cls || cls->mode != SBX_NET_ISOLATED) {
-        if (!cidrs) return 0;
+        if (!cidrs || drop) return 0;
         if (!cls) return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode "
                                  "isolated (this Sandbox has no class)");
         return errfmt(err, errlen, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated "
@@ -263,6 +317,13 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
     out->allow_apiserver = cls->allow_apiserver;
     out->allow_metadata = cls->allow_metadata;
     if (cls->ingress_from && !(out->ingress_from = cJSON_Duplicate(cls->ingress_from, 1))) goto oom;
+    if (cls->egress_to && !(out->egress_to = cJSON_Duplicate(cls->egress_to, 1))) goto oom;
+    if (cls->nexcept) {
+        out->except = malloc(cls->nexcept * sizeof *out->except);
+        if (!out->except) goto oom;
+        memcpy(out->except, cls->except, cls->nexcept * sizeof *out->except);
+        out->nexcept = cls->nexcept;
+    }
     if (!cidrs) {
         if (cls->negress) {
             out->egress = malloc(cls->negress * sizeof *out->egress);
@@ -274,15 +335,34 @@ int sbx_network_resolve(const cJSON *sandbox, const struct sbx_network *cls, con
     }
     if (np_cidrs(cidrs, "spec.network.egressCIDRs", &out->egress, &out->negress, err, errlen) != 0) goto fail;
     for (size_t i = 0; i < out->negress; i++) {
+        const struct sbx_cidr *cut = NULL;
         size_t j;
-        for (j = 0; j < cls->negress; j++)
-            if (sbx_cidr_contains(&cls->egress[j], &out->egress[i])) break;
-        if (j == cls->negress) {
-            sbx_cidr_format(&out->egress[i], one, sizeof one);
+        for (j = 0; j < cls->negress; j++) {
+            if (!sbx_cidr_contains(&cls->egress[j], &out->egress[i])) continue;
+            const struct sbx_cidr *x = np_cut_from(cls, &cls->egress[j], &out->egress[i]);
+            if (!x) break;
+            cut = x;
+        }
+        if (j < cls->negress) continue;
+        if (drop) {
+            /* No longer allowed: left out, the others kept (the policy only narrows). */
+            memmove(&out->egress[i], &out->egress[i + 1], (out->negress - i - 1) * sizeof *out->egress);
+            out->negress--;
+            i--;
+            (*dropped)++;
+            continue;
+        }
+        sbx_cidr_format(&out->egress[i], one, sizeof one);
+        if (cut) {
+            char ex[SBX_CIDR_TEXT_MAX];
+            sbx_cidr_format(cut, ex, sizeof ex);
+            errfmt(err, errlen, "spec.network.egressCIDRs[%zu]: %s is inside %s, which SandboxClass \"%.253s\" "
+                    "excepts from its egress CIDRs (spec.network.egressExcept)", i, one, ex, cn);
+        } else {
             errfmt(err, errlen, "spec.network.egressCIDRs[%zu]: %s is not inside the egress CIDRs of SandboxClass "
                     "\"%.253s\" (spec.network.egressCIDRs: %s)", i, one, cn, np_list(cls, list, sizeof list));
-            goto fail;
         }
+        goto fail;
     }
     return 0;
 oom:
@@ -293,6 +373,21 @@ fail:
 }
 
 /* ---- the NetworkPolicy ----------------------------------------------------------------- */
+
+/* Add x to the except list out[0..*k): not when an entry holds it already; entries it
+ * holds make way for it. -1 when there is no room. */
+static int np_except_add(struct sbx_cidr *out, size_t *k, size_t max, const struct sbx_cidr *x) {
+    size_t j, w = 0;
+
+    for (j = 0; j < *k; j++)
+        if (sbx_cidr_contains(&out[j], x)) return 0;   /* already covered */
+    for (j = 0; j < *k; j++)
+        if (!sbx_cidr_contains(x, &out[j])) out[w++] = out[j];
+    *k = w;
+    if (*k >= max) return -1;
+    out[(*k)++] = *x;
+    return 0;
+}
 
 size_t sbx_netpol_excepts(const struct sbx_cidr *cidr, const struct sbx_network *n, const struct sbx_cidr *api,
                           size_t napi, struct sbx_cidr *out, size_t max, int *whole) {
@@ -305,17 +400,21 @@ size_t sbx_netpol_excepts(const struct sbx_cidr *cidr, const struct sbx_network 
         *whole = 1;
         return 0;
     }
+    for (size_t i = 0; i < n->nexcept; i++)
+        if (n->except[i].prefix > cidr->prefix && sbx_cidr_contains(cidr, &n->except[i]) &&
+            np_except_add(out, &k, max, &n->except[i]) != 0)
+            goto full;
     for (size_t i = 0; i < 2 + napi; i++) {
         const struct sbx_cidr *x = i < 2 ? &md[i] : &api[i - 2];
         if (i < 2 ? n->allow_metadata : n->allow_apiserver) continue;
         if (!sbx_cidr_contains(cidr, x)) continue;
         if (x->prefix == cidr->prefix || sbx_cidr_contains(x, cidr)) { *whole = 1; return 0; }
-        size_t j;
-        for (j = 0; j < k; j++)
-            if (sbx_cidr_contains(&out[j], x)) break;   /* already covered */
-        if (j == k && k < max) out[k++] = *x;
+        if (np_except_add(out, &k, max, x) != 0) goto full;
     }
     return k;
+full:   /* a shorter list would allow what it leaves out: fail closed */
+    *whole = 1;
+    return 0;
 }
 
 /* {protocol, port} into arr. */
@@ -369,7 +468,7 @@ static int np_dns(cJSON *egress) {
 
 static int np_build_spec(cJSON *spec, const struct sbx_network *n, const char *pod_name, const struct sbx_cidr *api,
                          size_t napi) {
-    struct sbx_cidr ex[2 + SBX_NETPOL_CIDRS_MAX];
+    struct sbx_cidr ex[SBX_NETPOL_EXCEPTS_MAX];
     cJSON *types, *ingress, *egress, *to;
 
     if (!cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "podSelector"), "matchLabels"),
@@ -387,6 +486,11 @@ static int np_build_spec(cJSON *spec, const struct sbx_network *n, const char *p
     }
     if (!(egress = cJSON_AddArrayToObject(spec, "egress"))) return -1;
     if (n->allow_dns && np_dns(egress)) return -1;
+    if (n->egress_to) {   /* the class's peers, any port (e.g. the Yao server's namespace) */
+        cJSON *r = cJSON_CreateObject();
+        if (!r || !cJSON_AddItemToArray(egress, r)) { cJSON_Delete(r); return -1; }
+        if (!cJSON_AddItemToObject(r, "to", cJSON_Duplicate(n->egress_to, 1))) return -1;
+    }
     if (n->negress) {
         cJSON *r = np_rule(egress, &to);
         if (!r) return -1;

@@ -28,6 +28,7 @@
 #include "sandbox/quantity.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
+#include "sandbox/workspacecopy.h"
 
 
 
@@ -115,6 +116,22 @@ static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *
  * away (or started terminating) wakes the first in line (sandbox/capacity.c). */
 static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
+    const cJSON *obj = cur ? cur : old;
+    const char *copy_for = kj_map_get(obj, "metadata.annotations", SBX_ANN_COPY_FOR);
+    if (copy_for) {
+        /* A fork's copier (no sandbox pod): its Sandbox looks at the copy's progress. */
+        char skey[512];
+        const char *ns = kj_str(obj, "metadata.namespace"), *cuid = kj_str(obj, "metadata.uid");
+        const cJSON *r;
+        cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+            if (kj_str(r, "uid") && cuid) sbx_records_observed(&ctl->records, kj_str(r, "uid"), SBX_EXPECT_COPIER, cuid);
+        }
+        if (ns) {
+            snprintf(skey, sizeof(skey), "%s/%s", ns, copy_for);
+            queue_add(ctl->queue, skey);
+        }
+        return;
+    }
     on_owned_kind(ctl, SBX_EXPECT_POD, old, cur);
     sbx_capacity_on_pod(ctl, old, cur);
 }
@@ -641,6 +658,21 @@ static cJSON *cached_or_read(struct sbx_controller *ctl, struct informer *inf, c
     return obj;
 }
 
+/* Does StorageClass name (NULL: the cluster's default) say its driver clones
+ * (SBX_ANN_STORAGE_CLONES)? Unknown or unreadable: no. */
+static int storage_class_clones(struct sbx_controller *ctl, const char *name) {
+    char resolved[256] = "";
+    if (!name) {
+        sbx_storage_class_binding(ctl, NULL, resolved, sizeof(resolved));
+        if (!resolved[0]) return 0;
+        name = resolved;
+    }
+    cJSON *sc = informer_get(ctl->classes, name);
+    int yes = sbx_storage_class_clones(sc);
+    cJSON_Delete(sc);
+    return yes;
+}
+
 /* spec.workspace.from: find the claim to clone, the bound workspace claim of the named
  * Sandbox of this namespace (its status.workspaceClaim, else the name its IDs give), from
  * the caches (sharded: from the API server when another shard owns the source). The
@@ -715,7 +747,10 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
         reason = SBX_REASON_INVALID;
         goto out;
     }
-    if (sbx_ws_source_check(spec, src, why, whylen) < 0) {
+    /* Cloned only where the operator says the StorageClass's driver clones; otherwise
+     * copied (a clone request to a driver that ignores dataSource binds an empty volume). */
+    src->copy = !storage_class_clones(ctl, src->storage_class);
+    if (!src->copy && sbx_ws_source_check(spec, src, why, whylen) < 0) {
         reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
         goto out;
     }
@@ -992,6 +1027,135 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
     return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
 }
 
+/* Merge-patch one annotation onto ns/resource/name if it still has uid. 0 or -1. */
+static int annotate_owned(struct sbx_controller *ctl, const char *ns, const char *resource, const char *name,
+                          const char *uid, const char *key, const char *value, char *err, size_t errlen) {
+    char path[1024];
+    cJSON *patch = cJSON_CreateObject(), *md, *ann;
+    if (!patch || !(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid) ||
+        !(ann = cJSON_AddObjectToObject(md, "annotations")) || !cJSON_AddStringToObject(ann, key, value)) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sbx_core_path(path, sizeof(path), ns, resource);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    return st == 200 || st == 404 || st == 409 ? 0 : -1;
+}
+
+/* The node a running pod of the Sandbox ns/name (the fork's source) is on, into node
+ * (""= none known): a ReadWriteOnce volume in use is attached there. */
+static void source_node(struct sbx_controller *ctl, const char *ns, const char *name, char *node, size_t nodelen) {
+    char okey[600];
+    node[0] = '\0';
+    cJSON *sb = cached_or_read(ctl, ctl->sandboxes, ns, "/apis/" SBX_GROUP "/v1alpha1", SBX_PLURAL, name);
+    const char *pod_name = kj_str(sb, "status.podName");
+    if (pod_name) {
+        snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
+        cJSON *pod = informer_get(ctl->pods, okey);
+        const char *n = kj_str(pod, "spec.nodeName");
+        if (n && !kj_str(pod, "metadata.deletionTimestamp")) snprintf(node, nodelen, "%s", n);
+        cJSON_Delete(pod);
+    }
+    cJSON_Delete(sb);
+}
+
+/* A fork's claim pvc (ours) that a copy fills (SBX_ANN_FORK_FROM) and that is not filled
+ * yet (no SBX_ANN_FORK_COPIED): run the copier and read its result, level-triggered on the
+ * copier pod (named by the Sandbox's uid) and the claim's annotations. A copier that
+ * succeeded marks the claim filled, then goes; one that failed is reported with its own
+ * message and, SBX_COPY_RETRY_MS later, replaced by a new one. Sets o->workspace_copy and
+ * its message (msg). 0 or -1. */
+static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
+                        const struct sbx_spec *spec, const cJSON *pvc, const char *source, struct sbx_observed *o,
+                        char *msg, size_t msglen, char *err, size_t errlen) {
+    char copier[96], okey[600], path[1024], node[256];
+    const char *claim = kj_str(pvc, "metadata.name"), *claim_uid = kj_str(pvc, "metadata.uid");
+    sbx_copier_name(owner->uid, copier, sizeof(copier));
+    snprintf(okey, sizeof(okey), "%s/%s", ns, copier);
+    cJSON *pod = informer_get(ctl->pods, okey);
+    int rc = 0;
+    o->workspace_copy = SBX_COPY_RUNNING;
+    o->workspace_copy_message = msg;
+    snprintf(msg, msglen, "copying the workspace of Sandbox %s (claim %s) into claim %s", spec->workspace_from,
+             source, claim ? claim : "?");
+    const char *for_name = kj_map_get(pod, "metadata.annotations", SBX_ANN_COPY_FOR);
+    if (pod && (!for_name || strcmp(for_name, owner->name) != 0)) {
+        o->workspace_copy = SBX_COPY_FAILED;
+        snprintf(msg, msglen, "a pod named %s that is not this sandbox's copier is in the way of the workspace copy",
+                 copier);
+        goto out;
+    }
+    if (!pod) {
+        if (sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_COPIER, kj_now_ms()) > 0) goto out;
+        source_node(ctl, ns, spec->workspace_from, node, sizeof(node));
+        cJSON *obj = sbx_build_copier(owner, spec, copier, ctl->opt.defaults.image ? ctl->opt.defaults.image
+                                                                                   : SBX_DEFAULT_IMAGE,
+                                      source, claim, node[0] ? node : NULL);
+        if (!obj) { snprintf(err, errlen, "out of memory"); rc = -1; goto out; }
+        cJSON *made = NULL;
+        sbx_core_path(path, sizeof(path), ns, "pods");
+        long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+        cJSON_Delete(obj);
+        if (st == 201 || st == 200) {
+            const char *u = kj_str(made, "metadata.uid");
+            if (u) sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_COPIER, u, kj_now_ms() + EXPECT_MS);
+            sbx_ctl_count(ctl, &ctl->stats.creates);
+            LOGI("msg=\"workspace copy started\" sandbox=%s/%s copier=%s source=%s claim=%s node=%s", ns, owner->name,
+                 copier, source, claim ? claim : "", node[0] ? node : "(scheduler)");
+        } else if (st != 409) {
+            rc = -1;
+        }
+        cJSON_Delete(made);
+        goto out;
+    }
+    struct sbx_observed co;
+    memset(&co, 0, sizeof(co));
+    sbx_pod_observe(pod, &co);
+    const char *pod_uid = kj_str(pod, "metadata.uid");
+    if (kj_str(pod, "metadata.deletionTimestamp")) goto out;   /* a retry: the next one comes once it is gone */
+    if (co.pod_phase && !strcmp(co.pod_phase, "Succeeded")) {
+        char t[48];
+        kj_time_format(kj_now_ms(), t, sizeof(t));
+        if (!claim || !claim_uid ||
+            annotate_owned(ctl, ns, "persistentvolumeclaims", claim, claim_uid, SBX_ANN_FORK_COPIED, t, err, errlen) < 0) {
+            rc = -1;
+            goto out;
+        }
+        LOGI("msg=\"workspace copied\" sandbox=%s/%s claim=%s source=%s", ns, owner->name, claim, source);
+        sbx_event_record(ctl, sb, "Normal", "WorkspaceCopied", msg);
+        if (pod_uid && sbx_delete_owned(ctl, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+        goto out;   /* the claim's echo brings the pass that makes the pod */
+    }
+    if (co.pod_phase && !strcmp(co.pod_phase, "Failed")) {
+        const struct sbx_termination *t = &co.ctr.terminated;
+        o->workspace_copy = SBX_COPY_FAILED;
+        const char *why = co.pod_reason ? co.pod_reason : t->reason ? t->reason : "Error";
+        const char *said = t->message && *t->message ? t->message : "no message";
+        if (t->present)
+            snprintf(msg, msglen, "copying the workspace of Sandbox %s failed (%s, exit code %d): %.400s; trying again "
+                     "in %d s", spec->workspace_from, why, t->exit_code, said, SBX_COPY_RETRY_MS / 1000);
+        else
+            snprintf(msg, msglen, "copying the workspace of Sandbox %s failed (%s): %.400s; trying again in %d s",
+                     spec->workspace_from, why, said, SBX_COPY_RETRY_MS / 1000);
+        int64_t ended = t->finished_ms ? t->finished_ms : sbx_time_at(pod, "metadata.creationTimestamp");
+        if (kj_now_ms() - ended >= SBX_COPY_RETRY_MS && pod_uid) {
+            LOGW("msg=\"workspace copy failed; trying again\" sandbox=%s/%s copier=%s", ns, owner->name, copier);
+            if (sbx_delete_owned(ctl, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+        }
+        goto out;
+    }
+    if (co.pod_unscheduled_message)
+        snprintf(msg + strlen(msg), msglen - strlen(msg), "; the copier waits: %.300s", co.pod_unscheduled_message);
+    else if (co.ctr.waiting_reason && strcmp(co.ctr.waiting_reason, "ContainerCreating") != 0)
+        snprintf(msg + strlen(msg), msglen - strlen(msg), "; the copier waits: %s", co.ctr.waiting_reason);
+out:
+    cJSON_Delete(pod);
+    return rc;
+}
+
 /* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
 static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
@@ -1045,7 +1209,7 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
  * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
 static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
                             const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
-    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512], src_why[512];
+    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512], src_why[512], copy_msg[SBX_MESSAGE_MAX];
     cJSON *pod = NULL, *pvc = NULL, *svc = NULL, *src_pvc = NULL, *np = NULL;
     struct sbx_ws_source src;
     struct sbx_spec spec;
@@ -1097,6 +1261,20 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             bad = 1;
         }
     }
+    /* A running pod whose spec the class no longer allows keeps the class's network as it
+     * is now, narrowed to what the Sandbox asked (a class that narrows, narrows at once). */
+    int governed_net = 0;
+    if (bad && have_class) {
+        struct sbx_network narrowed;
+        char nerr[256];
+        size_t dropped = 0;
+        if (sbx_network_narrow(sb, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
+            (narrowed.mode != SBX_NET_ISOLATED || ctl->netpols_on)) {
+            sbx_network_free(&net);
+            net = narrowed;
+            governed_net = 1;
+        }
+    }
     if (have_class) sbx_class_free(&cls);
     if (bad) {
         /* The spec as it is cannot be applied. A pod built from an earlier, valid spec (or
@@ -1104,7 +1282,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
          * that spec's last pass recorded (sbx_spec_recorded, govern); without one the
          * Sandbox waits, InvalidSpec, with no pod. */
         if (have_spec) sbx_spec_free(&spec);
-        sbx_network_free(&net);
+        if (!governed_net) sbx_network_free(&net);
         have_spec = 0;
         char rerr[256];
         if (sbx_spec_recorded(sb, &ctl->opt.defaults, &spec, rerr, sizeof(rerr)) == 0) {
@@ -1238,6 +1416,14 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
             goto out;
         }
     }
+    if (o.pvc == SBX_OBJ_PRESENT && spec.workspace_from && !governed) {
+        const char *from = kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_FROM);
+        if (from && !kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_COPIED)) {
+            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
+            if (fill_by_copy(ctl, ns, sb, &me, &spec, pvc, from, &o, copy_msg, sizeof(copy_msg), err, errlen) < 0)
+                goto out;
+        }
+    }
     o.admitted = o.pod != SBX_OBJ_ABSENT;
     if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid, 1);
 
@@ -1286,7 +1472,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
 
     struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && !governed &&
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && (!governed || governed_net) &&
         reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, pod, np, np_state, err, errlen) < 0) {
         if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
         goto out;

@@ -50,7 +50,9 @@ int sbx_records_seen(struct sbx_records *r, const char *key, const char *uid);
 
 /* Create expectations: the kinds of object a Sandbox creates. */
 enum sbx_expect_kind {
-    SBX_EXPECT_POD = 0, SBX_EXPECT_CLAIM = 1, SBX_EXPECT_SERVICE = 2, SBX_EXPECT_NETPOL = 3, SBX_EXPECT_KINDS
+    SBX_EXPECT_POD = 0, SBX_EXPECT_CLAIM = 1, SBX_EXPECT_SERVICE = 2, SBX_EXPECT_NETPOL = 3,
+    SBX_EXPECT_COPIER = 4,   /* a fork's copier pod (sandbox/workspacecopy.h) */
+    SBX_EXPECT_KINDS
 };
 /* The Sandbox uid created an object of kind with obj_uid: until the cache shows it (or
  * until until_ms), its absence from the cache means "not seen yet", not "missing". 0 or

@@ -1104,6 +1104,11 @@ cJSON *sbx_build_pvc_from(const struct sbx_owner *o, const struct sbx_spec *s,
         cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "metadata"),
                                                       "annotations");
         if (!ann || !cJSON_AddStringToObject(ann, SBX_ANN_CLONED_SIZE, size)) goto err;
+        if (src->copy) {
+            /* Filled by a copier pod (sandbox/workspacecopy.h), which reads the source. */
+            if (!cJSON_AddStringToObject(ann, SBX_ANN_FORK_FROM, src->claim)) goto err;
+            return pvc;
+        }
         ds = cJSON_AddObjectToObject(spec, "dataSource");
         if (!cJSON_AddStringToObject(ds, "kind", "PersistentVolumeClaim") ||
             !cJSON_AddStringToObject(ds, "name", src->claim))

@@ -35,6 +35,9 @@
 /* On the claim of a fork: the size it was cloned at (the source's, when larger than the
  * spec's): a spec.workspace.size below it is no shrink, a fork is at least its source. */
 #define SBX_ANN_CLONED_SIZE "sandbox.yaoapps.com/cloned-size"
+/* On the claim of a fork filled by a copy instead of a clone: the source claim (same
+ * namespace) the copier reads (sandbox/workspacecopy.h). */
+#define SBX_ANN_FORK_FROM "sandbox.yaoapps.com/fork-from"
 #define SBX_CONTAINER_NAME "sandbox"
 #define SBX_CLAIM_SUFFIX "-workspace"
 /* On the pod: its own name, for the Service's selector (the name label is sanitised and
@@ -235,6 +238,10 @@ struct sbx_ws_source {
     const char *claim;
     const char *storage_class;
     int64_t bytes;
+    /* Filled by a copy (sandbox/workspacecopy.h), not cloned: its StorageClass's driver
+     * does not say it clones. The claim then has no dataSource, may be of another
+     * StorageClass, and carries the source's name in SBX_ANN_FORK_FROM. */
+    int copy;
 };
 
 /* The size a clone asks for: the spec's, or the source's when that is larger (a clone

@@ -59,7 +59,8 @@ void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const str
                 !strcmp(d->reason, SBX_REASON_CONFLICT) ||
                 !strcmp(d->reason, SBX_REASON_INVALID) ||
                 !strcmp(d->reason, SBX_REASON_WS_SOURCE_NOT_FOUND) ||
-                !strcmp(d->reason, SBX_REASON_WS_SOURCE_INCOMPATIBLE))) {
+                !strcmp(d->reason, SBX_REASON_WS_SOURCE_INCOMPATIBLE) ||
+                !strcmp(d->reason, SBX_REASON_WS_COPY_FAILED))) {
         reason = d->reason;
         type = "Warning";
         snprintf(msg, sizeof(msg), "%s", d->message);

@@ -119,15 +119,33 @@ class Peer:
 
 
 class Bridge:
-    """A running yao-bridge with pipes, for interactive exchanges."""
+    """A running yao-bridge with pipes, for interactive exchanges. prefix: a command that
+    execs the bridge's command line given as its arguments (unshare, a namespace script)."""
 
-    def __init__(self, t, argv, env, **kw):
+    def __init__(self, t, argv, env, prefix=(), **kw):
         self.t = t
-        self.proc = subprocess.Popen(t.bridge_cmd(argv), env=t.bridge_env(env), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+        self.started = time.time()
+        self.proc = subprocess.Popen(list(prefix) + t.bridge_cmd(argv), env=t.bridge_env(env),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
         t.cleanups.append(self.kill)
         self.buf = b""
         self.out = b""
+        self.err_early = b""  # stderr read while the bridge runs (wait_stderr)
+
+    def wait_stderr(self, needle, timeout=10):
+        """Wait until stderr so far holds needle (bytes)."""
+        deadline = time.time() + timeout * self.t.slow
+        fd = self.proc.stderr.fileno()
+        while needle not in self.err_early:
+            left = deadline - time.time()
+            if left <= 0:
+                raise Fail("stderr lacks %r within %ss (have %r)" % (needle, timeout, self.err_early))
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise Fail("bridge stderr closed (have %r)" % self.err_early)
+                self.err_early += chunk
 
     def send(self, data):
         self.proc.stdin.write(data)
@@ -161,7 +179,20 @@ class Bridge:
             raise Fail("bridge did not exit after stdin EOF")
         self.out += self.buf + rest
         self.buf = b""
-        self.err = err
+        self.err = self.err_early + err
+        self.t.check_valgrind()
+        return self.proc.returncode
+
+    def wait_exit(self, timeout=20):
+        """Wait for the bridge to exit on its own (stdin left open); collect its output."""
+        try:
+            rest, err = self.proc.communicate(timeout=timeout * self.t.slow)
+        except subprocess.TimeoutExpired:
+            raise Fail("bridge did not exit by itself within %ss (have %r)" % (timeout, self.buf))
+        self.proc.stdin = None
+        self.out += self.buf + rest
+        self.buf = b""
+        self.err = self.err_early + err
         self.t.check_valgrind()
         return self.proc.returncode
 
@@ -200,9 +231,10 @@ class T:
         return cmd
 
     def bridge_env(self, extra):
-        # Most cases talk to a plaintext peer on loopback, which the bridge refuses to send
-        # a token to unless allowed: they run with YAO_BRIDGE_ALLOW_INSECURE=1. A case that
-        # tests the refusal passes YAO_BRIDGE_ALLOW_INSECURE=None (removed).
+        # Most cases talk to a plaintext peer on loopback, which the bridge sends a token to
+        # without being allowed; they run with YAO_BRIDGE_ALLOW_INSECURE=1 anyway, so that
+        # they do not depend on that rule. The cases of the rule pass
+        # YAO_BRIDGE_ALLOW_INSECURE=None (removed).
         env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_")}
         env["YAO_BRIDGE_ALLOW_INSECURE"] = "1"
         env.update(extra or {})
@@ -216,7 +248,7 @@ class T:
                 text = f.read().strip()
             check(not text, "valgrind reported:\n" + text)
 
-    def run(self, argv=(), env=None, stdin=b"", timeout=30, stdin_file=None, stdout_file=None):
+    def run(self, argv=(), env=None, stdin=b"", timeout=30, stdin_file=None, stdout_file=None, prefix=()):
         """Run the bridge to completion; returns (rc, stdout, stderr)."""
         kw = {}
         if stdin_file:
@@ -225,7 +257,8 @@ class T:
         else:
             kw["stdin"] = subprocess.PIPE
         kw["stdout"] = open(stdout_file, "wb") if stdout_file else subprocess.PIPE
-        p = subprocess.Popen(self.bridge_cmd(argv), env=self.bridge_env(env), stderr=subprocess.PIPE, **kw)
+        p = subprocess.Popen(list(prefix) + self.bridge_cmd(argv), env=self.bridge_env(env),
+                             stderr=subprocess.PIPE, **kw)
         self.cleanups.append(lambda: p.poll() is None and (p.kill(), p.wait()))
         try:
             out, err = p.communicate(stdin, timeout=timeout * self.slow)
@@ -687,33 +720,228 @@ def tls_mcp_half_close(t):
     check(peer.received() == b"".join(MCP_SESSION), "peer received different bytes")
 
 
-@case("a token is never sent over plain TCP unless YAO_BRIDGE_ALLOW_INSECURE=1: tcp and grpc "
-      "modes exit 2 with one line, before connecting; TLS needs no permission")
-def token_needs_tls(t):
-    peer = Peer(t, ["--tcp", "127.0.0.1:0", "--token", "s3cret"])
-    for env, tls_var in (({"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "s3cret"},
-                          "YAO_IPC_TLS"),
-                         ({"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:" + peer.port, "YAO_TOKEN": "s3cret",
-                           "YAO_SANDBOX_ID": "s"}, "YAO_GRPC_TLS")):
+def machine_address():
+    """A non-loopback, non-link-local IPv4 address of this machine (its own interface: a
+    listener there is reachable without any network), or Skip."""
+    try:
+        out = subprocess.run(["ip", "-o", "-4", "addr", "show", "scope", "global"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        raise Skip("no `ip` to find this machine's address")
+    for ln in out.splitlines():
+        f = ln.split()
+        if "inet" in f:
+            a = f[f.index("inet") + 1].split("/")[0]
+            if not a.startswith(("127.", "169.254.")):
+                return a
+    raise Skip("this machine has no non-loopback IPv4 address")
+
+
+def refusal(addr, shown, tls_var):
+    return ("refusing to send the token over plain TCP to %s (%s is neither loopback nor link-local, nor "
+            "host.tai.internal as /etc/hosts pins it): set %s=1 (TLS), or YAO_BRIDGE_ALLOW_INSECURE=1"
+            % (addr, shown, tls_var))
+
+
+@case("plaintext token rule, refused side: to a non-loopback, non-link-local address of this "
+      "machine tcp and grpc modes exit 2 with one line naming it, before connecting; "
+      "YAO_BRIDGE_ALLOW_INSECURE=1 lets it through; a bad value of it is a usage error")
+def token_plain_refused(t):
+    ip = machine_address()
+    peer = tcp_peer(t, "--mode", "sink", host=ip, token="s3cret")
+    gpeer = GrpcPeer(t, listen=ip + ":0")
+    for env, tls_var, port in (({"YAO_IPC_MODE": "tcp", "YAO_TOKEN": "s3cret"}, "YAO_IPC_TLS", peer.port),
+                               (grpc_env(gpeer, host=ip), "YAO_GRPC_TLS", gpeer.port)):
+        env["YAO_IPC_ADDR" if env["YAO_IPC_MODE"] == "tcp" else "YAO_GRPC_ADDR"] = "%s:%s" % (ip, port)
         for off in (None, "0"):
             env["YAO_BRIDGE_ALLOW_INSECURE"] = off
-            rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
+            rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST)
             check(rc == 2 and out == b"", "%s: rc=%d out=%r" % (env["YAO_IPC_MODE"], rc, out))
-            one_line_error(err, "refusing to send the token over plain TCP to 127.0.0.1:%s: set %s=1 (TLS), "
-                           "or YAO_BRIDGE_ALLOW_INSECURE=1" % (peer.port, tls_var))
-    env["YAO_BRIDGE_ALLOW_INSECURE"] = "perhaps"
-    rc, out, err = t.run([], env, stdin=MCP_INITIALIZE)
-    check(rc == 2, "rc=%d" % rc)
-    one_line_error(err, "YAO_BRIDGE_ALLOW_INSECURE=perhaps: want 1 or 0")
+            one_line_error(err, refusal("%s:%s" % (ip, port), ip, tls_var))
+        env["YAO_BRIDGE_ALLOW_INSECURE"] = "perhaps"
+        rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST)
+        check(rc == 2, "rc=%d" % rc)
+        one_line_error(err, "YAO_BRIDGE_ALLOW_INSECURE=perhaps: want 1 or 0")
     got = peer.received() if os.path.exists(peer.record) else b""
-    check(got == b"", "the peer received %r" % got)
-    peer.kill()
+    check(got == b"" and gpeer.all_calls() == [], "a refused bridge reached the peer: %r %s" % (got, gpeer.all_calls()))
+    # the operator's opt-in
+    rc, out, err = t.run([], dict(grpc_env(gpeer, host=ip), YAO_BRIDGE_ALLOW_INSECURE="1"), stdin=MCP_TOOLS_LIST)
+    check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"", "opted in: rc=%d %r %r" % (rc, out, err))
+    rc, out, err = t.run([], {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "%s:%s" % (ip, peer.port), "YAO_TOKEN": "s3cret",
+                              "YAO_BRIDGE_ALLOW_INSECURE": "1"}, stdin=b"abc\n")
+    peer.wait()
+    check(rc == 0 and out == b'{"received":4}\n', "tcp opted in: rc=%d out=%r err=%r" % (rc, out, err))
+
+
+@case("plaintext token rule, allowed side: loopback by address (127.0.0.1, ::1) and by a name "
+      "that resolves to it (localhost) needs no permission; TLS needs none either")
+def token_plain_loopback(t):
+    gpeer = GrpcPeer(t)
+    for host in ("127.0.0.1", "localhost"):
+        rc, out, err = t.run([], dict(grpc_env(gpeer, host=host), YAO_BRIDGE_ALLOW_INSECURE=None),
+                             stdin=MCP_TOOLS_LIST)
+        check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"",
+              "grpc to %s: rc=%d out=%r err=%r" % (host, rc, out[:120], err))
+    peer = tcp_peer(t, "--mode", "sink", token="s3cret")
+    rc, out, err = t.run([], {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "localhost:" + peer.port, "YAO_TOKEN": "s3cret",
+                              "YAO_BRIDGE_ALLOW_INSECURE": None}, stdin=b"abc\n")
+    peer.wait()
+    check(rc == 0 and out == b'{"received":4}\n', "tcp to localhost: rc=%d out=%r err=%r" % (rc, out, err))
+    if socket.has_ipv6:
+        try:
+            p6 = tcp_peer(t, "--mode", "sink", host="::1", token="s3cret")
+        except Fail:
+            p6 = None  # no IPv6 loopback here
+        if p6:
+            rc, out, err = t.run([], {"YAO_IPC_MODE": "tcp", "YAO_IPC_ADDR": "[::1]:" + p6.port, "YAO_TOKEN": "s3cret",
+                                      "YAO_BRIDGE_ALLOW_INSECURE": None}, stdin=b"abc\n")
+            p6.wait()
+            check(rc == 0 and out == b'{"received":4}\n', "tcp to [::1]: rc=%d out=%r err=%r" % (rc, out, err))
     c = t.certs()
     tpeer = tcp_peer(t, "--mode", "sink", tls=c["good"])
     rc, out, err = t.run([], dict(tls_env(tpeer, "127.0.0.1", ca=c["good"][0]), YAO_BRIDGE_ALLOW_INSECURE=None),
                          stdin=b"abc\n")
     tpeer.wait()
     check(rc == 0 and out == b'{"received":4}\n', "TLS without the permission: rc=%d out=%r err=%r" % (rc, out, err))
+
+
+class FakeDNS:
+    """A DNS server on port 53 (UDP) of a loopback address of its own (127.0.53.N, so two
+    runs at once do not meet), answering A queries for the names in answers, in a thread of
+    the test; NXDOMAIN for anything else, no records for other types. What a spoofed answer,
+    or a cluster DNS search-domain hit, looks like to the resolver."""
+
+    def __init__(self, t, answers):
+        import threading
+        self.answers = {k.lower(): v for k, v in answers.items()}
+        self.queries = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for n in range(os.getpid() % 200 + 20, 255):
+            self.addr = "127.0.53.%d" % n
+            try:
+                self.sock.bind((self.addr, 53))
+                break
+            except OSError as e:
+                why = e
+        else:
+            self.sock.close()
+            raise Skip("cannot serve DNS on port 53 of 127.0.53.*: %s" % why)
+        self.sock.settimeout(0.2)
+        self.stop = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+        t.cleanups.append(self.close)
+
+    def serve(self):
+        while not self.stop:
+            try:
+                q, addr = self.sock.recvfrom(1500)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if len(q) < 12:
+                continue
+            i, labels = 12, []
+            while i < len(q) and q[i]:
+                labels.append(q[i + 1:i + 1 + q[i]].decode("ascii", "replace"))
+                i += 1 + q[i]
+            qtype = int.from_bytes(q[i + 1:i + 3], "big")
+            name = ".".join(labels).lower()
+            self.queries.append((name, qtype))
+            question = q[12:i + 5]
+            ip = self.answers.get(name)
+            if ip is None:
+                head = q[:2] + b"\x81\x83" + b"\x00\x01\x00\x00\x00\x00\x00\x00"  # NXDOMAIN
+                self.sock.sendto(head + question, addr)
+            elif qtype == 1:
+                head = q[:2] + b"\x81\x80" + b"\x00\x01\x00\x01\x00\x00\x00\x00"
+                rr = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00\x04" + socket.inet_aton(ip)
+                self.sock.sendto(head + question + rr, addr)
+            else:
+                head = q[:2] + b"\x81\x80" + b"\x00\x01\x00\x00\x00\x00\x00\x00"  # no AAAA
+                self.sock.sendto(head + question, addr)
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def name_ns(t, hosts, resolv=None):
+    """A prefix that runs the bridge in a private mount namespace whose /etc/hosts (and
+    /etc/resolv.conf) are the given texts: the container's view as Tai or the kubelet writes
+    it (a bind mount over the file, as the kubelet does), without touching this machine's
+    files — shared by other work — and without a test-only knob in the bridge: it reads the
+    real /etc/hosts path and resolves through the real glibc resolver. Needs root and
+    util-linux unshare."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        raise Skip("needs root and unshare for a private /etc/hosts")
+    hp = t.path("hosts.%d" % len(t.cleanups))
+    with open(hp, "w") as f:
+        f.write(hosts)
+    rp = ""
+    if resolv is not None:
+        rp = t.path("resolv.%d" % len(t.cleanups))
+        with open(rp, "w") as f:
+            f.write(resolv)
+    script = ('mount --bind "$1" /etc/hosts || exit 97; if [ -n "$2" ]; then mount --bind "$2" /etc/resolv.conf '
+              '|| exit 97; fi; shift 2; exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", hp, rp]
+
+
+@case("plaintext token rule, host.tai.internal: as the container's /etc/hosts pins it (Tai's "
+      "ExtraHosts, a pod's hostAliases) it needs no permission, at loopback and at the pinned "
+      "non-loopback address alike, and /etc/hosts is read without DNS; the same name answered "
+      "by DNS is judged by the address: a spoofed or search-domain answer elsewhere is refused, "
+      "one on loopback is fine")
+def token_tai_host(t):
+    ip = machine_address()
+    # one server on this machine's address and one on loopback, on the same port
+    peer_ip = GrpcPeer(t, listen=ip + ":0")
+    try:
+        peer_lo = GrpcPeer(t, listen="127.0.0.1:" + peer_ip.port)
+    except Fail:
+        raise Skip("port %s is taken on 127.0.0.1" % peer_ip.port)
+    peers = {ip: peer_ip, "127.0.0.1": peer_lo}
+    env = dict(grpc_env(peer_ip, host="host.tai.internal"), YAO_BRIDGE_ALLOW_INSECURE=None)
+    addr = "host.tai.internal:" + peer_ip.port
+    # pinned at loopback, as Yao's own test setup maps it, and at this machine's address
+    # (as Docker's host-gateway would be); DNS says otherwise and must not be asked
+    dns = FakeDNS(t, {"host.tai.internal": ip})
+    resolv = "nameserver %s\n" % dns.addr
+    for pinned in ("127.0.0.1", ip):
+        hosts = "127.0.0.1\tlocalhost\n# HostAliases\n%s\thost.tai.internal\n" % pinned
+        before = len(dns.queries)
+        rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, hosts, resolv))
+        check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"",
+              "pinned at %s: rc=%d out=%r err=%r" % (pinned, rc, out[:120], err))
+        check(len(peers[pinned].calls()) == 1, "pinned at %s: that server saw %d calls" % (pinned,
+                                                                                      len(peers[pinned].calls())))
+        c = peers[pinned].calls()[-1]
+        check(c["peer"].rsplit(":", 1)[0] in (pinned, "::ffff:" + pinned) and c["metadata"][":authority"] == [addr],
+              "pinned at %s: the server saw %s, authority %s" % (pinned, c["peer"], c["metadata"][":authority"]))
+        check(len(dns.queries) == before, "pinned name was looked up in DNS: %s" % dns.queries[before:])
+    # not pinned: DNS answers with an address of this machine that is not loopback -> refused
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, "127.0.0.1\tlocalhost\n", resolv))
+    check(rc == 2 and out == b"", "DNS answer %s: rc=%d out=%r" % (ip, rc, out))
+    one_line_error(err, refusal(addr, ip, "YAO_GRPC_TLS"))
+    check(("host.tai.internal", 1) in dns.queries, "DNS was not asked: %s" % dns.queries)
+    # the Kubernetes shape of the same attack: ndots:5 makes the resolver try the search
+    # domains first, and a pod named host in a headless service tai of a namespace internal
+    # is host.tai.internal.svc.cluster.local
+    dns.answers = {"host.tai.internal.svc.cluster.local": ip}
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(
+        t, "127.0.0.1\tlocalhost\n", resolv + "search svc.cluster.local\noptions ndots:5\n"))
+    check(rc == 2 and out == b"", "search-domain answer: rc=%d out=%r" % (rc, out))
+    one_line_error(err, refusal(addr, ip, "YAO_GRPC_TLS"))
+    check(("host.tai.internal.svc.cluster.local", 1) in dns.queries, "search domain not asked: %s" % dns.queries)
+    check(len(peer_ip.calls()) == 1, "a refused bridge reached the server: %s" % peer_ip.calls())
+    # DNS that answers loopback is as good as loopback
+    dns.answers = {"host.tai.internal": "127.0.0.1"}
+    rc, out, err = t.run([], env, stdin=MCP_TOOLS_LIST, prefix=name_ns(t, "127.0.0.1\tlocalhost\n", resolv))
+    check(rc == 0 and b'"id":2,"result":{"tools":[' in out and err == b"" and len(peer_lo.calls()) == 2,
+          "DNS answer 127.0.0.1: rc=%d out=%r err=%r" % (rc, out[:120], err))
 
 
 @case("TLS to an IP literal (127.0.0.1) is checked against the certificate's IP SAN")
@@ -823,11 +1051,27 @@ class GrpcPeer:
         with open(self.ready) as f:
             self.port = f.read().strip()
 
-    def calls(self):
+    def all_calls(self):
         if not os.path.exists(self.record):
             return []
         with open(self.record, "rb") as f:
             return [json.loads(ln) for ln in f.read().splitlines()]
+
+    def calls(self):
+        """The MCP-side calls (heartbeats have their own list)."""
+        return [c for c in self.all_calls() if c["method"] != "/yao.Yao/Heartbeat"]
+
+    def heartbeats(self):
+        return [c for c in self.all_calls() if c["method"] == "/yao.Yao/Heartbeat"]
+
+    def wait_heartbeats(self, n, timeout):
+        """Wait until n heartbeats are recorded; returns them."""
+        deadline = time.time() + timeout * self.t.slow
+        while len(self.heartbeats()) < n:
+            if time.time() > deadline:
+                raise Fail("%d heartbeats within %ss, want %d" % (len(self.heartbeats()), timeout, n))
+            time.sleep(0.05)
+        return self.heartbeats()
 
     def kill(self):
         if self.proc.poll() is None:
@@ -836,8 +1080,10 @@ class GrpcPeer:
 
 
 def grpc_env(peer, host="127.0.0.1", **extra):
+    # Heartbeats are the grpc_heartbeat_* cases' business: elsewhere they are an hour apart,
+    # so no case's record or stderr depends on whether one happened to fall into it.
     env = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "%s:%s" % (host, peer.port), "YAO_TOKEN": "tok-1",
-           "YAO_REFRESH_TOKEN": "ref-1", "YAO_SANDBOX_ID": "sbx-1"}
+           "YAO_REFRESH_TOKEN": "ref-1", "YAO_SANDBOX_ID": "sbx-1", "YAO_HEARTBEAT_INTERVAL": "1h"}
     env.update(extra)
     return env
 
@@ -1132,6 +1378,321 @@ def grpc_protocol_errors(t):
     check([c["tool"] for c in peer.calls()] == ["fail"], "calls: %s" % peer.calls())
 
 
+def gaps_ms(beats):
+    return [b2["at_ms"] - b1["at_ms"] for b1, b2 in zip(beats, beats[1:])]
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+@case("grpc: Heartbeat every YAO_HEARTBEAT_INTERVAL (300ms) beside MCP calls, on their "
+      "connection, with their token and metadata: sandbox_id from YAO_SANDBOX_ID, plausible "
+      "CPU/memory/process figures; the first one interval after the start")
+def grpc_heartbeat_fields(t):
+    peer = GrpcPeer(t)
+    b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="300ms", YAO_SANDBOX_ID="sbx-1"))
+    start_ms = int(b.started * 1000)
+    b.send(MCP_INITIALIZE)
+    check(b.read_line() == GRPC_INIT_REPLY % bridge_version(t), "initialize: %r" % b.out)
+    for i in range(6):
+        b.send(req(10 + i, "tools/call", {"name": "echo", "arguments": {"i": i}}))
+        check(b'"id":%d,"result"' % (10 + i) in b.read_line(), "call %d" % i)
+        time.sleep(0.25)
+    beats = peer.wait_heartbeats(5, 10)
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    calls = peer.calls()
+    check(len(calls) == 7 and all(c["status"] == "OK" for c in calls), "MCP calls: %s" % calls)
+    for hb in beats:
+        md = hb["metadata"]
+        check(hb["status"] == "OK" and hb["action"] == "ok" and hb.get("sandbox_id") == "sbx-1",
+              "heartbeat: %s" % {k: hb.get(k) for k in ("status", "action", "sandbox_id")})
+        check(md.get("authorization") == ["Bearer tok-1"] and md.get("x-sandbox-id") == ["sbx-1"] and
+              md.get("user-agent", [""])[0].startswith("yao-bridge/"), "metadata: %s" % md)
+        check(0 <= hb.get("cpu_percent", 0) <= 100, "cpu_percent %s" % hb.get("cpu_percent"))
+        check(hb.get("running_procs", 0) >= 1, "running_procs %s" % hb.get("running_procs"))
+        check(hb["peer"] == calls[0]["peer"], "heartbeat on another connection: %s vs %s" % (hb["peer"], calls[0]["peer"]))
+        check(300 < hb["deadline_ms"] <= 1000, "heartbeat deadline %s ms, want at most 1 s" % hb["deadline_ms"])
+    # memory: this process tree's cgroup, which holds at least the bridge itself
+    check(all(hb.get("mem_bytes", 0) > 1 << 20 for hb in beats) or not os.path.exists("/sys/fs/cgroup"),
+          "mem_bytes %s" % [hb.get("mem_bytes") for hb in beats])
+    first = beats[0]["at_ms"] - start_ms
+    check(250 <= first <= 300 + 400 * t.slow, "first heartbeat %d ms after the start, want ~300" % first)
+    g = gaps_ms(beats)
+    check(250 <= median(g) <= 400 and min(g) >= 150, "gaps between heartbeats %s ms, want ~300" % g)
+    print("     %d heartbeats, gaps %s ms, first after %d ms; cpu %s%%, mem %s, procs %s"
+          % (len(beats), g, first, [hb.get("cpu_percent", 0) for hb in beats],
+             beats[-1].get("mem_bytes"), beats[-1].get("running_procs")))
+
+
+@case("grpc: without YAO_HEARTBEAT_INTERVAL heartbeats are Yao's 10 s apart, the first at 10 s")
+def grpc_heartbeat_default_interval(t):
+    peer = GrpcPeer(t)
+    env = grpc_env(peer)
+    del env["YAO_HEARTBEAT_INTERVAL"]
+    b = Bridge(t, [], env)
+    start_ms = int(b.started * 1000)
+    time.sleep(9)
+    check(peer.heartbeats() == [], "a heartbeat before 9 s: %s" % peer.heartbeats())
+    (hb,) = peer.wait_heartbeats(1, 4)
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    first = hb["at_ms"] - start_ms
+    check(9800 <= first <= 11500, "first heartbeat after %d ms, want 10000" % first)
+    check(8000 < hb["deadline_ms"] <= 10000, "deadline %s ms, want the interval" % hb["deadline_ms"])
+
+
+@case("grpc: a heartbeat answered \"shutdown\" ends serving cleanly: one stderr line, stdin "
+      "no longer read, the 64 calls in flight answered, a request read but not yet sent (the "
+      "65th) answered -32003, no heartbeat after it, exit 0")
+def grpc_heartbeat_shutdown(t):
+    stop = t.path("stop")
+    peer = GrpcPeer(t, "-shutdown-file", stop)
+    b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="200ms"))
+    b.send(MCP_TOOLS_LIST)
+    check(b'"id":2,"result":{"tools":[' in b.read_line(), "tools/list")
+    peer.wait_heartbeats(2, 5)
+    # 64 calls in flight (the most the bridge runs at once), the 65th waits in its buffer
+    b.send(b"".join(req(100 + i, "tools/call", {"name": "sleep", "arguments": {"ms": int(2000 * t.slow)}})
+                    for i in range(64)) + req(164, "tools/list"))
+    time.sleep(0.5 * t.slow)  # the calls are at the server (which records calls as they end)
+    with open(stop, "w"):
+        pass
+    deadline = time.time() + 5 * t.slow
+    while not any(hb["action"] == "shutdown" for hb in peer.heartbeats()):
+        check(time.time() < deadline, "no heartbeat answered shutdown: %s" % peer.heartbeats())
+        time.sleep(0.02)
+    time.sleep(0.3 * t.slow)  # the bridge has the answer too
+    b.send(req(8, "tools/list"))  # after the shutdown: never read, never answered
+    rc = b.wait_exit(15)
+    check(rc == 0, "exit %d: %r" % (rc, b.err))
+    one_line_error(b.err, 'Yao answered the heartbeat with "shutdown": reading no more requests, finishing '
+                   'the 64 call(s) in flight, then exiting')
+    got = sorted(lines_of(b.out)[1:])
+    slept = sorted(('{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (100 + i, text_result("slept"))).encode()
+                   for i in range(64))
+    refused = rpc_error(164, -32003, 'not sent: Yao asked this sandbox to shut down (its Heartbeat answered '
+                        '"shutdown")')
+    check(got == sorted(slept + [refused]), "stdout after tools/list (%d lines): %r" % (len(got), got[-3:]))
+    beats = peer.heartbeats()
+    check([hb["action"] for hb in beats][-1] == "shutdown" and
+          [hb["action"] for hb in beats].count("shutdown") == 1, "heartbeats: %s" % [hb["action"] for hb in beats])
+    check([c.get("tool") for c in peer.calls()] == [None] + ["sleep"] * 64, "calls: %s"
+          % [c.get("tool") for c in peer.calls()])
+
+
+@case("grpc: a server without Heartbeat (UNIMPLEMENTED) is said once on stderr and retried "
+      "every tick; MCP calls are served as before")
+def grpc_heartbeat_unimplemented(t):
+    peer = GrpcPeer(t, "-heartbeat", "unimplemented")
+    b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="200ms"))
+    b.send(MCP_INITIALIZE)
+    check(b.read_line() == GRPC_INIT_REPLY % bridge_version(t), "initialize: %r" % b.out)
+    for i in range(5):
+        b.send(req(20 + i, "tools/call", {"name": "echo", "arguments": {"i": i}}))
+        want = ('{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (20 + i, text_result('{"i":%d}' % i))).encode()
+        line = b.read_line()
+        check(line == want, "call %d: %r" % (i, line))
+        time.sleep(0.2)
+    beats = peer.wait_heartbeats(4, 5)
+    rc = b.finish()
+    check(rc == 0, "bridge exit %d: %r" % (rc, b.err))
+    check(all(hb["status"] == "Unimplemented" for hb in beats), "statuses %s" % [hb["status"] for hb in beats])
+    one_line_error(b.err, "heartbeat to 127.0.0.1:%s failed: UNIMPLEMENTED: method Heartbeat not implemented "
+                   "(MCP serving goes on; trying again every 200ms" % peer.port)
+
+
+@case("grpc: heartbeats while the server is down fail (said once), MCP calls get -32001; a "
+      "server on the port again: heartbeats work again (said once) and calls succeed")
+def grpc_heartbeat_server_down(t):
+    peer = GrpcPeer(t)
+    port = peer.port
+    peer.kill()
+    b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="200ms"))
+    b.wait_stderr(b"heartbeat to 127.0.0.1:%s failed" % port.encode())
+    time.sleep(0.6)  # more heartbeats fail meanwhile, unsaid
+    b.send(MCP_TOOLS_LIST)
+    check(b.read_line() == rpc_error(2, -32001, "MCPListTools: connect tcp:127.0.0.1:%s: Connection refused" % port),
+          "while down: %r" % b.out)
+    peer2 = GrpcPeer(t, listen="127.0.0.1:" + port)
+    peer2.wait_heartbeats(2, 5)
+    b.send(req(3, "tools/list"))
+    check(b'"id":3,"result":{"tools":[' in b.read_line(), "after the restart: %r" % b.out)
+    rc = b.finish()
+    check(rc == 0, "bridge exit %d: %r" % (rc, b.err))
+    err = b.err.decode()
+    want = ["yao-bridge: heartbeat to 127.0.0.1:%s failed: connect tcp:127.0.0.1:%s: Connection refused (MCP "
+            "serving goes on; trying again every 200ms, said again only if it fails differently)" % (port, port),
+            "yao-bridge: heartbeat to 127.0.0.1:%s works again" % port]
+    check(err.splitlines() == want, "stderr:\n%s" % err)
+
+
+def blackhole(t):
+    """A loopback port whose SYNs go unanswered: a listener that never accepts, its accept
+    queue filled (Linux then drops new SYNs), as a server behind a dropping firewall looks."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    held = [ls]
+    t.cleanups.append(lambda: [x.close() for x in held])
+    for _ in range(3):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        held.append(s)
+    time.sleep(0.2)
+    probe = socket.socket()
+    probe.settimeout(0.5)
+    try:
+        probe.connect(("127.0.0.1", port))
+        raise Skip("this kernel completes connections to a full accept queue")
+    except (socket.timeout, TimeoutError):
+        pass
+    finally:
+        probe.close()
+    return str(port)
+
+
+@case("grpc: a server that never answers the connect (SYNs dropped) costs no MCP latency: "
+      "heartbeats and calls wait for the connection without blocking stdio (pings answered "
+      "at once), a call ends -32002 at its deadline, the heartbeat failure is said once")
+def grpc_heartbeat_blackhole(t):
+    port = blackhole(t)
+    env = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:" + port, "YAO_TOKEN": "tok-1",
+           "YAO_SANDBOX_ID": "sbx-1", "YAO_HEARTBEAT_INTERVAL": "300ms", "YAO_GRPC_TIMEOUT": "2"}
+    b = Bridge(t, [], env)
+    b.send(MCP_TOOLS_LIST)
+    worst, start = 0, time.time()
+    for i in range(15):
+        t0 = time.time()
+        b.send(req(100 + i, "ping"))
+        check(b.read_line() == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % (100 + i), "ping %d: %r" % (i, b.out))
+        worst = max(worst, time.time() - t0)
+        time.sleep(0.1)
+    line = b.read_line(10)
+    took = time.time() - start
+    check(line == rpc_error(2, -32002, "MCPListTools: no connection to tcp:127.0.0.1:%s within 2000 ms (deadline "
+                            "exceeded)" % port), "tools/list: %r" % line)
+    check(1.5 <= took <= 2.5 * t.slow + 1, "tools/list ended after %.1fs, want its 2 s deadline" % took)
+    check(worst < 0.25 * t.slow, "worst ping latency %.3fs while the server is unreachable" % worst)
+    t0 = time.time()
+    rc = b.finish()
+    check(rc == 0 and time.time() - t0 < 2 * t.slow, "exit %d after %.1fs" % (rc, time.time() - t0))
+    one_line_error(b.err, "heartbeat to 127.0.0.1:%s failed: no connection to tcp:127.0.0.1:%s within 1000 ms "
+                   "(deadline exceeded) (MCP serving goes on" % (port, port))
+    print("     worst ping latency %.1f ms while every connect hangs" % (worst * 1e3))
+
+
+class Cgroup:
+    """A cgroup of this machine (v1: in the cpu, cpuacct and memory hierarchies; v2: one
+    directory) with a CPU limit, for processes the test puts in it; removed at the end."""
+
+    def __init__(self, t, quota_us, period_us=100000):
+        if os.geteuid() != 0:
+            raise Skip("needs root to make a cgroup")
+        name = "yao-bridge-test-%d" % os.getpid()
+        self.dirs = []
+        t.cleanups.append(self.remove)
+        try:
+            if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+                d = "/sys/fs/cgroup/" + name
+                with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+                    f.write("+cpu +memory")
+                os.mkdir(d)
+                self.dirs.append(d)
+                with open(d + "/cpu.max", "w") as f:
+                    f.write("%d %d" % (quota_us, period_us))
+            else:
+                mounts = []
+                for ctl in ("cpu", "cpuacct", "memory"):
+                    for m in ("/sys/fs/cgroup/" + ctl, "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu"):
+                        if os.path.isdir(m) and ctl in os.path.basename(m).split(","):
+                            if m not in mounts:
+                                mounts.append(m)
+                            break
+                    else:
+                        raise Skip("no cgroup v1 %s hierarchy" % ctl)
+                for m in mounts:
+                    os.mkdir(m + "/" + name)
+                    self.dirs.append(m + "/" + name)
+                cpu = [d for d in self.dirs if "cpu" in os.path.basename(os.path.dirname(d)).split(",")][0]
+                with open(cpu + "/cpu.cfs_period_us", "w") as f:
+                    f.write(str(period_us))
+                with open(cpu + "/cpu.cfs_quota_us", "w") as f:
+                    f.write(str(quota_us))
+        except OSError as e:
+            raise Skip("cannot make a cgroup here: %s" % e)
+
+    def join(self):
+        """For preexec_fn: move the calling (child) process into the cgroup."""
+        for d in self.dirs:
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write(str(os.getpid()))
+
+    def remove(self):
+        for d in reversed(self.dirs):
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+@case("grpc: heartbeat figures are the sandbox's: in a cgroup limited to 0.05 CPU and a PID "
+      "namespace holding the bridge and two sleeps, idle reads ~0% and 3 processes, a CPU "
+      "burner and 64 MiB in the cgroup read ~100% and +64 MiB, back to ~0% when they end")
+def grpc_heartbeat_cgroup(t):
+    if not shutil.which("unshare"):
+        raise Skip("no unshare")
+    cg = Cgroup(t, 5000)
+    peer = GrpcPeer(t)
+    prefix = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+              'sleep 600 & sleep 600 & exec "$@"', "sh"]
+    b = Bridge(t, [], grpc_env(peer, YAO_HEARTBEAT_INTERVAL="500ms"), prefix=prefix, preexec_fn=cg.join)
+    b.send(MCP_TOOLS_LIST)
+    check(b'"id":2,"result":{"tools":[' in b.read_line(), "tools/list: %r" % b.out)
+
+    def phase(n):
+        have = len(peer.heartbeats())
+        return peer.wait_heartbeats(have + n, 10)[have:]
+
+    idle = phase(4)[1:]  # the first window holds the bridge's own start
+    # the hog first, alone: at 0.05 CPU its start and its 64 MiB take a while
+    hog = subprocess.Popen([sys.executable, "-c", "import sys, time; b = b'x' * (64 << 20); print('ready'); "
+                            "sys.stdout.flush(); time.sleep(600)"], preexec_fn=cg.join, stdout=subprocess.PIPE)
+    burn = None
+    t.cleanups.append(lambda: [p.kill() or p.wait() for p in (burn, hog) if p])
+    r, _, _ = select.select([hog.stdout], [], [], 30)
+    check(r and hog.stdout.readline() == b"ready\n", "the memory hog did not start within 30 s")
+    burn = subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=cg.join)
+    phase(1)  # a window that began before the burner
+    busy = phase(4)[1:]
+    burn.kill()
+    hog.kill()
+    burn.wait()
+    hog.wait()
+    after = phase(4)[1:]
+    rc = b.finish()
+    check(rc == 0 and b.err == b"", "bridge exit %d: %r" % (rc, b.err))
+    cpu = lambda hs: [h.get("cpu_percent", 0) for h in hs]
+    mem = lambda hs: [h.get("mem_bytes", 0) for h in hs]
+    print("     idle cpu %s%% mem %s; busy cpu %s%% mem %s; after cpu %s%% mem %s"
+          % (cpu(idle), mem(idle), cpu(busy), mem(busy), cpu(after), mem(after)))
+    check(all(h.get("running_procs") == 3 for h in idle + after), "procs idle/after: %s"
+          % [h.get("running_procs") for h in idle + after])
+    check(max(cpu(idle)) <= 20 and max(cpu(after)) <= 20, "idle cpu %s / after %s" % (cpu(idle), cpu(after)))
+    check(min(cpu(busy)) >= 70, "busy cpu %s, want ~100 (the limit)" % cpu(busy))
+    check(min(mem(busy)) >= max(mem(idle)) + (60 << 20), "mem idle %s busy %s" % (mem(idle), mem(busy)))
+    check(max(mem(after)) <= min(mem(busy)) - (50 << 20), "mem busy %s after %s" % (mem(busy), mem(after)))
+
+
 @case("grpc: configuration errors are one line and exit 2")
 def grpc_config_errors(t):
     base = {"YAO_IPC_MODE": "grpc", "YAO_GRPC_ADDR": "127.0.0.1:1", "YAO_TOKEN": "t", "YAO_SANDBOX_ID": "s"}
@@ -1147,6 +1708,8 @@ def grpc_config_errors(t):
         ({"YAO_GRPC_TLS": "1", "YAO_GRPC_CA": t.path("nope.pem")}, "YAO_GRPC_CA="),
         ({"YAO_GRPC_TIMEOUT": "0"}, "YAO_GRPC_TIMEOUT=0"),
         ({"YAO_IPC_TLS": "1"}, "not YAO_IPC_*"),
+        ({"YAO_HEARTBEAT_INTERVAL": "10"}, "YAO_HEARTBEAT_INTERVAL=10: want a duration such as 10s"),
+        ({"YAO_HEARTBEAT_INTERVAL": "50ms"}, "from 100ms to 24h"),
     ]
     for change, needle in cases:
         env = dict(base)

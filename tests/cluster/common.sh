@@ -6,6 +6,10 @@ K8S_VERSION=${K8S_VERSION:-v1.32.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
 KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 HELM_VERSION=${HELM_VERSION:-v3.17.4}
+# The real node's NetworkPolicy enforcer: kube-router's network-policy controller alone.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
+# The real node's StorageClass `local-path` (tests/cluster/local-path).
+LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 
 YAO_CACHE=${YAO_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yao-sandbox}
 YAO_BIN=$YAO_CACHE/bin
@@ -25,6 +29,8 @@ cached_bin() {
         etcd) echo "$YAO_BIN/etcd-$ETCD_VERSION" ;;
         kwok) echo "$YAO_BIN/kwok-$KWOK_VERSION-patched1" ;;
         helm) echo "$YAO_BIN/helm-$HELM_VERSION" ;;
+        kube-router) echo "$YAO_BIN/kube-router-$KUBE_ROUTER_VERSION" ;;
+        local-path-provisioner) echo "$YAO_BIN/local-path-provisioner-$LOCAL_PATH_VERSION" ;;
         *) echo "unknown component $1" >&2; return 1 ;;
     esac
 }

@@ -177,8 +177,13 @@ print(h % int(sys.argv[3]))' "$1" "$2" "$3"
 # Suites that need real containers call use_real_node: it fails when the plane has no real
 # node, uncordons yao-node and cordons the kwok nodes so every new pod lands on the real
 # node, and puts both back at exit. (The other suites leave yao-node cordoned: kwok nodes
-# stay the default, e.g. for scale work.)
+# stay the default, e.g. for scale work.) Their workspaces are on the real node's
+# StorageClass local-path (rancher/local-path-provisioner, tests/cluster/local-path), what
+# kind and k3s users have: the controllers they start take it as their default
+# (YAO_SANDBOX_STORAGE_CLASS), an in-cluster one gets it from the chart
+# (sandboxDefaults.storageClass=$NODE_STORAGE_CLASS).
 REAL_NODE=yao-node
+NODE_STORAGE_CLASS=local-path
 have_real_node() {
     [ -f "$YAO_PLANE_DIR/node/pids/kubelet.pid" ] &&
         kubectl wait --for=condition=Ready "node/$REAL_NODE" --timeout=10s >/dev/null 2>&1
@@ -189,6 +194,13 @@ use_real_node() {
         echo "0 passed, 1 failed"
         exit 1
     fi
+    if ! kubectl get storageclass "$NODE_STORAGE_CLASS" >/dev/null 2>&1 ||
+        ! kill -0 "$(cat "$YAO_PLANE_DIR/pids/local-path-provisioner.pid" 2>/dev/null)" 2>/dev/null; then
+        echo "this suite needs StorageClass $NODE_STORAGE_CLASS and its provisioner: start the plane with tests/cluster/up --real-node" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    export YAO_SANDBOX_STORAGE_CLASS=$NODE_STORAGE_CLASS
     local kwok
     kwok=$(kubectl get nodes -l type=kwok -o name | tr '\n' ' ')   # one line: on_exit evals it
     # shellcheck disable=SC2086

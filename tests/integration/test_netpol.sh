@@ -18,7 +18,7 @@ LOG=$BUILD_DIR/test-netpol.log
 check "CRDs and manifests apply with kubectl" install_manifests
 est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null; }
 check "SandboxClass CRD is Established" est
-cleanup_classes() { kubectl delete sandboxclass yao-it-np-open yao-it-np-iso --ignore-not-found >/dev/null; }
+cleanup_classes() { kubectl delete sandboxclass yao-it-np-open yao-it-np-iso yao-it-np-cut --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
 fresh_namespace $NS
@@ -46,6 +46,7 @@ spec:
       - namespaceSelector: {}
         podSelector: {matchLabels: {app: yao-server}}
     egressCIDRs: $1
+    egressExcept: []
 YAML
 }
 
@@ -84,6 +85,29 @@ check "  egress: the class's CIDRs, the metadata addresses excepted" \
     eq "$(npj iso '{.spec.egress[1].to}')" \
     '[{"ipBlock":{"cidr":"0.0.0.0/0","except":["169.254.169.254/32"]}},{"ipBlock":{"cidr":"fd00::/8","except":["fd00:ec2::254/128"]}}]'
 
+# --- a class that cuts ranges out (egressExcept; absent: the cluster-internal ones), egressTo --
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-np-cut}
+spec:
+  network:
+    mode: isolated
+    egressTo:
+      - namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [yao]}]}
+    egressCIDRs: ["0.0.0.0/0", "::/0", "10.96.0.0/16"]
+YAML
+sandbox cut 'className: yao-it-np-cut'
+check "no egressExcept: the cluster-internal and link-local ranges are cut out of 0.0.0.0/0 and ::/0" eventually 20 eval \
+    '[ "$(npj cut "{.spec.egress[2].to}")" = '"'"'[{"ipBlock":{"cidr":"0.0.0.0/0","except":["10.0.0.0/8","172.16.0.0/12","192.168.0.0/16","100.64.0.0/10","169.254.0.0/16"]}},{"ipBlock":{"cidr":"::/0","except":["fc00::/7","fe80::/10"]}},{"ipBlock":{"cidr":"10.96.0.0/16"}}]'"'"' ]'
+check "  (a CIDR the class names inside a cut range stays whole; the API server takes them as valid)" eventually 20 phase_is $NS cut Running
+check "  egressTo: a rule to the class's peers" eq "$(npj cut '{.spec.egress[1].to[0].namespaceSelector.matchExpressions[0].values}')" '["yao"]'
+sandbox cutnarrow 'className: yao-it-np-cut, network: {egressCIDRs: ["10.1.0.0/16"]}'
+check "a Sandbox narrowing into a cut range: InvalidSpec naming the cut" eventually 20 eval \
+    '[ "$(msg cutnarrow)" = '"'"'spec.network.egressCIDRs[0]: 10.1.0.0/16 is inside 10.0.0.0/8, which SandboxClass "yao-it-np-cut" excepts from its egress CIDRs (spec.network.egressExcept)'"'"' ]'
+kubectl -n $NS delete sandbox cut cutnarrow --wait=false >/dev/null
+kubectl delete sandboxclass yao-it-np-cut --wait=false >/dev/null
+
 # --- a Sandbox narrowing within the class, and one outside ----------------------------------
 sandbox narrow 'className: yao-it-np-iso, network: {egressCIDRs: ["10.0.0.0/8", "169.254.0.0/16"]}'
 check "narrowed: Running" eventually 20 phase_is $NS narrow Running
@@ -104,10 +128,15 @@ check "schema: an unknown network mode is refused" contains "$out" "spec.network
 
 # --- a class change reaches the policies ----------------------------------------------------
 # (the class was narrowed to 10.0.0.0/8 above: 0.0.0.0/0 is gone from iso's policy, and
-# narrow's 169.254.0.0/16 is now outside: InvalidSpec)
+# narrow's 169.254.0.0/16 is now outside: its spec is invalid, and its running pod's policy
+# narrows at once to what is still allowed, never wider than the Sandbox asked)
 check "class change: the policy follows (patch)" eventually 20 eval \
     '[ "$(npj iso "{.spec.egress[1].to[*].ipBlock.cidr}")" = "10.0.0.0/8 fd00::/8" ]'
-check "class change: a Sandbox CIDR now outside it is InvalidSpec" eventually 20 reason_is $NS narrow InvalidSpec
+accepted_reason() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}' 2>/dev/null; }
+check "class change: a Sandbox CIDR now outside it: Accepted=False/InvalidSpec" eventually 20 eval '[ "$(accepted_reason narrow)" = InvalidSpec ]'
+check "  its running pod runs on (phase Running)" phase_is $NS narrow Running
+check "  and its policy narrows at once: the CIDR outside the class is gone, the one inside kept" eventually 20 eval \
+    '[ "$(npj narrow "{.spec.egress[1].to[*].ipBlock.cidr}")" = "10.0.0.0/8" ]'
 uid_before=$(npj iso '{.metadata.uid}')
 kubectl -n $NS patch networkpolicy yao-sb-nu-iso --type merge -p '{"spec":{"ingress":[{}]}}' >/dev/null
 check "a policy edited by hand is put back (same object)" eventually 20 eval \

@@ -26,7 +26,8 @@ fresh_namespace $NS
 on_exit "$HELM uninstall $REL -n $RNS --wait --timeout 60s; kubectl delete namespace $RNS --wait=false"
 check "helm install with the locally built controller image" quiet "$HELM" install $REL "$CHART" -n $RNS --create-namespace \
     --set image.tag="$TAG" --set image.pullPolicy=Never --set "watchNamespaces={$NS}" \
-    --set replicas=2 --set logLevel=debug --set sandboxClass.create=false --wait --timeout 120s
+    --set replicas=2 --set logLevel=debug --set sandboxClass.create=false \
+    --set sandboxDefaults.storageClass=$NODE_STORAGE_CLASS --wait --timeout 120s
 sel=app.kubernetes.io/instance=$REL
 pods() { kubectl -n $RNS get pods -l $sel -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.containerStatuses[0].ready}{"\n"}{end}'; }
 both_ready() { [ "$(pods | grep -c " $REAL_NODE Running true$")" = 2 ]; }
@@ -55,6 +56,8 @@ YAML
 check "a Sandbox handled by the in-cluster controller reaches Running" eventually 90 phase_is $NS from-pod Running
 SPOD=$(kubectl -n $NS get sandbox from-pod -o jsonpath='{.status.podName}')
 check "its pod is a real container on the real node" eq "$(pod_node $NS "$SPOD")/$(kubectl -n $NS get pod "$SPOD" -o jsonpath='{.status.containerStatuses[0].ready}')" "$REAL_NODE/true"
+check "  its workspace on $NODE_STORAGE_CLASS (the chart's sandboxDefaults.storageClass)" eq \
+    "$(kubectl -n $NS get pvc "$(kubectl -n $NS get sandbox from-pod -o jsonpath='{.status.workspaceClaim}')" -o jsonpath='{.spec.storageClassName}/{.status.phase}')" "$NODE_STORAGE_CLASS/Bound"
 check "exec into it through the API server" eq "$("$BUILD_DIR/bin/yao-sandbox" -n $NS exec from-pod -- sh -c 'echo in-$(id -u)')" in-1000
 
 # Fail-over: the leader's pod goes, the standby takes the Lease and keeps reconciling.

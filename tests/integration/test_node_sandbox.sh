@@ -9,8 +9,11 @@
 # Defects the real node showed (each check fails without its fix): the idle clock starts at
 # first Ready (an image that cannot be pulled is not removed as Idle), pull and scheduling
 # failures are named in status, the default image starts from the node's store, default
-# sandboxes are sized so several fit on a 2-CPU node; a WaitForFirstConsumer class works (the
-# claim is provisioned for and pinned to the node the pod was scheduled to).
+# sandboxes are sized so several fit on a 2-CPU node. The workspaces are on local-path
+# (WaitForFirstConsumer, no expansion, reclaim Delete): the pod is created before its claim
+# binds, the claim is provisioned for and pinned to the node the pod was scheduled to,
+# growth is refused with ExpansionNotSupported, files outlive stop/start, the volume and its
+# directory on the node go with the Sandbox.
 . "$(dirname "$0")/lib.sh"
 use_real_node
 NS=yao-node-it
@@ -64,26 +67,76 @@ check "resumed: Running again" eventually 60 phase_is $NS core Running
 check "  and the workspace file survived pause -> resume" eq "$(sx core -- cat /workspace/keep.txt)" keep-me
 
 
-# --- a WaitForFirstConsumer class, as on most managed clusters --------------------------------
-# The claim binds only after the scheduler placed the pod, so the pod is created at once
-# (no wait for Bound); the volume is provisioned for the real node and pinned to it.
+# --- local-path: a WaitForFirstConsumer class, as on kind, k3s and most managed clusters ----
+# The suite's workspaces are on local-path (rancher/local-path-provisioner, the plane's
+# tests/cluster/local-path). The claim binds only after the scheduler placed the pod, so the
+# pod is created at once (no wait for Bound); the provisioner's helper pod makes the volume's
+# directory on the node the scheduler chose and the volume is pinned to it; growth is
+# refused (the class has no allowVolumeExpansion); the files outlive stop/start; the
+# volume and its directory on the node go with the Sandbox (reclaim Delete).
+check "the core sandbox's workspace is on local-path (the real-node suites' default)" eq \
+    "$(kubectl -n $NS get pvc "$(field core .status.workspaceClaim)" -o jsonpath='{.spec.storageClassName}')" local-path
 t0=$(now_ms)
-sandbox late persistent 1h "workspace: {size: 1Gi, storageClassName: yao-test-wffc}"
-check "a sandbox on the WaitForFirstConsumer class runs on the real node" eventually 90 phase_is $NS late Running
-echo "    create -> Running on the real node, WaitForFirstConsumer: $(($(now_ms) - t0)) ms"
+sandbox late persistent 1h "workspace: {size: 1Gi, storageClassName: local-path}"
+# The first status that names the pod: the claim's phase at that moment.
+CLAIM_AT_POD=
+pod_named() {
+    [ -n "$(field late .status.podName)" ] || return 1
+    CLAIM_AT_POD=$(kubectl -n $NS get pvc "$(field late .status.workspaceClaim)" -o jsonpath='{.status.phase}')
+}
+check "local-path: the pod is created at once, before its claim is bound" eventually 30 pod_named
+check "  (the claim was still Pending then)" eq "$CLAIM_AT_POD" Pending
+check "  the sandbox runs on the real node" eventually 90 phase_is $NS late Running
+echo "    create -> Running on the real node, local-path: $(($(now_ms) - t0)) ms"
 LPOD=$(field late .status.podName)
-LPV=$(kubectl -n $NS get pvc "$(field late .status.workspaceClaim)" -o jsonpath='{.spec.volumeName}')
+LCLAIM=$(field late .status.workspaceClaim)
+LPV=$(kubectl -n $NS get pvc "$LCLAIM" -o jsonpath='{.spec.volumeName}')
 check "  its claim was provisioned for the node the scheduler chose" eq \
-    "$(kubectl -n $NS get pvc "$(field late .status.workspaceClaim)" -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}')" "$REAL_NODE"
+    "$(kubectl -n $NS get pvc "$LCLAIM" -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}')" "$REAL_NODE"
+check "  by local-path-provisioner" eq \
+    "$(kubectl get pv "$LPV" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}')" rancher.io/local-path
 check "  and the volume is pinned to that node" eq \
     "$(kubectl get pv "$LPV" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')" "$REAL_NODE"
+LDIR=$(kubectl get pv "$LPV" -o jsonpath='{.spec.hostPath.path}{.spec.local.path}')
+check "  a directory of the plane's local-path directory on the node" eq "$(dirname "$LDIR")" "$YAO_PLANE_DIR/local-path"
 check "  the workspace is writable" eq "$(sx late -- sh -c 'echo late-file > /workspace/w.txt && cat /workspace/w.txt')" late-file
+check "  and what is written lands in that directory on the node, owned by uid 1000" eq \
+    "$(stat -c %u "$LDIR/w.txt" 2>&1)/$(cat "$LDIR/w.txt" 2>&1)" "1000/late-file"
 luid=$(kubectl -n $NS get pod "$LPOD" -o jsonpath='{.metadata.uid}')
 kubectl -n $NS delete pod "$LPOD" --wait=false >/dev/null
 late_back() { local u; u=$(kubectl -n $NS get pod "$LPOD" -o jsonpath='{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$luid" ] && phase_is $NS late Running; }
 check "  a deleted pod comes back on the same volume" eventually 60 late_back
 check "  with the file" eq "$(sx late -- cat /workspace/w.txt)" late-file
+
+# Growth: local-path's class does not allow expansion.
+ws_cond() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Workspace")].reason}: {.status.conditions[?(@.type=="Workspace")].message}'; }
+kubectl -n $NS patch sandbox late --type merge -p '{"spec":{"workspace":{"size":"2Gi"}}}' >/dev/null
+check "  a grown workspace.size is refused: Workspace ExpansionNotSupported, naming the class's rule" eventually 20 eval \
+    '[ "$(ws_cond late)" = "ExpansionNotSupported: spec.workspace.size 2Gi: the claim'"'"'s StorageClass does not allow volume expansion (allowVolumeExpansion); the workspace stays 1Gi" ]'
+check "  with a Warning Event ExpansionNotSupported" eventually 10 eval \
+    'kubectl -n $NS get events --field-selector involvedObject.name=late,type=Warning -o jsonpath="{.items[*].reason}" | grep -q ExpansionNotSupported'
+check "  the claim keeps 1Gi, the sandbox keeps running" eq \
+    "$(kubectl -n $NS get pvc "$LCLAIM" -o jsonpath='{.spec.resources.requests.storage}')/$(sandbox_phase $NS late)" 1Gi/Running
+kubectl -n $NS patch sandbox late --type merge -p '{"spec":{"workspace":{"size":"1Gi"}}}' >/dev/null
+check "  back to 1Gi: the condition goes" eventually 20 eval '[ "$(ws_cond late)" = ": " ]'
+
+# Stop and start: a new pod on the same volume, the files there.
+"$CLI" -n $NS stop late --wait >/dev/null
+check "  stopped: phase Stopped, no pod, the claim and volume kept" eq \
+    "$(sandbox_phase $NS late)/$(kubectl -n $NS get pod "$LPOD" -o name 2>/dev/null)/$(kubectl -n $NS get pvc "$LCLAIM" -o jsonpath='{.status.phase}')/$(kubectl get pv "$LPV" -o jsonpath='{.status.phase}')" \
+    "Stopped//Bound/Bound"
+"$CLI" -n $NS start late --wait >/dev/null
+check "  started again: Running" phase_is $NS late Running
+check "  the file written before the stop is there" eq "$(sx late -- cat /workspace/w.txt)" late-file
+
+# Deleted: the claim, the volume and its directory on the node go.
 kubectl -n $NS delete sandbox late --wait=false >/dev/null
+check "  deleting the Sandbox removes its claim" eventually 60 eval '! kubectl -n $NS get pvc "$LCLAIM" >/dev/null 2>&1'
+check "  and its volume (reclaim Delete)" eventually 60 eval '! kubectl get pv "$LPV" >/dev/null 2>&1'
+check "  and the volume's directory on the node (local-path's teardown helper pod)" eventually 30 test ! -e "$LDIR"
+check "  and local-path's helper pods for it are gone" eventually 30 eval \
+    '[ -z "$(kubectl -n local-path-storage get pods -o name 2>/dev/null | grep -F -e "-$LPV")" ]'
+
 # --- inside the container: identity and confinement -----------------------------------------
 inside=$(sx core -- sh -c 'id -u; id -g;
     [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ] && echo token || echo no-token;

@@ -1,8 +1,8 @@
 /* tests/unit/test_netpol.c — a Sandbox's network policy (sandbox/netpol.c): CIDR parsing,
  * canonical text and containment (IPv4 and IPv6), the class's spec.network, a Sandbox's
  * narrowing of its egress CIDRs with the exact InvalidSpec messages, the except lists
- * (metadata, API server) and the NetworkPolicy the builder makes, and the comparison with
- * a stored policy. */
+ * (the class's egressExcept, metadata, API server) and the NetworkPolicy the builder makes
+ * (egressTo peers, the shipped default class's), and the comparison with a stored policy. */
 #include "check.h"
 
 #include "sandbox/netpol.h"
@@ -164,10 +164,54 @@ TEST(class_network_rejects) {
             "spec.network.ingressFrom[0].podSelector.matchLabels.a: must be a string");
     net_bad("{\"ingressFrom\":[{\"podSelector\":{\"labels\":{}}}]}",
             "spec.network.ingressFrom[0].podSelector.labels: not a label selector field");
+    net_bad("{\"egressTo\":[{}]}", "spec.network.egressTo[0]: needs a namespaceSelector or a podSelector");
+    net_bad("{\"egressTo\":[{\"ipBlock\":{}}]}",
+            "spec.network.egressTo[0].ipBlock: only namespaceSelector and podSelector are allowed");
+    net_bad("{\"egressTo\":\"yao\"}", "spec.network.egressTo: must be an array of peers");
+    net_bad("{\"egressTo\":[{\"namespaceSelector\":{\"matchExpressions\":{}}}]}",
+            "spec.network.egressTo[0].namespaceSelector.matchExpressions: must be an array");
+    net_bad("{\"egressExcept\":\"10.0.0.0/8\"}", "spec.network.egressExcept: must be an array of CIDRs");
+    net_bad("{\"egressExcept\":[\"10.0.0.0/8\",\"fc00::1/7\"]}",
+            "spec.network.egressExcept[1]: \"fc00::1/7\" has host bits set (the network address is needed)");
     char big[64 * 20 + 64] = "{\"egressCIDRs\":[";
     for (int i = 0; i < SBX_NETPOL_CIDRS_MAX + 1; i++) strcat(big, i ? ",\"10.0.0.0/8\"" : "\"10.0.0.0/8\"");
     strcat(big, "]}");
     net_bad(big, "spec.network.egressCIDRs: at most 64 CIDRs");
+    strcpy(big, "{\"egressExcept\":[");
+    for (int i = 0; i < SBX_NETPOL_CIDRS_MAX + 1; i++) strcat(big, i ? ",\"fc00::/7\"" : "\"fc00::/7\"");
+    strcat(big, "]}");
+    net_bad(big, "spec.network.egressExcept: at most 64 CIDRs");
+}
+
+TEST(class_network_egress_to_and_except) {
+    struct sbx_network n;
+    char err[256];
+    CHECK(parse_net("{\"mode\":\"isolated\",\"egressTo\":[{\"namespaceSelector\":{\"matchExpressions\":[{\"key\":"
+                    "\"kubernetes.io/metadata.name\",\"operator\":\"In\",\"values\":[\"yao\"]}],\"matchLabels\":{}}}],"
+                    "\"egressExcept\":[\"10.0.0.0/8\",\"FC00::/7\"]}", &n, err, sizeof err) == 0);
+    char *txt = cJSON_PrintUnformatted(n.egress_to);
+    CHECK_STR(txt, "[{\"namespaceSelector\":{\"matchExpressions\":[{\"key\":\"kubernetes.io/metadata.name\","
+                   "\"operator\":\"In\",\"values\":[\"yao\"]}]}}]");
+    free(txt);
+    CHECK_INT(n.nexcept, 2);
+    CHECK_INT(n.except[1].family, 6);
+    CHECK(n.ingress_from == NULL);
+    sbx_network_free(&n);
+    CHECK(n.except == NULL && n.egress_to == NULL);
+    /* no egressExcept: the cluster-internal ranges are cut */
+    CHECK(parse_net("{\"mode\":\"isolated\",\"egressCIDRs\":[\"0.0.0.0/0\"]}", &n, err, sizeof err) == 0);
+    CHECK_INT(n.nexcept, 7);
+    char t[SBX_CIDR_TEXT_MAX];
+    sbx_cidr_format(&n.except[0], t, sizeof t);
+    CHECK_STR(t, "10.0.0.0/8");
+    sbx_cidr_format(&n.except[6], t, sizeof t);
+    CHECK_STR(t, "fe80::/10");
+    sbx_network_free(&n);
+    /* empty lists: nothing */
+    CHECK(parse_net("{\"mode\":\"isolated\",\"egressTo\":[],\"egressExcept\":[]}", &n, err, sizeof err) == 0);
+    CHECK(n.egress_to == NULL);
+    CHECK_INT(n.nexcept, 0);
+    sbx_network_free(&n);
 }
 
 TEST(class_parse_carries_network) {
@@ -259,6 +303,30 @@ TEST(sandbox_network_resolve) {
     CHECK(resolve("{\"mode\":\"none\"}", "\"network\":{\"egressCIDRs\":[]}", &n, err, sizeof err) == -1);
     CHECK_STR(err, "spec.network.egressCIDRs: needs a SandboxClass with spec.network.mode isolated (SandboxClass "
                    "\"locked\" has spec.network.mode none)");
+    /* the class's egressTo and egressExcept are carried */
+    const char *cut = "{\"mode\":\"isolated\",\"egressCIDRs\":[\"0.0.0.0/0\",\"10.1.0.0/16\"],"
+                      "\"egressExcept\":[\"10.0.0.0/8\",\"192.168.0.0/16\"],"
+                      "\"egressTo\":[{\"namespaceSelector\":{\"matchLabels\":{\"kubernetes.io/metadata.name\":\"yao\"}}}]}";
+    CHECK(resolve(cut, "", &n, err, sizeof err) == 0);
+    CHECK_INT(n.nexcept, 2);
+    CHECK(n.egress_to != NULL);
+    CHECK_INT(n.negress, 2);
+    sbx_network_free(&n);
+    /* narrowing into a part the class cut out is refused; into a part it named, allowed */
+    CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"8.8.8.0/24\",\"10.2.0.0/16\"]}", &n, err, sizeof err) == -1);
+    CHECK_STR(err, "spec.network.egressCIDRs[1]: 10.2.0.0/16 is inside 10.0.0.0/8, which SandboxClass \"locked\" "
+                   "excepts from its egress CIDRs (spec.network.egressExcept)");
+    CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"10.0.0.0/8\"]}", &n, err, sizeof err) == -1);
+    CHECK_STR(err, "spec.network.egressCIDRs[0]: 10.0.0.0/8 is inside 10.0.0.0/8, which SandboxClass \"locked\" "
+                   "excepts from its egress CIDRs (spec.network.egressExcept)");
+    CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"10.1.2.0/24\",\"8.8.8.0/24\",\"0.0.0.0/0\"]}", &n, err,
+                  sizeof err) == 0);
+    CHECK_INT(n.negress, 3);
+    CHECK_INT(n.nexcept, 2);
+    sbx_network_free(&n);
+    /* a wider CIDR that holds an except is fine: the except is cut out of it */
+    CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"192.0.0.0/2\"]}", &n, err, sizeof err) == 0);
+    sbx_network_free(&n);
     /* an empty spec.network is fine anywhere */
     CHECK(resolve(NULL, "\"network\":{}", &n, err, sizeof err) == 0);
     sbx_network_free(&n);
@@ -311,6 +379,43 @@ TEST(except_lists) {
     n.allow_apiserver = 1;
     excepts("0.0.0.0/0", &n, api, 3, out, sizeof out, &whole);
     CHECK_STR(out, "");
+}
+
+TEST(except_lists_with_class_excepts) {
+    struct sbx_cidr cut[5] = {cidr("10.96.0.0/12"), cidr("10.0.0.0/8"), cidr("169.254.0.0/16"),
+                              cidr("fc00::/7"), cidr("192.168.0.0/16")};
+    struct sbx_network n = {.mode = SBX_NET_ISOLATED, .allow_dns = 1, .except = cut, .nexcept = 5};
+    struct sbx_cidr api[2] = {cidr("10.96.0.1/32"), cidr("172.18.0.2/32")};
+    char out[256];
+    int whole;
+    /* the class's first (a narrower one gives way to a wider one), then what they do not hold */
+    excepts("0.0.0.0/0", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "10.0.0.0/8 169.254.0.0/16 192.168.0.0/16 172.18.0.2/32");
+    CHECK_INT(whole, 0);
+    excepts("::/0", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "fc00::/7");
+    /* a CIDR inside an except was named on purpose: only what it strictly holds is cut */
+    excepts("10.0.0.0/8", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "10.96.0.0/12");
+    CHECK_INT(whole, 0);
+    excepts("10.1.0.0/16", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "");
+    CHECK_INT(whole, 0);
+    excepts("192.168.0.0/16", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "");
+    /* but the metadata and API server addresses still are (or the block goes) */
+    excepts("169.254.0.0/16", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "169.254.169.254/32");
+    excepts("10.96.0.0/12", &n, api, 2, out, sizeof out, &whole);
+    CHECK_STR(out, "10.96.0.1/32");
+    excepts("10.96.0.1/32", &n, api, 2, out, sizeof out, &whole);
+    CHECK_INT(whole, 1);
+    /* no room for the whole list: the block is left out rather than cut short */
+    struct sbx_cidr x = cidr("0.0.0.0/0"), ex[4];
+    CHECK_INT((int)sbx_netpol_excepts(&x, &n, api, 2, ex, 3, &whole), 0);
+    CHECK_INT(whole, 1);
+    CHECK_INT((int)sbx_netpol_excepts(&x, &n, api, 2, ex, 4, &whole), 4);
+    CHECK_INT(whole, 0);
 }
 
 static struct sbx_spec spec_of(void) {
@@ -374,7 +479,7 @@ TEST(build_full) {
     CHECK(parse_net("{\"mode\":\"isolated\",\"ingressFrom\":[{\"namespaceSelector\":{\"matchLabels\":"
                     "{\"kubernetes.io/metadata.name\":\"yao\"}}},{\"namespaceSelector\":{},\"podSelector\":"
                     "{\"matchLabels\":{\"app\":\"yao\"}}}],\"egressCIDRs\":[\"0.0.0.0/0\",\"169.254.169.254/32\","
-                    "\"192.168.0.0/16\"]}", &n, err, sizeof err) == 0);
+                    "\"192.168.0.0/16\"],\"egressExcept\":[]}", &n, err, sizeof err) == 0);
     char *t = build(&n, api, 1);
     CHECK_STR(t, "{" POD_SEL ",\"ingress\":[{\"from\":[{\"namespaceSelector\":{\"matchLabels\":"
                  "{\"kubernetes.io/metadata.name\":\"yao\"}}},{\"namespaceSelector\":{},\"podSelector\":"
@@ -402,6 +507,46 @@ TEST(build_full) {
     CHECK_STR(t, "{" POD_SEL ",\"ingress\":[],\"egress\":[]}");
     free(t);
     sbx_network_free(&n);
+}
+
+/* The shipped default class's network (manifests/classes/default.yaml) with the Yao
+ * server's namespace named (the chart's sandboxClass.serverNamespaces): ingress from it
+ * only; egress to DNS, to it, and to everything but the cluster-internal, link-local and
+ * metadata ranges and the API server's address. */
+TEST(build_default_class) {
+    struct sbx_network n;
+    char err[256];
+    struct sbx_cidr api[1] = {cidr("10.0.0.1/32")};
+#define YAO_NS "{\"namespaceSelector\":{\"matchExpressions\":[{\"key\":\"kubernetes.io/metadata.name\"," \
+               "\"operator\":\"In\",\"values\":[\"yao\"]}]}}"
+    CHECK(parse_net("{\"mode\":\"isolated\",\"ingressFrom\":[" YAO_NS "],\"egressTo\":[" YAO_NS "],"
+                    "\"egressCIDRs\":[\"0.0.0.0/0\",\"::/0\"],\"egressExcept\":[\"10.0.0.0/8\",\"172.16.0.0/12\","
+                    "\"192.168.0.0/16\",\"100.64.0.0/10\",\"169.254.0.0/16\",\"fc00::/7\",\"fe80::/10\"]}",
+                    &n, err, sizeof err) == 0);
+    char *t = build(&n, api, 1);
+    CHECK_STR(t, "{" POD_SEL ",\"ingress\":[{\"from\":[" YAO_NS "]}],\"egress\":[" DNS_RULE ",{\"to\":[" YAO_NS "]},"
+                 "{\"to\":[{\"ipBlock\":{\"cidr\":\"0.0.0.0/0\",\"except\":[\"10.0.0.0/8\",\"172.16.0.0/12\","
+                 "\"192.168.0.0/16\",\"100.64.0.0/10\",\"169.254.0.0/16\"]}},{\"ipBlock\":{\"cidr\":\"::/0\","
+                 "\"except\":[\"fc00::/7\",\"fe80::/10\"]}}]}]}");
+    free(t);
+    sbx_network_free(&n);
+    /* without the server's namespace: ingress from nobody, no egressTo rule */
+    CHECK(parse_net("{\"mode\":\"isolated\",\"egressCIDRs\":[\"0.0.0.0/0\"],\"egressExcept\":[\"10.0.0.0/8\"]}", &n,
+                    err, sizeof err) == 0);
+    t = build(&n, api, 1);
+    CHECK_STR(t, "{" POD_SEL ",\"ingress\":[],\"egress\":[" DNS_RULE ",{\"to\":[{\"ipBlock\":{\"cidr\":\"0.0.0.0/0\","
+                 "\"except\":[\"10.0.0.0/8\",\"169.254.169.254/32\"]}}]}]}");
+    free(t);
+    sbx_network_free(&n);
+    /* a host inside a cut, named by the class itself, stays reachable */
+    CHECK(parse_net("{\"mode\":\"isolated\",\"allowDNS\":false,\"egressCIDRs\":[\"0.0.0.0/0\",\"10.201.0.1/32\"],"
+                    "\"egressExcept\":[\"10.0.0.0/8\"]}", &n, err, sizeof err) == 0);
+    t = build(&n, api, 1);
+    CHECK_STR(t, "{" POD_SEL ",\"ingress\":[],\"egress\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"0.0.0.0/0\","
+                 "\"except\":[\"10.0.0.0/8\",\"169.254.169.254/32\"]}},{\"ipBlock\":{\"cidr\":\"10.201.0.1/32\"}}]}]}");
+    free(t);
+    sbx_network_free(&n);
+#undef YAO_NS
 }
 
 TEST(matches_stored_policy) {

@@ -991,7 +991,7 @@ TEST(workspace_from_clone) {
     char err[256];
     struct sbx_spec s;
     struct sbx_owner o = { "n", "ns", "uid-1", NULL };
-    struct sbx_ws_source src = { "yao-sb-a-b-workspace", "yao-test", INT64_C(20) << 30 };
+    struct sbx_ws_source src = { "yao-sb-a-b-workspace", "yao-test", INT64_C(20) << 30, 0 };
     cJSON *pvc;
     static const struct { const char *spec, *err; } bad[] = {
         { "{" U ",\"workspace\":{\"from\":{}}}", "spec.workspace.from.sandbox: required" },

@@ -11,7 +11,12 @@
 // Tools: echo (the arguments back as text), big {"mb":N} (N MiB of text), sleep {"ms":N},
 // fail {"code":N,"message":S} (that gRPC status). -die-on TOOL makes the process exit the
 // moment that tool is called, without answering. Every call is recorded as one JSON line
-// (method, metadata, request fields, the client's address and deadline) in -record.
+// (method, metadata, request fields, the client's address and deadline, when it arrived) in
+// -record.
+//
+// Heartbeat answers "ok" — or "shutdown" once the file named by -shutdown-file exists (the
+// test creates it when it wants Yao to stop the sandbox); -heartbeat unimplemented answers
+// UNIMPLEMENTED as a Yao server from before Heartbeat does.
 package main
 
 import (
@@ -48,6 +53,8 @@ var (
 	dieOn       = flag.String("die-on", "", "exit the process when this tool is called")
 	record      = flag.String("record", "", "append one JSON line per call to this file")
 	health      = flag.String("healthz", "SERVING", "the status Healthz answers")
+	shutdownAt  = flag.String("shutdown-file", "", "answer heartbeats \"shutdown\" once this file exists")
+	heartbeat   = flag.String("heartbeat", "ok", "ok, or unimplemented (a server without Heartbeat)")
 )
 
 type server struct {
@@ -69,6 +76,13 @@ type call struct {
 	Arguments  string              `json:"arguments,omitempty"`
 	URI        string              `json:"uri,omitempty"`
 	Status     string              `json:"status"`
+	AtMs       int64               `json:"at_ms"` // unix time it arrived, milliseconds
+	// Heartbeat
+	SandboxID    *string `json:"sandbox_id,omitempty"`
+	CPUPercent   *int32  `json:"cpu_percent,omitempty"`
+	MemBytes     *int64  `json:"mem_bytes,omitempty"`
+	RunningProcs *int32  `json:"running_procs,omitempty"`
+	Action       string  `json:"action,omitempty"`
 }
 
 func (s *server) write(c *call) {
@@ -85,7 +99,7 @@ func (s *server) write(c *call) {
 func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	handler grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	c := &call{Method: info.FullMethod, Metadata: map[string][]string(md)}
+	c := &call{Method: info.FullMethod, Metadata: map[string][]string(md), AtMs: time.Now().UnixMilli()}
 	if p, ok := peer.FromContext(ctx); ok {
 		c.Peer = p.Addr.String()
 	}
@@ -99,6 +113,9 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		c.SessionID, c.Tool, c.Arguments = r.SessionId, r.Tool, string(r.Arguments)
 	case *pb.MCPResourceRequest:
 		c.SessionID, c.URI = r.SessionId, r.Uri
+	case *pb.HeartbeatRequest:
+		id, cpu, mem, procs := r.SandboxId, r.CpuPercent, r.MemBytes, r.RunningProcs
+		c.SandboxID, c.CPUPercent, c.MemBytes, c.RunningProcs = &id, &cpu, &mem, &procs
 	}
 	resp, err := s.authorize(ctx, md, info.FullMethod)
 	if err == nil {
@@ -108,6 +125,9 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 			os.Exit(0)
 		}
 		resp, err = handler(ctx, req)
+	}
+	if hr, ok := resp.(*pb.HeartbeatResponse); ok && err == nil {
+		c.Action = hr.Action
 	}
 	c.Status = status.Code(err).String()
 	s.write(c)
@@ -143,6 +163,18 @@ func (s *server) checkSession(id string) error {
 
 func (s *server) Healthz(ctx context.Context, _ *pb.Empty) (*pb.HealthzResponse, error) {
 	return &pb.HealthzResponse{Status: *health}, nil
+}
+
+func (s *server) Heartbeat(ctx context.Context, r *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	if *heartbeat == "unimplemented" {
+		return s.UnimplementedYaoServer.Heartbeat(ctx, r)
+	}
+	if *shutdownAt != "" {
+		if _, err := os.Stat(*shutdownAt); err == nil {
+			return &pb.HeartbeatResponse{Action: "shutdown"}, nil
+		}
+	}
+	return &pb.HeartbeatResponse{Action: "ok"}, nil
 }
 
 var tools = []map[string]any{
