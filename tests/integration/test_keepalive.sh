@@ -8,6 +8,8 @@
 #     `yao-sandbox exec -- sh -c 'sleep 15; echo finished'` prints finished and the
 #     Sandbox and its workspace claim are still there; the same through the Go client;
 #     left unused afterwards, each is removed (the 5 s are really in force);
+#   - the class's idle timeout raised under a running command: the CLI's touches slow down
+#     (it re-reads the policy from each touch's answer);
 #   - a class with reclaim.idleAfter 5s, a global cap of 1 and a Sandbox waiting for the
 #     slot: a 15 s exec (CLI, then Go client) is not reclaimed under the command; once
 #     it has ended, the idle sandbox is reclaimed for the waiting one.
@@ -24,7 +26,8 @@ on_exit "rm -rf '$ROOT'"
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 IDLE_CLASS=yao-it-ka-idle
 RECLAIM_CLASS=yao-it-ka-reclaim
-cleanup_classes() { kubectl delete sandboxclass $IDLE_CLASS $RECLAIM_CLASS --ignore-not-found >/dev/null; }
+CHANGE_CLASS=yao-it-ka-change
+cleanup_classes() { kubectl delete sandboxclass $IDLE_CLASS $RECLAIM_CLASS $CHANGE_CLASS --ignore-not-found >/dev/null; }
 
 check "CRD and manifests apply with kubectl" install_manifests
 fresh_namespace $NS
@@ -112,6 +115,39 @@ check "CLI: a 15 s exec in the 5 s-idle session prints finished, exit 0" eq "$(c
 check "CLI: it really ran 15 s" test $(( $(now_ms) - t0 )) -ge 15000
 check "CLI: the Sandbox and its workspace claim are still there, same pod" still_in_use idle "$UID1" "$POD1"
 check "CLI: left unused, the session is removed (the class's 5 s are in force)" eventually 30 gone idle
+
+# The CLI re-reads the policy from each touch's answer: a class's idle timeout raised from
+# 6 s (a touch every 2 s) to 60 s (every 20 s) under a running command slows its touches.
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: $CHANGE_CLASS}
+spec: {idleTimeout: 6s}
+YAML
+sb change zoe "className: $CHANGE_CLASS, lifecycle: session"
+check "re-read: the session of a 6 s-idle class runs" eventually 30 phase_is $NS change Running
+"$Y" -n $NS exec change -- sleep 22 > /dev/null 2>&1 &
+EXEC=$!
+on_exit "kill $EXEC"
+touches_in() {   # touches_in SECONDS — how many times last-used-at changed, sampled every 0.25 s
+    local end=$(( $(now_ms) + $1 * 1000 )) last="" n=0 v
+    while [ "$(now_ms)" -lt "$end" ]; do
+        v=$(field change '.metadata.annotations.sandbox\.yaoapps\.com/last-used-at')
+        [ -n "$last" ] && [ "$v" != "$last" ] && n=$((n + 1))
+        last=$v
+        sleep 0.25
+    done
+    echo $n
+}
+early=$(touches_in 6)
+check "re-read: at 6 s idle it is touched every 2 s ($early changes of last-used-at in 6 s)" test "$early" -ge 2
+kubectl patch sandboxclass $CHANGE_CLASS --type merge -p '{"spec":{"idleTimeout":"60s"}}' >/dev/null
+check "re-read: status.idleTimeout follows the class (60s, written 1m)" eventually 10 eval '[ "$(field change .status.idleTimeout)" = 1m ]'
+sleep 2.5   # the touch due under the old interval: its answer carries the new policy
+late=$(touches_in 6)
+check "re-read: then at most one touch in 6 s ($late): the interval is 20 s now" test "$late" -le 1
+wait $EXEC
+check "re-read: the command ended, the session is still there" exists change
 
 go_keepalive $IDLE_CLASS bob > "$T/go-idle.out" 2>&1
 check "Go client: a 15 s Exec in a 5 s-idle session finishes, same Sandbox Running" passed_go "$T/go-idle.out"
