@@ -42,7 +42,7 @@ int cluster_connect(struct cli *c) {
     if ((a->as || a->nas_groups) &&
         kube_config_set_impersonation(&cfg, a->as, a->as_groups, a->nas_groups, err, sizeof(err)) < 0) {
         kube_config_free(&cfg);
-        return cli_usage_error("%s", err);
+        return cli_fail("%s", err);   /* whether groups lack a user depends on the kubeconfig too */
     }
     const char *ns = a->namespace_ ? a->namespace_ : cfg.namespace_ && cfg.namespace_[0] ? cfg.namespace_ : "default";
     snprintf(c->ns, sizeof(c->ns), "%s", ns);

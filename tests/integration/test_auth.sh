@@ -15,7 +15,8 @@
 #     for list and exec (tinyproxy's log shows each CONNECT); HTTPS_PROXY for a server
 #     named "kubernetes" that only the proxy can resolve (its own /etc/hosts, in a mount
 #     namespace), and NO_PROXY sending it direct; HTTPS_PROXY not used for 127.0.0.1 (as
-#     Go does); a proxy that wants a password (407) and one that gets it.
+#     Go does); a proxy that wants a password (407) and one that gets it; the controller
+#     itself (lists, watches, writes) through proxy-url.
 . "$(dirname "$0")/lib.sh"
 NS=yao-it-3            # a namespace of the plane's ClusterExec (kwok runs exec only there)
 LOG=$BUILD_DIR/test-auth.log
@@ -31,7 +32,7 @@ SERVER=https://127.0.0.1:$PORT
 one_line() { [ "$(wc -l < "$1")" = 1 ] || { echo "    not one line: $(cat "$1")" >&2; return 1; }; }
 
 check "CRD and manifests apply with kubectl" install_manifests
-check "tinyproxy and jq are installed (tests/cluster/deps)" eval "command -v tinyproxy && command -v jq" 
+check "tinyproxy and jq are installed (tests/cluster/deps)" eval "command -v tinyproxy >/dev/null && command -v jq >/dev/null"
 check "exec_probe is built" test -x "$PROBE"
 fresh_namespace $NS
 start_controller "$LOG" --namespace $NS --max-running 0
@@ -40,11 +41,6 @@ apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: work}
 spec: {userID: alice, chatID: c1, lifecycle: long-running}
----
-apiVersion: sandbox.yaoapps.com/v1alpha1
-kind: Sandbox
-metadata: {name: brief}
-spec: {userID: bob, chatID: c1, lifecycle: session, idleTimeout: 6s}
 YAML
 check "the Sandbox runs" eventually 30 phase_is $NS work Running
 POD=$(kubectl -n $NS get sandbox work -o jsonpath='{.status.podName}')
@@ -140,8 +136,10 @@ check "plugin: exec's upgrade refused with 401: the plugin runs again and the co
 
 # A credential valid for 2 s, a 7 s command in a 6 s-idle session (touched every 2 s):
 # each touch after the expiry fetches it again, in the same process.
-reset_plugin token 2
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: brief}\nspec: {userID: bob, chatID: c1, lifecycle: session, idleTimeout: 6s}\n' |
+    kubectl -n $NS apply -f - >/dev/null
 check "plugin: the 6 s-idle session runs" eventually 30 phase_is $NS brief Running
+reset_plugin token 2
 out=$("${PY[@]}" exec brief -- sh -c 'sleep 7; echo done' 2>"$T/err")
 refetched() {
     local ppids; ppids=$(sed -n 's/.* ppid=\([0-9]*\) .*/\1/p' "$T/plugin.log" | sort -u | wc -l)
@@ -179,11 +177,11 @@ check "--as: its rights, not the admin's (no list in default, the answer names i
 "$Y" -n default --as nobody-at-all list >/dev/null 2>"$T/err"; rc=$?
 check "--as nobody: forbidden" eq "$rc" 1
 check "--as nobody --as-group system:masters: allowed" eval \
-    "'$Y' -n default --as nobody-at-all --as-group system:masters --as-group other list >/dev/null"
+    "'$Y' -n default --as nobody-at-all --as-group system:masters --as-group other list >/dev/null 2>&1"
 out=$("${A[@]}" --as "$SAUSER" exec work -- echo impersonated 2>"$T/err")
 check "--as: exec as the ServiceAccount (pods/exec through impersonation)" eq "$out" impersonated
 "${A[@]}" --as-group system:masters list >/dev/null 2>"$T/err"; rc=$?
-check "--as-group without --as: a usage error (exit 2)" eval "[ $rc = 2 ] && grep -q 'needs --as' '$T/err'"
+check "--as-group without --as (nor as in the kubeconfig): exit 1, says so" eval "[ $rc = 1 ] && grep -q 'needs --as' '$T/err'"
 kubectl config view --raw --minify > "$T/as.kubeconfig"
 python3 - "$T/as.kubeconfig" "$SAUSER" <<'PY'
 import sys, yaml
@@ -250,6 +248,22 @@ check "proxy-url: kube_exec alone (exec_probe) through the proxy" eq "$out" prob
 before=$(connects "127.0.0.1:$PORT" plain)
 out=$(HTTPS_PROXY=http://127.0.0.1:$PP "$Y" -n $NS list 2>"$T/err")
 check "HTTPS_PROXY: a loopback server is not proxied (as Go does)" eq "$(echo "$out" | grep -c '^work ')/$(connects 127.0.0.1:$PORT plain)" "1/$before"
+
+# The controller through the proxy: its lists, watches and writes all tunnel.
+kill_controller TERM
+sa_kubeconfig "$T/ctl-proxy.kubeconfig" || true
+python3 - "$T/ctl-proxy.kubeconfig" "http://127.0.0.1:$PP" <<'PY'
+import sys, yaml
+kc = yaml.safe_load(open(sys.argv[1]))
+kc["clusters"][0]["cluster"]["proxy-url"] = sys.argv[2]
+yaml.safe_dump(kc, open(sys.argv[1], "w"))
+PY
+before=$(connects "127.0.0.1:$PORT" plain)
+CONTROLLER_KUBECONFIG=$T/ctl-proxy.kubeconfig start_controller "$LOG" --namespace $NS --max-running 0
+printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: proxied}\nspec: {userID: pat, chatID: c1, lifecycle: long-running}\n' |
+    kubectl -n $NS apply -f - >/dev/null
+check "controller through proxy-url: a new Sandbox (seen by its watch) runs" eventually 40 phase_is $NS proxied Running
+check "controller through proxy-url: its connections went through the proxy" eval "[ \$(connects 127.0.0.1:$PORT plain) -ge $((before + 3)) ]"
 
 # A server named "kubernetes": only the proxy can resolve it (the certificate has the name).
 sed "s|https://127.0.0.1:$PORT|https://kubernetes:$PORT|" "$KUBECONFIG" > "$T/named.kubeconfig"

@@ -140,7 +140,7 @@ check "list --phase Stopped" eq "$(names --phase Stopped)" "chat "
 check "list --phase running (any case) --lifecycle persistent" eq "$(names --phase running --lifecycle persistent)" "odd "
 check "list -A has a NAMESPACE column" eq "$("$Y" list -A --user alice | awk -v ns=$NS 'NR == 1 {h = $1} $1 == ns {print h ":" $1 "/" $2}')" "NAMESPACE:$NS/work"
 # READY and REASON as kubectl get ysb shows them (the Ready condition), for every Sandbox
-ready_cols() { "$Y" -n $NS list | awk 'NR > 1 {print $1, $7, $8}' | sort; }
+ready_cols() { "$Y" -n $NS list | awk 'NR > 1 {print $1, $(NF - 2), $(NF - 1)}' | sort; }   # USER may hold spaces
 kubectl_ready() { kubectl -n $NS get ysb --no-headers -o custom-columns='N:.metadata.name,R:.status.conditions[?(@.type=="Ready")].status,W:.status.conditions[?(@.type=="Ready")].reason' | awk '{print $1, $2, $3}' | sort; }
 check "list: READY and REASON are the Ready condition's, as kubectl shows them" eq "$(ready_cols)" "$(kubectl_ready)"
 check "list: a stopped one reads False with its reason" eq "$(ready_cols | awk '$1 == "chat" {print $2, $3}')" \

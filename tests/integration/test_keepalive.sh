@@ -60,11 +60,14 @@ gone() { ! exists "$1"; }
 claim_of() { local c; c=$(field "$1" .status.workspaceClaim) && [ -n "$c" ] && kubectl -n $NS get pvc "$c" -o name 2>/dev/null; }
 # name_of USER — the Sandbox of USER (the Go client names it itself)
 name_of() { kubectl -n $NS get sandboxes -o jsonpath="{.items[?(@.spec.userID==\"$1\")].metadata.name}"; }
-# still_in_use NAME UID POD — the same Sandbox, Running on the same pod, not reclaimed, its claim there
+# still_in_use NAME UID POD — the same Sandbox, Running on the same pod, not reclaimed, its
+# claim there (two reads: the check must be quick, the window after a command is short)
 still_in_use() {
-    local got="$(field "$1" .metadata.uid)/$(field "$1" .status.podName)/$(sandbox_phase $NS "$1")/$(sandbox_reason $NS "$1")"
-    if [ "$got" != "$2/$3/Running/PodReady" ] || [ -z "$(claim_of "$1")" ]; then
-        echo "    expected $2/$3/Running/PodReady with a claim, got $got (claim: $(claim_of "$1"))" >&2
+    local got claim
+    got=$(kubectl -n $NS get sandbox "$1" -o jsonpath='{.metadata.uid}/{.status.podName}/{.status.phase}/{.status.conditions[?(@.type=="Ready")].reason}/{.status.workspaceClaim}' 2>&1)
+    claim=${got##*/}
+    if [ "${got%/*}" != "$2/$3/Running/PodReady" ] || [ -z "$claim" ] || ! kubectl -n $NS get pvc "$claim" >/dev/null 2>&1; then
+        echo "    expected $2/$3/Running/PodReady with its claim, got $got" >&2
         explain_sandbox $NS "$1" "$LOG"
         return 1
     fi
@@ -74,6 +77,7 @@ go_keepalive() {   # go_keepalive CLASS USER — the Go client's 15 s command (T
         YAO_GO_IT_KEEPALIVE_CLASS=$1 YAO_GO_IT_KEEPALIVE_USER=$2 \
         "$GO" test -count=1 -timeout 300s -run '^TestITKeepAliveClassPolicy$' -v ./sandbox)
 }
+sleep_until() { local ms=$(( $1 - $(now_ms) )); [ "$ms" -le 0 ] || sleep "$(awk -v m="$ms" 'BEGIN {print m / 1000}')"; }
 passed_go() { grep -q -- '--- PASS: TestITKeepAliveClassPolicy' "$1" || { sed 's/^/    /' "$1" >&2; return 1; }; }
 
 check "go toolchain present ($GO)" test -x "$GO"
@@ -84,24 +88,27 @@ check "the Go client's tests build" eval "(cd '$SRC_DIR/clients/go' && '$GO' tes
 start_controller "$LOG" --namespace $NS --max-running 0 --idle-timeout 45m
 sb idle alice "className: $IDLE_CLASS, lifecycle: session"
 check "the session of a 5 s-idle class runs" eventually 30 phase_is $NS idle Running
+UID1=$(field idle .metadata.uid) POD1=$(field idle .status.podName)
+# The command starts at once (left alone 5 s, the session is removed); the published
+# policy is read while it runs.
+t0=$(now_ms)
+"$Y" -n $NS exec idle -- sh -c 'sleep 15; echo finished' > "$T/idle.out" 2>"$T/idle.err" &
+EXEC=$!
+on_exit "kill $EXEC"
 check "status.idleTimeout is the class's (5s), not the controller's 45m" eventually 10 eval '[ "$(field idle .status.idleTimeout)" = 5s ]'
 check "status.reclaimAfter is absent (the class never reclaims)" eq "$(field idle .status.reclaimAfter)" ""
-idle_at_ok() {   # status.idleAt is an RFC 3339 instant within 5 s after last-used-at / startedAt
+idle_at_ok() {   # status.idleAt is an RFC 3339 instant 5 s after the last use (last-used-at)
     local at used
     at=$(date -d "$(field idle .status.idleAt)" +%s) || return 1
-    used=$(date -d "$(field idle '.metadata.annotations.sandbox\.yaoapps\.com/last-used-at')" +%s 2>/dev/null ||
-        date -d "$(field idle .status.startedAt)" +%s) || return 1
+    used=$(date -d "$(field idle '.metadata.annotations.sandbox\.yaoapps\.com/last-used-at')" +%s) || return 1
     [ $((at - used)) -ge 4 ] && [ $((at - used)) -le 6 ]
 }
 check "status.idleAt is 5 s after its last use" eventually 10 idle_at_ok
-UID1=$(field idle .metadata.uid) POD1=$(field idle .status.podName)
-# A use just before the command (as the Yao server's own use would be), so the 5 s window
-# starts with it however long the checks above took on a loaded machine.
-kubectl -n $NS annotate --overwrite sandbox idle "sandbox.yaoapps.com/last-used-at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
-t0=$(now_ms)
-out=$("$Y" -n $NS exec idle -- sh -c 'sleep 15; echo finished' 2>"$T/err"); rc=$?
-check "CLI: a 15 s exec in the 5 s-idle session prints finished, exit 0" eq "$out/$rc" "finished/0"
-[ "$rc" = 0 ] || sed 's/^/    /' "$T/err"
+sleep_until $((t0 + 10000))
+check "CLI: 10 s into the command (twice the idle timeout) the session still runs" still_in_use idle "$UID1" "$POD1"
+wait $EXEC; rc=$?
+check "CLI: a 15 s exec in the 5 s-idle session prints finished, exit 0" eq "$(cat "$T/idle.out")/$rc" "finished/0"
+[ "$rc" = 0 ] || sed 's/^/    /' "$T/idle.err"
 check "CLI: it really ran 15 s" test $(( $(now_ms) - t0 )) -ge 15000
 check "CLI: the Sandbox and its workspace claim are still there, same pod" still_in_use idle "$UID1" "$POD1"
 check "CLI: left unused, the session is removed (the class's 5 s are in force)" eventually 30 gone idle
@@ -120,16 +127,19 @@ check "reclaim: carol's session runs" eventually 30 phase_is $NS rc1 Running
 check "reclaim: status.reclaimAfter is the class's 5s, status.idleTimeout the controller's 45m" eventually 10 eval \
     '[ "$(field rc1 .status.reclaimAfter)/$(field rc1 .status.idleTimeout)" = 5s/45m ]'
 UID1=$(field rc1 .metadata.uid) POD1=$(field rc1 .status.podName)
+t0=$(now_ms)
 "$Y" -n $NS exec rc1 -- sh -c 'sleep 15; echo finished' > "$T/rc1.out" 2>&1 &
 EXEC=$!
 on_exit "kill $EXEC"
 sleep 1
 sb wait1 dave ''
 check "reclaim: dave's waits for the slot (CapacityExceeded)" eventually 10 reason_is $NS wait1 CapacityExceeded
+sleep_until $((t0 + 11000))
+check "CLI: 11 s into the command (past the 5 s window, dave waiting) carol's is not reclaimed" still_in_use rc1 "$UID1" "$POD1"
+check "reclaim: and dave's still waits" eq "$(sandbox_phase $NS wait1)/$(sandbox_reason $NS wait1)" Pending/CapacityExceeded
 wait $EXEC; rc=$?
+# (exit 0, not 75: the CLI says 75 when the sandbox was stopped under the command)
 check "CLI: the 15 s exec in the reclaimable session prints finished, exit 0" eq "$(cat "$T/rc1.out")/$rc" "finished/0"
-check "CLI: it was not reclaimed under the command" still_in_use rc1 "$UID1" "$POD1"
-check "reclaim: dave's still waits" eq "$(sandbox_phase $NS wait1)/$(sandbox_reason $NS wait1)" Pending/CapacityExceeded
 check "reclaim: left unused, carol's is reclaimed and dave's runs (the window is in force)" eventually 30 eval \
     "reason_is $NS rc1 Reclaimed && phase_is $NS wait1 Running"
 
@@ -144,10 +154,13 @@ GNAME=$(name_of frank)
 UID1=$(field "$GNAME" .metadata.uid) POD1=$(field "$GNAME" .status.podName)
 sb wait2 erin ''
 check "reclaim: erin's waits for the slot" eventually 10 reason_is $NS wait2 CapacityExceeded
+# the Go test's command starts as the sandbox is ready: 9 s after that is past the window
+# and well before the command ends
+sleep_until $(( $(date -d "$(field "$GNAME" .status.startedAt)" +%s) * 1000 + 9000 ))
+check "Go client: 9 s into its command (erin waiting) frank's is not reclaimed" still_in_use "$GNAME" "$UID1" "$POD1"
+check "reclaim: and erin's still waits" eq "$(sandbox_phase $NS wait2)/$(sandbox_reason $NS wait2)" Pending/CapacityExceeded
 wait $GOTEST
 check "Go client: a 15 s Exec in the reclaimable session finishes, same Sandbox Running" passed_go "$T/go-reclaim.out"
-check "Go client: it was not reclaimed under the command" still_in_use "$GNAME" "$UID1" "$POD1"
-check "reclaim: erin's still waits" eq "$(sandbox_phase $NS wait2)/$(sandbox_reason $NS wait2)" Pending/CapacityExceeded
 check "reclaim: left unused, frank's is reclaimed and erin's runs" eventually 30 eval \
     "reason_is $NS $GNAME Reclaimed && phase_is $NS wait2 Running"
 check "no Forbidden in the controller log" eval "! grep -q 'status=403\|Forbidden' '$LOG'"

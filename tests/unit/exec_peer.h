@@ -80,6 +80,8 @@ struct peer {
     int reset_after_status;    /* PEER_EXIT_UNREAD: instead, close with a reset right after it
                                   (greeting, if set, goes on stdout just before the status) */
     int client_dropped;        /* PEER_EXIT_UNREAD: then found the connection closed */
+    int refuse_upgrades;       /* answer this many upgrades first with 401 Unauthorized */
+    char refused_authorization[256];   /* the Authorization of the last refused one */
 };
 
 /* Wait until fd is ready for events (POLLIN/POLLOUT); -1 on timeout or stop. */
@@ -511,6 +513,18 @@ static void *peer_conn(void *arg) {
     snprintf(p->chosen, sizeof(p->chosen), "%s", chosen);
     pthread_mutex_unlock(&p->mu);
 
+    pthread_mutex_lock(&p->mu);
+    int refuse = p->refuse_upgrades > 0;
+    if (refuse) {
+        p->refuse_upgrades--;
+        snprintf(p->refused_authorization, sizeof(p->refused_authorization), "%s", p->authorization);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (refuse) {
+        static const char no[] = "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n";
+        peer_write_all(p, fd, no, sizeof(no) - 1);
+        goto out;
+    }
     if (p->script == PEER_FORBIDDEN) {
         char resp[1024];
         snprintf(resp, sizeof(resp), "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"

@@ -1,5 +1,6 @@
-/* tests/unit/test_tunnel.c — exec and port-forward through an HTTP CONNECT proxy, and
- * their Impersonate-* headers, against the scripted endpoint of exec_peer.h: a small
+/* tests/unit/test_tunnel.c — exec and port-forward through an HTTP CONNECT proxy, their
+ * Impersonate-* headers, and their retry after a 401 with an exec credential plugin run
+ * again, against the scripted endpoint of exec_peer.h: a small
  * proxy here (one thread per connection: read the CONNECT, answer 200 and splice both
  * ways, or answer 407 when a password is wanted and missing) records what it was asked.
  * exec tunnels itself over its raw connection; port-forward through libwebsockets' proxy
@@ -12,6 +13,8 @@
 #include "kube/exec.h"
 #include "kube/portforward.h"
 #include "kube/rest.h"
+
+#include <sys/stat.h>
 
 struct proxy {
     int fd, port;
@@ -338,4 +341,99 @@ TEST(http_proxy_in_the_environment_is_not_lws_business) {
     CHECK_INT(a.got, a.len);
     kube_client_free(c);
     peer_stop(&pe);
+}
+
+/* A client of the peer whose credential comes from an exec plugin script handing out
+ * "tok-N" on its N-th run. */
+static struct kube_client *plugin_client(const struct peer *pe, char *dir, size_t dirlen) {
+    snprintf(dir, dirlen, "/tmp/yao-tunnel-XXXXXX");
+    if (!mkdtemp(dir)) return NULL;
+    char path[300], text[2048], err[512];
+    snprintf(path, sizeof path, "%s/plugin", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return NULL;
+    fprintf(f, "#!/bin/sh\nd=$(dirname \"$0\")\nn=$(( $(cat \"$d/runs\" 2>/dev/null || echo 0) + 1 ))\necho $n > \"$d/runs\"\n"
+               "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+               "\"status\":{\"token\":\"tok-%%s\"}}' $n\n");
+    fclose(f);
+    chmod(path, 0755);
+    snprintf(text, sizeof text,
+             "current-context: t\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:%d'}}]\n"
+             "contexts: [{name: t, context: {cluster: c, user: u}}]\n"
+             "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: ./plugin\n      interactiveMode: Never\n", pe->port);
+    struct kube_config cfg;
+    if (kube_config_parse(text, strlen(text), dir, NULL, &cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "    %s\n", err);
+        return NULL;
+    }
+    struct kube_client *c = kube_client_new(&cfg, "test", err, sizeof err);
+    if (c) kube_client_set_retries(c, 1);
+    return c;
+}
+
+static void rm_dir(const char *dir) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
+}
+
+TEST(exec_refused_with_401_runs_the_plugin_again_and_retries_once) {
+    struct peer pe;
+    char dir[64];
+    CHECK_INT(peer_start(&pe, PEER_BASIC), 0);
+    pe.refuse_upgrades = 1;
+    struct kube_client *c = plugin_client(&pe, dir, sizeof dir);
+    CHECK(c != NULL);
+    struct out so = {.len = 0};
+    struct kube_exec_result r;
+    int rc = c ? run_exec(c, &so, &r) : -1;
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_STR(pe.refused_authorization, "Bearer tok-1");
+    CHECK_STR(pe.authorization, "Bearer tok-2");        /* the retry carried the new credential */
+    CHECK_INT(pe.upgrades, 2);
+    CHECK_INT(pe.plain_gets, 0);                         /* no refusal message was fetched */
+    /* refused twice: one retry only, and the error says 401 */
+    pe.refuse_upgrades = 2;
+    so.len = 0;
+    rc = c ? run_exec(c, &so, &r) : 0;
+    CHECK_INT(rc, -1);
+    CHECK(strstr(r.err, "HTTP 401") != NULL);
+    CHECK_INT(pe.upgrades, 4);
+    kube_client_free(c);
+    peer_stop(&pe);
+    rm_dir(dir);
+}
+
+TEST(port_forward_refused_with_401_runs_the_plugin_again_and_retries_once) {
+    struct peer pe;
+    char dir[64];
+    CHECK_INT(peer_start(&pe, PEER_PF_ECHO), 0);
+    pe.refuse_upgrades = 1;
+    struct app a = {.len = 5000};
+    pe.echo_expect = a.len;
+    struct kube_client *c = plugin_client(&pe, dir, sizeof dir);
+    CHECK(c != NULL);
+    int sv[2];
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    a.fd = sv[1];
+    pthread_create(&a.wr, NULL, app_write, &a);
+    pthread_create(&a.rd, NULL, app_read, &a);
+    struct kube_pf_options o = {.namespace_ = "ns-1", .pod = "p", .port = 8080, .fd = sv[0]};
+    struct kube_pf_result r;
+    int rc = c ? kube_portforward(c, &o, &r) : -1;
+    close(sv[0]);
+    pthread_join(a.wr, NULL);
+    pthread_join(a.rd, NULL);
+    close(sv[1]);
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK_INT(a.got, a.len);
+    CHECK_STR(pe.refused_authorization, "Bearer tok-1");
+    CHECK_STR(pe.authorization, "Bearer tok-2");
+    CHECK_INT(pe.upgrades, 2);
+    kube_client_free(c);
+    peer_stop(&pe);
+    rm_dir(dir);
 }
