@@ -38,6 +38,12 @@ struct beat {
     int told_stats;    /* said that no cgroup figures were found */
 };
 
+/* The first newline in the buffer, or NULL (an empty buffer has no data pointer at all:
+ * memchr must not see it). */
+static unsigned char *line_end(struct bridge_dyn *d) {
+    return BRIDGE_DYN_LEN(d) ? memchr(BRIDGE_DYN_PTR(d), '\n', BRIDGE_DYN_LEN(d)) : NULL;
+}
+
 /* MCP calls in flight (the heartbeat's own call is not one). */
 static int mcp_in_flight(const struct bgrpc *g) {
     const struct bgrpc_call *c;
@@ -200,7 +206,7 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         /* complete lines -> replies or calls; after a shutdown only replies */
         while ((mcp_active = mcp_in_flight(g)) < MAX_INFLIGHT &&
                BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
-               (nl = memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)))) {
+               (nl = line_end(&in))) {
             size_t n = (size_t)(nl - BRIDGE_DYN_PTR(&in));
             if (!skipping && (b->shutdown ? line_refused : line)(g, (const char *)BRIDGE_DYN_PTR(&in), n,
                                                                  &out) < 0)
@@ -208,12 +214,12 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
             skipping = 0;
             bridge_dyn_consume(&in, n + 1);
         }
-        if (b->shutdown && !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in))) {
+        if (b->shutdown && !line_end(&in)) {
             /* a request still being written when Yao said stop is not one we read */
             bridge_dyn_consume(&in, BRIDGE_DYN_LEN(&in));
             in_eof = 1;
         }
-        if (in_eof && BRIDGE_DYN_LEN(&in) && !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in))) {
+        if (in_eof && BRIDGE_DYN_LEN(&in) && !line_end(&in)) {
             /* a last line without its newline still counts */
             if (!skipping && line(g, (const char *)BRIDGE_DYN_PTR(&in), BRIDGE_DYN_LEN(&in), &out) < 0)
                 goto nomem;
@@ -246,7 +252,7 @@ int bridge_serve_run(struct bgrpc *g, int in_fd, int out_fd, struct bridge_err *
         mcp_active = mcp_in_flight(g);
         pfd[0].fd = in_fd;
         pfd[0].events = !in_eof && !b->shutdown && mcp_active < MAX_INFLIGHT && BRIDGE_DYN_LEN(&out) < OUT_HIGH &&
-                        !memchr(BRIDGE_DYN_PTR(&in), '\n', BRIDGE_DYN_LEN(&in)) ? POLLIN : 0;
+                        !line_end(&in) ? POLLIN : 0;
         if (!pfd[0].events) pfd[0].fd = -1;
         pfd[1].fd = out_fd;
         pfd[1].events = BRIDGE_DYN_LEN(&out) ? POLLOUT : 0;

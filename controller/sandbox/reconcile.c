@@ -832,6 +832,26 @@ int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *res
     return -1;
 }
 
+int sbx_patch_owned_map(struct sbx_controller *ctl, const char *ns, const char *resource, const char *name,
+                        const char *uid, const char *map, size_t n, const char *const *keys,
+                        const char *const *values, char *err, size_t errlen) {
+    char path[1024];
+    cJSON *patch = cJSON_CreateObject(), *md, *m;
+    int ok = patch && (md = cJSON_AddObjectToObject(patch, "metadata")) && cJSON_AddStringToObject(md, "uid", uid) &&
+             (m = cJSON_AddObjectToObject(md, map));
+    for (size_t i = 0; ok && i < n; i++) ok = cJSON_AddStringToObject(m, keys[i], values[i]) != NULL;
+    if (!ok) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sbx_core_path(path, sizeof(path), ns, resource);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
+}
+
 /* DELETE path with the preconditions uid and resourceVersion (background propagation).
  * The HTTP status (404 and 409 without err), or -1. */
 long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,
@@ -1027,24 +1047,6 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
     return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
 }
 
-/* Merge-patch one annotation onto ns/resource/name if it still has uid. 0 or -1. */
-static int annotate_owned(struct sbx_controller *ctl, const char *ns, const char *resource, const char *name,
-                          const char *uid, const char *key, const char *value, char *err, size_t errlen) {
-    char path[1024];
-    cJSON *patch = cJSON_CreateObject(), *md, *ann;
-    if (!patch || !(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid) ||
-        !(ann = cJSON_AddObjectToObject(md, "annotations")) || !cJSON_AddStringToObject(ann, key, value)) {
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    sbx_core_path(path, sizeof(path), ns, resource);
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    return st == 200 || st == 404 || st == 409 ? 0 : -1;
-}
-
 /* The node a running pod of the Sandbox ns/name (the fork's source) is on, into node
  * (""= none known): a ReadWriteOnce volume in use is attached there. */
 static void source_node(struct sbx_controller *ctl, const char *ns, const char *name, char *node, size_t nodelen) {
@@ -1120,7 +1122,9 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         char t[48];
         kj_time_format(kj_now_ms(), t, sizeof(t));
         if (!claim || !claim_uid ||
-            annotate_owned(ctl, ns, "persistentvolumeclaims", claim, claim_uid, SBX_ANN_FORK_COPIED, t, err, errlen) < 0) {
+            sbx_patch_owned_map(ctl, ns, "persistentvolumeclaims", claim, claim_uid, "annotations", 1,
+                                (const char *const[]){SBX_ANN_FORK_COPIED}, (const char *const[]){t}, err,
+                                errlen) < 0) {
             rc = -1;
             goto out;
         }

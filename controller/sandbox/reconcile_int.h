@@ -49,6 +49,11 @@ long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, con
 int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len);
 /* How claims of StorageClass name (NULL: the cluster's default class) bind. */
 enum sbx_binding sbx_storage_class_binding(struct sbx_controller *ctl, const char *name, char *resolved, size_t len);
+/* Merge-patch n entries keys[i] = values[i] into metadata.<map> ("labels", "annotations")
+ * of ns/resource/name if it still has uid. 0 patched, 1 gone or replaced (404, 409), -1. */
+int sbx_patch_owned_map(struct sbx_controller *ctl, const char *ns, const char *resource, const char *name,
+                        const char *uid, const char *map, size_t n, const char *const *keys,
+                        const char *const *values, char *err, size_t errlen);
 /* Delete ns/resource/name if it still has uid. 0 or -1. */
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                      const char *name, const char *uid, char *err, size_t errlen);

@@ -19,28 +19,14 @@
 static int label_one(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err, size_t errlen) {
     const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
     const char *uid = kj_str(obj, "metadata.uid");
-    char path[1024];
     if (!ns || !name || !uid) return 0;
-    cJSON *patch = cJSON_CreateObject(), *md, *labels;
-    if (!patch || !(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid) ||
-        !(labels = cJSON_AddObjectToObject(md, "labels")) ||
-        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
-        !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards)) {
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    sbx_core_path(path, sizeof(path), ns, resource);
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    if (st == 200) {
+    static const char *const keys[] = {SBX_LABEL_SHARD, SBX_LABEL_SHARDS};
+    const char *const values[] = {ctl->shard_label->shard, ctl->shard_label->shards};
+    int rc = sbx_patch_owned_map(ctl, ns, resource, name, uid, "labels", 2, keys, values, err, errlen);
+    if (rc == 0)
         LOGI("msg=\"shard: labelled as this shard's\" shard=%s shards=%s %s=%s/%s", ctl->shard_label->shard,
              ctl->shard_label->shards, resource, ns, name);
-        return 0;
-    }
-    if (st == 404 || st == 409) return 0;
-    return -1;
+    return rc < 0 ? -1 : 0;
 }
 
 int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err,

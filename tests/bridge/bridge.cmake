@@ -4,7 +4,7 @@
 # drives the real yao-bridge binary against them (label `bridge`).
 #
 #   cmake --build BUILD --target yao-bridge yao-bridge-test-peer test_bridge_auth test_bridge_mcp \
-#       test_bridge_heartbeat test_bridge_policy
+#       test_bridge_heartbeat test_bridge_policy  (+ yao-bridge_san and test_bridge_*_san)
 #   (cd BUILD && ctest -L bridge --output-on-failure)
 if(NOT TARGET yao-bridge)
   return()
@@ -75,6 +75,20 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bridge.suite COMMAND ${YAO_BRIDGE_DRIVER})
   set_tests_properties(bridge.suite PROPERTIES LABELS bridge TIMEOUT 600
     FIXTURES_REQUIRED yao_grpcpeer)
+
+  # The whole suite against the bridge built with ASan+UBSan: undefined behaviour that
+  # valgrind does not see (memchr on an empty buffer's NULL pointer) fails its case.
+  if(YAO_SANITIZED_TESTS)
+    add_executable(yao-bridge_san ${YAO_BRIDGE_SOURCES})
+    target_link_libraries(yao-bridge_san PkgConfig::OPENSSL PkgConfig::NGHTTP2)
+    target_compile_options(yao-bridge_san PRIVATE ${YAO_SAN_FLAGS})
+    target_link_options(yao-bridge_san PRIVATE ${YAO_SAN_FLAGS})
+    add_test(NAME bridge.asan COMMAND ${Python3_EXECUTABLE} ${YAO_BRIDGE_TEST_DIR}/bridge_tests.py
+      --bridge $<TARGET_FILE:yao-bridge_san> --peer $<TARGET_FILE:yao-bridge-test-peer>
+      --grpcpeer ${YAO_GRPCPEER})
+    set_tests_properties(bridge.asan PROPERTIES LABELS "bridge;unit-asan" TIMEOUT 600
+      FIXTURES_REQUIRED yao_grpcpeer ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")
+  endif()
 
   # The bridge itself under valgrind on a Unix and a TLS exchange: no leaks, no errors.
   find_program(YAO_BRIDGE_VALGRIND valgrind)

@@ -1568,19 +1568,30 @@ def grpc_heartbeat_blackhole(t):
            "YAO_SANDBOX_ID": "sbx-1", "YAO_HEARTBEAT_INTERVAL": "300ms", "YAO_GRPC_TIMEOUT": "2"}
     b = Bridge(t, [], env)
     b.send(MCP_TOOLS_LIST)
-    worst, start = 0, time.time()
+    start = time.time()
+    b.send(req(99, "ping"))  # the bridge has started (a sanitized build takes a while)
+    check(b.read_line() == b'{"jsonrpc":"2.0","id":99,"result":{}}\n', "first ping: %r" % b.out)
+    worst, line, took = 0, None, None
     for i in range(15):
         t0 = time.time()
         b.send(req(100 + i, "ping"))
-        check(b.read_line() == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % (100 + i), "ping %d: %r" % (i, b.out))
+        while True:  # replies come as calls end: the tools/list one may come in between
+            got = b.read_line()
+            if got.startswith(b'{"jsonrpc":"2.0","id":2,'):
+                line, took = got, time.time() - start
+                continue
+            check(got == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % (100 + i), "ping %d: %r" % (i, got))
+            break
         worst = max(worst, time.time() - t0)
         time.sleep(0.1)
-    line = b.read_line(10)
-    took = time.time() - start
+    if line is None:
+        line = b.read_line(10)
+        took = time.time() - start
     check(line == rpc_error(2, -32002, "MCPListTools: no connection to tcp:127.0.0.1:%s within 2000 ms (deadline "
                             "exceeded)" % port), "tools/list: %r" % line)
     check(1.5 <= took <= 2.5 * t.slow + 1, "tools/list ended after %.1fs, want its 2 s deadline" % took)
-    check(worst < 0.25 * t.slow, "worst ping latency %.3fs while the server is unreachable" % worst)
+    # a blocked loop would hold a ping for the heartbeat's whole 1 s connect deadline
+    check(worst < 0.5 * t.slow, "worst ping latency %.3fs while the server is unreachable" % worst)
     t0 = time.time()
     rc = b.finish()
     check(rc == 0 and time.time() - t0 < 2 * t.slow, "exit %d after %.1fs" % (rc, time.time() - t0))

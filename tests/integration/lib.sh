@@ -208,11 +208,11 @@ use_real_node() {
     on_exit "kubectl cordon $REAL_NODE; kubectl uncordon $kwok"
     NODE_IP=$(cat "$YAO_PLANE_DIR/node-ip")
 }
-# node_allow_port PORT — let pods open connections to PORT on the node (the node's guard
-# drops every other connection from pods to the host); removed at exit.
+# node_allow_port PORT — let pods open connections to PORT on the node (the node's guard,
+# in the mangle table, drops every other connection from pods to the host); removed at exit.
 node_allow_port() {
-    iptables -A YAO-NODE-ALLOW -p tcp -d "$NODE_IP" --dport "$1" -j ACCEPT &&
-        on_exit "iptables -D YAO-NODE-ALLOW -p tcp -d $NODE_IP --dport $1 -j ACCEPT"
+    iptables -t mangle -A YAO-NODE-ALLOW -p tcp -d "$NODE_IP" --dport "$1" -j ACCEPT &&
+        on_exit "iptables -t mangle -D YAO-NODE-ALLOW -p tcp -d $NODE_IP --dport $1 -j ACCEPT"
 }
 # pod_node NS POD
 pod_node() { kubectl -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }

@@ -55,7 +55,7 @@ sx lp-a -- sh -c 'cd /workspace && dd if=/dev/urandom of=big.bin bs=1M count=50 
     ln -s d/e/f.txt link && echo secret > private.txt && chmod 0600 private.txt && touch -d "2020-01-02 03:04:05" d/e/f.txt' >/dev/null
 A_SUM=$(sx lp-a -- sh -c 'cd /workspace && md5sum big.bin | cut -d" " -f1')
 A_MTIME=$(sx lp-a -- stat -c %Y /workspace/d/e/f.txt)
-sandbox lp-b "{size: 1Gi, from: {sandbox: lp-a}}"
+sandbox lp-b "{size: 1Gi, storageClassName: local-path, from: {sandbox: lp-a}}"
 check "a fork of it reaches Running" eventually 180 phase_is $NS lp-b Running
 B_CLAIM=$(field lp-b .status.workspaceClaim)
 check "  its claim has no dataSource, is on local-path, and records the copy" eq \
@@ -71,6 +71,8 @@ check "  and the copier pod is gone" eventually 30 eval "[ \"\$(kubectl -n $NS g
 check "  the fork's writes stay in the fork" eq "$(sx lp-b -- sh -c 'echo b > /workspace/b.txt' >/dev/null; sx lp-a -- sh -c 'ls /workspace/b.txt 2>/dev/null || echo absent')" absent
 # A copy that cannot read the source (a file its owner made unreadable): reported, no pod.
 sx lp-a -- sh -c 'echo locked > /workspace/locked.txt && chmod 000 /workspace/locked.txt' >/dev/null
+# (lp-c names no class: the controller's default here, yao-test — a copy may cross
+# StorageClasses, which a clone cannot.)
 sandbox lp-c "{size: 1Gi, from: {sandbox: lp-a}}"
 check "a copy that fails: Pending/WorkspaceCopyFailed" eventually 120 eval "phase_is $NS lp-c Pending && reason_is $NS lp-c WorkspaceCopyFailed"
 check "  with cp's own message" contains "$(field lp-c '.status.conditions[?(@.type=="Ready")].message')" "locked.txt"
@@ -79,6 +81,8 @@ check "  and no sandbox pod was made" eval "! kubectl -n $NS get pod yao-sb-fork
 sx lp-a -- chmod 0600 /workspace/locked.txt >/dev/null
 check "  once the source is readable, the retry fills it and it runs" eventually 150 phase_is $NS lp-c Running
 check "  with the file" eq "$(sx lp-c -- cat /workspace/locked.txt)" locked
+check "  its claim is of the controller's default class (a copy across StorageClasses)" eq \
+    "$(kubectl -n $NS get pvc "$(field lp-c .status.workspaceClaim)" -o jsonpath='{.spec.storageClassName}')" yao-test
 
 kubectl -n $NS delete sandbox --all --wait=true --timeout=90s >/dev/null 2>&1
 finish
