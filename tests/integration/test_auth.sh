@@ -197,8 +197,9 @@ check "kubeconfig as: exec" eq "$out" as-from-kubeconfig
 # ---- a real CONNECT proxy ---------------------------------------------------------------------
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PROXY_PIDS=()
-# start_proxy NAME [CONF-LINES] — tinyproxy on a free loopback port (echoed), logging to
-# $T/NAME.log; its /etc/hosts (a mount namespace of its own) says kubernetes = 127.0.0.1.
+# start_proxy NAME [CONF-LINES] — tinyproxy on a free loopback port (in $PROXY_PORT),
+# logging to $T/NAME/log; its /etc/hosts (a mount namespace of its own) says kubernetes =
+# 127.0.0.1. Not in a $(...) subshell: the cleanup it registers must reach finish.
 start_proxy() {
     local name=$1 conf=${2:-} port; port=$(free_port)
     mkdir -p "$T/$name" && chmod 777 "$T/$name" && : > "$T/$name/log" && chmod 666 "$T/$name/log"
@@ -222,10 +223,10 @@ CONF
     PROXY_PIDS+=($!)
     on_exit "kill $!"
     local i; for i in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-    echo "$port"
+    PROXY_PORT=$port
 }
 connects() { grep -c "CONNECT $1 HTTP" "$T/$2/log" 2>/dev/null; }
-PP=$(start_proxy plain)
+start_proxy plain; PP=$PROXY_PORT
 check "tinyproxy listens on 127.0.0.1:$PP" eval "(exec 3<>/dev/tcp/127.0.0.1/$PP) 2>/dev/null"
 kubectl config view --raw --minify > "$T/proxy.kubeconfig"
 python3 - "$T/proxy.kubeconfig" "http://127.0.0.1:$PP" <<'PY'
@@ -279,7 +280,7 @@ check "NO_PROXY: the server is reached directly (and cannot be resolved here)" e
 check "NO_PROXY: one line" one_line "$T/err"
 
 # A proxy that wants a password.
-AP=$(start_proxy auth "BasicAuth yao s3cret-pass")
+start_proxy auth "BasicAuth yao s3cret-pass"; AP=$PROXY_PORT
 sed "s|proxy-url: http://127.0.0.1:$PP|proxy-url: http://127.0.0.1:$AP|" "$T/proxy.kubeconfig" > "$T/noauth.kubeconfig"
 sed "s|proxy-url: http://127.0.0.1:$PP|proxy-url: http://yao:s3cret-pass@127.0.0.1:$AP|" "$T/proxy.kubeconfig" > "$T/auth.kubeconfig"
 KUBECONFIG="$T/noauth.kubeconfig" "$Y" -n $NS list >/dev/null 2>"$T/err"; rc=$?
