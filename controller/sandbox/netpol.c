@@ -7,8 +7,9 @@
  * equal to the one built here.
  *
  * egressExcept (the class's; absent, the cluster-internal ranges) is cut out of every
- * egress CIDR that strictly contains an entry; a CIDR inside an entry was named on purpose by the class and stays whole, while
- * a Sandbox may not narrow to a part the class cut out (it would escape the cut).
+ * egress CIDR that strictly contains an entry; a class CIDR inside an entry was named on
+ * purpose and stays whole, while a Sandbox may not narrow to a part the class cut out (it
+ * would escape the cut).
  *
  * Not here: the I/O (reconcile.c), choosing the class (classes.c). */
 #include "sandbox/netpol.h"
