@@ -73,17 +73,19 @@ static void nap(int64_t ms) {
 }
 
 /* 1 when a Lease of the family blocks this replica (why says which), 0 when none does, -1
- * when the Leases could not be listed. */
+ * when the Leases could not be listed (tried again), -2 when this replica may not list
+ * them (a Role from before the rule: 401/403). */
 static int leases_block(struct kube_client *c, const struct sbx_settings *s, const char *lease_ns, char *why,
                         size_t whylen) {
     char path[512], err[KUBE_ERR_MAX];
     cJSON *list = NULL;
     /* All Leases: one of a controller from before the shards label has none. */
     snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases", lease_ns);
-    if (kube_get(c, path, &list, err, sizeof(err)) != 200) {
+    long st = kube_get(c, path, &list, err, sizeof(err));
+    if (st != 200) {
         snprintf(why, whylen, "listing the Leases of %.200s failed: %.250s", lease_ns, err);
         cJSON_Delete(list);
-        return -1;
+        return st == 401 || st == 403 ? -2 : -1;
     }
     int blocked = 0;
     const cJSON *l;
@@ -107,6 +109,13 @@ static int shard_barrier(struct app *a, struct kube_client *c, const struct sbx_
     at_barrier = 1;
     while (!stop_requested && !lost_leadership) {
         int b = leases_block(c, s, lease_ns, why, sizeof(why));
+        if (b == -2) {
+            /* Not allowed to look (the RBAC of an older release): act as before the rule. */
+            LOGW("msg=\"cannot list Leases (apply the current RBAC: list on leases): acting without waiting for "
+                 "replicas of another shard count\" why=\"%s\"", why);
+            at_barrier = 0;
+            return 0;
+        }
         if (b == 0 && announced) { at_barrier = 0; return 0; }
         if (b == 0) {
             /* Say it, wait until the Lease shows it, and look once more. */
