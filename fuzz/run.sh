@@ -31,7 +31,7 @@ client_library() { (cd "$src/controller" && shopt -s nullglob && echo base/*.c k
 sources() {
     case $1 in
     ndjson)     client_library ;;
-    kubeconfig) echo $(base_library) kube/config.c ;;
+    kubeconfig) client_library ;;
     spec)       echo $(base_library) sandbox/spec.c sandbox/naming.c sandbox/quantity.c ;;
     exec_demux) client_library ;;
     wsframe)    echo $(base_library) kube/wsframe.c ;;
