@@ -204,7 +204,10 @@ check "  status.idleTimeout 20s (the class's), reclaimAfter 10m, className" eq \
 idle_at=$(field sandbox sess .status.idleAt)
 last=$(field sandbox sess .status.lastUsedAt)
 check "  status.idleAt is lastUsedAt + 20 s" eq "$(( $(date -d "$idle_at" +%s) - $(date -d "$last" +%s) ))" 20
-check "a touch moves idleAt" eval "kubectl -n $NS annotate sandbox sess --overwrite sandbox.yaoapps.com/last-used-at=\$(date -u +%Y-%m-%dT%H:%M:%SZ) >/dev/null; sleep 2; [ \"\$(field sandbox sess .status.idleAt)\" != '$idle_at' ]"
+# The annotation has whole seconds: touch in a later second than lastUsedAt, then wait for the status write.
+while [ "$(date -u +%s)" -le "$(date -d "$last" +%s)" ]; do sleep 0.2; done
+kubectl -n $NS annotate sandbox sess --overwrite sandbox.yaoapps.com/last-used-at="$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
+check "a touch moves idleAt" eventually 10 eval "[ \"\$(field sandbox sess .status.idleAt)\" != '$idle_at' ]"
 SESS_POD=$(field pod yao-sb-carol-sess .metadata.uid)
 touched=$(date +%s)
 kubectl -n $NS annotate sandbox sess --overwrite sandbox.yaoapps.com/last-used-at="$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
