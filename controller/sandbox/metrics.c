@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kube/kjson.h"
 #include "sandbox/reconcile_int.h"
 
@@ -35,18 +36,38 @@ void sbx_metrics_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const 
     if (old && ctl->sandbox_counts[op][ol]) ctl->sandbox_counts[op][ol]--;
     if (cur) ctl->sandbox_counts[cp][cl]++;
     pthread_mutex_unlock(&ctl->lock);
+    sbx_starts_observe(ctl->starts, old, cur, clock_mono_ms(), kj_now_ms());
 }
 
-/* CPU seconds and resident bytes of this process. */
-static void process_usage(double *cpu_s, long *rss_bytes, long *hwm_bytes) {
-    *cpu_s = 0;
+/* The boot time (seconds since the epoch), from /proc/stat's btime; 0 if unknown. */
+static unsigned long long boot_time(void) {
+    unsigned long long btime = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    char line[256];
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "btime %llu", &btime) == 1) break;
+    fclose(f);
+    return btime;
+}
+
+/* CPU seconds, start time (seconds since the epoch; 0 if unknown) and resident bytes of
+ * this process. */
+static void process_usage(double *cpu_s, double *start_s, long *rss_bytes, long *hwm_bytes) {
+    *cpu_s = *start_s = 0;
     *rss_bytes = *hwm_bytes = 0;
     FILE *f = fopen("/proc/self/stat", "r");
     if (f) {
         unsigned long ut = 0, st = 0;
-        /* fields 14 and 15: utime, stime (after the parenthesised comm) */
-        if (fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
-            *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+        unsigned long long started = 0;
+        /* fields 14 and 15: utime, stime; 22: starttime, in ticks after boot (after the
+         * parenthesised comm) */
+        int n = fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %llu",
+                       &ut, &st, &started);
+        double tick = (double)sysconf(_SC_CLK_TCK);
+        if (n >= 2) *cpu_s = (double)(ut + st) / tick;
+        unsigned long long btime = n == 3 ? boot_time() : 0;
+        if (btime) *start_s = (double)btime + (double)started / tick;
         fclose(f);
     }
     f = fopen("/proc/self/status", "r");
@@ -59,6 +80,17 @@ static void process_usage(double *cpu_s, long *rss_bytes, long *hwm_bytes) {
         }
         fclose(f);
     }
+}
+
+/* The compiler, as a label value (no quote or backslash in it). */
+static const char *build_compiler(void) {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown";
+#endif
 }
 
 /* One un-labelled counter or gauge with its HELP and TYPE lines. */
@@ -193,11 +225,23 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
                  is_leader ? 1 : 0);
     rc |= informer_metrics(ctl, out);
 
-    double cpu;
+    rc |= sbx_starts_render(ctl->starts, out);
+    rc |= metric(out, "yao_sandbox_starts_pending", "gauge",
+                 "Creates and wakes under way (timed once the Sandbox is Running and Ready).",
+                 sbx_starts_pending(ctl->starts));
+    P("# HELP yao_sandbox_build_info The controller's version and the compiler that built it (value 1).\n");
+    P("# TYPE yao_sandbox_build_info gauge\n");
+    P("yao_sandbox_build_info{version=\"%s\",compiler=\"%s\"} 1\n", YAO_VERSION, build_compiler());
+
+    double cpu, started;
     long rss, hwm;
-    process_usage(&cpu, &rss, &hwm);
+    process_usage(&cpu, &started, &rss, &hwm);
     P("# HELP process_cpu_seconds_total User and system CPU time.\n# TYPE process_cpu_seconds_total counter\n");
     P("process_cpu_seconds_total %.2f\n", cpu);
+    if (started > 0) {
+        P("# HELP process_start_time_seconds Start time of the process since the epoch, in seconds.\n");
+        P("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n", started);
+    }
     rc |= metric(out, "process_resident_memory_bytes", "gauge", "Resident memory.", (unsigned long long)rss);
     rc |= metric(out, "process_resident_memory_peak_bytes", "gauge", "Peak resident memory.",
                  (unsigned long long)hwm);

@@ -1,7 +1,8 @@
 /* sandbox/metrics.h — the controller's Prometheus metrics in the text exposition format
  * (version 0.0.4): reconcile counts, errors and latency histogram, work-queue depth,
  * Sandboxes by phase and lifecycle (counted as the cache changes), API requests by verb and status
- * class, one-shot exec sessions, leadership, and process CPU/memory from /proc. */
+ * class, one-shot exec sessions, leadership, create → Ready and wake latency histograms
+ * (sandbox/starts.h), build_info, and process CPU/memory/start time from /proc. */
 #ifndef YAO_SANDBOX_METRICS_H
 #define YAO_SANDBOX_METRICS_H
 

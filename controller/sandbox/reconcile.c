@@ -226,6 +226,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     sbx_records_init(&ctl->records);
     strmap_init(&ctl->terminating);
     ctl->admission = sbx_admission_new(&ctl->opt.limits);
+    ctl->starts = sbx_starts_new();
     ctl->queue = queue_new(5, 1000 * 1000);
     /* Watching every namespace: one namespace's reconciles never take every worker (one
      * stuck behind a slow webhook or quota there leaves the others served); while they
@@ -291,7 +292,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
     ctl->classes = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->admission || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->netpols ||
+    if (!ctl->queue || !ctl->admission || !ctl->starts || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->netpols ||
         !ctl->classes || sbx_classes_init(ctl) < 0 || sbx_warm_init(ctl) < 0) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
@@ -526,6 +527,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     sbx_records_free(&ctl->records);
     strmap_clear(&ctl->terminating, free);
     sbx_admission_free(ctl->admission);
+    sbx_starts_free(ctl->starts);
     sbx_warm_free(ctl);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);

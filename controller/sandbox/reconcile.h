@@ -20,6 +20,7 @@
 #define SBX_METRIC_PHASES 8        /* Pending ... Unknown (sandbox/metrics.c) */
 #define SBX_METRIC_LIFECYCLES 4
 #include "sandbox/spec.h"
+#include "sandbox/starts.h"
 
 struct sbx_controller_options {
     struct sbx_defaults defaults;
@@ -88,6 +89,7 @@ struct sbx_controller {
     size_t napiserver;
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
     struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
+    struct sbx_starts *starts;     /* create → Ready and wake latencies for /metrics (starts.h) */
     /* Sharding (sandbox/shard.h): {shards, shard}, the Sandbox informer's filter argument,
      * and the shard labels of what this shard creates (NULL when shards <= 1). */
     int shard_key[2];
