@@ -181,10 +181,12 @@ check "  with status.run.startedAt and no result yet" test -n "$(field job-fail 
 kubelet_finish "$FPOD"
 kubelet_finish "$(pod_of job-ok)"
 check "one-shot with exit 7 ends Failed" eventually 30 phase_is $NS job-fail Failed
-check "status.run.exitCode is 7" eq "$(field job-fail '{.status.run.exitCode}')" 7
-check "status.run.stdout has the output" eq "$(field job-fail '{.status.run.stdout}')" "hello the world"
-check "status.run.stderr has the errors, apart" eq "$(field job-fail '{.status.run.stderr}')" "oops"
-check "status.run has start and finish times" test -n "$(field job-fail '{.status.run.startedAt}')" -a -n "$(field job-fail '{.status.run.finishedAt}')"
+# One read of the result: the Sandbox is deleted 4 s after it finished (ttlSecondsAfterFinished).
+IFS='|' read -r run_code run_out run_err run_started run_finished <<<"$(field job-fail '{.status.run.exitCode}|{.status.run.stdout}|{.status.run.stderr}|{.status.run.startedAt}|{.status.run.finishedAt}')"
+check "status.run.exitCode is 7" eq "$run_code" 7
+check "status.run.stdout has the output" eq "$run_out" "hello the world"
+check "status.run.stderr has the errors, apart" eq "$run_err" "oops"
+check "status.run has start and finish times" test -n "$run_started" -a -n "$run_finished"
 check "one-shot with exit 0 ends Succeeded" eventually 30 phase_is $NS job-ok Succeeded
 check "a long stdout keeps its last 1400 bytes and says truncated" eq "$(field job-ok '{.status.run.truncated}')/$(field job-ok '{.status.run.stdout}' | wc -c)" "true/1400"
 check "  ending with the last line" eq "$(field job-ok '{.status.run.stdout}' | tail -n 1)" "done"
