@@ -73,6 +73,11 @@ printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name
 check "the leader reconciles" eventually 20 phase_is $NS led-1 Running
 check "the standby did not reconcile (no pod created in its log)" eq "$(grep -c 'pod created' "$SLOG")" 0
 
+kubectl -n $NS patch sandbox led-1 --type=merge -p '{"spec":{"paused":true}}' >/dev/null
+check "paused: Stopped" eventually 20 phase_is $NS led-1 Stopped
+kubectl -n $NS patch sandbox led-1 --type=merge -p '{"spec":{"paused":false}}' >/dev/null
+check "resumed: Running again (a wake, for the histogram)" eventually 20 phase_is $NS led-1 Running
+
 # Metrics: well-formed exposition with the families we promise.
 curl -s "http://127.0.0.1:$LP/metrics" > "$BUILD_DIR/metrics.txt"
 parse_metrics() {
@@ -101,6 +106,16 @@ assert any(k.startswith('yao_sandbox_api_requests_total{verb="POST",code="2xx"}'
 for r in ("sandboxes", "pods", "persistentvolumeclaims"):
     assert samples['yao_sandbox_informer_lists_total{resource="%s"}' % r] >= 1, "no list of " + r + " counted"
     assert samples['yao_sandbox_informer_watches_total{resource="%s"}' % r] >= 1, "no watch of " + r + " counted"
+for h in ("yao_sandbox_create_ready_duration_seconds", "yao_sandbox_wake_duration_seconds"):
+    assert families.get(h) == "histogram", h + " is not a histogram"
+    counts = {k: v for k, v in samples.items() if k.startswith(h + '_count{lifecycle="session",')}
+    assert counts and sum(counts.values()) >= 1, "no session start in " + h
+    for k, v in counts.items():
+        assert samples[k.replace("_count{", "_bucket{").replace("}", ',le="+Inf"}')] == v, k
+        assert samples[k.replace("_count{", "_sum{")] > 0, k + ": no time summed"
+assert [k for k in samples if k.startswith("yao_sandbox_build_info{version=")], "no build_info"
+import time
+assert time.time() - 3600 < samples["process_start_time_seconds"] <= time.time(), "process_start_time_seconds"
 print("metrics ok: %d families, %d samples" % (len(families), len(samples)))
 PY
 }
