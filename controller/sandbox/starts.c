@@ -8,8 +8,12 @@
 
 #include "kube/kjson.h"
 #include "runtime/strmap.h"
+#include "sandbox/spec.h"
 
-enum start_kind { START_CREATE, START_WAKE, START_KINDS };
+enum start_kind {
+    START_CREATE, START_WAKE, START_KINDS,
+    START_POKE = START_KINDS   /* a mark only: a stopped Sandbox was touched or its spec changed */
+};
 
 /* Upper bounds of the buckets, in seconds (+Inf follows). A warm start is well under a
  * second, a cold one on a real node seconds, an image pull or a slow provisioner minutes. */
@@ -101,6 +105,15 @@ static int phase_empty(const cJSON *sb) {
     return !phase || !*phase;
 }
 
+/* Did the user ask something of it between old and cur (a spec change: generation; a
+ * touch: last-used-at)? The controller's own status writes are not requests. */
+static int requested(const cJSON *old, const cJSON *cur) {
+    if (kj_int(old, "metadata.generation", 0) != kj_int(cur, "metadata.generation", 0)) return 1;
+    const char *a = kj_map_get(old, "metadata.annotations", SBX_ANN_LAST_USED);
+    const char *b = kj_map_get(cur, "metadata.annotations", SBX_ANN_LAST_USED);
+    return (a || b) && (!a || !b || strcmp(a, b) != 0);
+}
+
 static int finished(const cJSON *sb) { return phase_is(sb, "Succeeded") || phase_is(sb, "Failed"); }
 
 static int stopped(const cJSON *sb) { return phase_is(sb, "Stopped") || phase_is(sb, "Stopping"); }
@@ -167,7 +180,8 @@ void sbx_starts_observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur
     } else if (is_ready(cur)) {
         if (!old || !is_ready(old)) {
             struct mark *m = strmap_remove(&s->marks, uid);
-            if (m) record(s, m->kind, cur, mono_ms - m->t0_mono_ms);
+            /* (a poke seen Running at once, its wake missed between two events, is a wake) */
+            if (m) record(s, m->kind == START_POKE ? START_WAKE : m->kind, cur, mono_ms - m->t0_mono_ms);
             free(m);
         }
     } else if (!old) {
@@ -182,9 +196,15 @@ void sbx_starts_observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur
                 t0 = mono_ms - (wall_ms - created_ms);
             set_mark(s, uid, START_CREATE, t0);
         }
-    } else if (stopped(old) && !stopped(cur) && !strmap_get(&s->marks, uid)) {
-        set_mark(s, uid, START_WAKE, mono_ms);
-    } else if (stopped(cur)) {
+    } else if (stopped(old) && !stopped(cur)) {
+        /* Leaving Stopped: timed from the user's request that woke it (the last touch or
+         * spec change seen while stopped), else from now. */
+        struct mark *m = strmap_get(&s->marks, uid);
+        if (m && m->kind == START_POKE) m->kind = START_WAKE;
+        else if (!m) set_mark(s, uid, START_WAKE, mono_ms);
+    } else if (stopped(cur) && stopped(old) && requested(old, cur)) {
+        set_mark(s, uid, START_POKE, mono_ms);
+    } else if (stopped(cur) && !stopped(old)) {
         /* stopped again before Ready (a pause during a wake): that start did not finish */
         free(strmap_remove(&s->marks, uid));
     }

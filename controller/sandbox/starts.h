@@ -2,7 +2,8 @@
  * stopped → Running (wake, resume) histograms of /metrics, by lifecycle and class.
  *
  * Fed with every change the Sandbox informer sees (old → cur). A start is marked when it
- * begins (a Sandbox first seen without a phase, or one leaving Stopped) and observed when
+ * begins (a Sandbox first seen without a phase; for a wake, the last touch or spec change
+ * seen while it was Stopped, else the moment it leaves Stopped) and observed when
  * the Sandbox turns Running with Ready=True; a deletion, a finished one-shot or a stop
  * before Ready drops the mark. A Sandbox created while no controller ran is timed from its
  * creationTimestamp; a start already under way when this controller started is not timed

@@ -114,6 +114,22 @@ TEST(a_wake_is_timed_from_leaving_stopped_by_its_own_lifecycle_and_class) {
     t = render(s);
     CHECK(value_of(t, "yao_sandbox_wake_duration_seconds_count{lifecycle=\"long-running\",class=\"\"}") == 2);
     CHECK(value_of(t, "yao_sandbox_wake_duration_seconds_sum{lifecycle=\"long-running\",class=\"\"}") == 4.5);
+    /* a wake by touch: timed from the touch the controller acted on, not from its status write */
+    step(s, &cur, sb("u2", "long-running", NULL, "Stopped", 0, NULL), T0 + 100000);
+    cJSON *touched = sb("u2", "long-running", NULL, "Stopped", 0, NULL);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(touched, "metadata"), "annotations",
+                          cJSON_Parse("{\"sandbox.yaoapps.com/last-used-at\":\"2026-05-28T20:28:20Z\"}"));
+    step(s, &cur, touched, T0 + 110000);
+    CHECK_INT(sbx_starts_pending(s), 1);
+    step(s, &cur, sb("u2", "long-running", NULL, "Creating", 0, NULL), T0 + 110700);
+    step(s, &cur, sb("u2", "long-running", NULL, "Running", 1, NULL), T0 + 111000);
+    t = render(s);
+    CHECK(value_of(t, "yao_sandbox_wake_duration_seconds_count{lifecycle=\"long-running\",class=\"\"}") == 3);
+    CHECK(value_of(t, "yao_sandbox_wake_duration_seconds_sum{lifecycle=\"long-running\",class=\"\"}") == 5.5);
+    /* a status-only update while stopped (the controller's own) is no request */
+    step(s, &cur, sb("u2", "long-running", NULL, "Stopped", 0, NULL), T0 + 120000);
+    step(s, &cur, sb("u2", "long-running", NULL, "Stopped", 0, NULL), T0 + 121000);
+    CHECK_INT(sbx_starts_pending(s), 0);
     cJSON_Delete(cur);
     sbx_starts_free(s);
 }
