@@ -6,6 +6,7 @@
 #   unit-valgrind— the plain unit binaries under valgrind --leak-check=full
 #   cluster      — integration suites against the real local control plane, brought up
 #                  once per run by the `plane` fixture and torn down at the end.
+#   docs         — docs/api-reference.md matches the CRDs; no link of the docs leaves the repo
 
 file(GLOB YAO_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
 set(YAO_SAN_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
@@ -100,6 +101,12 @@ if(YAO_CLUSTER_TESTS)
     endif()
   endforeach()
 endif()
+
+# Docs that cannot drift: the API reference is what the CRDs give, and no link of the README
+# or docs/ leaves the repository or points at nothing.
+add_test(NAME docs.api_reference COMMAND python3 ${CMAKE_SOURCE_DIR}/docs/tools/api-reference.py --check)
+add_test(NAME docs.links COMMAND python3 ${CMAKE_SOURCE_DIR}/docs/tools/check-links.py)
+set_tests_properties(docs.api_reference docs.links PROPERTIES LABELS docs)
 
 # yao-bridge tests (their own registration, next to their peers).
 include(${CMAKE_SOURCE_DIR}/tests/bridge/bridge.cmake OPTIONAL)
