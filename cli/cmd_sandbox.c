@@ -62,14 +62,66 @@ static cJSON *new_sandbox(const struct args *a, const char *name) {
     return o;
 }
 
+/* Append "field=value" to a field selector, the value escaped as the API server reads it
+ * ('\\', ',' and '=' after a backslash). 0, or -1 when out is too small. */
+static int selector_add(char *out, size_t n, const char *field, const char *value) {
+    size_t k = strlen(out);
+    int w = snprintf(out + k, n - k, "%s%s=", k ? "," : "", field);
+    if (w < 0 || (size_t)w >= n - k) return -1;
+    k += (size_t)w;
+    for (const char *p = value; *p; p++) {
+        if (k + 3 > n) return -1;
+        if (*p == '\\' || *p == ',' || *p == '=') out[k++] = '\\';
+        out[k++] = *p;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+/* The Sandbox of (user, chat) under another name than the canonical one (one applied
+ * from a manifest, e.g. manifests/examples/sandbox.yaml): found by the CRD's selectable
+ * fields spec.userID and spec.chatID; the oldest one not being deleted. 1 with *out, 0
+ * when there is none (or the server cannot select by those fields: Kubernetes < 1.32),
+ * -1 on error (printed). */
+static int find_pair(struct cli *c, cJSON **out) {
+    const struct args *a = c->a;
+    char fsel[1200] = "", path[2048], err[KUBE_ERR_MAX];
+    *out = NULL;
+    if (selector_add(fsel, sizeof(fsel), "spec.userID", a->user) < 0 ||
+        selector_add(fsel, sizeof(fsel), "spec.chatID", a->chat) < 0)
+        return 0;
+    snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
+    if (kube_path_add_query(path, sizeof(path), "fieldSelector", fsel) < 0) return 0;
+    cJSON *list = NULL;
+    long st = kube_get(c->kc, path, &list, err, sizeof(err));
+    if (st == 400) { cJSON_Delete(list); return 0; }
+    if (st != 200 || !list) {
+        cJSON_Delete(list);
+        cli_fail("looking up the sandbox of (user \"%s\", chat \"%s\"): %s", a->user, a->chat, err);
+        return -1;
+    }
+    const cJSON *it, *best = NULL;
+    cJSON_ArrayForEach(it, kj_path(list, "items")) {
+        const char *u = kj_str(it, "spec.userID"), *ch = kj_str(it, "spec.chatID");
+        if (!u || !ch || strcmp(u, a->user) || strcmp(ch, a->chat) || kj_path(it, "metadata.deletionTimestamp")) continue;
+        const char *t = kj_str(it, "metadata.creationTimestamp"), *bt = best ? kj_str(best, "metadata.creationTimestamp") : NULL;
+        if (!best || (t && bt && strcmp(t, bt) < 0)) best = it;   /* RFC 3339 UTC sorts as text */
+    }
+    if (best) *out = cJSON_Duplicate(best, 1);
+    cJSON_Delete(list);
+    if (best && !*out) { cli_fail("out of memory"); return -1; }
+    return best ? 1 : 0;
+}
+
 /* Get-or-create, as the Go client's GetOrCreate: the Sandbox has the canonical name of
  * (user, chat) (the name of its pod, sbx_name_pod), so of two concurrent calls the API
  * server lets one create it and the other gets 409 and reads it. GET first; 404 → POST;
  * 409 → GET again. A Sandbox of that name of another pair is a NameConflict naming both
  * pairs; one being deleted (an idle session removed by the controller) is waited out and
- * created anew. An existing Sandbox is kept as it is, whatever the flags say. 0 with *out
- * and *created, or 1 (error printed). */
-static int get_or_create(struct cli *c, const char *name, cJSON **out, int *created) {
+ * created anew. Without one of that name, a Sandbox of the pair under another name is
+ * the one (name is set to it). An existing Sandbox is kept as it is, whatever the flags
+ * say. 0 with *out and *created, or 1 (error printed). */
+static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out, int *created) {
     const struct args *a = c->a;
     char path[640], err[KUBE_ERR_MAX];
     *out = NULL;
@@ -99,6 +151,12 @@ static int get_or_create(struct cli *c, const char *name, cJSON **out, int *crea
         }
         cJSON_Delete(sb);
         if (st != 404) return cli_fail("getting sandbox \"%s\": %s", name, err);
+        int found = find_pair(c, out);
+        if (found < 0) return 1;
+        if (found) {
+            snprintf(name, namelen, "%s", kj_str(*out, "metadata.name") ? kj_str(*out, "metadata.name") : "");
+            return 0;
+        }
         cJSON *obj = new_sandbox(a, name);
         snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
         st = obj ? kube_create(c->kc, path, obj, out, err, sizeof(err)) : -1;
@@ -127,12 +185,12 @@ int cmd_create(struct cli *c) {
     if (a->idle_timeout && (qty_parse_duration(a->idle_timeout, &idle) < 0 || idle <= 0))
         return cli_usage_error("invalid --idle-timeout \"%s\" (a duration such as 90s, 30m, 2h)", a->idle_timeout);
     if (a->image && !*a->image) return cli_usage_error("--image is empty");
-    char name[SBX_NAME_MAX + 1];
+    char name[254];   /* the canonical name (SBX_NAME_MAX), or a found one of up to 253 */
     if (sbx_name_pod(a->user, a->chat, name, sizeof(name)) < 0) return cli_fail("naming the sandbox: %s", strerror(errno));
     if (cluster_connect(c)) return 1;
     cJSON *sb;
     int created;
-    if (get_or_create(c, name, &sb, &created)) return 1;
+    if (get_or_create(c, name, sizeof(name), &sb, &created)) return 1;
     int paused = kj_bool(sb, "spec.paused", 0), stopped = !strcmp(cluster_phase(sb), "Stopped");
     cJSON_Delete(sb);
     if (isatty(2)) fprintf(stderr, PROG ": sandbox \"%s\" %s\n", name, created ? "created" : "exists");
@@ -244,22 +302,6 @@ static int list_match(const struct args *a, const cJSON *sb) {
     return 1;
 }
 
-
-/* Append "field=value" to a field selector, the value escaped as the API server reads it
- * ('\\', ',' and '=' after a backslash). 0, or -1 when out is too small. */
-static int selector_add(char *out, size_t n, const char *field, const char *value) {
-    size_t k = strlen(out);
-    int w = snprintf(out + k, n - k, "%s%s=", k ? "," : "", field);
-    if (w < 0 || (size_t)w >= n - k) return -1;
-    k += (size_t)w;
-    for (const char *p = value; *p; p++) {
-        if (k + 3 > n) return -1;
-        if (*p == '\\' || *p == ',' || *p == '=') out[k++] = '\\';
-        out[k++] = *p;
-    }
-    out[k] = '\0';
-    return 0;
-}
 
 /* list: every page of Sandboxes; --user and --chat through the server-side field selector
  * on the CRD's selectable fields spec.userID and spec.chatID, -l as the label selector,
