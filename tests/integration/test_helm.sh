@@ -439,13 +439,18 @@ check "controller pod is scheduled and Running (kwok)" eventually 30 pods_runnin
 
 # The documented CRD upgrade (Helm never upgrades crds/): a "newer" CRD, told apart by its
 # version label, applied server-side over the installed one; then the real one again.
-crd_version() { kubectl get crd sandboxes.sandbox.yaoapps.com -o jsonpath='{.metadata.labels.app\.kubernetes\.io/version}'; }
-sed 's/^    app.kubernetes.io\/version: ".*"$/    app.kubernetes.io\/version: "99.0.0-test"/' "$CHART/crds/sandbox.yaml" > "$T/crd-next.yaml"
+# Both CRDs, as the chart's README says: the directory.
+crd_version() { kubectl get crd sandboxes.sandbox.yaoapps.com sandboxclasses.sandbox.yaoapps.com -o jsonpath='{range .items[*]}{.metadata.labels.app\.kubernetes\.io/version}/{end}'; }
+mkdir -p "$T/crds-next"
+for f in "$CHART"/crds/*.yaml; do
+    sed 's/^    app.kubernetes.io\/version: ".*"$/    app.kubernetes.io\/version: "99.0.0-test"/' "$f" > "$T/crds-next/$(basename "$f")"
+done
 crd_apply() { kubectl apply --server-side --force-conflicts -f "$1" >/dev/null; }
-check "CRD upgrade: kubectl apply --server-side --force-conflicts -f crds/sandbox.yaml" crd_apply "$T/crd-next.yaml"
-check "...the cluster now runs the new CRD (version label)" eq "$(crd_version)" 99.0.0-test
-check "...and back to the chart's" crd_apply "$CHART/crds/sandbox.yaml"
-check "...version label = appVersion again" eq "$(crd_version)" "$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$CHART/Chart.yaml")"
+check "CRD upgrade: kubectl apply --server-side --force-conflicts -f crds/ (Sandbox and SandboxClass)" crd_apply "$T/crds-next/"
+check "...the cluster now runs both new CRDs (version labels)" eq "$(crd_version)" 99.0.0-test/99.0.0-test/
+check "...and back to the chart's" crd_apply "$CHART/crds/"
+app_version=$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$CHART/Chart.yaml")
+check "...version labels = appVersion again" eq "$(crd_version)" "$app_version/$app_version/"
 
 # The installed RBAC, compared with manifests/ by suffix (yao-sandbox-helm-X vs yao-sandbox-X).
 kubectl get clusterrole $C $REL-editor $REL-viewer -o json > "$T/installed-cr.json"
