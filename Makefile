@@ -29,7 +29,10 @@ test: build
 unit: build
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -L '^unit'
 
-demo: build
+# The demo runs the controller and the CLI (the images build their own binaries): only
+# those two are built, not the test, sanitizer and valgrind binaries `make` builds.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target yao-sandbox-controller yao-sandbox
 	@tests/cluster/demo
 
 images:
