@@ -1449,6 +1449,15 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod && o.queue_position > 0)
         reclaim_at = sbx_capacity_reclaim(ctl, now);
 
+    /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
+     * here, once per deadline reached (not every pass), before anything is destroyed. */
+    if (!governed && spec.activity_cpu_millis > 0 && d.reason && !strcmp(d.reason, SBX_REASON_IDLE) &&
+        (d.actions & DESTRUCTIVE) && o.pod == SBX_OBJ_PRESENT && o.pod_phase && !strcmp(o.pod_phase, "Running")) {
+        int act = sbx_activity_probe(ctl, ns, name, sb, pod_name, spec.activity_cpu_millis, now, err, errlen);
+        if (act < 0) goto out;
+        if (act == SBX_STALE || act == SBX_ACTIVE) { rc = act == SBX_STALE ? SBX_STALE : 0; goto out; }
+    }
+
     /* Nothing is destroyed on a stale view: the status write that records the decision
      * (a stop: Stopping, reason Idle or Paused) goes first and is conditional on the
      * resourceVersion the decision was made on. A touch the API server accepted before it

@@ -155,6 +155,15 @@ void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char
  * with the names obj carries. */
 void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim);
 
+/* ---- activityprobe.c ---- */
+/* At an idle deadline of a Sandbox whose class counts activity: the pod's CPU from
+ * metrics.k8s.io above threshold_millis refreshes last-used-at (conditional on sb's
+ * version) and returns SBX_ACTIVE; 0 acts on the deadline (idle, or not measurable: a
+ * Warning Event says which); SBX_STALE the Sandbox changed; -1 error. */
+#define SBX_ACTIVE 2
+int sbx_activity_probe(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+                       const char *pod_name, int64_t threshold_millis, int64_t now, char *err, size_t errlen);
+
 /* ---- status.c ---- */
 void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
                       const char *msg);

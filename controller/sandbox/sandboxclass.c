@@ -302,6 +302,20 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
             k->reclaim_after_ms < 1000)
             return cls_fail(c, "spec.reclaim.idleAfter: must be a duration of at least 1s (e.g. 30m)");
     }
+    const cJSON *act;
+    if (cls_object(c, spec, "activity", "spec.activity", &act)) return -1;
+    v = cls_member(act, "cpu");
+    if (v) {
+        char num[32];
+        const char *q = cJSON_IsString(v) ? v->valuestring : NULL;
+        if (!q && cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 256) {
+            snprintf(num, sizeof num, "%g", v->valuedouble);
+            q = num;
+        }
+        if (!q || qty_parse_cpu(q, &k->activity_cpu_millis) != 0 || k->activity_cpu_millis < 1 ||
+            k->activity_cpu_millis > 256000)
+            return cls_fail(c, "spec.activity.cpu: must be a CPU quantity between 1m and 256 (e.g. 50m)");
+    }
     char nerr[512];
     if (sbx_network_parse_class(cls_member(spec, "network"), &k->network, nerr, sizeof nerr) != 0)
         return cls_fail(c, "%s", nerr);
@@ -503,6 +517,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     out->reclaim_after_ms = k->reclaim_after_ms;
     out->workspace_max_bytes = k->workspace.max;
     out->forks_across_users = k->forks_across_users;
+    out->activity_cpu_millis = k->activity_cpu_millis;
     return 0;
 fail:
     sbx_spec_free(out);

@@ -51,6 +51,9 @@ struct sbx_class {
     cJSON *namespace_selector;
     unsigned allowed_lifecycles;
     int forks_across_users;               /* spec.workspace.allowForksAcrossUsers */
+    /* spec.activity.cpu: a pod using more CPU than this (millicores, metrics.k8s.io) at its
+     * idle deadline is in use (sandbox/activity.h); 0 = activity does not count. */
+    int64_t activity_cpu_millis;
 };
 
 /* Reasons of the Accepted condition when a class refuses a Sandbox (sandbox/status.c). */

@@ -130,6 +130,9 @@ struct sbx_spec {
      * the source may be another user's Sandbox (spec.workspace.allowForksAcrossUsers). */
     int64_t workspace_max_bytes;
     int forks_across_users;
+    /* The class's spec.activity.cpu in millicores (0 = activity does not count): at an
+     * idle deadline a pod using more is in use, and its idle clock restarts. */
+    int64_t activity_cpu_millis;
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */

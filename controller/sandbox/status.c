@@ -8,6 +8,7 @@
 
 #include "kube/kjson.h"
 #include "runtime/log.h"
+#include "sandbox/activity.h"
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"
 #include "sandbox/oneshot.h"
@@ -220,6 +221,14 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
         char q[LAST_USED_QUOTE_MAX * 2 + 8];
         quote_value(lu, q, sizeof(q));
         cJSON_AddStringToObject(st, "ignoredLastUsedAt", q);
+    }
+    /* What the controller saw when it last found the pod busy at an idle deadline (why
+     * lastUsedAt, and so idleAt, moved without a client's touch). */
+    const char *act = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_ACTIVITY);
+    if (act) {
+        char q[LAST_USED_QUOTE_MAX * 2 + 8];
+        quote_value(act, q, sizeof(q));
+        cJSON_AddStringToObject(st, "lastActivity", q);
     }
     cJSON_AddNumberToObject(st, "observedGeneration", (double)d->observed_generation);
     if (d->lifecycle) {

@@ -53,7 +53,19 @@ on_exit "kill $CTL 2>/dev/null"
 kubectl -n $NS run yao-sb-sec-clash --image=busybox --restart=Never \
     --overrides='{"spec":{"automountServiceAccountToken":false,"securityContext":{"runAsNonRoot":true,"runAsUser":1000,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"c","image":"busybox","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}' >/dev/null
 printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: yao-sb-sec-clash2-workspace}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n' | kubectl -n $NS apply -f - >/dev/null
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-sec-activity}
+spec: {activity: {cpu: 1m}}
+YAML
+on_exit "kubectl delete sandboxclass yao-it-sec-activity --ignore-not-found"
 kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-g}
+spec: {userID: sec, chatID: g, lifecycle: session, idleTimeout: 2s, className: yao-it-sec-activity}
+---
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: sec-a}
@@ -94,6 +106,9 @@ T=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 kubectl -n $NS patch pod yao-sb-sec-b --subresource=status --type=strategic -p '{"status":{"phase":"Succeeded","containerStatuses":[{"name":"sandbox","image":"x","imageID":"","ready":false,"restartCount":0,"state":{"running":null,"terminated":{"exitCode":0,"reason":"Completed","message":"yao-run/1 4 0\ncmFuCg==\n.\n","startedAt":"'"$T"'","finishedAt":"'"$T"'"}}}]}}' >/dev/null
 check "one-shot ran and was removed" eventually 30 gone sec-b
 check "idle session was removed" eventually 30 gone sec-c
+# kwok pods have no metrics: read at the deadline (metrics.k8s.io pods get), then acted on
+check "idle session of a class counting activity: its pod's metrics read at the deadline, then removed" \
+    eventually 30 gone sec-g
 lu_sec_d() { kubectl -n $NS get sandbox sec-d -o jsonpath='{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}'; }
 check "a last-used-at in the future was set to now (patch)" eventually 20 eval '[ "$(lu_sec_d)" != 2099-01-01T00:00:00Z ]'
 check "pod name conflict reported" eventually 20 reason_is $NS sec-clash NameConflict

@@ -182,6 +182,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+# PodMetrics (metrics.k8s.io, metrics-server): the CPU of a sandbox's pod at its idle
+# deadline, when its SandboxClass counts activity (spec.activity)
+- apiGroups: [metrics.k8s.io]
+  resources: [pods]
+  verbs: [get]
 {{- end -}}
 
 {{/* The controller image: [registry/]repository, then @digest or :tag (appVersion). */}}
