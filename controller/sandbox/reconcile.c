@@ -44,14 +44,6 @@ static void sandboxes_path(char *out, size_t n, const char *ns) {
     else snprintf(out, n, "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_PLURAL);
 }
 
-/* Collection path of a resource the controller owns: a core one ("pods",
- * "persistentvolumeclaims", "services"), or "networkpolicies" (networking.k8s.io/v1). */
-void sbx_core_path(char *out, size_t n, const char *ns, const char *resource) {
-    const char *api = strcmp(resource, "networkpolicies") == 0 ? "/apis/networking.k8s.io/v1" : "/api/v1";
-    if (ns) snprintf(out, n, "%s/namespaces/%s/%s", api, ns, resource);
-    else snprintf(out, n, "%s/%s", api, resource);
-}
-
 /* Split "ns/name" into its parts (in place copies). 0 or -1. */
 static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t namelen) {
     const char *slash = strchr(key, '/');
@@ -772,23 +764,6 @@ static int predecessor_owned(const cJSON *obj, const char *sandbox, const char *
     return rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
 }
 
-/* Timestamp at path, or 0. */
-int64_t sbx_time_at(const cJSON *obj, const char *path) {
-    int64_t ms;
-    const char *s = kj_str(obj, path);
-    return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
-}
-
-/* The Ready condition of a status (or a pod), or NULL. */
-const cJSON *sbx_ready_condition(const cJSON *obj) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
-        const char *type = kj_str(c, "type");
-        if (type && !strcmp(type, "Ready")) return c;
-    }
-    return NULL;
-}
-
 /* ---- acting --------------------------------------------------------------------------- */
 
 /* Create obj in ns/resource. 0 if created or already there and ours; 1 if the name
@@ -880,14 +855,6 @@ long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, con
     }
     kube_response_free(&resp);
     return st;
-}
-
-/* Add an RFC 3339 timestamp to o (nothing when ms is 0). */
-void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
-    char t[40];
-    if (ms <= 0) return;
-    kj_time_format(ms, t, sizeof(t));
-    cJSON_AddStringToObject(o, k, t);
 }
 
 /* The Sandbox's Service, level-triggered: created when spec.service.enabled and absent,

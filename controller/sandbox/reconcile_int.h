@@ -1,7 +1,10 @@
 /* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
- * includes: reconcile.c (informers, workers, the pass), capacity.c (the
- * running cap), orphans.c (what a deleted Sandbox left behind), status.c (status, Events,
- * last-used-at). Not an API: the controller's API is reconcile.h. */
+ * includes: reconcile.c (informers, workers, the pass) and its satellites activityprobe.c
+ * (activity at an idle deadline), capacity.c (the running cap), classes.c (SandboxClass
+ * and Namespace informers), metrics.c (/metrics), orphans.c (what a deleted Sandbox left
+ * behind), reclaim.c, sharding.c, status.c (status, Events, last-used-at) and warm.c (warm
+ * pools). Not an API: the controller's API is reconcile.h. The pure helpers they share
+ * are below them, in sandbox/objects.h. */
 #ifndef YAO_SANDBOX_RECONCILE_INT_H
 #define YAO_SANDBOX_RECONCILE_INT_H
 
@@ -10,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include "sandbox/lifecycle.h"
 #include "sandbox/reconcile.h"
+#include "sandbox/objects.h"   /* the pure object helpers every satellite uses */
 
 /* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
  * changed (or went) after the cache showed it, so the decision must be made again. */
@@ -29,16 +33,8 @@
 #define QUEUE_REFRESH_MS 10000
 
 /* ---- reconcile.c: shared helpers ---- */
-/* Collection path of a core resource ("pods", "persistentvolumeclaims") in ns (or all). */
-void sbx_core_path(char *out, size_t n, const char *ns, const char *resource);
 /* Bump a stats counter under the controller's lock. */
 void sbx_ctl_count(struct sbx_controller *ctl, uint64_t *field);
-/* Timestamp at path of obj in ms, or 0. */
-int64_t sbx_time_at(const cJSON *obj, const char *path);
-/* The Ready condition of a status (or a pod), or NULL. */
-const cJSON *sbx_ready_condition(const cJSON *obj);
-/* Add an RFC 3339 timestamp member (nothing when ms is 0). */
-void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms);
 /* DELETE path with the preconditions uid and resourceVersion. The HTTP status (err set
  * unless 2xx, 404 or 409), or -1. */
 long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,

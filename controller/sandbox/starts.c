@@ -8,6 +8,7 @@
 
 #include "kube/kjson.h"
 #include "runtime/strmap.h"
+#include "sandbox/objects.h"
 #include "sandbox/spec.h"
 
 enum start_kind {
@@ -87,12 +88,8 @@ static const char *class_of(const cJSON *sb) {
 static int is_ready(const cJSON *sb) {
     const char *phase = kj_str(sb, "status.phase");
     if (!phase || strcmp(phase, "Running") != 0) return 0;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kj_path(sb, "status.conditions")) {
-        const char *type = kj_str(c, "type"), *status = kj_str(c, "status");
-        if (type && status && !strcmp(type, "Ready")) return !strcmp(status, "True");
-    }
-    return 0;
+    const char *status = kj_str(sbx_ready_condition(sb), "status");
+    return status && !strcmp(status, "True");
 }
 
 static int phase_is(const cJSON *sb, const char *want) {
