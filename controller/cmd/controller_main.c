@@ -16,7 +16,7 @@
 #include "kube/rest.h"
 #include "runtime/httpd.h"
 #include "runtime/leader.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/metrics.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/settings.h"

@@ -16,8 +16,8 @@
 
 #include "base/clock.h"
 #include "kube/kjson.h"
-#include "runtime/log.h"
-#include "runtime/strmap.h"
+#include "base/log.h"
+#include "base/strmap.h"
 
 #define MESSAGE_MAX 1024
 

@@ -23,8 +23,8 @@
 #include "base/errfmt.h"
 #include "kube/credplugin.h"
 #include "kube/proxy.h"
-#include "runtime/backoff.h"
-#include "runtime/log.h"
+#include "base/backoff.h"
+#include "base/log.h"
 
 #define POOL_MAX 16
 #define KUBE_KEEPALIVE_PROBES 3

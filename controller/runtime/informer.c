@@ -21,10 +21,10 @@
 #include "base/clock.h"
 #include "base/errfmt.h"
 #include "kube/watch.h"
-#include "runtime/backoff.h"
-#include "runtime/log.h"
+#include "base/backoff.h"
+#include "base/log.h"
 #include "runtime/objpack.h"
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 
 struct informer {
     struct kube_client *client;

@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 
 struct leader_elector {
     struct kube_client *client;

@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "base/clock.h"
-#include "runtime/backoff.h"
-#include "runtime/strmap.h"
+#include "base/backoff.h"
+#include "base/strmap.h"
 
 struct delayed {
     int64_t due_ms;

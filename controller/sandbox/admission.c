@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 
 struct user;
 struct bucket;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/reconcile_int.h"
 
 /* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists and is not

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/sandboxclass.h"
 
 /* Namespaces are cached with their name and labels only. */

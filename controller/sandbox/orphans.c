@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile_int.h"
 #include "sandbox/shard.h"

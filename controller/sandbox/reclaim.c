@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/reconcile_int.h"
 
 /* A reclaim chosen but not yet seen through (its pod not yet terminating) is not chosen

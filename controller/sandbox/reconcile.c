@@ -20,7 +20,7 @@
 #include "base/clock.h"
 #include "kube/events.h"
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/metrics.h"
 #include "sandbox/naming.h"

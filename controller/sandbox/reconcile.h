@@ -11,7 +11,7 @@
 #include "kube/rest.h"
 #include "runtime/informer.h"
 #include "runtime/queue.h"
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 #include "sandbox/admission.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"

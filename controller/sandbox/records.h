@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 
 #define SBX_RECORD_NAME_MAX 128
 

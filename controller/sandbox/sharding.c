@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/reconcile_int.h"
 #include "sandbox/shard.h"
 #include "sandbox/spec.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 #include "sandbox/objects.h"
 #include "sandbox/spec.h"
 

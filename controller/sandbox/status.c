@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/activity.h"
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "runtime/log.h"
+#include "base/log.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
 #include "sandbox/warmpool.h"

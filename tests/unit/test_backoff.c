@@ -1,7 +1,7 @@
 /* tests/unit/test_backoff.c — exponential backoff (5ms * 2^n capped at 1000s, as the work
  * queue uses it), saturation for huge failure counts and huge bases, and jitter bounds. */
 #include "check.h"
-#include "runtime/backoff.h"
+#include "base/backoff.h"
 
 #include <math.h>
 #include <stdint.h>

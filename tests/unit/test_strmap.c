@@ -1,10 +1,10 @@
-/* tests/unit/test_strmap.c — the string-keyed hash map (runtime/strmap.c): put, get,
+/* tests/unit/test_strmap.c — the string-keyed hash map (base/strmap.c): put, get,
  * replace with the old value handed back, remove, stored key copies, growth to 100k
  * keys with everything still reachable, foreach visiting each entry once (and stopping
  * early), and clear freeing values through the destructor (valgrind checks the rest). */
 #include "check.h"
 
-#include "runtime/strmap.h"
+#include "base/strmap.h"
 
 #define NBIG 100000
 

@@ -1,8 +1,8 @@
-/* runtime/log.h — structured one-line logs on stderr in logfmt:
+/* base/log.h — structured one-line logs on stderr in logfmt:
  *   ts=2026-11-29T10:00:00.123Z level=info msg="pod created" sandbox=ns/name
  * The level threshold is process-wide (set once at start-up from --log-level). */
-#ifndef YAO_RUNTIME_LOG_H
-#define YAO_RUNTIME_LOG_H
+#ifndef YAO_BASE_LOG_H
+#define YAO_BASE_LOG_H
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 

@@ -1,7 +1,7 @@
-/* runtime/backoff.c — pure backoff arithmetic: capped exponential growth and additive
+/* base/backoff.c — pure backoff arithmetic: capped exponential growth and additive
  * jitter, both saturating instead of overflowing. It owns no clock, no sleep and no
  * random source; the work queue and the watch reconnect loop supply those. */
-#include "runtime/backoff.h"
+#include "base/backoff.h"
 
 /* base_ms * 2^failures capped at cap_ms; a non-positive base or cap gives 0. The loop
  * stops as soon as the cap is reached, so it runs at most 63 times for any failures. */

@@ -1,5 +1,5 @@
-/* runtime/strmap.c — string-keyed hash map (see strmap.h). FNV-1a hashing. */
-#include "runtime/strmap.h"
+/* base/strmap.c — string-keyed hash map (see strmap.h). FNV-1a hashing. */
+#include "base/strmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>

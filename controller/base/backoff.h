@@ -1,8 +1,8 @@
-/* runtime/backoff.h — pure backoff arithmetic shared by the work queue (per-item retry)
+/* base/backoff.h — pure backoff arithmetic shared by the work queue (per-item retry)
  * and the watch reconnect loop. No clocks, no sleeping: callers pass the failure count
  * and a random source. */
-#ifndef YAO_RUNTIME_BACKOFF_H
-#define YAO_RUNTIME_BACKOFF_H
+#ifndef YAO_BASE_BACKOFF_H
+#define YAO_BASE_BACKOFF_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
-/* runtime/strmap.h — a string-keyed hash map (separate chaining, power-of-two buckets,
+/* base/strmap.h — a string-keyed hash map (separate chaining, power-of-two buckets,
  * grows at load 1). Keys are copied; values are opaque pointers the caller owns.
  * Not thread-safe: the owner (queue, informer cache) holds its own lock. */
-#ifndef YAO_RUNTIME_STRMAP_H
-#define YAO_RUNTIME_STRMAP_H
+#ifndef YAO_BASE_STRMAP_H
+#define YAO_BASE_STRMAP_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
-/* runtime/log.c — logfmt lines on stderr (see log.h). One fprintf per line, so lines
+/* base/log.c — logfmt lines on stderr (see log.h). One fprintf per line, so lines
  * from different threads never interleave. */
-#include "runtime/log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
