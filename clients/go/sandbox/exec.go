@@ -226,9 +226,14 @@ func (c *Client) execSandbox(ctx context.Context, sb *v1alpha1.Sandbox, argv []s
 	code, err := c.execInPod(ctx, sb.Status.PodName, argv, opts)
 	stop()
 	if err != nil && ctx.Err() != nil && id != "" {
-		// ctx or the timeout ended the command: end its processes too.
+		// ctx or the timeout ended the command: end its processes too (unless its pod
+		// went away meanwhile, and they with it).
 		if kerr := c.endCommand(context.WithoutCancel(ctx), sb.Status.PodName, id, opts.CancelGrace); kerr != nil {
-			err = fmt.Errorf("%w; the command may still run in the sandbox: %v", err, kerr)
+			look, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if c.stoppedUnder(look, sb) == "" {
+				err = fmt.Errorf("%w; the command may still run in the sandbox: %v", err, kerr)
+			}
+			cancel()
 		}
 	}
 	// After the command (even one ctx ended): best effort, bounded.
