@@ -45,6 +45,7 @@ spec:
   userID: go-user
   chatID: logs
   lifecycle: persistent
+  image: "yao-sandbox/busybox-goclient:1"
   command: [/bin/sh, -c, 'echo line 1; echo line 2; echo line 3; i=0; while :; do i=$((i + 1)); echo "tick $i"; sleep 1; done']
 ---
 apiVersion: sandbox.yaoapps.com/v1alpha1

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/yaoapp/yao-sandbox/clients/go/api/v1alpha1"
@@ -62,6 +63,16 @@ func podLogOptions(opts LogOptions) (*corev1.PodLogOptions, error) {
 	return lo, nil
 }
 
+// hasPod: sb's status names a pod that may exist (the controller keeps the name of a
+// stopped sandbox's pod in status.podName, the one it would create again).
+func hasPod(sb *v1alpha1.Sandbox) bool {
+	switch sb.Status.Phase {
+	case v1alpha1.PhaseStopped, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed:
+		return false
+	}
+	return sb.Status.PodName != ""
+}
+
 // Logs streams the output of the sandbox's container (its main process: the image's
 // command, or a one-shot's spec.run while its pod exists) from the API server's pods/log,
 // as kubectl logs does. The caller reads and closes the stream; with Follow it ends when
@@ -78,11 +89,14 @@ func (c *Client) Logs(ctx context.Context, name string, opts LogOptions) (io.Rea
 		return nil, err
 	}
 	c.noteUsed(sb, time.Time{})
-	if sb.Status.PodName == "" {
+	if !hasPod(sb) {
 		return nil, notReady(sb, "Running", "it has no pod to read logs from", nil)
 	}
 	rc, err := c.core.Get().Namespace(c.namespace).Resource("pods").Name(sb.Status.PodName).SubResource("log").
 		VersionedParams(lo, c.params).Stream(ctx)
+	if apierrors.IsNotFound(err) { // the pod went between the GET and now
+		return nil, notReady(sb, "Running", "its pod is gone", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("logs of sandbox %q: %w", name, err)
 	}

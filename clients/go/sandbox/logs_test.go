@@ -33,6 +33,10 @@ func TestLogs(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			sb.APIVersion, sb.Kind = "sandbox.yaoapps.com/v1alpha1", "Sandbox"
 			_ = json.NewEncoder(w).Encode(sb)
+		case strings.HasSuffix(r.URL.Path, "/log") && !strings.Contains(r.URL.Path, "/pods/pod-1/"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"pods \"x\" not found","details":{"name":"x","kind":"pods"}}`)
 		case strings.HasSuffix(r.URL.Path, "/log"):
 			logPath, query = r.URL.Path, r.URL.Query()
 			_, _ = io.WriteString(w, "line 1\nline 2\n")
@@ -87,10 +91,23 @@ func TestLogs(t *testing.T) {
 	if _, err := c.Logs(ctx, "s", LogOptions{TailLines: -1}); err == nil {
 		t.Error("a negative TailLines was accepted")
 	}
+	// Stopped: the status keeps the pod's name, but there is no pod.
+	mu.Lock()
+	sb.Status.Phase = v1alpha1.PhaseStopped
+	mu.Unlock()
+	var nr *NotReadyError
+	if _, err := c.Logs(ctx, "s", LogOptions{}); !errors.As(err, &nr) {
+		t.Errorf("stopped: %v, want a NotReadyError", err)
+	}
+	mu.Lock()
+	sb.Status.Phase, sb.Status.PodName = v1alpha1.PhaseRunning, "gone-pod"
+	mu.Unlock()
+	if _, err := c.Logs(ctx, "s", LogOptions{}); !errors.As(err, &nr) || !IsNotFound(nr.Err) {
+		t.Errorf("a pod that is gone: %v, want a NotReadyError", err)
+	}
 	mu.Lock()
 	sb.Status.PodName = ""
 	mu.Unlock()
-	var nr *NotReadyError
 	if _, err := c.Logs(ctx, "s", LogOptions{}); !errors.As(err, &nr) {
 		t.Errorf("no pod: %v, want a NotReadyError", err)
 	}

@@ -333,6 +333,10 @@ func (f *Fake) Logs(ctx context.Context, name string, opts sandbox.LogOptions) (
 	if !ok {
 		return nil, NotFound(name)
 	}
+	switch b.sb.Status.Phase {
+	case v1alpha1.PhaseStopped, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed:
+		return nil, sandbox.NewNotReadyError(b.sb, "Running", "it has no pod to read logs from", nil)
+	}
 	if b.sb.Status.PodName == "" {
 		return nil, sandbox.NewNotReadyError(b.sb, "Running", "it has no pod to read logs from", nil)
 	}
