@@ -108,6 +108,18 @@ add_test(NAME docs.api_reference COMMAND python3 ${CMAKE_SOURCE_DIR}/docs/tools/
 add_test(NAME docs.links COMMAND python3 ${CMAKE_SOURCE_DIR}/docs/tools/check-links.py)
 set_tests_properties(docs.api_reference docs.links PROPERTIES LABELS docs)
 
+# The Go client (clients/go): go vet and its unit tests under the race detector (label
+# unit; its integration tests skip without a cluster — tests/integration/test_goclient.sh
+# runs the whole module against the plane). Needs the Go toolchain and the module cache or
+# the Go module proxy; skipped when there is no Go.
+find_program(YAO_GO go PATHS /usr/local/go/bin)
+if(YAO_GO AND EXISTS ${CMAKE_SOURCE_DIR}/clients/go/go.mod)
+  add_test(NAME unit.goclient
+    COMMAND sh -c "\"$0\" vet ./... && \"$0\" test -count=1 -race -timeout 600s ./..." ${YAO_GO}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/clients/go)
+  set_tests_properties(unit.goclient PROPERTIES LABELS unit TIMEOUT 900)
+endif()
+
 # yao-bridge tests (their own registration, next to their peers).
 include(${CMAKE_SOURCE_DIR}/tests/bridge/bridge.cmake OPTIONAL)
 

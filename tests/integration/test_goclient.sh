@@ -36,6 +36,53 @@ kubectl -n $NS create rolebinding go-client --clusterrole=yao-sandbox-editor \
 check "editor kubeconfig for the Go client" sa_kubeconfig "$T/go.kubeconfig" go-client $NS
 mkdir -p "$ROOT" && chown 1000:1000 "$ROOT"
 
+# The Go tests reach the plane through an exec credential plugin (client-go's exec
+# authenticator, as with EKS, GKE or kubelogin): plugin.sh answers with the ServiceAccount's
+# token, or as $PLUGIN_DIR/mode says (TestITExecPlugin: bad-first, cert, fail, expiring).
+cat > "$T/plugin.sh" <<'SH'
+#!/bin/sh
+d=$PLUGIN_DIR
+n=$(( $(cat "$d/runs" 2>/dev/null || echo 0) + 1 )); echo $n > "$d/runs"
+printf 'args=%s info=%s\n' "$*" "$KUBERNETES_EXEC_INFO" >> "$d/plugin.log"
+api=$(printf '%s' "$KUBERNETES_EXEC_INFO" | sed -n 's/.*"apiVersion":"\([^"]*\)".*/\1/p')
+life=$(cat "$d/lifetime" 2>/dev/null)
+exp=
+[ -n "$life" ] && exp=$(printf ',"expirationTimestamp":"%s"' "$(date -u -d "@$(( $(date +%s) + life ))" +%Y-%m-%dT%H:%M:%SZ)")
+json() { awk '{ printf "%s\\n", $0 }' "$1"; }   # PEM: no quotes or backslashes, only newlines
+case $(cat "$d/mode") in
+    fail) echo "plugin: login required" >&2; exit 1 ;;
+    cert) printf '{"apiVersion":"%s","kind":"ExecCredential","status":{"clientCertificateData":"%s","clientKeyData":"%s"%s}}\n' \
+              "$api" "$(json "$d/cert")" "$(json "$d/key")" "$exp"; exit 0 ;;
+    bad-first) if [ "$n" = 1 ]; then tok=bogus-token-from-the-plugin; else tok=$(cat "$d/token"); fi ;;
+    *) tok=$(cat "$d/token") ;;
+esac
+printf '{"apiVersion":"%s","kind":"ExecCredential","status":{"token":"%s"%s}}\n' "$api" "$tok" "$exp"
+SH
+chmod 755 "$T/plugin.sh"
+mkdir -p "$T/plugin-main" && echo token > "$T/plugin-main/mode"
+sed -n 's/^ *user: {token: "\(.*\)"}$/\1/p' "$T/go.kubeconfig" > "$T/plugin-main/token"
+cat > "$T/plugin.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:$(cat "$YAO_PLANE_DIR/api-port")", certificate-authority: "$YAO_PLANE_DIR/pki/ca.crt"}
+users:
+- name: plugged
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $T/plugin.sh
+      env: [{name: PLUGIN_DIR, value: "$T/plugin-main"}]
+      interactiveMode: Never
+contexts:
+- name: local
+  context: {cluster: local, user: plugged, namespace: $NS}
+current-context: local
+KC
+whoami() { kubectl --kubeconfig "$T/plugin.kubeconfig" auth whoami -o jsonpath='{.status.userInfo.username}'; }
+check "the plugin kubeconfig works with kubectl (its token is the editor's)" eq "$(whoami)" "system:serviceaccount:$NS:go-client"
+
 # go test -json → one line per test; a build failure counts as a failure.
 summarise() {
     python3 -c '
@@ -58,10 +105,12 @@ for (pkg, t), a in res.items():
 '
 }
 cd "$SRC_DIR/clients/go" || exit 1
-YAO_GO_IT_KUBECONFIG=$T/go.kubeconfig YAO_GO_IT_NAMESPACE=$NS YAO_GO_IT_ROOT=$ROOT \
+YAO_GO_IT_KUBECONFIG=$T/plugin.kubeconfig YAO_GO_IT_SA_KUBECONFIG=$T/go.kubeconfig YAO_GO_IT_NAMESPACE=$NS \
+    YAO_GO_IT_ROOT=$ROOT YAO_GO_IT_PLUGIN=$T/plugin.sh YAO_GO_IT_PKI=$YAO_PLANE_DIR/pki \
     "$GO" test -p=2 -count=1 -timeout 600s ${GO_TEST_RUN:+-run "$GO_TEST_RUN"} -json ./... 2>&1 | summarise > "$T/results"
 cat "$T/results"
 PASSED=$((PASSED + $(grep -c '^ok   ' "$T/results")))
 FAILED=$((FAILED + $(grep -c '^FAIL ' "$T/results")))
 check "go test reported tests" test -s "$T/results"
+check "the Go tests authenticated through the exec plugin" test "$(cat "$T/plugin-main/runs" 2>/dev/null || echo 0)" -ge 1
 finish

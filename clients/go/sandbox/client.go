@@ -326,8 +326,9 @@ func (e *ConflictError) Error() string {
 // IsNotFound is true when err says the Sandbox does not exist.
 func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
-// errGone is wrapped in the errors of waits that saw the Sandbox deleted.
-var errGone = errors.New("the sandbox was deleted")
+// ErrDeleted is wrapped in the errors of waits that saw the Sandbox deleted (or being
+// deleted): errors.Is(err, sandbox.ErrDeleted).
+var ErrDeleted = errors.New("the sandbox was deleted")
 
 // formatTime is RFC 3339 in UTC with second precision, as the controller writes it.
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

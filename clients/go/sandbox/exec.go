@@ -2,10 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +40,86 @@ type ExecOptions struct {
 	Timeout time.Duration
 	// NoStart fails with a *NotReadyError instead of starting a stopped sandbox.
 	NoStart bool
+	// KeepRunning leaves the command running in the sandbox when ctx or Timeout ends it.
+	// By default Exec then ends it before returning: closing an exec stream does not end
+	// the process (neither the kubelet nor the container runtime kills it), so every
+	// command runs with a marker in its environment (YAO_SANDBOX_EXEC_ID, through env(1);
+	// everything it starts inherits it), and a second exec sends SIGTERM to every process
+	// that carries it, then SIGKILL after CancelGrace. That needs env(1) in the image, and
+	// sh, grep (with -z), kill and sleep for the kill; set KeepRunning for an image without them.
+	KeepRunning bool
+	// CancelGrace is how long the processes of an ended command get between SIGTERM and
+	// SIGKILL (default 2 s).
+	CancelGrace time.Duration
+}
+
+// ExecMarkerEnv is the environment variable that marks the processes of one command (see
+// ExecOptions.KeepRunning).
+const ExecMarkerEnv = "YAO_SANDBOX_EXEC_ID"
+
+// defaultCancelGrace is ExecOptions.CancelGrace when unset.
+const defaultCancelGrace = 2 * time.Second
+
+// killScript ends the processes of one command: those whose environment holds the
+// marker "$1=$2" (one grep over every /proc/PID/environ). SIGTERM first, then, once $3
+// tenths of a second have passed with some left, SIGKILL; it fails when one still runs a
+// second later. A pid is signalled right after grep found the marker in its environ, and
+// a pid that was reused meanwhile belongs to a process without the marker (the window is
+// that of one grep). Zombies have an empty environ and do not count. POSIX sh with grep
+// -z, kill and sleep (GNU or busybox).
+const killScript = `m="$1=$2"; g=$3
+sig() {
+	n=0
+	for f in $(grep -lszxF -- "$m" /proc/[0-9]*/environ); do
+		p=${f#/proc/}
+		kill -s "$1" "${p%/environ}" 2>/dev/null && n=$((n + 1))
+	done
+	echo $n
+}
+[ "$(sig TERM)" = 0 ] && exit 0
+i=0
+while [ $i -lt "$g" ]; do
+	sleep 0.1
+	[ "$(sig 0)" = 0 ] && exit 0
+	i=$((i + 1))
+done
+sig KILL >/dev/null
+i=0
+while [ $i -lt 10 ]; do
+	sleep 0.1
+	[ "$(sig 0)" = 0 ] && exit 0
+	i=$((i + 1))
+done
+echo "processes of the command still run after SIGKILL" >&2
+exit 1`
+
+// markArgv runs argv with the marker id in its environment (env MARKER=id argv...;
+// through sh -c 'exec "$@"' when argv[0] contains '=', which env would take as a
+// variable).
+func markArgv(argv []string, id string) []string {
+	v := []string{"env", ExecMarkerEnv + "=" + id}
+	if strings.Contains(argv[0], "=") {
+		v = append(v, "sh", "-c", `exec "$@"`, "sh")
+	}
+	return append(v, argv...)
+}
+
+// killArgv is the second exec that ends the processes marked with id (killScript).
+func killArgv(id string, grace time.Duration) []string {
+	tenths := int64(grace / (100 * time.Millisecond))
+	if tenths < 0 {
+		tenths = 0
+	}
+	return []string{"sh", "-c", killScript, "yao-sandbox-kill", ExecMarkerEnv, id, strconv.FormatInt(tenths, 10)}
+}
+
+// newExecID is a fresh marker value: 16 random hex digits.
+func newExecID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // StoppedError: the sandbox was stopped, deleted or restarted while the command ran, so
@@ -131,9 +214,28 @@ func (c *Client) execSandbox(ctx context.Context, sb *v1alpha1.Sandbox, argv []s
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
+	id := ""
+	if !opts.KeepRunning {
+		var err error
+		if id, err = newExecID(); err != nil {
+			return -1, err
+		}
+		argv = markArgv(argv, id)
+	}
 	stop := c.Heartbeat(context.WithoutCancel(ctx), name, nil)
 	code, err := c.execInPod(ctx, sb.Status.PodName, argv, opts)
 	stop()
+	if err != nil && ctx.Err() != nil && id != "" {
+		// ctx or the timeout ended the command: end its processes too (unless its pod
+		// went away meanwhile, and they with it).
+		if kerr := c.endCommand(context.WithoutCancel(ctx), sb.Status.PodName, id, opts.CancelGrace); kerr != nil {
+			look, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if c.stoppedUnder(look, sb) == "" {
+				err = fmt.Errorf("%w; the command may still run in the sandbox: %v", err, kerr)
+			}
+			cancel()
+		}
+	}
 	// After the command (even one ctx ended): best effort, bounded.
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -149,6 +251,28 @@ func (c *Client) execSandbox(ctx context.Context, sb *v1alpha1.Sandbox, argv []s
 		return code, fmt.Errorf("exec in sandbox %q: %w", name, err)
 	}
 	return code, nil
+}
+
+// endCommand ends the processes of the command marked with id in pod (killScript), within
+// grace plus 20 s.
+func (c *Client) endCommand(ctx context.Context, pod, id string, grace time.Duration) error {
+	if grace <= 0 {
+		grace = defaultCancelGrace
+	}
+	ctx, cancel := context.WithTimeout(ctx, grace+20*time.Second)
+	defer cancel()
+	errb := &boundedBuffer{max: stderrKeep}
+	code, err := c.execInPod(ctx, pod, killArgv(id, grace), ExecOptions{Stderr: errb})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		if msg := RemoteMessage(errb.Bytes()); msg != "" {
+			return fmt.Errorf("kill: %s (exit code %d)", msg, code)
+		}
+		return fmt.Errorf("kill: exit code %d", code)
+	}
+	return nil
 }
 
 // execInPod runs argv in the sandbox container of pod with opts' streams.

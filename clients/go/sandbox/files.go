@@ -57,6 +57,17 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.kind }
 
+// NewFileError is the error of a file helper whose command failed with exitCode and
+// message (its complaint). kind is what errors.Is matches (fs.ErrNotExist, ...); nil
+// derives it from the message as the Client does ("No such file or directory",
+// "File exists", "Permission denied" and their busybox and dash wordings). For fakes.
+func NewFileError(op, path string, exitCode int, message string, kind error) *FileError {
+	if kind == nil {
+		kind = errKind(exitCode, message)
+	}
+	return &FileError{Op: op, Path: path, ExitCode: exitCode, Message: message, kind: kind}
+}
+
 // stderrKeep bounds the stderr a file helper keeps for its message.
 const stderrKeep = 16 << 10
 

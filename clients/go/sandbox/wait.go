@@ -58,11 +58,27 @@ func notReady(sb *v1alpha1.Sandbox, want, why string, err error) *NotReadyError 
 	return e
 }
 
+// RunningState is the test WaitReady applies to each state it sees: true when sb runs
+// (Running with a pod, not paused, not being deleted); a *NotReadyError when it never
+// will without a change by someone (InvalidSpec, NameConflict, a finished one-shot,
+// paused; being deleted wraps ErrDeleted); false and nil while it may still start.
+func RunningState(sb *v1alpha1.Sandbox) (bool, error) { return runningState(sb) }
+
+// StoppedState is WaitStopped's test: true when nothing runs (Stopped, or a finished
+// one-shot); a *NotReadyError when sb runs and is not paused.
+func StoppedState(sb *v1alpha1.Sandbox) (bool, error) { return stoppedState(sb) }
+
+// NewNotReadyError describes sb as a wait that wanted phase want gives up on it: why in
+// words, err the cause (may be nil). For fakes and wrappers that wait like a Client.
+func NewNotReadyError(sb *v1alpha1.Sandbox, want, why string, err error) *NotReadyError {
+	return notReady(sb, want, why, err)
+}
+
 // runningState: done when sb runs; a non-nil error when it never will without a change
 // by someone (a final state).
 func runningState(sb *v1alpha1.Sandbox) (bool, error) {
 	if sb.DeletionTimestamp != nil {
-		return false, notReady(sb, "Running", "it is being deleted", errGone)
+		return false, notReady(sb, "Running", "it is being deleted", ErrDeleted)
 	}
 	if sb.IsRunning() {
 		return true, nil
@@ -104,7 +120,7 @@ func (c *Client) WaitReady(ctx context.Context, name string) (*v1alpha1.Sandbox,
 // WaitStopped waits until the Sandbox is Stopped (or finished, or gone).
 func (c *Client) WaitStopped(ctx context.Context, name string) (*v1alpha1.Sandbox, error) {
 	sb, err := c.waitFor(ctx, name, "", "Stopped", stoppedState)
-	if errors.Is(err, errGone) {
+	if errors.Is(err, ErrDeleted) {
 		return nil, nil
 	}
 	return sb, err
@@ -114,7 +130,7 @@ func (c *Client) WaitStopped(ctx context.Context, name string) (*v1alpha1.Sandbo
 // exists.
 func (c *Client) WaitGone(ctx context.Context, name string, uid types.UID) error {
 	_, err := c.waitFor(ctx, name, uid, "deleted", func(*v1alpha1.Sandbox) (bool, error) { return false, nil })
-	if errors.Is(err, errGone) {
+	if errors.Is(err, ErrDeleted) {
 		return nil
 	}
 	return err
@@ -122,13 +138,13 @@ func (c *Client) WaitGone(ctx context.Context, name string, uid types.UID) error
 
 // waitFor GETs the Sandbox, then watches it (field selector metadata.name) from that
 // resourceVersion until state says done or fails; a closed or expired watch starts over
-// with a GET. A deletion (or a different uid when uid is set) ends it with errGone.
+// with a GET. A deletion (or a different uid when uid is set) ends it with ErrDeleted.
 func (c *Client) waitFor(ctx context.Context, name string, uid types.UID, want string,
 	state func(*v1alpha1.Sandbox) (bool, error)) (*v1alpha1.Sandbox, error) {
 	var last *v1alpha1.Sandbox
 	check := func(sb *v1alpha1.Sandbox) (bool, *v1alpha1.Sandbox, error) {
 		if uid != "" && sb.UID != uid {
-			return true, nil, fmt.Errorf("sandbox %q: %w", name, errGone)
+			return true, nil, fmt.Errorf("sandbox %q: %w", name, ErrDeleted)
 		}
 		last = sb
 		done, err := state(sb)
@@ -137,7 +153,7 @@ func (c *Client) waitFor(ctx context.Context, name string, uid types.UID, want s
 	for {
 		sb, err := c.Get(ctx, name)
 		if IsNotFound(err) {
-			return nil, fmt.Errorf("sandbox %q: %w", name, errGone)
+			return nil, fmt.Errorf("sandbox %q: %w", name, ErrDeleted)
 		}
 		if err != nil {
 			return nil, c.waitErr(ctx, last, want, err)
@@ -194,7 +210,7 @@ func (c *Client) drain(ctx context.Context, w watch.Interface,
 				}
 			case watch.Deleted:
 				if isSandbox {
-					return true, nil, fmt.Errorf("sandbox %q: %w", sb.Name, errGone)
+					return true, nil, fmt.Errorf("sandbox %q: %w", sb.Name, ErrDeleted)
 				}
 			case watch.Error:
 				return false, nil, nil // 410 Gone and the like: GET and watch again

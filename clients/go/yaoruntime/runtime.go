@@ -127,7 +127,7 @@ type Options struct {
 
 // Runtime is the adapter. Safe for concurrent use.
 type Runtime struct {
-	c    *sandbox.Client
+	c    sandbox.Interface
 	opts Options
 
 	mu      sync.Mutex
@@ -135,8 +135,8 @@ type Runtime struct {
 	streams map[*ExecStream]struct{}
 }
 
-// New returns a Runtime over c.
-func New(c *sandbox.Client, opts Options) *Runtime {
+// New returns a Runtime over c: a *sandbox.Client, or a *sandboxfake.Fake in tests.
+func New(c sandbox.Interface, opts Options) *Runtime {
 	if opts.DefaultUserID == "" {
 		opts.DefaultUserID = "yao"
 	}
@@ -325,8 +325,9 @@ func (s *ExecStream) Wait() (int, error) {
 	return s.code, s.err
 }
 
-// Cancel ends the command's session (the command gets a closed connection) and
-// releases its resources; Wait then returns.
+// Cancel ends the command: its session is closed and its processes in the sandbox get
+// SIGTERM, then SIGKILL after a grace (sandbox.ExecOptions.KeepRunning, CancelGrace);
+// Wait then returns.
 func (s *ExecStream) Cancel() { s.cancel() }
 
 // ExecStream starts cmd with pipes for its streams. Its stdout and stderr must be read
