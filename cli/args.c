@@ -83,6 +83,14 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_IMAGE: a->image = val; break;
     case O_IDLE_TIMEOUT: a->idle_timeout = val; break;
     case O_ADDRESS: a->address = val; break;
+    case O_FOLLOW: a->follow = 1; break;
+    case O_TAIL: a->tail = val; break;
+    case O_FOR: a->for_ = val; break;
+    case O_WATCH: a->watch = 1; break;
+    case O_CLASS: a->class_ = val; break;
+    case O_MEMORY: a->memory = val; break;
+    case O_CPU: a->cpu = val; break;
+    case O_WORKSPACE_SIZE: a->workspace_size = val; break;
     }
     return 0;
 }

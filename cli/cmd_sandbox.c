@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/output.h"
+#include "cli/waitcond.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/lifecycle.h"
@@ -23,28 +24,11 @@
 /* How kubectl -o name names a Sandbox: resource.group/NAME. */
 #define NAME_PREFIX "sandbox." SBX_GROUP "/"
 
-/* Poll until the Sandbox called name with uid is gone (deleted, or replaced by one with
- * another uid), at most --start-timeout. 0, or 1 (error printed). */
+/* Wait (by watch, at most --start-timeout) until the Sandbox called name with uid is gone
+ * (deleted, or replaced by one with another uid). 0, or 1 (error printed). */
 static int wait_gone(struct cli *c, const char *name, const char *uid) {
-    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
-    char path[640], err[KUBE_ERR_MAX];
-    cluster_sandbox_path(c, name, path, sizeof(path));
-    for (;;) {
-        cJSON *sb = NULL;
-        long st = kube_get(c->kc, path, &sb, err, sizeof(err));
-        const char *now_uid = st == 200 ? kj_str(sb, "metadata.uid") : NULL;
-        int gone = st == 404 || (st == 200 && (!now_uid || strcmp(now_uid, uid)));
-        cJSON_Delete(sb);
-        if (gone) return 0;
-        if (st != 200) return cli_fail("getting sandbox \"%s\": %s", name, err);
-        if (clock_mono_ms() >= deadline) {
-            char d[32];
-            out_duration(c->start_timeout_ms, d, sizeof(d));
-            return cli_fail("timed out after %s waiting for sandbox \"%s\", being deleted, to be gone", d, name);
-        }
-        struct timespec ts = {0, CLUSTER_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    struct wait_for w = {.kind = WAIT_DELETE};
+    return cluster_wait(c, name, &w, uid, c->start_timeout_ms, NULL);
 }
 
 /* The new Sandbox of (user, chat) under its canonical name, with the spec flags given. */
@@ -142,7 +126,8 @@ int cmd_create(struct cli *c) {
     if (paused || stopped)   /* create leaves a stopped one as it is: it would never run */
         return cli_fail("sandbox \"%s\" is %s; start it with '" PROG " -n %s start %s --wait'", name,
                     paused ? "paused" : "stopped", c->ns, name);
-    if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
+    struct wait_for w = {.kind = WAIT_RUNNING};
+    if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
     cJSON_Delete(sb);
     return 0;
 }
@@ -365,7 +350,8 @@ int cmd_start(struct cli *c) {
     cJSON_Delete(sb);
     if (cluster_patch(c, name, 1, 0, 0, NULL)) return 1;
     if (c->a->wait) {
-        if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
+        struct wait_for w = {.kind = WAIT_RUNNING, .starting = 1};
+        if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
         printf("sandbox/%s running (pod %s)\n", name, kj_str(sb, "status.podName"));
         cJSON_Delete(sb);
     } else {
@@ -381,7 +367,8 @@ int cmd_stop(struct cli *c) {
     if (cluster_patch(c, name, 0, 1, 0, NULL)) return 1;
     if (c->a->wait) {
         cJSON *sb;
-        if (cluster_wait_for(c, name, CLUSTER_STOPPED, &sb)) return 1;
+        struct wait_for w = {.kind = WAIT_STOPPED};
+        if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
         cJSON_Delete(sb);
         printf("sandbox/%s stopped\n", name);
     } else {
