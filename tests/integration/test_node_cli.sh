@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The CLI's logs and waits against real containers on the real node: a one-shot whose
+# output is far beyond the 1,400 bytes status.run keeps is read whole with `logs` after it
+# finished (its pod is kept until the Sandbox goes; stdout then stderr, as kubectl logs
+# shows them), --tail, `logs -f` on a run still starting (waited for by watch, then
+# streamed line by line as the container writes, ending with it), the kept pod going with
+# its Sandbox, and an image that cannot be pulled ending `create --wait` at once with the
+# kubelet's reason instead of waiting out the timeout.
+. "$(dirname "$0")/lib.sh"
+use_real_node
+NS=yao-node-cli
+LOG=$BUILD_DIR/test-node-cli.log
+: > "$LOG"
+CLI=$BUILD_DIR/bin/yao-sandbox
+T=$(mktemp -d)
+on_exit "rm -rf '$T'"
+check "CRD and manifests apply with kubectl" install_manifests
+fresh_namespace $NS
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+
+sandbox() { # name lifecycle [extra spec yaml lines...]
+    local name=$1 lc=$2; shift 2
+    {
+        printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\n' "$name"
+        printf 'spec:\n  userID: node-cli\n  chatID: %s\n  lifecycle: %s\n' "$name" "$lc"
+        printf '  %s\n' "$@"
+    } | kubectl -n $NS apply -f - >/dev/null
+}
+y() { "$CLI" -n $NS --start-timeout 120s "$@"; }
+field() { kubectl -n $NS get sandbox "$1" -o jsonpath="{$2}" 2>/dev/null; }
+
+# ---- a finished one-shot's whole output ------------------------------------------------------
+sandbox big one-shot 'run: {command: ["sh", "-c", "seq 1 20000; echo the-end; echo err-line >&2"]}'
+check "a one-shot with ~110 KB of output succeeds (wait --for=phase=Succeeded)" eq \
+    "$(y wait big --for=phase=Succeeded --timeout 120s)" "sandbox.sandbox.yaoapps.com/big condition met"
+check "  status.run keeps only the tails" eq "$(field big .status.run.truncated)" true
+POD=$(field big .status.podName)
+check "  its finished pod is kept" eq "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.status.phase}')" Succeeded
+{ seq 1 20000; echo the-end; echo err-line; } > "$T/want"
+y logs big > "$T/got" 2>"$T/err"
+check "logs: the whole output, stdout then stderr" eq "$?|$(sha256sum < "$T/got")" "0|$(sha256sum < "$T/want")"
+check "  nothing on stderr" eq "$(cat "$T/err")" ""
+check "  the same as kubectl logs" eq "$(kubectl -n $NS logs "$POD" | sha256sum)" "$(sha256sum < "$T/want")"
+check "logs --tail 2" eq "$(y logs big --tail 2 | tr '\n' ,)" "the-end,err-line,"
+sleep 2
+check "  still readable later (no controller deletes the pod)" eq "$(y logs big --tail 1)" "err-line"
+
+# ---- logs -f: from a run still starting, streamed as written ----------------------------------
+sandbox ticks one-shot 'run: {command: ["sh", "-c", "for i in 1 2 3 4; do echo tick-$i; sleep 1; done"]}'
+t0=$(now_ms)
+y logs ticks -f 2>"$T/ferr" | while IFS= read -r line; do echo "$(( $(now_ms) - t0 )) $line"; done > "$T/follow"
+check "logs -f on a run still starting: every line, and it ends with the container" eq \
+    "$(awk '{print $2}' "$T/follow" | tr '\n' ,)" "tick-1,tick-2,tick-3,tick-4,"
+first=$(awk 'NR == 1 {print $1}' "$T/follow") last=$(awk 'END {print $1}' "$T/follow")
+check "  streamed: the last line came >= 2.5 s after the first (${first} ms, ${last} ms)" test $((last - first)) -ge 2500
+check "  the one-shot finished" eventually 30 phase_is $NS ticks Succeeded
+
+# ---- the kept pod goes with its Sandbox ---------------------------------------------------------
+y delete big --wait >/dev/null
+check "deleting the Sandbox takes its kept pod" eventually 60 eval '! kubectl -n $NS get pod "$POD" >/dev/null 2>&1'
+y logs big 2>"$T/err"
+check "  logs then: not found (exit 1)" eq "$?|$(cat "$T/err")" "1|yao-sandbox: sandbox \"big\" not found in namespace \"$NS\""
+
+# ---- a pull that keeps failing ends create --wait at once, with the kubelet's reason ---------------
+t0=$(now_ms)
+name=$(y create --user node-cli --chat nopull --image registry.invalid/yao/nope:1 --wait 2>"$T/err")
+rc=$? t=$(( $(now_ms) - t0 ))
+check "create --wait with an image that cannot be pulled: exit 1 (after ${t} ms, timeout 120 s)" eq "$rc/$((t < 60000))" "1/1"
+check "  naming the pull failure" eval "grep -Eq 'sandbox \"$name\" cannot start: (ErrImagePull|ImagePullBackOff)' '$T/err'"
+y delete "$name" >/dev/null
+
+finish
