@@ -137,7 +137,7 @@ int cli_parse_args(int argc, char **argv, const struct command *cmd, struct args
             if (!o) return cli_usage_error("unknown flag -%c", *p);
             const char *val = NULL;
             if (o->has_arg) {
-                if (p[1]) val = p + 1;
+                if (p[1]) val = p[1] == '=' ? p + 2 : p + 1;   /* -o=json as -ojson (as pflag) */
                 else if (i + 1 < argc) val = argv[++i];
                 else return cli_usage_error("flag -%c needs a value", *p);
                 set_opt(a, o, val);
