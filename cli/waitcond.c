@@ -83,7 +83,8 @@ static const cJSON *condition(const cJSON *sb, const char *type) {
 static int wants_run(const struct wait_for *w) {
     return w->kind == WAIT_RUNNING || w->kind == WAIT_STARTED ||
            (w->kind == WAIT_CONDITION && !strcmp(w->type, "Ready") && !strcmp(w->status, "True")) ||
-           (w->kind == WAIT_PHASE && (!strcmp(w->phase, "Running") || !strcmp(w->phase, "Creating")));
+           (w->kind == WAIT_PHASE && (!strcmp(w->phase, "Running") || !strcmp(w->phase, "Creating") ||
+                                      !strcmp(w->phase, "Succeeded") || !strcmp(w->phase, "Failed")));   /* a run */
 }
 
 static const char *str_or(const char *s, const char *dflt) { return s && *s ? s : dflt; }

@@ -150,6 +150,15 @@ TEST(what_will_not_heal_ends_the_wait_with_the_reason) {
         CHECK_INT(wait_judge(&r, o, "u-1", why, sizeof(why), NULL, 0), WAIT_FAILED);
         cJSON_Delete(o);
     }
+    /* a one-shot that cannot start never gets to Succeeded or Failed either */
+    {
+        cJSON *pull = sb("Creating", "False", "ImagePullBackOff", "Back-off pulling image", 0, NULL);
+        CHECK_INT(wait_judge(parsed("phase=Succeeded"), pull, NULL, why, sizeof(why), prog, sizeof(prog)), WAIT_FAILED);
+        CHECK_STR(why, "cannot start: ImagePullBackOff: Back-off pulling image");
+        CHECK_INT(wait_judge(parsed("phase=Failed"), pull, NULL, why, sizeof(why), prog, sizeof(prog)), WAIT_FAILED);
+        CHECK_INT(wait_judge(parsed("phase=Stopped"), pull, NULL, why, sizeof(why), prog, sizeof(prog)), WAIT_PENDING);
+        cJSON_Delete(pull);
+    }
     /* a finished one-shot is what logs -f and phase=Failed wait for */
     cJSON *o = sb("Failed", "False", "Failed", "the command exited with code 7", 0, NULL);
     struct wait_for st = {.kind = WAIT_STARTED};
