@@ -27,10 +27,17 @@ sandbox() { # name lifecycle [extra spec yaml lines...]
     } | kubectl -n $NS apply -f - >/dev/null
 }
 y() { "$CLI" -n $NS --start-timeout 120s "$@"; }
+# The sandbox image as the node's store has it: the controller's default reference, else the
+# same image under the plane's registry name.
+VER=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")
+IMG=yao-sandbox/sandbox:$VER
+node_refs=$(ctr --address "$YAO_PLANE_DIR/node/containerd/containerd.sock" -n k8s.io images ls -q 2>/dev/null)
+grep -qx "docker.io/$IMG" <<<"$node_refs" || IMG=$(grep -m1 "/yao-sandbox/sandbox:$VER\$" <<<"$node_refs" || echo "$IMG")
+echo "    sandbox image: $IMG"
 field() { kubectl -n $NS get sandbox "$1" -o jsonpath="{$2}" 2>/dev/null; }
 
 # ---- a finished one-shot's whole output ------------------------------------------------------
-sandbox big one-shot 'run: {command: ["sh", "-c", "seq 1 20000; echo the-end; echo err-line >&2"]}'
+sandbox big one-shot "image: $IMG" 'run: {command: ["sh", "-c", "seq 1 20000; echo the-end; echo err-line >&2"]}'
 check "a one-shot with ~110 KB of output succeeds (wait --for=phase=Succeeded)" eq \
     "$(y wait big --for=phase=Succeeded --timeout 120s)" "sandbox.sandbox.yaoapps.com/big condition met"
 check "  status.run keeps only the tails" eq "$(field big .status.run.truncated)" true
@@ -46,7 +53,7 @@ sleep 2
 check "  still readable later (no controller deletes the pod)" eq "$(y logs big --tail 1)" "err-line"
 
 # ---- logs -f: from a run still starting, streamed as written ----------------------------------
-sandbox ticks one-shot 'run: {command: ["sh", "-c", "for i in 1 2 3 4; do echo tick-$i; sleep 1; done"]}'
+sandbox ticks one-shot "image: $IMG" 'run: {command: ["sh", "-c", "for i in 1 2 3 4; do echo tick-$i; sleep 1; done"]}'
 t0=$(now_ms)
 y logs ticks -f 2>"$T/ferr" | while IFS= read -r line; do echo "$(( $(now_ms) - t0 )) $line"; done > "$T/follow"
 check "logs -f on a run still starting: every line, and it ends with the container" eq \

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox/oneshot.h"
@@ -97,6 +98,23 @@ static void wrapper_contract(const char *const *shell) {
     CHECK(strstr(out.out, "line 599\n") != NULL && strstr(out.out, "line 100\n") == NULL);
     CHECK(strstr(out.err, "err 599\n") != NULL);
     sbx_run_output_free(&out);
+    free(msg);
+
+    /* with output, a pause after copying it to the log (so the runtime drains the pipe
+     * before the container exits); without, none */
+    const char *const p1[] = {"sh", "-c", "echo some-output", NULL}, *const p2[] = {"true", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_INT(run_wrapper(shell, p1, 0, &msg, NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    CHECK(ms >= 450);
+    free(msg);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_INT(run_wrapper(shell, p2, 0, &msg, NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    CHECK(ms < 450);
     free(msg);
 
     /* not found: the shell's 127 and its word in stderr */
