@@ -115,7 +115,8 @@ int cmd_logs(struct cli *c) {
     }
     long st = cli_stream_get(c->kc, path, 1, err, sizeof(err));
     int rc = 0;
-    if (st == 404) rc = logs_from_status(c, sb, name, tail);   /* the pod went meanwhile */
+    if (st == CLI_STREAM_CLOSED) rc = 0;                         /* our reader is done */
+    else if (st == 404) rc = logs_from_status(c, sb, name, tail);   /* the pod went meanwhile */
     else if (st == 0) rc = cli_fail("reading the log of pod %s: %s", pod, err);
     else if (st >= 300) rc = cli_fail("reading the log of pod %s (sandbox \"%s\", phase %s): %s", pod, name,
                                       *cluster_phase(sb) ? cluster_phase(sb) : "none", err);

@@ -63,7 +63,7 @@ static long attempt(struct kube_client *kc, const char *path, struct stream *s, 
     kube_client_count(kc, "GET", status);
     if (s->write_failed) {
         snprintf(err, errlen, "writing output: %s", strerror(s->write_errno));
-        status = 0;
+        status = s->write_errno == EPIPE ? CLI_STREAM_CLOSED : 0;
     } else if (cc != CURLE_OK) {
         snprintf(err, errlen, "GET %s: %s", path, curl_easy_strerror((CURLcode)cc));
         status = 0;

@@ -10,8 +10,10 @@
 struct kube_client;
 
 /* GET path, the body of a 2xx answer written to fd. Returns the HTTP status (0: no answer,
- * or our fd failed: err says which), with err holding the server's message for a status
- * >= 300. Runs until the server ends the body (or the process is interrupted). */
+ * or writing to fd failed: err says which; CLI_STREAM_CLOSED: whoever reads fd went away,
+ * as `logs -f | head` does), with err holding the server's message for a status >= 300.
+ * Runs until the server ends the body (or the process is interrupted). */
+#define CLI_STREAM_CLOSED (-2)
 long cli_stream_get(struct kube_client *kc, const char *path, int fd, char *err, size_t errlen);
 
 #endif
