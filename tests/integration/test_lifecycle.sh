@@ -149,7 +149,7 @@ spec:
   userID: lc
   chatID: job-fail
   lifecycle: one-shot
-  ttlSecondsAfterFinished: 4
+  ttlSecondsAfterFinished: 12   # room for the checks on status.run below on a loaded machine
   run:
     command: ["sh", "-c", "echo hello \"$WHO\"; echo oops >&2; exit 7"]
     env: [{name: WHO, value: "the world"}]
