@@ -83,6 +83,14 @@ static int set_opt(struct args *a, const struct opt *o, const char *val) {
     case O_IMAGE: a->image = val; break;
     case O_IDLE_TIMEOUT: a->idle_timeout = val; break;
     case O_ADDRESS: a->address = val; break;
+    case O_FOLLOW: a->follow = 1; break;
+    case O_TAIL: a->tail = val; break;
+    case O_FOR: a->for_ = val; break;
+    case O_WATCH: a->watch = 1; break;
+    case O_CLASS: a->class_ = val; break;
+    case O_MEMORY: a->memory = val; break;
+    case O_CPU: a->cpu = val; break;
+    case O_WORKSPACE_SIZE: a->workspace_size = val; break;
     }
     return 0;
 }
@@ -129,7 +137,7 @@ int cli_parse_args(int argc, char **argv, const struct command *cmd, struct args
             if (!o) return cli_usage_error("unknown flag -%c", *p);
             const char *val = NULL;
             if (o->has_arg) {
-                if (p[1]) val = p + 1;
+                if (p[1]) val = p[1] == '=' ? p + 2 : p + 1;   /* -o=json as -ojson (as pflag) */
                 else if (i + 1 < argc) val = argv[++i];
                 else return cli_usage_error("flag -%c needs a value", *p);
                 set_opt(a, o, val);

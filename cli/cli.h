@@ -24,7 +24,8 @@ enum opt_id {
     O_HELP = 1, O_VERSION, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_ROOT, O_START_TIMEOUT,
     O_STDIN, O_TTY, O_WORKDIR, O_ENV, O_TIMEOUT, O_OUTPUT, O_USER, O_PHASE, O_LIFECYCLE,
     O_ALL_NS, O_WAIT, O_PARENTS, O_RECURSIVE, O_FORCE, O_LONG, O_CHAT, O_IMAGE, O_IDLE_TIMEOUT,
-    O_ADDRESS, O_AS, O_AS_GROUP, O_NO_HEADERS, O_SELECTOR,
+    O_ADDRESS, O_AS, O_AS_GROUP, O_NO_HEADERS, O_SELECTOR, O_FOLLOW, O_TAIL, O_FOR, O_WATCH, O_CLASS,
+    O_MEMORY, O_CPU, O_WORKSPACE_SIZE,
 };
 
 struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
@@ -39,8 +40,11 @@ struct opt { const char *lng; char shrt; int has_arg; enum opt_id id; };
 struct args {
     const char *cmd;
     const char *kubeconfig, *context, *namespace_, *root, *start_timeout;
-    int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_, no_headers;
+    int help, stdin_, tty, all_ns, wait, parents, recursive, force, long_, no_headers, follow, watch;
     const char *selector;      /* -l: a label selector */
+    const char *tail;          /* logs --tail N */
+    const char *for_;          /* wait --for */
+    const char *class_, *memory, *cpu, *workspace_size;   /* create */
     const char *workdir, *timeout, *output, *user, *phase, *lifecycle, *chat, *image, *idle_timeout, *address;
     const char **env;
     size_t nenv;
@@ -109,5 +113,9 @@ int cmd_mkdir(struct cli *c);
 int cmd_rm(struct cli *c);
 int cmd_cp(struct cli *c);       /* cmd_cp.c */
 int cmd_port_forward(struct cli *c); /* cmd_portforward.c */
+int cmd_wait(struct cli *c);     /* cmd_observe.c */
+int cmd_logs(struct cli *c);
+int cmd_describe(struct cli *c);
+int cmd_completion(struct cli *c); /* main.c: it needs the command table */
 
 #endif

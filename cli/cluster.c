@@ -1,6 +1,5 @@
 /* cli/cluster.c — the Sandbox through the API server, for every command (see cluster.h):
- * connect, get, patch, wait, ensure it runs. Polling only (every CLUSTER_POLL_MS): the CLI is
- * short-lived and keeps no watch. */
+ * connect, get, patch, ensure it runs (waiting for it by watch is cli/waiter.c). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "cli/files.h"
 #include "cli/keepalive.h"
 #include "cli/output.h"
+#include "cli/waitcond.h"
 #include "kube/config.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
@@ -114,56 +114,6 @@ void cluster_ready(const cJSON *sb, const char **status, const char **reason, co
     }
 }
 
-/* Poll the Sandbox every CLUSTER_POLL_MS until it is Running with a pod (or Stopped). 0 with *out
- * (caller deletes), or 1 (error printed). */
-int cluster_wait_for(struct cli *c, const char *name, enum cluster_want want, cJSON **out) {
-    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
-    int said = 0;
-    *out = NULL;
-    for (;;) {
-        cJSON *sb;
-        if (cluster_get(c, name, &sb)) return 1;
-        const char *phase = cluster_phase(sb), *pod = kj_str(sb, "status.podName");
-        const char *rs, *reason, *msg;
-        cluster_ready(sb, &rs, &reason, &msg);
-        int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
-        if (want == CLUSTER_RUNNING && !strcmp(phase, "Running") && pod && *pod && !deleting &&
-            !kj_bool(sb, "spec.paused", 0)) {
-            *out = sb;
-            return 0;
-        }
-        if (want == CLUSTER_STOPPED && !strcmp(phase, "Stopped")) { *out = sb; return 0; }
-        if (deleting) { cJSON_Delete(sb); return cli_fail("sandbox \"%s\" is being deleted", name); }
-        if (want == CLUSTER_RUNNING && reason && (!strcmp(reason, "InvalidSpec") || !strcmp(reason, "NameConflict"))) {
-            int rc = cli_fail("sandbox \"%s\" cannot start: %s: %s", name, reason, msg ? msg : "");
-            cJSON_Delete(sb);
-            return rc;
-        }
-        if (want == CLUSTER_RUNNING && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
-            int rc = cli_fail("sandbox \"%s\" has finished (phase %s)%s%s", name, phase, msg ? ": " : "", msg ? msg : "");
-            cJSON_Delete(sb);
-            return rc;
-        }
-        if (clock_mono_ms() >= deadline) {
-            char d[32];
-            out_duration(c->start_timeout_ms, d, sizeof(d));
-            int rc = cli_fail("timed out after %s waiting for sandbox \"%s\" to be %s (phase %s%s%s%s%s)", d, name,
-                          want == CLUSTER_RUNNING ? "Running" : "Stopped", *phase ? phase : "none",
-                          reason ? ", " : "", reason ? reason : "", msg ? ": " : "", msg ? msg : "");
-            cJSON_Delete(sb);
-            return rc;
-        }
-        if (!said && isatty(2)) {
-            fprintf(stderr, PROG ": waiting for sandbox \"%s\" to be %s (phase %s)...\n", name,
-                    want == CLUSTER_RUNNING ? "Running" : "Stopped", *phase ? phase : "none");
-            said = 1;
-        }
-        cJSON_Delete(sb);
-        struct timespec ts = {0, CLUSTER_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* Remember what a session needs of the running Sandbox: the touch interval from the
  * policy it publishes (cli/keepalive.h), its pod and the pod's start. */
 static void note_running(struct cli *c, const cJSON *sb) {
@@ -193,7 +143,8 @@ int cluster_ensure_running(struct cli *c, const char *name, cJSON **out) {
         return 0;
     }
     cJSON_Delete(sb);
-    if (cluster_wait_for(c, name, CLUSTER_RUNNING, out)) return 1;
+    struct wait_for w = {.kind = WAIT_RUNNING, .starting = 1};
+    if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, out)) return 1;
     note_running(c, *out);
     return 0;
 }

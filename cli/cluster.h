@@ -1,10 +1,11 @@
 /* cli/cluster.h — the CLI's view of a Sandbox through the API server: connecting with a
- * kubeconfig, reading and patching the Sandbox, waiting for it to run or stop, and making
- * sure it runs before a command (unpausing it and marking it used). */
+ * kubeconfig, reading and patching the Sandbox, waiting for it by watch (cli/waiter.c), and
+ * making sure it runs before a command (unpausing it and marking it used). */
 #ifndef YAO_CLI_CLUSTER_H
 #define YAO_CLI_CLUSTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -27,13 +28,15 @@ const char *cluster_phase(const cJSON *sb);
 /* The Ready condition's status, reason and message (each may be NULL). */
 void cluster_ready(const cJSON *sb, const char **status, const char **reason, const char **message);
 
-/* How often the CLI polls a Sandbox it waits for. */
-#define CLUSTER_POLL_MS 200
-
-enum cluster_want { CLUSTER_RUNNING, CLUSTER_STOPPED };
-/* Poll the Sandbox until it is Running with a pod (or Stopped), at most
- * c->start_timeout_ms. 0 with *out (caller deletes), or 1 (error printed). */
-int cluster_wait_for(struct cli *c, const char *name, enum cluster_want want, cJSON **out);
+struct wait_for;
+/* Wait for the Sandbox by watching it (cli/waiter.c) until w is met, at most timeout_ms;
+ * uid (may be NULL: the first one seen) is the Sandbox meant, so a successor of the same
+ * name counts as the deletion of ours. Ends early, with the reason, when the Sandbox will
+ * not get there by itself (cli/waitcond.h). On a terminal a progress line on stderr
+ * follows phase and reason. 0 with *out (when out is not NULL: the Sandbox as last seen,
+ * NULL for a deletion; caller deletes), or 1 (error printed). */
+int cluster_wait(struct cli *c, const char *name, const struct wait_for *w, const char *uid, int64_t timeout_ms,
+                 cJSON **out);
 /* The sandbox, running: unpause it if paused, mark it used (which also wakes an idle
  * long-running sandbox), and wait until it runs; notes c->touch_interval_ms, c->pod and
  * c->pod_started. 0 with *out (caller deletes), or 1 (error printed). */

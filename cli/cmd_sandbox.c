@@ -13,8 +13,10 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/output.h"
+#include "cli/waitcond.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
+#include "kube/watch.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
@@ -23,28 +25,11 @@
 /* How kubectl -o name names a Sandbox: resource.group/NAME. */
 #define NAME_PREFIX "sandbox." SBX_GROUP "/"
 
-/* Poll until the Sandbox called name with uid is gone (deleted, or replaced by one with
- * another uid), at most --start-timeout. 0, or 1 (error printed). */
+/* Wait (by watch, at most --start-timeout) until the Sandbox called name with uid is gone
+ * (deleted, or replaced by one with another uid). 0, or 1 (error printed). */
 static int wait_gone(struct cli *c, const char *name, const char *uid) {
-    int64_t deadline = clock_mono_ms() + c->start_timeout_ms;
-    char path[640], err[KUBE_ERR_MAX];
-    cluster_sandbox_path(c, name, path, sizeof(path));
-    for (;;) {
-        cJSON *sb = NULL;
-        long st = kube_get(c->kc, path, &sb, err, sizeof(err));
-        const char *now_uid = st == 200 ? kj_str(sb, "metadata.uid") : NULL;
-        int gone = st == 404 || (st == 200 && (!now_uid || strcmp(now_uid, uid)));
-        cJSON_Delete(sb);
-        if (gone) return 0;
-        if (st != 200) return cli_fail("getting sandbox \"%s\": %s", name, err);
-        if (clock_mono_ms() >= deadline) {
-            char d[32];
-            out_duration(c->start_timeout_ms, d, sizeof(d));
-            return cli_fail("timed out after %s waiting for sandbox \"%s\", being deleted, to be gone", d, name);
-        }
-        struct timespec ts = {0, CLUSTER_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    struct wait_for w = {.kind = WAIT_DELETE};
+    return cluster_wait(c, name, &w, uid, c->start_timeout_ms, NULL);
 }
 
 /* The new Sandbox of (user, chat) under its canonical name, with the spec flags given. */
@@ -59,6 +44,13 @@ static cJSON *new_sandbox(const struct args *a, const char *name) {
     if (a->lifecycle) cJSON_AddStringToObject(spec, "lifecycle", a->lifecycle);
     if (a->image) cJSON_AddStringToObject(spec, "image", a->image);
     if (a->idle_timeout) cJSON_AddStringToObject(spec, "idleTimeout", a->idle_timeout);
+    if (a->class_) cJSON_AddStringToObject(spec, "className", a->class_);
+    if (a->memory || a->cpu) {
+        cJSON *r = cJSON_AddObjectToObject(spec, "resources");
+        if (a->memory) cJSON_AddStringToObject(r, "memory", a->memory);
+        if (a->cpu) cJSON_AddStringToObject(r, "cpu", a->cpu);
+    }
+    if (a->workspace_size) cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "workspace"), "size", a->workspace_size);
     return o;
 }
 
@@ -170,7 +162,8 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
     }
 }
 
-/* create --user U --chat C [--lifecycle L] [--image I] [--idle-timeout D] [--wait]: the
+/* create --user U --chat C [--lifecycle L] [--class K] [--image I] [--memory M] [--cpu C]
+ * [--workspace-size S] [--idle-timeout D] [--wait]: the
  * Sandbox of (U, C), made when there is none; its name on stdout (before any wait, so a
  * caller knows it even when the wait fails). */
 int cmd_create(struct cli *c) {
@@ -185,6 +178,15 @@ int cmd_create(struct cli *c) {
     if (a->idle_timeout && (qty_parse_duration(a->idle_timeout, &idle) < 0 || idle <= 0))
         return cli_usage_error("invalid --idle-timeout \"%s\" (a duration such as 90s, 30m, 2h)", a->idle_timeout);
     if (a->image && !*a->image) return cli_usage_error("--image is empty");
+    int64_t q;
+    if (a->memory && (qty_parse_memory(a->memory, &q) < 0 || q <= 0))
+        return cli_usage_error("invalid --memory \"%s\" (a quantity such as 512Mi, 2Gi)", a->memory);
+    if (a->cpu && (qty_parse_cpu(a->cpu, &q) < 0 || q <= 0))
+        return cli_usage_error("invalid --cpu \"%s\" (a quantity such as 500m, 2)", a->cpu);
+    if (a->workspace_size && (qty_parse_memory(a->workspace_size, &q) < 0 || q <= 0))
+        return cli_usage_error("invalid --workspace-size \"%s\" (a quantity such as 1Gi, 10Gi)", a->workspace_size);
+    if (a->class_ && !cluster_valid_name(a->class_))
+        return cli_usage_error("invalid --class \"%s\" (the name of a SandboxClass)", a->class_);
     char name[254];   /* the canonical name (SBX_NAME_MAX), or a found one of up to 253 */
     if (sbx_name_pod(a->user, a->chat, name, sizeof(name)) < 0) return cli_fail("naming the sandbox: %s", strerror(errno));
     if (cluster_connect(c)) return 1;
@@ -200,7 +202,8 @@ int cmd_create(struct cli *c) {
     if (paused || stopped)   /* create leaves a stopped one as it is: it would never run */
         return cli_fail("sandbox \"%s\" is %s; start it with '" PROG " -n %s start %s --wait'", name,
                     paused ? "paused" : "stopped", c->ns, name);
-    if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
+    struct wait_for w = {.kind = WAIT_RUNNING};
+    if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
     cJSON_Delete(sb);
     return 0;
 }
@@ -276,21 +279,6 @@ static int print_summary(const cJSON *sb, int wide) {
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* get SANDBOX [-o json|yaml|wide] */
-int cmd_get(struct cli *c) {
-    if (out_check_format(c->a->output, "json,yaml,wide,name")) return 2;
-    if (cluster_connect(c)) return 1;
-    cJSON *sb;
-    if (cluster_get(c, c->a->pos[0], &sb)) return 1;
-    const char *o = c->a->output;
-    int rc = !o ? print_summary(sb, 0) : !strcmp(o, "json") ? out_json(sb)
-           : !strcmp(o, "yaml") ? out_yaml(sb)
-           : !strcmp(o, "name") ? (printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0)
-           : print_summary(sb, 1);
-    cJSON_Delete(sb);
-    return rc;
-}
-
 /* Whether a Sandbox passes the list filters. User and chat are selected by the API server
  * (field selector); they are checked here again all the same. */
 static int list_match(const struct args *a, const cJSON *sb) {
@@ -303,12 +291,241 @@ static int list_match(const struct args *a, const cJSON *sb) {
 }
 
 
+/* How get and list print: the format, the table (its widths kept while watching). */
+struct printer {
+    const struct args *a;
+    int all_ns, wide, rows_printed, yaml_docs;
+    struct out_table t;
+};
+
+static void printer_init(struct printer *p, const struct args *a) {
+    memset(p, 0, sizeof(*p));
+    p->a = a;
+    p->all_ns = a->all_ns;
+    p->wide = a->output && !strcmp(a->output, "wide");
+    p->t.ncols = (p->all_ns ? 1 : 0) + 9 + (p->wide ? 3 : 0);
+}
+
+/* One Sandbox as a table row. */
+static void printer_row(struct printer *p, const cJSON *sb) {
+    if (!p->rows_printed && !p->a->no_headers) {
+        static const char *hdr[] = {"NAMESPACE", "NAME", "USER", "CHAT", "LIFECYCLE", "PHASE", "POD", "READY", "REASON",
+                                    "AGE", "IP", "NODE", "LAST-USED"};
+        out_table_add(&p->t, p->all_ns ? hdr : hdr + 1);
+    }
+    p->rows_printed = 1;
+    char age[32], lu[32] = "-";
+    out_age_at(sb, "metadata.creationTimestamp", age, sizeof(age));
+    const char *last;
+    int64_t tm;
+    if (last_used(sb, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
+    const char *rs, *reason, *msg;
+    cluster_ready(sb, &rs, &reason, &msg);
+    const char *row[] = {kj_str(sb, "metadata.namespace"), kj_str(sb, "metadata.name"),
+                         out_or_dash(kj_str(sb, "spec.userID")), out_or_dash(kj_str(sb, "spec.chatID")),
+                         out_or_dash(lifecycle_of(sb)), out_or_dash(kj_str(sb, "status.phase")),
+                         out_or_dash(kj_str(sb, "status.podName")), out_or_dash(rs), out_or_dash(reason), age,
+                         out_or_dash(kj_str(sb, "status.podIP")), out_or_dash(kj_str(sb, "status.nodeName")), lu};
+    out_table_add(&p->t, p->all_ns ? row : row + 1);
+}
+
+/* Print one Sandbox in the chosen format (a table row is kept until printer_flush). */
+static int printer_one(struct printer *p, const cJSON *sb) {
+    const char *o = p->a->output;
+    if (o && !strcmp(o, "json")) return out_json(sb);
+    if (o && !strcmp(o, "yaml")) {
+        if (p->yaml_docs++) fputs("---\n", stdout);
+        return out_yaml(sb);
+    }
+    if (o && !strcmp(o, "name")) return printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0;
+    if (out_is_jsonpath(o)) return out_jsonpath(o, sb);
+    printer_row(p, sb);
+    return 0;
+}
+
+static int printer_flush(struct printer *p) {
+    out_table_flush(&p->t);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static void printer_free(struct printer *p) {
+    out_table_print_free(&p->t);
+}
+
+/* The watch of get -w / list -w: each change printed as it comes. */
+struct watch_print {
+    struct printer *p;
+    const struct args *a;
+    const char *name;         /* get -w: only this one */
+    char rv[128];
+    int events, failed;
+};
+
+static int on_watch_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
+    struct watch_print *w = ud;
+    (void)event;
+    const char *rv = kj_str(obj, "metadata.resourceVersion");
+    if (rv) snprintf(w->rv, sizeof(w->rv), "%s", rv);
+    if (!strcmp(type, "BOOKMARK")) return 0;
+    w->events++;
+    if (w->name && (!kj_str(obj, "metadata.name") || strcmp(kj_str(obj, "metadata.name"), w->name))) return 0;
+    if (!w->name && !list_match(w->a, obj)) return 0;
+    if (printer_one(w->p, obj) || printer_flush(w->p)) { w->failed = 1; return 1; }
+    return 0;
+}
+
+/* Watch path (the collection, with its selectors in sel_query: "&fieldSelector=..."), from
+ * rv, printing every change, until interrupted or stdout goes away. relist(ud) lists again
+ * (and prints) when the watch expired, updating rv. */
+static int watch_and_print(struct cli *c, const char *base, struct watch_print *w, int (*relist)(struct cli *, void *),
+                           void *ud) {
+    int failures = 0;
+    for (;;) {
+        char path[4600], err[KUBE_ERR_MAX];
+        snprintf(path, sizeof(path), "%s", base);
+        kube_path_add_query(path, sizeof(path), "watch", "true");
+        kube_path_add_query(path, sizeof(path), "allowWatchBookmarks", "true");
+        kube_path_add_query(path, sizeof(path), "timeoutSeconds", "300");
+        if (w->rv[0]) kube_path_add_query(path, sizeof(path), "resourceVersion", w->rv);
+        w->events = 0;
+        enum kube_watch_end end = kube_watch(c->kc, path, on_watch_event, w, NULL, 0, err, sizeof(err));
+        if (w->failed) return errno == EPIPE ? 0 : 1;
+        if (end == KUBE_WATCH_EXPIRED) {
+            if (relist(c, ud)) return 1;
+            continue;
+        }
+        if (end == KUBE_WATCH_FAILED) {
+            if (++failures >= 3 && !w->events) return cli_fail("watching sandboxes: %s", err);
+            struct timespec ts = {1, 0};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        failures = 0;
+    }
+}
+
+struct get_state { struct printer *p; struct watch_print *w; const char *name; };
+
+/* get -w after an expired watch: GET again and print it. */
+static int get_relist(struct cli *c, void *ud) {
+    struct get_state *g = ud;
+    cJSON *sb;
+    if (cluster_get(c, g->name, &sb)) return 1;
+    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    snprintf(g->w->rv, sizeof(g->w->rv), "%s", rv ? rv : "");
+    int rc = printer_one(g->p, sb) || printer_flush(g->p);
+    cJSON_Delete(sb);
+    return rc;
+}
+
+/* get SANDBOX [-o json|yaml|wide|name|jsonpath=T] [-w] */
+int cmd_get(struct cli *c) {
+    const struct args *a = c->a;
+    if (out_check_format(a->output, "json,yaml,wide,name,jsonpath")) return 2;
+    if (cluster_connect(c)) return 1;
+    cJSON *sb;
+    if (cluster_get(c, a->pos[0], &sb)) return 1;
+    const char *o = a->output;
+    if (!a->watch) {
+        int rc = !o ? print_summary(sb, 0) : !strcmp(o, "json") ? out_json(sb)
+               : !strcmp(o, "yaml") ? out_yaml(sb)
+               : !strcmp(o, "name") ? (printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0)
+               : out_is_jsonpath(o) ? out_jsonpath(o, sb)
+               : print_summary(sb, 1);
+        cJSON_Delete(sb);
+        return rc;
+    }
+    /* -w: as kubectl get -w, a row (or the format's form) now and one for each change */
+    struct printer p;
+    printer_init(&p, a);
+    struct watch_print w = {.p = &p, .a = a, .name = a->pos[0]};
+    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    snprintf(w.rv, sizeof(w.rv), "%s", rv ? rv : "");
+    int rc = printer_one(&p, sb) || printer_flush(&p);
+    cJSON_Delete(sb);
+    if (!rc) {
+        char base[1024], sel[400];
+        snprintf(base, sizeof(base), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
+        snprintf(sel, sizeof(sel), "metadata.name=%s", a->pos[0]);
+        kube_path_add_query(base, sizeof(base), "fieldSelector", sel);
+        struct get_state g = {&p, &w, a->pos[0]};
+        rc = watch_and_print(c, base, &w, get_relist, &g);
+    }
+    printer_free(&p);
+    return rc;
+}
+
+struct list_query {
+    const struct args *a;
+    char fsel[1200];
+    char rv[128];             /* of the list */
+};
+
+/* The collection's path with the selectors (no paging, no watch). 0, or 1 (error printed). */
+static int list_base(struct cli *c, const struct list_query *q, char *path, size_t n) {
+    if (q->a->all_ns) snprintf(path, n, "/apis/" SBX_API_VERSION "/" SBX_PLURAL);
+    else snprintf(path, n, "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
+    if (q->fsel[0] && kube_path_add_query(path, n, "fieldSelector", q->fsel) < 0) return cli_fail("field selector too long");
+    if (q->a->selector && kube_path_add_query(path, n, "labelSelector", q->a->selector) < 0) return cli_fail("label selector too long");
+    return 0;
+}
+
+/* Every page of the list, filtered; the list's resourceVersion in q->rv. 0 with *out, or 1. */
+static int list_all(struct cli *c, struct list_query *q, cJSON **out) {
+    const struct args *a = q->a;
+    cJSON *items = cJSON_CreateArray();
+    char cont[1024] = "";
+    *out = NULL;
+    do {
+        char path[4096], err[KUBE_ERR_MAX];
+        if (list_base(c, q, path, sizeof(path))) { cJSON_Delete(items); return 1; }
+        kube_path_add_query(path, sizeof(path), "limit", "500");
+        if (cont[0] && kube_path_add_query(path, sizeof(path), "continue", cont) < 0) {
+            cJSON_Delete(items);
+            return cli_fail("continue token too long");
+        }
+        cJSON *list = NULL;
+        long st = kube_get(c->kc, path, &list, err, sizeof(err));
+        if (st != 200 || !list) {
+            cJSON_Delete(list);
+            cJSON_Delete(items);
+            return cli_fail("listing sandboxes%s: %s", st == 400 && q->fsel[0] && !a->selector ? " by spec.userID/spec.chatID (the CRD's "
+                        "selectableFields need Kubernetes 1.32)" : st == 400 && a->selector ? " with -l" : "", err);
+        }
+        cJSON *its = cJSON_DetachItemFromObjectCaseSensitive(list, "items"), *it;
+        while (its && (it = cJSON_DetachItemViaPointer(its, its->child)))
+            if (list_match(a, it)) cJSON_AddItemToArray(items, it); else cJSON_Delete(it);
+        cJSON_Delete(its);
+        const char *next = kj_str(list, "metadata.continue"), *rv = kj_str(list, "metadata.resourceVersion");
+        snprintf(cont, sizeof(cont), "%s", next ? next : "");
+        snprintf(q->rv, sizeof(q->rv), "%s", rv ? rv : "");
+        cJSON_Delete(list);
+    } while (cont[0]);
+    *out = items;
+    return 0;
+}
+
+struct list_state { struct printer *p; struct watch_print *w; struct list_query *q; };
+
+/* list -w after an expired watch: list again and print every row. */
+static int list_relist(struct cli *c, void *ud) {
+    struct list_state *l = ud;
+    cJSON *items;
+    if (list_all(c, l->q, &items)) return 1;
+    snprintf(l->w->rv, sizeof(l->w->rv), "%s", l->q->rv);
+    const cJSON *sb;
+    int rc = 0;
+    cJSON_ArrayForEach(sb, items) if (!rc) rc = printer_one(l->p, sb);
+    cJSON_Delete(items);
+    return rc || printer_flush(l->p);
+}
+
 /* list: every page of Sandboxes; --user and --chat through the server-side field selector
  * on the CRD's selectable fields spec.userID and spec.chatID, -l as the label selector,
- * --phase and --lifecycle filtered here. */
+ * --phase and --lifecycle filtered here; -w then watches with the same selectors. */
 int cmd_list(struct cli *c) {
     struct args *a = c->a;
-    if (out_check_format(a->output, "json,yaml,wide,name")) return 2;
+    if (out_check_format(a->output, "json,yaml,wide,name,jsonpath")) return 2;
     if (a->selector && (!*a->selector || strlen(a->selector) > 900))
         return cli_usage_error("-l takes a label selector such as app=web,tier!=db (at most 900 characters)");
     if (a->lifecycle) {
@@ -316,85 +533,44 @@ int cmd_list(struct cli *c) {
         if (sbx_lifecycle_parse(a->lifecycle, &l) < 0)
             return cli_usage_error("unknown lifecycle \"%s\" (one-shot, session, long-running, persistent)", a->lifecycle);
     }
-    char fsel[1200] = "";
-    if ((a->user && selector_add(fsel, sizeof(fsel), "spec.userID", a->user) < 0) ||
-        (a->chat && selector_add(fsel, sizeof(fsel), "spec.chatID", a->chat) < 0))
+    struct list_query q = {.a = a};
+    if ((a->user && selector_add(q.fsel, sizeof(q.fsel), "spec.userID", a->user) < 0) ||
+        (a->chat && selector_add(q.fsel, sizeof(q.fsel), "spec.chatID", a->chat) < 0))
         return cli_usage_error("--user or --chat too long");
     if (cluster_connect(c)) return 1;
-    cJSON *items = cJSON_CreateArray();
-    char cont[1024] = "";
+    cJSON *items;
+    if (list_all(c, &q, &items)) return 1;
     int rc = 0;
-    do {
-        char path[4096], err[KUBE_ERR_MAX];
-        if (a->all_ns) snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/" SBX_PLURAL);
-        else snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
-        kube_path_add_query(path, sizeof(path), "limit", "500");
-        if (fsel[0] && kube_path_add_query(path, sizeof(path), "fieldSelector", fsel) < 0) { rc = cli_fail("field selector too long"); break; }
-        if (a->selector && kube_path_add_query(path, sizeof(path), "labelSelector", a->selector) < 0) { rc = cli_fail("label selector too long"); break; }
-        if (cont[0] && kube_path_add_query(path, sizeof(path), "continue", cont) < 0) { rc = cli_fail("continue token too long"); break; }
-        cJSON *list = NULL;
-        long st = kube_get(c->kc, path, &list, err, sizeof(err));
-        if (st != 200 || !list) {
-            cJSON_Delete(list);
-            rc = cli_fail("listing sandboxes%s: %s", st == 400 && fsel[0] && !a->selector ? " by spec.userID/spec.chatID (the CRD's "
-                      "selectableFields need Kubernetes 1.32)" : st == 400 && a->selector ? " with -l" : "", err);
-            break;
-        }
-        cJSON *its = cJSON_DetachItemFromObjectCaseSensitive(list, "items"), *it;
-        while (its && (it = cJSON_DetachItemViaPointer(its, its->child)))
-            if (list_match(a, it)) cJSON_AddItemToArray(items, it); else cJSON_Delete(it);
-        cJSON_Delete(its);
-        const char *next = kj_str(list, "metadata.continue");
-        snprintf(cont, sizeof(cont), "%s", next ? next : "");
-        cJSON_Delete(list);
-    } while (cont[0]);
-    if (rc) { cJSON_Delete(items); return rc; }
-
-    if (a->output && (!strcmp(a->output, "json") || !strcmp(a->output, "yaml"))) {
+    const char *o = a->output;
+    if (!a->watch && o && (!strcmp(o, "json") || !strcmp(o, "yaml") || out_is_jsonpath(o))) {
         cJSON *l = cJSON_CreateObject();
         cJSON_AddStringToObject(l, "apiVersion", "v1");
         cJSON_AddStringToObject(l, "kind", "List");
         cJSON_AddItemToObject(l, "items", items);
-        rc = !strcmp(a->output, "json") ? out_json(l) : out_yaml(l);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(l, "metadata"), "resourceVersion", q.rv);
+        rc = !strcmp(o, "json") ? out_json(l) : !strcmp(o, "yaml") ? out_yaml(l) : out_jsonpath(o, l);
         cJSON_Delete(l);
         return rc;
     }
-    if (a->output && !strcmp(a->output, "name")) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, items) printf(NAME_PREFIX "%s\n", kj_str(it, "metadata.name"));
-        cJSON_Delete(items);
-        return fflush(stdout) == 0 ? 0 : 1;
-    }
-    int wide = a->output != NULL;
-    if (!items->child) {
-        cJSON_Delete(items);
+    if (!items->child && (!o || !strcmp(o, "wide"))) {
         if (a->all_ns) fprintf(stderr, "No sandboxes found.\n");
         else fprintf(stderr, "No sandboxes found in namespace %s.\n", c->ns);
-        return 0;
     }
-    struct out_table t = {.ncols = (a->all_ns ? 1 : 0) + 9 + (wide ? 3 : 0)};
-    const char *hdr[] = {"NAMESPACE", "NAME", "USER", "CHAT", "LIFECYCLE", "PHASE", "POD", "READY", "REASON", "AGE",
-                         "IP", "NODE", "LAST-USED"};
-    if (!a->no_headers) out_table_add(&t, a->all_ns ? hdr : hdr + 1);
+    struct printer p;
+    printer_init(&p, a);
     const cJSON *sb;
-    cJSON_ArrayForEach(sb, items) {
-        char age[32], lu[32] = "-";
-        out_age_at(sb, "metadata.creationTimestamp", age, sizeof(age));
-        const char *last;
-        int64_t tm;
-        if (last_used(sb, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
-        const char *rs, *reason, *msg;
-        cluster_ready(sb, &rs, &reason, &msg);
-        const char *row[] = {kj_str(sb, "metadata.namespace"), kj_str(sb, "metadata.name"),
-                             out_or_dash(kj_str(sb, "spec.userID")), out_or_dash(kj_str(sb, "spec.chatID")),
-                             out_or_dash(lifecycle_of(sb)), out_or_dash(kj_str(sb, "status.phase")),
-                             out_or_dash(kj_str(sb, "status.podName")), out_or_dash(rs), out_or_dash(reason), age,
-                             out_or_dash(kj_str(sb, "status.podIP")), out_or_dash(kj_str(sb, "status.nodeName")), lu};
-        out_table_add(&t, a->all_ns ? row : row + 1);
-    }
-    out_table_print_free(&t);
+    cJSON_ArrayForEach(sb, items) if (!rc) rc = printer_one(&p, sb);
     cJSON_Delete(items);
-    return fflush(stdout) == 0 ? 0 : 1;
+    if (!rc) rc = printer_flush(&p);
+    if (!rc && a->watch) {
+        char base[4096];
+        struct watch_print w = {.p = &p, .a = a};
+        snprintf(w.rv, sizeof(w.rv), "%s", q.rv);
+        struct list_state ls = {&p, &w, &q};
+        rc = list_base(c, &q, base, sizeof(base)) ? 1 : watch_and_print(c, base, &w, list_relist, &ls);
+    }
+    printer_free(&p);
+    return rc;
 }
 
 
@@ -407,7 +583,8 @@ int cmd_start(struct cli *c) {
     cJSON_Delete(sb);
     if (cluster_patch(c, name, 1, 0, 0, NULL)) return 1;
     if (c->a->wait) {
-        if (cluster_wait_for(c, name, CLUSTER_RUNNING, &sb)) return 1;
+        struct wait_for w = {.kind = WAIT_RUNNING, .starting = 1};
+        if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
         printf("sandbox/%s running (pod %s)\n", name, kj_str(sb, "status.podName"));
         cJSON_Delete(sb);
     } else {
@@ -423,7 +600,8 @@ int cmd_stop(struct cli *c) {
     if (cluster_patch(c, name, 0, 1, 0, NULL)) return 1;
     if (c->a->wait) {
         cJSON *sb;
-        if (cluster_wait_for(c, name, CLUSTER_STOPPED, &sb)) return 1;
+        struct wait_for w = {.kind = WAIT_STOPPED};
+        if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
         cJSON_Delete(sb);
         printf("sandbox/%s stopped\n", name);
     } else {

@@ -1,22 +1,29 @@
 /* cli/main.c — yao-sandbox, the command-line client of Sandboxes
  * (sandbox.yaoapps.com/v1alpha1) against any kubeconfig: exec in a sandbox (waking it when
- * stopped), create/get/list, start/stop/touch, and file helpers that mirror the Yao
- * sandbox Manager (read, write, ls, stat, mkdir, rm, cp in and out) — all of them through
- * exec in the sandbox's container, as kubectl cp does.
+ * stopped), create/get/list/describe/delete, logs, wait, start/stop/touch, file helpers
+ * that mirror the Yao sandbox Manager (read, write, ls, stat, mkdir, rm, cp in and out) —
+ * all of them through exec in the sandbox's container, as kubectl cp does — port-forward,
+ * and the shell completion script.
  *
  * Owns: the help texts, each command's flags and synopsis (the command table), and main,
  * which splits global flags from the command word and runs the command. The rest of cli/:
  * args.c (parsing, errors), output.c, cluster.c (the Sandbox through the API server),
  * session.c (a command in the sandbox), cmd_exec.c, cmd_sandbox.c, cmd_files.c, cmd_cp.c,
- * files.c (the pure tar, listing and exec helpers) and keepalive.c (how often a session
- * marks the sandbox used). Exit codes: see cli.h. */
+ * cmd_observe.c (wait, logs, describe), waiter.c (waiting by watch), waitcond.c (what a
+ * wait is for), describe.c, jsonpath.c, logstream.c, completion.c, files.c (the pure tar,
+ * listing and exec helpers) and keepalive.c (how often a session marks the sandbox
+ * used). Exit codes: see cli.h. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "base/dynbuf.h"
 #include "cli/cluster.h"
+#include "cli/completion.h"
+#include "cli/files.h"
 #include "kube/rest.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
@@ -56,11 +63,20 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  exec SANDBOX [-i] [-t] [-w DIR] [-e K=V]... -- CMD...  run a command\n"
-    "  create --user U --chat C [--lifecycle L] [--wait]      get or create the Sandbox of\n"
+    "  create --user U --chat C [--lifecycle L] [--class K] [--image I] [--memory M]\n"
+    "         [--cpu C] [--workspace-size S] [--idle-timeout D] [--wait]\n"
+    "                                                         get or create the Sandbox of\n"
     "                                                         (U, C); prints its name\n"
-    "  get SANDBOX [-o json|yaml|wide|name]                  show one Sandbox\n"
+    "  get SANDBOX [-o FORMAT] [-w]                           show one Sandbox (-w: and its\n"
+    "                                                         changes)\n"
     "  list [--user U] [--chat C] [--phase P] [--lifecycle L] [-l SEL] [-A] [--no-headers]\n"
-    "                                                         list Sandboxes\n"
+    "       [-o FORMAT] [-w]                                  list Sandboxes\n"
+    "  describe SANDBOX                                       spec, status, conditions and\n"
+    "                                                         recent Events\n"
+    "  logs SANDBOX [-f] [--tail N]                           its container's log (a finished\n"
+    "                                                         one-shot's whole output)\n"
+    "  wait SANDBOX... --for=COND [--timeout D]               wait for condition=Ready,\n"
+    "                                                         phase=P or delete\n"
     "  delete SANDBOX... [--wait]                             delete Sandboxes (and their\n"
     "                                                         pods and workspaces)\n"
     "  start SANDBOX [--wait]                                 clear spec.paused\n"
@@ -76,6 +92,15 @@ static const char main_help[] =
     "                                                         is SANDBOX:PATH\n"
     "  port-forward SANDBOX [LOCAL:]PORT...                   forward local ports to the\n"
     "                                                         sandbox's ports\n"
+    "  completion bash|zsh                                    print a shell completion script\n"
+    "\n"
+    "Output formats (-o, get and list): json, yaml, wide, name, jsonpath=TEMPLATE (kubectl's\n"
+    "JSONPath: {.a.b}, {.items[*].x}, [N], [a:b], [?(@.x==\"v\")], ..x, {range ...}{end},\n"
+    "{\"text\"}). Waiting (--wait, wait, logs -f, exec on a stopped sandbox) watches the\n"
+    "Sandbox; on a terminal a progress line follows its phase and reason, and the wait ends\n"
+    "at once, with the reason, on what will not heal by itself (ErrImagePull,\n"
+    "ImagePullBackOff, InvalidImageName, Unschedulable, InvalidSpec, NameConflict, a\n"
+    "finished one-shot, a paused or stopped sandbox nobody starts).\n"
     "\n"
     "Run '" PROG " COMMAND --help' for a command's flags.\n"
     "\n";
@@ -83,13 +108,16 @@ static const char main_help[] =
 
 static const struct opt exec_opts[] = {GLOBAL_OPTS, {"stdin", 'i', 0, O_STDIN}, {"tty", 't', 0, O_TTY},
     {"workdir", 'w', 1, O_WORKDIR}, {"env", 'e', 1, O_ENV}, {"timeout", 0, 1, O_TIMEOUT}, {NULL, 0, 0, 0}};
-static const struct opt get_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {NULL, 0, 0, 0}};
+static const struct opt get_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {"watch", 'w', 0, O_WATCH}, {NULL, 0, 0, 0}};
+static const struct opt logs_opts[] = {GLOBAL_OPTS, {"follow", 'f', 0, O_FOLLOW}, {"tail", 0, 1, O_TAIL}, {NULL, 0, 0, 0}};
+static const struct opt waitcmd_opts[] = {GLOBAL_OPTS, {"for", 0, 1, O_FOR}, {"timeout", 0, 1, O_TIMEOUT}, {NULL, 0, 0, 0}};
 static const struct opt create_opts[] = {GLOBAL_OPTS, {"user", 0, 1, O_USER}, {"chat", 0, 1, O_CHAT},
     {"lifecycle", 0, 1, O_LIFECYCLE}, {"image", 0, 1, O_IMAGE}, {"idle-timeout", 0, 1, O_IDLE_TIMEOUT},
+    {"class", 0, 1, O_CLASS}, {"memory", 0, 1, O_MEMORY}, {"cpu", 0, 1, O_CPU}, {"workspace-size", 0, 1, O_WORKSPACE_SIZE},
     {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
 static const struct opt list_opts[] = {GLOBAL_OPTS, {"output", 'o', 1, O_OUTPUT}, {"user", 0, 1, O_USER}, {"chat", 0, 1, O_CHAT},
     {"phase", 0, 1, O_PHASE}, {"lifecycle", 0, 1, O_LIFECYCLE}, {"all-namespaces", 'A', 0, O_ALL_NS},
-    {"no-headers", 0, 0, O_NO_HEADERS}, {"selector", 'l', 1, O_SELECTOR}, {NULL, 0, 0, 0}};
+    {"no-headers", 0, 0, O_NO_HEADERS}, {"selector", 'l', 1, O_SELECTOR}, {"watch", 'w', 0, O_WATCH}, {NULL, 0, 0, 0}};
 static const struct opt wait_opts[] = {GLOBAL_OPTS, {"wait", 0, 0, O_WAIT}, {NULL, 0, 0, 0}};
 static const struct opt plain_opts[] = {GLOBAL_OPTS, {NULL, 0, 0, 0}};
 static const struct opt parents_opts[] = {GLOBAL_OPTS, {"parents", 'p', 0, O_PARENTS}, {NULL, 0, 0, 0}};
@@ -124,7 +152,8 @@ static const struct command commands[] = {
      "  --timeout DUR        give up after DUR (e.g. 30s, 5m); default: none\n",
      1, 1, 1},
     {"create", cmd_create, create_opts,
-     "Usage: " PROG " create --user U --chat C [--lifecycle L] [--image I] [--idle-timeout D] [--wait]\n"
+     "Usage: " PROG " create --user U --chat C [--lifecycle L] [--class K] [--image I]\n"
+     "       [--memory M] [--cpu C] [--workspace-size S] [--idle-timeout D] [--wait]\n"
      "\n"
      "Get or create the Sandbox of (user U, chat C) and print its name: the canonical name of\n"
      "the pair, the same yao-sb-... name as its pod. Idempotent and safe to run concurrently:\n"
@@ -137,23 +166,32 @@ static const struct command commands[] = {
      "  --chat C             spec.chatID (1-128 characters)\n"
      "  --lifecycle L        one-shot, session, long-running or persistent (default: the\n"
      "                       SandboxClass's, else the controller's, session)\n"
-     "  --image I            container image (default: the controller's)\n"
-     "  --idle-timeout D     e.g. 90s, 30m, 2h (default: the controller's)\n"
-     "  --wait               then wait (up to --start-timeout) until it is Running; when it\n"
-     "                       does not get there, say why (the Ready condition's reason and\n"
-     "                       message)\n",
+     "  --class K            spec.className: the SandboxClass (default: the cluster's default\n"
+     "                       class, if any)\n"
+     "  --image I            container image (default: the class's, else the controller's)\n"
+     "  --memory M           spec.resources.memory, e.g. 512Mi, 2Gi (the container's limit)\n"
+     "  --cpu C              spec.resources.cpu, e.g. 500m, 2\n"
+     "  --workspace-size S   spec.workspace.size, e.g. 1Gi, 10Gi (the workspace claim)\n"
+     "  --idle-timeout D     e.g. 90s, 30m, 2h (default: the class's, else the controller's)\n"
+     "  --wait               then wait (up to --start-timeout, by watch) until it is Running;\n"
+     "                       when it will not get there (an image that cannot be pulled, no\n"
+     "                       node, an invalid spec) say why at once\n",
      0, 0, 0},
     {"get", cmd_get, get_opts,
-     "Usage: " PROG " get SANDBOX [-o json|yaml|wide|name]\n"
+     "Usage: " PROG " get SANDBOX [-o json|yaml|wide|name|jsonpath=TEMPLATE] [-w]\n"
      "\n"
      "Show a Sandbox: user, chat, lifecycle, phase, pod, IP, node, readiness, last use.\n"
      "\n"
      "  -o, --output FORMAT  json or yaml (the whole object), wide (more fields), name\n"
-     "                       (sandbox.sandbox.yaoapps.com/NAME, as kubectl -o name)\n",
+     "                       (sandbox.sandbox.yaoapps.com/NAME, as kubectl -o name),\n"
+     "                       jsonpath=TEMPLATE (kubectl's JSONPath, e.g.\n"
+     "                       -o jsonpath='{.status.phase}'; see '" PROG " --help')\n"
+     "  -w, --watch          then watch it: one table row (or object in FORMAT) now and one\n"
+     "                       for each change, until interrupted\n",
      1, 1, 1},
     {"list", cmd_list, list_opts,
      "Usage: " PROG " list [--user U] [--chat C] [--phase P] [--lifecycle L] [-l SELECTOR] [-A]\n"
-     "       [--no-headers] [-o json|yaml|wide|name]\n"
+     "       [--no-headers] [-o json|yaml|wide|name|jsonpath=TEMPLATE] [-w]\n"
      "\n"
      "List Sandboxes as a table: NAME USER CHAT LIFECYCLE PHASE POD READY REASON AGE (READY\n"
      "and REASON: the Ready condition's status and reason, e.g. False ImagePullBackOff).\n"
@@ -168,8 +206,53 @@ static const struct command commands[] = {
      "  -A, --all-namespaces all namespaces\n"
      "  --no-headers         the table without its header line\n"
      "  -o, --output FORMAT  json or yaml (a List), wide (adds IP, NODE, LAST-USED), name\n"
-     "                       (one sandbox.sandbox.yaoapps.com/NAME a line)\n",
+     "                       (one sandbox.sandbox.yaoapps.com/NAME a line), jsonpath=TEMPLATE\n"
+     "                       (applied to the List: -o jsonpath='{.items[*].metadata.name}')\n"
+     "  -w, --watch          then watch: a row (or object) for each change, with the same\n"
+     "                       selection, until interrupted (JSONPath then applies to each\n"
+     "                       Sandbox)\n",
      0, 0, 0},
+    {"describe", cmd_describe, plain_opts,
+     "Usage: " PROG " describe SANDBOX\n"
+     "\n"
+     "Describe a Sandbox as kubectl describe does: labels and annotations, the spec (user,\n"
+     "chat, lifecycle, class, image, resources, workspace, run), the status (phase, pod,\n"
+     "times, a one-shot's exit code and output tails), its conditions, and the Events\n"
+     "recorded for it, oldest first.\n",
+     1, 1, 1},
+    {"logs", cmd_logs, logs_opts,
+     "Usage: " PROG " logs SANDBOX [-f] [--tail N]\n"
+     "\n"
+     "Print the log of the sandbox's container (pods/log, container sandbox). A one-shot's\n"
+     "pod is kept after its run until the Sandbox is deleted (ttlSecondsAfterFinished), so\n"
+     "this is its whole output (stdout and stderr, in the order the runtime read them, as\n"
+     "kubectl logs shows it). When the pod is gone (a run lost, an\n"
+     "older controller), the tails kept in status.run are printed instead, stdout to stdout\n"
+     "and stderr to stderr, with a note on stderr.\n"
+     "\n"
+     "  -f, --follow         stream the log until the container ends (or interrupted); a\n"
+     "                       sandbox still starting is waited for (by watch, up to\n"
+     "                       --start-timeout)\n"
+     "  --tail N             only the last N lines (-1: all, the default)\n",
+     1, 1, 1},
+    {"wait", cmd_wait, waitcmd_opts,
+     "Usage: " PROG " wait SANDBOX... --for=condition=Ready|condition=TYPE=STATUS|phase=P|delete\n"
+     "       [--timeout D]\n"
+     "\n"
+     "Wait, by watching, until each Sandbox meets the condition, and print\n"
+     "'sandbox.sandbox.yaoapps.com/NAME condition met' for each, as kubectl wait does. On a\n"
+     "terminal a progress line on stderr follows the phase and the Ready reason. Ends at once\n"
+     "(exit 1, the reason on stderr) when the Sandbox cannot get there by itself: an image\n"
+     "that cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName), no node for it\n"
+     "(Unschedulable), InvalidSpec, NameConflict, a finished one-shot, a paused or stopped\n"
+     "sandbox nobody starts, or its deletion (except for --for=delete).\n"
+     "\n"
+     "  --for COND           condition=Ready (status True), condition=TYPE=STATUS (True,\n"
+     "                       False, Unknown), phase=P (Pending, Creating, Running, Stopping,\n"
+     "                       Stopped, Succeeded, Failed) or delete (gone, or replaced by a\n"
+     "                       new Sandbox of that name; met at once when there is none)\n"
+     "  --timeout D          give up after D for all of them (default 30s); exit 1\n",
+     1, 64, 0},
     {"start", cmd_start, wait_opts,
      "Usage: " PROG " start SANDBOX [--wait]\n"
      "\n"
@@ -271,7 +354,31 @@ static const struct command commands[] = {
      "\n"
      "  --address IP         local IPv4 address to listen on (default 127.0.0.1)\n",
      2, 65, 1},
+    {"completion", cmd_completion, plain_opts,
+     "Usage: " PROG " completion bash|zsh\n"
+     "\n"
+     "Print a shell completion script: commands, flags, the values of -o, --lifecycle,\n"
+     "--phase and --for, and Sandbox names (of the namespace given by -n). Load it with\n"
+     "  source <(" PROG " completion bash)      # bash (complete -F; no other package needed)\n"
+     "  source <(" PROG " completion zsh)       # zsh (through bashcompinit)\n"
+     "or save it: " PROG " completion bash > /etc/bash_completion.d/" PROG "\n",
+     1, 1, 0},
 };
+
+/* completion bash|zsh: the script for the command table above. */
+int cmd_completion(struct cli *c) {
+    struct dynbuf b;
+    dynbuf_init(&b, 1u << 20);
+    int rc = completion_script(c->a->pos[0], commands, sizeof(commands) / sizeof(*commands), global_opts, &b);
+    if (rc < 0 && strcmp(c->a->pos[0], "bash") && strcmp(c->a->pos[0], "zsh")) {
+        dynbuf_free(&b);
+        return cli_usage_error("unknown shell \"%s\" (bash or zsh)", c->a->pos[0]);
+    }
+    if (rc < 0) rc = cli_fail("out of memory");
+    else if (cli_write_all(1, b.data, b.len) < 0) rc = cli_fail("writing output: %s", strerror(errno));
+    dynbuf_free(&b);
+    return rc;
+}
 
 /* The command table entry for a name, or NULL. */
 static const struct command *find_command(const char *name) {
@@ -322,6 +429,7 @@ int main(int argc, char **argv) {
         static const char *const what[] = {"SANDBOX", "PATH"};
         if (!strcmp(cmd->name, "cp")) rc = cli_usage_error("missing %s", a.npos == 0 ? "SRC and DST" : "DST");
         else if (!strcmp(cmd->name, "port-forward")) rc = cli_usage_error("missing %s", a.npos == 0 ? "SANDBOX" : "PORT");
+        else if (!strcmp(cmd->name, "completion")) rc = cli_usage_error("missing SHELL (bash or zsh)");
         else rc = cli_usage_error("missing %s", what[a.npos < 2 ? a.npos : 1]);
         goto out;
     }

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/files.h"
+#include "cli/jsonpath.h"
 #include "cli/output.h"
 #include "base/dynbuf.h"
 #include "kube/kjson.h"
@@ -171,10 +172,37 @@ int out_check_format(const char *o, const char *allowed) {
     if (!o) return 0;
     char list[64];
     snprintf(list, sizeof(list), "%s", allowed);
+    int jp_ok = 0;
     char *save = NULL;
-    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (!strcmp(t, o)) return 0;
-    return cli_usage_error("unknown output format \"%s\" (one of %s)", o, allowed);
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "jsonpath")) jp_ok = 1;
+        else if (!strcmp(t, o)) return 0;
+    }
+    if (jp_ok && (!strcmp(o, "jsonpath") || !strncmp(o, "jsonpath=", 9))) {
+        if (!o[8] || !o[9]) return cli_usage_error("-o jsonpath needs a template, e.g. -o jsonpath='{.status.phase}'");
+        char err[256];
+        struct jsonpath *jp;
+        if (jsonpath_compile(o + 9, &jp, err, sizeof(err)) < 0) return cli_usage_error("-o %s: %s", o, err);
+        jsonpath_free(jp);
+        return 0;
+    }
+    return cli_usage_error("unknown output format \"%s\" (one of %s%s)", o, allowed, jp_ok ? "=TEMPLATE" : "");
+}
+
+int out_is_jsonpath(const char *o) { return o && !strncmp(o, "jsonpath=", 9); }
+
+/* Print v through -o jsonpath=TEMPLATE. */
+int out_jsonpath(const char *o, const cJSON *v) {
+    char err[256];
+    struct jsonpath *jp;
+    if (jsonpath_compile(o + 9, &jp, err, sizeof(err)) < 0) return cli_fail("%s", err);
+    struct dynbuf b;
+    dynbuf_init(&b, SIZE_MAX);
+    int rc = jsonpath_render(jp, v, &b) < 0 ? cli_fail("out of memory")
+           : cli_write_all(1, b.data ? b.data : "", b.len) < 0 ? cli_fail("writing output: %s", strerror(errno)) : 0;
+    dynbuf_free(&b);
+    jsonpath_free(jp);
+    return rc;
 }
 
 
@@ -189,22 +217,28 @@ void out_table_add(struct out_table *t, const char *const *row) {
     t->nrows++;
 }
 
-/* Print the table with aligned columns and release it. */
-void out_table_print_free(struct out_table *t) {
-    size_t w[16] = {0};
+/* Print the rows with aligned columns (at least as wide as before) and drop them. */
+void out_table_flush(struct out_table *t) {
     for (size_t r = 0; r < t->nrows; r++)
         for (size_t i = 0; i < t->ncols; i++) {
             size_t n = strlen(t->cells[r * t->ncols + i]);
-            if (n > w[i]) w[i] = n;
+            if (n > t->w[i]) t->w[i] = n;
         }
     for (size_t r = 0; r < t->nrows; r++) {
         for (size_t i = 0; i < t->ncols; i++) {
             const char *s = t->cells[r * t->ncols + i];
-            if (i + 1 < t->ncols) printf("%-*s   ", (int)w[i], s);
+            if (i + 1 < t->ncols) printf("%-*s   ", (int)t->w[i], s);
             else printf("%s\n", s);
             free(t->cells[r * t->ncols + i]);
         }
     }
-    free(t->cells);
+    t->nrows = 0;
 }
 
+/* Print the table with aligned columns and release it. */
+void out_table_print_free(struct out_table *t) {
+    out_table_flush(t);
+    free(t->cells);
+    t->cells = NULL;
+    t->cap = 0;
+}

@@ -8,13 +8,15 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/podstatus.h"
 #include "sandbox/reconcile_int.h"
 
-/* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists and is not
- * terminating); else NULL. Whether that Sandbox is really in the cache is admission.c's
+/* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not
+ * terminating and has not ended: a finished one-shot's pod, kept for its log, runs
+ * nothing); else NULL. Whether that Sandbox is really in the cache is admission.c's
  * to know: a pod naming anything else holds nothing. */
 static const char *slot_owner(const cJSON *pod) {
-    if (!pod || kj_str(pod, "metadata.deletionTimestamp")) return NULL;
+    if (!pod || kj_str(pod, "metadata.deletionTimestamp") || sbx_pod_finished(pod)) return NULL;
     return kj_str(sbx_sandbox_controller_ref(pod), "uid");
 }
 

@@ -326,11 +326,19 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         if (d->last_termination.present && d->last_termination.reason &&
             !strcmp(d->last_termination.reason, "OOMKilled"))
             append_message(d, "; the container was OOMKilled");
-        if (o->pod == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_POD;
+        /* The finished pod is kept, as a Job keeps its pods: its container log holds the
+         * run's whole output (status.run only the tails), read with pods/log until the
+         * Sandbox goes and takes the pod with it (ownerReference). A terminated pod holds
+         * no CPU, memory or running slot. The claim's deletion is asked for now; the
+         * API server's pvc-protection keeps it until the pod is gone. */
         if (o->pvc == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_PVC;
         int64_t expires = finished + s->ttl_after_finished_s * 1000;
-        if (o->now_ms >= expires) d->actions |= SBX_ACT_DELETE_SANDBOX;
-        else d->requeue_after_ms = expires - o->now_ms;
+        if (o->now_ms >= expires) {
+            d->actions |= SBX_ACT_DELETE_SANDBOX;
+            if (o->pod == SBX_OBJ_PRESENT) d->actions |= SBX_ACT_DELETE_POD;   /* not left to the GC */
+        } else {
+            d->requeue_after_ms = expires - o->now_ms;
+        }
         return;
     }
     if (s->lifecycle == SBX_ONE_SHOT && o->pod_phase && !strcmp(o->pod_phase, "Failed") &&

@@ -230,3 +230,9 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
     sbx_termination_read(kj_path(c, "state.terminated"), &o->ctr.terminated);
     sbx_termination_read(kj_path(c, "lastState.terminated"), &o->ctr.last);
 }
+
+/* Whether the pod has ended for good (phase Succeeded or Failed). */
+int sbx_pod_finished(const cJSON *pod) {
+    const char *phase = kj_str(pod, "status.phase");
+    return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+}

@@ -27,6 +27,10 @@ void sbx_pod_shrink(cJSON *pod);
  * the caller. */
 void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o);
 
+/* 1 when the pod has ended for good (status.phase Succeeded or Failed: a finished one-shot
+ * run's pod, kept for its log): it runs nothing and holds no running slot. */
+int sbx_pod_finished(const cJSON *pod);
+
 /* A termination from {reason, exitCode, startedAt, finishedAt, message} (a containerStatus's
  * state.terminated, or a Sandbox's status.lastTermination); NULL → not present. Strings
  * point into obj. */

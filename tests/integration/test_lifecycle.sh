@@ -149,7 +149,7 @@ spec:
   userID: lc
   chatID: job-fail
   lifecycle: one-shot
-  ttlSecondsAfterFinished: 4
+  ttlSecondsAfterFinished: 12   # room for the checks on status.run below on a loaded machine
   run:
     command: ["sh", "-c", "echo hello \"$WHO\"; echo oops >&2; exit 7"]
     env: [{name: WHO, value: "the world"}]
@@ -181,7 +181,7 @@ check "  with status.run.startedAt and no result yet" test -n "$(field job-fail 
 kubelet_finish "$FPOD"
 kubelet_finish "$(pod_of job-ok)"
 check "one-shot with exit 7 ends Failed" eventually 30 phase_is $NS job-fail Failed
-# One read of the result: the Sandbox is deleted 4 s after it finished (ttlSecondsAfterFinished).
+# One read of the result: the Sandbox is deleted 12 s after it finished (ttlSecondsAfterFinished).
 IFS='|' read -r run_code run_out run_err run_started run_finished <<<"$(field job-fail '{.status.run.exitCode}|{.status.run.stdout}|{.status.run.stderr}|{.status.run.startedAt}|{.status.run.finishedAt}')"
 check "status.run.exitCode is 7" eq "$run_code" 7
 check "status.run.stdout has the output" eq "$run_out" "hello the world"
@@ -191,9 +191,16 @@ check "one-shot with exit 0 ends Succeeded" eventually 30 phase_is $NS job-ok Su
 check "a long stdout keeps its last 1400 bytes and says truncated" eq "$(field job-ok '{.status.run.truncated}')/$(field job-ok '{.status.run.stdout}' | wc -c)" "true/1400"
 check "  ending with the last line" eq "$(field job-ok '{.status.run.stdout}' | tail -n 1)" "done"
 no_owned() { [ "$(kubectl -n $NS get pods,pvc -l sandbox.yaoapps.com/chat=$1 --no-headers 2>/dev/null | wc -l)" = 0 ]; }
-check "finished one-shot: pod and PVC deleted" eventually 30 no_owned job-ok
+# The finished pod stays, as a Job's does, for its log (the whole output); the claim's
+# deletion is asked at once (pvc-protection holds it while the pod exists).
+pvc_going() { [ -z "$(kubectl -n $NS get pvc -l sandbox.yaoapps.com/chat=$1 -o name 2>/dev/null)" ] ||
+    [ -n "$(kubectl -n $NS get pvc -l sandbox.yaoapps.com/chat=$1 -o jsonpath='{.items[0].metadata.deletionTimestamp}' 2>/dev/null)" ]; }
+check "finished one-shot: the claim's deletion is asked" eventually 30 pvc_going job-ok
+check "  the finished pod is kept (Succeeded) for its log" eq \
+    "$(kubectl -n $NS get pods -l sandbox.yaoapps.com/chat=job-ok -o jsonpath='{.items[0].status.phase}/{.items[0].metadata.deletionTimestamp}')" "Succeeded/"
 check "Events record RunFinished" eventually 5 has_event job-ok RunFinished
 check "the finished Sandbox is deleted after ttlSecondsAfterFinished" eventually 30 gone job-fail
+check "  its kept pod goes with it" eventually 30 no_owned job-fail
 check "one with a long ttl stays for its result" phase_is $NS job-ok Succeeded
 
 # A timeout: the kubelet fails the pod (DeadlineExceeded) and stops the container (SIGTERM,
@@ -216,7 +223,7 @@ check "no controller: nothing recorded yet" eq "$(field job-restart '{.status.ru
 start_controller "$LOG" --namespace $NS --max-running 0 --log-level debug   # debug: each pass and its requeue, for a failure in CI
 check "after SIGKILL and restart the result is recorded: Failed, exit code 3" eventually 30 eval '[ "$(field job-restart "{.status.phase}/{.status.run.exitCode}")" = Failed/3 ]'
 check "  with its stdout and stderr" eq "$(field job-restart '{.status.run.stdout}')|$(field job-restart '{.status.run.stderr}')" "survived|warn"
-check "  and its pod and claim cleaned up" eventually 30 no_owned job-restart
+check "  and its claim's deletion asked (its pod kept for the log)" eventually 30 pvc_going job-restart
 
 # Deleting the Sandbox kills the run: its pod goes (owner references and the sweep).
 sb job-cancel one-shot 'run: {command: [sleep, "3600"]}'

@@ -919,7 +919,8 @@ TEST(one_shot_result_comes_from_the_terminated_container) {
     struct sbx_spec s = spec_of(SBX_ONE_SHOT);
     struct sbx_observed o = one_shot_ended("Succeeded", 0, "yao-run/1 3 0\naGkK\n.\n");
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, D_POD | D_PVC);   /* recorded by the fenced status write first */
+    /* recorded by the fenced status write first; the pod is kept for its log */
+    CHECK_INT(d.actions, D_PVC);
     CHECK_STR(d.phase, "Succeeded");
     CHECK_STR(d.reason, SBX_REASON_SUCCEEDED);
     CHECK_STR(d.message, "the command exited with code 0");
@@ -976,7 +977,7 @@ TEST(one_shot_timeout_is_124_with_a_note) {
     CHECK_STR(d.run.note, "yao-sandbox: the command timed out after 5s (spec.run.timeout)");
     CHECK_STR(d.phase, "Failed");
     CHECK_STR(d.message, "the command exited with code 124; the command timed out after 5s (spec.run.timeout)");
-    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.actions, D_PVC);
 
     /* a pod that failed without a container result (evicted before it started) */
     o = running(T0, T0 + 2 * MIN);
@@ -1018,7 +1019,7 @@ TEST(one_shot_succeeded_cleans_up_and_waits_ttl) {
     o.run_exit_code = 0;
     o.run_finished_ms = T0 + 60 * SEC;
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.actions, D_PVC);
     CHECK_STR(d.phase, "Succeeded");
     CHECK_INT(d.ready, 0);
     CHECK_STR(d.reason, "Succeeded");
@@ -1029,6 +1030,26 @@ TEST(one_shot_succeeded_cleans_up_and_waits_ttl) {
     CHECK_INT(d.wants_pod, 0);
 }
 
+/* The finished pod stays (its container log has the whole output) until the Sandbox is
+ * deleted at its TTL, when the pod goes too; only the claim's deletion is asked at once. */
+TEST(one_shot_finished_pod_is_kept_until_the_sandbox_goes) {
+    struct sbx_spec s = spec_of(SBX_ONE_SHOT);
+    struct sbx_observed o = one_shot_ended("Succeeded", 0, "yao-run/1 3 0\naGkK\n.\n");
+    o.run_finished = 1;
+    o.run_exit_code = 0;
+    o.run_finished_ms = T0 + MIN;
+    for (int64_t t = T0 + MIN; t < T0 + MIN + 300 * SEC; t += 7 * SEC) {
+        o.now_ms = t;
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_INT(d.actions & D_POD, 0);
+        CHECK_INT(d.wants_pod, 0);
+    }
+    o.pvc = SBX_OBJ_TERMINATING;   /* held by pvc-protection while the pod exists */
+    o.now_ms = T0 + MIN + 300 * SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, D_POD | D_SBX);
+}
+
 TEST(one_shot_failed_cleans_up_and_waits_ttl) {
     struct sbx_spec s = spec_of(SBX_ONE_SHOT);
     struct sbx_observed o = running(T0, T0 + 70 * SEC);
@@ -1036,7 +1057,7 @@ TEST(one_shot_failed_cleans_up_and_waits_ttl) {
     o.run_exit_code = 7;
     o.run_finished_ms = T0 + 60 * SEC;
     struct sbx_decision d = decide(&s, &o);
-    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.actions, D_PVC);
     CHECK_STR(d.phase, "Failed");
     CHECK_STR(d.reason, "Failed");
     CHECK_STR(d.message, "the command exited with code 7");
@@ -1084,7 +1105,7 @@ TEST(one_shot_deleted_after_ttl) {
     s.ttl_after_finished_s = INT64_C(2147483647);
     o.now_ms = o.run_finished_ms + 10 * SEC;
     d = decide(&s, &o);
-    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.actions, D_PVC);
     CHECK_INT(d.requeue_after_ms, INT64_C(2147483647) * 1000 - 10 * SEC);
 }
 
@@ -1097,7 +1118,7 @@ TEST(one_shot_finished_even_when_paused) {
     o.run_finished_ms = T0 + 60 * SEC;
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.phase, "Failed");
-    CHECK_INT(d.actions, D_POD | D_PVC);
+    CHECK_INT(d.actions, D_PVC);
 }
 
 /* ---- limits --------------------------------------------------------------------------- */

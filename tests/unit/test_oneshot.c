@@ -99,6 +99,41 @@ static void wrapper_contract(const char *const *shell) {
     sbx_run_output_free(&out);
     free(msg);
 
+    /* with output, a pause after copying it to the log (so the runtime drains the pipe
+     * before the container exits); without, none. A `sleep` of our own, first in PATH,
+     * records how it was called (not under busybox: its sh runs its own sleep applet). */
+    if (shell != sh) goto after_pause;
+    char dir[] = "/tmp/yao-oneshot-bin-XXXXXX", tool[64], rec[64], old_path[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(tool, sizeof(tool), "%s/sleep", dir);
+    snprintf(rec, sizeof(rec), "%s/called", dir);
+    FILE *tf = fopen(tool, "w");
+    CHECK(tf != NULL);
+    if (tf) {
+        fprintf(tf, "#!/bin/sh\necho \"$*\" >> %s\n", rec);
+        fclose(tf);
+        chmod(tool, 0755);
+    }
+    snprintf(old_path, sizeof(old_path), "%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    char new_path[4200];
+    snprintf(new_path, sizeof(new_path), "%s:%s", dir, old_path);
+    setenv("PATH", new_path, 1);
+    const char *const p1[] = {"sh", "-c", "echo some-output", NULL}, *const p2[] = {"true", NULL};
+    CHECK_INT(run_wrapper(shell, p2, 0, &msg, NULL), 0);
+    free(msg);
+    CHECK(access(rec, F_OK) != 0);            /* no output: no pause */
+    CHECK_INT(run_wrapper(shell, p1, 0, &msg, NULL), 0);
+    free(msg);
+    char called[64] = "";
+    FILE *rf = fopen(rec, "r");
+    if (rf) { if (!fgets(called, sizeof(called), rf)) called[0] = 0; fclose(rf); }
+    CHECK_STR(called, "0.5\n");               /* output: half a second */
+    setenv("PATH", old_path, 1);
+    unlink(rec);
+    unlink(tool);
+    rmdir(dir);
+after_pause:
+
     /* not found: the shell's 127 and its word in stderr */
     const char *const a3[] = {"/nonexistent/yao-cmd", NULL};
     CHECK_INT(run_wrapper(shell, a3, 0, &msg, NULL), 127);

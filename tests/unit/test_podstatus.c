@@ -400,3 +400,24 @@ TEST(termination_json_round_trip) {
     sbx_termination_read(NULL, &back);
     CHECK_INT(back.present, 0);
 }
+
+/* A pod that has ended for good (a finished one-shot's, kept for its log) holds no running
+ * slot; a running, pending or phase-less one does. */
+TEST(finished_pods_are_told_apart) {
+    static const struct { const char *json; int finished; } cases[] = {
+        {"{\"status\":{\"phase\":\"Succeeded\"}}", 1},
+        {"{\"status\":{\"phase\":\"Failed\",\"reason\":\"DeadlineExceeded\"}}", 1},
+        {"{\"status\":{\"phase\":\"Running\"}}", 0},
+        {"{\"status\":{\"phase\":\"Pending\"}}", 0},
+        {"{\"status\":{}}", 0},
+        {"{\"metadata\":{\"name\":\"p\"}}", 0},
+        {"{\"status\":{\"phase\":7}}", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        cJSON *pod = cJSON_Parse(cases[i].json);
+        CHECK(pod != NULL);
+        CHECK_INT(sbx_pod_finished(pod), cases[i].finished);
+        cJSON_Delete(pod);
+    }
+    CHECK_INT(sbx_pod_finished(NULL), 0);
+}

@@ -1,0 +1,285 @@
+/* cli/describe.c — rendering `describe` (see describe.h). Sections and their order follow
+ * kubectl describe: the metadata, then Spec and Status, Conditions and Events as aligned
+ * tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/describe.h"
+#include "cli/output.h"
+#include "kube/kjson.h"
+
+/* "KEY:" padded to the value column at this indent. */
+static void field(struct dynbuf *b, int indent, const char *key, const char *value) {
+    int pad = 22 - indent - (int)strlen(key) - 1;
+    dynbuf_printf(b, "%*s%s:%*s%s\n", indent, "", key, pad > 1 ? pad : 1, "", value && *value ? value : "<none>");
+}
+
+static void field_if(struct dynbuf *b, int indent, const char *key, const char *value) {
+    if (value && *value) field(b, indent, key, value);
+}
+
+/* A map (labels, annotations) one k=v a line under KEY:, or <none>. */
+static void map_field(struct dynbuf *b, const char *key, const cJSON *m) {
+    const cJSON *it = m ? m->child : NULL;
+    if (!it) { field(b, 0, key, NULL); return; }
+    int first = 1;
+    for (; it; it = it->next) {
+        char line[2048];
+        snprintf(line, sizeof(line), "%s=%s", it->string, cJSON_IsString(it) ? it->valuestring : "");
+        if (first) field(b, 0, key, line);
+        else dynbuf_printf(b, "%22s%s\n", "", line);
+        first = 0;
+    }
+}
+
+/* A time with its age: "2026-12-02T01:00:00Z (3m ago)". */
+static void time_field(struct dynbuf *b, int indent, const char *key, const char *t, int64_t now_ms) {
+    int64_t ms;
+    if (!t || !*t) return;
+    char v[160], age[32];
+    if (kj_time_parse(t, &ms) == 0) {
+        out_human_age(now_ms - ms, age, sizeof(age));
+        snprintf(v, sizeof(v), "%s (%s ago)", t, age);
+    } else {
+        snprintf(v, sizeof(v), "%s", t);
+    }
+    field(b, indent, key, v);
+}
+
+/* A block of text (a run's output), each line indented. */
+static void text_block(struct dynbuf *b, int indent, const char *key, const char *text) {
+    if (!text) return;
+    if (!*text) { field(b, indent, key, "<empty>"); return; }
+    dynbuf_printf(b, "%*s%s:\n", indent, "", key);
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        dynbuf_printf(b, "%*s%.*s\n", indent + 2, "", (int)n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/* Rows of cells printed with aligned columns (like output.c's table, into b). */
+struct rows { const char *cells[64][6]; size_t n, ncols; };
+
+static void rows_print(struct dynbuf *b, const struct rows *r) {
+    size_t w[6] = {0};
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t k = 0; k < r->ncols; k++) {
+            size_t l = strlen(r->cells[i][k] ? r->cells[i][k] : "");
+            if (l > w[k]) w[k] = l;
+        }
+    for (size_t i = 0; i < r->n; i++) {
+        dynbuf_append_str(b, "  ");
+        for (size_t k = 0; k < r->ncols; k++) {
+            const char *s = r->cells[i][k] ? r->cells[i][k] : "";
+            if (k + 1 < r->ncols) dynbuf_printf(b, "%-*s  ", (int)w[k], s);
+            else dynbuf_printf(b, "%s\n", s);
+        }
+    }
+}
+
+/* When an Event last happened, in ms (0 unknown), and its text. */
+static const char *event_time(const cJSON *e, int64_t *ms) {
+    static const char *const keys[] = {"lastTimestamp", "series.lastObservedTime", "eventTime", "firstTimestamp",
+                                       "metadata.creationTimestamp"};
+    *ms = 0;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        const char *t = kj_str(e, keys[i]);
+        if (t && *t && kj_time_parse(t, ms) == 0) return t;
+    }
+    return NULL;
+}
+
+static int by_time(const void *a, const void *b) {
+    int64_t ta, tb;
+    event_time(*(const cJSON *const *)a, &ta);
+    event_time(*(const cJSON *const *)b, &tb);
+    return ta < tb ? -1 : ta > tb;
+}
+
+static void events_section(struct dynbuf *b, const cJSON *events, int64_t now_ms) {
+    if (!events) { dynbuf_append_str(b, "Events:                <unable to read them>\n"); return; }
+    size_t n = (size_t)cJSON_GetArraySize(events);
+    if (!n) { dynbuf_append_str(b, "Events:                <none>\n"); return; }
+    const cJSON **v = malloc(n * sizeof(*v));
+    if (!v) return;
+    size_t k = 0;
+    for (const cJSON *e = events->child; e && k < n; e = e->next) v[k++] = e;
+    qsort(v, n, sizeof(*v), by_time);
+    size_t first = n > 63 ? n - 63 : 0;   /* the most recent ones */
+    struct rows r = {.ncols = 5};
+    char ages[64][96];
+    r.cells[r.n][0] = "Type"; r.cells[r.n][1] = "Reason"; r.cells[r.n][2] = "Age"; r.cells[r.n][3] = "From";
+    r.cells[r.n++][4] = "Message";
+    r.cells[r.n][0] = "----"; r.cells[r.n][1] = "------"; r.cells[r.n][2] = "----"; r.cells[r.n][3] = "----";
+    r.cells[r.n++][4] = "-------";
+    for (size_t i = first; i < n; i++) {
+        const cJSON *e = v[i];
+        int64_t last, firstms = 0;
+        event_time(e, &last);
+        const char *ft = kj_str(e, "firstTimestamp");
+        if (!ft || kj_time_parse(ft, &firstms) < 0) firstms = last;
+        long long count = kj_int(e, "count", 0);
+        if (count <= 0) count = kj_int(e, "series.count", 1);
+        char age[32], over[32];
+        if (last) out_human_age(now_ms - last, age, sizeof(age)); else snprintf(age, sizeof(age), "<unknown>");
+        if (count > 1 && firstms) {
+            out_human_age(now_ms - firstms, over, sizeof(over));
+            snprintf(ages[r.n], sizeof(ages[r.n]), "%s (x%lld over %s)", age, count, over);
+        } else {
+            snprintf(ages[r.n], sizeof(ages[r.n]), "%s", age);
+        }
+        const char *from = kj_str(e, "source.component");
+        if (!from || !*from) from = kj_str(e, "reportingComponent");
+        r.cells[r.n][0] = kj_str(e, "type");
+        r.cells[r.n][1] = kj_str(e, "reason");
+        r.cells[r.n][2] = ages[r.n];
+        r.cells[r.n][3] = from;
+        r.cells[r.n][4] = kj_str(e, "message");
+        r.n++;
+    }
+    dynbuf_append_str(b, "Events:\n");
+    rows_print(b, &r);
+    free(v);
+}
+
+int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct dynbuf *b) {
+    char v[2048];
+    field(b, 0, "Name", kj_str(sb, "metadata.name"));
+    field(b, 0, "Namespace", kj_str(sb, "metadata.namespace"));
+    map_field(b, "Labels", kj_path(sb, "metadata.labels"));
+    map_field(b, "Annotations", kj_path(sb, "metadata.annotations"));
+    field(b, 0, "API Version", kj_str(sb, "apiVersion"));
+    field(b, 0, "Kind", kj_str(sb, "kind"));
+    time_field(b, 0, "Created", kj_str(sb, "metadata.creationTimestamp"), now_ms);
+    time_field(b, 0, "Deleting Since", kj_str(sb, "metadata.deletionTimestamp"), now_ms);
+
+    dynbuf_append_str(b, "Spec:\n");
+    field(b, 2, "User ID", kj_str(sb, "spec.userID"));
+    field(b, 2, "Chat ID", kj_str(sb, "spec.chatID"));
+    const char *lc = kj_str(sb, "spec.lifecycle");
+    field(b, 2, "Lifecycle", lc && *lc ? lc : "<default>");
+    field(b, 2, "Class", kj_str(sb, "spec.className") ? kj_str(sb, "spec.className") : "<default>");
+    field(b, 2, "Image", kj_str(sb, "spec.image") ? kj_str(sb, "spec.image") : "<default>");
+    field(b, 2, "Paused", kj_bool(sb, "spec.paused", 0) ? "true" : "false");
+    field_if(b, 2, "Idle Timeout", kj_str(sb, "spec.idleTimeout"));
+    const char *mem = kj_str(sb, "spec.resources.memory"), *cpu = kj_str(sb, "spec.resources.cpu");
+    if (mem || cpu) {
+        snprintf(v, sizeof(v), "%s%s%s%s%s", mem ? "memory " : "", mem ? mem : "", mem && cpu ? ", " : "",
+                 cpu ? "cpu " : "", cpu ? cpu : "");
+        field(b, 2, "Resources", v);
+    }
+    const char *wsz = kj_str(sb, "spec.workspace.size"), *mp = kj_str(sb, "spec.workspace.mountPath"),
+               *wsc = kj_str(sb, "spec.workspace.storageClassName");
+    if (wsz || mp || wsc) {
+        snprintf(v, sizeof(v), "%s%s%s%s%s%s", wsz ? "size " : "", wsz ? wsz : "", mp ? (wsz ? ", at " : "at ") : "",
+                 mp ? mp : "", wsc ? ", class " : "", wsc ? wsc : "");
+        field(b, 2, "Workspace", v);
+    }
+    const cJSON *it;
+    int first = 1;
+    cJSON_ArrayForEach(it, kj_path(sb, "spec.ports")) {
+        snprintf(v, sizeof(v), "%lld/%s%s%s", (long long)kj_int(it, "port", 0), kj_str(it, "protocol") ? kj_str(it, "protocol") : "TCP",
+                 kj_str(it, "name") ? " " : "", kj_str(it, "name") ? kj_str(it, "name") : "");
+        if (first) field(b, 2, "Ports", v); else dynbuf_printf(b, "%22s%s\n", "", v);
+        first = 0;
+    }
+    first = 1;
+    cJSON_ArrayForEach(it, kj_path(sb, "spec.env")) {
+        snprintf(v, sizeof(v), "%s=%s", kj_str(it, "name") ? kj_str(it, "name") : "", kj_str(it, "value") ? kj_str(it, "value") : "");
+        if (first) field(b, 2, "Env", v); else dynbuf_printf(b, "%22s%s\n", "", v);
+        first = 0;
+    }
+    const cJSON *run = kj_path(sb, "spec.run");
+    if (run) {
+        size_t k = 0;
+        v[0] = 0;
+        cJSON_ArrayForEach(it, kj_path(run, "command"))
+            if (cJSON_IsString(it) && k + 4 < sizeof(v)) {
+                int need_q = !*it->valuestring || strpbrk(it->valuestring, " \t\n\"'\\$") != NULL;
+                int w = snprintf(v + k, sizeof(v) - k, need_q ? "%s\"%s\"" : "%s%s", k ? " " : "", it->valuestring);
+                if (w > 0) k += (size_t)w < sizeof(v) - k ? (size_t)w : sizeof(v) - k - 1;
+            }
+        dynbuf_append_str(b, "  Run:\n");
+        field(b, 4, "Command", v);
+        field_if(b, 4, "Working Dir", kj_str(run, "workingDir"));
+        field_if(b, 4, "Timeout", kj_str(run, "timeout"));
+        const cJSON *ttl = kj_path(sb, "spec.ttlSecondsAfterFinished");
+        if (cJSON_IsNumber(ttl)) {
+            snprintf(v, sizeof(v), "%llds", (long long)ttl->valuedouble);
+            field(b, 4, "TTL After Finished", v);
+        }
+    }
+
+    dynbuf_append_str(b, "Status:\n");
+    field(b, 2, "Phase", kj_str(sb, "status.phase"));
+    field_if(b, 2, "Lifecycle", kj_str(sb, "status.lifecycle"));
+    field_if(b, 2, "Class", kj_str(sb, "status.className"));
+    const char *pod = kj_str(sb, "status.podName"), *ip = kj_str(sb, "status.podIP"), *node = kj_str(sb, "status.nodeName");
+    if (pod) {
+        snprintf(v, sizeof(v), "%s%s%s%s%s%s", pod, ip || node ? " (" : "", ip ? ip : "", ip && node ? ", node " : node ? "node " : "",
+                 node ? node : "", ip || node ? ")" : "");
+        field(b, 2, "Pod", v);
+    }
+    field_if(b, 2, "Workspace Claim", kj_str(sb, "status.workspaceClaim"));
+    time_field(b, 2, "Started", kj_str(sb, "status.startedAt"), now_ms);
+    time_field(b, 2, "Stopped", kj_str(sb, "status.stoppedAt"), now_ms);
+    time_field(b, 2, "Last Used", kj_str(sb, "status.lastUsedAt"), now_ms);
+    field_if(b, 2, "Idle Timeout", kj_str(sb, "status.idleTimeout"));
+    field_if(b, 2, "Reclaim After", kj_str(sb, "status.reclaimAfter"));
+    time_field(b, 2, "Idle At", kj_str(sb, "status.idleAt"), now_ms);
+    const cJSON *qp = kj_path(sb, "status.queuePosition");
+    if (cJSON_IsNumber(qp)) { snprintf(v, sizeof(v), "%lld", (long long)qp->valuedouble); field(b, 2, "Queue Position", v); }
+    const cJSON *rc = kj_path(sb, "status.restartCount");
+    if (cJSON_IsNumber(rc)) { snprintf(v, sizeof(v), "%lld", (long long)rc->valuedouble); field(b, 2, "Restart Count", v); }
+    const cJSON *lt = kj_path(sb, "status.lastTermination");
+    if (lt) {
+        snprintf(v, sizeof(v), "%s, exit code %lld, at %s", kj_str(lt, "reason") ? kj_str(lt, "reason") : "-",
+                 (long long)kj_int(lt, "exitCode", -1), kj_str(lt, "finishedAt") ? kj_str(lt, "finishedAt") : "-");
+        field(b, 2, "Last Termination", v);
+    }
+    const cJSON *og = kj_path(sb, "status.observedGeneration");
+    if (cJSON_IsNumber(og)) {
+        snprintf(v, sizeof(v), "%lld (generation %lld)", (long long)og->valuedouble, (long long)kj_int(sb, "metadata.generation", 0));
+        field(b, 2, "Observed Generation", v);
+    }
+    const cJSON *srun = kj_path(sb, "status.run");
+    if (srun) {
+        dynbuf_append_str(b, "  Run:\n");
+        const cJSON *code = kj_path(srun, "exitCode");
+        if (cJSON_IsNumber(code)) { snprintf(v, sizeof(v), "%lld", (long long)code->valuedouble); field(b, 4, "Exit Code", v); }
+        time_field(b, 4, "Started", kj_str(srun, "startedAt"), now_ms);
+        time_field(b, 4, "Finished", kj_str(srun, "finishedAt"), now_ms);
+        if (kj_bool(srun, "truncated", 0))
+            field(b, 4, "Output", "the last 1400 bytes of each stream (the whole output: yao-sandbox logs)");
+        text_block(b, 4, "Stdout", kj_str(srun, "stdout"));
+        text_block(b, 4, "Stderr", kj_str(srun, "stderr"));
+    }
+
+    const cJSON *conds = kj_path(sb, "status.conditions");
+    if (conds && conds->child) {
+        struct rows r = {.ncols = 5};
+        r.cells[r.n][0] = "Type"; r.cells[r.n][1] = "Status"; r.cells[r.n][2] = "Reason";
+        r.cells[r.n][3] = "Last Transition"; r.cells[r.n++][4] = "Message";
+        r.cells[r.n][0] = "----"; r.cells[r.n][1] = "------"; r.cells[r.n][2] = "------";
+        r.cells[r.n][3] = "---------------"; r.cells[r.n++][4] = "-------";
+        cJSON_ArrayForEach(it, conds) {
+            if (r.n >= 64) break;
+            r.cells[r.n][0] = kj_str(it, "type");
+            r.cells[r.n][1] = kj_str(it, "status");
+            r.cells[r.n][2] = kj_str(it, "reason");
+            r.cells[r.n][3] = kj_str(it, "lastTransitionTime");
+            r.cells[r.n][4] = kj_str(it, "message");
+            r.n++;
+        }
+        dynbuf_append_str(b, "Conditions:\n");
+        rows_print(b, &r);
+    } else {
+        dynbuf_append_str(b, "Conditions:            <none>\n");
+    }
+    events_section(b, events, now_ms);
+    return b->data || b->len == 0 ? 0 : -1;
+}
