@@ -10,6 +10,8 @@ HELM_VERSION=${HELM_VERSION:-v3.17.4}
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
 # The real node's StorageClass `local-path` (tests/cluster/local-path).
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
+# The real node's container registries (tests/cluster/registry): distribution's cmd/registry.
+REGISTRY_VERSION=${REGISTRY_VERSION:-v3.0.0}
 
 YAO_CACHE=${YAO_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yao-sandbox}
 YAO_BIN=$YAO_CACHE/bin
@@ -31,6 +33,7 @@ cached_bin() {
         helm) echo "$YAO_BIN/helm-$HELM_VERSION" ;;
         kube-router) echo "$YAO_BIN/kube-router-$KUBE_ROUTER_VERSION" ;;
         local-path-provisioner) echo "$YAO_BIN/local-path-provisioner-$LOCAL_PATH_VERSION" ;;
+        registry) echo "$YAO_BIN/registry-$REGISTRY_VERSION" ;;
         *) echo "unknown component $1" >&2; return 1 ;;
     esac
 }
