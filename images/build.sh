@@ -36,8 +36,6 @@
 #                       default: buildah's own, e.g. after `buildah login`)
 #   YAO_IMAGE_REGISTRY_CERT_DIR  a directory with the CA of its TLS certificate (*.crt,
 #                       buildah --cert-dir; default: the system's CAs)
-#   YAO_IMAGE_PUSH_COMPRESS=0  push layers uncompressed (a registry on this host: no gzip
-#                       CPU time; default 1, gzip)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -269,7 +267,6 @@ push_images() {
     [ -n "$reg" ] || die "push: set YAO_IMAGE_REGISTRY (host[:port][/path]) to the registry to push to"
     [ -n "${YAO_IMAGE_REGISTRY_AUTHFILE:-}" ] && opts+=(--authfile "$YAO_IMAGE_REGISTRY_AUTHFILE")
     [ -n "${YAO_IMAGE_REGISTRY_CERT_DIR:-}" ] && opts+=(--cert-dir "$YAO_IMAGE_REGISTRY_CERT_DIR")
-    [ "${YAO_IMAGE_PUSH_COMPRESS:-1}" = 0 ] && opts+=(--disable-compression)
     for name in "$CONTROLLER_IMAGE" "$SANDBOX_IMAGE"; do
         buildah inspect --type image "$name:$TAG" >/dev/null 2>&1 ||
             die "push: $name:$TAG is not built (images/build.sh ${name##*/} push)"
@@ -301,7 +298,7 @@ main() {
                  build_image "$SANDBOX_IMAGE" images/sandbox/Dockerfile ;;
             push) push_images ;;
             prune) buildah rmi --prune >/dev/null 2>&1 || true; log "dangling images removed" ;;
-            -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            -h|--help) sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
             *) die "unknown target '$t' (base, controller, sandbox, all, push, prune)" ;;
         esac
     done

@@ -231,10 +231,10 @@ node_allow_port() {
 pod_node() { kubectl -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
 # registry_push BUILDAH_IMAGE REF [REGISTRY] — push a buildah image to one of the plane's
 # registries (plane, the default, or private) as REF (host:port/repository:tag), with that
-# registry's credentials and the plane's CA; layers uncompressed (the registry is local).
+# registry's credentials and the plane's CA.
 registry_push() {
     local r=$YAO_PLANE_DIR/registry/${3:-plane}
-    buildah push -q --authfile "$r/auth.json" --cert-dir "$r/ca" --disable-compression "$1" "docker://$2"
+    buildah push -q --authfile "$r/auth.json" --cert-dir "$r/ca" "$1" "docker://$2"
 }
 # node_image NAME BUILDAH_IMAGE — make a buildah image pullable by the real node: pushed to
 # the plane's registry as $NODE_REGISTRY/NAME (e.g. yao-sandbox/busybox-test:1).
