@@ -1308,7 +1308,7 @@ SCENARIOS = {
 }
 # measured elsewhere (bench/scale.py, bench/results/scale.json), folded in by report.py
 EXTERNAL_SCENARIOS = {"scale-10k": {"letter": "f", "about": "N = 10,000 on kwok (bench/scale.py)"}}
-REAL_NODE_IMAGE = "yao-sandbox/sandbox:0.1.0"   # the tag tests/cluster/node/images imports
+REAL_NODE_IMAGE = "yao-sandbox/sandbox:0.1.0"   # in the plane's registry (tests/cluster/node/images)
 REAL_NODE_CPU, REAL_NODE_MEMORY = "50m", "64Mi"  # 20 of them fit the 2-CPU node
 
 
@@ -1332,12 +1332,20 @@ def parse_scenarios(spec):
     return names
 
 
+def real_node_image(kubeconfig):
+    """The sandbox image as the real node pulls it: from the plane's registry
+    (tests/cluster/registry writes its address next to the plane's kubeconfig)."""
+    plane = os.path.dirname(os.path.abspath(kubeconfig))
+    with open(os.path.join(plane, "registry", "plane", "address")) as f:
+        return f"{f.read().strip()}/{REAL_NODE_IMAGE}"
+
+
 def configure(args, scn):
     """Set the object shapes for a scenario (module globals used by the object builders)."""
     global STORAGE_CLASS, IMAGE, PULL_POLICY, CPU, MEMORY
     STORAGE_CLASS = args.storage_class or scn["storage_class"]
     if scn.get("real_node"):
-        IMAGE, PULL_POLICY, CPU, MEMORY = REAL_NODE_IMAGE, "IfNotPresent", REAL_NODE_CPU, REAL_NODE_MEMORY
+        IMAGE, PULL_POLICY, CPU, MEMORY = real_node_image(args.kubeconfig), "IfNotPresent", REAL_NODE_CPU, REAL_NODE_MEMORY
     else:
         IMAGE, PULL_POLICY, CPU, MEMORY = "yao-sandbox/sandbox:latest", None, "250m", "256Mi"
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Build the yao-sandbox container images without a Docker engine or an image registry.
+# Build the yao-sandbox container images without a Docker engine or an image registry, and
+# push them to a registry when asked (`push`).
 #
-#   images/build.sh [base|controller|sandbox|all|prune]...      (default: all)
+#   images/build.sh [base|controller|sandbox|all|push|prune]...      (default: all)
 #
 #   base        docker.io/library/debian:bookworm-slim, made locally with debootstrap
 #               (minbase) and `podman import`; skipped when the image already exists,
 #               imported from the rootfs tarball in the cache when that exists.
 #   controller  yao-sandbox/controller:$TAG   (images/controller/Dockerfile)
 #   sandbox     yao-sandbox/sandbox:$TAG      (images/sandbox/Dockerfile)
+#   push        push controller and sandbox (:$TAG and :latest) to $YAO_IMAGE_REGISTRY,
+#               as $YAO_IMAGE_REGISTRY/yao-sandbox/{controller,sandbox} (buildah push;
+#               only the blobs the registry lacks are sent)
 #   prune       remove dangling images (old tags and the build-stage layer cache)
 #
 # Idempotent: run it as often as you like; a warm run reuses the base image and the
@@ -26,6 +30,12 @@
 #   YAO_BUILD_JOBS      make -j inside the build stage (default 2)
 #   YAO_DEBIAN_MIRROR   mirror for debootstrap and the images' apt sources
 #                       (default: the one configured in /etc/apt/sources.list*)
+#   YAO_IMAGE_REGISTRY  registry of `push`: host[:port][/path] (e.g. the local plane's,
+#                       tests/cluster/registry)
+#   YAO_IMAGE_REGISTRY_AUTHFILE  its credentials, a containers auth.json (buildah --authfile;
+#                       default: buildah's own, e.g. after `buildah login`)
+#   YAO_IMAGE_REGISTRY_CERT_DIR  a directory with the CA of its TLS certificate (*.crt,
+#                       buildah --cert-dir; default: the system's CAs)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -251,6 +261,28 @@ build_image() {
     SUMMARY+=("$name:$TAG built in $(elapsed "$t0")s ($how)")
 }
 
+# --- pushing to a registry ---------------------------------------------------------------
+push_images() {
+    local reg=${YAO_IMAGE_REGISTRY:-} opts=() name tag t0 digest
+    [ -n "$reg" ] || die "push: set YAO_IMAGE_REGISTRY (host[:port][/path]) to the registry to push to"
+    [ -n "${YAO_IMAGE_REGISTRY_AUTHFILE:-}" ] && opts+=(--authfile "$YAO_IMAGE_REGISTRY_AUTHFILE")
+    [ -n "${YAO_IMAGE_REGISTRY_CERT_DIR:-}" ] && opts+=(--cert-dir "$YAO_IMAGE_REGISTRY_CERT_DIR")
+    for name in "$CONTROLLER_IMAGE" "$SANDBOX_IMAGE"; do
+        buildah inspect --type image "$name:$TAG" >/dev/null 2>&1 ||
+            die "push: $name:$TAG is not built (images/build.sh ${name##*/} push)"
+        t0=$(now)
+        for tag in "$TAG" latest; do
+            buildah push -q "${opts[@]}" --digestfile "$CACHE/push-${name##*/}.digest" \
+                "$name:$TAG" "docker://$reg/$name:$tag" >"$CACHE/push-${name##*/}.log" 2>&1 || {
+                cat "$CACHE/push-${name##*/}.log" >&2
+                die "push of $name:$TAG to $reg/$name:$tag failed"
+            }
+        done
+        digest=$(cat "$CACHE/push-${name##*/}.digest")
+        SUMMARY+=("$reg/$name:$TAG (and :latest) pushed in $(elapsed "$t0")s: $digest")
+    done
+}
+
 main() {
     local targets=("$@") t
     [ ${#targets[@]} -eq 0 ] && targets=(all)
@@ -264,9 +296,10 @@ main() {
             all) ensure_base
                  build_image "$CONTROLLER_IMAGE" images/controller/Dockerfile
                  build_image "$SANDBOX_IMAGE" images/sandbox/Dockerfile ;;
+            push) push_images ;;
             prune) buildah rmi --prune >/dev/null 2>&1 || true; log "dangling images removed" ;;
-            -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
-            *) die "unknown target '$t' (base, controller, sandbox, all, prune)" ;;
+            -h|--help) sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            *) die "unknown target '$t' (base, controller, sandbox, all, push, prune)" ;;
         esac
     done
     for t in "${SUMMARY[@]}"; do log "$t"; done

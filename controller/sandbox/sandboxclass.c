@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/errfmt.h"
+#include "kube/events.h"
 #include "sandbox/quantity.h"
 #include "sandbox/selector.h"
 
@@ -231,6 +232,7 @@ static int cls_scope(struct cls_ctx *c, const cJSON *spec, struct sbx_class *k) 
 
 static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     const cJSON *spec, *img, *res, *ws, *v;
+    char qbuf[SBX_CLASS_QUOTE_MAX + 8];
     const char *name = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
                            cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name"))
                            ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
@@ -246,6 +248,13 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     if (cls_object(c, spec, "image", "spec.image", &img)) return -1;
     if (cls_string(c, img, "default", "spec.image.default", &k->image)) return -1;
     if (cls_strv(c, img, "allowedPrefixes", "spec.image.allowedPrefixes", &k->image_prefixes)) return -1;
+    if (cls_strv(c, img, "pullSecrets", "spec.image.pullSecrets", &k->image_pull_secrets)) return -1;
+    if (k->image_pull_secrets.n > SBX_PULL_SECRETS_MAX)
+        return cls_fail(c, "spec.image.pullSecrets: at most %d Secrets", SBX_PULL_SECRETS_MAX);
+    for (size_t i = 0; i < k->image_pull_secrets.n; i++)
+        if (!kube_dns_subdomain_valid(k->image_pull_secrets.v[i]))
+            return cls_fail(c, "spec.image.pullSecrets[%zu]: %s is not a Secret name (lower-case DNS-1123 "
+                            "subdomain)", i, cls_quote(k->image_pull_secrets.v[i], qbuf, sizeof qbuf));
 
     if (cls_object(c, spec, "resources", "spec.resources", &res)) return -1;
     if (cls_limit(c, res, "memory", CLS_BYTES, &k->memory) ||
@@ -343,6 +352,7 @@ void sbx_class_free(struct sbx_class *c) {
     free(c->name);
     free(c->image);
     cls_strv_free(&c->image_prefixes);
+    cls_strv_free(&c->image_pull_secrets);
     free(c->storage_class);
     cls_strv_free(&c->storage_classes);
     cls_strv_free(&c->warm_pool_namespaces);
@@ -469,6 +479,19 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
      * point it at the caller's, not at the local copy d. */
     if (out->npull_secrets) out->pull_secrets = flags->pull_secrets;
     if (!k) return 0;
+    /* The class's pullSecrets replace the controller's: an owned copy (the class is freed
+     * before the spec is used), which out->pull_secrets then points at. */
+    if (k->image_pull_secrets.n) {
+        out->class_pull_secrets.v = calloc(k->image_pull_secrets.n, sizeof *out->class_pull_secrets.v);
+        if (!out->class_pull_secrets.v) goto oom;
+        for (size_t i = 0; i < k->image_pull_secrets.n; i++) {
+            out->class_pull_secrets.v[i] = strdup(k->image_pull_secrets.v[i]);
+            if (!out->class_pull_secrets.v[i]) goto oom;
+            out->class_pull_secrets.n = i + 1;
+        }
+        out->pull_secrets = (const char *const *)out->class_pull_secrets.v;
+        out->npull_secrets = out->class_pull_secrets.n;
+    }
 
     if (k->image_prefixes.n) {
         size_t i;
@@ -519,6 +542,8 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     out->forks_across_users = k->forks_across_users;
     out->activity_cpu_millis = k->activity_cpu_millis;
     return 0;
+oom:
+    errfmt(err, errlen, "out of memory while resolving the SandboxClass");
 fail:
     sbx_spec_free(out);
     return -1;

@@ -29,6 +29,8 @@ struct sbx_class {
     char *name;
     char *image;                          /* spec.image.default */
     struct sbx_strv image_prefixes;       /* spec.image.allowedPrefixes; empty = any image */
+    struct sbx_strv image_pull_secrets;   /* spec.image.pullSecrets (Secret names, at most
+                                             SBX_PULL_SECRETS_MAX); empty = the controller's */
     struct sbx_class_limit memory, cpu;   /* spec.resources.{memory,cpu}: bytes, millicores */
     struct sbx_class_limit ephemeral;     /* spec.resources.ephemeralStorage: bytes */
     struct sbx_class_limit workspace;     /* spec.workspace.{defaultSize,maxSize} */

@@ -789,7 +789,7 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->cpu_millis = 1000;
     d->memory_request_bytes = SBX_DEFAULT_MEMORY_REQUEST;
     d->cpu_request_millis = SBX_DEFAULT_CPU_REQUEST;
-    d->pull_policy = SBX_PULL_IF_NOT_PRESENT;
+    d->pull_policy = SBX_PULL_BY_IMAGE;
     d->workspace_bytes = INT64_C(10) << 30;
     d->storage_class = NULL;
     d->run_as_user = SBX_RUN_AS_DEFAULT;
@@ -815,6 +815,22 @@ const char *sbx_pull_policy_name(enum sbx_pull_policy p) {
     if ((unsigned)p >= sizeof sbx_pull_policy_names / sizeof *sbx_pull_policy_names)
         return "IfNotPresent";
     return sbx_pull_policy_names[p];
+}
+
+enum sbx_pull_policy sbx_pull_policy_for(enum sbx_pull_policy p, const char *image) {
+    if (p != SBX_PULL_BY_IMAGE) return p;
+    if (!image) return SBX_PULL_IF_NOT_PRESENT;
+    /* [host[:port]/]path[:tag][@digest]: the tag is after the last ':' of the last path
+     * component (a ':' before the last '/' is the registry's port). */
+    const char *digest = strchr(image, '@');
+    size_t n = digest ? (size_t)(digest - image) : strlen(image);
+    const char *last = image;
+    for (size_t i = 0; i < n; i++)
+        if (image[i] == '/') last = image + i + 1;
+    const char *colon = memchr(last, ':', n - (size_t)(last - image));
+    if (!colon) return digest ? SBX_PULL_IF_NOT_PRESENT : SBX_PULL_ALWAYS;
+    size_t taglen = n - (size_t)(colon + 1 - image);
+    return taglen == 6 && memcmp(colon + 1, "latest", 6) == 0 ? SBX_PULL_ALWAYS : SBX_PULL_IF_NOT_PRESENT;
 }
 
 int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out) {
@@ -944,6 +960,7 @@ void sbx_spec_free(struct sbx_spec *s) {
     for (size_t i = 0; i < s->nports; i++) free(s->ports[i].name);
     free(s->ports);
     free(s->class_name);
+    sbx_strv_free(&s->class_pull_secrets);
     free(s->runtime_class);
     free(s->priority_class);
     cJSON_Delete(s->node_selector);
@@ -1175,7 +1192,7 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
         return -1;
     if (!cJSON_AddStringToObject(ctr, "name", SBX_CONTAINER_NAME) ||
         !cJSON_AddStringToObject(ctr, "image", s->image) ||
-        !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(s->pull_policy)))
+        !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(sbx_pull_policy_for(s->pull_policy, s->image))))
         return -1;
     if (s->lifecycle == SBX_ONE_SHOT && s->run.present) {
         /* The run is the main process, through the wrapper that keeps stdout and stderr

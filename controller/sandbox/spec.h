@@ -53,9 +53,13 @@ enum sbx_lifecycle {
 
 /* The container's imagePullPolicy (controller-wide, YAO_SANDBOX_IMAGE_PULL_POLICY). */
 enum sbx_pull_policy {
-    SBX_PULL_IF_NOT_PRESENT,   /* the default: an image loaded into the node is used */
+    SBX_PULL_IF_NOT_PRESENT,   /* an image already on the node is used */
     SBX_PULL_ALWAYS,
     SBX_PULL_NEVER,
+    /* The default: per image, as Kubernetes defaults a container's imagePullPolicy —
+     * Always for ":latest" or no tag at all (the tag may move in the registry), else
+     * IfNotPresent (a version tag or a digest names the same image on every node). */
+    SBX_PULL_BY_IMAGE,
 };
 
 /* One variable: a literal value, or (secret_name set) valueFrom.secretKeyRef of a Secret
@@ -112,6 +116,9 @@ struct sbx_spec {
      * none set) and imagePullSecrets (names not owned: they point into the defaults). */
     int64_t run_as_user;
     const char *const *pull_secrets; size_t npull_secrets;
+    /* The SandboxClass's spec.image.pullSecrets, owned; pull_secrets points at them when
+     * the class sets some (they replace the controller's). */
+    struct sbx_strv class_pull_secrets;
     struct sbx_port *ports; size_t nports;   /* spec.ports, in the spec's order */
     int service;               /* spec.service.enabled: a ClusterIP Service for the ports */
     int64_t ephemeral_bytes;   /* ephemeral-storage limit; 0 = none */
@@ -182,6 +189,9 @@ void sbx_defaults_init(struct sbx_defaults *d);
 
 /* "Always", "IfNotPresent", "Never" (Kubernetes spelling, case-sensitive). */
 const char *sbx_pull_policy_name(enum sbx_pull_policy p);
+/* The policy a container of image gets under the configured one: p itself, or for
+ * SBX_PULL_BY_IMAGE the per-image rule above (never SBX_PULL_BY_IMAGE). */
+enum sbx_pull_policy sbx_pull_policy_for(enum sbx_pull_policy p, const char *image);
 int sbx_pull_policy_parse(const char *s, enum sbx_pull_policy *out);
 
 const char *sbx_port_protocol_name(enum sbx_port_protocol p);   /* "TCP", "UDP", "SCTP" */

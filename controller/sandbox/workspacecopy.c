@@ -94,7 +94,8 @@ cJSON *sbx_build_copier(const struct sbx_owner *o, const struct sbx_spec *s, con
         goto err;
     static const char *const argv[] = {"/bin/sh", "-c", SBX_COPY_SCRIPT};
     if (!cJSON_AddStringToObject(ctr, "name", SBX_CONTAINER_NAME) || !cJSON_AddStringToObject(ctr, "image", image) ||
-        !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(s->pull_policy)) ||
+        !cJSON_AddStringToObject(ctr, "imagePullPolicy",
+                                 sbx_pull_policy_name(sbx_pull_policy_for(s->pull_policy, image))) ||
         !(cmd = cJSON_CreateStringArray(argv, 3)) || !cJSON_AddItemToObject(ctr, "command", cmd) ||
         /* cp's own words when it fails (the log's tail is the termination message) */
         !cJSON_AddStringToObject(ctr, "terminationMessagePolicy", "FallbackToLogsOnError") || add_resources(ctr))

@@ -12,6 +12,8 @@ KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 # sigs.k8s.io/metrics-server: the resource metrics API of the real node (tests/cluster/metrics-server).
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
+# The real node's container registries (tests/cluster/registry): distribution's cmd/registry.
+REGISTRY_VERSION=${REGISTRY_VERSION:-v3.0.0}
 
 YAO_CACHE=${YAO_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yao-sandbox}
 YAO_BIN=$YAO_CACHE/bin
@@ -34,6 +36,7 @@ cached_bin() {
         kube-router) echo "$YAO_BIN/kube-router-$KUBE_ROUTER_VERSION" ;;
         local-path-provisioner) echo "$YAO_BIN/local-path-provisioner-$LOCAL_PATH_VERSION" ;;
         metrics-server) echo "$YAO_BIN/metrics-server-$METRICS_SERVER_VERSION" ;;
+        registry) echo "$YAO_BIN/registry-$REGISTRY_VERSION" ;;
         *) echo "unknown component $1" >&2; return 1 ;;
     esac
 }

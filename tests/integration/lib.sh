@@ -181,7 +181,12 @@ print(h % int(sys.argv[3]))' "$1" "$2" "$3"
 # StorageClass local-path (rancher/local-path-provisioner, tests/cluster/local-path), what
 # kind and k3s users have: the controllers they start take it as their default
 # (YAO_SANDBOX_STORAGE_CLASS), an in-cluster one gets it from the chart
-# (sandboxDefaults.storageClass=$NODE_STORAGE_CLASS).
+# (sandboxDefaults.storageClass=$NODE_STORAGE_CLASS). Their images come from the plane's
+# registry (tests/cluster/registry, $NODE_REGISTRY), as a cluster pulls from the registry
+# it is given: the controllers they start take the sandbox image there as their default
+# (YAO_SANDBOX_IMAGE=$NODE_SANDBOX_IMAGE), an in-cluster one gets it and the controller
+# image from the chart (image.registry, sandboxDefaults.image); the node has its own
+# credential for that registry, so no imagePullSecrets are needed for these images.
 REAL_NODE=yao-node
 NODE_STORAGE_CLASS=local-path
 have_real_node() {
@@ -200,7 +205,15 @@ use_real_node() {
         echo "0 passed, 1 failed"
         exit 1
     fi
-    export YAO_SANDBOX_STORAGE_CLASS=$NODE_STORAGE_CLASS
+    if ! NODE_REGISTRY=$(cat "$YAO_PLANE_DIR/registry/plane/address" 2>/dev/null) ||
+        ! kill -0 "$(cat "$YAO_PLANE_DIR/pids/registry-plane.pid" 2>/dev/null)" 2>/dev/null; then
+        echo "this suite needs the plane's registry: start the plane with tests/cluster/up --real-node" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    IMAGE_TAG=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")
+    NODE_SANDBOX_IMAGE=$NODE_REGISTRY/yao-sandbox/sandbox:$IMAGE_TAG
+    export YAO_SANDBOX_STORAGE_CLASS=$NODE_STORAGE_CLASS YAO_SANDBOX_IMAGE=$NODE_SANDBOX_IMAGE
     local kwok
     kwok=$(kubectl get nodes -l type=kwok -o name | tr '\n' ' ')   # one line: on_exit evals it
     # shellcheck disable=SC2086
@@ -216,15 +229,13 @@ node_allow_port() {
 }
 # pod_node NS POD
 pod_node() { kubectl -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
-# node_image REF BUILDAH_IMAGE — make a buildah image available to the real node's
-# containerd as REF (docker.io/...), skipped when containerd has it already.
-node_image() {
-    local ref=$1 src=$2 tar
-    local ctr=(ctr --address "$YAO_PLANE_DIR/node/containerd/containerd.sock" -n k8s.io)
-    local all; all=$("${ctr[@]}" images ls -q) && grep -qx "$ref" <<<"$all" && return 0
-    tar=$(mktemp -u /tmp/yao-node-image.XXXXXX.tar)
-    buildah push -q "$src" "oci-archive:$tar:$ref" && "${ctr[@]}" images import "$tar" >/dev/null
-    local rc=$?
-    rm -f "$tar"
-    return $rc
+# registry_push BUILDAH_IMAGE REF [REGISTRY] — push a buildah image to one of the plane's
+# registries (plane, the default, or private) as REF (host:port/repository:tag), with that
+# registry's credentials and the plane's CA.
+registry_push() {
+    local r=$YAO_PLANE_DIR/registry/${3:-plane}
+    buildah push -q --authfile "$r/auth.json" --cert-dir "$r/ca" "$1" "docker://$2"
 }
+# node_image NAME BUILDAH_IMAGE — make a buildah image pullable by the real node: pushed to
+# the plane's registry as $NODE_REGISTRY/NAME (e.g. yao-sandbox/busybox-test:1).
+node_image() { registry_push "$2" "$NODE_REGISTRY/$1"; }

@@ -29,9 +29,9 @@ buildah run --isolation=chroot "$bb" -- /bin/rm -f /bin/tar >/dev/null
 buildah run --isolation=chroot "$bb" -- /bin/sh -c 'chmod 1777 /tmp; chown 1000:1000 /workspace' >/dev/null
 buildah commit -q "$bb" localhost/yao-sandbox/busybox-test:1 >/dev/null
 buildah rm "$bb" >/dev/null
-check "a busybox-only image is in the node's store" node_image docker.io/yao-sandbox/busybox-test:1 localhost/yao-sandbox/busybox-test:1
+check "a busybox-only image is pushed to the plane's registry" node_image yao-sandbox/busybox-test:1 localhost/yao-sandbox/busybox-test:1
 
-kubectl -n $NS apply -f - >/dev/null <<'YAML'
+kubectl -n $NS apply -f - >/dev/null <<YAML
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: box}
@@ -40,7 +40,7 @@ spec: {userID: exec-user, chatID: box, lifecycle: persistent}
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: bb}
-spec: {userID: exec-user, chatID: bb, lifecycle: persistent, image: "yao-sandbox/busybox-test:1"}
+spec: {userID: exec-user, chatID: bb, lifecycle: persistent, image: "$NODE_REGISTRY/yao-sandbox/busybox-test:1"}
 YAML
 check "the sandbox runs on the real node" eventually 90 phase_is $NS box Running
 check "the busybox sandbox runs on the real node" eventually 90 phase_is $NS bb Running

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The controller as a real pod, installed the way users install it: `helm install` of
-# charts/yao-sandbox with the controller image built by images/build.sh (in the real node's
-# image store). The controller pod runs on the real node with in-cluster configuration —
+# charts/yao-sandbox with the controller image built by images/build.sh, pulled by the
+# node from the plane's registry (image.registry; the sandbox image from there too). The
+# controller pod runs on the real node with in-cluster configuration —
 # the projected, expiring service-account token and the CA from the pod, the API server
 # reached through the `kubernetes` Service address — the kubelet probes /healthz and
 # /readyz, it takes the leader Lease, and the sandbox pods it creates run as real
@@ -24,8 +25,9 @@ TAG=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMake
 kubectl delete namespace $RNS --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
 fresh_namespace $NS
 on_exit "$HELM uninstall $REL -n $RNS --wait --timeout 60s; kubectl delete namespace $RNS --wait=false"
-check "helm install with the locally built controller image" quiet "$HELM" install $REL "$CHART" -n $RNS --create-namespace \
-    --set image.tag="$TAG" --set image.pullPolicy=Never --set "watchNamespaces={$NS}" \
+check "helm install with the controller image from the plane's registry" quiet "$HELM" install $REL "$CHART" -n $RNS --create-namespace \
+    --set image.registry="$NODE_REGISTRY" --set image.tag="$TAG" --set "watchNamespaces={$NS}" \
+    --set sandboxDefaults.image="$NODE_SANDBOX_IMAGE" \
     --set replicas=2 --set logLevel=debug --set sandboxClass.create=false \
     --set sandboxDefaults.storageClass=$NODE_STORAGE_CLASS --wait --timeout 120s
 sel=app.kubernetes.io/instance=$REL

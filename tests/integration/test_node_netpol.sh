@@ -43,7 +43,7 @@ buildah run --isolation=chroot "$bb" -- /bin/busybox --install -s >/dev/null
 buildah run --isolation=chroot "$bb" -- /bin/sh -c 'chmod 1777 /tmp; chown 1000:1000 /workspace' >/dev/null
 buildah commit -q "$bb" localhost/yao-sandbox/busybox-netpol:1 >/dev/null
 buildah rm "$bb" >/dev/null
-check "a busybox image is in the node's store" node_image docker.io/yao-sandbox/busybox-netpol:1 localhost/yao-sandbox/busybox-netpol:1
+check "a busybox image is pushed to the plane's registry" node_image yao-sandbox/busybox-netpol:1 localhost/yao-sandbox/busybox-netpol:1
 SERVE='mkdir -p /tmp/www && echo "hello from $(hostname)" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www'
 
 # --- the class: the shipped default as the chart renders it with the Yao server's namespace
@@ -79,7 +79,7 @@ spec:
   chatID: c1
   className: $CLASS
   lifecycle: persistent
-  image: "yao-sandbox/busybox-netpol:1"
+  image: "$NODE_REGISTRY/yao-sandbox/busybox-netpol:1"
   command: [/bin/sh, -c, '$SERVE']
   resources: {memory: 128Mi, cpu: 100m}
 YAML
@@ -94,8 +94,8 @@ spec:
   securityContext: {runAsUser: 1000, runAsNonRoot: true}
   containers:
   - name: main
-    image: docker.io/yao-sandbox/busybox-netpol:1
-    imagePullPolicy: Never
+    image: $NODE_REGISTRY/yao-sandbox/busybox-netpol:1
+    imagePullPolicy: IfNotPresent
     command: [/bin/sh, -c, '$SERVE']
     resources: {limits: {memory: 64Mi, cpu: 100m}}
 YAML
@@ -198,7 +198,7 @@ spec:
   userID: net-c
   chatID: c1
   className: $CLASS
-  image: "yao-sandbox/busybox-netpol:1"
+  image: "$NODE_REGISTRY/yao-sandbox/busybox-netpol:1"
   network: {egressCIDRs: ["$NODE_IP/32"]}
 YAML
 msg() { kubectl -n $NS get sandbox c -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'; }

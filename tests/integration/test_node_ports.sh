@@ -36,9 +36,9 @@ buildah run --isolation=chroot "$bb" -- /bin/busybox --install -s >/dev/null
 buildah run --isolation=chroot "$bb" -- /bin/sh -c 'chmod 1777 /tmp; chown 1000:1000 /workspace' >/dev/null
 buildah commit -q "$bb" localhost/yao-sandbox/busybox-ports:1 >/dev/null
 buildah rm "$bb" >/dev/null
-check "a busybox image with httpd is in the node's store" node_image docker.io/yao-sandbox/busybox-ports:1 localhost/yao-sandbox/busybox-ports:1
+check "a busybox image with httpd is pushed to the plane's registry" node_image yao-sandbox/busybox-ports:1 localhost/yao-sandbox/busybox-ports:1
 
-kubectl -n $NS apply -f - >/dev/null <<'YAML'
+kubectl -n $NS apply -f - >/dev/null <<YAML
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: web}
@@ -47,7 +47,7 @@ spec:
   chatID: web
   lifecycle: persistent
   idleTimeout: 6s
-  image: "yao-sandbox/busybox-ports:1"
+  image: "$NODE_REGISTRY/yao-sandbox/busybox-ports:1"
   command: [/bin/sh, -c, "mkdir -p /workspace/www && exec httpd -f -p 8080 -h /workspace/www"]
   ports:
     - {name: http, port: 8080}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sandboxes as real containers on the real node (kubelet + containerd + runc): the pod runs
-# the project's sandbox image from the node's image store, on the real node with a pod IP
+# the project's sandbox image pulled from the plane's registry, on the real node with a pod IP
 # from the CNI bridge; the workspace is writable as uid 1000 and a file written there
 # survives pod deletion, pause -> resume and an idle stop -> wake; the container runs with
 # uid 1000, no service-account token, seccomp RuntimeDefault and no capabilities; the CPU
@@ -8,7 +8,7 @@
 # memory is OOMKilled and the Sandbox says so; session idle removal and a one-shot run.
 # Defects the real node showed (each check fails without its fix): the idle clock starts at
 # first Ready (an image that cannot be pulled is not removed as Idle), pull and scheduling
-# failures are named in status, the default image starts from the node's store, default
+# failures are named in status, the default image is pulled from the plane's registry, default
 # sandboxes are sized so several fit on a 2-CPU node. The workspaces are on local-path
 # (WaitForFirstConsumer, no expansion, reclaim Delete): the pod is created before its claim
 # binds, the claim is provisioned for and pinned to the node the pod was scheduled to,
@@ -43,9 +43,9 @@ echo "    create -> Running on the real node: $(($(now_ms) - t0)) ms"
 POD=$(field core .status.podName)
 check "the pod runs on the real node" eq "$(pod_node $NS "$POD")" "$REAL_NODE"
 check "with a pod IP from the CNI bridge (10.85.0.0/16)" contains "$(field core .status.podIP)" "10.85."
-check "the default image is the versioned sandbox image, IfNotPresent" eq \
+check "the default image is the versioned sandbox image in the plane's registry, IfNotPresent" eq \
     "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.spec.containers[0].image}/{.spec.containers[0].imagePullPolicy}')" \
-    "yao-sandbox/sandbox:$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")/IfNotPresent"
+    "$NODE_REGISTRY/yao-sandbox/sandbox:$IMAGE_TAG/IfNotPresent"
 check "the container really runs (containerd reports it running)" eq \
     "$(kubectl -n $NS get pod "$POD" -o jsonpath='{.status.containerStatuses[0].state.running.startedAt}' | cut -c1-2)" "20"
 check "the workspace is writable as uid 1000" eq \

@@ -20,6 +20,9 @@ T=$(mktemp -d)
 on_exit "rm -rf $T"
 export HELM_CONFIG_HOME=$T/helm/config HELM_CACHE_HOME=$T/helm/cache HELM_DATA_HOME=$T/helm/data
 TAG=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")
+# The images come from the plane's registry (tests/cluster/registry).
+NODE_REGISTRY=$(cat "$YAO_PLANE_DIR/registry/plane/address")
+NODE_SANDBOX_IMAGE=$NODE_REGISTRY/yao-sandbox/sandbox:$TAG
 LIFETIME=600
 quiet() { local out; out=$("$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }; }
 
@@ -27,7 +30,8 @@ kubectl delete namespace $RNS --ignore-not-found --wait=true --timeout=60s >/dev
 fresh_namespace $NS
 on_exit "$HELM uninstall $REL -n $RNS --wait --timeout 60s; kubectl delete namespace $RNS --wait=false"
 check "helm install with a $LIFETIME s controller token, pinned to the real node" quiet "$HELM" install $REL "$CHART" \
-    -n $RNS --create-namespace --set image.tag="$TAG" --set image.pullPolicy=Never \
+    -n $RNS --create-namespace --set image.registry="$NODE_REGISTRY" --set image.tag="$TAG" \
+    --set sandboxDefaults.image="$NODE_SANDBOX_IMAGE" \
     --set "watchNamespaces={$NS}" --set replicas=1 \
     --set serviceAccount.tokenExpirationSeconds=$LIFETIME --set sandboxClass.create=false \
     --set nodeSelector."kubernetes\.io/hostname"=$REAL_NODE \

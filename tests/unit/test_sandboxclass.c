@@ -444,6 +444,52 @@ TEST(pull_secrets_point_at_the_callers_defaults) {
     cJSON_Delete(sb);
 }
 
+TEST(class_pull_secrets_replace_the_controllers) {
+    /* spec.image.pullSecrets: the pod's imagePullSecrets instead of the controller's, owned
+     * by the spec (the class is freed before the pod is built, as the reconciler does). */
+    struct sbx_defaults d;
+    struct sbx_class k;
+    struct sbx_spec s;
+    char err[512];
+    cJSON *sb = sandbox("");
+
+    sbx_defaults_init(&d);
+    d.pull_secrets[0] = "controller-wide";
+    d.npull_secrets = 1;
+    CHECK_INT(parse_class("\"image\":{\"pullSecrets\":[\"team-registry\",\"mirror.creds\"]}", &k), 0);
+    CHECK_INT((int)k.image_pull_secrets.n, 2);
+    CHECK_INT(sbx_class_resolve(sb, &k, &d, &s, err, sizeof err), 0);
+    sbx_class_free(&k);
+    CHECK_INT((int)s.npull_secrets, 2);
+    cJSON *pod = pod_of(&s);
+    cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "imagePullSecrets");
+    CHECK_INT(cJSON_GetArraySize(ps), 2);
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 0), "name")->valuestring, "team-registry");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 1), "name")->valuestring, "mirror.creds");
+    cJSON_Delete(pod);
+    sbx_spec_free(&s);
+
+    /* A class without pullSecrets keeps the controller's. */
+    CHECK_INT(parse_class("\"image\":{\"default\":\"reg.example/sbx:1\"}", &k), 0);
+    CHECK_INT(sbx_class_resolve(sb, &k, &d, &s, err, sizeof err), 0);
+    CHECK_INT((int)s.npull_secrets, 1);
+    CHECK_STR(s.pull_secrets[0], "controller-wide");
+    sbx_spec_free(&s);
+    sbx_class_free(&k);
+    cJSON_Delete(sb);
+}
+
+TEST(class_pull_secret_errors_name_the_field) {
+    expect_class_error("\"image\":{\"pullSecrets\":[\"Bad_Name\"]}",
+                       "SandboxClass \"bad\": spec.image.pullSecrets[0]: \"Bad_Name\" is not a Secret name "
+                       "(lower-case DNS-1123 subdomain)");
+    expect_class_error("\"image\":{\"pullSecrets\":\"regcred\"}",
+                       "SandboxClass \"bad\": spec.image.pullSecrets: must be an array of strings");
+    expect_class_error("\"image\":{\"pullSecrets\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\","
+                       "\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\",\"q\"]}",
+                       "SandboxClass \"bad\": spec.image.pullSecrets: at most 16 Secrets");
+}
+
 /* ---- the default lifecycle -------------------------------------------------------------- */
 
 /* Resolve a whole Sandbox object (JSON text) under class members (NULL: no class) and flag

@@ -75,7 +75,7 @@ TEST(defaults) {
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
     CHECK_STR(o.controller.defaults.image, "yao-sandbox/sandbox:" YAO_VERSION);
-    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_BY_IMAGE);
     CHECK_INT(o.controller.defaults.memory_request_bytes, 256 * MIB);
     CHECK_INT(o.controller.defaults.cpu_request_millis, 100);
     CHECK_INT(o.memory_request_set, 0);

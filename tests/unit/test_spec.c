@@ -152,7 +152,7 @@ TEST(defaults_init_builtin) {
     memset(&d, 0x5a, sizeof d);
     sbx_defaults_init(&d);
     CHECK_STR(d.image, "yao-sandbox/sandbox:" YAO_VERSION);
-    CHECK_INT(d.pull_policy, SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(d.pull_policy, SBX_PULL_BY_IMAGE);
     CHECK_INT(d.idle_timeout_ms, 30 * 60 * 1000);
     CHECK_INT(d.memory_bytes, 2 * GIB);
     CHECK_INT(d.cpu_millis, 1000);
@@ -188,7 +188,7 @@ TEST(minimal_spec_gets_defaults) {
     CHECK_STR(s.user_id, "alice");
     CHECK_STR(s.chat_id, "chat1");
     CHECK_STR(s.image, SBX_DEFAULT_IMAGE);
-    CHECK_INT(s.pull_policy, SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(s.pull_policy, SBX_PULL_BY_IMAGE);
     CHECK_INT(s.lifecycle, SBX_SESSION);
     CHECK_INT(s.idle_timeout_ms, 30 * 60 * 1000);
     CHECK_INT(s.paused, 0);
@@ -755,6 +755,46 @@ TEST(pull_policy_reaches_the_pod) {
         cJSON_Delete(pod);
         sbx_spec_free(&s);
     }
+}
+
+TEST(pull_policy_by_image_is_the_kubernetes_default) {
+    /* Unset, the policy follows the image as Kubernetes defaults a container's: a tag that
+     * may move (":latest", or none) is pulled every start, a version tag or a digest once
+     * per node. The registry's port is not a tag. */
+    static const struct { const char *image, *want; } cases[] = {
+        {"yao-sandbox/sandbox:0.1.0", "IfNotPresent"},
+        {"reg.example:5000/yao-sandbox/sandbox:0.1.0", "IfNotPresent"},
+        {"mine:latest", "Always"},
+        {"reg.example:5000/team/mine:latest", "Always"},
+        {"mine", "Always"},
+        {"reg.example:5000/team/mine", "Always"},
+        {"reg.example:5000/team/mine@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "IfNotPresent"},
+        {"mine:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "Always"},
+        {"mine:1.2@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "IfNotPresent"},
+        {"mine:latest-1", "IfNotPresent"},
+    };
+    struct sbx_defaults d;
+    struct sbx_spec s;
+    char err[512], text[512];
+    struct sbx_owner o = { "t", "ns", "uid-1", NULL };
+
+    sbx_defaults_init(&d);
+    CHECK_INT(d.pull_policy, SBX_PULL_BY_IMAGE);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, "{" U ",\"image\":\"%s\"}", cases[i].image);
+        CHECK_INT(parse_text(text, &d, &s, err, sizeof err), 0);
+        cJSON *pod = sbx_build_pod(&o, &s, "yao-sb-u-c", "yao-sb-u-c-workspace");
+        CHECK_STR(JSTR(pod, "spec", "containers", "#0", "imagePullPolicy"), cases[i].want);
+        cJSON_Delete(pod);
+        sbx_spec_free(&s);
+    }
+    /* A policy set explicitly is the policy of every image. */
+    CHECK_INT(sbx_pull_policy_for(SBX_PULL_IF_NOT_PRESENT, "mine:latest"), SBX_PULL_IF_NOT_PRESENT);
+    CHECK_INT(sbx_pull_policy_for(SBX_PULL_NEVER, "mine"), SBX_PULL_NEVER);
+    CHECK_INT(sbx_pull_policy_for(SBX_PULL_ALWAYS, "mine:1"), SBX_PULL_ALWAYS);
+    /* "auto" is not a Kubernetes policy: only the three names parse. */
+    enum sbx_pull_policy p;
+    CHECK_INT(sbx_pull_policy_parse("ByImage", &p), -1);
 }
 
 TEST(default_image_is_this_release) {
