@@ -70,6 +70,8 @@ void sbx_activity_describe(const struct sbx_activity *a, int64_t threshold_milli
     char cpu[32], thr[32], win[32] = "";
     if (qty_format_cpu(a->cpu_millis, cpu, sizeof cpu) < 0) snprintf(cpu, sizeof cpu, "%lldm", (long long)a->cpu_millis);
     if (qty_format_cpu(threshold_millis, thr, sizeof thr) < 0) snprintf(thr, sizeof thr, "%lldm", (long long)threshold_millis);
-    if (a->window_ms > 0 && qty_format_duration(a->window_ms, win, sizeof win) < 0) win[0] = '\0';
+    /* the window to the second (metrics-server's is its resolution plus a few ms) */
+    int64_t w = a->window_ms >= 1000 ? (a->window_ms + 500) / 1000 * 1000 : a->window_ms;
+    if (w > 0 && qty_format_duration(w, win, sizeof win) < 0) win[0] = '\0';
     snprintf(out, outlen, "cpu=%s threshold=%s%s%s", cpu, thr, win[0] ? " window=" : "", win);
 }
