@@ -182,7 +182,10 @@ kubelet_finish "$FPOD"
 kubelet_finish "$(pod_of job-ok)"
 check "one-shot with exit 7 ends Failed" eventually 30 phase_is $NS job-fail Failed
 # One read of the result: the Sandbox is deleted 12 s after it finished (ttlSecondsAfterFinished).
-IFS='|' read -r run_code run_out run_err run_started run_finished <<<"$(field job-fail '{.status.run.exitCode}|{.status.run.stdout}|{.status.run.stderr}|{.status.run.startedAt}|{.status.run.finishedAt}')"
+run_json=$(kubectl -n $NS get sandbox job-fail -o json 2>/dev/null)
+run_field() { python3 -c 'import json, sys; r = json.loads(sys.argv[1] or "{}").get("status", {}).get("run", {}); v = r.get(sys.argv[2], ""); print(str(v).rstrip("\n"))' "$run_json" "$1"; }
+run_code=$(run_field exitCode); run_out=$(run_field stdout); run_err=$(run_field stderr)
+run_started=$(run_field startedAt); run_finished=$(run_field finishedAt)
 check "status.run.exitCode is 7" eq "$run_code" 7
 check "status.run.stdout has the output" eq "$run_out" "hello the world"
 check "status.run.stderr has the errors, apart" eq "$run_err" "oops"
