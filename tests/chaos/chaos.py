@@ -406,8 +406,11 @@ def violations():
         if lc == "one-shot":
             if phase not in ("Succeeded", "Failed"):
                 out.append("%s (one-shot) is %s, not finished" % (n, phase))
-            elif mine or pvcs_by.get(n):
-                out.append("%s finished but still has a pod or claim" % n)
+            elif pvcs_by.get(n):
+                out.append("%s finished but its claim is not being deleted" % n)
+            elif any(p.get("status", {}).get("phase") not in ("Succeeded", "Failed") for p in mine):
+                # its finished pod is kept for its log until the Sandbox goes (like a Job's)
+                out.append("%s finished but still has a pod that is not finished" % n)
             continue
         if phase != "Running":
             out.append("%s should run but is %s" % (n, phase))
