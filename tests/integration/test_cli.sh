@@ -258,8 +258,8 @@ check "  NameConflict naming both pairs" eq "$(cat "$T/err")" \
     "yao-sandbox: NameConflict: sandbox \"yao-sb-gina-c7\" in namespace \"$NS\" belongs to (user \"mallory\", chat \"c7\"), not to (user \"gina\", chat \"c7\")"
 check "  and the other pair's Sandbox is untouched" eq "$(kubectl -n $NS get ysb yao-sb-gina-c7 -o jsonpath='{.spec.userID}')" mallory
 
-# --wait that does not get there says why: a hand-made Sandbox of the pair already owns
-# the pod name, so the controller refuses the canonical one (Ready=False, NameConflict).
+# A hand-made Sandbox of the pair (another name, e.g. applied from a manifest) is the pair's
+# Sandbox: create finds it by spec.userID/spec.chatID and makes no second one.
 kubectl -n $NS apply -f - >/dev/null <<'YAML'
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
@@ -268,7 +268,14 @@ spec: {userID: hank, chatID: c8, lifecycle: persistent}
 YAML
 check "a hand-made Sandbox owns pod yao-sb-hank-c8" eventually 30 eval '[ "$(kubectl -n $NS get ysb by-hand -o jsonpath={.status.podName})" = yao-sb-hank-c8 ]'
 ye create --user hank --chat c8 --wait >"$T/out" 2>"$T/err"; rc=$?
-check "create --wait that cannot start: exit 1, the name printed all the same" eq "$rc/$(cat "$T/out")" "1/yao-sb-hank-c8"
+check "create of that pair finds it: exit 0, its name" eq "$rc/$(cat "$T/out")" "0/by-hand"
+check "  and makes no second Sandbox" eq "$(kubectl -n $NS get ysb -o name | grep -c 'hank-c8\|by-hand')" 1
+
+# --wait that does not get there says why: a stranger's pod already has the pod name, so
+# the controller cannot make the Sandbox's (Ready=False, NameConflict).
+kubectl -n $NS run yao-sb-hank-c9 --image=busybox --restart=Never >/dev/null
+ye create --user hank --chat c9 --wait >"$T/out" 2>"$T/err"; rc=$?
+check "create --wait that cannot start: exit 1, the name printed all the same" eq "$rc/$(cat "$T/out")" "1/yao-sb-hank-c9"
 check "  one line with the Ready reason and message" contains "$(cat "$T/err")" "cannot start: NameConflict: "
 check "  one line" one_line "$T/err"
 
