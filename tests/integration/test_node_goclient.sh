@@ -35,9 +35,9 @@ buildah run --isolation=chroot "$bb" -- /bin/busybox --install -s >/dev/null
 buildah run --isolation=chroot "$bb" -- /bin/sh -c 'chmod 1777 /tmp; chown 1000:1000 /workspace' >/dev/null
 buildah commit -q "$bb" localhost/yao-sandbox/busybox-goclient:1 >/dev/null
 buildah rm "$bb" >/dev/null
-check "a busybox-only image is in the node's store" node_image docker.io/yao-sandbox/busybox-goclient:1 localhost/yao-sandbox/busybox-goclient:1
+check "a busybox-only image is pushed to the plane's registry" node_image yao-sandbox/busybox-goclient:1 localhost/yao-sandbox/busybox-goclient:1
 
-kubectl -n $NS apply -f - >/dev/null <<'YAML'
+sed "s#@REGISTRY@#$NODE_REGISTRY#" <<'YAML' | kubectl -n $NS apply -f - >/dev/null
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: logs}
@@ -45,7 +45,7 @@ spec:
   userID: go-user
   chatID: logs
   lifecycle: persistent
-  image: "yao-sandbox/busybox-goclient:1"
+  image: "@REGISTRY@/yao-sandbox/busybox-goclient:1"
   command: [/bin/sh, -c, 'echo line 1; echo line 2; echo line 3; i=0; while :; do i=$((i + 1)); echo "tick $i"; sleep 1; done']
 ---
 apiVersion: sandbox.yaoapps.com/v1alpha1
@@ -56,7 +56,7 @@ spec: {userID: go-user, chatID: box, lifecycle: persistent}
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: bb}
-spec: {userID: go-user, chatID: bb, lifecycle: persistent, image: "yao-sandbox/busybox-goclient:1"}
+spec: {userID: go-user, chatID: bb, lifecycle: persistent, image: "@REGISTRY@/yao-sandbox/busybox-goclient:1"}
 YAML
 for sb in logs box bb; do
     check "sandbox $sb runs on the real node" eventually 120 phase_is $NS $sb Running
