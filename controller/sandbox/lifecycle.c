@@ -155,6 +155,23 @@ static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
     return 1;
 }
 
+/* An adopted warm claim whose volume's node cannot take the pod: how long until it is
+ * given up (0 = now), or -1 when it is not such a case. Only a claim adopted within
+ * SBX_WARM_RELEASE_WINDOW_MS that no pod of the Sandbox has used: no status.startedAt or
+ * stoppedAt, and a pod the kubelet never took (no startTime), left unscheduled by the
+ * scheduler because of the volume's node affinity (it places the pod nowhere else). */
+static int64_t warm_claim_stranded_in(const struct sbx_observed *o) {
+    if (o->claim_adopted_ms <= 0 || o->pvc != SBX_OBJ_PRESENT || o->pod != SBX_OBJ_PRESENT || o->pod_started_ms ||
+        o->status_started_ms || o->status_stopped_ms || o->now_ms - o->claim_adopted_ms > SBX_WARM_RELEASE_WINDOW_MS)
+        return -1;
+    if (!o->pod_unscheduled_reason || strcmp(o->pod_unscheduled_reason, "Unschedulable") != 0 ||
+        !o->pod_unscheduled_message || !strstr(o->pod_unscheduled_message, "volume node affinity conflict"))
+        return -1;
+    int64_t since = o->pod_unscheduled_since_ms > 0 ? o->pod_unscheduled_since_ms : o->now_ms;
+    int64_t left = since + SBX_WARM_STRANDED_MS - o->now_ms;
+    return left > 0 ? left : 0;
+}
+
 /* The sandbox should have no pod now (paused, or long-running and idle): delete it and
  * report Stopping until it is gone, then Stopped. */
 static void stop(const struct sbx_observed *o, struct sbx_decision *d, const char *reason) {
@@ -486,8 +503,15 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         } else {
             say(d, "Running", 1, SBX_REASON_READY, "the pod is running and ready%s", "");
         }
+    } else if (warm_claim_stranded_in(o) == 0) {
+        d->actions |= SBX_ACT_RELEASE_CLAIM;
+        say(d, "Creating", 0, SBX_REASON_WARM_RELEASED,
+            "the adopted warm workspace's node cannot take this sandbox; giving the unused claim up for a new one (%s)",
+            o->pod_unscheduled_message);
     } else if (pod_trouble(o, d)) {
         /* the scheduler's or the kubelet's reason, set by pod_trouble */
+        int64_t left = warm_claim_stranded_in(o);
+        if (left > 0) d->requeue_after_ms = left;
     } else if (!o->pod_phase || !strcmp(o->pod_phase, "Pending")) {
         say(d, "Creating", 0, SBX_REASON_CREATING, creating, "");
     } else if (!strcmp(o->pod_phase, "Running")) {
@@ -501,7 +525,8 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
          * ×24) and last_used may lie ahead of now (a client's clock). */
         int64_t elapsed = o->now_ms - last_used;
         int64_t left = elapsed < 0 && limit > INT64_MAX + elapsed ? INT64_MAX : limit - elapsed;
-        d->requeue_after_ms = left > 0 ? left : 1;
+        int64_t idle_in = left > 0 ? left : 1;
+        if (d->requeue_after_ms <= 0 || idle_in < d->requeue_after_ms) d->requeue_after_ms = idle_in;
         d->idle_at_ms = last_used > INT64_MAX - limit ? 0 : last_used + limit;
     }
 }

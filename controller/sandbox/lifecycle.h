@@ -76,6 +76,9 @@ struct sbx_observed {
     int64_t claim_cloned_bytes;      /* a fork's claim: the size it was cloned at (0 = not a fork) */
     int64_t claim_capacity_bytes;    /* its status.capacity.storage (0 = unknown) */
     int claim_expandable;            /* its StorageClass says allowVolumeExpansion: true */
+    /* A warm pool claim this Sandbox adopted: when (SBX_ANN_WARM_ADOPTED; 0 = a claim of
+     * its own, or adopted before the annotation existed). */
+    int64_t claim_adopted_ms;
     /* spec.workspace.from, while there is no claim: why the source's claim cannot be
      * cloned yet (SBX_REASON_WS_SOURCE_*) and a message; NULL when it can, or when the
      * workspace starts empty. No claim is created meanwhile: one made without its
@@ -102,6 +105,7 @@ struct sbx_observed {
     int64_t pod_started_ms;
     /* PodScheduled=False: the scheduler's reason (Unschedulable) and message, else NULL. */
     const char *pod_unscheduled_reason, *pod_unscheduled_message;
+    int64_t pod_unscheduled_since_ms;   /* that condition's lastTransitionTime (0 = unknown) */
     struct sbx_container_status ctr;
     /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
      * first in line). When not: its place in line (1 = next), or user_capped when its
@@ -121,7 +125,20 @@ enum sbx_action {
     SBX_ACT_DELETE_PVC = 1 << 3,
     SBX_ACT_DELETE_SANDBOX = 1 << 4,
     SBX_ACT_EXPAND_PVC = 1 << 6,   /* raise the claim's storage request to spec.workspace.size */
+    /* Give up an adopted warm claim no sandbox pod has used (a WaitForFirstConsumer
+     * pool's volume on a node that cannot take the pod): delete the unscheduled pod (if
+     * it is still unscheduled, fresh from the API server) and then the claim; the next
+     * pass makes a cold claim, which binds where the new pod is scheduled. */
+    SBX_ACT_RELEASE_CLAIM = 1 << 7,
 };
+
+/* An adopted warm claim's pod that cannot be scheduled because of its volume's node
+ * (the scheduler's "volume node affinity conflict" on every other node) for this long
+ * gives the claim up, if no pod of the Sandbox ever started and the adoption is at most
+ * SBX_WARM_RELEASE_WINDOW_MS old: the workspace is then as the provisioner made it. */
+#define SBX_WARM_STRANDED_MS 30000
+#define SBX_WARM_RELEASE_WINDOW_MS 600000
+#define SBX_REASON_WARM_RELEASED "WarmClaimReleased"
 
 /* The Workspace condition's reasons. */
 #define SBX_WS_RESIZING "Resizing"

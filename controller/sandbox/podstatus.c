@@ -219,6 +219,7 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
     st = kj_str(sched, "status");
     o->pod_unscheduled_reason = st && !strcmp(st, "False") ? kj_str(sched, "reason") : NULL;
     o->pod_unscheduled_message = o->pod_unscheduled_reason ? kj_str(sched, "message") : NULL;
+    o->pod_unscheduled_since_ms = o->pod_unscheduled_reason ? time_at(sched, "lastTransitionTime") : 0;
     memset(&o->ctr, 0, sizeof(o->ctr));
     if (!c) return;
     o->ctr.present = 1;

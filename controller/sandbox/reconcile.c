@@ -29,6 +29,7 @@
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
 #include "sandbox/warmbinder.h"
+#include "sandbox/warmpool.h"
 #include "sandbox/workspacecopy.h"
 
 
@@ -863,6 +864,46 @@ long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, con
     return st;
 }
 
+/* SBX_ACT_RELEASE_CLAIM: give up the adopted warm claim `claim` whose volume's node cannot
+ * take the pod. The pod is read fresh: one the scheduler placed since the cache showed it
+ * (or that the kubelet took) is left alone, and the DELETE carries its uid and
+ * resourceVersion, so a pod placed in between answers 409. Only once no pod of the Sandbox
+ * can be using it, the claim is deleted (uid precondition), and the Sandbox adopts no pool
+ * claim for a while: the next pass makes a cold claim, bound where its pod is scheduled.
+ * 0 (done, or nothing to do now) or -1. */
+static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const char *key, const char *uid,
+                              const char *pod_name, const char *claim, const char *claim_uid, char *err,
+                              size_t errlen) {
+    char path[1024];
+    cJSON *pod = NULL;
+    if (!claim_uid) return 0;
+    sbx_core_path(path, sizeof(path), ns, "pods");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+    long st = kube_get(ctl->client, path, &pod, err, errlen);
+    if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
+    if (st == 200) {
+        const char *owner = kj_str(sbx_sandbox_controller_ref(pod), "uid");
+        if (!owner || strcmp(owner, uid) != 0 || kj_str(pod, "spec.nodeName") || kj_str(pod, "status.startTime") ||
+            !kj_str(pod, "metadata.uid") || !kj_str(pod, "metadata.resourceVersion")) {
+            LOGI("msg=\"warm claim kept: its pod was placed meanwhile\" sandbox=%s claim=%s", key, claim);
+            cJSON_Delete(pod);
+            return 0;
+        }
+        long d = sbx_delete_preconditioned(ctl, path, kj_str(pod, "metadata.uid"), kj_str(pod, "metadata.resourceVersion"),
+                                           err, errlen);
+        cJSON_Delete(pod);
+        if (d == 409) { sbx_ctl_count(ctl, &ctl->stats.conflicts); return 0; }
+        if (d != 200 && d != 202 && d != 404) return -1;
+        sbx_ctl_count(ctl, &ctl->stats.deletes);
+    } else {
+        cJSON_Delete(pod);
+    }
+    if (sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
+    sbx_warm_note_released(ctl, uid);
+    LOGI("msg=\"warm claim released\" sandbox=%s claim=%s", key, claim);
+    return 0;
+}
+
 /* The Sandbox's Service, level-triggered: created when spec.service.enabled and absent,
  * patched (ports, selector) when it drifted, deleted (uid precondition) when no longer
  * wanted. A Service of that name that is not ours is left alone (a Warning Event says
@@ -1182,7 +1223,7 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
 }
 
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
-#define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX)
+#define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX | SBX_ACT_RELEASE_CLAIM)
 
 /* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
  * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
@@ -1346,6 +1387,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     o.pvc = classify(pvc, uid);
     o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
     o.pvc_age_ms = pvc ? now - sbx_time_at(pvc, "metadata.creationTimestamp") : 0;
+    const char *adopted_at = kj_map_get(pvc, "metadata.annotations", SBX_ANN_WARM_ADOPTED);
+    if (!adopted_at || kj_time_parse(adopted_at, &o.claim_adopted_ms) != 0) o.claim_adopted_ms = 0;
+    /* An adopted claim given up moments ago, its deletion not in the cache yet: gone for
+     * this pass (no new pod on it). */
+    if (o.pvc == SBX_OBJ_PRESENT && o.claim_adopted_ms && sbx_warm_released(ctl, uid)) o.pvc = SBX_OBJ_TERMINATING;
     o.pod = classify(pod, uid);
     /* What a deleted predecessor of this name left is removed now (uid precondition),
      * not after the garbage collector's discovery resync (30 s for a new CRD): a
@@ -1514,6 +1560,9 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         goto out;
     if ((d.actions & SBX_ACT_DELETE_PVC) &&
         sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
+        goto out;
+    if ((d.actions & SBX_ACT_RELEASE_CLAIM) &&
+        release_warm_claim(ctl, ns, key, uid, pod_name, claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
 
     if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && !governed &&

@@ -118,6 +118,10 @@ void sbx_warm_queue_key(const char *ns, char *out, size_t n);
 void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+/* The Sandbox of uid gave its adopted claim up (SBX_ACT_RELEASE_CLAIM): it adopts no pool
+ * claim for SBX_WARM_RELEASE_WINDOW_MS, and sbx_warm_released says so meanwhile. */
+void sbx_warm_note_released(struct sbx_controller *ctl, const char *uid);
+int sbx_warm_released(struct sbx_controller *ctl, const char *uid);
 /* A binder pod (SBX_ANN_BINDS_CLAIM) changed in the pod cache: index it, queue its pool pass. */
 void sbx_warm_on_binder_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 /* The claim the Sandbox uid controls, as the cache shows it, when it has a name of its

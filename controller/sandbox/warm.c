@@ -51,6 +51,9 @@ struct sbx_warm {
      * adoption that finds none of its shape can tell a miss from a shape without a pool. */
     struct strmap wanted;
     struct strmap binders;    /* "ns/claim" -> struct binder_entry *: binder pods in the cache */
+    /* Sandbox uid -> (intptr_t) until when (ms) it adopts no pool claim: it gave one up
+     * (SBX_ACT_RELEASE_CLAIM) and waits for that claim to go, then makes a cold one. */
+    struct strmap released;
 };
 
 /* A binder pod as the index keeps it. */
@@ -92,6 +95,7 @@ int sbx_warm_init(struct sbx_controller *ctl) {
     strmap_init(&ctl->warm->late_noted);
     strmap_init(&ctl->warm->wanted);
     strmap_init(&ctl->warm->binders);
+    strmap_init(&ctl->warm->released);
     return 0;
 }
 
@@ -104,6 +108,7 @@ void sbx_warm_free(struct sbx_controller *ctl) {
     strmap_clear(&w->late_noted, NULL);
     strmap_clear(&w->wanted, free);
     strmap_clear(&w->binders, binder_entry_free);
+    strmap_clear(&w->released, NULL);
     pthread_mutex_destroy(&w->lock);
     free(w);
     ctl->warm = NULL;
@@ -836,6 +841,25 @@ out:
 
 /* ---- adoption ---------------------------------------------------------------------------- */
 
+void sbx_warm_note_released(struct sbx_controller *ctl, const char *uid) {
+    if (!uid) return;
+    intptr_t until = (intptr_t)(kj_now_ms() + SBX_WARM_RELEASE_WINDOW_MS);
+    pthread_mutex_lock(&ctl->warm->lock);
+    if (strmap_put(&ctl->warm->released, uid, (void *)until, NULL) < 0)
+        LOGW("msg=\"warm pool: out of memory noting a released claim\" uid=%s", uid);
+    pthread_mutex_unlock(&ctl->warm->lock);
+}
+
+int sbx_warm_released(struct sbx_controller *ctl, const char *uid) {
+    if (!uid) return 0;
+    int64_t now = kj_now_ms();
+    pthread_mutex_lock(&ctl->warm->lock);
+    intptr_t until = (intptr_t)strmap_get(&ctl->warm->released, uid);
+    if (until && until < now) strmap_remove(&ctl->warm->released, uid);
+    pthread_mutex_unlock(&ctl->warm->lock);
+    return until >= now;
+}
+
 /* How many pool claims one pass tries before it makes its own claim. */
 #define ADOPT_TRIES 4
 
@@ -845,7 +869,7 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
     char key[SBX_WARM_KEY_LEN];
     struct pool_copy pc;
     *adopted = NULL;
-    if (!sbx_warm_sandbox_key(spec, key)) return 0;
+    if (!sbx_warm_sandbox_key(spec, key) || sbx_warm_released(ctl, owner->uid)) return 0;
     if (pool_snapshot(ctl, ns, key, &pc) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = 0, tries = 0;
     struct sbx_warm_claim *claims = NULL;
@@ -864,7 +888,7 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
         if (!sbx_warm_claim_fits(spec, e->storage_class, e->request, NULL) || strlen(e->name) >= claimlen) continue;
         tries++;
         char path[1024];
-        cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv), *out = NULL;
+        cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv, kj_now_ms()), *out = NULL;
         if (!patch) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
         sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
         snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);

@@ -199,11 +199,16 @@ err:
 }
 
 cJSON *sbx_warm_adopt_patch(const struct sbx_owner *o, const struct sbx_spec *s, const char *claim,
-                            const char *rv) {
+                            const char *rv, int64_t now_ms) {
     cJSON *patch = cJSON_CreateObject(), *md = NULL, *pm;
+    char when[40];
     if (!patch || !rv || !(md = sbx_build_owned_meta(o, s, claim))) goto err;
+    kj_time_format(now_ms, when, sizeof(when));
     cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
-    if (!labels || !cJSON_AddNullToObject(labels, SBX_LABEL_WARM_POOL)) goto err;
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    if (!labels || !cJSON_AddNullToObject(labels, SBX_LABEL_WARM_POOL) || !ann ||
+        !cJSON_AddStringToObject(ann, SBX_ANN_WARM_ADOPTED, when))
+        goto err;
     if (!(pm = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(pm, "resourceVersion", rv))
         goto err;
     static const char *const moved[] = {"labels", "annotations", "ownerReferences"};

@@ -17,6 +17,10 @@
 
 /* On a pool claim: the pool's key (sbx_warm_key). Removed when a Sandbox adopts it. */
 #define SBX_LABEL_WARM_POOL "sandbox.yaoapps.com/warm-pool"
+/* On an adopted pool claim: when it was adopted (RFC 3339). A claim adopted moments ago
+ * that no sandbox pod has used yet may be given up when its volume's node cannot take the
+ * Sandbox's pod (lifecycle.h, SBX_ACT_RELEASE_CLAIM). */
+#define SBX_ANN_WARM_ADOPTED "sandbox.yaoapps.com/warm-adopted-at"
 /* generateName of pool claims (the adopted claim keeps its name). */
 #define SBX_WARM_NAME_PREFIX "yao-warm-"
 /* The access mode of every workspace claim (sbx_build_pvc), part of a pool's shape. */
@@ -92,10 +96,11 @@ cJSON *sbx_warm_build_claim(const char *ns, const struct sbx_warm_want *want);
 
 /* The merge patch that moves pool claim `claim` (at resourceVersion rv) to the Sandbox o
  * with spec s: the labels and annotations its own claim would carry (sbx_build_pvc),
- * SBX_LABEL_WARM_POOL removed, ownerReferences replaced by the Sandbox's controller
- * reference alone, and metadata.resourceVersion = rv, so the API server refuses it (409)
- * when the claim changed since (another Sandbox adopted it). NULL on ENOMEM. */
+ * SBX_LABEL_WARM_POOL removed, SBX_ANN_WARM_ADOPTED = now_ms, ownerReferences replaced by
+ * the Sandbox's controller reference alone, and metadata.resourceVersion = rv, so the API
+ * server refuses it (409) when the claim changed since (another Sandbox adopted it). NULL
+ * on ENOMEM. */
 cJSON *sbx_warm_adopt_patch(const struct sbx_owner *o, const struct sbx_spec *s, const char *claim,
-                            const char *rv);
+                            const char *rv, int64_t now_ms);
 
 #endif

@@ -11,7 +11,8 @@
 # other. A Sandbox of another size gets a cold claim of its own. The pool shrinks with the
 # class and goes with it. A WaitForFirstConsumer class's pool is Bound ahead of demand by
 # binder pods (none left afterwards), a Sandbox adopting one has its pod made at once, on
-# its volume's node, and the refill's volume goes to another node. The --warm-workspaces
+# its volume's node, and the refill's volume goes to another node; a fresh adopted claim on
+# a node that cannot take the pod is given up for a cold one. The --warm-workspaces
 # pool: /metrics counts its Bound claims, adoptions, and the miss of a third Sandbox
 # created at once with two others for a pool of 2. Prints the measured create → pod and
 # create → Running with and without the pool.
@@ -192,6 +193,27 @@ spread_ok() {
 }
 check "  the pool's two volumes are on two nodes" spread_ok
 check "  no binder pod is left" eventually 30 eval '[ -z "$(binders)" ]'
+# A pool volume on a node that cannot take the pod (cordoned here; full on a real cluster):
+# the adopting Sandbox's pod is unschedulable there, so after 30 s the fresh, unused claim
+# is given up for a cold one, which binds where the new pod is scheduled.
+class yao-it-warm-wffc yao-test-wffc 1
+check "warmPool.size 1: one Bound pool claim left" eventually 40 eval '[ "$(pool_live)" = 1 ] && [ "$(pool_bound)" = 1 ]'
+PC=$(pool_claims | awk '$3 == "" {print $1}')
+PN=$(selected_node "$PC")
+kubectl cordon "$PN" >/dev/null
+on_exit "kubectl uncordon $PN"
+sandbox_yaml wffc2 chat-w2 | kubectl -n $NS apply -f - >/dev/null
+check "a Sandbox adopting a claim on a cordoned node ($PC on $PN) is unschedulable first" eventually 20 eval \
+    '[ "$(claim_of wffc2)" = "$PC" ] && [ "$(sandbox_reason $NS wffc2)" = Unschedulable ]'
+check "  the unused claim is given up after 30 s (WarmClaimReleased)" eventually 60 eval \
+    'grep -q "msg=\"warm claim released\" sandbox=$NS/wffc2 claim=$PC" "$LOG"'
+check "  the Sandbox then runs on a cold claim of its own" eventually 60 phase_is $NS wffc2 Running
+W2C=$(claim_of wffc2)
+check "  named after its pod ($W2C), on another node" eval \
+    '[[ $W2C == *-workspace ]] && [ "$(kubectl -n $NS get $(pod_of wffc2) -o jsonpath="{.spec.nodeName}")" != "$PN" ]'
+check "  the given-up claim is gone" eventually 30 eval '! kubectl -n $NS get pvc "$PC" -o name 2>/dev/null | grep -q .'
+check "  one claim for the Sandbox" eq "$(claims_of wffc2)" 1
+kubectl uncordon "$PN" >/dev/null
 class yao-it-warm-wffc yao-test-wffc 0
 check "warmPool.size 0: the pool claims go" eventually 30 eval '[ "$(pool_live)" = 0 ]'
 check "  wffc1 keeps its adopted claim" eq "$(kubectl -n $NS get pvc "$WF1" -o name 2>/dev/null)" "persistentvolumeclaim/$WF1"

@@ -1435,6 +1435,61 @@ TEST(unschedulable_reaches_the_ready_condition) {
     CHECK_STR(d.reason, "ErrImagePull");
 }
 
+/* An adopted warm claim whose volume's node cannot take the pod: after 30 s unscheduled
+ * for the volume's node affinity, and only while nothing ever ran on it, the claim is
+ * given up (the pod and then the claim, by the I/O side) for a cold one. */
+TEST(a_stranded_adopted_warm_claim_is_given_up) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    static const char affinity[] =
+        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had volume node affinity conflict.";
+    struct sbx_observed o = never_ready(0, T0 + 10 * SEC);
+    o.ctr.present = 0;
+    o.claim_adopted_ms = T0;
+    o.pod_unscheduled_reason = "Unschedulable";
+    o.pod_unscheduled_message = affinity;
+    o.pod_unscheduled_since_ms = T0 + SEC;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);                               /* the scheduler may still find room */
+    CHECK_STR(d.reason, SBX_REASON_UNSCHEDULABLE);
+    CHECK_INT(d.requeue_after_ms, 21 * SEC);               /* looked at again when 30 s are up */
+    o.now_ms = T0 + 31 * SEC;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, SBX_ACT_RELEASE_CLAIM);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, SBX_REASON_WARM_RELEASED);
+    CHECK(strstr(d.message, "volume node affinity conflict") != NULL);
+    /* no unscheduled-since time: counted from now, so never at once */
+    o.pod_unscheduled_since_ms = 0;
+    CHECK_INT(decide(&s, &o).actions, 0);
+    o.pod_unscheduled_since_ms = T0 + SEC;
+    /* each guard alone keeps the claim */
+    struct sbx_observed k = o;
+    k.claim_adopted_ms = 0;                                /* a claim of its own */
+    CHECK_INT(decide(&s, &k).actions, 0);
+    k = o;
+    k.status_started_ms = T0 + 2 * SEC;                    /* a pod of it was Ready once */
+    CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));
+    k = o;
+    k.status_stopped_ms = T0 + 2 * SEC;                    /* it ran and was stopped */
+    CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));
+    k = o;
+    k.pod_started_ms = T0 + 2 * SEC;                       /* the kubelet took the pod */
+    CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));
+    k = o;
+    k.pod_unscheduled_message = "0/3 nodes are available: 3 Insufficient cpu.";   /* not the volume's node */
+    CHECK_INT(decide(&s, &k).actions, 0);
+    CHECK_INT(decide(&s, &k).requeue_after_ms, 0);
+    k = o;
+    k.pod_unscheduled_reason = "SchedulingGated";
+    CHECK_INT(decide(&s, &k).actions, 0);
+    k = o;
+    k.now_ms = T0 + SBX_WARM_RELEASE_WINDOW_MS + SEC;      /* adopted too long ago */
+    CHECK_INT(decide(&s, &k).actions, 0);
+    k = o;
+    k.pvc = SBX_OBJ_TERMINATING;                           /* already going */
+    CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));
+}
+
 TEST(reasons_the_schema_would_refuse_are_not_passed_on) {
     static const char *const bad[] = {
         "", "has space", "1Leading", "Trailing:", "dash-ed", "x\n",

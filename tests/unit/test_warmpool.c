@@ -193,7 +193,7 @@ TEST(adoption_patch_moves_ownership_under_a_precondition) {
     s.chat_id = "chat-1";
     s.lifecycle = SBX_SESSION;
     struct sbx_owner o = {.name = "box", .namespace_ = "team", .uid = "sb-uid"};
-    cJSON *p = sbx_warm_adopt_patch(&o, &s, "yao-warm-x1", "4711");
+    cJSON *p = sbx_warm_adopt_patch(&o, &s, "yao-warm-x1", "4711", INT64_C(1764633600000));
     CHECK(p != NULL);
     CHECK_STR(kj_str(p, "metadata.resourceVersion"), "4711");
     CHECK(kj_str(p, "metadata.name") == NULL);          /* only what moves */
@@ -204,6 +204,7 @@ TEST(adoption_patch_moves_ownership_under_a_precondition) {
     CHECK_STR(kj_map_get(p, "metadata.labels", SBX_LABEL_NAME), "box");
     CHECK_STR(kj_map_get(p, "metadata.labels", SBX_LABEL_USER), "alice");
     CHECK_STR(kj_map_get(p, "metadata.annotations", SBX_ANN_CHAT_ID), "chat-1");
+    CHECK_STR(kj_map_get(p, "metadata.annotations", SBX_ANN_WARM_ADOPTED), "2025-12-02T00:00:00Z");
     const cJSON *refs = kj_path(p, "metadata.ownerReferences");
     CHECK_INT(cJSON_GetArraySize(refs), 1);             /* the class's reference is dropped */
     const cJSON *ref = cJSON_GetArrayItem(refs, 0);
@@ -211,7 +212,7 @@ TEST(adoption_patch_moves_ownership_under_a_precondition) {
     CHECK_STR(kj_str(ref, "uid"), "sb-uid");
     CHECK_INT(kj_bool(ref, "controller", 0), 1);
     cJSON_Delete(p);
-    CHECK(sbx_warm_adopt_patch(&o, &s, "c", NULL) == NULL);
+    CHECK(sbx_warm_adopt_patch(&o, &s, "c", NULL, 0) == NULL);
     struct sbx_owner nouid = {.name = "box"};
-    CHECK(sbx_warm_adopt_patch(&nouid, &s, "c", "1") == NULL);
+    CHECK(sbx_warm_adopt_patch(&nouid, &s, "c", "1", 0) == NULL);
 }
