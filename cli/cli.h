@@ -3,7 +3,7 @@
  * the one-line error helpers and the commands themselves (cmd_*.c), which cli/main.c puts
  * in its table. Not here: output formats (output.h), the Sandbox through the API server
  * (cluster.h), running a command in the sandbox (session.h), the pure file and exec
- * helpers (files.h).
+ * helpers (paths.h, tar.h, listing.h, remote.h, exec_decide.h).
  *
  * Exit codes: 0 success; 2 usage errors; 1 runtime errors; exec exits with the command's
  * code, or 75 (CLI_EXIT_SANDBOX_STOPPED) when the sandbox was stopped, paused, deleted or

@@ -8,7 +8,6 @@
 
 #include "base/clock.h"
 #include "cli/cluster.h"
-#include "cli/files.h"
 #include "cli/keepalive.h"
 #include "cli/output.h"
 #include "cli/waitcond.h"

@@ -1,6 +1,6 @@
 /* cli/cmd_cp.c — `cp LOCAL SANDBOX:PATH` and `cp SANDBOX:PATH LOCAL`: a tar stream built
  * here and unpacked by tar in the sandbox, or tar in the sandbox and the safe extractor
- * here (cli/files.c). Known limit: needs tar in the image. */
+ * here (cli/tar_write.c, cli/tar_read.c). Known limit: needs tar in the image. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,7 +11,9 @@
 
 #include "cli/cli.h"
 #include "cli/cluster.h"
-#include "cli/files.h"
+#include "cli/paths.h"
+#include "cli/remote.h"
+#include "cli/tar.h"
 #include "cli/session.h"
 #include "base/dynbuf.h"
 #include "kube/kjson.h"

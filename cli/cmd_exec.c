@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/cluster.h"
-#include "cli/files.h"
+#include "cli/exec_decide.h"
 #include "cli/session.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"

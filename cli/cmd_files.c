@@ -10,7 +10,9 @@
 
 #include "cli/cli.h"
 #include "cli/cluster.h"
-#include "cli/files.h"
+#include "cli/listing.h"
+#include "cli/paths.h"
+#include "cli/remote.h"
 #include "cli/output.h"
 #include "cli/session.h"
 #include "base/dynbuf.h"

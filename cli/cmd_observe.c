@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/describe.h"
-#include "cli/files.h"
+#include "cli/fdio.h"
 #include "cli/logstream.h"
 #include "cli/output.h"
 #include "cli/waitcond.h"

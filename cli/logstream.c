@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/dynbuf.h"
-#include "cli/files.h"
+#include "cli/fdio.h"
 #include "cli/logstream.h"
 #include "kube/rest.h"
 

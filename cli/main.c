@@ -10,9 +10,10 @@
  * args.c (parsing, errors), output.c, cluster.c (the Sandbox through the API server),
  * session.c (a command in the sandbox), cmd_exec.c, cmd_sandbox.c, cmd_files.c, cmd_cp.c,
  * cmd_observe.c (wait, logs, describe), waiter.c (waiting by watch), waitcond.c (what a
- * wait is for), describe.c, jsonpath.c, logstream.c, completion.c, files.c (the pure tar,
- * listing and exec helpers) and keepalive.c (how often a session marks the sandbox
- * used). Exit codes: see cli.h. */
+ * wait is for), describe.c, jsonpath.c, logstream.c, completion.c, the pure file and exec
+ * helpers — paths.c, tar_write.c and tar_read.c (tar.h), listing.c, remote.c (the scripts run
+ * in the sandbox), exec_decide.c — fdio.c (whole writes) and keepalive.c (how often a
+ * session marks the sandbox used). Exit codes: see cli.h. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 #include "base/dynbuf.h"
 #include "cli/cluster.h"
 #include "cli/completion.h"
-#include "cli/files.h"
+#include "cli/fdio.h"
 #include "kube/rest.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
-#include "cli/files.h"
+#include "cli/fdio.h"
 #include "cli/jsonpath.h"
 #include "cli/output.h"
 #include "base/dynbuf.h"

@@ -1,6 +1,7 @@
 /* cli/session.c — a command in the sandbox's container over kube_exec (see session.h):
  * stream callbacks, the toucher thread, the terminal size, and the file helpers' wrapper.
- * Not here: the exec transport (kube/exec.c), the pure tar and listing code (cli/files.c). */
+ * Not here: the exec transport (kube/exec.c), the pure tar and listing code (cli/tar.h,
+ * cli/listing.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,7 +14,11 @@
 
 #include "base/clock.h"
 #include "cli/cluster.h"
-#include "cli/files.h"
+#include "cli/exec_decide.h"
+#include "cli/fdio.h"
+#include "cli/paths.h"
+#include "cli/remote.h"
+#include "cli/tar.h"
 #include "cli/keepalive.h"
 #include "cli/session.h"
 #include "base/dynbuf.h"

@@ -1,12 +1,16 @@
 /* tests/unit/test_cli_exec.c — exec's small decisions in the CLI, without a cluster: the
  * terminal size from $COLUMNS/$LINES, when the end of an exec calls for a look at the
  * sandbox, whether the sandbox was stopped, paused, deleted or restarted under the command
- * (and the line that says so), and the exit codes (75 for a stopped sandbox, never the 137 of a killed command). */
+ * (and the line that says so), and the exit codes (75 for a stopped sandbox, never the 137 of a killed command);
+ * and the exec -w/-e wrapper, whose command really runs with the exact words. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
-#include "cli/files.h"
+#include "cli/exec_decide.h"
 
 TEST(term_size_from_the_environment) {
     unsigned w = 0, h = 0;
@@ -77,4 +81,57 @@ TEST(sandbox_stopped_under_the_command) {
         CHECK_STR(why, cases[i].why);
         if (strcmp(why, cases[i].why)) fprintf(stderr, "  case %zu\n", i);
     }
+}
+
+TEST(exec_argv_wraps_env_and_workdir_exactly) {
+    const char *cmd[] = {"printf", "%s|", "a b", "it's", "&&", "\xc3\xa9"};
+    const char *env[] = {"K=V", "EMPTY=", "SP=x y"};
+    const char **v;
+    size_t n;
+    CHECK_INT(cli_exec_argv(cmd, 6, NULL, 0, NULL, &v, &n), 0);
+    CHECK_INT(n, 6);
+    CHECK(v[0] == cmd[0] && v[5] == cmd[5] && v[6] == NULL);
+    free(v);
+    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, NULL, &v, &n), 0);
+    CHECK_INT(n, 10);
+    CHECK_STR(v[0], "env"); CHECK_STR(v[3], "SP=x y"); CHECK_STR(v[4], "printf");
+    free(v);
+    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, "/w s", &v, &n), 0);
+    CHECK_INT(n, 14);
+    CHECK_STR(v[4], "sh"); CHECK_STR(v[6], "cd -- \"$0\" && exec \"$@\""); CHECK_STR(v[7], "/w s");
+    CHECK_STR(v[8], "printf"); CHECK(v[14] == NULL);
+    free(v);
+    const char *eqcmd[] = {"A=B", "x"};
+    CHECK_INT(cli_exec_argv(eqcmd, 2, env, 1, NULL, &v, &n), 0);
+    CHECK_INT(n, 8);
+    CHECK_STR(v[2], "sh"); CHECK_STR(v[4], "exec \"$@\""); CHECK_STR(v[5], "sh"); CHECK_STR(v[6], "A=B");
+    CHECK(v[8] == NULL);
+    free(v);
+    const char *badenv[] = {"=x"};
+    CHECK_INT(cli_exec_argv(cmd, 6, badenv, 1, NULL, &v, &n), -1);
+    const char *noeq[] = {"NOEQ"};
+    CHECK_INT(cli_exec_argv(cmd, 6, noeq, 1, NULL, &v, &n), -1);
+    CHECK_INT(cli_exec_argv(cmd, 0, NULL, 0, NULL, &v, &n), -1);
+    /* the wrapped command really runs with the exact words */
+    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, "/", &v, &n), 0);
+    if (n == 14) {
+        pid_t pid;
+        int fds[2];
+        CHECK_INT(pipe(fds), 0);
+        if ((pid = fork()) == 0) {
+            dup2(fds[1], 1);
+            execvp(v[0], (char *const *)v);
+            _exit(127);
+        }
+        close(fds[1]);
+        char out[256] = "";
+        ssize_t r, tot = 0;
+        while ((r = read(fds[0], out + tot, sizeof(out) - 1 - (size_t)tot)) > 0) tot += r;
+        out[tot] = '\0';
+        close(fds[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        CHECK_STR(out, "a b|it's|&&|\xc3\xa9|");
+    }
+    free(v);
 }

@@ -20,7 +20,8 @@
 
 #include "check.h"
 #include "base/dynbuf.h"
-#include "cli/files.h"
+#include "cli/listing.h"
+#include "cli/remote.h"
 
 #define UNICODE_NAME "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93.txt"   /* "héllo wörld ✓.txt" */
 

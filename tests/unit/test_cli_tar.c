@@ -1,10 +1,10 @@
-/* tests/unit/test_cli_files.c — the CLI's file helpers without a cluster: sandbox path
- * handling, the tar writer checked against GNU tar (listing and extraction), the safe
+/* tests/unit/test_cli_tar.c — the CLI's tar code without a cluster (cli/tar_write.c,
+ * cli/tar_read.c): the tar writer checked against GNU tar (listing and extraction), the safe
  * extractor against hostile archives (absolute names, "..", escaping symlinks and hard
  * links, paths through symlinks) and against archives GNU tar wrote (gnu and pax long
  * names), a round trip of a tree with a 5 MB binary file and a name with spaces and
- * unicode, the listing parser and the exec -w/-e wrapper. (The remote scripts themselves
- * run in test_cli_remote.c.) */
+ * unicode. (The paths are test_cli_paths.c, the listing parser test_cli_listing.c, the
+ * exec -w/-e wrapper test_cli_exec.c; the remote scripts run in test_cli_remote.c.) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "base/dynbuf.h"
-#include "cli/files.h"
+#include "cli/tar.h"
 
 #define UNICODE_NAME "h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93.txt"   /* "héllo wörld ✓.txt" */
 
@@ -140,54 +140,6 @@ static void add_member(struct dynbuf *a, const char *name, char type, const char
 static void end_archive(struct dynbuf *a) {
     static const char zeros[1024];
     dynbuf_append(a, zeros, sizeof(zeros));
-}
-
-/* ---- paths ---------------------------------------------------------------------------- */
-
-TEST(path_join_resolves_against_the_base) {
-    char *p;
-    p = cli_path_join("/workspace", "a b/c.txt"); CHECK_STR(p, "/workspace/a b/c.txt"); free(p);
-    p = cli_path_join("/workspace/", "x"); CHECK_STR(p, "/workspace/x"); free(p);
-    p = cli_path_join("/workspace", "/etc/hosts"); CHECK_STR(p, "/etc/hosts"); free(p);
-    p = cli_path_join("/workspace", ""); CHECK_STR(p, "/workspace"); free(p);
-    p = cli_path_join(".", "f"); CHECK_STR(p, "./f"); free(p);
-    p = cli_path_join("", "f"); CHECK_STR(p, "f"); free(p);
-}
-
-TEST(path_split_gives_tar_dir_and_name) {
-    char *d, *n;
-    CHECK_INT(cli_path_split("/w/a/", &d, &n), 0); CHECK_STR(d, "/w"); CHECK_STR(n, "a"); free(d); free(n);
-    CHECK_INT(cli_path_split("a", &d, &n), 0); CHECK_STR(d, "."); CHECK_STR(n, "a"); free(d); free(n);
-    CHECK_INT(cli_path_split("/a", &d, &n), 0); CHECK_STR(d, "/"); CHECK_STR(n, "a"); free(d); free(n);
-    CHECK_INT(cli_path_split("/", &d, &n), 0); CHECK_STR(d, "/"); CHECK_STR(n, "."); free(d); free(n);
-    CHECK_INT(cli_path_split("./", &d, &n), 0); CHECK_STR(d, "."); CHECK_STR(n, "."); free(d); free(n);
-    CHECK_INT(cli_path_split("w/..", &d, &n), 0); CHECK_STR(d, "w/.."); CHECK_STR(n, "."); free(d); free(n);
-    CHECK_INT(cli_path_split("./x y", &d, &n), 0); CHECK_STR(d, "."); CHECK_STR(n, "x y"); free(d); free(n);
-    CHECK_INT(cli_path_split("", &d, &n), -1);
-}
-
-TEST(clean_rel_refuses_absolute_and_dotdot) {
-    char out[64];
-    CHECK_INT(cli_path_clean_rel("./a//b/./c/", out, sizeof(out)), 0); CHECK_STR(out, "a/b/c");
-    CHECK_INT(cli_path_clean_rel("./", out, sizeof(out)), 0); CHECK_STR(out, "");
-    CHECK_INT(cli_path_clean_rel("/etc/passwd", out, sizeof(out)), -1);
-    CHECK_INT(cli_path_clean_rel("../x", out, sizeof(out)), -2);
-    CHECK_INT(cli_path_clean_rel("a/../../x", out, sizeof(out)), -2);
-    CHECK_INT(cli_path_clean_rel("a/..", out, sizeof(out)), -2);
-    CHECK_INT(cli_path_clean_rel("a..b/..c", out, sizeof(out)), 0); CHECK_STR(out, "a..b/..c");
-    CHECK_INT(cli_path_clean_rel("abcdefgh", out, 4), -3);
-}
-
-TEST(link_targets_must_stay_inside) {
-    CHECK(cli_link_target_inside("a/b/l", "../c"));
-    CHECK(cli_link_target_inside("a/b/l", "../../c"));
-    CHECK(cli_link_target_inside("a/l", "b/c"));
-    CHECK(cli_link_target_inside("l", "."));
-    CHECK(!cli_link_target_inside("a/b/l", "../../../c"));
-    CHECK(!cli_link_target_inside("l", ".."));
-    CHECK(!cli_link_target_inside("l", "/etc/passwd"));
-    CHECK(!cli_link_target_inside("a/l", "b/../../x"));   /* ".." after a component */
-    CHECK(!cli_link_target_inside("l", ""));
 }
 
 /* ---- tar writer against GNU tar ------------------------------------------------------- */
@@ -516,127 +468,4 @@ TEST(round_trip_of_a_tree_with_a_5mb_binary_and_a_unicode_name) {
     }
     free(blob);
     rm_tree(d);
-}
-
-/* ---- listings and exec wrapping ------------------------------------------------------- */
-
-TEST(listing_parse_reads_groups_of_names_and_stat_lines) {
-    static const char listing[] =
-        "1\n/w/dir/\0\0" "41ed 4096 1732873000\n"
-        "4\nbig file.bin\0\0link\0target\n\0" UNICODE_NAME "\0\0gone\0\0"
-        "81a4 5242880 1732873001\n" "a1ff 7 1732873002\n" "8180 0 -5\n" "-\n"
-        "1\n.hidden\0\0" "11b6 0 0\n";
-    struct cli_file_info *v;
-    size_t n;
-    CHECK_INT(cli_listing_parse(listing, sizeof(listing) - 1, &v, &n), 0);
-    CHECK_INT(n, 5);                                   /* "gone" vanished: left out */
-    if (n == 5) {
-        CHECK_INT(v[0].type, 'd');
-        CHECK_STR(v[0].name, "dir");                   /* the path, by its base name */
-        CHECK_INT(v[0].mode, 0755);
-        CHECK_INT(v[0].mtime_ms, 1732873000000LL);
-        CHECK_STR(v[1].name, "big file.bin");
-        CHECK_INT(v[1].type, 'f');
-        CHECK_INT(v[1].size, 5242880);
-        CHECK_INT(v[1].mode, 0644);
-        CHECK_STR(v[1].link, "");
-        CHECK_INT(v[2].type, 'l');
-        CHECK_STR(v[2].link, "target\n");              /* a newline in a target survives */
-        CHECK_STR(v[3].name, UNICODE_NAME);
-        CHECK_INT(v[3].mode, 0600);
-        CHECK_INT(v[3].mtime_ms, -5000);
-        CHECK_STR(v[4].name, ".hidden");
-        CHECK_INT(v[4].type, 'p');
-    }
-    cli_file_infos_free(v, n);
-    CHECK_INT(cli_listing_parse("", 0, &v, &n), 0);
-    CHECK_INT(n, 0);
-    CHECK(v == NULL);
-    static const struct { const char *text; size_t len; } bad[] = {
-        {"1\nx\0\0", 5},                                 /* no stat line */
-        {"1\nx\0", 4},                                   /* no link field */
-        {"2\nx\0\0" "81a4 0 0\n", 14},                   /* first group is not one entry */
-        {"1\nx\0\0" "81a4 0 0\n" "1\n\0\0" "81a4 0 0\n", 25},   /* an empty name */
-        {"1\nx\0\0" "zz 0 0\n", 12},                     /* mode not hex */
-        {"1\nx\0\0" "81a4 x 0\n", 14},
-        {"1\nx\0\0" "81a4 0 0 9\n", 16},
-        {"1\nx\0\0" "-\n", 8},                           /* the path itself vanished */
-        {"x\n", 2},
-        {"99999999999999999999\n", 21},
-    };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        CHECK_INT(cli_listing_parse(bad[i].text, bad[i].len, &v, &n), -1);
-    }
-}
-
-TEST(base_name_like_ls) {
-    static const char *const cases[][2] = {{"/w/a", "a"}, {"/w/a/", "a"}, {"a", "a"}, {"/", "/"},
-                                           {"//", "/"}, {".", "."}, {"/w/..", ".."}, {"x y/\xc3\xa9", "\xc3\xa9"}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *b = cli_base_name(cases[i][0]);
-        CHECK_STR(b, cases[i][1]);
-        free(b);
-    }
-}
-
-TEST(mode_string_like_ls) {
-    char m[11];
-    cli_mode_string('d', 0755, m); CHECK_STR(m, "drwxr-xr-x");
-    cli_mode_string('f', 0640, m); CHECK_STR(m, "-rw-r-----");
-    cli_mode_string('l', 0777, m); CHECK_STR(m, "lrwxrwxrwx");
-    cli_mode_string('d', 01777, m); CHECK_STR(m, "drwxrwxrwt");
-    cli_mode_string('f', 04644, m); CHECK_STR(m, "-rwSr--r--");
-}
-
-TEST(exec_argv_wraps_env_and_workdir_exactly) {
-    const char *cmd[] = {"printf", "%s|", "a b", "it's", "&&", "\xc3\xa9"};
-    const char *env[] = {"K=V", "EMPTY=", "SP=x y"};
-    const char **v;
-    size_t n;
-    CHECK_INT(cli_exec_argv(cmd, 6, NULL, 0, NULL, &v, &n), 0);
-    CHECK_INT(n, 6);
-    CHECK(v[0] == cmd[0] && v[5] == cmd[5] && v[6] == NULL);
-    free(v);
-    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, NULL, &v, &n), 0);
-    CHECK_INT(n, 10);
-    CHECK_STR(v[0], "env"); CHECK_STR(v[3], "SP=x y"); CHECK_STR(v[4], "printf");
-    free(v);
-    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, "/w s", &v, &n), 0);
-    CHECK_INT(n, 14);
-    CHECK_STR(v[4], "sh"); CHECK_STR(v[6], "cd -- \"$0\" && exec \"$@\""); CHECK_STR(v[7], "/w s");
-    CHECK_STR(v[8], "printf"); CHECK(v[14] == NULL);
-    free(v);
-    const char *eqcmd[] = {"A=B", "x"};
-    CHECK_INT(cli_exec_argv(eqcmd, 2, env, 1, NULL, &v, &n), 0);
-    CHECK_INT(n, 8);
-    CHECK_STR(v[2], "sh"); CHECK_STR(v[4], "exec \"$@\""); CHECK_STR(v[5], "sh"); CHECK_STR(v[6], "A=B");
-    CHECK(v[8] == NULL);
-    free(v);
-    const char *badenv[] = {"=x"};
-    CHECK_INT(cli_exec_argv(cmd, 6, badenv, 1, NULL, &v, &n), -1);
-    const char *noeq[] = {"NOEQ"};
-    CHECK_INT(cli_exec_argv(cmd, 6, noeq, 1, NULL, &v, &n), -1);
-    CHECK_INT(cli_exec_argv(cmd, 0, NULL, 0, NULL, &v, &n), -1);
-    /* the wrapped command really runs with the exact words */
-    CHECK_INT(cli_exec_argv(cmd, 6, env, 3, "/", &v, &n), 0);
-    if (n == 14) {
-        pid_t pid;
-        int fds[2];
-        CHECK_INT(pipe(fds), 0);
-        if ((pid = fork()) == 0) {
-            dup2(fds[1], 1);
-            execvp(v[0], (char *const *)v);
-            _exit(127);
-        }
-        close(fds[1]);
-        char out[256] = "";
-        ssize_t r, tot = 0;
-        while ((r = read(fds[0], out + tot, sizeof(out) - 1 - (size_t)tot)) > 0) tot += r;
-        out[tot] = '\0';
-        close(fds[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        CHECK_STR(out, "a b|it's|&&|\xc3\xa9|");
-    }
-    free(v);
 }
