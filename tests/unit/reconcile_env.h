@@ -82,6 +82,23 @@ static inline void env_stop(struct env *e) {
     memset(e, 0, sizeof(*e));
 }
 
+/* One environment per test binary, started on first use and stopped at exit (a start
+ * and a stop take seconds under valgrind). Tests keep apart by their Sandboxes' names
+ * and users, and count requests from a mark to their own paths. NULL when it could not
+ * start. */
+static struct env shared_env;
+static int shared_env_state;   /* 0 not tried, 1 up, -1 failed */
+static inline void shared_env_stop(void) { env_stop(&shared_env); }
+static inline struct env *env_tweaked(void (*tweak)(struct sbx_controller_options *)) {
+    if (!shared_env_state) {
+        shared_env_state = env_start(&shared_env, tweak) == 0 ? 1 : -1;
+        atexit(shared_env_stop);
+    }
+    kj_now_offset_set(0);
+    return shared_env_state == 1 ? &shared_env : NULL;
+}
+static inline struct env *env(void) { return env_tweaked(NULL); }
+
 static inline void env_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
@@ -132,6 +149,13 @@ static inline const char *stored_str(struct env *e, const char *path, const char
     snprintf(out, n, "%s", v ? v : "");
     cJSON_Delete(o);
     return out;
+}
+
+/* Does the store hold an object at path? */
+static inline int stored_exists(struct env *e, const char *path) {
+    cJSON *o = fakeapi_get(&e->fa, path);
+    cJSON_Delete(o);
+    return o != NULL;
 }
 
 /* The reason of the stored Sandbox's Ready condition, into out. */
