@@ -732,6 +732,9 @@ static inline void *fa_conn_main(void *arg) {
         if (rc < 0) goto done;
     }
 done:
+    /* The client sees the end at once; the fd itself is closed by fakeapi_stop (its
+     * number stays ours until then). */
+    shutdown(fd, SHUT_RDWR);
     free(buf);
     return NULL;
 }
@@ -932,6 +935,13 @@ static inline void fakeapi_fault(struct fakeapi *fa, const char *method, const c
         f->drop = status == 0;
         f->times = times;
     }
+    pthread_mutex_unlock(&fa->lock);
+}
+
+/* Forget the faults not used up. */
+static inline void fakeapi_clear_faults(struct fakeapi *fa) {
+    pthread_mutex_lock(&fa->lock);
+    fa->nfaults = 0;
     pthread_mutex_unlock(&fa->lock);
 }
 
