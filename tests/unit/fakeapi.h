@@ -9,8 +9,9 @@
  *            with metadata.resourceVersion, filtered by labelSelector (k=v, k==v, k!=v, k,
  *            !k); watch=true streams the collection's events after resourceVersion
  *            (chunked, one JSON line each) until timeoutSeconds, the client goes or stop.
- *   POST     create in a collection: 409 AlreadyExists when the name is taken; the server
- *            sets uid, resourceVersion, creationTimestamp, generation.
+ *   POST     create in a collection (metadata.generateName honoured): 409 AlreadyExists
+ *            when the name is taken; the server sets uid, resourceVersion,
+ *            creationTimestamp, generation.
  *   PUT      replace an object, or its status (…/status); a metadata.resourceVersion in the
  *            body that is not the current one → 409 Conflict.
  *   PATCH    merge patch (RFC 7386) of the object or of its status (…/status); a
@@ -480,7 +481,19 @@ static inline void fa_handle(struct fakeapi *fa, const char *method, const char 
         fa_ok(a, 200, list);
         cJSON_Delete(list);
     } else if (!strcmp(method, "POST") && !w.name[0]) {
-        const char *name = fa_md_str(in, "name");
+        const char *name = fa_md_str(in, "name"), *gen = fa_md_str(in, "generateName");
+        char made[300];
+        if (cJSON_IsObject(in) && (!name || !*name) && gen && *gen) {
+            /* generateName: the prefix and five characters, as the API server does */
+            static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
+            unsigned long k = (unsigned long)++fa->uids * 2654435761u;
+            char tail[6];
+            for (int i = 0; i < 5; i++, k /= 27) tail[i] = alnum[k % 27];
+            tail[5] = '\0';
+            snprintf(made, sizeof made, "%.250s%s", gen, tail);
+            fa_set_str(fa_md(in), "name", made);
+            name = fa_md_str(in, "name");
+        }
         if (!cJSON_IsObject(in) || !name || !*name) {
             fa_fail(a, 422, "Invalid", "metadata.name: Required value");
         } else {
@@ -919,6 +932,20 @@ static inline int fakeapi_count_objects(struct fakeapi *fa, const char *collecti
     for (size_t i = 0; i < fa->nobjs; i++) n += fa_in_collection(&fa->objs[i].at, &w);
     pthread_mutex_unlock(&fa->lock);
     return n;
+}
+
+/* Copies of the objects of collection path (one namespace or all) that match the label
+ * selector sel (NULL: all), as a JSON array to cJSON_Delete. */
+static inline cJSON *fakeapi_list(struct fakeapi *fa, const char *collection, const char *sel) {
+    struct fa_where w;
+    cJSON *out = cJSON_CreateArray();
+    if (fa_parse_path(collection, &w) < 0) return out;
+    pthread_mutex_lock(&fa->lock);
+    for (size_t i = 0; i < fa->nobjs; i++)
+        if (fa_in_collection(&fa->objs[i].at, &w) && fa_selector_matches(fa->objs[i].obj, sel))
+            cJSON_AddItemToArray(out, cJSON_Duplicate(fa->objs[i].obj, 1));
+    pthread_mutex_unlock(&fa->lock);
+    return out;
 }
 
 /* The next `times` requests of method ("" = any) to path (exact, no query) get status

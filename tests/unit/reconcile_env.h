@@ -22,6 +22,7 @@
 #define POD_COLL "/api/v1/namespaces/" NS "/pods"
 #define PVC_COLL "/api/v1/namespaces/" NS "/persistentvolumeclaims"
 #define SC_COLL "/apis/storage.k8s.io/v1/storageclasses"
+#define SC_IMMEDIATE "fast"
 
 struct env {
     struct fakeapi fa;
@@ -46,7 +47,8 @@ static inline void names_of(struct names *n, const char *name, const char *user,
 }
 
 /* Start the fake (with a default StorageClass that binds at the first consumer, so a
- * pod is created with its claim in one pass) and a controller on it watching NS.
+ * pod is created with its claim in one pass, and SC_IMMEDIATE, which binds at once) and
+ * a controller on it watching NS.
  * tweak (may be NULL) adjusts the options first. 0 or -1. */
 static inline int env_start(struct env *e, void (*tweak)(struct sbx_controller_options *)) {
     char err[512];
@@ -58,6 +60,11 @@ static inline int env_start(struct env *e, void (*tweak)(struct sbx_controller_o
                      "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"local\","
                      "\"annotations\":{\"storageclass.kubernetes.io/is-default-class\":\"true\"}},"
                      "\"provisioner\":\"fake\",\"volumeBindingMode\":\"WaitForFirstConsumer\"}") < 0)
+        return -1;
+    /* and one that binds at once (a warm pool keeps claims only of such a class) */
+    if (fakeapi_seed(&e->fa, SC_COLL,
+                     "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"" SC_IMMEDIATE
+                     "\"},\"provisioner\":\"fake\",\"volumeBindingMode\":\"Immediate\"}") < 0)
         return -1;
     if (!(e->client = fakeapi_client(&e->fa))) return -1;
     /* Retries back off 200 ms, 400 ms ...: a fault test waits for them, the others never. */
