@@ -7,7 +7,8 @@
  * server does, as far as the controller needs:
  *   GET      an object (404 when absent); a collection (one namespace or all) as a List
  *            with metadata.resourceVersion, filtered by labelSelector (k=v, k==v, k!=v, k,
- *            !k); watch=true streams the collection's events after resourceVersion
+ *            !k) and fieldSelector (metadata.name, metadata.namespace); watch=true
+ *            streams the collection's events after resourceVersion
  *            (chunked, one JSON line each) until timeoutSeconds, the client goes or stop.
  *   POST     create in a collection (metadata.generateName honoured): 409 AlreadyExists
  *            when the name is taken; the server sets uid, resourceVersion,
@@ -248,6 +249,30 @@ static inline int fa_selector_matches(const cJSON *obj, const char *sel) {
     return 1;
 }
 
+/* Does obj match the field selector sel (metadata.name and metadata.namespace, = or ==
+ * or !=, joined by ',')? Another field matches nothing. */
+static inline int fa_fields_match(const cJSON *obj, const char *sel) {
+    char buf[1024], *save = NULL;
+    if (!sel || !*sel) return 1;
+    snprintf(buf, sizeof buf, "%s", sel);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *ne = strstr(t, "!="), *eq = strchr(t, '=');
+        if (!eq) return 0;
+        const char *want = ne ? ne + 2 : eq[1] == '=' ? eq + 2 : eq + 1;
+        *(ne ? ne : eq) = '\0';
+        const char *have = !strcmp(t, "metadata.name") ? fa_md_str(obj, "name")
+                           : !strcmp(t, "metadata.namespace") ? fa_md_str(obj, "namespace") : NULL;
+        if (!strcmp(t, "metadata.namespace") && !have) have = "";
+        if (!strcmp(t, "metadata.name") || !strcmp(t, "metadata.namespace")) {
+            int same = have && !strcmp(have, want);
+            if (ne ? same : !same) return 0;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* RFC 7386 merge patch of patch into *target (replaced when either is no object). */
 static inline void fa_merge_patch(cJSON **target, const cJSON *patch) {
     if (!cJSON_IsObject(patch)) {
@@ -466,8 +491,9 @@ static inline void fa_handle(struct fakeapi *fa, const char *method, const char 
         if (!o || (w.sub[0] && strcmp(w.sub, "status"))) fa_fail(a, 404, "NotFound", msg);
         else fa_ok(a, 200, o->obj);
     } else if (!strcmp(method, "GET")) {
-        char sel[512];
+        char sel[512], fields[512];
         fa_query(query, "labelSelector", sel, sizeof sel);
+        fa_query(query, "fieldSelector", fields, sizeof fields);
         cJSON *list = cJSON_CreateObject(), *items;
         char rv[32];
         snprintf(rv, sizeof rv, "%ld", fa->rv);
@@ -476,7 +502,8 @@ static inline void fa_handle(struct fakeapi *fa, const char *method, const char 
         cJSON_AddStringToObject(cJSON_AddObjectToObject(list, "metadata"), "resourceVersion", rv);
         items = cJSON_AddArrayToObject(list, "items");
         for (size_t i = 0; i < fa->nobjs; i++)
-            if (fa_in_collection(&fa->objs[i].at, &w) && fa_selector_matches(fa->objs[i].obj, sel))
+            if (fa_in_collection(&fa->objs[i].at, &w) && fa_selector_matches(fa->objs[i].obj, sel) &&
+                fa_fields_match(fa->objs[i].obj, fields))
                 cJSON_AddItemToArray(items, cJSON_Duplicate(fa->objs[i].obj, 1));
         fa_ok(a, 200, list);
         cJSON_Delete(list);
