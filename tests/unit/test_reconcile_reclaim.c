@@ -4,8 +4,7 @@
  * CapacityExceeded) has the idle running Sandbox of a reclaimable class stopped for
  * it — read fresh by name, the stop recorded in its status (Stopping, Reclaimed) with the
  * version read as precondition, its pod deleted with its uid, its claim kept — and is
- * admitted once that pod is gone; the reclaimed one stays stopped (Reclaimed) until a
- * touch. A reclaim whose status write meets a 409 (touched meanwhile) stops nothing. */
+ * admitted once that pod is gone; the reclaimed one stays stopped (Reclaimed). A reclaim whose status write meets a 409 (touched meanwhile) stops nothing. */
 #include "reconcile_env.h"
 
 static void cap_one(struct sbx_controller_options *o) { o->limits.max_running = 1; }
