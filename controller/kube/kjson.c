@@ -2,6 +2,7 @@
 #include "kube/kjson.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -127,8 +128,12 @@ void kj_time_format_micro(int64_t ms, char *out, size_t outlen) {
     snprintf(out, outlen, "%s.%06dZ", base, (int)((ms % 1000 + 1000) % 1000) * 1000);
 }
 
+static _Atomic int64_t now_offset_ms;
+
+void kj_now_offset_set(int64_t offset_ms) { atomic_store(&now_offset_ms, offset_ms); }
+
 int64_t kj_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&now_offset_ms);
 }

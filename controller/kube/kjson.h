@@ -27,7 +27,10 @@ int kj_time_parse(const char *s, int64_t *ms);
 void kj_time_format(int64_t ms, char *out, size_t outlen);
 /* Format as MicroTime "2006-01-02T15:04:05.000000Z". out >= 40 bytes. */
 void kj_time_format_micro(int64_t ms, char *out, size_t outlen);
-/* Wall-clock milliseconds since the epoch. */
+/* Wall-clock milliseconds since the epoch (plus the offset below). */
 int64_t kj_now_ms(void);
+/* For tests: kj_now_ms runs offset_ms ahead of the wall clock from now on (0: the wall
+ * clock itself), so a test can let a grace period or an idle timeout pass at once. */
+void kj_now_offset_set(int64_t offset_ms);
 
 #endif

@@ -429,7 +429,9 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
+static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const volatile int *stop);
+
+int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *stop) {
     /* A namespaced install's Role cannot grant the cluster-scoped StorageClass read: ask
      * once, and without it go on with binding modes unknown instead of a relist that is
      * refused every 30 s. */
@@ -459,6 +461,11 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
         LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
         return -1;
     }
+    return sbx_controller_sync(ctl, classes_on, stop);
+}
+
+/* Start the informers and wait for their caches (the StorageClass cache only a while). */
+static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const volatile int *stop) {
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
         (ctl->netpols_on && informer_start(ctl->netpols) < 0) ||
         informer_start(ctl->sandboxes) < 0 ||
@@ -479,6 +486,11 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu storageclasses=%zu%s", informer_count(ctl->sandboxes),
         informer_count(ctl->pods), informer_count(ctl->pvcs), informer_count(ctl->classes),
         informer_synced(ctl->classes) ? "" : " (StorageClasses not readable yet: binding modes unknown)");
+    return 0;
+}
+
+int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
+    if (sbx_controller_start_caches(ctl, stop) < 0) return -1;
     ctl->threads = calloc((size_t)ctl->opt.workers, sizeof(pthread_t));
     if (!ctl->threads) return -1;
     for (int i = 0; i < ctl->opt.workers; i++) {

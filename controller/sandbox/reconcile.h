@@ -103,6 +103,11 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
 /* Start the informers, wait until their caches are synced (or stop is set), then start
  * the workers. 0, or -1 when stopped before syncing. */
 int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop);
+/* The same without the workers: the probes, the shard migration and the informers, until
+ * their caches are synced. Nothing takes keys from the queue; the caller runs each pass
+ * itself with sbx_reconcile (the unit tests of the pass do). Call it or
+ * sbx_controller_run, once. 0, or -1 when stopped before syncing. */
+int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *stop);
 /* Stop workers and informers: the client is cancelled (requests in flight return within
  * ~20 ms), then the Events still waiting are flushed for at most SBX_EVENT_FLUSH_MS. */
 #define SBX_EVENT_FLUSH_MS 2000
