@@ -692,7 +692,8 @@ static int collect_binder(void *ud, const char *key, void *value) {
     struct binder_list *l = ud;
     const struct binder_entry *b = value;
     size_t nsl = strlen(l->ns);
-    if (strncmp(key, l->ns, nsl) != 0 || key[nsl] != '/' || b->deleting || b->expected_until_ms) return 0;
+    /* (one we made that the watch has not shown yet counts: its uid is known) */
+    if (strncmp(key, l->ns, nsl) != 0 || key[nsl] != '/' || b->deleting || !b->uid || !*b->uid) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
         struct binder_ref *v = realloc(l->v, cap * sizeof(*v));

@@ -8,8 +8,8 @@
  * the claim first) falls back to a claim of its own. */
 #include "reconcile_env.h"
 
-/* Pools keep claims of a class that binds at once only (a volume bound on a node would
- * pin its Sandbox there): the flag defaults' class is SC_IMMEDIATE here. */
+/* The flag defaults' class is SC_IMMEDIATE here, which binds at once (pools of a
+ * WaitForFirstConsumer class, bound by binder pods: test_reconcile_binder.c). */
 static void warm_one(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;
     o->defaults.storage_class = SC_IMMEDIATE;
