@@ -28,6 +28,7 @@
 #include "sandbox/quantity.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
+#include "sandbox/warmbinder.h"
 #include "sandbox/workspacecopy.h"
 
 
@@ -109,6 +110,11 @@ static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *
 static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
     const cJSON *obj = cur ? cur : old;
+    if (kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM)) {
+        /* A warm pool's binder (no sandbox pod): the pool pass looks after it. */
+        sbx_warm_on_binder_pod(ctl, old, cur);
+        return;
+    }
     const char *copy_for = kj_map_get(obj, "metadata.annotations", SBX_ANN_COPY_FOR);
     if (copy_for) {
         /* A fork's copier (no sandbox pod): its Sandbox looks at the copy's progress. */
@@ -839,7 +845,7 @@ long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, con
         cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
         cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
         (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
-        cJSON_AddStringToObject(pre, "resourceVersion", rv))
+        (!rv || cJSON_AddStringToObject(pre, "resourceVersion", rv)))
         body = cJSON_PrintUnformatted(opts);
     cJSON_Delete(opts);
     if (!body) { snprintf(err, errlen, "out of memory"); return -1; }

@@ -35,7 +35,7 @@
 /* ---- reconcile.c: shared helpers ---- */
 /* Bump a stats counter under the controller's lock. */
 void sbx_ctl_count(struct sbx_controller *ctl, uint64_t *field);
-/* DELETE path with the preconditions uid and resourceVersion. The HTTP status (err set
+/* DELETE path with the preconditions uid and resourceVersion (rv NULL: uid alone). The HTTP status (err set
  * unless 2xx, 404 or 409), or -1. */
 long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,
                                char *err, size_t errlen);
@@ -118,6 +118,8 @@ void sbx_warm_queue_key(const char *ns, char *out, size_t n);
 void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
+/* A binder pod (SBX_ANN_BINDS_CLAIM) changed in the pod cache: index it, queue its pool pass. */
+void sbx_warm_on_binder_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 /* The claim the Sandbox uid controls, as the cache shows it, when it has a name of its
  * own (adopted): 1 with its name in out, or 0 (its claim, if any, is the one its IDs
  * name). */

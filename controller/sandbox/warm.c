@@ -7,7 +7,11 @@
  * The truth is the claim in the cache: a claim whose controller reference is a Sandbox
  * belongs to it, whatever its name; a claim labelled SBX_LABEL_WARM_POOL without such a
  * reference is in a pool. The index only mirrors the cache, so a restart rebuilds it from
- * the initial list. */
+ * the initial list.
+ *
+ * Pools of a WaitForFirstConsumer StorageClass: the pool pass keeps one binder pod
+ * (warmbinder.c) per pending pool claim and deletes it once the claim is Bound, adopted or
+ * gone; the binders are indexed from the pod informer like the claims. */
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
@@ -19,12 +23,14 @@
 #include "base/log.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
+#include "sandbox/warmbinder.h"
 #include "sandbox/warmpool.h"
 
 /* A pool claim as the index keeps it (owned strings). */
 struct pool_entry {
     char ns[64], key[SBX_WARM_KEY_LEN];
     char *name, *uid, *rv, *storage_class, *request;
+    char *node;               /* SBX_ANN_SELECTED_NODE (WaitForFirstConsumer), or NULL */
     int bound, terminating;
     int64_t created_ms;
     /* Put here by our own create, not by the watch yet: counted until the watch shows it,
@@ -44,7 +50,23 @@ struct sbx_warm {
     /* ns -> struct wanted_keys: the pools its last pool pass kept (size > 0), so an
      * adoption that finds none of its shape can tell a miss from a shape without a pool. */
     struct strmap wanted;
+    struct strmap binders;    /* "ns/claim" -> struct binder_entry *: binder pods in the cache */
 };
+
+/* A binder pod as the index keeps it. */
+struct binder_entry {
+    char *pod, *uid;
+    int deleting;       /* terminating, or deleted by us (the watch confirms) */
+    int64_t expected_until_ms;  /* created by us, not shown by the watch yet */
+};
+
+static void binder_entry_free(void *v) {
+    struct binder_entry *b = v;
+    if (!b) return;
+    free(b->pod);
+    free(b->uid);
+    free(b);
+}
 
 struct wanted_keys { size_t n; char key[SBX_WARM_WANTS_MAX][SBX_WARM_KEY_LEN]; };
 
@@ -56,6 +78,7 @@ static void pool_entry_free(void *v) {
     free(e->rv);
     free(e->storage_class);
     free(e->request);
+    free(e->node);
     free(e);
 }
 
@@ -68,6 +91,7 @@ int sbx_warm_init(struct sbx_controller *ctl) {
     strmap_init(&ctl->warm->counts);
     strmap_init(&ctl->warm->late_noted);
     strmap_init(&ctl->warm->wanted);
+    strmap_init(&ctl->warm->binders);
     return 0;
 }
 
@@ -79,6 +103,7 @@ void sbx_warm_free(struct sbx_controller *ctl) {
     strmap_clear(&w->counts, NULL);
     strmap_clear(&w->late_noted, NULL);
     strmap_clear(&w->wanted, free);
+    strmap_clear(&w->binders, binder_entry_free);
     pthread_mutex_destroy(&w->lock);
     free(w);
     ctl->warm = NULL;
@@ -128,6 +153,8 @@ static struct pool_entry *entry_of(const cJSON *obj, const char *key) {
     e->storage_class = kj_str(obj, "spec.storageClassName") ? dup_str(kj_str(obj, "spec.storageClassName"), &failed)
                                                             : NULL;
     e->request = dup_str(kj_str(obj, "spec.resources.requests.storage"), &failed);
+    const char *node = kj_map_get(obj, "metadata.annotations", SBX_ANN_SELECTED_NODE);
+    e->node = node ? dup_str(node, &failed) : NULL;
     e->bound = phase && !strcmp(phase, "Bound");
     e->terminating = kj_str(obj, "metadata.deletionTimestamp") != NULL;
     e->created_ms = sbx_time_at(obj, "metadata.creationTimestamp");
@@ -258,6 +285,38 @@ void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON
             if (cJSON_IsString(it)) queue_pools(ctl, it->valuestring);
 }
 
+void sbx_warm_on_binder_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+    struct sbx_warm *w = ctl->warm;
+    const cJSON *obj = cur ? cur : old;
+    const char *ns = kj_str(obj, "metadata.namespace"), *pod = kj_str(obj, "metadata.name");
+    const char *claim = kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM);
+    char bkey[512];
+    if (!ns || !pod || !claim) return;
+    snprintf(bkey, sizeof(bkey), "%s/%s", ns, claim);
+    pthread_mutex_lock(&w->lock);
+    if (!cur) {
+        struct binder_entry *have = strmap_get(&w->binders, bkey);
+        if (have && !strcmp(have->pod, pod)) binder_entry_free(strmap_remove(&w->binders, bkey));
+    } else {
+        struct binder_entry *b = calloc(1, sizeof(*b));
+        int failed = !b;
+        void *prev = NULL;
+        if (b) {
+            b->pod = dup_str(pod, &failed);
+            b->uid = dup_str(kj_str(cur, "metadata.uid"), &failed);
+            b->deleting = kj_str(cur, "metadata.deletionTimestamp") != NULL;
+        }
+        if (failed || strmap_put(&w->binders, bkey, b, &prev) < 0) {
+            binder_entry_free(b);
+            LOGW("msg=\"warm pool: a binder pod could not be indexed (out of memory)\" pod=%s/%s", ns, pod);
+        } else {
+            binder_entry_free(prev);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    queue_pools(ctl, ns);
+}
+
 /* ---- the pool pass --------------------------------------------------------------------- */
 
 struct wants_ctx {
@@ -270,9 +329,11 @@ struct wants_ctx {
 
 /* The workspace a class gives a Sandbox that asks for nothing: resolved exactly as a
  * Sandbox of it would be. 0 or -1 (an invalid class keeps no pool). */
+#define POOL_PROBE_SANDBOX "{\"metadata\":{\"name\":\"warm\"},\"spec\":{\"userID\":\"warm\",\"chatID\":\"warm\"}}"
+
 static int class_shape(const struct sbx_class *cls, const struct sbx_defaults *d, char **storage_class,
                        int64_t *bytes) {
-    cJSON *sb = cJSON_Parse("{\"metadata\":{\"name\":\"warm\"},\"spec\":{\"userID\":\"warm\",\"chatID\":\"warm\"}}");
+    cJSON *sb = cJSON_Parse(POOL_PROBE_SANDBOX);
     struct sbx_spec spec;
     char why[512];
     int rc = -1;
@@ -383,6 +444,7 @@ static int copy_pool_entry(void *ud, const char *k, void *value) {
     d->rv = dup_str(e->rv, &failed);
     d->storage_class = e->storage_class ? dup_str(e->storage_class, &failed) : NULL;
     d->request = dup_str(e->request, &failed);
+    d->node = e->node ? dup_str(e->node, &failed) : NULL;
     pc->n++;
     if (failed) { pc->failed = 1; return 1; }
     return 0;
@@ -395,6 +457,7 @@ static void pool_copy_free(struct pool_copy *pc) {
         free(pc->v[i].rv);
         free(pc->v[i].storage_class);
         free(pc->v[i].request);
+        free(pc->v[i].node);
     }
     free(pc->v);
 }
@@ -449,8 +512,8 @@ static int pool_binds_late(struct sbx_controller *ctl, const struct sbx_warm_wan
     if (!noted) strmap_put(&ctl->warm->late_noted, name, (void *)1, NULL);
     pthread_mutex_unlock(&ctl->warm->lock);
     if (!noted)
-        LOGI("msg=\"warm pool: StorageClass binds on first consumer (WaitForFirstConsumer): no claims are kept warm "
-             "for it (a bound volume would pin its Sandbox to one node)\" storageclass=%s", name);
+        LOGI("msg=\"warm pool: StorageClass binds on first consumer (WaitForFirstConsumer): its pool claims are bound "
+             "ahead by binder pods\" storageclass=%s", name);
     return 1;
 }
 
@@ -505,6 +568,181 @@ void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pendi
     *pending = t.pending;
 }
 
+/* ---- binders (WaitForFirstConsumer pools) ----------------------------------------------- */
+
+/* The spec a Sandbox of want's pool gets: its class's (from the cache), or the flag
+ * defaults'. 0, or -1 with the reason in why. */
+static int want_spec(struct sbx_controller *ctl, const struct sbx_warm_want *want, struct sbx_spec *out, char *why,
+                     size_t whylen) {
+    cJSON *sb = cJSON_Parse(POOL_PROBE_SANDBOX);
+    int rc = -1;
+    if (!sb) { snprintf(why, whylen, "out of memory"); return -1; }
+    if (!want->owner_class) {
+        rc = sbx_spec_parse(sb, &ctl->opt.defaults, out, why, whylen);
+    } else {
+        cJSON *obj = ctl->sandbox_classes_on ? informer_get(ctl->sandbox_classes, want->owner_class) : NULL;
+        struct sbx_class cls;
+        if (!obj) snprintf(why, whylen, "SandboxClass %s is not in the cache", want->owner_class);
+        else if (sbx_class_parse(obj, &cls, why, whylen) == 0) {
+            rc = sbx_class_resolve(sb, &cls, &ctl->opt.defaults, out, why, whylen);
+            sbx_class_free(&cls);
+        }
+        cJSON_Delete(obj);
+    }
+    cJSON_Delete(sb);
+    return rc;
+}
+
+/* Does pool claim e want a binder: pending, not going, and known by uid? */
+static int needs_binder(const struct pool_entry *e) { return !e->bound && !e->terminating && e->uid && *e->uid; }
+
+/* Is there a binder of ns/claim in the index (or created by us within EXPECT_MS)? */
+static int has_binder(struct sbx_warm *w, const char *ns, const char *claim, int64_t now) {
+    char bkey[512];
+    snprintf(bkey, sizeof(bkey), "%s/%s", ns, claim);
+    pthread_mutex_lock(&w->lock);
+    const struct binder_entry *b = strmap_get(&w->binders, bkey);
+    int have = b && !b->deleting && (!b->expected_until_ms || b->expected_until_ms >= now);
+    pthread_mutex_unlock(&w->lock);
+    return have;
+}
+
+/* Index the binder we just created (counted until the watch shows it). */
+static void expect_binder(struct sbx_warm *w, const char *ns, const char *claim, const cJSON *made) {
+    char bkey[512];
+    struct binder_entry *b = calloc(1, sizeof(*b));
+    int failed = !b;
+    void *prev = NULL;
+    snprintf(bkey, sizeof(bkey), "%s/%s", ns, claim);
+    if (b) {
+        b->pod = dup_str(kj_str(made, "metadata.name"), &failed);
+        b->uid = dup_str(kj_str(made, "metadata.uid"), &failed);
+        b->expected_until_ms = kj_now_ms() + EXPECT_MS;
+    }
+    pthread_mutex_lock(&w->lock);
+    if (failed || strmap_put(&w->binders, bkey, b, &prev) < 0) binder_entry_free(b);
+    else binder_entry_free(prev);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* One binder pod per pending claim of the WaitForFirstConsumer pool want of ns (pc: the
+ * pool claims of ns). A spec that cannot be resolved binds nothing (logged). 0 or -1. */
+static int bind_pool(struct sbx_controller *ctl, const char *ns, const struct sbx_warm_want *want,
+                     const struct pool_copy *pc, char *err, size_t errlen) {
+    const char **node = calloc(pc->n + 1, sizeof(*node)), *avoid[SBX_BINDER_AVOID_MAX];
+    size_t n = 0;
+    int rc = 0, have_spec = 0;
+    struct sbx_spec spec;
+    int64_t now = kj_now_ms();
+    if (!node) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t i = 0; i < pc->n; i++)
+        if (!strcmp(pc->v[i].key, want->key) && !pc->v[i].terminating) node[n++] = pc->v[i].node;
+    size_t navoid = sbx_binder_crowded_nodes(node, n, avoid, SBX_BINDER_AVOID_MAX);
+    for (size_t i = 0; i < pc->n && rc == 0; i++) {
+        const struct pool_entry *e = &pc->v[i];
+        if (strcmp(e->key, want->key) != 0 || !needs_binder(e) || has_binder(ctl->warm, ns, e->name, now)) continue;
+        if (!have_spec) {
+            char why[512];
+            if (want_spec(ctl, want, &spec, why, sizeof(why)) < 0) {
+                LOGW("msg=\"warm pool: no binder pods: the pool's sandbox spec does not resolve\" namespace=%s "
+                     "pool=%s error=\"%s\"", ns, want->key, why);
+                break;
+            }
+            have_spec = 1;
+        }
+        char path[512];
+        cJSON *pod = sbx_build_binder(ns, want->key, e->name, e->uid, &spec, avoid, navoid), *made = NULL;
+        cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
+        if (pod && ctl->shard_label &&
+            (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
+             !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards))) {
+            cJSON_Delete(pod);
+            pod = NULL;
+        }
+        if (!pod) { snprintf(err, errlen, "out of memory"); rc = -1; break; }
+        sbx_core_path(path, sizeof(path), ns, "pods");
+        long st = kube_create(ctl->client, path, pod, &made, err, errlen);
+        cJSON_Delete(pod);
+        if (st == 201 || st == 200) {
+            sbx_ctl_count(ctl, &ctl->stats.creates);
+            expect_binder(ctl->warm, ns, e->name, made);
+            LOGI("msg=\"warm pool: binder pod created\" namespace=%s pool=%s claim=%s avoiding=%zu", ns, want->key,
+                 e->name, navoid);
+        } else if (st == 409) {
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);   /* there already (the watch will show it) */
+        } else {
+            rc = -1;
+        }
+        cJSON_Delete(made);
+    }
+    if (have_spec) sbx_spec_free(&spec);
+    free(node);
+    return rc;
+}
+
+struct binder_ref { char claim[256], pod[256], uid[64]; };
+struct binder_list { const char *ns; struct binder_ref *v; size_t n, cap; int failed; };
+
+static int collect_binder(void *ud, const char *key, void *value) {
+    struct binder_list *l = ud;
+    const struct binder_entry *b = value;
+    size_t nsl = strlen(l->ns);
+    if (strncmp(key, l->ns, nsl) != 0 || key[nsl] != '/' || b->deleting || b->expected_until_ms) return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        struct binder_ref *v = realloc(l->v, cap * sizeof(*v));
+        if (!v) { l->failed = 1; return 1; }
+        l->v = v;
+        l->cap = cap;
+    }
+    struct binder_ref *r = &l->v[l->n++];
+    snprintf(r->claim, sizeof(r->claim), "%s", key + nsl + 1);
+    snprintf(r->pod, sizeof(r->pod), "%s", b->pod);
+    snprintf(r->uid, sizeof(r->uid), "%s", b->uid);
+    return 0;
+}
+
+/* Delete the binders of ns whose claim needs none any more: Bound, adopted, gone, or of a
+ * pool that is not bound ahead (late[k] says which wants are). uid precondition: a pod
+ * made again under the name since is not deleted blind. 0 or -1. */
+static int sweep_binders(struct sbx_controller *ctl, const char *ns, const struct sbx_warm_wants *wants,
+                         const int *late, const struct pool_copy *pc, char *err, size_t errlen) {
+    struct binder_list l = {.ns = ns};
+    int rc = 0;
+    pthread_mutex_lock(&ctl->warm->lock);
+    strmap_foreach(&ctl->warm->binders, collect_binder, &l);
+    pthread_mutex_unlock(&ctl->warm->lock);
+    if (l.failed) { free(l.v); snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t j = 0; j < l.n && rc == 0; j++) {
+        int keep = 0;
+        for (size_t i = 0; i < pc->n && !keep; i++) {
+            if (strcmp(pc->v[i].name, l.v[j].claim) != 0 || !needs_binder(&pc->v[i])) continue;
+            for (size_t k = 0; k < wants->n && !keep; k++)
+                keep = late[k] && wants->v[k].size > 0 && !strcmp(wants->v[k].key, pc->v[i].key);
+        }
+        if (keep) continue;
+        char path[1024], bkey[512];
+        sbx_core_path(path, sizeof(path), ns, "pods");
+        snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", l.v[j].pod);
+        long st = sbx_delete_preconditioned(ctl, path, l.v[j].uid, NULL, err, errlen);
+        if (st == 200 || st == 202 || st == 404) {
+            sbx_ctl_count(ctl, &ctl->stats.deletes);
+            snprintf(bkey, sizeof(bkey), "%s/%s", ns, l.v[j].claim);
+            pthread_mutex_lock(&ctl->warm->lock);
+            struct binder_entry *b = strmap_get(&ctl->warm->binders, bkey);
+            if (b && !strcmp(b->uid, l.v[j].uid)) b->deleting = 1;
+            pthread_mutex_unlock(&ctl->warm->lock);
+            LOGI("msg=\"warm pool: binder pod deleted\" namespace=%s claim=%s pod=%s", ns, l.v[j].claim, l.v[j].pod);
+        } else if (st == 409) {
+            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+        } else {
+            rc = -1;
+        }
+    }
+    free(l.v);
+    return rc;
+}
+
 int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
     struct sbx_warm_wants wants;
     struct pool_copy pc;
@@ -516,8 +754,8 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < wants.n; i++)
-        if (pool_binds_late(ctl, &wants.v[i])) wants.v[i].size = 0;
+    int late[SBX_WARM_WANTS_MAX] = {0};
+    for (size_t i = 0; i < wants.n; i++) late[i] = pool_binds_late(ctl, &wants.v[i]);
     note_wanted(ctl->warm, ns, &wants);
     /* Every pool key that is wanted or has claims. */
     const char *keys[SBX_WARM_WANTS_MAX * 2];
@@ -545,8 +783,10 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
         int size = want ? want->size : 0;
         if (size > 0) wanted_any = 1;
         int create = sbx_warm_plan(size, claims, n, del, &ndel);
-        for (size_t j = 0; j < ndel; j++)
+        for (size_t j = 0; j < ndel; j++) {
             if (delete_pool_claim(ctl, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
+            pc.v[idx[del[j]]].terminating = 1;   /* no binder for it below */
+        }
         for (int j = 0; j < create; j++) {
             char path[512];
             cJSON *obj = sbx_warm_build_claim(ns, want), *made = NULL;
@@ -576,6 +816,11 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
             cJSON_Delete(made);
         }
     }
+    /* The binders: one per pending claim of a WaitForFirstConsumer pool, none left over.
+     * (Claims created above get theirs in the pass their watch event queues.) */
+    for (size_t i = 0; i < wants.n; i++)
+        if (late[i] && wants.v[i].size > 0 && bind_pool(ctl, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
+    if (sweep_binders(ctl, ns, &wants, late, &pc, err, errlen) < 0) goto out;
     /* Nothing wanted and nothing left: the key leaves the queue until a Sandbox, a class
      * or a pool claim brings it back. */
     *requeue_ms = !wanted_any && pc.n == 0 ? -1 : 0;

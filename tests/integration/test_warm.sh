@@ -9,7 +9,9 @@
 # converges when started again (one claim per Sandbox, the pool back to 3, no orphans). A
 # fork clones the adopted claim. Deleting a Sandbox removes its adopted claim as any
 # other. A Sandbox of another size gets a cold claim of its own. The pool shrinks with the
-# class and goes with it; a WaitForFirstConsumer class keeps none. The --warm-workspaces
+# class and goes with it. A WaitForFirstConsumer class's pool is Bound ahead of demand by
+# binder pods (none left afterwards), a Sandbox adopting one has its pod made at once, on
+# its volume's node, and the refill's volume goes to another node. The --warm-workspaces
 # pool: /metrics counts its Bound claims, adoptions, and the miss of a third Sandbox
 # created at once with two others for a pool of 2. Prints the measured create → pod and
 # create → Running with and without the pool.
@@ -149,13 +151,52 @@ check "  the pool stays at 3" eq "$(pool_live)" 3
 class $CLASS yao-test-slow 1
 check "warmPool.size 1: the pool shrinks to 1" eventually 30 eval '[ "$(pool_live)" = 1 ]'
 check "  the adopted claims are kept" eq "$(kubectl -n $NS get pvc "$W2" "$W3" "$W4" -o name 2>/dev/null | wc -l)" 3
-class yao-it-warm-wffc yao-test-wffc 2
-sleep 3
-check "a WaitForFirstConsumer class keeps no pool" eq "$(pool_live)" 1
-check "  and the controller says why, once" eq "$(grep -c 'WaitForFirstConsumer.*storageclass=yao-test-wffc' "$LOG")" 1
 kubectl delete sandboxclass $CLASS --wait=false >/dev/null
 check "deleting the class removes its pool claims" eventually 30 eval '[ "$(pool_live)" = 0 ]'
 check "  and keeps the adopted ones" eq "$(kubectl -n $NS get pvc "$W2" "$W3" "$W4" -o name 2>/dev/null | wc -l)" 3
+
+# --- a WaitForFirstConsumer class: binder pods bind its pool ahead of demand -----------------
+# (its claims would otherwise stay Pending until a Sandbox's pod is scheduled)
+binders() { kubectl -n $NS get pod -o jsonpath='{range .items[*]}{.metadata.annotations.sandbox\.yaoapps\.com/binds-claim}|{.metadata.name}{"\n"}{end}' 2>/dev/null | grep -v '^|'; }
+# every live pool claim had a binder of its own (the controller's log names its claim)
+all_had_binders() {
+    local c n=0
+    for c in $(pool_claims | awk '$3 == "" {print $1}'); do
+        grep -q "msg=\"warm pool: binder pod created\" namespace=$NS .* claim=$c " "$LOG" || return 1
+        n=$((n + 1))
+    done
+    [ $n -gt 0 ]
+}
+selected_node() { field pvc "$1" '.metadata.annotations.volume\.kubernetes\.io/selected-node'; }
+class yao-it-warm-wffc yao-test-wffc 2
+SB_CLASS=yao-it-warm-wffc
+sandbox_yaml wffc0 chat-w0 | kubectl -n $NS apply -f - >/dev/null
+check "a WaitForFirstConsumer class: its 2 pool claims are Bound ahead of demand" eventually 40 eval '[ "$(pool_bound)" = 2 ]'
+check "  each bound by a binder pod of its own (the controller's log)" all_had_binders
+BP=$(grep -m1 'msg="warm pool: binder pod created"' "$LOG" | sed 's/.* claim=\([^ ]*\).*/\1/')
+check "  each on the node the scheduler chose for its binder (selected-node: $(selected_node "$BP"))" eval '[ -n "$(selected_node "$BP")" ]'
+check "  no binder pod is left once they are Bound" eventually 30 eval '[ -z "$(binders)" ]'
+check "  the controller says the class binds on first consumer, once" eq "$(grep -c 'WaitForFirstConsumer.*storageclass=yao-test-wffc' "$LOG")" 1
+check "a Sandbox of the class reaches Running" timed_create wffc1 chat-w1
+WF1=$(claim_of wffc1)
+check "  it adopted a Bound pool claim ($WF1)" eval '[[ $WF1 == yao-warm-* ]] && [ "$(owner_uid "$WF1")" = "$(field sandbox wffc1 .metadata.uid)" ]'
+check "  its pod was made in the pass that adopted the claim (create → pod ${T_POD} ms)" \
+    eq "$(passes_before_pod $NS wffc1 "$LOG")" 0
+check "  its pod is on its volume's node" eq "$(kubectl -n $NS get $(pod_of wffc1) -o jsonpath='{.spec.nodeName}')" "$(selected_node "$WF1")"
+check "  the pool refills to 2 Bound" eventually 40 eval '[ "$(pool_bound)" = 2 ]'
+# The refill's binder prefers a node without one of the pool's volumes.
+spread_ok() {
+    local a b
+    read -r a b <<< "$(pool_claims | awk '$2 == "Bound" && $3 == "" {print $1}' | while read -r c; do selected_node "$c"; echo; done | tr '\n' ' ')"
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+}
+check "  the pool's two volumes are on two nodes" spread_ok
+check "  no binder pod is left" eventually 30 eval '[ -z "$(binders)" ]'
+class yao-it-warm-wffc yao-test-wffc 0
+check "warmPool.size 0: the pool claims go" eventually 30 eval '[ "$(pool_live)" = 0 ]'
+check "  wffc1 keeps its adopted claim" eq "$(kubectl -n $NS get pvc "$WF1" -o name 2>/dev/null)" "persistentvolumeclaim/$WF1"
+kubectl delete sandboxclass yao-it-warm-wffc --wait=false >/dev/null
+SB_CLASS=$CLASS
 
 # --- without classes: --warm-workspaces for the flag defaults ------------------------------
 kill_controller TERM
