@@ -242,16 +242,21 @@ def ours_warm_class(name, size):
                                    "warmPool": {"size": size}}}}
 
 
-def peer_template(name):
+def peer_template(name, workspace=False):
     """warm-pool scenario: the peer's SandboxTemplate. Its pods carry no workspace (a warm pool
     pod has no claim); a SandboxClaim may add one (volumeClaimTemplatesPolicy Allowed), which
     the peer turns into the PVC workspace-<sandbox> and a pod volume named workspace. The
     container does not mount it: a mount in the template would make every pool pod invalid
-    (no such volume); for the scheduler, the binder and kwok the claim is the same."""
-    return {"apiVersion": PEER_EXT_GROUP, "kind": "SandboxTemplate", "metadata": {"name": name},
-            "spec": {"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": "bench"}},
-                                     "spec": pod_spec("pool", "bench", "pool", mount=False)},
-                     "volumeClaimTemplatesPolicy": "Allowed"}}
+    (no such volume); for the scheduler, the binder and kwok the claim is the same.
+    workspace (real-node-local-path): the template itself carries the volumeClaimTemplate
+    `workspace`, mounted by the container: every pool sandbox has its own claim, bound while
+    it waits, and a claim without templates of its own adopts one with its workspace."""
+    spec = {"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": "bench"}},
+                            "spec": pod_spec("pool", "bench", "pool", mount=workspace)},
+            "volumeClaimTemplatesPolicy": "Allowed"}
+    if workspace:
+        spec["volumeClaimTemplates"] = [{"metadata": {"name": "workspace"}, "spec": pvc_spec()}]
+    return {"apiVersion": PEER_EXT_GROUP, "kind": "SandboxTemplate", "metadata": {"name": name}, "spec": spec}
 
 
 def peer_warm_pool(name, template, replicas):
@@ -643,7 +648,9 @@ class Run:
         self.peer = who.startswith("agent_sandbox")
         self.warm = bool(self.scn.get("warm"))
         self.claims = self.warm and self.peer            # the peer through SandboxClaims
-        self.claim_workspace = self.claims and who == "agent_sandbox"
+        # the peer's claim carries the workspace (a cold start) — except where the template
+        # carries it (real-node-local-path: every claim adopts a pool sandbox with its claim)
+        self.claim_workspace = self.claims and who == "agent_sandbox" and not self.scn.get("template_workspace")
         self.ours_warm = self.warm and who == "ours"
         self.lock = threading.Lock()
         self.created = {}     # name -> monotonic time the create request was sent
@@ -824,6 +831,8 @@ class Run:
         if self.who == "ours":
             cmd = [a.ours, "--kubeconfig", kc, "--namespace", self.ns, "--max-running", "0",
                    "--workers", str(a.workers)]
+            if self.scn.get("log_level"):   # real-node-single: when it saw what, for the breakdown
+                cmd += ["--log-level", self.scn["log_level"]]
             synced, times = "caches synced", 1
         else:
             cmd = [a.peer, "--kubeconfig", kc, "--leader-elect=false", "--metrics-bind-address", "0",
@@ -969,7 +978,8 @@ class Run:
         """The peer's warm pool: SandboxTemplate + SandboxWarmPool of K; wait until
         status.readyReplicas ≥ K. pool_fill_s: pool created → K Ready."""
         api, ns, k = self.api, self.ns, self.pool_size()
-        api.must("POST", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxtemplates", peer_template("bench"))
+        api.must("POST", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxtemplates",
+                 peer_template("bench", bool(self.scn.get("template_workspace"))))
         t0 = time.monotonic()
         api.must("POST", f"/apis/{PEER_EXT_GROUP}/namespaces/{ns}/sandboxwarmpools", peer_warm_pool("bench", "bench", k))
         deadline = t0 + max(120.0, 0.6 * k) + 60
@@ -1300,11 +1310,20 @@ SCENARIOS = {
              "about": "WaitForFirstConsumer class (kwok nodes)"},
     "slow-provisioning": {"letter": "c", "storage_class": "yao-test-slow", "n": [100],
                           "about": "Immediate class whose volumes take ≥ 2 s each to provision (kwok nodes)"},
-    "real-node": {"letter": "d", "storage_class": "yao-test", "n": [20], "real_node": True,
+    "real-node": {"letter": "d", "storage_class": "yao-test", "n": [20], "real_node": True, "exec": True,
                   "about": "real containers on the real node (kubelet + containerd), and exec there"},
     "warm-pool": {"letter": "e", "storage_class": "yao-test-slow", "n": [100], "warm": True,
                   "about": "warm pools on the slow class: ours (warm workspaces) vs the peer's "
                            "SandboxWarmPool + SandboxClaim with and without a workspace"},
+    "real-node-single": {"letter": "g", "storage_class": "local-path", "n": [5], "real_node": True, "single": True,
+                         "n_arg": "single_k",
+                         "about": "single starts on the real node, one at a time, each beside the floor: create, "
+                                  "wake (idle-stopped, touched), resume (spec.paused); K repetitions"},
+    "real-node-local-path": {"letter": "h", "storage_class": "local-path", "n": [10], "real_node": True, "warm": True,
+                             "template_workspace": True, "n_arg": "local_path_n",
+                             "about": "a new chat on local-path (WaitForFirstConsumer) on the real node: the floor, "
+                                      "ours with a warm pool, the peer's SandboxWarmPool whose template has a "
+                                      "volumeClaimTemplate on local-path"},
 }
 # measured elsewhere (bench/scale.py, bench/results/scale.json), folded in by report.py
 EXTERNAL_SCENARIOS = {"scale-10k": {"letter": "f", "about": "N = 10,000 on kwok (bench/scale.py)"}}
@@ -1326,7 +1345,7 @@ def parse_scenarios(spec):
         if name in EXTERNAL_SCENARIOS:
             continue   # bench/scale.py measures it; report.py folds its file in
         if name not in SCENARIOS:
-            raise SystemExit(f"unknown scenario {part!r}: one of {', '.join(SCENARIOS)} (or a-e, all)")
+            raise SystemExit(f"unknown scenario {part!r}: one of {', '.join(SCENARIOS)} (or their letters, all)")
         if name not in names:
             names.append(name)
     return names
@@ -1393,7 +1412,7 @@ class RealNodeOnly:
 
 def configs_of(scn):
     order = ["floor", "ours", "agent_sandbox"]
-    if scn.get("warm"):
+    if scn.get("warm") and not scn.get("template_workspace"):
         order.append("agent_sandbox_warm")
     return order
 
@@ -1513,6 +1532,38 @@ def targets(res, e):
     return out
 
 
+def single_table(sc):
+    """real-node-single: per kind, the p50 (min – max) of each config, ours / floor, and where
+    the time of ours and the floor goes (p50 of each phase, ms)."""
+    import single
+    lines = ["| single start, K = " + str(sc.get("k")) + " | floor p50 (min – max) ms | ours p50 (min – max) ms "
+             "| agent-sandbox p50 ms | ours / floor (≤ 1.1) |", "|---|---|---|---|---|"]
+    for kind in single.KINDS:
+        kd = (sc.get("kinds") or {}).get(kind) or {}
+
+        def cell(w):
+            d = kd.get(w) or {}
+            if d.get("ready_p50_ms") is None:
+                return d.get("status", "–")
+            return f"{fmt(d['ready_p50_ms'])} ({fmt(d.get('ready_min_ms'))} – {fmt(d.get('ready_max_ms'))})"
+        r = kd.get("ratio")
+        lines.append(f"| {kind} | {cell('floor')} | {cell('ours')} | {cell('agent_sandbox')} | "
+                     f"{fmt(r) + '×' if r is not None else '–'}{'' if kd.get('met') is None else ' ✓' if kd['met'] else ' ✗'} |")
+    phases = [p[0] for p in single.PHASES] + ["claim Bound", "kubelet saw it running", "kubelet's E2E (from the "
+                                                                       "whole-second creationTimestamp)",
+                                               "ours: pod created"]
+    lines += ["", "| p50 (ms) of each phase | " + " | ".join(phases) + " |", "|---|" + "---|" * len(phases)]
+    for kind in single.KINDS:
+        for w in ("floor", "ours", "agent_sandbox"):
+            b = (((sc.get("kinds") or {}).get(kind) or {}).get(w) or {}).get("breakdown")
+            if not b or not (((sc.get("kinds") or {}).get(kind) or {}).get(w) or {}).get("count"):
+                continue
+            vals = [b.get(p) for p in [p[0] for p in single.PHASES]] + [b.get("bound_ms"), b.get("kubelet_running_ms"), b.get("kubelet_e2e_ms"),
+                                                                           b.get("controller_pod_created_ms")]
+            lines.append(f"| {kind}: {w.replace('_', '-')} | " + " | ".join(fmt(v) for v in vals) + " |")
+    return "\n".join(lines)
+
+
 def scenario_targets(sc):
     """The round-2 targets of one scenario (issue 15, item 6; warm-pool: ready p50 ≤ 0.3× the
     peer's claim with a workspace)."""
@@ -1524,6 +1575,9 @@ def scenario_targets(sc):
     if "agent_sandbox_warm" in sc:
         checks.insert(0, ("ready p50 ≤ 0.3× peer claim with workspace",
                           ratio(o.get("ready_p50_ms"), p.get("ready_p50_ms")), 0.3))
+    if sc.get("scenario") == "real-node-local-path":   # issue 25, item 3 (the peer: its warm pool)
+        checks[0:0] = [("ready p50 ≤ 0.3× floor", ratio(o.get("ready_p50_ms"), f.get("ready_p50_ms")), 0.3),
+                       ("ready p50 ≤ peer warm pool", ratio(o.get("ready_p50_ms"), p.get("ready_p50_ms")), 1.0)]
     return [{"target": name, "ratio": rnd(r, 2), "met": None if r is None else r <= lim} for name, r, lim in checks]
 
 
@@ -1546,6 +1600,8 @@ def main():
                     help="sandboxes per run (repeatable); overrides every scenario's default N except real-node's")
     ap.add_argument("--real-node-n", type=int, default=20, help="N of the real-node scenario")
     ap.add_argument("--warm-pool-size", type=int, default=0, help="warm-pool scenario: pool size (default N)")
+    ap.add_argument("--single-k", type=int, default=0, help="real-node-single: repetitions of each kind (default 5)")
+    ap.add_argument("--local-path-n", type=int, default=0, help="N of real-node-local-path (default 10)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", default="",
                     help="comma-separated subset of floor,ours,agent_sandbox,agent_sandbox_warm (diagnosis)")
@@ -1572,6 +1628,8 @@ def main():
                     help="diagnosis: the floor creates each pod only once its claim is Bound")
     ap.add_argument("--storage-class", default=None,
                     help="StorageClass of every workspace claim, in place of each scenario's own")
+    ap.add_argument("--merge", action=argparse.BooleanOptionalAction, default=True,
+                    help="keep the scenarios of --out that this run does not measure (default)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--machine", default="{}")
@@ -1595,7 +1653,10 @@ PEER_VERSION = ""
 def run_scenario(args, api, name, workdir):
     scn = SCENARIOS[name]
     configure(args, scn)
-    ns = sorted(set([args.real_node_n] if scn.get("real_node") else (args.n or scn["n"])))
+    if scn.get("n_arg"):
+        ns = [getattr(args, scn["n_arg"]) or scn["n"][0]]
+    else:
+        ns = sorted(set([args.real_node_n] if scn.get("real_node") else (args.n or scn["n"])))
     sc = {"scenario": name, "about": scn["about"], "peer_version": PEER_VERSION, "storage_class": STORAGE_CLASS,
           "image": IMAGE, "cpu": CPU, "memory": MEMORY, "rounds": args.rounds, "n": max(ns)}
     skip_all = None
@@ -1625,12 +1686,27 @@ def run_scenario(args, api, name, workdir):
     if guard:
         guard.__enter__()
     try:
+        if scn.get("single"):
+            import single   # bench/single.py (imports this module)
+            only = set(args.only.split(",")) if args.only else {"floor", "ours", "agent_sandbox"}
+            res = single.run(args, api, workdir, ns[0], with_peer="agent_sandbox" in only)
+            sc.update(res)
+            for who in configs_of(scn):
+                k = res["kinds"]["create"].get(who) or {}
+                sc[who] = dict(median_of([]), **{x: k.get(x) for x in ("ready_p50_ms", "status")})
+            sc["n"] = ns[0]
+            sc["duration_s"] = rnd(time.monotonic() - t0, 1)
+            sc["targets"] = [{"target": f"{kind} ready p50 ≤ 1.1× floor", "ratio": res["kinds"][kind]["ratio"],
+                              "met": res["kinds"][kind]["met"]} for kind in single.KINDS]
+            print(f"scenario {name}:", flush=True)
+            print(single_table(sc), flush=True)
+            return sc
         for n in ns:
             per_n[n] = bench_n(args, api, n, workdir, scn, skip)
             print(f"scenario {name}:", flush=True)
             print(table({**per_n[n], "peer_version": PEER_VERSION}), flush=True)
             print(flush=True)
-        if scn.get("real_node"):
+        if scn.get("exec"):
             sc["exec"] = exec_bench(args, api, workdir) if args.do_exec else {"status": "not run (--no-exec)"}
     finally:
         if guard:
@@ -1644,6 +1720,33 @@ def run_scenario(args, api, name, workdir):
     sc["duration_s"] = rnd(time.monotonic() - t0, 1)
     sc["targets"] = scenario_targets(sc)
     return sc
+
+
+def merge_results(path, doc, scenarios):
+    """--merge (the default): the scenarios of an earlier run in `path` that this run did not
+    measure are kept (each with its own date and command). The top-level keys are the default
+    scenario's (immediate): when this run did not measure it but the earlier document did,
+    they stay the earlier run's, and this run is listed under `merged`."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return doc
+    if not isinstance(old.get("scenarios"), dict):
+        return doc
+    for name, sc in old["scenarios"].items():
+        if name not in scenarios:
+            sc.setdefault("date", old.get("date"))
+            sc.setdefault("command", old.get("command"))
+    merged_scenarios = {**old["scenarios"], **scenarios}
+    if doc["scenario"] != "immediate" and old.get("scenario") == "immediate":
+        out = dict(old)
+        out["scenarios"] = merged_scenarios
+        out["merged"] = [m for m in old.get("merged") or [] if set(m.get("scenarios", [])) - set(scenarios)] + [
+            {"date": doc["date"], "command": doc["command"], "scenarios": list(scenarios), "machine": doc["machine"]}]
+        return out
+    doc["scenarios"] = merged_scenarios
+    return doc
 
 
 def run_all(args, api):
@@ -1685,13 +1788,18 @@ def run_all(args, api):
                         "workspace": WORKSPACE, "storage_class": m["storage_class"]}}
     doc["targets"] = targets(m, doc["exec"])
     doc["machine"]["loadavg_at_end"] = open("/proc/loadavg").read().split()[:3]
+    for sc in scenarios.values():   # each scenario says when and how it was measured
+        sc.update(date=doc["date"], command=args.command)
+    if args.merge:
+        doc = merge_results(args.out, doc, scenarios)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     os.replace(tmp, args.out)
-    print(exec_table(doc["exec"]))
-    print()
+    if e.get("status") == "ok" or doc["scenario"] in scenarios:   # (not a merged earlier run's)
+        print(exec_table(doc["exec"]))
+        print()
     for name, sc in scenarios.items():
         for t in sc["targets"]:
             mark = "–" if t["met"] is None else ("met" if t["met"] else "NOT met")

@@ -8,13 +8,15 @@ import sys
 
 sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import KEYS, exec_table, fmt, rnd, scenario_targets, table  # noqa: E402
+from bench import KEYS, exec_table, fmt, rnd, scenario_targets, single_table, table  # noqa: E402
 
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 
 
-SCENARIO_ORDER = ["immediate", "wffc", "slow-provisioning", "real-node", "warm-pool", "scale-10k"]
-LETTER = {"immediate": "a", "wffc": "b", "slow-provisioning": "c", "real-node": "d", "warm-pool": "e", "scale-10k": "f"}
+SCENARIO_ORDER = ["immediate", "wffc", "slow-provisioning", "real-node", "warm-pool", "scale-10k",
+                  "real-node-single", "real-node-local-path"]
+LETTER = {"immediate": "a", "wffc": "b", "slow-provisioning": "c", "real-node": "d", "warm-pool": "e", "scale-10k": "f",
+          "real-node-single": "g", "real-node-local-path": "h"}
 
 
 def scale_scenario(path):
@@ -63,6 +65,21 @@ def scenarios_table(doc):
             lines.append(f"| {label} | {s.get('n', '–')} | {s.get('storage_class', '–')} | {s['status']} | | | | | | |")
             continue
         f, o, p = s["floor"], s["ours"], s["agent_sandbox"]
+        if s.get("kinds"):   # real-node-single: p50 of each kind, ours / floor (≤ 1.1)
+            cells = []
+            for kind, kd in s["kinds"].items():
+                fl, ou = (kd.get("floor") or {}).get("ready_p50_ms"), (kd.get("ours") or {}).get("ready_p50_ms")
+                cells.append(f"{kind} {fmt(fl)} · {fmt(ou)}: {ratio_cell(ou, fl)}{mark(kd.get('met'))}")
+            lines.append(f"| {label} | K = {s.get('k')} | {s.get('storage_class', '–')} | ready p50 (ms) floor · ours, "
+                         f"ours/floor (≤ 1.1): {'; '.join(cells)} | | | | | | |")
+            for w in ("ours", "agent_sandbox"):
+                if (s.get(w) or {}).get("status", "ok") not in ("ok", "not run (--only)"):
+                    notes.append(f"{name}: {w} {s[w]['status']}")
+            if s.get("duration_s") is not None:
+                notes.append(f"{name}: took {fmt(s['duration_s'])} s")
+            if s.get("date") and s.get("date") != doc.get("date"):
+                notes.append(f"{name}: measured {s['date']} (`{s.get('command', '')}`)")
+            continue
 
         def trio(k):
             return " · ".join(fmt(x.get(k)) for x in (f, o, p))
@@ -97,8 +114,18 @@ def scenarios_table(doc):
                          f"{fmt(w.get('ready_p50_ms'))} ms (ours / it: "
                          f"{ratio_cell(o.get('ready_p50_ms'), w.get('ready_p50_ms'))}); pools filled in: ours "
                          f"{fmt(o.get('pool_fill_s'))} s, peer {fmt(p.get('pool_fill_s'))} / {fmt(w.get('pool_fill_s'))} s")
+        if name == "real-node-local-path":
+            x, y = t.get("ready p50 ≤ 0.3× floor"), t.get("ready p50 ≤ peer warm pool")
+            notes.append(f"{name}: ready p50 ours {fmt(o.get('ready_p50_ms'))} ms, floor {fmt(f.get('ready_p50_ms'))} ms: "
+                         f"{ratio_cell(o.get('ready_p50_ms'), f.get('ready_p50_ms'))} (target ≤ 0.3×)"
+                         f"{mark(x['met'] if x else None)}; the peer's warm pool (template with a workspace) "
+                         f"{fmt(p.get('ready_p50_ms'))} ms: {ratio_cell(o.get('ready_p50_ms'), p.get('ready_p50_ms'))}"
+                         f" (target ≤ 1×){mark(y['met'] if y else None)}; pools filled in: ours "
+                         f"{fmt(o.get('pool_fill_s'))} s, peer {fmt(p.get('pool_fill_s'))} s")
         if s.get("duration_s") is not None:
             notes.append(f"{name}: took {fmt(s['duration_s'])} s ({s.get('rounds', '?')} round(s))")
+        if s.get("date") and s.get("date") != doc.get("date"):
+            notes.append(f"{name}: measured {s['date']} (`{s.get('command', '')}`)")
         if s.get("source"):
             notes.append(f"{name}: from {s['source']}")
     out = "\n".join(lines)
@@ -190,6 +217,10 @@ def render(doc):
     out += [table(doc), "", spread_table(doc), "", profile_table(doc), ""]
     for name, s in (doc.get("scenarios") or {}).items():
         if name == doc.get("scenario") or s.get("status", "ok") != "ok" or s.get("source"):
+            continue
+        if s.get("kinds"):
+            out += [f"Scenario {name} ({s.get('about', '')}; class {s.get('storage_class')}; stopped by: "
+                    f"{s.get('stop', '–')}):", "", single_table(s), ""]
             continue
         out += [f"Scenario {name} ({s.get('about', '')}; class {s.get('storage_class')}):", "", table(s), ""]
         if s.get("exec"):

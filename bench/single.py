@@ -1,0 +1,534 @@
+"""bench/single.py — the real-node-single scenario (docs/benchmarks.md): single starts on the
+real node, one at a time, each beside the floor, and where their time goes.
+
+Three kinds, K repetitions each, the floor and ours alternating (which goes first flips every
+repetition):
+  create  ours: a new Sandbox → Running + Ready;  floor: a bare pod + a fresh claim of the same
+          class, image and resources → pod Ready;  the peer (optional): a new agent-sandbox
+          Sandbox with a volumeClaimTemplate → Ready (its own pass, with only its controller).
+  wake    ours: a long-running Sandbox stopped by its idle timeout (phase Stopped, reason Idle:
+          the pod deleted, the workspace kept), then touched — the annotation
+          sandbox.yaoapps.com/last-used-at set to now, what `yao-sandbox exec` and the Go
+          client's Touch write — → Running + Ready;  floor: a bare pod created again on the
+          existing, Bound claim → Ready.
+  resume  ours: spec.paused true (pod gone) → false → Running + Ready;  floor: as for wake.
+Times: this process's monotonic clock when the request is sent and when the watch event is
+read. Beside them, per start, what the node and the controller logged: the kubelet's
+"Observed pod startup duration", containerd's RunPodSandbox / CreateContainer /
+StartContainer, and (ours) the controller's "pod created" line — wall-clock times, put on the
+same axis through the offset between the two clocks taken at the start.
+"""
+import datetime
+import importlib
+import json
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+
+# bench.py's module as it runs: run as a script it is __main__, whose globals configure() set
+# (class, image, resources, the peer's API group); a fresh `import bench` would have defaults.
+B = sys.modules["__main__"] if hasattr(sys.modules.get("__main__"), "floor_objects") else importlib.import_module("bench")
+
+KINDS = ("create", "wake", "resume")
+ANN_LAST_USED = "sandbox.yaoapps.com/last-used-at"
+CLOCK_OFFSET = time.time() - time.monotonic()   # wall = monotonic + offset
+
+
+def iso_now_ms():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def wall_of_log(ts):
+    """An RFC 3339 time with up to 9 fractional digits (klog, containerd, ours) -> epoch s."""
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z", ts)
+    if not m:
+        return None
+    base = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return base.timestamp() + (float("0." + m.group(2)) if m.group(2) else 0.0)
+
+
+def klog_wall(line):
+    """klog's header 'I1202 05:06:07.123456 ...' -> epoch s (the year from today)."""
+    m = re.match(r"[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)", line)
+    if not m:
+        return None
+    year = datetime.datetime.now(datetime.timezone.utc).year
+    dt = datetime.datetime(year, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                           int(m.group(5)), tzinfo=datetime.timezone.utc)
+    return dt.timestamp() + float("0." + m.group(6))
+
+
+class Tracker:
+    """Watches of one namespace (pods, PVCs, and the Sandbox kind of the controller under test);
+    every event kept with its read time, so a waiter can ask for the first event after a
+    moment that satisfies a predicate."""
+
+    def __init__(self, api, ns, sandbox_path=None):
+        self.api, self.ns = api, ns
+        self.cv = threading.Condition()
+        self.events = []   # (t, kind, type, obj)
+        paths = {"pod": f"/api/v1/namespaces/{ns}/pods", "pvc": f"/api/v1/namespaces/{ns}/persistentvolumeclaims"}
+        if sandbox_path:
+            paths["sandbox"] = sandbox_path
+        self.watches = [B.Watch(api, p, self._cb(kind)) for kind, p in paths.items()]
+
+    def _cb(self, kind):
+        def on(t, typ, obj):
+            with self.cv:
+                self.events.append((t, kind, typ, obj))
+                self.cv.notify_all()
+        return on
+
+    def start(self):
+        for w in self.watches:
+            w.start()
+        for w in self.watches:
+            w.established.wait(30)
+            if w.error:
+                raise w.error
+
+    def stop(self):
+        for w in self.watches:
+            w.stop()
+
+    def first(self, since, kind, pred, timeout, what):
+        """-> (t, obj) of the first event of `kind` read at or after `since` whose object
+        satisfies pred(type, obj); raises after timeout s."""
+        deadline = time.monotonic() + timeout
+        i = 0
+        with self.cv:
+            while True:
+                while i < len(self.events):
+                    t, k, typ, obj = self.events[i]
+                    i += 1
+                    if k == kind and t >= since and pred(typ, obj):
+                        return t, obj
+                broken = [w for w in self.watches if w.error]
+                if broken:
+                    raise RuntimeError(f"watch failed: {broken[0].error}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f"{what}: not seen in {timeout:.0f} s")
+                self.cv.wait(min(left, 0.5))
+
+
+def ours_ready(sb):
+    return (sb.get("status") or {}).get("phase") == "Running" and B.cond_true(sb, "Ready")
+
+
+def named(name):
+    return lambda typ, o: typ != "DELETED" and o["metadata"]["name"] == name
+
+
+def ours_pod_of(name):
+    return lambda typ, o: typ == "ADDED" and (o["metadata"].get("labels") or {}).get("sandbox.yaoapps.com/name") == name
+
+
+class Single:
+    """One pass of the scenario. results[kind][who] = list of samples, each
+    {ready_ms, pod_ms, scheduled_ms, bound_ms, pod_ready_ms, pod, uid, t0_wall}."""
+
+    def __init__(self, args, api, workdir, k, timeout=120):
+        self.args, self.api, self.workdir, self.k, self.timeout = args, api, workdir, k, timeout
+        self.results = {kind: {"floor": [], "ours": [], "agent_sandbox": []} for kind in KINDS}
+        self.logs = {}
+
+    # ---- one start, observed
+    def _observe(self, tr, t0, who, pod_pred, ready_kind, ready_pred, pvc_name=None, sb_name=None):
+        s = {"t0_wall": round(t0 + CLOCK_OFFSET, 3)}
+        tp, pod = tr.first(t0, "pod", pod_pred, self.timeout, f"{who}: pod")
+        name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+        s.update(ns=pod["metadata"]["namespace"], pod=name, uid=uid, pod_ms=B.rnd((tp - t0) * 1000))
+        ts, _ = tr.first(t0, "pod", lambda typ, o: o["metadata"]["uid"] == uid and bool((o.get("spec") or {}).get("nodeName")),
+                         self.timeout, f"{who}: pod {name} scheduled")
+        s["scheduled_ms"] = B.rnd((ts - t0) * 1000)
+        tr_, _ = tr.first(t0, "pod", lambda typ, o: o["metadata"]["uid"] == uid and B.pod_ready(o),
+                          self.timeout, f"{who}: pod {name} Ready")
+        s["pod_ready_ms"] = B.rnd((tr_ - t0) * 1000)
+        if ready_kind == "pod":
+            s["ready_ms"] = s["pod_ready_ms"]
+        else:
+            tr2, _ = tr.first(t0, ready_kind, ready_pred, self.timeout, f"{who}: Ready")
+            s["ready_ms"] = B.rnd((tr2 - t0) * 1000)
+        if pvc_name:
+            try:
+                tb, _ = tr.first(t0, "pvc", lambda typ, o: o["metadata"]["name"] == pvc_name
+                                 and (o.get("status") or {}).get("phase") == "Bound", 1, f"{who}: claim bound")
+                s["bound_ms"] = B.rnd((tb - t0) * 1000)
+            except RuntimeError:
+                pass   # bound before t0 (a restart on an existing claim)
+        return s
+
+    def _gone(self, tr, since, uid, what):
+        tr.first(since, "pod", lambda typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, self.timeout, what)
+
+    # ---- the floor
+    def floor_create(self, tr, ns, i):
+        name = f"floor-{i}"
+        objs, _ = B.floor_objects(ns, name, i)
+        t0 = time.monotonic()
+        for path, body in objs:
+            self.api.must("POST", path, body)
+        s = self._observe(tr, t0, "floor", named(name), "pod", None, pvc_name=f"{name}-workspace")
+        self.results["create"]["floor"].append(s)
+        log_sample("floor create", s)
+        return s
+
+    def floor_stop(self, tr, ns, i, uid):
+        t = time.monotonic()
+        self.api.must("DELETE", f"/api/v1/namespaces/{ns}/pods/floor-{i}")
+        self._gone(tr, t, uid, f"floor-{i} deleted")
+
+    def floor_restart(self, tr, ns, i, kind):
+        name = f"floor-{i}"
+        objs, _ = B.floor_objects(ns, name, i)
+        path, body = objs[1]
+        t0 = time.monotonic()
+        self.api.must("POST", path, body)
+        s = self._observe(tr, t0, "floor", named(name), "pod", None)
+        self.results[kind]["floor"].append(s)
+        log_sample(f"floor {kind}", s)
+        self.floor_stop(tr, ns, i, s["uid"])
+        return s
+
+    # ---- ours
+    def ours_path(self, ns, name=""):
+        return f"/apis/{B.OURS_GROUP}/namespaces/{ns}/sandboxes" + (f"/{name}" if name else "")
+
+    def ours_patch(self, ns, name, body):
+        self.api.must("PATCH", self.ours_path(ns, name), body, ctype="application/merge-patch+json")
+
+    def ours_create(self, tr, ns, i):
+        name = f"ours-{i}"
+        body = B.ours_sandbox(name, i)
+        body["spec"].update(lifecycle="long-running", idleTimeout="1h")
+        t0 = time.monotonic()
+        self.api.must("POST", self.ours_path(ns), body)
+        s = self._observe(tr, t0, "ours", ours_pod_of(name), "sandbox",
+                          lambda typ, o: o["metadata"]["name"] == name and ours_ready(o), pvc_name=None, sb_name=name)
+        self.results["create"]["ours"].append(s)
+        log_sample("ours create", s)
+        return s
+
+    def ours_wait_stopped(self, tr, since, name, uid, what):
+        tr.first(since, "sandbox", lambda typ, o: o["metadata"]["name"] == name
+                 and (o.get("status") or {}).get("phase") == "Stopped", self.timeout, what)
+        self._gone(tr, since, uid, f"{what}: pod gone")
+
+    def ours_start(self, tr, ns, i, kind, patch):
+        name = f"ours-{i}"
+        t0 = time.monotonic()
+        self.ours_patch(ns, name, patch)
+        s = self._observe(tr, t0, "ours", ours_pod_of(name), "sandbox",
+                          lambda typ, o: o["metadata"]["name"] == name and ours_ready(o))
+        self.results[kind]["ours"].append(s)
+        log_sample(f"ours {kind}", s)
+        return s
+
+    # ---- the passes
+    def run_floor_and_ours(self):
+        k, api = self.k, self.api
+        ns = f"yao-bench-single-{os.getpid() % 10000:04d}{int(time.time()) % 1000:03d}"
+        B.ensure_namespace(api, ns)
+        tr = Tracker(api, ns, self.ours_path(ns))
+        tr.start()
+        run = B.Run(self.args, api, "ours", 1, "single", {"real_node": True, "log_level": "debug"})
+        run.ns = ns
+        try:
+            run.start_controller(self.workdir)
+            self.logs["ours"] = os.path.join(self.workdir, f"{ns}.log")
+            floor_uid, ours_uid = {}, {}
+            # create: one at a time, floor and ours alternating
+            for i in range(k):
+                for who in (("floor", "ours") if i % 2 == 0 else ("ours", "floor")):
+                    if who == "floor":
+                        floor_uid[i] = self.floor_create(tr, ns, i)["uid"]
+                    else:
+                        ours_uid[i] = self.ours_create(tr, ns, i)["uid"]
+            # stop them all: ours by its idle timeout (long-running: 24 × idleTimeout without
+            # use), the floor's pods deleted (claims kept)
+            t = time.monotonic()
+            for i in range(k):
+                self.ours_patch(ns, f"ours-{i}", {"spec": {"idleTimeout": "1s"}})
+            for i in range(k):
+                self.floor_stop(tr, ns, i, floor_uid[i])
+            for i in range(k):
+                self.ours_wait_stopped(tr, t, f"ours-{i}", ours_uid[i], f"ours-{i} stopped by its idle timeout")
+            idle = [o for (_, kd, typ, o) in tr.events if kd == "sandbox" and o["metadata"]["name"].startswith("ours-")
+                    and (o.get("status") or {}).get("phase") == "Stopped"]
+            reasons = sorted({next((c.get("reason") for c in (o.get("status") or {}).get("conditions") or []
+                                    if c.get("type") == "Ready"), None) or "?" for o in idle})
+            log(f"ours: all {k} stopped by the idle timeout (Ready reasons {reasons}) in {time.monotonic() - t:.1f} s")
+            self.stop_reason = reasons
+            # wake: a touch; after each, paused (pod deleted, workspace kept) for the resumes
+            for kind in ("wake", "resume"):
+                for i in range(k):
+                    for who in (("floor", "ours") if i % 2 == 0 else ("ours", "floor")):
+                        if who == "floor":
+                            self.floor_restart(tr, ns, i, kind)
+                            continue
+                        patch = ({"metadata": {"annotations": {ANN_LAST_USED: iso_now_ms()}}} if kind == "wake"
+                                 else {"spec": {"paused": False}})
+                        s = self.ours_start(tr, ns, i, kind, patch)
+                        t = time.monotonic()
+                        self.ours_patch(ns, f"ours-{i}", {"spec": {"paused": True, "idleTimeout": "1h"}})
+                        self.ours_wait_stopped(tr, t, f"ours-{i}", s["uid"], f"ours-{i} paused")
+        finally:
+            tr.stop()
+            if run.proc and run.proc.poll() is None:
+                run.proc.terminate()
+                try:
+                    run.proc.wait(15)
+                except Exception:  # noqa: BLE001
+                    run.proc.kill()
+                    run.proc.wait()
+            api.call("DELETE", f"/api/v1/namespaces/{ns}")
+
+    def run_peer(self):
+        k, api = self.k, self.api
+        ns = f"yao-bench-single-peer-{int(time.time()) % 100000:05d}"
+        B.ensure_namespace(api, ns)
+        path = f"/apis/{B.PEER_GROUP}/namespaces/{ns}/sandboxes"
+        tr = Tracker(api, ns, path)
+        tr.start()
+        run = B.Run(self.args, api, "agent_sandbox", 1, "single-peer", {"real_node": True})
+        run.ns = ns
+        try:
+            run.start_controller(self.workdir)
+            self.logs["agent_sandbox"] = os.path.join(self.workdir, f"{ns}.log")
+            for i in range(k):
+                name = f"peer-{i}"
+                t0 = time.monotonic()
+                api.must("POST", path, B.peer_sandbox(name, i))
+                s = self._observe(tr, t0, "agent_sandbox", named(name), "sandbox",
+                                  lambda typ, o, n=name: o["metadata"]["name"] == n and B.cond_true(o, "Ready"),
+                                  pvc_name=f"workspace-{name}")
+                self.results["create"]["agent_sandbox"].append(s)
+                log_sample("agent-sandbox create", s)
+        finally:
+            tr.stop()
+            if run.proc and run.proc.poll() is None:
+                run.proc.terminate()
+                try:
+                    run.proc.wait(15)
+                except Exception:  # noqa: BLE001
+                    run.proc.kill()
+                    run.proc.wait()
+            api.call("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def log_sample(what, s):
+    log(f"{what}: {s['pod']} Ready in {s['ready_ms']} ms (pod exists {s['pod_ms']}, scheduled {s['scheduled_ms']}, "
+        f"pod Ready {s['pod_ready_ms']}{', claim Bound ' + str(s['bound_ms']) if 'bound_ms' in s else ''})")
+
+
+def log(msg):
+    B.log(msg)
+
+
+# --------------------------------------------------------------------------------------------
+# What the node and the controller logged about each start
+# --------------------------------------------------------------------------------------------
+def kubelet_startups(path):
+    """"ns/name" -> list of {wall, e2e_s, slo_s, running_wall} from the kubelet's "Observed pod
+    startup duration" lines (pod_startup_latency_tracker), oldest first; a pod created again
+    under the same name has one entry per start."""
+    out = {}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return out
+    with f:
+        for line in f:
+            if "Observed pod startup duration" not in line:
+                continue
+            m = re.search(r'pod="([^"]+)"', line)
+            if not m:
+                continue
+            d = {"wall": klog_wall(line)}
+            x = re.search(r'podStartE2EDuration="([0-9.]+)(ms|s)"', line)
+            if x:
+                d["e2e_s"] = float(x.group(1)) / (1000 if x.group(2) == "ms" else 1)
+            x = re.search(r'podStartSLOduration=([0-9.]+)', line)
+            if x:
+                d["slo_s"] = float(x.group(1))
+            x = re.search(r'observedRunningTime="([^"]+)"', line)
+            if x:
+                d["running_wall"] = go_time_wall(x.group(1))
+            out.setdefault(m.group(1), []).append(d)
+    return out
+
+
+def go_time_wall(s):
+    """Go's time.Time String(): '2026-12-02 05:06:07.123456789 +0000 UTC m=+12.3' -> epoch s."""
+    m = re.match(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d+))? \+0000 UTC", s)
+    if not m:
+        return None
+    return wall_of_log(f"{m.group(1)}T{m.group(2)}{'.' + m.group(3) if m.group(3) else ''}Z")
+
+
+def containerd_starts(path):
+    """pod uid -> {sandbox_start, sandbox_done, create_start, start_done} (epoch s) from
+    containerd's CRI lines: RunPodSandbox for &PodSandboxMetadata{Name:…,Uid:…} [returns
+    sandbox id "S"], CreateContainer within sandbox "S" …, StartContainer for "C" returns
+    successfully."""
+    out, by_sandbox, by_container = {}, {}, {}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return out
+    with f:
+        for line in f:
+            m = re.match(r'time="([^"]+)"', line)
+            if not m:
+                continue
+            t = wall_of_log(m.group(1))
+            msg = line.replace('\\"', '"')
+            x = re.search(r"RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),Uid:([^,]+),", msg)
+            if x:
+                d = out.setdefault(x.group(2), {"pod": x.group(1)})
+                y = re.search(r'returns sandbox id "([0-9a-f]+)"', msg)
+                if y:
+                    d["sandbox_done"] = t
+                    by_sandbox[y.group(1)] = x.group(2)
+                else:
+                    d["sandbox_start"] = t
+                continue
+            x = re.search(r'CreateContainer within sandbox "([0-9a-f]+)" for (?:container )?&ContainerMetadata\{Name:([^,]+),', msg)
+            if x and x.group(1) in by_sandbox:
+                d = out[by_sandbox[x.group(1)]]
+                y = re.search(r'returns container id "([0-9a-f]+)"', msg)
+                if y:
+                    d["create_done"] = t
+                    by_container[y.group(1)] = by_sandbox[x.group(1)]
+                else:
+                    d["create_start"] = t
+                continue
+            x = re.search(r'StartContainer for "([0-9a-f]+)"( returns successfully)?', msg)
+            if x and x.group(1) in by_container:
+                d = out[by_container[x.group(1)]]
+                d["start_done" if x.group(2) else "start_start"] = t
+    return out
+
+
+def ours_pod_created(path):
+    """pod name -> list of epoch s of our controller's 'pod created' lines (a wake's pod has
+    the name of the one before it)."""
+    out = {}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return out
+    with f:
+        for line in f:
+            if 'msg="pod created"' not in line:
+                continue
+            m = re.match(r"ts=(\S+)", line)
+            p = re.search(r"pod=(\S+)", line)
+            if m and p:
+                out.setdefault(p.group(1), []).append(wall_of_log(m.group(1)))
+    return out
+
+
+# the breakdown of one start (ms from the request): what each party took
+PHASES = [("request → pod exists", None, "pod"),
+          ("pod exists → scheduled", "pod", "scheduled"),
+          ("scheduled → RunPodSandbox", "scheduled", "sandbox_start"),
+          ("RunPodSandbox (sandbox + CNI)", "sandbox_start", "sandbox_done"),
+          ("sandbox → container started", "sandbox_done", "start_done"),
+          ("container started → pod Ready seen", "start_done", "pod_ready"),
+          ("pod Ready → Ready", "pod_ready", "ready")]
+
+
+def annotate(samples, kubelet, cri, created):
+    """Adds, per sample, the kubelet's and containerd's times (ms from the request) and ours'
+    pod-created time; -> the p50 of every phase."""
+    for s in samples:
+        w0 = s["t0_wall"]
+        k = next((e for e in kubelet.get(f"{s['ns']}/{s['pod']}", []) if (e.get("wall") or 0) >= w0), {})
+        if "e2e_s" in k:
+            s["kubelet_e2e_ms"] = B.rnd(k["e2e_s"] * 1000)
+        if k.get("running_wall"):
+            s["kubelet_running_ms"] = B.rnd((k["running_wall"] - w0) * 1000)
+        c = cri.get(s["uid"]) or {}
+        for key in ("sandbox_start", "sandbox_done", "create_start", "create_done", "start_done"):
+            if c.get(key):
+                s[f"cri_{key}_ms"] = B.rnd((c[key] - w0) * 1000)
+        pc = [t for t in created.get(s["pod"], []) if t >= w0 - 0.05]
+        if pc:
+            s["controller_pod_created_ms"] = B.rnd((min(pc) - w0) * 1000)
+    at = {"pod": "pod_ms", "scheduled": "scheduled_ms", "sandbox_start": "cri_sandbox_start_ms",
+          "sandbox_done": "cri_sandbox_done_ms", "start_done": "cri_start_done_ms", "pod_ready": "pod_ready_ms",
+          "ready": "ready_ms"}
+    out = {}
+    for label, a, b in PHASES:
+        vals = [s[at[b]] - (0 if a is None else s[at[a]]) for s in samples
+                if s.get(at[b]) is not None and (a is None or s.get(at[a]) is not None)]
+        out[label] = B.rnd(statistics.median(vals)) if vals else None
+    for key in ("kubelet_e2e_ms", "kubelet_running_ms", "controller_pod_created_ms", "bound_ms"):
+        vals = [s[key] for s in samples if s.get(key) is not None]
+        out[key] = B.rnd(statistics.median(vals)) if vals else None
+    return out
+
+
+def summary(samples):
+    vals = [s["ready_ms"] for s in samples]
+    if not vals:
+        return {"ready_p50_ms": None, "count": 0}
+    return {"ready_p50_ms": B.rnd(statistics.median(vals)), "ready_min_ms": B.rnd(min(vals)),
+            "ready_max_ms": B.rnd(max(vals)), "count": len(vals), "ready_ms_all": vals}
+
+
+def run(args, api, workdir, k, with_peer=True):
+    """-> the scenario's result: kinds.{create,wake,resume}.{floor,ours,agent_sandbox} with
+    ready_p50_ms, spread, samples and the breakdown; ratios ours / floor."""
+    sg = Single(args, api, workdir, k)
+    errors = {}
+    try:
+        sg.run_floor_and_ours()
+    except Exception as e:  # noqa: BLE001 — reported
+        log(f"real-node-single: floor/ours pass failed: {e}")
+        errors["ours"] = str(e)
+    if with_peer:
+        try:
+            sg.run_peer()
+        except Exception as e:  # noqa: BLE001
+            log(f"real-node-single: agent-sandbox pass failed: {e}")
+            errors["agent_sandbox"] = str(e)
+    plane = os.path.dirname(os.path.abspath(args.kubeconfig))
+    kubelet = kubelet_startups(os.path.join(plane, "node", "logs", "kubelet.log"))
+    cri = containerd_starts(os.path.join(plane, "node", "logs", "containerd.log"))
+    created = ours_pod_created(sg.logs.get("ours", ""))
+    kinds = {}
+    for kind in KINDS:
+        kinds[kind] = {}
+        for who, samples in sg.results[kind].items():
+            if not samples and who == "agent_sandbox" and kind != "create":
+                continue
+            d = summary(samples)
+            d["breakdown"] = annotate(samples, kubelet, cri, created)
+            d["samples"] = samples
+            d["status"] = ("ok" if len(samples) == k else
+                           f"failed: {errors.get(who) or errors.get('ours') or 'incomplete'}" if samples or errors
+                           else "not run")
+            if who == "agent_sandbox" and not with_peer:
+                d["status"] = "not run (--only)"
+            kinds[kind][who] = d
+        f, o = kinds[kind]["floor"].get("ready_p50_ms"), kinds[kind]["ours"].get("ready_p50_ms")
+        kinds[kind]["ratio"] = B.rnd(o / f, 2) if f and o else None
+        kinds[kind]["met"] = None if kinds[kind]["ratio"] is None else kinds[kind]["ratio"] <= 1.1
+    return {"kinds": kinds, "k": k, "stop": "long-running lifecycle, spec.idleTimeout 1s "
+                                            "(stopped after 24 × idleTimeout without use), woken by a touch of "
+                                            + ANN_LAST_USED,
+            "stop_reasons": getattr(sg, "stop_reason", None), "errors": errors,
+            "logs": {"kubelet": "node/logs/kubelet.log", "containerd": "node/logs/containerd.log", **sg.logs}}
+
+
+if __name__ == "__main__":   # parse the node's logs of a past run: bench/single.py PLANE_DIR
+    import sys
+    d = sys.argv[1]
+    print(json.dumps({"kubelet": len(kubelet_startups(os.path.join(d, "node/logs/kubelet.log"))),
+                      "containerd": len(containerd_starts(os.path.join(d, "node/logs/containerd.log")))}))
