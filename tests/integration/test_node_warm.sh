@@ -5,7 +5,7 @@
 # afterwards; each volume a hostPath PV pinned to the real node); a new chat adopts one,
 # its pod is made in the pass that adopted it, runs on the volume's node, and its
 # workspace is writable by the sandbox user; a cold chat of a class without a pool is
-# measured beside it; the pool refills; deleting the class removes the pool's claims and
+# (another workspace size) measured beside it; the pool refills; deleting the class removes the pool's claims and
 # their volumes.
 . "$(dirname "$0")/lib.sh"
 use_real_node
@@ -27,7 +27,7 @@ kind: SandboxClass
 metadata: {name: yao-it-node-cold}
 spec:
   resources: {cpu: {default: 100m}, memory: {default: 128Mi}}
-  workspace: {storageClassName: local-path, defaultSize: 1Gi}
+  workspace: {storageClassName: local-path, defaultSize: 2Gi}   # another shape: no pool claim fits
 YAML
 on_exit "kubectl delete sandboxclass yao-it-node-warm yao-it-node-cold --ignore-not-found --wait=false"
 start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
