@@ -986,6 +986,21 @@ const cJSON *sbx_sandbox_controller_ref(const cJSON *obj) {
     return NULL;
 }
 
+int sbx_add_pull_secrets(cJSON *pod_spec, const struct sbx_spec *s) {
+    if (!s->npull_secrets) return 0;
+    cJSON *ps = cJSON_AddArrayToObject(pod_spec, "imagePullSecrets");
+    if (!ps) return -1;
+    for (size_t i = 0; i < s->npull_secrets; i++) {
+        cJSON *ref = cJSON_CreateObject();
+        if (!ref || !cJSON_AddItemToArray(ps, ref)) {
+            cJSON_Delete(ref);
+            return -1;
+        }
+        if (!cJSON_AddStringToObject(ref, "name", s->pull_secrets[i])) return -1;
+    }
+    return 0;
+}
+
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen) {
     if (outlen) snprintf(out, outlen, "%s%s", pod_name, SBX_CLAIM_SUFFIX);
 }
@@ -1365,18 +1380,7 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
     }
     if (sbx_build_container(ctr, o, s)) goto err;
 
-    if (s->npull_secrets) {
-        cJSON *ps = cJSON_AddArrayToObject(spec, "imagePullSecrets");
-        if (!ps) goto err;
-        for (size_t i = 0; i < s->npull_secrets; i++) {
-            cJSON *ref = cJSON_CreateObject();
-            if (!ref || !cJSON_AddItemToArray(ps, ref)) {
-                cJSON_Delete(ref);
-                goto err;
-            }
-            if (!cJSON_AddStringToObject(ref, "name", s->pull_secrets[i])) goto err;
-        }
-    }
+    if (sbx_add_pull_secrets(spec, s) < 0) goto err;
 
     vols = cJSON_AddArrayToObject(spec, "volumes");
     vol = cJSON_CreateObject();

@@ -237,6 +237,8 @@ const cJSON *sbx_sandbox_controller_ref(const cJSON *obj);
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
  * (a longer pod name or a smaller out truncates). */
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
+/* spec.imagePullSecrets of a pod spec from s's pull secrets (none: nothing added). 0 or -1. */
+int sbx_add_pull_secrets(cJSON *pod_spec, const struct sbx_spec *s);
 
 /* The workspace PVC (apiVersion/kind/metadata/spec): labels and annotations as SPEC §3,
  * ownerReference to the Sandbox with controller=true and blockOwnerDeletion=true,

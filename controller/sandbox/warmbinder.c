@@ -136,15 +136,7 @@ cJSON *sbx_build_binder(const char *ns, const char *pool_key, const char *claim,
         !cJSON_AddItemToArray(vols, vol) || !cJSON_AddStringToObject(vol, "name", "workspace") ||
         !(pvc = cJSON_AddObjectToObject(vol, "persistentVolumeClaim")) || !cJSON_AddStringToObject(pvc, "claimName", claim))
         goto err;
-    if (s->npull_secrets) {
-        cJSON *ps = cJSON_AddArrayToObject(spec, "imagePullSecrets");
-        if (!ps) goto err;
-        for (size_t i = 0; i < s->npull_secrets; i++) {
-            cJSON *r = cJSON_CreateObject();
-            if (!r || !cJSON_AddItemToArray(ps, r)) { cJSON_Delete(r); goto err; }
-            if (!cJSON_AddStringToObject(r, "name", s->pull_secrets[i])) goto err;
-        }
-    }
+    if (sbx_add_pull_secrets(spec, s) < 0) goto err;
     return pod;
 err:
     cJSON_Delete(pod);

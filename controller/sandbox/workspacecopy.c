@@ -110,16 +110,7 @@ cJSON *sbx_build_copier(const struct sbx_owner *o, const struct sbx_spec *s, con
     if (!(vols = cJSON_AddArrayToObject(spec, "volumes")) || add_claim_volume(vols, "source", src_claim, 1) ||
         add_claim_volume(vols, "workspace", dst_claim, 0))
         goto err;
-    if (s->npull_secrets) {
-        cJSON *ps = cJSON_AddArrayToObject(spec, "imagePullSecrets");
-        if (!ps) goto err;
-        for (size_t i = 0; i < s->npull_secrets; i++) {
-            cJSON *r = cJSON_CreateObject();
-            if (!r) goto err;
-            if (!cJSON_AddItemToArray(ps, r)) { cJSON_Delete(r); goto err; }
-            if (!cJSON_AddStringToObject(r, "name", s->pull_secrets[i])) goto err;
-        }
-    }
+    if (sbx_add_pull_secrets(spec, s) < 0) goto err;
     return pod;
 err:
     cJSON_Delete(pod);

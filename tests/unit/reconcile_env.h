@@ -227,4 +227,25 @@ static inline const char *precondition(const cJSON *delete_body, const char *fie
         cJSON_GetObjectItemCaseSensitive(delete_body, "preconditions"), field));
 }
 
+/* Pool claims carry this label until a Sandbox adopts one. */
+#define WARM_SEL "sandbox.yaoapps.com/warm-pool"
+
+/* One pool pass of NS (sandbox/warm.c). Its return code. */
+static inline int pool_pass(struct env *e) {
+    char err[512] = "";
+    int64_t rq = 0;
+    int rc = sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err);
+    if (rc < 0) fprintf(stderr, "  pool pass: %s\n", err);
+    return rc;
+}
+
+/* The name of the one pool claim in the store not yet adopted (out "" when none or
+ * several). */
+static inline void pool_claim(struct env *e, char *out, size_t n) {
+    cJSON *l = fakeapi_list(&e->fa, PVC_COLL, WARM_SEL);
+    const char *name = cJSON_GetArraySize(l) == 1 ? kj_str(cJSON_GetArrayItem(l, 0), "metadata.name") : NULL;
+    snprintf(out, n, "%s", name ? name : "");
+    cJSON_Delete(l);
+}
+
 #endif

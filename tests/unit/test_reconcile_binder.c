@@ -18,16 +18,6 @@ static void warm_late(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;   /* the default StorageClass "local": WaitForFirstConsumer */
 }
 
-#define WARM_SEL "sandbox.yaoapps.com/warm-pool"
-
-static int pool_pass(struct env *e) {
-    char err[512] = "";
-    int64_t rq = 0;
-    int rc = sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "  pool pass: %s\n", err);
-    return rc;
-}
-
 /* Wait (at most 10 s) until the informer shows path as the store has it. 1 when it does. */
 static int cached(struct env *e, struct informer *inf, const char *path) {
     const char *name = strrchr(path, '/');
@@ -36,14 +26,6 @@ static int cached(struct env *e, struct informer *inf, const char *path) {
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
         if (cache_current(e, inf, key, path)) return 1;
     return 0;
-}
-
-/* The one unadopted pool claim's name ("" when none or several). */
-static void pool_claim(struct env *e, char *out, size_t n) {
-    cJSON *l = fakeapi_list(&e->fa, PVC_COLL, WARM_SEL);
-    const char *name = cJSON_GetArraySize(l) == 1 ? kj_str(cJSON_GetArrayItem(l, 0), "metadata.name") : NULL;
-    snprintf(out, n, "%s", name ? name : "");
-    cJSON_Delete(l);
 }
 
 /* Play the scheduler and the provisioner: the claim's node chosen, the claim Bound. */

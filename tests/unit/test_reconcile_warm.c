@@ -15,26 +15,6 @@ static void warm_one(struct sbx_controller_options *o) {
     o->defaults.storage_class = SC_IMMEDIATE;
 }
 
-#define WARM_SEL "sandbox.yaoapps.com/warm-pool"
-
-/* One pool pass of NS. Its return code. */
-static int pool_pass(struct env *e) {
-    char err[512] = "";
-    int64_t rq = 0;
-    int rc = sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "  pool pass: %s\n", err);
-    return rc;
-}
-
-/* The name of the one pool claim in the store not yet adopted (out "" when none or
- * several). */
-static void pool_claim(struct env *e, char *out, size_t n) {
-    cJSON *l = fakeapi_list(&e->fa, PVC_COLL, WARM_SEL);
-    const char *name = cJSON_GetArraySize(l) == 1 ? kj_str(cJSON_GetArrayItem(l, 0), "metadata.name") : NULL;
-    snprintf(out, n, "%s", name ? name : "");
-    cJSON_Delete(l);
-}
-
 /* Bind the pool claim `name` (the provisioner) and wait for the claim cache to show it. */
 static int bind_pool_claim(struct env *e, const char *name) {
     char path[512], key[300];
