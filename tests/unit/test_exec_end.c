@@ -143,7 +143,7 @@ struct term {
     unsigned w, h;
     int have;                 /* 0: term_size says there is no size */
     int calls;
-    volatile sig_atomic_t resized;
+    atomic_int resized;       /* what a SIGWINCH handler sets (kube/exec.h) */
     struct kube_client *c;
     int fd, tty, with_size, with_flag;
     int rc;
@@ -167,7 +167,7 @@ static void term_set(struct term *t, unsigned w, unsigned h) {
     t->h = h;
     t->have = 1;
     pthread_mutex_unlock(&t->mu);
-    t->resized = 1;           /* what a SIGWINCH handler does */
+    atomic_store(&t->resized, 1);   /* what a SIGWINCH handler does */
 }
 
 static void *term_session(void *arg) {
@@ -251,9 +251,9 @@ TEST(session_tty_sends_the_size_at_start_and_on_change) {
         pthread_mutex_lock(&t.mu);
         int calls = t.calls;
         pthread_mutex_unlock(&t.mu);
-        t.resized = 1;                        /* a SIGWINCH, same size */
-        for (int waited = 0; waited < 2000 && t.resized; waited += 10) sleep_ms(10);
-        CHECK_INT(t.resized, 0);              /* seen and cleared by the loop */
+        atomic_store(&t.resized, 1);          /* a SIGWINCH, same size */
+        for (int waited = 0; waited < 2000 && atomic_load(&t.resized); waited += 10) sleep_ms(10);
+        CHECK_INT(atomic_load(&t.resized), 0);   /* seen and cleared by the loop */
         sleep_ms(3 * KUBE_EXEC_RESIZE_CHECK_MS);
         pthread_mutex_lock(&t.mu);
         CHECK_INT(t.calls, calls + 1);        /* asked once more */
