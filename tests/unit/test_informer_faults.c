@@ -227,7 +227,7 @@ static long long held_by(const char *ns, int n, size_t *text_len) {
 }
 
 TEST(cache_holds_objects_as_compact_text) {
-    if (check_heap_inuse() < 0) { printf("  (heap figures need glibc's malloc: skipped under ASan/valgrind)\n"); return; }
+    if (check_heap_inuse() < 0) { printf("  (heap figures need glibc's malloc: skipped under ASan, TSan and valgrind)\n"); return; }
     /* 33 Running sandbox pods against 1: the difference is 32 cached objects (the client,
      * thread and connection cost the same in both). As cJSON trees they took 7451 bytes
      * each here (~6 times their text), as plain text 1752, packed (runtime/objpack.c)
