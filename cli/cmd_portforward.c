@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +25,16 @@
 #include "cli/session.h"
 #include "kube/portforward.h"
 
-/* Set by SIGINT/SIGTERM during port-forward: stop accepting, end the sessions. */
-static volatile sig_atomic_t pf_stop;
+/* Set by SIGINT/SIGTERM during port-forward: stop accepting, end the sessions. Read by
+ * every session's thread too, so not a volatile sig_atomic_t (safe in a handler, a data
+ * race between threads) but a lock-free atomic, which is both (C11 7.14.1.1). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "pf_stop is set in a signal handler: atomic_int must be lock-free");
+static atomic_int pf_stop;
 static int pf_wake[2] = {-1, -1};   /* the signal handler writes here to wake poll() */
 
 static void on_pf_signal(int sig) {
     (void)sig;
-    pf_stop = 1;
+    atomic_store(&pf_stop, 1);
     int e = errno;
     if (pf_wake[1] >= 0 && write(pf_wake[1], "x", 1) < 0) {}
     errno = e;
@@ -56,7 +60,7 @@ static void *pf_conn_main(void *arg) {
     struct kube_pf_options o = {.namespace_ = st->c->ns, .pod = st->c->pod, .port = pc->remote, .fd = pc->fd,
                                 .stop = &pf_stop};
     struct kube_pf_result r;
-    if (kube_portforward(st->c->kc, &o, &r) < 0 && !pf_stop) {
+    if (kube_portforward(st->c->kc, &o, &r) < 0 && !atomic_load(&pf_stop)) {
         const char *why = strncmp(r.err, "port-forward: ", 14) ? r.err : r.err + 14;
         fprintf(stderr, PROG ": port-forward 127.0.0.1:%u -> %u: %s\n", pc->local, pc->remote, why);
     }
@@ -139,7 +143,7 @@ int cmd_port_forward(struct cli *c) {
     session_toucher_start(&t, c, name);
     struct pollfd *pf = calloc(n + 1, sizeof(*pf));
     rc = pf ? 0 : cli_fail("out of memory");
-    while (pf && !pf_stop) {
+    while (pf && !atomic_load(&pf_stop)) {
         for (size_t i = 0; i < n; i++) pf[i] = (struct pollfd){ls[i].fd, POLLIN, 0};
         pf[n] = (struct pollfd){pf_wake[0], POLLIN, 0};
         if (poll(pf, (nfds_t)(n + 1), -1) < 0) {
@@ -147,7 +151,7 @@ int cmd_port_forward(struct cli *c) {
             rc = cli_fail("poll: %s", strerror(errno));
             break;
         }
-        for (size_t i = 0; i < n && !pf_stop; i++) {
+        for (size_t i = 0; i < n && !atomic_load(&pf_stop); i++) {
             if (!(pf[i].revents & POLLIN)) continue;
             int fd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd < 0) continue;   /* the client gave up already, or out of fds: keep serving */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,12 +125,15 @@ void session_toucher_stop(struct session_toucher *t) {
     t->started = 0;
 }
 
-/* Set by SIGWINCH (exec -t with a terminal on stdin); kube_exec looks at it. */
-static volatile sig_atomic_t winch;
+/* Set by SIGWINCH (exec -t with a terminal on stdin); kube_exec looks at it. The signal
+ * may land on any thread (the toucher's too), so a lock-free atomic rather than a volatile
+ * sig_atomic_t (C11 7.14.1.1 allows either in a handler; only the atomic between threads). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "winch is set in a signal handler: atomic_int must be lock-free");
+static atomic_int winch;
 
 static void on_winch(int sig) {
     (void)sig;
-    winch = 1;
+    atomic_store(&winch, 1);
 }
 
 void session_watch_resize(void) {

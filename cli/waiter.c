@@ -6,6 +6,7 @@
  * server ends is resumed from the last resourceVersion; an expired one relists. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,8 @@ struct deadline_timer {
     pthread_cond_t cv;
     struct kube_client *kc;
     int64_t deadline_ms;
-    volatile int stop;
-    int quit;
+    atomic_int stop;            /* set by the timer thread, read by the watch (seq_cst) */
+    int quit;                   /* under mu */
 };
 
 static void *timer_main(void *ud) {
@@ -38,7 +39,7 @@ static void *timer_main(void *ud) {
     while (!t->quit) {
         int64_t now = clock_mono_ms();
         if (now >= t->deadline_ms) {
-            t->stop = 1;
+            atomic_store(&t->stop, 1);
             kube_client_wake(t->kc);
             break;
         }
@@ -154,10 +155,10 @@ int cluster_wait(struct cli *c, const char *name, const struct wait_for *w, cons
     if (timer_start(&t, c->kc, deadline)) return cli_fail("starting the wait's timer: %s", strerror(errno));
     char err[KUBE_ERR_MAX] = "";
     int rc = 0, failures = 0, need_list = 1;
-    while (!t.stop) {
+    while (!atomic_load(&t.stop)) {
         if (need_list) {
             if (relist(c, &x, err, sizeof(err))) {
-                if (t.stop) break;
+                if (atomic_load(&t.stop)) break;
                 rc = cli_fail("waiting for sandbox \"%s\": %s", name, err);
                 goto out;
             }
@@ -177,7 +178,7 @@ int cluster_wait(struct cli *c, const char *name, const struct wait_for *w, cons
         x.events = 0;
         enum kube_watch_end end = kube_watch(c->kc, path, on_event, &x, &t.stop, 0, err, sizeof(err));
         if (x.verdict != WAIT_PENDING) break;
-        if (t.stop) break;
+        if (atomic_load(&t.stop)) break;
         if (end == KUBE_WATCH_EXPIRED) { need_list = 1; continue; }
         if (end == KUBE_WATCH_FAILED) {
             /* one failure may be a dropped connection: relist and watch again; two in a

@@ -3,6 +3,8 @@
 #   unit         — tests/unit/test_*.c, one binary each, no network (test_cli_*.c link the
 #                  CLI's library yaocli, the others yaocore)
 #   unit-asan    — the same sources under ASan+UBSan
+#   unit-tsan    — the units that run threads, under ThreadSanitizer (<name>_tsan; TSan
+#                  and ASan cannot share a binary), through tests/tsan/run
 #   unit-valgrind— the plain unit binaries under valgrind --leak-check=full
 #   cluster      — integration suites against the real local control plane, brought up
 #                  once per run by the `plane` fixture and torn down at the end.
@@ -21,6 +23,32 @@ if(YAO_SANITIZED_TESTS)
     add_library(yaocli_san STATIC ${YAO_CLI_SOURCES})
     target_include_directories(yaocli_san PUBLIC ${YAO_CLI_INCLUDES})
     target_link_libraries(yaocli_san PUBLIC yaocore_san)
+  endif()
+endif()
+
+# ThreadSanitizer: a third build of the core (and the CLI) for the units that run threads.
+# A unit is one of them when its source starts a thread itself (pthread_create, or the
+# scripted WebSocket peer of exec_peer.h) or through the code it tests: an informer, the
+# leader elector, the probe server, the Event recorder, an exec or port-forward session
+# (their reader thread), the controller's workers, the CLI's wait. (Read at configure
+# time: a unit that starts threads after an edit joins at the next cmake run.)
+option(YAO_TSAN_TESTS "Also build the unit tests that run threads with ThreadSanitizer" ON)
+set(YAO_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+set(YAO_TSAN_STARTS_THREADS
+  "pthread_create|exec_peer\\.h|informer_start|leader_start|httpd_start|kube_recorder_new|kube_exec\\(|kube_portforward\\(|sbx_controller_run|cluster_wait")
+# halt_on_error: the first report fails the test; second_deadlock_stack: a lock-order
+# report shows both acquisitions. The suppressions are third-party internals only.
+set(YAO_TSAN_OPTIONS "halt_on_error=1:second_deadlock_stack=1:suppressions=${CMAKE_SOURCE_DIR}/tests/tsan/suppressions.txt")
+if(YAO_TSAN_TESTS)
+  add_library(yaocore_tsan STATIC ${YAO_CORE_SOURCES})
+  target_include_directories(yaocore_tsan PUBLIC ${YAO_CORE_INCLUDES})
+  target_link_libraries(yaocore_tsan PUBLIC ${YAO_CORE_LIBS})
+  target_compile_options(yaocore_tsan PUBLIC ${YAO_TSAN_FLAGS})
+  target_link_options(yaocore_tsan PUBLIC ${YAO_TSAN_FLAGS})
+  if(YAO_CLI_SOURCES)
+    add_library(yaocli_tsan STATIC ${YAO_CLI_SOURCES})
+    target_include_directories(yaocli_tsan PUBLIC ${YAO_CLI_INCLUDES})
+    target_link_libraries(yaocli_tsan PUBLIC yaocore_tsan)
   endif()
 endif()
 
@@ -45,6 +73,17 @@ foreach(src ${YAO_UNIT_TESTS})
     add_test(NAME unit-asan.${name} COMMAND ${name}_san)
     set_tests_properties(unit-asan.${name} PROPERTIES LABELS unit-asan
       ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data;ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")
+  endif()
+  if(YAO_TSAN_TESTS)
+    file(READ ${src} body)
+    if(body MATCHES "${YAO_TSAN_STARTS_THREADS}")
+      add_executable(${name}_tsan ${src})
+      target_include_directories(${name}_tsan PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
+      target_link_libraries(${name}_tsan ${lib}_tsan)
+      add_test(NAME unit-tsan.${name} COMMAND ${CMAKE_SOURCE_DIR}/tests/tsan/run $<TARGET_FILE:${name}_tsan>)
+      set_tests_properties(unit-tsan.${name} PROPERTIES LABELS unit-tsan
+        ENVIRONMENT "YAO_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/unit/data;TSAN_OPTIONS=${YAO_TSAN_OPTIONS}")
+    endif()
   endif()
   if(VALGRIND)
     add_test(NAME unit-valgrind.${name}

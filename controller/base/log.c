@@ -3,20 +3,24 @@
 #include "base/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-static volatile int threshold = LOG_INFO;
+/* The level below which lines are dropped: set at start (or by a test), read by every log
+ * call on any thread. Relaxed loads and stores: it orders nothing else, and a line logged
+ * just around a change may use either level. */
+static atomic_int threshold = LOG_INFO;
 static const char *const names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(const char *name) {
     for (int i = 0; i < 4; i++)
-        if (name && !strcmp(name, names[i])) { threshold = i; return; }
-    threshold = LOG_INFO;
+        if (name && !strcmp(name, names[i])) { atomic_store_explicit(&threshold, i, memory_order_relaxed); return; }
+    atomic_store_explicit(&threshold, LOG_INFO, memory_order_relaxed);
 }
 
-int log_enabled(enum log_level l) { return (int)l >= threshold; }
+int log_enabled(enum log_level l) { return (int)l >= atomic_load_explicit(&threshold, memory_order_relaxed); }
 
 void log_line(enum log_level l, const char *fmt, ...) {
     char body[2048], ts[40];

@@ -5,6 +5,7 @@
  * file only wires it together. */
 #include <malloc.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,21 @@
 #include "sandbox/settings.h"
 #include "sandbox/shard.h"
 
-static volatile sig_atomic_t stop_requested;
-static volatile int leading, lost_leadership;
-/* Leading, and waiting for replicas of another --shards to stop acting (shard_barrier). */
-static volatile int at_barrier;
+/* Set by SIGTERM/SIGINT, read by the main loop and (as its stop flag) sbx_controller_run.
+ * The handler runs on whichever thread the signal lands on (an informer's, a worker's, the
+ * probe server's): volatile sig_atomic_t is safe in a handler but a data race between
+ * threads; a lock-free atomic is both (C11 7.14.1.1), hence the assertion. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set in a signal handler: atomic_int must be lock-free");
+static atomic_int stop_requested;
+/* Set by the election thread (its callbacks), read by the main loop. */
+static atomic_int leading, lost_leadership;
+/* Leading, and waiting for replicas of another --shards to stop acting (shard_barrier):
+ * set by the main thread, read by /readyz on the probe server's thread. */
+static atomic_int at_barrier;
+/* (All plain seq_cst loads and stores: none of these flags publishes other data.) */
 
 /* SIGTERM / SIGINT: ask the main loop to stop. */
-static void on_signal(int sig) { stop_requested = 1; }
+static void on_signal(int sig) { atomic_store(&stop_requested, 1); }
 
 /* getenv with the signature settings expect. */
 static const char *env_lookup(const char *name) { return getenv(name); }
@@ -40,8 +49,8 @@ struct app {
 
 /* Leader election callbacks (election thread). The write fence closed before on_stopped
  * runs; the main loop then exits non-zero, as client-go's elector users do. */
-static void on_started_leading(void *ud) { leading = 1; }
-static void on_stopped_leading(void *ud) { lost_leadership = 1; }
+static void on_started_leading(void *ud) { atomic_store(&leading, 1); }
+static void on_stopped_leading(void *ud) { atomic_store(&lost_leadership, 1); }
 
 /* /healthz, /readyz, /metrics. */
 static int serve_probe(void *ud, const char *path, struct dynbuf *body, const char **ctype) {
@@ -54,7 +63,7 @@ static int serve_probe(void *ud, const char *path, struct dynbuf *body, const ch
         /* A standby is ready (to take over), and so is a leader waiting for another shard
          * count to go (a rolling update must be able to replace the old replicas); a leader
          * once its caches are synced. */
-        int ready = (a->elector && (!leader_is_leader(a->elector) || at_barrier)) || sbx_controller_ready(a->ctl);
+        int ready = (a->elector && (!leader_is_leader(a->elector) || atomic_load(&at_barrier))) || sbx_controller_ready(a->ctl);
         dynbuf_append_str(body, ready ? "ok\n" : "caches not synced\n");
         return ready ? 200 : 503;
     }
@@ -69,7 +78,7 @@ static int serve_probe(void *ud, const char *path, struct dynbuf *body, const ch
 
 /* Sleep ms, waking early on a stop or a lost lease. */
 static void nap(int64_t ms) {
-    for (; ms > 0 && !stop_requested && !lost_leadership; ms -= 50) usleep(50000);
+    for (; ms > 0 && !atomic_load(&stop_requested) && !atomic_load(&lost_leadership); ms -= 50) usleep(50000);
 }
 
 /* 1 when a Lease of the family blocks this replica (why says which), 0 when none does, -1
@@ -106,21 +115,22 @@ static int leases_block(struct kube_client *c, const struct sbx_settings *s, con
 static int shard_barrier(struct app *a, struct kube_client *c, const struct sbx_settings *s, const char *lease_ns) {
     char why[512], last[512] = "";
     int announced = 0;
-    at_barrier = 1;
-    while (!stop_requested && !lost_leadership) {
+    atomic_store(&at_barrier, 1);
+    while (!atomic_load(&stop_requested) && !atomic_load(&lost_leadership)) {
         int b = leases_block(c, s, lease_ns, why, sizeof(why));
         if (b == -2) {
             /* Not allowed to look (the RBAC of an older release): act as before the rule. */
             LOGW("msg=\"cannot list Leases (apply the current RBAC: list on leases): acting without waiting for "
                  "replicas of another shard count\" why=\"%s\"", why);
-            at_barrier = 0;
+            atomic_store(&at_barrier, 0);
             return 0;
         }
-        if (b == 0 && announced) { at_barrier = 0; return 0; }
+        if (b == 0 && announced) { atomic_store(&at_barrier, 0); return 0; }
         if (b == 0) {
             /* Say it, wait until the Lease shows it, and look once more. */
             int64_t g = leader_set_label(a->elector, SBX_LABEL_ACTING, "true");
-            while (g > 0 && !stop_requested && !lost_leadership && (int64_t)leader_labels_written(a->elector) < g)
+            while (g > 0 && !atomic_load(&stop_requested) && !atomic_load(&lost_leadership) &&
+                   (int64_t)leader_labels_written(a->elector) < g)
                 nap(50);
             announced = 1;
             continue;
@@ -253,7 +263,7 @@ int main(int argc, char **argv) {
         }
         LOGI("msg=\"waiting for leadership\" lease=%s/%s identity=%s", lease_ns, s.lease_name, identity);
     } else {
-        leading = 1;
+        atomic_store(&leading, 1);
     }
     if (s.metrics_addr && s.metrics_addr[0]) {
         httpd = httpd_start(s.metrics_addr, serve_probe, &a, err, sizeof(err));
@@ -270,16 +280,18 @@ int main(int argc, char **argv) {
          s.controller.limits.max_running, s.controller.limits.max_running_per_user,
          s.controller.workers, s.leader_elect);
 
-    while (!stop_requested && !leading) usleep(50000);
-    if (!stop_requested && a.elector && shard_barrier(&a, client, &s, lease_ns) < 0 && !lost_leadership) stop_requested = 1;
-    if (!stop_requested && !lost_leadership) {
-        if (sbx_controller_run(a.ctl, (volatile int *)&stop_requested) < 0) {
-            if (!stop_requested) { LOGE("msg=\"could not start the controller\""); rc = 1; }
+    while (!atomic_load(&stop_requested) && !atomic_load(&leading)) usleep(50000);
+    if (!atomic_load(&stop_requested) && a.elector && shard_barrier(&a, client, &s, lease_ns) < 0 &&
+        !atomic_load(&lost_leadership))
+        atomic_store(&stop_requested, 1);
+    if (!atomic_load(&stop_requested) && !atomic_load(&lost_leadership)) {
+        if (sbx_controller_run(a.ctl, &stop_requested) < 0) {
+            if (!atomic_load(&stop_requested)) { LOGE("msg=\"could not start the controller\""); rc = 1; }
         } else {
-            while (!stop_requested && !lost_leadership) usleep(100000);
+            while (!atomic_load(&stop_requested) && !atomic_load(&lost_leadership)) usleep(100000);
         }
     }
-    if (lost_leadership) {
+    if (atomic_load(&lost_leadership)) {
         /* As client-go does: a replica that lost the lease exits at once (its writes were
          * fenced already); it is restarted as a standby. */
         LOGE("msg=\"leadership lost; exiting\"");

@@ -280,8 +280,7 @@ static void size_update(struct session *s) {
 static void on_resize_check(lws_sorted_usec_list_t *sul) {
     struct session *s = lws_container_of(sul, struct session, resize_check);
     if (!s->wsi || s->finished || s->have_status || s->failed) return;
-    if (*s->o->resized) {
-        *s->o->resized = 0;
+    if (atomic_exchange(s->o->resized, 0)) {   /* read and cleared at once: no SIGWINCH lost */
         size_update(s);
     }
     lws_sul_schedule(s->ctx, 0, &s->resize_check, on_resize_check,

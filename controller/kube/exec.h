@@ -14,7 +14,7 @@
 #ifndef YAO_KUBE_EXEC_H
 #define YAO_KUBE_EXEC_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "kube/execproto.h"
@@ -66,9 +66,10 @@ struct kube_exec_options {
      * *resized is non-zero (looked at every KUBE_EXEC_RESIZE_CHECK_MS; cleared before the
      * call, so a change during it is seen next time); a size that differs from the last
      * one sent goes out on the resize channel as {"Width":W,"Height":H}. resized is what a
-     * SIGWINCH handler sets (NULL: the size is sent once). */
+     * SIGWINCH handler sets (NULL: the size is sent once): an atomic, since the handler may
+     * run on any thread of the caller, and a lock-free one, so it may be set there. */
     kube_exec_size_fn term_size;
-    volatile sig_atomic_t *resized;
+    atomic_int *resized;
     long timeout_ms;                   /* whole session; 0 = none */
     /* Offered subprotocols, comma-separated; NULL = "v5.channel.k8s.io, v4.channel.k8s.io". */
     const char *protocols;

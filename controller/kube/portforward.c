@@ -207,7 +207,7 @@ static void on_linger(lws_sorted_usec_list_t *sul) {
 static void on_stop_check(lws_sorted_usec_list_t *sul) {
     struct pf_session *s = lws_container_of(sul, struct pf_session, stop_check);
     if (s->finished) return;
-    if (*s->o->stop) {
+    if (atomic_load(s->o->stop)) {
         end_soon(s);
         return;
     }
@@ -350,7 +350,7 @@ static const struct lws_protocols pf_protocols[] = {
 
 /* One attempt of kube_portforward. */
 static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struct kube_pf_result *r, int may_retry) {
-    static const volatile sig_atomic_t never = 0;
+    static const atomic_int never = 0;
     struct pf_session *s = NULL;
     struct kube_auth auth = {0};
     int oom = 0;
@@ -365,7 +365,7 @@ static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struc
         return -1;
     }
     opt = *o;
-    if (!opt.stop) opt.stop = (volatile sig_atomic_t *)&never;
+    if (!opt.stop) opt.stop = &never;
     struct kube_config *cfg = kube_client_config(c);
     if (kube_ws_parse_server(cfg->server, &ep, "port-forward", r->err, sizeof(r->err)) < 0) return -1;
     if (kube_pf_path(o->namespace_, o->pod, o->port, path, sizeof(path)) < 0 ||

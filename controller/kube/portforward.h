@@ -10,7 +10,7 @@
 #ifndef YAO_KUBE_PORTFORWARD_H
 #define YAO_KUBE_PORTFORWARD_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "kube/rest.h"
@@ -29,7 +29,9 @@ struct kube_pf_options {
     const char *pod;
     uint16_t port;                 /* in the pod, 1-65535 */
     int fd;                        /* the local connection: read until EOF, written to; not closed */
-    volatile sig_atomic_t *stop;   /* non-NULL: the session ends soon after *stop turns non-zero */
+    /* non-NULL: the session ends soon after *stop turns non-zero. Read on the session's
+     * thread; an atomic (lock-free, so a signal handler may set it, as the CLI's does). */
+    const atomic_int *stop;
 };
 
 struct kube_pf_result {

@@ -343,7 +343,7 @@ static void pool_give(struct kube_client *c, struct conn *k) {
  * (and *stop, when given) whenever it wakes: on socket activity, curl's own timers, a
  * cancel or kube_client_wake, and at least every IDLE_POLL_MS. The transfer's own
  * timeout (CURLOPT_TIMEOUT_MS) still applies. CURLE_ABORTED_BY_CALLBACK when cancelled. */
-static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const volatile int *stop) {
+static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const atomic_int *stop) {
     CURLcode result = CURLE_OK;
     if (curl_multi_add_handle(multi, easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
     struct active me = {multi, NULL};
@@ -352,7 +352,7 @@ static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const vol
     c->active = &me;
     pthread_mutex_unlock(&c->lock);
     for (int running = 1, done = 0; !done;) {
-        if (atomic_load(&c->cancelled) || (stop && *stop)) { result = CURLE_ABORTED_BY_CALLBACK; break; }
+        if (atomic_load(&c->cancelled) || (stop && atomic_load(stop))) { result = CURLE_ABORTED_BY_CALLBACK; break; }
         if (curl_multi_perform(multi, &running) != CURLM_OK) { result = CURLE_OUT_OF_MEMORY; break; }
         CURLMsg *m;
         int left;
@@ -372,7 +372,7 @@ static CURLcode drive(struct kube_client *c, CURLM *multi, CURL *easy, const vol
 
 static CURLcode conn_perform(struct kube_client *c, struct conn *k) { return drive(c, k->multi, k->easy, NULL); }
 
-int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop) {
+int kube_client_perform(struct kube_client *c, void *curl_easy, const atomic_int *stop) {
     CURLM *multi = curl_multi_init();
     if (!multi) return CURLE_OUT_OF_MEMORY;
     CURLcode cc = drive(c, multi, curl_easy, stop);

@@ -9,6 +9,7 @@
 #ifndef YAO_KUBE_REST_H
 #define YAO_KUBE_REST_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -142,7 +143,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
  * curl_easy_perform, but abandoned at once when the client is cancelled, or when *stop
  * (may be NULL) is set and kube_client_wake called (within about a second without the
  * wake): then CURLE_ABORTED_BY_CALLBACK. Returns the CURLcode. */
-int kube_client_perform(struct kube_client *c, void *curl_easy, const volatile int *stop);
+int kube_client_perform(struct kube_client *c, void *curl_easy, const atomic_int *stop);
 /* Count one request outcome for the metrics. */
 void kube_client_count(struct kube_client *c, const char *method, long status);
 

@@ -4,6 +4,7 @@
 #include "kube/watch.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ struct watch_ctx {
     struct ndjson split;
     kube_watch_fn fn;
     void *ud;
-    const volatile int *stop;
+    const atomic_int *stop;
     enum kube_watch_end end;  /* set when a line decides the outcome */
     int decided;
     long status;              /* HTTP status, known once headers are in */
@@ -110,7 +111,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
  * averages over the last 5 s, so a burst followed by silence is caught late.) */
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
     struct watch_ctx *w = ud;
-    if (w->stop && *w->stop) {
+    if (w->stop && atomic_load(w->stop)) {
         w->end = KUBE_WATCH_STOPPED;
         w->decided = 1;
         return 1;
@@ -123,7 +124,7 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
 }
 
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
-                               void *ud, const volatile int *stop, long stall_s,
+                               void *ud, const atomic_int *stop, long stall_s,
                                char *err, size_t errlen) {
     struct watch_ctx w = {.fn = fn, .ud = ud, .stop = stop, .err = err, .errlen = errlen,
                           .stall_ms = stall_s > 0 ? stall_s * 1000 : 0, .last_byte_ms = clock_mono_ms()};
@@ -152,7 +153,7 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
      * whatever happens; this one sees stop (with kube_client_wake) and the client's cancel
      * at once. */
     CURLcode cc = (CURLcode)kube_client_perform(c, h, stop);
-    if (cc == CURLE_ABORTED_BY_CALLBACK && !w.decided && !w.stalled && ((stop && *stop) || kube_client_cancelled(c))) {
+    if (cc == CURLE_ABORTED_BY_CALLBACK && !w.decided && !w.stalled && ((stop && atomic_load(stop)) || kube_client_cancelled(c))) {
         w.end = KUBE_WATCH_STOPPED;
         w.decided = 1;
     }

@@ -35,7 +35,7 @@ typedef int (*kube_watch_fn)(void *ud, const char *type, cJSON *object, cJSON *e
  * the server answered, else KUBE_WATCH_FAILED with KUBE_WATCH_STALLED in err. */
 #define KUBE_WATCH_STALLED "stalled"
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
-                               void *ud, const volatile int *stop, long stall_s,
+                               void *ud, const atomic_int *stop, long stall_s,
                                char *err, size_t errlen);
 
 /* Parse one event line; for the fuzzer and tests. Returns the event (caller deletes) with

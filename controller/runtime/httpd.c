@@ -11,6 +11,7 @@
 
 #include <libwebsockets.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ struct httpd {
     httpd_handler_fn fn;
     void *ud;
     pthread_t thread;
-    volatile int stop;
+    atomic_int stop;               /* set by httpd_stop (seq_cst; it publishes nothing) */
 };
 
 /* Per connection (lws allocates and zeroes it once the request head is in): the answer
@@ -183,7 +184,7 @@ static const struct lws_protocols httpd_protocols[] = {
 /* The service thread. */
 static void *run(void *arg) {
     struct httpd *h = arg;
-    while (!h->stop)
+    while (!atomic_load(&h->stop))
         if (lws_service(h->ctx, 0) < 0) break;
     return NULL;
 }
@@ -264,7 +265,7 @@ int httpd_port(struct httpd *h) { return h->port; }
 
 void httpd_stop(struct httpd *h) {
     if (!h) return;
-    h->stop = 1;
+    atomic_store(&h->stop, 1);
     lws_cancel_service(h->ctx);
     pthread_join(h->thread, NULL);
     lws_context_destroy(h->ctx);

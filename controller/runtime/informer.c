@@ -9,6 +9,7 @@
 #include "runtime/informer.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -45,8 +46,12 @@ struct informer {
     struct objpack *pack;         /* used by the informer thread only, to pack */
     pthread_t thread;
     int started;
-    volatile int stop;
-    volatile int synced;
+    /* Set by informer_stop, read by the thread (and by kube_watch as its stop flag): plain
+     * (seq_cst) atomics, it publishes nothing else. */
+    atomic_int stop;
+    /* Set once the first list is in the cache (release), read by informer_synced (acquire):
+     * a caller that saw it set also sees what the list cached. */
+    atomic_int synced;
     char rv[128];                 /* last resourceVersion seen */
     pthread_mutex_t stats_lock;
     struct informer_stats stats;
@@ -121,7 +126,7 @@ void informer_stats(struct informer *inf, struct informer_stats *out) {
     pthread_mutex_unlock(&inf->stats_lock);
 }
 
-int informer_synced(struct informer *inf) { return inf->synced; }
+int informer_synced(struct informer *inf) { return atomic_load_explicit(&inf->synced, memory_order_acquire); }
 
 /* The tree of a cached blob (NULL for NULL, or when out of memory). */
 static cJSON *inflate(const struct informer *inf, const void *blob) {
@@ -376,7 +381,7 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     for (;;) {
         cJSON *page = NULL;
         long unused;
-        if (inf->stop) {   /* a long (or endless) pagination must not delay informer_stop */
+        if (atomic_load(&inf->stop)) {   /* a long (or endless) pagination must not delay informer_stop */
             snprintf(err, errlen, "list %s: stopped", inf->path);
             goto out;
         }
@@ -442,7 +447,7 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     for (size_t i = 0; i < kl.n; i++) { cache_apply(inf, kl.v[i], NULL); free(kl.v[i]); }
     free(kl.v);
     strmap_clear(&gone, NULL);
-    inf->synced = 1;
+    atomic_store_explicit(&inf->synced, 1, memory_order_release);
     inf->list_mode = LIST_NOT_OLDER;  /* from now on, never older than what we hold */
     rc = 0;
 #ifdef __GLIBC__
@@ -477,7 +482,7 @@ static int on_event(void *ud, const char *type, cJSON *object, cJSON *event) {
 
 /* Sleep up to ms, waking early when asked to stop. */
 static void nap(struct informer *inf, int64_t ms) {
-    while (ms > 0 && !inf->stop) {
+    while (ms > 0 && !atomic_load(&inf->stop)) {
         int64_t step = ms > 100 ? 100 : ms;
         usleep((useconds_t)step * 1000);
         ms -= step;
@@ -490,10 +495,10 @@ static void *run(void *arg) {
     char err[KUBE_ERR_MAX];
     unsigned failures = 0;
     int need_list = 1;
-    while (!inf->stop) {
+    while (!atomic_load(&inf->stop)) {
         if (need_list) {
             if (do_list(inf, err, sizeof(err)) < 0) {
-                if (inf->stop) break;
+                if (atomic_load(&inf->stop)) break;
                 stat_inc(inf, &inf->stats.errors);
                 LOGW("msg=\"list failed\" path=%s err=\"%s\"", inf->path, err);
                 int64_t d = backoff_exponential_ms(failures++, 800, 30000);
@@ -544,7 +549,7 @@ static void *run(void *arg) {
         case KUBE_WATCH_FAILED: {
             stat_inc(inf, &inf->stats.errors);
             if (strstr(err, KUBE_WATCH_STALLED)) stat_inc(inf, &inf->stats.stalls);
-            if (!inf->stop)
+            if (!atomic_load(&inf->stop))
                 LOGW("msg=\"watch failed\" path=%s err=\"%s\"", inf->path, err);
             int64_t d = backoff_exponential_ms(failures++, 800, 30000);
             nap(inf, backoff_jitter_ms(d, 0.2, rand_r(&inf->seed) / (RAND_MAX + 1.0)));
@@ -566,7 +571,7 @@ int informer_start(struct informer *inf) {
 
 void informer_stop(struct informer *inf) {
     if (!inf->started) return;
-    inf->stop = 1;
+    atomic_store(&inf->stop, 1);
     kube_client_wake(inf->client);   /* a watch in progress sees stop now */
     pthread_join(inf->thread, NULL);
     inf->started = 0;

@@ -19,9 +19,14 @@ struct leader_elector {
     char *ns, *name, *identity;
     pthread_t thread;
     int started;
-    volatile int stop;
-    volatile int leading;        /* election thread's view: on_started called, on_stopped not */
-    volatile int closing;        /* leader_fence_close: shutting down, the fence stays shut */
+    /* Flags between the election thread and its callers, all seq_cst: closing and
+     * valid_until_ms form a store-then-load pair on each side (leader_fence_close stores
+     * closing then valid_until_ms; the loop stores valid_until_ms then loads closing), and
+     * only a single total order guarantees that one of the two sees the other, so a fence
+     * once closed is never re-opened. Acquire/release would not. */
+    atomic_int stop;
+    atomic_int leading;          /* election thread's view: on_started called, on_stopped not */
+    atomic_int closing;          /* leader_fence_close: shutting down, the fence stays shut */
     /* Monotonic ms until which leadership is confirmed (0 = not leading): the send time of
      * the last successful lease write + renew deadline. Read by every fenced write. */
     _Atomic int64_t valid_until_ms;
@@ -217,20 +222,20 @@ int leader_fence_ok(struct leader_elector *le) { return le && leader_fence_remai
 
 void leader_fence_close(struct leader_elector *le) {
     if (!le) return;
-    le->closing = 1;             /* before the store: the loop must not re-open it */
+    atomic_store(&le->closing, 1);   /* before the store: the loop must not re-open it */
     atomic_store(&le->valid_until_ms, 0);
 }
 
 /* Sleep until the monotonic instant until_ms, in small steps, waking early on stop. */
 static void nap_until(struct leader_elector *le, int64_t until_ms) {
-    for (int64_t left; !le->stop && (left = until_ms - clock_mono_ms()) > 0;)
+    for (int64_t left; !atomic_load(&le->stop) && (left = until_ms - clock_mono_ms()) > 0;)
         usleep((useconds_t)(left > 50 ? 50 : left) * 1000);
 }
 
 /* Leadership ends: close the fence first (writes stop at once), then tell the owner. */
 static void lose(struct leader_elector *le, const char *why) {
     atomic_store(&le->valid_until_ms, 0);
-    le->leading = 0;
+    atomic_store(&le->leading, 0);
     LOGW("msg=\"lost leadership\" lease=%s/%s identity=%s reason=\"%s\"", le->ns, le->name, le->identity, why);
     if (le->o.on_stopped) le->o.on_stopped(le->o.ud);
 }
@@ -239,35 +244,35 @@ static void lose(struct leader_elector *le, const char *why) {
  * the end of the current term (valid_until); a standby's calls by one renew deadline. */
 static void *run(void *arg) {
     struct leader_elector *le = arg;
-    while (!le->stop) {
-        if (le->closing) {       /* shutting down: keep the lease for the release, no renewals */
+    while (!atomic_load(&le->stop)) {
+        if (atomic_load(&le->closing)) {       /* shutting down: keep the lease for the release, no renewals */
             nap_until(le, clock_mono_ms() + 50);
             continue;
         }
         int64_t start = clock_mono_ms(), sent = 0;
-        int64_t deadline = le->leading ? atomic_load(&le->valid_until_ms) : start + le->o.renew_deadline_ms;
+        int64_t deadline = atomic_load(&le->leading) ? atomic_load(&le->valid_until_ms) : start + le->o.renew_deadline_ms;
         int r = try_acquire_or_renew(le, deadline, &sent);
         int64_t now = clock_mono_ms();
-        if (le->closing) continue;
+        if (atomic_load(&le->closing)) continue;
         if (r == 1 && sent + le->o.renew_deadline_ms > now) {
             atomic_store(&le->valid_until_ms, sent + le->o.renew_deadline_ms);
-            if (le->closing) atomic_store(&le->valid_until_ms, 0);   /* closed meanwhile */
-            if (!le->leading) {
-                le->leading = 1;
+            if (atomic_load(&le->closing)) atomic_store(&le->valid_until_ms, 0);   /* closed meanwhile */
+            if (!atomic_load(&le->leading)) {
+                atomic_store(&le->leading, 1);
                 LOGI("msg=\"became leader\" lease=%s/%s identity=%s", le->ns, le->name, le->identity);
                 if (le->o.on_started) le->o.on_started(le->o.ud);
             }
-        } else if (le->leading && r == 0) {
+        } else if (atomic_load(&le->leading) && r == 0) {
             lose(le, "the lease is held by someone else");
-        } else if (le->leading && now >= atomic_load(&le->valid_until_ms)) {
+        } else if (atomic_load(&le->leading) && now >= atomic_load(&le->valid_until_ms)) {
             lose(le, "not renewed within the renew deadline");
         }
         /* Next attempt one retry period after this one started; a leader also wakes at the
          * end of its term, so the loss is reported on time. */
         int64_t next = start + le->o.retry_period_ms;
-        if (le->leading && atomic_load(&le->valid_until_ms) < next) next = atomic_load(&le->valid_until_ms);
+        if (atomic_load(&le->leading) && atomic_load(&le->valid_until_ms) < next) next = atomic_load(&le->valid_until_ms);
         nap_until(le, next);
-        if (le->leading && !le->stop && !le->closing && clock_mono_ms() >= atomic_load(&le->valid_until_ms))
+        if (atomic_load(&le->leading) && !atomic_load(&le->stop) && !atomic_load(&le->closing) && clock_mono_ms() >= atomic_load(&le->valid_until_ms))
             lose(le, "not renewed within the renew deadline");
     }
     return NULL;
@@ -304,11 +309,11 @@ static void release(struct leader_elector *le) {
 void leader_stop(struct leader_elector *le) {
     if (!le || !le->started) return;
     leader_fence_close(le);      /* no write after this, whatever follows */
-    le->stop = 1;
+    atomic_store(&le->stop, 1);
     pthread_join(le->thread, NULL);
     le->started = 0;
-    if (le->leading) release(le);
-    le->leading = 0;
+    if (atomic_load(&le->leading)) release(le);
+    atomic_store(&le->leading, 0);
 }
 
 void leader_free(struct leader_elector *le) {
@@ -321,5 +326,5 @@ void leader_free(struct leader_elector *le) {
     free(le);
 }
 
-int leader_is_leader(struct leader_elector *le) { return le && le->leading && leader_fence_ok(le); }
+int leader_is_leader(struct leader_elector *le) { return le && atomic_load(&le->leading) && leader_fence_ok(le); }
 uint64_t leader_transitions_seen(struct leader_elector *le) { return le ? le->transitions : 0; }

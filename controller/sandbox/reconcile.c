@@ -429,9 +429,9 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const volatile int *stop);
+static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const atomic_int *stop);
 
-int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *stop) {
+int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *stop) {
     /* A namespaced install's Role cannot grant the cluster-scoped StorageClass read: ask
      * once, and without it go on with binding modes unknown instead of a relist that is
      * refused every 30 s. */
@@ -457,7 +457,7 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *
      * label-selected informers list. On failure the controller does not start (exits and
      * is restarted) rather than run blind to objects it owns. */
     if (ctl->shard_label && sbx_shard_migrate(ctl, stop, perr, sizeof(perr)) < 0) {
-        if (stop && *stop) return -1;
+        if (stop && atomic_load(stop)) return -1;
         LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
         return -1;
     }
@@ -465,7 +465,7 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *
 }
 
 /* Start the informers and wait for their caches (the StorageClass cache only a while). */
-static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const volatile int *stop) {
+static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const atomic_int *stop) {
     if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
         (ctl->netpols_on && informer_start(ctl->netpols) < 0) ||
         informer_start(ctl->sandboxes) < 0 ||
@@ -479,7 +479,7 @@ static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const
              (!ctl->netpols_on || informer_synced(ctl->netpols)) &&
              informer_synced(ctl->sandboxes) && sbx_classes_synced(ctl) &&
              (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
-        if (stop && *stop) return -1;
+        if (stop && atomic_load(stop)) return -1;
         usleep(20000);
         waited += 20;
     }
@@ -489,7 +489,7 @@ static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const
     return 0;
 }
 
-int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
+int sbx_controller_run(struct sbx_controller *ctl, const atomic_int *stop) {
     if (sbx_controller_start_caches(ctl, stop) < 0) return -1;
     ctl->threads = calloc((size_t)ctl->opt.workers, sizeof(pthread_t));
     if (!ctl->threads) return -1;
@@ -500,11 +500,11 @@ int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop) {
     return ctl->nthreads > 0 ? 0 : -1;
 }
 
-int sbx_controller_ready(struct sbx_controller *ctl) { return ctl->nthreads > 0; }
+int sbx_controller_ready(struct sbx_controller *ctl) { return atomic_load(&ctl->nthreads) > 0; }
 
 void sbx_controller_stop(struct sbx_controller *ctl) {
     if (!ctl) return;
-    ctl->stopping = 1;
+    atomic_store(&ctl->stopping, 1);
     if (ctl->queue) queue_shutdown(ctl->queue);
     /* The stop flag of every request: a worker in a slow call or a back-off returns now. */
     kube_client_cancel(ctl->client);

@@ -6,6 +6,7 @@
 #define YAO_SANDBOX_RECONCILE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "kube/events.h"
 #include "kube/rest.h"
@@ -68,8 +69,8 @@ struct sbx_controller {
     struct workqueue *queue;
     struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
     pthread_t *threads;
-    int nthreads;
-    volatile int stopping;
+    atomic_int nthreads;           /* workers started: also read by /readyz (probe thread) */
+    atomic_int stopping;           /* set by sbx_controller_stop */
     pthread_mutex_t lock;          /* guards stats, the trim fields and terminating */
     uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
     /* Cached Sandboxes by phase and lifecycle, kept by the Sandbox handler for /metrics
@@ -102,12 +103,12 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
                                           char *err, size_t errlen);
 /* Start the informers, wait until their caches are synced (or stop is set), then start
  * the workers. 0, or -1 when stopped before syncing. */
-int sbx_controller_run(struct sbx_controller *ctl, const volatile int *stop);
+int sbx_controller_run(struct sbx_controller *ctl, const atomic_int *stop);
 /* The same without the workers: the probes, the shard migration and the informers, until
  * their caches are synced. Nothing takes keys from the queue; the caller runs each pass
  * itself with sbx_reconcile (the unit tests of the pass do). Call it or
  * sbx_controller_run, once. 0, or -1 when stopped before syncing. */
-int sbx_controller_start_caches(struct sbx_controller *ctl, const volatile int *stop);
+int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *stop);
 /* Stop workers and informers: the client is cancelled (requests in flight return within
  * ~20 ms), then the Events still waiting are flushed for at most SBX_EVENT_FLUSH_MS. */
 #define SBX_EVENT_FLUSH_MS 2000

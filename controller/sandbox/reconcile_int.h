@@ -8,6 +8,7 @@
 #ifndef YAO_SANDBOX_RECONCILE_INT_H
 #define YAO_SANDBOX_RECONCILE_INT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -59,7 +60,7 @@ int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *res
  * sharding, or under another --shards; see shard.h), before the informers start. One
  * patch per such object, sequential: a one-time cost when sharding is turned on (about
  * 60 objects a second on the test machine). 0, or -1 (an error, or *stop set). */
-int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char *err, size_t errlen);
+int sbx_shard_migrate(struct sbx_controller *ctl, const atomic_int *stop, char *err, size_t errlen);
 /* The same for one object found by a create's 409 (ours, but not in this shard's cache). */
 int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err,
                              size_t errlen);

@@ -4,6 +4,7 @@
  * under another --shards — are labelled, so its label-selected informers see them. Until
  * then no shard sees them, and none deletes them (orphans.c never touches an object of
  * another shard's user). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, c
     return label_one(ctl, resource, obj, err, errlen);
 }
 
-int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char *err, size_t errlen) {
+int sbx_shard_migrate(struct sbx_controller *ctl, const atomic_int *stop, char *err, size_t errlen) {
     static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     if (!ctl->shard_label) return 0;
     char selector[160];
@@ -65,7 +66,7 @@ int sbx_shard_migrate(struct sbx_controller *ctl, const volatile int *stop, char
             if (st != 200) { cJSON_Delete(list); return -1; }
             const cJSON *it;
             cJSON_ArrayForEach(it, kj_path(list, "items")) {
-                if (stop && *stop) {
+                if (stop && atomic_load(stop)) {
                     cJSON_Delete(list);
                     snprintf(err, errlen, "stopped");
                     return -1;

@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,17 +70,17 @@ static ssize_t from_stdin(void *ud, char *buf, size_t cap) {
 
 /* --size: the sizes, and how many SIGWINCHes came (the size to report is the one at that
  * index, the last one once they run out). */
-static volatile sig_atomic_t winches, resized;
+static atomic_int winches, resized;   /* lock-free (kube/exec.h), set by the handler */
 
 static void on_winch(int sig) {
     (void)sig;
-    winches++;
-    resized = 1;
+    atomic_fetch_add(&winches, 1);
+    atomic_store(&resized, 1);
 }
 
 static int probe_size(void *ud, unsigned *w, unsigned *h) {
     const char *p = ud;
-    for (int i = 0; i < winches && strchr(p, ','); i++) p = strchr(p, ',') + 1;
+    for (int i = 0; i < atomic_load(&winches) && strchr(p, ','); i++) p = strchr(p, ',') + 1;
     return sscanf(p, "%ux%u", w, h) == 2 ? 0 : -1;
 }
 

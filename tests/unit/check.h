@@ -21,8 +21,8 @@
 #endif
 
 /* check_heap_inuse(): bytes of heap in use in every arena (glibc's mallinfo2), or -1 where
- * malloc is not glibc's (ASan, valgrind): memory bounds are checked in the plain build. */
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+ * malloc is not glibc's (ASan, TSan, valgrind): memory bounds are checked in the plain build. */
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #include <malloc.h>
 static inline long long check_heap_inuse(void) {
     return RUNNING_ON_VALGRIND ? -1 : (long long)mallinfo2().uordblks;

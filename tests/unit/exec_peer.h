@@ -238,7 +238,9 @@ static const char PEER_FORBIDDEN_BODY[] =
     "\"message\":\"pods \\\"p\\\" is forbidden: User \\\"alice\\\" cannot create resource \\\"pods/exec\\\"\","
     "\"reason\":\"Forbidden\",\"code\":403}";
 
-static void peer_script_run(struct peer *p, int fd) {
+/* Run the script on one upgraded connection; chosen is the subprotocol this connection
+ * agreed on (p->chosen is the last connection's, shared by concurrent ones). */
+static void peer_script_run(struct peer *p, int fd, const char *chosen) {
     static const char ok[] = "{\"metadata\":{},\"status\":\"Success\"}";
     switch (p->script) {
     case PEER_BASIC: {
@@ -258,7 +260,7 @@ static void peer_script_run(struct peer *p, int fd) {
         break;
     }
     case PEER_ECHO: {
-        int op, fin, v5 = !strcmp(p->chosen, "v5.channel.k8s.io");
+        int op, fin, v5 = !strcmp(chosen, "v5.channel.k8s.io");
         unsigned char *pl;
         size_t n;
         if (p->greeting && peer_msg(p, fd, 1, p->greeting, strlen(p->greeting)) < 0) break;
@@ -552,7 +554,7 @@ static void *peer_conn(void *arg) {
     if (p->script != PEER_NO_PROTOCOL)
         n += snprintf(resp + n, sizeof(resp) - (size_t)n, "Sec-WebSocket-Protocol: %s\r\n", chosen);
     snprintf(resp + n, sizeof(resp) - (size_t)n, "\r\n");
-    if (peer_write_all(p, fd, resp, strlen(resp)) == 0) peer_script_run(p, fd);
+    if (peer_write_all(p, fd, resp, strlen(resp)) == 0) peer_script_run(p, fd, chosen);
 out:
     free(head);
     close(fd);
@@ -602,6 +604,21 @@ static int peer_start(struct peer *p, enum peer_script script) {
         return -1;
     p->port = ntohs(sa.sin_port);
     return pthread_create(&p->thread, NULL, peer_accept_loop, p) == 0 ? 0 : -1;
+}
+
+/* One observation (a field "under mu" of struct peer) read under mu: while the peer runs
+ * its connection threads may still be writing it. */
+static inline int peer_seen_int(struct peer *p, const int *field) {
+    pthread_mutex_lock(&p->mu);
+    int v = *field;
+    pthread_mutex_unlock(&p->mu);
+    return v;
+}
+static inline size_t peer_seen_size(struct peer *p, const size_t *field) {
+    pthread_mutex_lock(&p->mu);
+    size_t v = *field;
+    pthread_mutex_unlock(&p->mu);
+    return v;
 }
 
 /* Stop accepting, wait for every connection's script to end, release everything. */

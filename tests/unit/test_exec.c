@@ -558,7 +558,7 @@ TEST(session_v5_stdin_round_trip_chunks_and_close_signal) {
     CHECK_INT(r.exit_code, 0);
     CHECK_INT(u.sink.out.len, n);
     CHECK(u.sink.out.len == n && !memcmp(u.sink.out.data, data, n));
-    CHECK_INT(p.stdin_bytes, n);
+    CHECK_INT(peer_seen_size(&p, &p.stdin_bytes), n);
     CHECK(p.stdin_max_message <= 32 * 1024);
     CHECK(u.src.max_cap <= 32 * 1024);
     CHECK_INT(p.stdin_closed, 1);
@@ -697,7 +697,7 @@ TEST(session_fd_stdin_output_flows_while_stdin_is_idle) {
         CHECK_INT(f.r.exit_code, 0);
         CHECK_STR(f.r.protocol, v5 ? "v5.channel.k8s.io" : "v4.channel.k8s.io");
         CHECK_STR(sink_text(&f.out), "hellox");
-        CHECK_INT(p.stdin_bytes, 1);
+        CHECK_INT(peer_seen_size(&p, &p.stdin_bytes), 1);
         CHECK_INT(p.stdin_closed, v5);
         char *vals[2];
         int k = p.request_line ? query_values(p.request_line, "stdin", vals, 2) : 0;
@@ -768,7 +768,7 @@ TEST(session_fd_stdin_round_trip_and_eof_closes_v5) {
         CHECK_INT(f.r.exit_code, 0);
         CHECK_INT(f.out.len, n);
         CHECK(f.out.len == n && !memcmp(f.out.data, data, n));
-        CHECK_INT(p.stdin_bytes, n);
+        CHECK_INT(peer_seen_size(&p, &p.stdin_bytes), n);
         CHECK(p.stdin_max_message <= 32 * 1024);
         CHECK_INT(p.stdin_closed, 1);
         CHECK_INT(p.unmasked_frames, 0);
@@ -787,7 +787,7 @@ TEST(session_fd_stdin_round_trip_and_eof_closes_v5) {
     fd_session_init(&f, c, fd);
     fd_session_run(&f);
     CHECK_INT(f.rc, 0);
-    CHECK_INT(p.stdin_bytes, 0);
+    CHECK_INT(peer_seen_size(&p, &p.stdin_bytes), 0);
     CHECK_INT(p.stdin_closed, 1);
     close(fd);
     fd_session_free(&f);

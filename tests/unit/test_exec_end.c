@@ -111,9 +111,9 @@ TEST(session_ends_at_the_status_while_stdin_is_unread) {
         CHECK_STR(r.protocol, v5 ? "v5.channel.k8s.io" : "v4.channel.k8s.io");
         CHECK(took < 1000);
         if (took >= 1000) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)took);
-        CHECK(p.stdin_bytes >= 64 * 1024);
-        for (int waited = 0; waited < 5000 && !p.client_dropped; waited += 10) sleep_ms(10);
-        CHECK_INT(p.client_dropped, 1);       /* the connection was closed, not left open */
+        CHECK(peer_seen_size(&p, &p.stdin_bytes) >= 64 * 1024);
+        for (int waited = 0; waited < 5000 && !peer_seen_int(&p, &p.client_dropped); waited += 10) sleep_ms(10);
+        CHECK_INT(peer_seen_int(&p, &p.client_dropped), 1);   /* the connection was closed, not left open */
         if (fd >= 0) close(fd);
         kube_client_free(c);
         peer_stop(&p);
@@ -143,7 +143,7 @@ struct term {
     unsigned w, h;
     int have;                 /* 0: term_size says there is no size */
     int calls;
-    volatile sig_atomic_t resized;
+    atomic_int resized;       /* what a SIGWINCH handler sets (kube/exec.h) */
     struct kube_client *c;
     int fd, tty, with_size, with_flag;
     int rc;
@@ -167,7 +167,7 @@ static void term_set(struct term *t, unsigned w, unsigned h) {
     t->h = h;
     t->have = 1;
     pthread_mutex_unlock(&t->mu);
-    t->resized = 1;           /* what a SIGWINCH handler does */
+    atomic_store(&t->resized, 1);   /* what a SIGWINCH handler does */
 }
 
 static void *term_session(void *arg) {
@@ -251,9 +251,9 @@ TEST(session_tty_sends_the_size_at_start_and_on_change) {
         pthread_mutex_lock(&t.mu);
         int calls = t.calls;
         pthread_mutex_unlock(&t.mu);
-        t.resized = 1;                        /* a SIGWINCH, same size */
-        for (int waited = 0; waited < 2000 && t.resized; waited += 10) sleep_ms(10);
-        CHECK_INT(t.resized, 0);              /* seen and cleared by the loop */
+        atomic_store(&t.resized, 1);          /* a SIGWINCH, same size */
+        for (int waited = 0; waited < 2000 && atomic_load(&t.resized); waited += 10) sleep_ms(10);
+        CHECK_INT(atomic_load(&t.resized), 0);   /* seen and cleared by the loop */
         sleep_ms(3 * KUBE_EXEC_RESIZE_CHECK_MS);
         pthread_mutex_lock(&t.mu);
         CHECK_INT(t.calls, calls + 1);        /* asked once more */
@@ -262,7 +262,7 @@ TEST(session_tty_sends_the_size_at_start_and_on_change) {
         CHECK_INT(wait_resizes(&p, "{\"Width\":80,\"Height\":24}\n{\"Width\":132,\"Height\":43}\n"
                                    "{\"Width\":40,\"Height\":10}\n"), 0);
         term_end(&t, &p, th, pfd);
-        CHECK_INT(p.stdin_bytes, 1);          /* stdin flowed next to the resizes */
+        CHECK_INT(p.stdin_bytes, 1);   /* stdin flowed next to the resizes (the peer is stopped) */
     }
 }
 

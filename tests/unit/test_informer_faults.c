@@ -11,6 +11,7 @@
  * (heap per cached object, plain build).
  * The fake's request log shows which list and watch requests were made, and when. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "check.h"
 #include "../fake/fake.h"
@@ -226,7 +227,7 @@ static long long held_by(const char *ns, int n, size_t *text_len) {
 }
 
 TEST(cache_holds_objects_as_compact_text) {
-    if (check_heap_inuse() < 0) { printf("  (heap figures need glibc's malloc: skipped under ASan/valgrind)\n"); return; }
+    if (check_heap_inuse() < 0) { printf("  (heap figures need glibc's malloc: skipped under ASan, TSan and valgrind)\n"); return; }
     /* 33 Running sandbox pods against 1: the difference is 32 cached objects (the client,
      * thread and connection cost the same in both). As cJSON trees they took 7451 bytes
      * each here (~6 times their text), as plain text 1752, packed (runtime/objpack.c)
@@ -388,7 +389,7 @@ static int count_event(void *ud, const char *type, cJSON *object, cJSON *event) 
 }
 
 /* One kube_watch on namespace ns of the fake; *took_ms receives how long it ran. */
-static enum kube_watch_end watch_once(const char *ns, struct watch_sink *w, const volatile int *stop,
+static enum kube_watch_end watch_once(const char *ns, struct watch_sink *w, const atomic_int *stop,
                                       long stall_s, char *err, size_t errlen, long long *took_ms) {
     char path[160];
     struct kube_client *c = up() ? fake_client(&fake) : NULL;
@@ -445,11 +446,11 @@ TEST(quiet_watches_are_reopened_at_once) {
     }
 }
 
-static volatile int stop_flag;
+static atomic_int stop_flag;
 
 static void *raise_stop(void *arg) {
     fake_sleep_ms(300);
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
     return NULL;
 }
 
@@ -458,7 +459,7 @@ TEST(watch_stop_flag_ends_a_quiet_stream) {
     char err[KUBE_ERR_MAX];
     long long took;
     pthread_t t;
-    stop_flag = 0;
+    atomic_store(&stop_flag, 0);
     pthread_create(&t, NULL, raise_stop, NULL);
     CHECK_INT(watch_once("wstall", &w, &stop_flag, 0, err, sizeof err, &took), KUBE_WATCH_STOPPED);
     pthread_join(t, NULL);

@@ -7,6 +7,7 @@
  * Lease 1.5 s, renew deadline 1.0 s, retry period 0.25 s (the figures of issue 12); every
  * figure times K = 4 under valgrind, which makes a first TLS-less request take a second. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "check.h"
 #include "../fake/fake.h"
@@ -23,7 +24,7 @@ FAKE_SHARED("leader_faults.json")
 struct run {
     struct kube_client *lease_client, *workers;
     struct leader_elector *le;
-    volatile long long started_ms, stopped_ms;
+    _Atomic long long started_ms, stopped_ms;   /* set by the election thread */
 };
 
 static void on_started(void *ud) { ((struct run *)ud)->started_ms = clock_mono_ms(); }

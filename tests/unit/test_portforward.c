@@ -9,6 +9,7 @@
 #include "check.h"
 #include "exec_peer.h"
 
+#include <stdatomic.h>
 #include <time.h>
 
 #include "kube/config.h"
@@ -233,7 +234,7 @@ static void *app_read(void *arg) {
 }
 
 /* Run one session for the local end sv[0] while the app plays on sv[1]. */
-static int run_session(struct peer *p, uint16_t port, struct app *a, volatile sig_atomic_t *stop,
+static int run_session(struct peer *p, uint16_t port, struct app *a, const atomic_int *stop,
                        struct kube_pf_result *r) {
     int sv[2];
     CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -322,7 +323,7 @@ TEST(session_after_local_eof_lingers_then_ends) {
     peer_stop(&p);
 }
 
-static volatile sig_atomic_t stop_flag;
+static atomic_int stop_flag;
 struct stopper {
     struct app *a;
     int64_t at_ms;   /* when the flag was raised */
@@ -337,7 +338,7 @@ static void *raise_stop(void *arg) {
         usleep(10 * 1000);
     usleep(200 * 1000);
     s->at_ms = clock_mono_ms();
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
     return NULL;
 }
 
@@ -348,7 +349,7 @@ TEST(session_ends_on_the_stop_flag) {
     struct kube_pf_result r;
     pthread_t t;
     CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);
-    stop_flag = 0;
+    atomic_store(&stop_flag, 0);
     pthread_create(&t, NULL, raise_stop, &s);
     CHECK_INT(run_session(&p, 80, &a, &stop_flag, &r), 0);
     int64_t ended = clock_mono_ms();

@@ -7,6 +7,7 @@
  * to a second). The cancel comes once the fake has seen the request(s), so only the
  * cancel's own latency is measured. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "check.h"
 #include "../fake/fake.h"
@@ -152,7 +153,7 @@ TEST(connections_are_reused_after_the_change) {
 
 struct watch_call {
     struct kube_client *c;
-    volatile int stop;
+    atomic_int stop;
     enum kube_watch_end end;
     long long ended_ms;
 };
@@ -178,7 +179,7 @@ TEST(stop_flag_ends_a_silent_watch) {
         fake_sleep_ms(10);
     fake_sleep_ms(300);
     long long t0 = clock_mono_ms();
-    w.stop = 1;
+    atomic_store(&w.stop, 1);
     kube_client_wake(w.c);
     pthread_join(t, NULL);
     long long after = w.ended_ms - t0;

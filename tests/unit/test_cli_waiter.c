@@ -1,0 +1,81 @@
+/* tests/unit/test_cli_waiter.c — the CLI's wait for a Sandbox (cli/waiter.c, cluster_wait)
+ * against the fake API server (scenario cli_waiter.json): a version on the watch that
+ * meets the wait ends it at once with that version; a silent watch is ended by the timer
+ * thread at the deadline, not by the server's timeoutSeconds; a Sandbox stuck in a way
+ * that will not heal (an image that cannot be pulled) ends the wait early, whatever time
+ * is left. Runs under ThreadSanitizer too (label unit-tsan): the deadline's stop flag and
+ * kube_client_wake cross from the timer thread to the watch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "../fake/fake.h"
+#include "cli/cluster.h"
+#include "cli/waitcond.h"
+#include "kube/kjson.h"
+
+#define K FAKE_K
+
+FAKE_SHARED("cli_waiter.json")
+
+/* cluster_wait for sandbox "sb" in namespace ns until --for=spec (at most timeout_ms);
+ * its return code, *out, and how long it took in *took_ms. -1 when the fake is not up. */
+static int wait_in(const char *ns, const char *spec, int64_t timeout_ms, cJSON **out, long long *took_ms) {
+    struct wait_for w;
+    char err[256];
+    *out = NULL;
+    *took_ms = -1;
+    if (wait_for_parse(spec, &w, err, sizeof(err)) != 0) { CHECK(!"wait_for_parse"); return -1; }
+    struct cli c = {0};
+    c.kc = up() ? fake_client(&fake) : NULL;
+    if (!c.kc) { CHECK(!"the fake runs"); return -1; }
+    snprintf(c.ns, sizeof(c.ns), "%s", ns);
+    long long t0 = clock_mono_ms();
+    int rc = cluster_wait(&c, "sb", &w, NULL, timeout_ms, out);
+    *took_ms = clock_mono_ms() - t0;
+    kube_client_free(c.kc);
+    return rc;
+}
+
+TEST(a_version_that_meets_the_wait_ends_it) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_in("met", "phase=Running", 20000, &sb, &took), 0);
+    fprintf(stderr, "  met after %lld ms\n", took);
+    CHECK(took >= 0 && took < 5000 * K);
+    CHECK_STR(kj_str(sb, "status.phase"), "Running");
+    CHECK_STR(kj_str(sb, "metadata.resourceVersion"), "11");
+    cJSON_Delete(sb);
+}
+
+TEST(the_deadline_ends_a_silent_watch) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_in("silent", "phase=Running", 700, &sb, &took), 1);
+    fprintf(stderr, "  timed out after %lld ms (deadline 700 ms)\n", took);
+    CHECK(took >= 700);
+    CHECK(took < 700 + 1000 * K);   /* the server's timeoutSeconds would be 1 s later, then a relist */
+    CHECK(sb == NULL);
+    /* one list and one watch, its timeoutSeconds the deadline rounded up */
+    cJSON *log = fake_log(&fake);
+    const cJSON *e[4];
+    int n = fake_requests(log, "GET", "/apis/sandbox.yaoapps.com/v1alpha1/namespaces/silent/sandboxes", e, 4);
+    CHECK_INT(n, 2);
+    if (n == 2) {
+        CHECK(fake_query(e[0], "watch") == NULL);
+        CHECK_STR(fake_query(e[0], "fieldSelector"), "metadata.name=sb");
+        CHECK_STR(fake_query(e[1], "watch"), "true");
+        CHECK_STR(fake_query(e[1], "resourceVersion"), "20");
+        CHECK_STR(fake_query(e[1], "timeoutSeconds"), "1");
+    }
+    cJSON_Delete(log);
+}
+
+TEST(a_stuck_sandbox_ends_the_wait_early) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_in("stuck", "phase=Running", 20000, &sb, &took), 1);
+    fprintf(stderr, "  gave up after %lld ms (deadline 20 s)\n", took);
+    CHECK(took >= 0 && took < 5000 * K);
+    CHECK(sb == NULL);
+}
