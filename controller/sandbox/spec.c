@@ -986,6 +986,48 @@ const cJSON *sbx_sandbox_controller_ref(const cJSON *obj) {
     return NULL;
 }
 
+int sbx_add_resources(cJSON *ctr, const struct sbx_spec *s) {
+    char mem[32], cpu[32], mem_req[32], cpu_req[32];
+    if (qty_format_memory(s->memory_bytes, mem, sizeof mem) != 0 || qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0 ||
+        qty_format_memory(s->memory_request_bytes, mem_req, sizeof mem_req) != 0 ||
+        qty_format_cpu(s->cpu_request_millis, cpu_req, sizeof cpu_req) != 0)
+        return -1;
+    cJSON *res = cJSON_AddObjectToObject(ctr, "resources");
+    cJSON *lim = cJSON_AddObjectToObject(res, "limits");
+    cJSON *req = cJSON_AddObjectToObject(res, "requests");
+    if (!cJSON_AddStringToObject(lim, "cpu", cpu) || !cJSON_AddStringToObject(lim, "memory", mem) ||
+        !cJSON_AddStringToObject(req, "cpu", cpu_req) || !cJSON_AddStringToObject(req, "memory", mem_req))
+        return -1;
+    /* A limit on the container's writable layer, logs and emptyDirs: past it the kubelet
+     * evicts the pod instead of letting it fill the node's disk. No request is set, so
+     * Kubernetes takes the limit as the request (the scheduler reserves it). */
+    if (s->ephemeral_bytes > 0) {
+        char eph[32];
+        if (qty_format_memory(s->ephemeral_bytes, eph, sizeof eph) != 0 ||
+            !cJSON_AddStringToObject(lim, "ephemeral-storage", eph))
+            return -1;
+    }
+    return 0;
+}
+
+int sbx_add_claim_volume(cJSON *vols, const char *name, const char *claim, int read_only) {
+    cJSON *v = cJSON_CreateObject(), *pvc;
+    if (!v || !cJSON_AddItemToArray(vols, v)) { cJSON_Delete(v); return -1; }
+    if (!cJSON_AddStringToObject(v, "name", name) || !(pvc = cJSON_AddObjectToObject(v, "persistentVolumeClaim")) ||
+        !cJSON_AddStringToObject(pvc, "claimName", claim) || (read_only && !cJSON_AddTrueToObject(pvc, "readOnly")))
+        return -1;
+    return 0;
+}
+
+int sbx_add_helper_hardening(cJSON *ctr) {
+    cJSON *csc, *caps;
+    return (csc = cJSON_AddObjectToObject(ctr, "securityContext")) &&
+                   cJSON_AddFalseToObject(csc, "allowPrivilegeEscalation") &&
+                   (caps = cJSON_AddObjectToObject(csc, "capabilities")) &&
+                   cJSON_AddItemToObject(caps, "drop", cJSON_CreateStringArray((const char *const[]){"ALL"}, 1))
+               ? 0 : -1;
+}
+
 int sbx_add_pull_secrets(cJSON *pod_spec, const struct sbx_spec *s) {
     if (!s->npull_secrets) return 0;
     cJSON *ps = cJSON_AddArrayToObject(pod_spec, "imagePullSecrets");
@@ -1197,14 +1239,8 @@ static int sbx_add_spec_env(cJSON *env, const struct sbx_env *v) {
 static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
                                const struct sbx_spec *s) {
     static const char *const idle[] = { "/bin/sh", "-c", SBX_IDLE_SCRIPT };
-    char mem[32], cpu[32], mem_req[32], cpu_req[32];
-    cJSON *env, *res, *lim, *req, *mounts, *mount, *sc, *caps;
+    cJSON *env, *mounts, *mount, *sc, *caps;
 
-    if (qty_format_memory(s->memory_bytes, mem, sizeof mem) != 0 ||
-        qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0 ||
-        qty_format_memory(s->memory_request_bytes, mem_req, sizeof mem_req) != 0 ||
-        qty_format_cpu(s->cpu_request_millis, cpu_req, sizeof cpu_req) != 0)
-        return -1;
     if (!cJSON_AddStringToObject(ctr, "name", SBX_CONTAINER_NAME) ||
         !cJSON_AddStringToObject(ctr, "image", s->image) ||
         !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(sbx_pull_policy_for(s->pull_policy, s->image))))
@@ -1262,22 +1298,7 @@ static int sbx_build_container(cJSON *ctr, const struct sbx_owner *o,
          !cJSON_AddStringToObject(ctr, "terminationMessagePolicy", "FallbackToLogsOnError")))
         return -1;
 
-    res = cJSON_AddObjectToObject(ctr, "resources");
-    lim = cJSON_AddObjectToObject(res, "limits");
-    req = cJSON_AddObjectToObject(res, "requests");
-    if (!cJSON_AddStringToObject(lim, "cpu", cpu) || !cJSON_AddStringToObject(lim, "memory", mem) ||
-        !cJSON_AddStringToObject(req, "cpu", cpu_req) ||
-        !cJSON_AddStringToObject(req, "memory", mem_req))
-        return -1;
-    /* A limit on the container's writable layer, logs and emptyDirs: past it the kubelet
-     * evicts the pod instead of letting it fill the node's disk. No request is set, so
-     * Kubernetes takes the limit as the request (the scheduler reserves it). */
-    if (s->ephemeral_bytes > 0) {
-        char eph[32];
-        if (qty_format_memory(s->ephemeral_bytes, eph, sizeof eph) != 0 ||
-            !cJSON_AddStringToObject(lim, "ephemeral-storage", eph))
-            return -1;
-    }
+    if (sbx_add_resources(ctr, s) < 0) return -1;
 
     mounts = cJSON_AddArrayToObject(ctr, "volumeMounts");
     mount = cJSON_CreateObject();

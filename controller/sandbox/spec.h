@@ -237,6 +237,14 @@ const cJSON *sbx_sandbox_controller_ref(const cJSON *obj);
 /* Workspace claim name for a pod name: pod_name + "-workspace". out >= 80 bytes
  * (a longer pod name or a smaller out truncates). */
 void sbx_claim_name(const char *pod_name, char *out, size_t outlen);
+/* A container's resources as the sandbox container's: s's cpu and memory limits and
+ * requests, and its ephemeral-storage limit when set. 0 or -1. */
+int sbx_add_resources(cJSON *ctr, const struct sbx_spec *s);
+/* {name, persistentVolumeClaim {claimName, readOnly when read_only}} appended to vols. 0 or -1. */
+int sbx_add_claim_volume(cJSON *vols, const char *name, const char *claim, int read_only);
+/* A helper container's (copier, binder) restricted hardening: no privilege escalation,
+ * every capability dropped. 0 or -1. */
+int sbx_add_helper_hardening(cJSON *ctr);
 /* spec.imagePullSecrets of a pod spec from s's pull secrets (none: nothing added). 0 or -1. */
 int sbx_add_pull_secrets(cJSON *pod_spec, const struct sbx_spec *s);
 

@@ -38,24 +38,15 @@ size_t sbx_binder_crowded_nodes(const char *const *node, size_t n, const char **
 }
 
 /* requests and limits as the sandbox pod's (so the scheduler places the volume where such a
- * pod fits), ephemeral storage included. 0 or -1. */
+ * pod fits); the ephemeral-storage request written out (the sandbox's is its limit by
+ * Kubernetes' default). 0 or -1. */
 static int add_resources(cJSON *ctr, const struct sbx_spec *s) {
-    char mem[32], cpu[32], mem_req[32], cpu_req[32], eph[32];
-    cJSON *res, *lim, *req;
-    if (qty_format_memory(s->memory_bytes, mem, sizeof mem) != 0 || qty_format_cpu(s->cpu_millis, cpu, sizeof cpu) != 0 ||
-        qty_format_memory(s->memory_request_bytes, mem_req, sizeof mem_req) != 0 ||
-        qty_format_cpu(s->cpu_request_millis, cpu_req, sizeof cpu_req) != 0)
-        return -1;
-    if (!(res = cJSON_AddObjectToObject(ctr, "resources")) || !(lim = cJSON_AddObjectToObject(res, "limits")) ||
-        !(req = cJSON_AddObjectToObject(res, "requests")) || !cJSON_AddStringToObject(lim, "memory", mem) ||
-        !cJSON_AddStringToObject(lim, "cpu", cpu) || !cJSON_AddStringToObject(req, "memory", mem_req) ||
-        !cJSON_AddStringToObject(req, "cpu", cpu_req))
-        return -1;
-    if (s->ephemeral_bytes > 0 &&
-        (qty_format_memory(s->ephemeral_bytes, eph, sizeof eph) != 0 ||
-         !cJSON_AddStringToObject(lim, "ephemeral-storage", eph) || !cJSON_AddStringToObject(req, "ephemeral-storage", eph)))
-        return -1;
-    return 0;
+    char eph[32];
+    if (sbx_add_resources(ctr, s) < 0) return -1;
+    if (s->ephemeral_bytes <= 0) return 0;
+    cJSON *req = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ctr, "resources"), "requests");
+    return qty_format_memory(s->ephemeral_bytes, eph, sizeof eph) == 0 && cJSON_AddStringToObject(req, "ephemeral-storage", eph)
+               ? 0 : -1;
 }
 
 /* spec.affinity: the class's, with one more preferred node term (weight 100) that avoids
@@ -88,8 +79,7 @@ cJSON *sbx_build_binder(const char *ns, const char *pool_key, const char *claim,
     if (!ns || !pool_key || !claim || !claim_uid || !s || !s->image || navoid > SBX_BINDER_AVOID_MAX) return NULL;
     char name[256];
     sbx_binder_name(claim, name, sizeof(name));
-    cJSON *pod = cJSON_CreateObject(), *md, *labels, *ann, *refs, *ref, *spec, *sc, *ctrs, *ctr, *csc, *caps, *vols, *vol,
-          *pvc;
+    cJSON *pod = cJSON_CreateObject(), *md, *labels, *ann, *refs, *ref, *spec, *sc, *ctrs, *ctr, *vols;
     static const char *const argv[] = {"/bin/sh", "-c", "exit 0"};
     if (!pod || !cJSON_AddStringToObject(pod, "apiVersion", "v1") || !cJSON_AddStringToObject(pod, "kind", "Pod") ||
         !(md = cJSON_AddObjectToObject(pod, "metadata")) || !cJSON_AddStringToObject(md, "name", name) ||
@@ -126,15 +116,10 @@ cJSON *sbx_build_binder(const char *ns, const char *pool_key, const char *claim,
         !cJSON_AddStringToObject(ctr, "imagePullPolicy", sbx_pull_policy_name(sbx_pull_policy_for(s->pull_policy, s->image))) ||
         !cJSON_AddItemToObject(ctr, "command", cJSON_CreateStringArray(argv, 3)) || add_resources(ctr, s) < 0)
         goto err;
-    if (!(csc = cJSON_AddObjectToObject(ctr, "securityContext")) ||
-        !cJSON_AddFalseToObject(csc, "allowPrivilegeEscalation") || !(caps = cJSON_AddObjectToObject(csc, "capabilities")) ||
-        !cJSON_AddItemToObject(caps, "drop", cJSON_CreateStringArray((const char *const[]){"ALL"}, 1)))
-        goto err;
+    if (sbx_add_helper_hardening(ctr) < 0) goto err;
     /* The claim as a volume of the pod is what makes the scheduler bind it; no container
      * mounts it. */
-    if (!(vols = cJSON_AddArrayToObject(spec, "volumes")) || !(vol = cJSON_CreateObject()) ||
-        !cJSON_AddItemToArray(vols, vol) || !cJSON_AddStringToObject(vol, "name", "workspace") ||
-        !(pvc = cJSON_AddObjectToObject(vol, "persistentVolumeClaim")) || !cJSON_AddStringToObject(pvc, "claimName", claim))
+    if (!(vols = cJSON_AddArrayToObject(spec, "volumes")) || sbx_add_claim_volume(vols, "workspace", claim, 0) < 0)
         goto err;
     if (sbx_add_pull_secrets(spec, s) < 0) goto err;
     return pod;

@@ -14,16 +14,6 @@ int sbx_storage_class_clones(const cJSON *sc) {
     return cJSON_IsString(v) && !strcmp(v->valuestring, "true");
 }
 
-/* A volume {name, persistentVolumeClaim {claimName, readOnly}} into vols. */
-static int add_claim_volume(cJSON *vols, const char *name, const char *claim, int read_only) {
-    cJSON *v = cJSON_CreateObject(), *pvc;
-    if (!v || !cJSON_AddItemToArray(vols, v)) { cJSON_Delete(v); return -1; }
-    if (!cJSON_AddStringToObject(v, "name", name) || !(pvc = cJSON_AddObjectToObject(v, "persistentVolumeClaim")) ||
-        !cJSON_AddStringToObject(pvc, "claimName", claim) || (read_only && !cJSON_AddTrueToObject(pvc, "readOnly")))
-        return -1;
-    return 0;
-}
-
 static int add_mount(cJSON *mounts, const char *name, const char *path, int read_only) {
     cJSON *m = cJSON_CreateObject();
     if (!m || !cJSON_AddItemToArray(mounts, m)) { cJSON_Delete(m); return -1; }
@@ -46,7 +36,7 @@ cJSON *sbx_build_copier(const struct sbx_owner *o, const struct sbx_spec *s, con
                         const char *src_claim, const char *dst_claim, const char *node) {
     if (!o || !s || !name || !image || !src_claim || !dst_claim) return NULL;
     cJSON *pod = cJSON_CreateObject(), *meta = sbx_build_owned_meta(o, s, name), *ref, *spec, *sc, *ctrs, *ctr, *cmd,
-          *vols, *mounts, *csc, *caps;
+          *vols, *mounts;
     if (!pod || !meta || !cJSON_AddStringToObject(pod, "apiVersion", "v1") || !cJSON_AddStringToObject(pod, "kind", "Pod") ||
         !cJSON_AddItemToObject(pod, "metadata", meta)) {
         if (meta && !cJSON_GetObjectItemCaseSensitive(pod, "metadata")) cJSON_Delete(meta);
@@ -100,15 +90,12 @@ cJSON *sbx_build_copier(const struct sbx_owner *o, const struct sbx_spec *s, con
         /* cp's own words when it fails (the log's tail is the termination message) */
         !cJSON_AddStringToObject(ctr, "terminationMessagePolicy", "FallbackToLogsOnError") || add_resources(ctr))
         goto err;
-    if (!(csc = cJSON_AddObjectToObject(ctr, "securityContext")) ||
-        !cJSON_AddFalseToObject(csc, "allowPrivilegeEscalation") || !(caps = cJSON_AddObjectToObject(csc, "capabilities")) ||
-        !cJSON_AddItemToObject(caps, "drop", cJSON_CreateStringArray((const char *const[]){"ALL"}, 1)))
-        goto err;
+    if (sbx_add_helper_hardening(ctr) < 0) goto err;
     if (!(mounts = cJSON_AddArrayToObject(ctr, "volumeMounts")) || add_mount(mounts, "source", "/yao/source", 1) ||
         add_mount(mounts, "workspace", "/yao/workspace", 0))
         goto err;
-    if (!(vols = cJSON_AddArrayToObject(spec, "volumes")) || add_claim_volume(vols, "source", src_claim, 1) ||
-        add_claim_volume(vols, "workspace", dst_claim, 0))
+    if (!(vols = cJSON_AddArrayToObject(spec, "volumes")) || sbx_add_claim_volume(vols, "source", src_claim, 1) ||
+        sbx_add_claim_volume(vols, "workspace", dst_claim, 0))
         goto err;
     if (sbx_add_pull_secrets(spec, s) < 0) goto err;
     return pod;
