@@ -10,9 +10,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/heap.h"
 #include "base/errfmt.h"
 #include "kube/watch.h"
 #include "base/backoff.h"
@@ -450,12 +448,10 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
     atomic_store_explicit(&inf->synced, 1, memory_order_release);
     inf->list_mode = LIST_NOT_OLDER;  /* from now on, never older than what we hold */
     rc = 0;
-#ifdef __GLIBC__
     /* The response text (tens of MB for 10,000 pods) and the items' parse trees are free
      * now, but between the small cached objects: give the whole free pages back, or the
      * process keeps the list's peak resident for good. */
-    malloc_trim(0);
-#endif
+    heap_trim();
 out:
     free(cont);
     strmap_clear(&seen, NULL);

@@ -1,14 +1,12 @@
 /* sandbox/metrics.c — Prometheus text for the controller (see metrics.h). */
 #include "sandbox/metrics.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/heap.h"
 #include "kube/kjson.h"
 #include "sandbox/reconcile_int.h"
 
@@ -245,15 +243,15 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "process_resident_memory_bytes", "gauge", "Resident memory.", (unsigned long long)rss);
     rc |= metric(out, "process_resident_memory_peak_bytes", "gauge", "Peak resident memory.",
                  (unsigned long long)hwm);
-#ifdef __GLIBC__
     /* The heap as malloc sees it: bytes in use, and bytes free but still held (the
      * difference between these and the resident set is fragmentation and code). */
-    struct mallinfo2 mi = mallinfo2();
-    rc |= metric(out, "process_heap_inuse_bytes", "gauge", "Heap bytes allocated and not freed (glibc mallinfo2).",
-                 (unsigned long long)(mi.uordblks + mi.hblkhd));
-    rc |= metric(out, "process_heap_free_bytes", "gauge", "Heap bytes free but still held by malloc.",
-                 (unsigned long long)mi.fordblks);
-#endif
+    size_t heap_inuse, heap_free;
+    if (heap_usage(&heap_inuse, &heap_free) == 0) {
+        rc |= metric(out, "process_heap_inuse_bytes", "gauge", "Heap bytes allocated and not freed (glibc mallinfo2).",
+                     (unsigned long long)heap_inuse);
+        rc |= metric(out, "process_heap_free_bytes", "gauge", "Heap bytes free but still held by malloc.",
+                     (unsigned long long)heap_free);
+    }
 #undef P
     return rc ? -1 : 0;
 }

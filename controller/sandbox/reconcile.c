@@ -8,9 +8,6 @@
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/heap.h"
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "base/log.h"
@@ -334,7 +332,6 @@ void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stat
 #define TRIM_AFTER 64
 #define TRIM_EVERY_MS 10000
 static void trim_when_idle(struct sbx_controller *ctl) {
-#ifdef __GLIBC__
     int64_t now = clock_mono_ms();
     int trim = 0;
     pthread_mutex_lock(&ctl->lock);
@@ -345,10 +342,7 @@ static void trim_when_idle(struct sbx_controller *ctl) {
         trim = 1;
     }
     pthread_mutex_unlock(&ctl->lock);
-    if (trim) malloc_trim(0);
-#else
-    (void)ctl;
-#endif
+    if (trim) heap_trim();
 }
 
 /* The API server refuses every create in a namespace being deleted (403, "unable to create
