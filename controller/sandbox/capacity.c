@@ -8,6 +8,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/builders.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/reconcile_int.h"
 

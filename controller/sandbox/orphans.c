@@ -9,6 +9,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile_int.h"
 #include "sandbox/shard.h"

@@ -5,6 +5,7 @@
  * the decision. Elsewhere: the running cap (capacity.c), a deleted
  * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
  * remembered per Sandbox (records.c). */
+#include "sandbox/builders.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "sandbox/builders.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/objects.h"   /* the pure object helpers every satellite uses */

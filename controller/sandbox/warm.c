@@ -12,6 +12,7 @@
  * Pools of a WaitForFirstConsumer StorageClass: the pool pass keeps one binder pod
  * (warmbinder.c) per pending pool claim and deletes it once the claim is Bound, adopted or
  * gone; the binders are indexed from the pod informer like the claims. */
+#include "sandbox/builders.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 

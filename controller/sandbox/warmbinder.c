@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sandbox/builders.h"
 #include "sandbox/quantity.h"
 #include "sandbox/warmpool.h"
 

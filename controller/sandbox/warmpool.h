@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "sandbox/builders.h"
 #include "sandbox/spec.h"
 
 /* On a pool claim: the pool's key (sbx_warm_key). Removed when a Sandbox adopts it. */

@@ -5,6 +5,7 @@
  * (egressTo peers, the shipped default class's), and the comparison with a stored policy. */
 #include "check.h"
 
+#include "sandbox/builders.h"
 #include "sandbox/netpol.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/spec.h"

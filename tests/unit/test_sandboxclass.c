@@ -4,6 +4,7 @@
  * the pod, env from Secrets (sandbox/spec.c). */
 #include "check.h"
 
+#include "sandbox/builders.h"
 #include "sandbox/sandboxclass.h"
 #include "sandbox/spec.h"
 

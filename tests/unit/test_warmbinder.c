@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include "kube/kjson.h"
+#include "sandbox/builders.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warmpool.h"
 

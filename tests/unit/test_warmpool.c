@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include "kube/kjson.h"
+#include "sandbox/builders.h"
 #include "sandbox/warmpool.h"
 
 #define GIB (INT64_C(1) << 30)

@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include "kube/kjson.h"
+#include "sandbox/builders.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/workspacecopy.h"
 
