@@ -28,7 +28,7 @@
 #include "sandbox/sandboxclass.h"
 #include "sandbox/shard.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
+#include "sandbox/warm_decide.h"
 #include "sandbox/workspacecopy.h"
 
 

@@ -108,7 +108,7 @@ int sbx_classes_synced(struct sbx_controller *ctl);
 int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
                   const char **reason, char *why, size_t whylen);
 
-/* ---- warm.c: warm workspaces (the decisions are in sandbox/warmpool.h) ---- */
+/* ---- warm.c: warm workspaces (the decisions are in sandbox/warm_decide.h) ---- */
 /* The name of a namespace's pool pass in the work queue: "<ns>/#warm" (no Sandbox can
  * be named so). */
 #define SBX_WARM_QUEUE_NAME "#warm"

@@ -186,7 +186,7 @@ static int cls_json(struct cls_ctx *c, const cJSON *spec, const char *key, int a
     return *out ? 0 : cls_fail(c, "out of memory");
 }
 
-/* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/warmpool.h). */
+/* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/warm_decide.h). */
 static int cls_warm_pool(struct cls_ctx *c, const cJSON *ws, struct sbx_class *k) {
     const cJSON *wp, *v;
     if (cls_object(c, ws, "warmPool", "spec.workspace.warmPool", &wp)) return -1;

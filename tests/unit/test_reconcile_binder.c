@@ -12,7 +12,7 @@
 
 #include "sandbox/lifecycle.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
+#include "sandbox/warm_decide.h"
 
 static void warm_late(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;   /* the default StorageClass "local": WaitForFirstConsumer */

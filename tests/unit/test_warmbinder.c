@@ -9,7 +9,7 @@
 #include "kube/kjson.h"
 #include "sandbox/builders.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
+#include "sandbox/warm_decide.h"
 
 static struct sbx_spec pool_spec(void) {
     struct sbx_spec s;

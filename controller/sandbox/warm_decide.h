@@ -1,4 +1,4 @@
-/* sandbox/warmpool.h — warm workspaces, the pure part: which pool a workspace shape
+/* sandbox/warm_decide.h — warm workspaces, the pure part: which pool a workspace shape
  * belongs to, what the pools of a namespace should hold, how many claims to create or
  * delete, which pool claims a new Sandbox tries to adopt and in what order, and the
  * objects involved (a pool claim, the adoption patch). No I/O: the index of pool claims,
@@ -7,8 +7,8 @@
  * A pool is (namespace, shape): claims of one StorageClass, size and access mode are
  * interchangeable, whichever SandboxClass (or the --warm-workspaces flag) asked for them.
  * See docs/design.md "Warm workspaces". */
-#ifndef YAO_SANDBOX_WARMPOOL_H
-#define YAO_SANDBOX_WARMPOOL_H
+#ifndef YAO_SANDBOX_WARM_DECIDE_H
+#define YAO_SANDBOX_WARM_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>
