@@ -18,7 +18,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 
 #define SBX_GRACE_SECONDS 10
 #define SBX_VOLUME_NAME "workspace"

@@ -14,7 +14,7 @@
 struct sbx_shard_labels;
 struct sbx_owner {
     const char *name, *namespace_, *uid;
-    /* The shard labels the objects get (sandbox/shard.h), or NULL (no sharding: none). */
+    /* The shard labels the objects get (sandbox/shard_decide.h), or NULL (no sharding: none). */
     const struct sbx_shard_labels *shard;
 };
 

@@ -12,7 +12,7 @@
 #include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile_int.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
 struct orphan_ctx {

@@ -26,7 +26,7 @@
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
 #include "sandbox/sandboxclass.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
 #include "sandbox/workspacecopy.h"

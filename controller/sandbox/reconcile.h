@@ -16,7 +16,7 @@
 #include "sandbox/admission.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 
 #define SBX_METRIC_PHASES 8        /* Pending ... Unknown (sandbox/metrics.c) */
 #define SBX_METRIC_LIFECYCLES 4
@@ -35,7 +35,7 @@ struct sbx_controller_options {
      * SandboxClass); 0 = none. A SandboxClass sets its own (spec.workspace.warmPool). */
     int warm_workspaces;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
-    /* --shards / --shard (sandbox/shard.h): serve only the Sandboxes of shard `shard` of
+    /* --shards / --shard (sandbox/shard_decide.h): serve only the Sandboxes of shard `shard` of
      * `shards`, and only the objects labelled with it. shards <= 1: everything, no label. */
     int shards, shard;
     const char *field_manager;
@@ -91,7 +91,7 @@ struct sbx_controller {
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
     struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
     struct sbx_starts *starts;     /* create → Ready and wake latencies for /metrics (starts.h) */
-    /* Sharding (sandbox/shard.h): {shards, shard}, the Sandbox informer's filter argument,
+    /* Sharding (sandbox/shard_decide.h): {shards, shard}, the Sandbox informer's filter argument,
      * and the shard labels of what this shard creates (NULL when shards <= 1). */
     int shard_key[2];
     struct sbx_shard_labels shard_labels;

@@ -58,7 +58,7 @@ int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *res
 
 /* ---- sharding.c ---- */
 /* Sharded (--shards > 1): label this shard's objects that lack its label (made before
- * sharding, or under another --shards; see shard.h), before the informers start. One
+ * sharding, or under another --shards; see shard_decide.h), before the informers start. One
  * patch per such object, sequential: a one-time cost when sharding is turned on (about
  * 60 objects a second on the test machine). 0, or -1 (an error, or *stop set). */
 int sbx_shard_migrate(struct sbx_controller *ctl, const atomic_int *stop, char *err, size_t errlen);

@@ -1,4 +1,4 @@
-/* sandbox/sharding.c — the I/O side of sharding (decisions in shard.c): at the start of a
+/* sandbox/sharding.c — the I/O side of sharding (decisions in shard_decide.c): at the start of a
  * sharded replica, and on a create that finds its object already there, the objects this
  * shard owns but that do not carry its label yet — made before sharding was turned on, or
  * under another --shards — are labelled, so its label-selected informers see them. Until
@@ -12,7 +12,7 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/reconcile_int.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
 /* Put this shard's label on obj (in ns/resource), with its uid as a precondition (a

@@ -23,7 +23,7 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/sandboxclass.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
 

@@ -11,7 +11,7 @@
 
 #include "kube/kjson.h"
 #include "sandbox/naming.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
 #define GIB (INT64_C(1) << 30)

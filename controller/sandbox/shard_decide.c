@@ -1,5 +1,5 @@
-/* sandbox/shard.c — the shard of a Sandbox and of what it owns (see shard.h). */
-#include "sandbox/shard.h"
+/* sandbox/shard_decide.c — the shard of a Sandbox and of what it owns (see shard_decide.h). */
+#include "sandbox/shard_decide.h"
 
 #include <stdio.h>
 #include <stdlib.h>
