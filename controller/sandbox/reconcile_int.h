@@ -2,7 +2,7 @@
  * includes: reconcile.c (informers, workers, the pass) and its satellites activityprobe.c
  * (activity at an idle deadline), capacity.c (the running cap), classes.c (SandboxClass
  * and Namespace informers), metrics.c (/metrics), orphans.c (what a deleted Sandbox left
- * behind), reclaim.c, sharding.c, status.c (status, Events, last-used-at) and warm.c (warm
+ * behind), reclaim.c, shard.c, status.c (status, Events, last-used-at) and warm.c (warm
  * pools). Not an API: the controller's API is reconcile.h. The pure helpers they share
  * are below them, in sandbox/objects.h. */
 #ifndef YAO_SANDBOX_RECONCILE_INT_H
@@ -56,7 +56,7 @@ int sbx_patch_owned_map(struct sbx_controller *ctl, const char *ns, const char *
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                      const char *name, const char *uid, char *err, size_t errlen);
 
-/* ---- sharding.c ---- */
+/* ---- shard.c ---- */
 /* Sharded (--shards > 1): label this shard's objects that lack its label (made before
  * sharding, or under another --shards; see shard_decide.h), before the informers start. One
  * patch per such object, sequential: a one-time cost when sharding is turned on (about

@@ -1,4 +1,4 @@
-/* sandbox/sharding.c — the I/O side of sharding (decisions in shard_decide.c): at the start of a
+/* sandbox/shard.c — the I/O side of sharding (decisions in shard_decide.c): at the start of a
  * sharded replica, and on a create that finds its object already there, the objects this
  * shard owns but that do not carry its label yet — made before sharding was turned on, or
  * under another --shards — are labelled, so its label-selected informers see them. Until
