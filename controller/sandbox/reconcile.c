@@ -25,7 +25,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
-#include "sandbox/sandboxclass.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"

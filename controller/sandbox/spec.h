@@ -122,7 +122,7 @@ struct sbx_spec {
     struct sbx_port *ports; size_t nports;   /* spec.ports, in the spec's order */
     int service;               /* spec.service.enabled: a ClusterIP Service for the ports */
     int64_t ephemeral_bytes;   /* ephemeral-storage limit; 0 = none */
-    /* Pod placement and runtime, from the SandboxClass (sandbox/sandboxclass.c); NULL = unset.
+    /* Pod placement and runtime, from the SandboxClass (sandbox/class_decide.c); NULL = unset.
      * The JSON members are owned copies, emitted into the pod spec as they are. */
     char *runtime_class, *priority_class;
     cJSON *node_selector, *tolerations, *affinity;

@@ -22,7 +22,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/sandboxclass.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"

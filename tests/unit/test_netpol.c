@@ -7,7 +7,7 @@
 
 #include "sandbox/builders.h"
 #include "sandbox/netpol.h"
-#include "sandbox/sandboxclass.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/spec.h"
 
 static struct sbx_cidr cidr(const char *s) {

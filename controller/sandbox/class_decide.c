@@ -1,5 +1,5 @@
-/* sandbox/sandboxclass.c — SandboxClass parsing and the resolution of a Sandbox's
- * effective spec under its class (see sandboxclass.h).
+/* sandbox/class_decide.c — SandboxClass parsing and the resolution of a Sandbox's
+ * effective spec under its class (see class_decide.h).
  *
  * The class only narrows what sbx_spec_parse already allows: its defaults replace the
  * flag defaults before the spec is parsed, and its ceilings are checked on the parsed
@@ -8,7 +8,7 @@
  * checks here hold for a class that bypassed it.
  *
  * Not here: choosing the class of a Sandbox and the informer (classes.c), any I/O. */
-#include "sandbox/sandboxclass.h"
+#include "sandbox/class_decide.h"
 
 #include <stdarg.h>
 #include <stdio.h>
