@@ -7,7 +7,7 @@
  * it. The CRD (crd/sandboxclass.yaml) validates the class's shape on the API server; the
  * checks here hold for a class that bypassed it.
  *
- * Not here: choosing the class of a Sandbox and the informer (classes.c), any I/O. */
+ * Not here: choosing the class of a Sandbox and the informer (class.c), any I/O. */
 #include "sandbox/class_decide.h"
 
 #include <stdarg.h>

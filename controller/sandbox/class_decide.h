@@ -2,7 +2,7 @@
  * the operator's template and limits for Sandboxes, like a StorageClass. Parsing a class
  * object, and the pure resolution "Sandbox + class (or the controller's flag defaults) →
  * effective spec, or InvalidSpec naming the field and the limit". No I/O: the informer and
- * the choice of a class (spec.className, else the default class) are in classes.c. */
+ * the choice of a class (spec.className, else the default class) are in class.c. */
 #ifndef YAO_SANDBOX_CLASS_DECIDE_H
 #define YAO_SANDBOX_CLASS_DECIDE_H
 

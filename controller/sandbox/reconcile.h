@@ -62,9 +62,9 @@ struct sbx_controller {
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *netpols;      /* the NetworkPolicies of Sandboxes of an isolated class */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
-    struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
+    struct informer *sandbox_classes;  /* SandboxClasses (class.c) */
     int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
-    struct informer *namespaces;   /* Namespaces, with their labels only (classes.c) */
+    struct informer *namespaces;   /* Namespaces, with their labels only (class.c) */
     int namespaces_on;             /* readable at start; otherwise scoped classes refuse */
     struct workqueue *queue;
     struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */

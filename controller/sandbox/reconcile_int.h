@@ -1,6 +1,6 @@
 /* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
  * includes: reconcile.c (informers, workers, the pass) and its satellites activityprobe.c
- * (activity at an idle deadline), capacity.c (the running cap), classes.c (SandboxClass
+ * (activity at an idle deadline), capacity.c (the running cap), class.c (SandboxClass
  * and Namespace informers), metrics.c (/metrics), orphans.c (what a deleted Sandbox left
  * behind), reclaim.c, shard.c, status.c (status, Events, last-used-at) and warm.c (warm
  * pools). Not an API: the controller's API is reconcile.h. The pure helpers they share
@@ -92,7 +92,7 @@ void sbx_capacity_reclaimable(struct sbx_controller *ctl, const char *uid, const
  * (0 = no such time). */
 int64_t sbx_capacity_reclaim(struct sbx_controller *ctl, int64_t now);
 
-/* ---- classes.c ---- */
+/* ---- class.c ---- */
 struct sbx_class;
 /* Create the SandboxClass informer (not started). 0 or -1. */
 int sbx_classes_init(struct sbx_controller *ctl);

@@ -1,4 +1,4 @@
-/* sandbox/classes.c — the SandboxClass and Namespace informers and the choice of a
+/* sandbox/class.c — the SandboxClass and Namespace informers and the choice of a
  * Sandbox's class: spec.className, else its Namespace's default (the label
  * SBX_LABEL_NAMESPACE_CLASS), else the class marked default (SBX_ANN_DEFAULT_CLASS), else
  * none (the controller's flags alone); then whether its namespace may use that class
