@@ -2,7 +2,7 @@
  * in line for the global running cap, the longest-idle running session or long-running
  * Sandboxes of classes that allow it are stopped (pod deleted, workspace kept) to admit it.
  *
- * The choice is sandbox/admission.c's (sbx_admission_reclaim_pick: only as many as can
+ * The choice is sandbox/capacity_decide.c's (sbx_admission_reclaim_pick: only as many as can
  * then be admitted, longest idle first), made on what the passes reported. Each chosen
  * Sandbox is then read fresh from the API server and stopped only if that read still
  * shows it running, idle past its class's threshold and of a reclaimable lifecycle: the

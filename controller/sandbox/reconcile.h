@@ -13,7 +13,7 @@
 #include "runtime/informer.h"
 #include "runtime/queue.h"
 #include "base/strmap.h"
-#include "sandbox/admission.h"
+#include "sandbox/capacity_decide.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
 #include "sandbox/shard_decide.h"
@@ -26,7 +26,7 @@
 struct sbx_controller_options {
     struct sbx_defaults defaults;
     const char *namespace_;     /* watch one namespace; NULL = all namespaces */
-    /* The caps of sandbox/admission.h: max_running (YAO_SANDBOX_MAX) and
+    /* The caps of sandbox/capacity_decide.h: max_running (YAO_SANDBOX_MAX) and
      * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
     struct sbx_admission_limits limits;
     int workers;
@@ -81,7 +81,7 @@ struct sbx_controller {
     /* Namespaces that refused a create because they are being deleted -> int64_t * (the
      * monotonic ms until which their passes are skipped). Under lock. */
     struct strmap terminating;
-    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
+    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/capacity_decide.h) */
     struct sbx_controller_stats stats;
     /* The API server addresses this controller knows (the in-cluster
      * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated

@@ -67,7 +67,7 @@ int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, c
                              size_t errlen);
 
 /* ---- capacity.c ---- */
-/* Informer handlers: a Sandbox / a pod changed (see sandbox/admission.h). */
+/* Informer handlers: a Sandbox / a pod changed (see sandbox/capacity_decide.h). */
 void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur);
 void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 /* Queue the Sandboxes first in line, as many as there are free slots. */
