@@ -1,5 +1,5 @@
 /* sandbox/activityprobe.c — the I/O half of activity-aware idle (the decisions are
- * sandbox/activity.c): at a sandbox's idle deadline, read its pod's PodMetrics from
+ * sandbox/activity_decide.c): at a sandbox's idle deadline, read its pod's PodMetrics from
  * metrics.k8s.io and, when it is busy, refresh last-used-at (a merge patch conditional on
  * the version decided on) with the annotation saying what was seen, and an Event. */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/activity.h"
+#include "sandbox/activity_decide.h"
 #include "sandbox/reconcile_int.h"
 
 /* A sample older than this says nothing of now (metrics-server scrapes every 15–60 s). */

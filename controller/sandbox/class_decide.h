@@ -54,7 +54,7 @@ struct sbx_class {
     unsigned allowed_lifecycles;
     int forks_across_users;               /* spec.workspace.allowForksAcrossUsers */
     /* spec.activity.cpu: a pod using more CPU than this (millicores, metrics.k8s.io) at its
-     * idle deadline is in use (sandbox/activity.h); 0 = activity does not count. */
+     * idle deadline is in use (sandbox/activity_decide.h); 0 = activity does not count. */
     int64_t activity_cpu_millis;
 };
 

@@ -8,7 +8,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/activity.h"
+#include "sandbox/activity_decide.h"
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"
 #include "sandbox/oneshot.h"

@@ -1,6 +1,6 @@
-/* sandbox/activity.c — a pod's CPU from its PodMetrics, against its class's threshold
- * (see activity.h). */
-#include "sandbox/activity.h"
+/* sandbox/activity_decide.c — a pod's CPU from its PodMetrics, against its class's threshold
+ * (see activity_decide.h). */
+#include "sandbox/activity_decide.h"
 
 #include <stdio.h>
 #include <string.h>
