@@ -1,5 +1,5 @@
 /* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
- * includes: reconcile.c (informers, workers, the pass) and its satellites activityprobe.c
+ * includes: reconcile.c (informers, workers, the pass) and its satellites activity.c
  * (activity at an idle deadline), capacity.c (the running cap), class.c (SandboxClass
  * and Namespace informers), metrics.c (/metrics), orphans.c (what a deleted Sandbox left
  * behind), reclaim.c, shard.c, status.c (status, Events, last-used-at) and warm.c (warm
@@ -159,7 +159,7 @@ void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char
  * with the names obj carries. */
 void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim);
 
-/* ---- activityprobe.c ---- */
+/* ---- activity.c ---- */
 /* At an idle deadline of a Sandbox whose class counts activity: the pod's CPU from
  * metrics.k8s.io above threshold_millis refreshes last-used-at (conditional on sb's
  * version) and returns SBX_ACTIVE; 0 acts on the deadline (idle, or not measurable: a

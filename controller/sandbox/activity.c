@@ -1,4 +1,4 @@
-/* sandbox/activityprobe.c — the I/O half of activity-aware idle (the decisions are
+/* sandbox/activity.c — the I/O half of activity-aware idle (the decisions are
  * sandbox/activity_decide.c): at a sandbox's idle deadline, read its pod's PodMetrics from
  * metrics.k8s.io and, when it is busy, refresh last-used-at (a merge patch conditional on
  * the version decided on) with the annotation saying what was seen, and an Event. */
