@@ -17,7 +17,7 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"

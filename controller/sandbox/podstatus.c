@@ -12,7 +12,7 @@
 
 /* ---- shrinking ------------------------------------------------------------------------ */
 
-/* Reasons are CamelCase words; one this long is no reason lifecycle.c passes on anyway. */
+/* Reasons are CamelCase words; one this long is no reason reconcile_decide.c passes on anyway. */
 #define REASON_MAX 128
 /* A termination message: the kubelet keeps at most 4096 bytes (a one-shot run's tails). */
 #define TERMINATION_MESSAGE_MAX 4096

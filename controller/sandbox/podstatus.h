@@ -3,12 +3,12 @@
  * (sbx_pod_observe: phase, readiness and since when, the scheduler's verdict, the sandbox
  * container's state, restarts and last termination), and status.lastTermination of a
  * Sandbox in and out of JSON. Pure: cJSON in, cJSON or structs out, no I/O and no clock.
- * Not here: the decisions (lifecycle.c) and writing status (reconcile.c). */
+ * Not here: the decisions (reconcile_decide.c) and writing status (reconcile.c). */
 #ifndef YAO_SANDBOX_PODSTATUS_H
 #define YAO_SANDBOX_PODSTATUS_H
 
 #include <cjson/cJSON.h>
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 
 /* Cut a Pod down to what the controller reads, in place: metadata (without managedFields
  * and the last-applied annotation), spec.nodeName, and of the status phase, reason,

@@ -10,7 +10,7 @@
  * last use this read saw), written conditionally on the resourceVersion read, so a touch
  * the API server accepted before makes it fail and nothing is stopped; then the pod is
  * deleted with a uid precondition. From then on the Sandbox's own passes keep it stopped
- * exactly as an idle long-running one (sandbox/lifecycle.c), until a newer use starts it
+ * exactly as an idle long-running one (sandbox/reconcile_decide.c), until a newer use starts it
  * again. */
 #include <stdio.h>
 #include <string.h>

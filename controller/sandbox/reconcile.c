@@ -20,7 +20,7 @@
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/metrics.h"
 #include "sandbox/naming.h"
 #include "sandbox/podstatus.h"

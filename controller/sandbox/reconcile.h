@@ -1,7 +1,7 @@
 /* sandbox/reconcile.h — the controller: informers for Sandboxes, the Pods, PVCs and
  * Services it owns and the StorageClasses their claims use, the work queue between them and the workers, and the reconcile pass for one
  * Sandbox key (cache → decide → act → status). The decisions themselves are in
- * sandbox/lifecycle.c; object shapes in sandbox/builders.c; this file is the I/O glue. */
+ * sandbox/reconcile_decide.c; object shapes in sandbox/builders.c; this file is the I/O glue. */
 #ifndef YAO_SANDBOX_RECONCILE_H
 #define YAO_SANDBOX_RECONCILE_H
 

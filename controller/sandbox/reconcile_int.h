@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "sandbox/builders.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/objects.h"   /* the pure object helpers every satellite uses */
 

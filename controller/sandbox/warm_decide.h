@@ -20,7 +20,7 @@
 #define SBX_LABEL_WARM_POOL "sandbox.yaoapps.com/warm-pool"
 /* On an adopted pool claim: when it was adopted (RFC 3339). A claim adopted moments ago
  * that no sandbox pod has used yet may be given up when its volume's node cannot take the
- * Sandbox's pod (lifecycle.h, SBX_ACT_RELEASE_CLAIM). */
+ * Sandbox's pod (reconcile_decide.h, SBX_ACT_RELEASE_CLAIM). */
 #define SBX_ANN_WARM_ADOPTED "sandbox.yaoapps.com/warm-adopted-at"
 /* generateName of pool claims (the adopted claim keeps its name). */
 #define SBX_WARM_NAME_PREFIX "yao-warm-"

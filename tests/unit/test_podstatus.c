@@ -9,7 +9,7 @@
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/podstatus.h"
 

@@ -10,7 +10,7 @@
  * instead of adopting the pool's next one. */
 #include "reconcile_env.h"
 
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
 
