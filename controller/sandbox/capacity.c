@@ -9,7 +9,7 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/builders.h"
-#include "sandbox/podstatus.h"
+#include "sandbox/reconcile_observe.h"
 #include "sandbox/reconcile_int.h"
 
 /* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not

@@ -23,7 +23,7 @@
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/metrics.h"
 #include "sandbox/naming.h"
-#include "sandbox/podstatus.h"
+#include "sandbox/reconcile_observe.h"
 #include "sandbox/quantity.h"
 #include "sandbox/class_decide.h"
 #include "sandbox/shard_decide.h"

@@ -12,7 +12,7 @@
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"
 #include "sandbox/oneshot.h"
-#include "sandbox/podstatus.h"
+#include "sandbox/reconcile_observe.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 

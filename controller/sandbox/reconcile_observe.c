@@ -1,7 +1,7 @@
-/* sandbox/podstatus.c — the slim cached Pod and what lifecycle_decide observes in it (see
- * podstatus.h). Owns the choice of which pod fields the controller keeps: anything read
+/* sandbox/reconcile_observe.c — the reconcile pass's observe stage: the slim cached Pod and
+ * what lifecycle_decide observes in it (see reconcile_observe.h). Owns the choice of which pod fields the controller keeps: anything read
  * here must survive sbx_pod_shrink, and the unit tests check that both agree. */
-#include "sandbox/podstatus.h"
+#include "sandbox/reconcile_observe.h"
 
 #include <string.h>
 
