@@ -9,8 +9,8 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/builders.h"
-#include "sandbox/reconcile_observe.h"
 #include "sandbox/reconcile_int.h"
+#include "sandbox/reconcile_observe.h"
 
 /* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not
  * terminating and has not ended: a finished one-shot's pod, kept for its log, runs

@@ -5,7 +5,6 @@
  * the decision. Elsewhere: the running cap (capacity.c), a deleted
  * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
  * remembered per Sandbox (records.c). */
-#include "sandbox/builders.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
@@ -20,15 +19,16 @@
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/reconcile_decide.h"
+#include "sandbox/builders.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/metrics.h"
 #include "sandbox/naming.h"
-#include "sandbox/reconcile_observe.h"
 #include "sandbox/quantity.h"
-#include "sandbox/class_decide.h"
+#include "sandbox/reconcile_decide.h"
+#include "sandbox/reconcile_observe.h"
 #include "sandbox/shard_decide.h"
-#include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
+#include "sandbox/warmbinder.h"
 #include "sandbox/workspacecopy.h"
 
 

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "sandbox/builders.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/reconcile.h"
 #include "sandbox/objects.h"   /* the pure object helpers every satellite uses */
+#include "sandbox/reconcile.h"
+#include "sandbox/reconcile_decide.h"
 
 /* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
  * changed (or went) after the cache showed it, so the decision must be made again. */

@@ -12,7 +12,6 @@
  * Pools of a WaitForFirstConsumer StorageClass: the pool pass keeps one binder pod
  * (warmbinder.c) per pending pool claim and deletes it once the claim is Bound, adopted or
  * gone; the binders are indexed from the pod informer like the claims. */
-#include "sandbox/builders.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
@@ -22,10 +21,11 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/builders.h"
 #include "sandbox/class_decide.h"
 #include "sandbox/shard_decide.h"
-#include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
+#include "sandbox/warmbinder.h"
 
 /* A pool claim as the index keeps it (owned strings). */
 struct pool_entry {

@@ -6,8 +6,8 @@
 #include "check.h"
 
 #include "sandbox/builders.h"
-#include "sandbox/netpol.h"
 #include "sandbox/class_decide.h"
+#include "sandbox/netpol.h"
 #include "sandbox/spec.h"
 
 static struct sbx_cidr cidr(const char *s) {

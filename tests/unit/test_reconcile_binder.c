@@ -11,8 +11,8 @@
 #include "reconcile_env.h"
 
 #include "sandbox/reconcile_decide.h"
-#include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
+#include "sandbox/warmbinder.h"
 
 static void warm_late(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;   /* the default StorageClass "local": WaitForFirstConsumer */

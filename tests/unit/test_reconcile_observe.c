@@ -9,8 +9,8 @@
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/reconcile_decide.h"
 #include "sandbox/oneshot.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
 
 /* 2026-11-29T10:00:00Z */

@@ -8,8 +8,8 @@
 
 #include "kube/kjson.h"
 #include "sandbox/builders.h"
-#include "sandbox/warmbinder.h"
 #include "sandbox/warm_decide.h"
+#include "sandbox/warmbinder.h"
 
 static struct sbx_spec pool_spec(void) {
     struct sbx_spec s;
