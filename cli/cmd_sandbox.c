@@ -17,9 +17,9 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
-#include "sandbox/lifecycle.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/spec.h"
 
 /* How kubectl -o name names a Sandbox: resource.group/NAME. */

@@ -8,6 +8,7 @@
  * and the objects' JSON re-parses to the same tree. */
 #include "fuzz.h"
 
+#include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"

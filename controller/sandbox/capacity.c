@@ -1,5 +1,5 @@
 /* sandbox/capacity.c — the running cap's glue to the caches: the informer handlers feed
- * sandbox/admission.c (a pod controlled by a Sandbox started or stopped holding a slot, a
+ * sandbox/capacity_decide.c (a pod controlled by a Sandbox started or stopped holding a slot, a
  * Sandbox appeared or went), a freed slot queues exactly the Sandboxes first in line, and
  * the pass asks whether its Sandbox may start a pod. Nothing here walks a cache. */
 #include <stdio.h>
@@ -8,12 +8,13 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/podstatus.h"
+#include "sandbox/builders.h"
 #include "sandbox/reconcile_int.h"
+#include "sandbox/reconcile_observe.h"
 
 /* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not
  * terminating and has not ended: a finished one-shot's pod, kept for its log, runs
- * nothing); else NULL. Whether that Sandbox is really in the cache is admission.c's
+ * nothing); else NULL. Whether that Sandbox is really in the cache is capacity_decide.c's
  * to know: a pod naming anything else holds nothing. */
 static const char *slot_owner(const cJSON *pod) {
     if (!pod || kj_str(pod, "metadata.deletionTimestamp") || sbx_pod_finished(pod)) return NULL;

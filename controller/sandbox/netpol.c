@@ -11,7 +11,7 @@
  * purpose and stays whole, while a Sandbox may not narrow to a part the class cut out (it
  * would escape the cut).
  *
- * Not here: the I/O (reconcile.c), choosing the class (classes.c). */
+ * Not here: the I/O (reconcile.c), choosing the class (class.c). */
 #include "sandbox/netpol.h"
 
 #include <arpa/inet.h>

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <cjson/cJSON.h>
+#include "sandbox/builders.h"
 #include "sandbox/spec.h"
 
 #define SBX_NETPOL_CIDRS_MAX 64   /* egressCIDRs, in a class and in a Sandbox */

@@ -2,7 +2,7 @@
  * process (restartPolicy Never, like a Job): the wrapper script that runs spec.run's argv
  * with stdout and stderr kept apart and leaves both tails in the container's termination
  * message, and reading that message back into status.run's stdout/stderr. Building the pod
- * is in spec.c, deciding on the result in lifecycle.c, writing it in status.c. */
+ * is in builders.c, deciding on the result in reconcile_decide.c, writing it in status.c. */
 #ifndef YAO_SANDBOX_ONESHOT_H
 #define YAO_SANDBOX_ONESHOT_H
 

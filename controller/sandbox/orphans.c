@@ -9,9 +9,10 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile_int.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
 struct orphan_ctx {

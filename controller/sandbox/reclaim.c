@@ -2,7 +2,7 @@
  * in line for the global running cap, the longest-idle running session or long-running
  * Sandboxes of classes that allow it are stopped (pod deleted, workspace kept) to admit it.
  *
- * The choice is sandbox/admission.c's (sbx_admission_reclaim_pick: only as many as can
+ * The choice is sandbox/capacity_decide.c's (sbx_admission_reclaim_pick: only as many as can
  * then be admitted, longest idle first), made on what the passes reported. Each chosen
  * Sandbox is then read fresh from the API server and stopped only if that read still
  * shows it running, idle past its class's threshold and of a reclaimable lifecycle: the
@@ -10,7 +10,7 @@
  * last use this read saw), written conditionally on the resourceVersion read, so a touch
  * the API server accepted before makes it fail and nothing is stopped; then the pod is
  * deleted with a uid precondition. From then on the Sandbox's own passes keep it stopped
- * exactly as an idle long-running one (sandbox/lifecycle.c), until a newer use starts it
+ * exactly as an idle long-running one (sandbox/reconcile_decide.c), until a newer use starts it
  * again. */
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* sandbox/reconcile.h — the controller: informers for Sandboxes, the Pods, PVCs and
  * Services it owns and the StorageClasses their claims use, the work queue between them and the workers, and the reconcile pass for one
  * Sandbox key (cache → decide → act → status). The decisions themselves are in
- * sandbox/lifecycle.c; object shapes in sandbox/spec.c; this file is the I/O glue. */
+ * sandbox/reconcile_decide.c; object shapes in sandbox/builders.c; this file is the I/O glue. */
 #ifndef YAO_SANDBOX_RECONCILE_H
 #define YAO_SANDBOX_RECONCILE_H
 
@@ -13,10 +13,10 @@
 #include "runtime/informer.h"
 #include "runtime/queue.h"
 #include "base/strmap.h"
-#include "sandbox/admission.h"
+#include "sandbox/capacity_decide.h"
 #include "sandbox/netpol.h"
 #include "sandbox/records.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 
 #define SBX_METRIC_PHASES 8        /* Pending ... Unknown (sandbox/metrics.c) */
 #define SBX_METRIC_LIFECYCLES 4
@@ -26,7 +26,7 @@
 struct sbx_controller_options {
     struct sbx_defaults defaults;
     const char *namespace_;     /* watch one namespace; NULL = all namespaces */
-    /* The caps of sandbox/admission.h: max_running (YAO_SANDBOX_MAX) and
+    /* The caps of sandbox/capacity_decide.h: max_running (YAO_SANDBOX_MAX) and
      * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
     struct sbx_admission_limits limits;
     int workers;
@@ -35,7 +35,7 @@ struct sbx_controller_options {
      * SandboxClass); 0 = none. A SandboxClass sets its own (spec.workspace.warmPool). */
     int warm_workspaces;
     int64_t resync_ms;          /* safety-net requeue of every Sandbox (0 = off) */
-    /* --shards / --shard (sandbox/shard.h): serve only the Sandboxes of shard `shard` of
+    /* --shards / --shard (sandbox/shard_decide.h): serve only the Sandboxes of shard `shard` of
      * `shards`, and only the objects labelled with it. shards <= 1: everything, no label. */
     int shards, shard;
     const char *field_manager;
@@ -62,9 +62,9 @@ struct sbx_controller {
     struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
     struct informer *netpols;      /* the NetworkPolicies of Sandboxes of an isolated class */
     struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
-    struct informer *sandbox_classes;  /* SandboxClasses (classes.c) */
+    struct informer *sandbox_classes;  /* SandboxClasses (class.c) */
     int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
-    struct informer *namespaces;   /* Namespaces, with their labels only (classes.c) */
+    struct informer *namespaces;   /* Namespaces, with their labels only (class.c) */
     int namespaces_on;             /* readable at start; otherwise scoped classes refuse */
     struct workqueue *queue;
     struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
@@ -81,7 +81,7 @@ struct sbx_controller {
     /* Namespaces that refused a create because they are being deleted -> int64_t * (the
      * monotonic ms until which their passes are skipped). Under lock. */
     struct strmap terminating;
-    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/admission.h) */
+    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/capacity_decide.h) */
     struct sbx_controller_stats stats;
     /* The API server addresses this controller knows (the in-cluster
      * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
@@ -91,7 +91,7 @@ struct sbx_controller {
     int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
     struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
     struct sbx_starts *starts;     /* create → Ready and wake latencies for /metrics (starts.h) */
-    /* Sharding (sandbox/shard.h): {shards, shard}, the Sandbox informer's filter argument,
+    /* Sharding (sandbox/shard_decide.h): {shards, shard}, the Sandbox informer's filter argument,
      * and the shard labels of what this shard creates (NULL when shards <= 1). */
     int shard_key[2];
     struct sbx_shard_labels shard_labels;

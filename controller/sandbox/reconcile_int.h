@@ -1,8 +1,8 @@
 /* sandbox/reconcile_int.h — what the files of the reconcile pass share, and nothing else
- * includes: reconcile.c (informers, workers, the pass) and its satellites activityprobe.c
- * (activity at an idle deadline), capacity.c (the running cap), classes.c (SandboxClass
+ * includes: reconcile.c (informers, workers, the pass) and its satellites activity.c
+ * (activity at an idle deadline), capacity.c (the running cap), class.c (SandboxClass
  * and Namespace informers), metrics.c (/metrics), orphans.c (what a deleted Sandbox left
- * behind), reclaim.c, sharding.c, status.c (status, Events, last-used-at) and warm.c (warm
+ * behind), reclaim.c, shard.c, status.c (status, Events, last-used-at) and warm.c (warm
  * pools). Not an API: the controller's API is reconcile.h. The pure helpers they share
  * are below them, in sandbox/objects.h. */
 #ifndef YAO_SANDBOX_RECONCILE_INT_H
@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
-#include "sandbox/lifecycle.h"
-#include "sandbox/reconcile.h"
+#include "sandbox/builders.h"
 #include "sandbox/objects.h"   /* the pure object helpers every satellite uses */
+#include "sandbox/reconcile.h"
+#include "sandbox/reconcile_decide.h"
 
 /* The answer of a conditional write whose resourceVersion no longer matched: the Sandbox
  * changed (or went) after the cache showed it, so the decision must be made again. */
@@ -55,9 +56,9 @@ int sbx_patch_owned_map(struct sbx_controller *ctl, const char *ns, const char *
 int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
                      const char *name, const char *uid, char *err, size_t errlen);
 
-/* ---- sharding.c ---- */
+/* ---- shard.c ---- */
 /* Sharded (--shards > 1): label this shard's objects that lack its label (made before
- * sharding, or under another --shards; see shard.h), before the informers start. One
+ * sharding, or under another --shards; see shard_decide.h), before the informers start. One
  * patch per such object, sequential: a one-time cost when sharding is turned on (about
  * 60 objects a second on the test machine). 0, or -1 (an error, or *stop set). */
 int sbx_shard_migrate(struct sbx_controller *ctl, const atomic_int *stop, char *err, size_t errlen);
@@ -66,7 +67,7 @@ int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, c
                              size_t errlen);
 
 /* ---- capacity.c ---- */
-/* Informer handlers: a Sandbox / a pod changed (see sandbox/admission.h). */
+/* Informer handlers: a Sandbox / a pod changed (see sandbox/capacity_decide.h). */
 void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur);
 void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur);
 /* Queue the Sandboxes first in line, as many as there are free slots. */
@@ -91,7 +92,7 @@ void sbx_capacity_reclaimable(struct sbx_controller *ctl, const char *uid, const
  * (0 = no such time). */
 int64_t sbx_capacity_reclaim(struct sbx_controller *ctl, int64_t now);
 
-/* ---- classes.c ---- */
+/* ---- class.c ---- */
 struct sbx_class;
 /* Create the SandboxClass informer (not started). 0 or -1. */
 int sbx_classes_init(struct sbx_controller *ctl);
@@ -107,7 +108,7 @@ int sbx_classes_synced(struct sbx_controller *ctl);
 int sbx_class_for(struct sbx_controller *ctl, const cJSON *sb, struct sbx_class *out, int *found,
                   const char **reason, char *why, size_t whylen);
 
-/* ---- warm.c: warm workspaces (the decisions are in sandbox/warmpool.h) ---- */
+/* ---- warm.c: warm workspaces (the decisions are in sandbox/warm_decide.h) ---- */
 /* The name of a namespace's pool pass in the work queue: "<ns>/#warm" (no Sandbox can
  * be named so). */
 #define SBX_WARM_QUEUE_NAME "#warm"
@@ -158,7 +159,7 @@ void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char
  * with the names obj carries. */
 void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim);
 
-/* ---- activityprobe.c ---- */
+/* ---- activity.c ---- */
 /* At an idle deadline of a Sandbox whose class counts activity: the pod's CPU from
  * metrics.k8s.io above threshold_millis refreshes last-used-at (conditional on sb's
  * version) and returns SBX_ACTIVE; 0 acts on the deadline (idle, or not measurable: a

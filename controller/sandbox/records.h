@@ -3,7 +3,7 @@
  * pod and claim it just created and the caches have not shown yet (so the echo of its own
  * status write does not create them a second time) and, once the Sandbox is deleted, the
  * names of the pod and claim it owned and when its orphans were first seen. (Capacity
- * slots are kept by sandbox/admission.c.) A record is created with the Sandbox and destroyed
+ * slots are kept by sandbox/capacity_decide.c.) A record is created with the Sandbox and destroyed
  * with it: a new Sandbox of the same name is another UID and starts from nothing.
  * Thread-safe (one lock). Pure bookkeeping: no I/O, the clock is passed in. */
 #ifndef YAO_SANDBOX_RECORDS_H

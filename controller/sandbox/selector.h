@@ -1,7 +1,7 @@
 /* sandbox/selector.h — Kubernetes label selectors (metav1.LabelSelector: matchLabels and
  * matchExpressions with In, NotIn, Exists, DoesNotExist) as the API server means them:
  * validating one and matching it against an object's labels. Pure: no I/O. Used for a
- * SandboxClass's spec.allowedNamespaces.selector (sandbox/sandboxclass.c). */
+ * SandboxClass's spec.allowedNamespaces.selector (sandbox/class_decide.c). */
 #ifndef YAO_SANDBOX_SELECTOR_H
 #define YAO_SANDBOX_SELECTOR_H
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sandbox/quantity.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
 static const char usage[] =

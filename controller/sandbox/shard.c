@@ -1,99 +1,92 @@
-/* sandbox/shard.c — the shard of a Sandbox and of what it owns (see shard.h). */
-#include "sandbox/shard.h"
-
+/* sandbox/shard.c — the I/O side of sharding (decisions in shard_decide.c): at the start of a
+ * sharded replica, and on a create that finds its object already there, the objects this
+ * shard owns but that do not carry its label yet — made before sharding was turned on, or
+ * under another --shards — are labelled, so its label-selected informers see them. Until
+ * then no shard sees them, and none deletes them (orphans.c never touches an object of
+ * another shard's user). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "base/log.h"
+#include "sandbox/reconcile_int.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
-uint64_t sbx_fnv1a64(const void *data, size_t n, uint64_t h) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
+/* Put this shard's label on obj (in ns/resource), with its uid as a precondition (a
+ * successor of the same name is left alone). 0 (labelled, gone, or replaced) or -1. */
+static int label_one(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err, size_t errlen) {
+    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
+    const char *uid = kj_str(obj, "metadata.uid");
+    if (!ns || !name || !uid) return 0;
+    static const char *const keys[] = {SBX_LABEL_SHARD, SBX_LABEL_SHARDS};
+    const char *const values[] = {ctl->shard_label->shard, ctl->shard_label->shards};
+    int rc = sbx_patch_owned_map(ctl, ns, resource, name, uid, "labels", 2, keys, values, err, errlen);
+    if (rc == 0)
+        LOGI("msg=\"shard: labelled as this shard's\" shard=%s shards=%s %s=%s/%s", ctl->shard_label->shard,
+             ctl->shard_label->shards, resource, ns, name);
+    return rc < 0 ? -1 : 0;
+}
+
+int sbx_shard_adopt_existing(struct sbx_controller *ctl, const char *resource, const cJSON *obj, char *err,
+                             size_t errlen) {
+    if (!ctl->shard_label || !sbx_shard_should_adopt(obj, ctl->shard_key[0], ctl->shard_key[1])) return 0;
+    return label_one(ctl, resource, obj, err, errlen);
+}
+
+int sbx_shard_migrate(struct sbx_controller *ctl, const atomic_int *stop, char *err, size_t errlen) {
+    static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    if (!ctl->shard_label) return 0;
+    char selector[160];
+    /* Objects made before sharding or under another S: "!=" also matches objects without
+     * the label. In steady state none, so the list sends nothing (the API server still
+     * reads the kind through, a page of 500 at a time). */
+    snprintf(selector, sizeof(selector), "%s,%s!=%d", SBX_LABEL_NAME, SBX_LABEL_SHARDS, ctl->shard_key[0]);
+    int labelled = 0, seen = 0;
+    for (size_t r = 0; r < sizeof(resources) / sizeof(resources[0]); r++) {
+        if (r == 3 && !ctl->netpols_on) continue;
+        char *cont = NULL;
+        for (;;) {
+            char path[2048];
+            sbx_core_path(path, sizeof(path), ctl->opt.namespace_, resources[r]);
+            /* no resourceVersion: a consistent read, paginated by limit */
+            if (kube_path_add_query(path, sizeof(path), "labelSelector", selector) < 0 ||
+                kube_path_add_query(path, sizeof(path), "limit", "500") < 0 ||
+                (cont && kube_path_add_query(path, sizeof(path), "continue", cont) < 0)) {
+                free(cont);
+                snprintf(err, errlen, "shard migration: path too long");
+                return -1;
+            }
+            free(cont);
+            cont = NULL;
+            cJSON *list = NULL;
+            long st = kube_get(ctl->client, path, &list, err, errlen);
+            if (st != 200) { cJSON_Delete(list); return -1; }
+            const cJSON *it;
+            cJSON_ArrayForEach(it, kj_path(list, "items")) {
+                if (stop && atomic_load(stop)) {
+                    cJSON_Delete(list);
+                    snprintf(err, errlen, "stopped");
+                    return -1;
+                }
+                seen++;
+                if (!sbx_shard_should_adopt(it, ctl->shard_key[0], ctl->shard_key[1])) continue;
+                if (label_one(ctl, resources[r], it, err, errlen) < 0) { cJSON_Delete(list); return -1; }
+                labelled++;
+            }
+            const char *next = kj_str(list, "metadata.continue");
+            if (next && *next && !(cont = strdup(next))) {
+                cJSON_Delete(list);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            cJSON_Delete(list);
+            if (!cont) break;
+        }
     }
-    return h;
-}
-
-int sbx_shard_of(const char *ns, const char *user, int shards) {
-    if (shards <= 1) return 0;
-    uint64_t h = SBX_FNV1A64_INIT;
-    if (ns) h = sbx_fnv1a64(ns, strlen(ns), h);
-    h = sbx_fnv1a64("/", 1, h);
-    if (user) h = sbx_fnv1a64(user, strlen(user), h);
-    return (int)(h % (uint64_t)shards);
-}
-
-int sbx_shard_of_sandbox(const cJSON *sandbox, int shards) {
-    const char *user = kj_str(sandbox, "spec.userID");
-    return sbx_shard_of(kj_str(sandbox, "metadata.namespace"), user, shards);
-}
-
-int sbx_shard_keep(void *ud, const cJSON *sandbox) {
-    const int *s = ud;
-    return s[0] <= 1 || sbx_shard_of_sandbox(sandbox, s[0]) == s[1];
-}
-
-void sbx_shard_labels_init(struct sbx_shard_labels *l, int shards, int shard) {
-    snprintf(l->shard, sizeof(l->shard), "%d", shard);
-    snprintf(l->shards, sizeof(l->shards), "%d", shards);
-}
-
-int sbx_shard_selector(const char *name_label, int shards, int shard, char *out, size_t outlen) {
-    int n = shards <= 1 ? snprintf(out, outlen, "%s", name_label)
-                        : snprintf(out, outlen, "%s,%s=%d,%s=%d", name_label, SBX_LABEL_SHARD, shard,
-                                   SBX_LABEL_SHARDS, shards);
-    return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-/* The number of a label value, or -1 (missing, not a number, or not below limit). */
-static int label_number(const char *v, int limit) {
-    if (!v || !*v || strlen(v) > 5) return -1;
-    int n = 0;
-    for (const char *p = v; *p; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        n = n * 10 + (*p - '0');
-    }
-    if (v[0] == '0' && v[1]) return -1;   /* "07" is not how the controller writes 7 */
-    return n < limit ? n : -1;
-}
-
-int sbx_shard_should_adopt(const cJSON *obj, int shards, int me) {
-    if (shards <= 1) return 0;
-    int of = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARDS), SBX_SHARDS_MAX + 1);
-    int have = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARD), shards);
-    if (of == shards && have >= 0) return 0;   /* current: that shard's */
-    const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
-    if (user) return sbx_shard_of(kj_str(obj, "metadata.namespace"), user, shards) == me;
-    return me == 0;
-}
-
-/* Is name base itself or base-shard-<digits>? */
-static int in_family(const char *name, const char *base) {
-    size_t n = strlen(base);
-    if (strncmp(name, base, n) != 0) return 0;
-    if (!name[n]) return 1;
-    if (strncmp(name + n, "-shard-", 7) != 0 || !name[n + 7]) return 0;
-    for (const char *p = name + n + 7; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return 1;
-}
-
-int sbx_shard_lease_blocks(const cJSON *lease, const char *base, const char *own_name, int shards, int64_t now_ms,
-                           char *why, size_t whylen) {
-    const char *name = kj_str(lease, "metadata.name"), *holder = kj_str(lease, "spec.holderIdentity");
-    const char *renew = kj_str(lease, "spec.renewTime");
-    int64_t renewed = 0, duration_ms = kj_int(lease, "spec.leaseDurationSeconds", 0) * 1000;
-    if (!name || !in_family(name, base) || !holder || !*holder) return 0;
-    if (!renew || kj_time_parse(renew, &renewed) < 0 || renewed + duration_ms < now_ms) return 0;   /* expired */
-    const char *count = kj_map_get(lease, "metadata.labels", SBX_LABEL_SHARDS);
-    const char *acting = kj_map_get(lease, "metadata.labels", SBX_LABEL_ACTING);
-    char mine[16];
-    snprintf(mine, sizeof(mine), "%d", shards > 1 ? shards : 1);
-    if (count ? !strcmp(count, mine) || !acting || strcmp(acting, "true") != 0 : !strcmp(name, own_name)) return 0;
-    snprintf(why, whylen, "Lease %s is held by %s of %s %s", name, holder,
-             count ? "--shards" : "a controller that does not say its", count ? count : "--shards");
-    return 1;
+    LOGI("msg=\"shard: start\" shards=%d shard=%d other_or_no_shards_label=%d labelled=%d", ctl->shard_key[0],
+         ctl->shard_key[1], seen, labelled);
+    return 0;
 }

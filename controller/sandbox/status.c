@@ -8,12 +8,12 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/activity.h"
+#include "sandbox/activity_decide.h"
 #include "sandbox/reconcile_int.h"
 #include "kube/events.h"
 #include "sandbox/oneshot.h"
-#include "sandbox/podstatus.h"
 #include "sandbox/quantity.h"
+#include "sandbox/reconcile_observe.h"
 #include "sandbox/spec.h"
 
 /* The condition of that type in obj's status, or NULL. */

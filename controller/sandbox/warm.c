@@ -1,4 +1,4 @@
-/* sandbox/warm.c — warm workspaces, the I/O side (decisions in warmpool.c): an index kept
+/* sandbox/warm.c — warm workspaces, the I/O side (decisions in warm_decide.c): an index kept
  * by the informer handlers (which claim each Sandbox owns, the unadopted pool claims of
  * each namespace, how many Sandboxes of each class each namespace holds), the pool pass
  * of one namespace (queued as "<ns>/#warm", a key no Sandbox can have) that creates and
@@ -21,10 +21,11 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/sandboxclass.h"
-#include "sandbox/shard.h"
+#include "sandbox/builders.h"
+#include "sandbox/class_decide.h"
+#include "sandbox/shard_decide.h"
+#include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
 
 /* A pool claim as the index keeps it (owned strings). */
 struct pool_entry {

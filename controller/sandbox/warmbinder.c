@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sandbox/builders.h"
 #include "sandbox/quantity.h"
-#include "sandbox/warmpool.h"
+#include "sandbox/warm_decide.h"
 
 /* The binder's uid and gid: "nobody", a non-root uid every image accepts (the binder
  * writes nothing, so the volume's ownership is left as the provisioner made it). */

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <cjson/cJSON.h>
+#include "sandbox/builders.h"
 #include "sandbox/spec.h"
 
 /* On a StorageClass: "true" = its driver clones a claim from a dataSource (CSI volume

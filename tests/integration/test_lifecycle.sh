@@ -317,7 +317,7 @@ kubectl -n $NS delete sandboxes --all --wait=true --timeout=60s >/dev/null
 # Strangers' pods labelled like ours and Pending for good (no node matches): one with no
 # ownerReference, one controlled by a ConfigMap. Neither holds a slot of the cap. (One
 # naming a Sandbox uid that does not exist would be removed by the garbage collector at
-# once; tests/unit/test_admission.c covers it.)
+# once; tests/unit/test_capacity_decide.c covers it.)
 kubectl -n $NS create configmap stranger-owner >/dev/null
 CM_UID=$(kubectl -n $NS get configmap stranger-owner -o jsonpath='{.metadata.uid}')
 stranger_pod() { # name ownerReferences-json

@@ -12,6 +12,7 @@
 #include "fakeapi.h"
 #include "kube/kjson.h"
 #include "runtime/informer.h"
+#include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/spec.h"

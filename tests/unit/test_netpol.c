@@ -5,8 +5,9 @@
  * (egressTo peers, the shipped default class's), and the comparison with a stored policy. */
 #include "check.h"
 
+#include "sandbox/builders.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/netpol.h"
-#include "sandbox/sandboxclass.h"
 #include "sandbox/spec.h"
 
 static struct sbx_cidr cidr(const char *s) {

@@ -10,9 +10,9 @@
  * instead of adopting the pool's next one. */
 #include "reconcile_env.h"
 
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
+#include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
 
 static void warm_late(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;   /* the default StorageClass "local": WaitForFirstConsumer */

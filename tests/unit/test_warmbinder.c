@@ -7,8 +7,9 @@
 #include "check.h"
 
 #include "kube/kjson.h"
+#include "sandbox/builders.h"
+#include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
-#include "sandbox/warmpool.h"
 
 static struct sbx_spec pool_spec(void) {
     struct sbx_spec s;

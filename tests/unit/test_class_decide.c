@@ -1,10 +1,11 @@
-/* tests/unit/test_sandboxclass.c — SandboxClass parsing and the resolution of a Sandbox's
- * effective spec under its class (sandbox/sandboxclass.c): class defaults over flag
+/* tests/unit/test_class_decide.c — SandboxClass parsing and the resolution of a Sandbox's
+ * effective spec under its class (sandbox/class_decide.c): class defaults over flag
  * defaults, every ceiling with its exact InvalidSpec message, placement and runtime into
  * the pod, env from Secrets (sandbox/spec.c). */
 #include "check.h"
 
-#include "sandbox/sandboxclass.h"
+#include "sandbox/builders.h"
+#include "sandbox/class_decide.h"
 #include "sandbox/spec.h"
 
 #define GIB (INT64_C(1) << 30)

@@ -1,11 +1,11 @@
-/* tests/unit/test_shard.c — the shard of a Sandbox: FNV-1a 64 against the published
+/* tests/unit/test_shard_decide.c — the shard of a Sandbox: FNV-1a 64 against the published
  * vectors and values computed independently (Python), the shard of (namespace, user)
  * pinned (a change would move every Sandbox of a sharded install), an even spread of
  * 10,000 users over 2, 3 and 16 shards, the Sandbox filter, the owned kinds' selector,
  * and which objects a shard labels as its own when sharding is turned on or S changes. */
 #include "check.h"
 #include "kube/kjson.h"
-#include "sandbox/shard.h"
+#include "sandbox/shard_decide.h"
 
 static uint64_t fnv(const char *s) { return sbx_fnv1a64(s, strlen(s), SBX_FNV1A64_INIT); }
 

@@ -1,10 +1,10 @@
-/* sandbox/lifecycle.h — the controller's decisions, as one pure function: given a
+/* sandbox/reconcile_decide.h — the controller's decisions, as one pure function: given a
  * Sandbox's spec, what the cache says about it and its Pod and PVC, and the time, decide
  * what to do (create/delete what, record a one-shot result, delete the Sandbox), what the
  * status should say, and when to look again. No I/O and no clock: everything comes in
  * through struct sbx_observed, so every rule of SPEC §4 is unit-testable. */
-#ifndef YAO_SANDBOX_LIFECYCLE_H
-#define YAO_SANDBOX_LIFECYCLE_H
+#ifndef YAO_SANDBOX_RECONCILE_DECIDE_H
+#define YAO_SANDBOX_RECONCILE_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
-/* sandbox/podstatus.c — the slim cached Pod and what lifecycle_decide observes in it (see
- * podstatus.h). Owns the choice of which pod fields the controller keeps: anything read
+/* sandbox/reconcile_observe.c — the reconcile pass's observe stage: the slim cached Pod and
+ * what lifecycle_decide observes in it (see reconcile_observe.h). Owns the choice of which pod fields the controller keeps: anything read
  * here must survive sbx_pod_shrink, and the unit tests check that both agree. */
-#include "sandbox/podstatus.h"
+#include "sandbox/reconcile_observe.h"
 
 #include <string.h>
 
@@ -12,7 +12,7 @@
 
 /* ---- shrinking ------------------------------------------------------------------------ */
 
-/* Reasons are CamelCase words; one this long is no reason lifecycle.c passes on anyway. */
+/* Reasons are CamelCase words; one this long is no reason reconcile_decide.c passes on anyway. */
 #define REASON_MAX 128
 /* A termination message: the kubelet keeps at most 4096 bytes (a one-shot run's tails). */
 #define TERMINATION_MESSAGE_MAX 4096

@@ -1,6 +1,6 @@
-/* sandbox/warmpool.c — warm workspaces, the pure decisions and object shapes (see
- * warmpool.h). */
-#include "sandbox/warmpool.h"
+/* sandbox/warm_decide.c — warm workspaces, the pure decisions and object shapes (see
+ * warm_decide.h). */
+#include "sandbox/warm_decide.h"
 
 #include <stdio.h>
 #include <stdlib.h>

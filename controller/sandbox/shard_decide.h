@@ -1,11 +1,11 @@
-/* sandbox/shard.h — which shard serves a Sandbox and what it owns (docs/scaling.md,
+/* sandbox/shard_decide.h — which shard serves a Sandbox and what it owns (docs/scaling.md,
  * "Sharding"). With --shards S > 1 a replica serves the one shard --shard I: the Sandboxes
  * whose key hashes to I, and the objects labelled SBX_LABEL_SHARD=I. The key is
  * namespace + "/" + spec.userID (FNV-1a 64, mod S): spec.userID is immutable (the CRD's
  * CEL rule), so a Sandbox never changes shard, and all of one user's Sandboxes are in one
  * shard, where the per-user caps are counted. Pure functions. */
-#ifndef YAO_SANDBOX_SHARD_H
-#define YAO_SANDBOX_SHARD_H
+#ifndef YAO_SANDBOX_SHARD_DECIDE_H
+#define YAO_SANDBOX_SHARD_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>

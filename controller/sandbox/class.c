@@ -1,4 +1,4 @@
-/* sandbox/classes.c — the SandboxClass and Namespace informers and the choice of a
+/* sandbox/class.c — the SandboxClass and Namespace informers and the choice of a
  * Sandbox's class: spec.className, else its Namespace's default (the label
  * SBX_LABEL_NAMESPACE_CLASS), else the class marked default (SBX_ANN_DEFAULT_CLASS), else
  * none (the controller's flags alone); then whether its namespace may use that class
@@ -7,7 +7,7 @@
  * queued again, and its next pass resolves the new effective spec (a pod whose template
  * changed is replaced as for any spec change).
  *
- * Not here: what a class means (sandboxclass.c). */
+ * Not here: what a class means (class_decide.c). */
 #include "sandbox/reconcile.h"
 #include "sandbox/reconcile_int.h"
 
@@ -16,7 +16,7 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/sandboxclass.h"
+#include "sandbox/class_decide.h"
 
 /* Namespaces are cached with their name and labels only. */
 static void shrink_namespace(cJSON *ns) {

@@ -1,5 +1,5 @@
-/* sandbox/sandboxclass.c — SandboxClass parsing and the resolution of a Sandbox's
- * effective spec under its class (see sandboxclass.h).
+/* sandbox/class_decide.c — SandboxClass parsing and the resolution of a Sandbox's
+ * effective spec under its class (see class_decide.h).
  *
  * The class only narrows what sbx_spec_parse already allows: its defaults replace the
  * flag defaults before the spec is parsed, and its ceilings are checked on the parsed
@@ -7,8 +7,8 @@
  * it. The CRD (crd/sandboxclass.yaml) validates the class's shape on the API server; the
  * checks here hold for a class that bypassed it.
  *
- * Not here: choosing the class of a Sandbox and the informer (classes.c), any I/O. */
-#include "sandbox/sandboxclass.h"
+ * Not here: choosing the class of a Sandbox and the informer (class.c), any I/O. */
+#include "sandbox/class_decide.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -186,7 +186,7 @@ static int cls_json(struct cls_ctx *c, const cJSON *spec, const char *key, int a
     return *out ? 0 : cls_fail(c, "out of memory");
 }
 
-/* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/warmpool.h). */
+/* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/warm_decide.h). */
 static int cls_warm_pool(struct cls_ctx *c, const cJSON *ws, struct sbx_class *k) {
     const cJSON *wp, *v;
     if (cls_object(c, ws, "warmPool", "spec.workspace.warmPool", &wp)) return -1;

@@ -1,10 +1,11 @@
-/* sandbox/lifecycle.c — the pure decision function (see lifecycle.h). Reads top to
- * bottom in the order the rules apply: name conflicts, one-shot results (from the pod), stopping
+/* sandbox/reconcile_decide.c — the pure decisions of the reconcile pass (reconcile.c does
+ * the I/O): lifecycle_decide (see reconcile_decide.h). Reads top to bottom in the order the
+ * rules apply: name conflicts, one-shot results (from the pod), stopping
  * (session removal, long-running idle, paused), the running cap, then bringing the
  * workspace claim and the pod up and reporting their state — with the scheduler's or the
  * kubelet's own reason when the pod does not start. The idle clock starts when the
  * sandbox first becomes Ready, never before. */
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 
 #include <stdio.h>
 #include <string.h>

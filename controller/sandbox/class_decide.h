@@ -1,10 +1,10 @@
-/* sandbox/sandboxclass.h — SandboxClass (sandbox.yaoapps.com/v1alpha1, cluster-scoped):
+/* sandbox/class_decide.h — SandboxClass (sandbox.yaoapps.com/v1alpha1, cluster-scoped):
  * the operator's template and limits for Sandboxes, like a StorageClass. Parsing a class
  * object, and the pure resolution "Sandbox + class (or the controller's flag defaults) →
  * effective spec, or InvalidSpec naming the field and the limit". No I/O: the informer and
- * the choice of a class (spec.className, else the default class) are in classes.c. */
-#ifndef YAO_SANDBOX_SANDBOXCLASS_H
-#define YAO_SANDBOX_SANDBOXCLASS_H
+ * the choice of a class (spec.className, else the default class) are in class.c. */
+#ifndef YAO_SANDBOX_CLASS_DECIDE_H
+#define YAO_SANDBOX_CLASS_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,7 +54,7 @@ struct sbx_class {
     unsigned allowed_lifecycles;
     int forks_across_users;               /* spec.workspace.allowForksAcrossUsers */
     /* spec.activity.cpu: a pod using more CPU than this (millicores, metrics.k8s.io) at its
-     * idle deadline is in use (sandbox/activity.h); 0 = activity does not count. */
+     * idle deadline is in use (sandbox/activity_decide.h); 0 = activity does not count. */
     int64_t activity_cpu_millis;
 };
 

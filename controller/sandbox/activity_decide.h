@@ -1,4 +1,4 @@
-/* sandbox/activity.h — is a sandbox at work? The pure half of activity-aware idle: the CPU
+/* sandbox/activity_decide.h — is a sandbox at work? The pure half of activity-aware idle: the CPU
  * a pod uses, from its PodMetrics (metrics.k8s.io/v1beta1, served by metrics-server from the
  * kubelet's resource metrics), against its class's threshold (SandboxClass
  * spec.activity.cpu), and the text that records it (annotation, status, Event).
@@ -7,8 +7,8 @@
  * pass), so the cost is O(sandboxes at their deadline); a busy one gets its last-used-at
  * refreshed (one write per idle period, not per sample) and a new idle period. The I/O is
  * reconcile.c's; nothing here reads a clock or the network. */
-#ifndef YAO_SANDBOX_ACTIVITY_H
-#define YAO_SANDBOX_ACTIVITY_H
+#ifndef YAO_SANDBOX_ACTIVITY_DECIDE_H
+#define YAO_SANDBOX_ACTIVITY_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* sandbox/warmpool.h — warm workspaces, the pure part: which pool a workspace shape
+/* sandbox/warm_decide.h — warm workspaces, the pure part: which pool a workspace shape
  * belongs to, what the pools of a namespace should hold, how many claims to create or
  * delete, which pool claims a new Sandbox tries to adopt and in what order, and the
  * objects involved (a pool claim, the adoption patch). No I/O: the index of pool claims,
@@ -7,19 +7,20 @@
  * A pool is (namespace, shape): claims of one StorageClass, size and access mode are
  * interchangeable, whichever SandboxClass (or the --warm-workspaces flag) asked for them.
  * See docs/design.md "Warm workspaces". */
-#ifndef YAO_SANDBOX_WARMPOOL_H
-#define YAO_SANDBOX_WARMPOOL_H
+#ifndef YAO_SANDBOX_WARM_DECIDE_H
+#define YAO_SANDBOX_WARM_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "sandbox/builders.h"
 #include "sandbox/spec.h"
 
 /* On a pool claim: the pool's key (sbx_warm_key). Removed when a Sandbox adopts it. */
 #define SBX_LABEL_WARM_POOL "sandbox.yaoapps.com/warm-pool"
 /* On an adopted pool claim: when it was adopted (RFC 3339). A claim adopted moments ago
  * that no sandbox pod has used yet may be given up when its volume's node cannot take the
- * Sandbox's pod (lifecycle.h, SBX_ACT_RELEASE_CLAIM). */
+ * Sandbox's pod (reconcile_decide.h, SBX_ACT_RELEASE_CLAIM). */
 #define SBX_ANN_WARM_ADOPTED "sandbox.yaoapps.com/warm-adopted-at"
 /* generateName of pool claims (the adopted claim keeps its name). */
 #define SBX_WARM_NAME_PREFIX "yao-warm-"

@@ -1,4 +1,4 @@
-/* sandbox/admission.h — the running cap's bookkeeping: which Sandboxes hold a slot, who
+/* sandbox/capacity_decide.h — the running cap's bookkeeping: which Sandboxes hold a slot, who
  * waits for one and in what order. Kept current by the informer handlers (a pod that
  * appears, starts terminating or goes; a Sandbox that appears or goes), so a decision
  * never walks the caches: admitting one Sandbox costs O(log w + U) for w waiting Sandboxes
@@ -22,8 +22,8 @@
  * those, oldest first, and never holds up the user's Sandboxes of other classes.
  *
  * Pure bookkeeping: no I/O, the clock is passed in. Thread-safe (one lock). */
-#ifndef YAO_SANDBOX_ADMISSION_H
-#define YAO_SANDBOX_ADMISSION_H
+#ifndef YAO_SANDBOX_CAPACITY_DECIDE_H
+#define YAO_SANDBOX_CAPACITY_DECIDE_H
 
 #include <stddef.h>
 #include <stdint.h>

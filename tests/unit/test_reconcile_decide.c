@@ -1,4 +1,4 @@
-/* tests/unit/test_lifecycle.c — the pure decision function (sandbox/lifecycle.c), rule by
+/* tests/unit/test_reconcile_decide.c — the pure decision function (sandbox/reconcile_decide.c), rule by
  * rule of SPEC §4: name conflicts, bringing up PVC and pod, waiting states, exact
  * requeue deadlines per lifecycle, session removal, long-running stop and wake-up,
  * paused/unpaused, the running cap, pod replacement, one-shot runs (their result read from
@@ -6,7 +6,7 @@
  * idle limits too large to multiply or add without saturating. */
 #include "check.h"
 
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 
 #define SEC INT64_C(1000)
 #define MIN (60 * SEC)
@@ -490,7 +490,7 @@ TEST(session_idle_uses_custom_timeout) {
     CHECK_INT(d.actions, D_POD | D_SBX);
 }
 
-/* A paused session still ages: removal is checked before paused (lifecycle.c order). */
+/* A paused session still ages: removal is checked before paused (reconcile_decide.c order). */
 TEST(session_paused_and_idle_is_kept) {
     /* paused wins over idle removal: the user asked to keep it */
     struct sbx_spec s = spec_of(SBX_SESSION);

@@ -1,4 +1,4 @@
-/* sandbox/admission.c — the running cap's bookkeeping (see admission.h).
+/* sandbox/capacity_decide.c — the running cap's bookkeeping (see capacity_decide.h).
  *
  * One entry per Sandbox uid (also for a uid that only pods name so far: a pod may reach
  * the cache before its Sandbox), one per user with the slots it holds and its line of
@@ -16,7 +16,7 @@
  *
  * Reservations are few (at most the cap, for a few seconds each) and sit in a list that is
  * purged of expired ones before each decision. */
-#include "sandbox/admission.h"
+#include "sandbox/capacity_decide.h"
 
 #include <pthread.h>
 #include <stdio.h>

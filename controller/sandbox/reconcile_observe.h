@@ -1,14 +1,15 @@
-/* sandbox/podstatus.h — what the controller reads of a sandbox Pod's status: the slim form
- * the pod cache keeps (sbx_pod_shrink), the observations lifecycle_decide needs from it
+/* sandbox/reconcile_observe.h — the reconcile pass's observe stage, pure (its I/O is
+ * reconcile.c): what the controller reads of a sandbox Pod's status: the slim form the pod
+ * cache keeps (sbx_pod_shrink), the observations lifecycle_decide needs from it
  * (sbx_pod_observe: phase, readiness and since when, the scheduler's verdict, the sandbox
  * container's state, restarts and last termination), and status.lastTermination of a
  * Sandbox in and out of JSON. Pure: cJSON in, cJSON or structs out, no I/O and no clock.
- * Not here: the decisions (lifecycle.c) and writing status (reconcile.c). */
-#ifndef YAO_SANDBOX_PODSTATUS_H
-#define YAO_SANDBOX_PODSTATUS_H
+ * Not here: the decisions (reconcile_decide.c) and writing status (reconcile.c). */
+#ifndef YAO_SANDBOX_RECONCILE_OBSERVE_H
+#define YAO_SANDBOX_RECONCILE_OBSERVE_H
 
 #include <cjson/cJSON.h>
-#include "sandbox/lifecycle.h"
+#include "sandbox/reconcile_decide.h"
 
 /* Cut a Pod down to what the controller reads, in place: metadata (without managedFields
  * and the last-applied annotation), spec.nodeName, and of the status phase, reason,
