@@ -32,7 +32,7 @@ sources() {
     case $1 in
     ndjson)     client_library ;;
     kubeconfig) client_library ;;
-    spec)       echo $(base_library) sandbox/spec.c sandbox/builders.c sandbox/naming.c sandbox/quantity.c ;;
+    spec)       echo $(base_library) kube/kjson.c sandbox/spec.c sandbox/builders.c sandbox/naming.c sandbox/quantity.c ;;
     exec_demux) client_library ;;
     wsframe)    echo $(base_library) kube/wsframe.c ;;
     quantity)   echo $(base_library) sandbox/quantity.c ;;

@@ -22,6 +22,11 @@ const cJSON *kj_path(const cJSON *obj, const char *path) {
     return obj;
 }
 
+const cJSON *kj_member(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
 const char *kj_str(const cJSON *obj, const char *path) {
     const cJSON *v = kj_path(obj, path);
     return cJSON_IsString(v) ? v->valuestring : NULL;

@@ -11,6 +11,9 @@
 /* Item at a '.'-separated path of object keys (no array indexing), or NULL. Keys that
  * contain dots cannot be reached this way: use cJSON_GetObjectItemCaseSensitive. */
 const cJSON *kj_path(const cJSON *obj, const char *path);
+/* The member key of obj (one key, dots allowed), or NULL when absent or JSON null: for
+ * fields where null means "not given". */
+const cJSON *kj_member(const cJSON *obj, const char *key);
 /* String at path, or NULL. */
 const char *kj_str(const cJSON *obj, const char *path);
 /* Number at path, or def. */

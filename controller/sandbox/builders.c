@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kube/kjson.h"
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
@@ -23,11 +24,6 @@
 #define SBX_GRACE_SECONDS 10
 #define SBX_VOLUME_NAME "workspace"
 
-/* The member key of obj, or NULL when absent or JSON null. */
-static const cJSON *sbx_member(const cJSON *obj, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNull(v) ? NULL : v;
-}
 
 const cJSON *sbx_sandbox_controller_ref(const cJSON *obj) {
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -515,29 +511,29 @@ err:
 
 /* Integer member key of obj, or -1. */
 static long sbx_int_member(const cJSON *obj, const char *key) {
-    const cJSON *v = sbx_member(obj, key);
+    const cJSON *v = kj_member(obj, key);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
 }
 
 int sbx_service_matches(const cJSON *svc, const cJSON *want) {
-    const cJSON *have_spec = sbx_member(svc, "spec"), *want_spec = sbx_member(want, "spec");
-    const cJSON *hp = sbx_member(have_spec, "ports"), *wp = sbx_member(want_spec, "ports");
-    const cJSON *hs = sbx_member(have_spec, "selector"), *ws = sbx_member(want_spec, "selector"), *kv;
+    const cJSON *have_spec = kj_member(svc, "spec"), *want_spec = kj_member(want, "spec");
+    const cJSON *hp = kj_member(have_spec, "ports"), *wp = kj_member(want_spec, "ports");
+    const cJSON *hs = kj_member(have_spec, "selector"), *ws = kj_member(want_spec, "selector"), *kv;
     int n = cJSON_GetArraySize(wp);
 
     if (!cJSON_IsArray(hp) || cJSON_GetArraySize(hp) != n) return 0;
     for (int i = 0; i < n; i++) {
         const cJSON *h = cJSON_GetArrayItem(hp, i), *w = cJSON_GetArrayItem(wp, i);
-        const cJSON *hn = sbx_member(h, "name"), *hpr = sbx_member(h, "protocol");
-        if (!cJSON_IsString(hn) || strcmp(hn->valuestring, sbx_member(w, "name")->valuestring) != 0 ||
-            !cJSON_IsString(hpr) || strcmp(hpr->valuestring, sbx_member(w, "protocol")->valuestring) != 0 ||
+        const cJSON *hn = kj_member(h, "name"), *hpr = kj_member(h, "protocol");
+        if (!cJSON_IsString(hn) || strcmp(hn->valuestring, kj_member(w, "name")->valuestring) != 0 ||
+            !cJSON_IsString(hpr) || strcmp(hpr->valuestring, kj_member(w, "protocol")->valuestring) != 0 ||
             sbx_int_member(h, "port") != sbx_int_member(w, "port") ||
             sbx_int_member(h, "targetPort") != sbx_int_member(w, "targetPort"))
             return 0;
     }
     if (!cJSON_IsObject(hs) || cJSON_GetArraySize(hs) != cJSON_GetArraySize(ws)) return 0;
     cJSON_ArrayForEach(kv, ws) {
-        const cJSON *h = sbx_member(hs, kv->string);
+        const cJSON *h = kj_member(hs, kv->string);
         if (!cJSON_IsString(h) || strcmp(h->valuestring, kv->valuestring) != 0) return 0;
     }
     return 1;

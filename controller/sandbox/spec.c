@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/errfmt.h"
+#include "kube/kjson.h"
 #include "sandbox/quantity.h"
 
 /* Limits, mirrored in crd/sandbox.yaml. Lengths count Unicode code points, like the
@@ -129,11 +130,6 @@ static int sbx_has_ctl(const char *s) {
     return 0;
 }
 
-/* The member key of obj, or NULL when absent or JSON null (null = not given). */
-static const cJSON *sbx_member(const cJSON *obj, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNull(v) ? NULL : v;
-}
 
 static int sbx_dup(struct sbx_pctx *c, const char *s, char **out) {
     *out = strdup(s);
@@ -144,7 +140,7 @@ static int sbx_dup(struct sbx_pctx *c, const char *s, char **out) {
  * -1 (error written) for any other type. */
 static int sbx_opt_string(struct sbx_pctx *c, const cJSON *obj, const char *key,
                           const char *path, const char **out) {
-    const cJSON *v = sbx_member(obj, key);
+    const cJSON *v = kj_member(obj, key);
 
     *out = NULL;
     if (!v) return 0;
@@ -156,7 +152,7 @@ static int sbx_opt_string(struct sbx_pctx *c, const cJSON *obj, const char *key,
 /* Optional object member, same convention as sbx_opt_string. */
 static int sbx_opt_object(struct sbx_pctx *c, const cJSON *obj, const char *key,
                           const char *path, const cJSON **out) {
-    const cJSON *v = sbx_member(obj, key);
+    const cJSON *v = kj_member(obj, key);
 
     *out = NULL;
     if (!v) return 0;
@@ -270,7 +266,7 @@ static int sbx_check_abs_path(struct sbx_pctx *c, const char *s, const char *pat
  * 32768 characters each. Absent → empty. */
 static int sbx_parse_strv(struct sbx_pctx *c, const cJSON *obj, const char *key,
                           const char *path, struct sbx_strv *out) {
-    const cJSON *arr = sbx_member(obj, key), *it;
+    const cJSON *arr = kj_member(obj, key), *it;
     size_t i = 0, n;
 
     out->v = NULL;
@@ -312,12 +308,12 @@ static int sbx_parse_env_from(struct sbx_pctx *c, const cJSON *from, const char 
         if (strcmp(it->string, "secretKeyRef") != 0)
             return sbx_fail(c, "%s[%zu].valueFrom.%s: not supported (only secretKeyRef)", path, i,
                             it->string);
-    ref = sbx_member(from, "secretKeyRef");
+    ref = kj_member(from, "secretKeyRef");
     if (!ref) return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef: required", path, i);
     if (!cJSON_IsObject(ref))
         return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef: must be an object", path, i);
-    name = cJSON_IsString(sbx_member(ref, "name")) ? sbx_member(ref, "name")->valuestring : NULL;
-    key = cJSON_IsString(sbx_member(ref, "key")) ? sbx_member(ref, "key")->valuestring : NULL;
+    name = cJSON_IsString(kj_member(ref, "name")) ? kj_member(ref, "name")->valuestring : NULL;
+    key = cJSON_IsString(kj_member(ref, "key")) ? kj_member(ref, "key")->valuestring : NULL;
     if (!name) return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.name: required (a string)", path, i);
     if (!sbx_is_dns_subdomain(name))
         return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.name: %s is not a valid Secret name "
@@ -328,7 +324,7 @@ static int sbx_parse_env_from(struct sbx_pctx *c, const cJSON *from, const char 
                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(key))
         return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.key: %s is not a valid Secret key "
                         "(letters, digits, '-', '_', '.')", path, i, sbx_quote(key, q, sizeof q));
-    opt = sbx_member(ref, "optional");
+    opt = kj_member(ref, "optional");
     if (opt && !cJSON_IsBool(opt))
         return sbx_fail(c, "%s[%zu].valueFrom.secretKeyRef.optional: must be true or false", path, i);
     e->secret_optional = cJSON_IsTrue(opt);
@@ -343,7 +339,7 @@ static int sbx_parse_env_from(struct sbx_pctx *c, const cJSON *from, const char 
 static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
                          const char *path, struct sbx_env **out, size_t *nout) {
     char q[4 * SBX_QUOTE_MAX + 8];
-    const cJSON *arr = sbx_member(obj, key), *it;
+    const cJSON *arr = kj_member(obj, key), *it;
     size_t i = 0, j, k, n;
 
     *out = NULL;
@@ -364,8 +360,8 @@ static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
 
         if (!cJSON_IsObject(it))
             return sbx_fail(c, "%s[%zu]: must be an object with name and value", path, i);
-        name = sbx_member(it, "name");
-        value = sbx_member(it, "value");
+        name = kj_member(it, "name");
+        value = kj_member(it, "value");
         if (!name) return sbx_fail(c, "%s[%zu].name: required", path, i);
         if (!cJSON_IsString(name)) return sbx_fail(c, "%s[%zu].name: must be a string", path, i);
         len = sbx_utf8_len(name->valuestring);
@@ -390,7 +386,7 @@ static int sbx_parse_env(struct sbx_pctx *c, const cJSON *obj, const char *key,
         if (value && sbx_utf8_len(value->valuestring) > SBX_ENV_VALUE_MAX_CHARS)
             return sbx_fail(c, "%s[%zu].value: must be at most %d characters", path, i,
                             SBX_ENV_VALUE_MAX_CHARS);
-        from = sbx_member(it, "valueFrom");
+        from = kj_member(it, "valueFrom");
         if (from && value)
             return sbx_fail(c, "%s[%zu]: value and valueFrom are mutually exclusive", path, i);
         (*out)[i].name = strdup(name->valuestring);
@@ -419,7 +415,7 @@ static int sbx_parse_qty(struct sbx_pctx *c, const cJSON *obj, const char *key,
                          const char *path, enum sbx_qty_kind kind, int64_t min, int64_t max,
                          int64_t dflt, int64_t *out) {
     char text[64], shown[4 * SBX_QUOTE_MAX + 32], lim[32];
-    const cJSON *v = obj ? sbx_member(obj, key) : NULL;
+    const cJSON *v = obj ? kj_member(obj, key) : NULL;
     int rc;
 
     if (!v) {
@@ -487,7 +483,7 @@ static int sbx_parse_request(struct sbx_pctx *c, const cJSON *res, const cJSON *
     char path[64], lim[32], got[32];
 
     snprintf(path, sizeof path, "spec.resources.requests.%s", key);
-    if (!req || !sbx_member(req, key)) {
+    if (!req || !kj_member(req, key)) {
         *out = dflt < limit ? dflt : limit;
         return 0;
     }
@@ -496,7 +492,7 @@ static int sbx_parse_request(struct sbx_pctx *c, const cJSON *res, const cJSON *
         return sbx_fail(c, "%s: %s is above the %s limit %s (%s); a request cannot exceed "
                         "its limit", path, sbx_qty_show(kind, *out, got, sizeof got),
                         key, sbx_qty_show(kind, limit, lim, sizeof lim),
-                        res && sbx_member(res, key)
+                        res && kj_member(res, key)
                             ? (kind == SBX_QTY_CPU ? "spec.resources.cpu" : "spec.resources.memory")
                             : (kind == SBX_QTY_CPU ? "the controller default YAO_SANDBOX_CPU"
                                                    : "the controller default YAO_SANDBOX_MEMORY"));
@@ -516,7 +512,7 @@ static int sbx_parse_resources(struct sbx_pctx *c, const cJSON *spec, struct sbx
     if (sbx_parse_qty(c, res, "cpu", "spec.resources.cpu", SBX_QTY_CPU, SBX_CPU_MIN,
                       SBX_CPU_MAX, c->d->cpu_millis, &s->cpu_millis))
         return -1;
-    if (res && sbx_member(res, "ephemeralStorage")) {
+    if (res && kj_member(res, "ephemeralStorage")) {
         if (sbx_parse_qty(c, res, "ephemeralStorage", "spec.resources.ephemeralStorage", SBX_QTY_BYTES,
                           SBX_WORKSPACE_MIN, SBX_WORKSPACE_MAX, 0, &s->ephemeral_bytes))
             return -1;
@@ -624,7 +620,7 @@ static int sbx_is_port_name(const char *s) {
  * unique per protocol (the CRD's list-map keys), protocol TCP (default), UDP or SCTP. */
 static int sbx_parse_ports(struct sbx_pctx *c, const cJSON *spec, struct sbx_spec *s) {
     char q[4 * SBX_QUOTE_MAX + 8];
-    const cJSON *arr = sbx_member(spec, "ports"), *it;
+    const cJSON *arr = kj_member(spec, "ports"), *it;
     size_t i = 0, n;
 
     if (!arr) return 0;
@@ -641,9 +637,9 @@ static int sbx_parse_ports(struct sbx_pctx *c, const cJSON *spec, struct sbx_spe
         double x;
 
         if (!cJSON_IsObject(it)) return sbx_fail(c, "spec.ports[%zu]: must be an object with name and port", i);
-        name = sbx_member(it, "name");
-        port = sbx_member(it, "port");
-        proto = sbx_member(it, "protocol");
+        name = kj_member(it, "name");
+        port = kj_member(it, "port");
+        proto = kj_member(it, "protocol");
         if (!name) return sbx_fail(c, "spec.ports[%zu].name: required", i);
         if (!cJSON_IsString(name)) return sbx_fail(c, "spec.ports[%zu].name: must be a string", i);
         if (!sbx_is_port_name(name->valuestring))
@@ -686,7 +682,7 @@ static int sbx_parse_service(struct sbx_pctx *c, const cJSON *spec, struct sbx_s
 
     if (sbx_opt_object(c, spec, "service", "spec.service", &svc)) return -1;
     if (!svc) return 0;
-    en = sbx_member(svc, "enabled");
+    en = kj_member(svc, "enabled");
     if (en && !cJSON_IsBool(en)) return sbx_fail(c, "spec.service.enabled: must be true or false");
     s->service = cJSON_IsTrue(en);
     if (s->service && s->nports == 0)
@@ -701,7 +697,7 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     const char *str;
 
     if (!cJSON_IsObject(sandbox)) return sbx_fail(c, "Sandbox: not a JSON object");
-    spec = sbx_member(sandbox, "spec");
+    spec = kj_member(sandbox, "spec");
     if (!spec) return sbx_fail(c, "spec: required");
     if (!cJSON_IsObject(spec)) return sbx_fail(c, "spec: must be an object");
 
@@ -729,7 +725,7 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
                            c->d->idle_timeout_ms, &s->idle_timeout_ms))
         return -1;
 
-    v = sbx_member(spec, "paused");
+    v = kj_member(spec, "paused");
     if (v && !cJSON_IsBool(v)) return sbx_fail(c, "spec.paused: must be true or false");
     s->paused = cJSON_IsTrue(v);
 
@@ -753,15 +749,15 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     s->pull_secrets = c->d->npull_secrets ? c->d->pull_secrets : NULL;
     s->npull_secrets = c->d->npull_secrets;
 
-    v = sbx_member(sandbox, "metadata");
-    v = v ? sbx_member(v, "name") : NULL;
+    v = kj_member(sandbox, "metadata");
+    v = v ? kj_member(v, "name") : NULL;
     if (sbx_parse_workspace(c, spec, cJSON_IsString(v) ? v->valuestring : NULL, s)) return -1;
 
     if (sbx_parse_run(c, spec, &s->run)) return -1;
     if (s->lifecycle == SBX_ONE_SHOT && !s->run.present)
         return sbx_fail(c, "spec.run: required when lifecycle is one-shot");
 
-    v = sbx_member(spec, "ttlSecondsAfterFinished");
+    v = kj_member(spec, "ttlSecondsAfterFinished");
     s->ttl_after_finished_s = SBX_TTL_DEFAULT_S;
     if (v) {
         double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
