@@ -70,7 +70,7 @@ static int serve_probe(void *ud, const char *path, struct dynbuf *body, const ch
     if (!strcmp(path, "/metrics")) {
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         int lead = a->elector ? leader_is_leader(a->elector) : 1;
-        return sbx_metrics_render(a->ctl, lead, body) == 0 ? 200 : 500;
+        return sbx_controller_metrics(a->ctl, lead, body) == 0 ? 200 : 500;
     }
     dynbuf_append_str(body, "not found\n");
     return 404;
@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
         /* Every write of the workers passes the fence: none once leadership is unconfirmed. */
         if (a.elector) kube_client_set_fence(client, leader_fence_remaining_ms, a.elector);
         /* Events too (the recorder owns that client now; it lives as long as a.ctl). */
-        if (a.elector && a.ctl->recorder) kube_client_set_fence(s.controller.events_client, leader_fence_remaining_ms, a.elector);
+        if (a.elector && sbx_controller_records_events(a.ctl)) kube_client_set_fence(s.controller.events_client, leader_fence_remaining_ms, a.elector);
         if (!a.elector || leader_start(a.elector) < 0) {
             fprintf(stderr, "yao-sandbox-controller: could not start leader election\n");
             rc = 1;

@@ -8,17 +8,18 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/activity_decide.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/activity.h"
+#include "sandbox/status.h"
 
 /* A sample older than this says nothing of now (metrics-server scrapes every 15–60 s). */
 #define ACTIVITY_MAX_AGE_MS 120000
 
-int sbx_activity_probe(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
                        const char *pod_name, int64_t threshold_millis, int64_t now, char *err, size_t errlen) {
     char path[1024], rerr[256], desc[160], t[48], note[256], msg[512];
     snprintf(path, sizeof(path), "/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s", ns, pod_name);
     cJSON *pm = NULL;
-    long st = kube_get(ctl->client, path, &pm, rerr, sizeof(rerr));
+    long st = kube_get(deps->client, path, &pm, rerr, sizeof(rerr));
     struct sbx_activity a;
     int readable = st == 200 && pm && sbx_activity_read(pm, &a, rerr, sizeof(rerr)) == 0;
     cJSON_Delete(pm);
@@ -28,7 +29,7 @@ int sbx_activity_probe(struct sbx_controller *ctl, const char *ns, const char *n
              st, rerr);
         snprintf(msg, sizeof(msg), "the class counts activity (spec.activity.cpu) but the pod's metrics could not be read "
                  "(metrics.k8s.io, HTTP %ld: %.200s); acting on the idle deadline", st, rerr);
-        sbx_event_record(ctl, sb, "Warning", "ActivityUnknown", msg);
+        sbx_event_record(deps, sb, "Warning", "ActivityUnknown", msg);
         return 0;
     }
     sbx_activity_describe(&a, threshold_millis, desc, sizeof(desc));
@@ -49,13 +50,13 @@ int sbx_activity_probe(struct sbx_controller *ctl, const char *ns, const char *n
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     if (st == 409 || st == 404) return SBX_STALE;   /* changed since the decision: decide again */
     if (st != 200) return -1;
     snprintf(msg, sizeof(msg), "busy at its idle deadline (%s, metrics.k8s.io): last-used-at set to %s, a new idle "
              "period begins", desc, t);
-    sbx_event_record(ctl, sb, "Normal", SBX_REASON_ACTIVE, msg);
+    sbx_event_record(deps, sb, "Normal", SBX_REASON_ACTIVE, msg);
     LOGI("msg=\"busy at the idle deadline: kept\" sandbox=%s/%s %s", ns, name, desc);
     return SBX_ACTIVE;
 }

@@ -9,35 +9,65 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/builders.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/capacity.h"
+#include "sandbox/objects.h"
+#include "sandbox/reclaim.h"
 #include "sandbox/reconcile_observe.h"
 
 /* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not
  * terminating and has not ended: a finished one-shot's pod, kept for its log, runs
  * nothing); else NULL. Whether that Sandbox is really in the cache is capacity_decide.c's
  * to know: a pod naming anything else holds nothing. */
+/* A capacity slot reserved for a pod we just created stays counted this long even if
+ * the pod has not reached the cache yet. */
+#define RESERVATION_MS 30000
+
+struct sbx_capacity {
+    const struct sbx_deps *deps;
+    struct sbx_admission_limits limits;
+    struct sbx_admission *admission;   /* the state, with its own lock (capacity_decide.h) */
+};
+
+struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_admission_limits *limits) {
+    struct sbx_capacity *cap = calloc(1, sizeof(*cap));
+    if (!cap) return NULL;
+    cap->deps = deps;
+    cap->limits = *limits;
+    if (!(cap->admission = sbx_admission_new(&cap->limits))) {
+        free(cap);
+        return NULL;
+    }
+    return cap;
+}
+
+void sbx_capacity_free(struct sbx_capacity *cap) {
+    if (!cap) return;
+    sbx_admission_free(cap->admission);
+    free(cap);
+}
+
 static const char *slot_owner(const cJSON *pod) {
     if (!pod || kj_str(pod, "metadata.deletionTimestamp") || sbx_pod_finished(pod)) return NULL;
     return kj_str(sbx_sandbox_controller_ref(pod), "uid");
 }
 
 static void queue_key(void *ud, const char *key) {
-    struct sbx_controller *ctl = ud;
-    queue_add(ctl->queue, key);
+    struct sbx_capacity *cap = ud;
+    queue_add(cap->deps->queue, key);
 }
 
 /* Queue the Sandboxes first in line, as many as there are free slots. */
-void sbx_capacity_wake(struct sbx_controller *ctl) {
-    size_t n = sbx_admission_wake(ctl->admission, kj_now_ms(), queue_key, ctl);
+void sbx_capacity_wake(struct sbx_capacity *cap) {
+    size_t n = sbx_admission_wake(cap->admission, kj_now_ms(), queue_key, cap);
     if (n) LOGD("msg=\"capacity freed\" woken=%zu", n);
 }
 
 /* A Sandbox appeared, changed or went. */
-void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const cJSON *old, const cJSON *cur) {
+void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJSON *old, const cJSON *cur) {
     if (!cur) {
         const char *uid = kj_str(old, "metadata.uid");
-        if (uid) sbx_admission_sandbox_gone(ctl->admission, uid);
-        sbx_capacity_wake(ctl);   /* its pods count no more */
+        if (uid) sbx_admission_sandbox_gone(cap->admission, uid);
+        sbx_capacity_wake(cap);   /* its pods count no more */
         return;
     }
     const char *uid = kj_str(cur, "metadata.uid"), *user = kj_str(cur, "spec.userID");
@@ -47,58 +77,67 @@ void sbx_capacity_on_sandbox(struct sbx_controller *ctl, const char *key, const 
     const char *reason = kj_str(sbx_ready_condition(cur), "reason");
     int waiting = reason && !kj_str(cur, "metadata.deletionTimestamp") &&
                   (!strcmp(reason, SBX_REASON_CAPACITY) || !strcmp(reason, SBX_REASON_USER_CAPACITY));
-    if (sbx_admission_sandbox(ctl->admission, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
+    if (sbx_admission_sandbox(cap->admission, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
                               waiting) < 0)
         LOGW("msg=\"out of memory recording a Sandbox for the running cap\" sandbox=%s", key);
     /* First seen (the initial list after a restart): a class it names counts its slot at
      * once, before any pass, so no Sandbox of that class is admitted past the class's cap
      * meanwhile. (A Sandbox that takes the default class counts in it from its first pass.) */
     const char *cls = kj_str(cur, "spec.className");
-    if (!old && cls && *cls && sbx_admission_class(ctl->admission, uid, cls, -1) < 0)
+    if (!old && cls && *cls && sbx_admission_class(cap->admission, uid, cls, -1) < 0)
         LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }
 
 /* A pod changed: one controlled by a Sandbox started or stopped holding a slot. A freed
  * slot wakes the first in line. */
-void sbx_capacity_on_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur) {
     const char *was = slot_owner(old), *is = slot_owner(cur);
     if (was && is && !strcmp(was, is)) return;
-    if (is && sbx_admission_pod(ctl->admission, is, +1) < 0)
+    if (is && sbx_admission_pod(cap->admission, is, +1) < 0)
         LOGW("msg=\"out of memory recording a pod for the running cap\"");
     if (was) {
-        sbx_admission_pod(ctl->admission, was, -1);
-        sbx_capacity_wake(ctl);
+        sbx_admission_pod(cap->admission, was, -1);
+        sbx_capacity_wake(cap);
     }
 }
 
 /* The pass resolved the Sandbox uid's class (NULL = none) and the class's per-user cap:
  * its slot or its wait moves to that class. */
-void sbx_capacity_class(struct sbx_controller *ctl, const char *uid, const char *cls, int cap) {
-    int r = sbx_admission_class(ctl->admission, uid, cls, cap);
+void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap) {
+    int r = sbx_admission_class(cap->admission, uid, cls, class_cap);
     if (r < 0) LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" uid=%s", uid);
-    if (r > 0) sbx_capacity_wake(ctl);   /* its old class's slot, or a raised cap, may let one go */
+    if (r > 0) sbx_capacity_wake(cap);   /* its old class's slot, or a raised cap, may let one go */
 }
 
 /* May the Sandbox uid (whose class caps its user at class_cap, 0 = none) start a pod?
  * Reserves its slot when it may; else says where it stands: *position in line (1 = next;
  * 0 with *user_capped when its user's own cap, or its class's for its user, holds it;
  * *class_capped too when it is the class's). */
-int sbx_capacity_admit(struct sbx_controller *ctl, const char *uid, int class_cap, int64_t now, int *position,
+int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap, int64_t now, int *position,
                        int *user_capped, int *class_capped) {
     *user_capped = *class_capped = 0;
     *position = 0;
-    if (ctl->opt.limits.max_running <= 0 && ctl->opt.limits.max_running_per_user <= 0 && class_cap <= 0) return 1;
-    enum sbx_admit r = sbx_admission_try(ctl->admission, uid, now, now + RESERVATION_MS, position);
+    if (cap->limits.max_running <= 0 && cap->limits.max_running_per_user <= 0 && class_cap <= 0) return 1;
+    enum sbx_admit r = sbx_admission_try(cap->admission, uid, now, now + RESERVATION_MS, position);
     if (r == SBX_ADMIT_YES) return 1;
     *user_capped = r == SBX_ADMIT_WAIT_USER || r == SBX_ADMIT_WAIT_CLASS;
     *class_capped = r == SBX_ADMIT_WAIT_CLASS;
     /* Slots may be free while those ahead have not had their pass yet: queue them. */
-    if (r == SBX_ADMIT_WAIT) sbx_capacity_wake(ctl);
+    if (r == SBX_ADMIT_WAIT) sbx_capacity_wake(cap);
     return 0;
 }
 
 /* uid's reservation ends (its pod is counted now, or creating it failed); leave_line:
  * it wants no pod at all. */
-void sbx_capacity_release(struct sbx_controller *ctl, const char *uid, int leave_line) {
-    sbx_admission_release(ctl->admission, uid, leave_line);
+void sbx_capacity_release(struct sbx_capacity *cap, const char *uid, int leave_line) {
+    sbx_admission_release(cap->admission, uid, leave_line);
+}
+
+void sbx_capacity_reclaimable(struct sbx_capacity *cap, const char *uid, const struct sbx_spec *spec,
+                              const struct sbx_decision *d, int pod_present) {
+    sbx_reclaim_note(cap->admission, uid, spec, d, pod_present);
+}
+
+int64_t sbx_capacity_reclaim(struct sbx_capacity *cap, int64_t now) {
+    return sbx_reclaim_run(cap->deps, cap->admission, now);
 }

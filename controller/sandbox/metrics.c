@@ -8,7 +8,8 @@
 #include "base/clock.h"
 #include "base/heap.h"
 #include "kube/kjson.h"
-#include "sandbox/reconcile_int.h"
+#include <pthread.h>
+#include <stdlib.h>
 
 #define NPHASES SBX_METRIC_PHASES
 static const char *const phases[NPHASES] = {"Pending", "Creating", "Running", "Stopping",
@@ -26,15 +27,41 @@ static void slot_of(const cJSON *sb, int *p, int *l) {
     for (int i = 0; lc && i < SBX_METRIC_LIFECYCLES; i++) if (!strcmp(lc, lifecycles[i])) *l = i;
 }
 
-void sbx_metrics_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
+struct sbx_metrics {
+    pthread_mutex_t lock;   /* guards counts */
+    /* Cached Sandboxes by phase and lifecycle, kept by the Sandbox handler: a scrape never
+     * walks the cache. */
+    unsigned counts[NPHASES][SBX_METRIC_LIFECYCLES];
+    struct sbx_starts *starts;   /* create → Ready and wake latencies (starts.h) */
+};
+
+struct sbx_metrics *sbx_metrics_new(void) {
+    struct sbx_metrics *m = calloc(1, sizeof(*m));
+    if (!m) return NULL;
+    if (!(m->starts = sbx_starts_new())) {
+        free(m);
+        return NULL;
+    }
+    pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+void sbx_metrics_free(struct sbx_metrics *m) {
+    if (!m) return;
+    sbx_starts_free(m->starts);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+void sbx_metrics_on_sandbox(struct sbx_metrics *m, const cJSON *old, const cJSON *cur) {
     int op = 0, ol = 0, cp = 0, cl = 0;
     if (old) slot_of(old, &op, &ol);
     if (cur) slot_of(cur, &cp, &cl);
-    pthread_mutex_lock(&ctl->lock);
-    if (old && ctl->sandbox_counts[op][ol]) ctl->sandbox_counts[op][ol]--;
-    if (cur) ctl->sandbox_counts[cp][cl]++;
-    pthread_mutex_unlock(&ctl->lock);
-    sbx_starts_observe(ctl->starts, old, cur, clock_mono_ms(), kj_now_ms());
+    pthread_mutex_lock(&m->lock);
+    if (old && m->counts[op][ol]) m->counts[op][ol]--;
+    if (cur) m->counts[cp][cl]++;
+    pthread_mutex_unlock(&m->lock);
+    sbx_starts_observe(m->starts, old, cur, clock_mono_ms(), kj_now_ms());
 }
 
 /* The boot time (seconds since the epoch), from /proc/stat's btime; 0 if unknown. */
@@ -98,12 +125,13 @@ static int metric(struct dynbuf *out, const char *name, const char *type, const 
 }
 
 /* List, watch, relist, stall and error counts of each informer, labelled by resource. */
-static int informer_metrics(struct sbx_controller *ctl, struct dynbuf *out) {
+static int informer_metrics(const struct sbx_metrics_sources *src, struct dynbuf *out) {
+    const struct sbx_deps *deps = src->deps;
     const struct { const char *resource; struct informer *inf; } infs[] = {
-        {"sandboxes", ctl->sandboxes},   {"pods", ctl->pods},
-        {"persistentvolumeclaims", ctl->pvcs}, {"services", ctl->services},
-        {"networkpolicies", ctl->netpols}, {"storageclasses", ctl->classes},
-        {"sandboxclasses", ctl->sandbox_classes},
+        {"sandboxes", deps->sandboxes},   {"pods", deps->pods},
+        {"persistentvolumeclaims", deps->pvcs}, {"services", deps->services},
+        {"networkpolicies", deps->netpols}, {"storageclasses", deps->storage_classes},
+        {"sandboxclasses", src->sandbox_classes},
     };
     const struct { const char *name, *help; } kinds[] = {
         {"lists", "Full lists (initial, and relists after an expired resourceVersion)."},
@@ -130,13 +158,14 @@ static int informer_metrics(struct sbx_controller *ctl, struct dynbuf *out) {
     return rc;
 }
 
-int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf *out) {
+int sbx_metrics_render(struct sbx_metrics *m, const struct sbx_metrics_sources *src, int is_leader,
+                       struct dynbuf *out) {
+    const struct sbx_deps *deps = src->deps;
     static const char *const verbs[6] = {"GET", "POST", "PUT", "PATCH", "DELETE", "WATCH"};
     static const char *const classes[6] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
     static const char *const bounds[11] = {"0.001", "0.002", "0.005", "0.01", "0.025", "0.05",
                                            "0.1", "0.25", "0.5", "1", "2.5"};
-    struct sbx_controller_stats s;
-    sbx_controller_stats(ctl, &s);
+    const struct sbx_controller_stats s = src->stats;
     int rc = 0;
 #define P(...) rc |= dynbuf_printf(out, __VA_ARGS__)
     rc |= metric(out, "yao_sandbox_reconcile_total", "counter", "Reconcile passes.", s.reconciles);
@@ -154,21 +183,21 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     P("yao_sandbox_reconcile_duration_seconds_sum %.6f\n", s.latency_sum_ms / 1000.0);
     P("yao_sandbox_reconcile_duration_seconds_count %llu\n", cum);
 
-    rc |= metric(out, "yao_sandbox_workqueue_depth", "gauge", "Keys ready to be reconciled.", queue_len(ctl->queue));
+    rc |= metric(out, "yao_sandbox_workqueue_depth", "gauge", "Keys ready to be reconciled.", queue_len(deps->queue));
     rc |= metric(out, "yao_sandbox_workqueue_waiting", "gauge", "Keys waiting for their deadline or backoff.",
-                 queue_waiting(ctl->queue));
+                 queue_waiting(deps->queue));
 
     unsigned counts[NPHASES][SBX_METRIC_LIFECYCLES];
-    pthread_mutex_lock(&ctl->lock);
-    memcpy(counts, ctl->sandbox_counts, sizeof(counts));
-    pthread_mutex_unlock(&ctl->lock);
+    pthread_mutex_lock(&m->lock);
+    memcpy(counts, m->counts, sizeof(counts));
+    pthread_mutex_unlock(&m->lock);
     P("# HELP yao_sandbox_sandboxes Sandboxes in the cache by phase and lifecycle.\n# TYPE yao_sandbox_sandboxes gauge\n");
     for (int p = 0; p < NPHASES; p++)
         for (int l = 0; l < SBX_METRIC_LIFECYCLES; l++)
             P("yao_sandbox_sandboxes{phase=\"%s\",lifecycle=\"%s\"} %u\n", phases[p], lifecycles[l], counts[p][l]);
 
     struct kube_request_counts rq;
-    kube_client_counts(ctl->client, &rq);
+    kube_client_counts(deps->client, &rq);
     P("# HELP yao_sandbox_api_requests_total Requests to the API server by verb and status class.\n");
     P("# TYPE yao_sandbox_api_requests_total counter\n");
     for (int v = 0; v < 6; v++)
@@ -185,7 +214,7 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "yao_sandbox_events_total", "counter",
                  "Kubernetes Events recorded (occurrences handed to the recorder).", s.events);
     struct kube_recorder_stats ev;
-    kube_recorder_stats(ctl->recorder, &ev);
+    kube_recorder_stats(deps->recorder, &ev);
     rc |= metric(out, "yao_sandbox_events_sent_total", "counter",
                  "Event writes the API server accepted (new Events and count updates).", ev.writes);
     rc |= metric(out, "yao_sandbox_events_created_total", "counter",
@@ -203,7 +232,7 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
     rc |= metric(out, "yao_sandbox_reclaims_total", "counter",
                  "Idle sandboxes stopped to admit a waiting one (SandboxClass spec.reclaim).", s.reclaims);
     unsigned warm_bound, warm_pending;
-    sbx_warm_stats(ctl, &warm_bound, &warm_pending);
+    sbx_warm_stats(src->warm, &warm_bound, &warm_pending);
     P("# HELP yao_sandbox_warm_claims Warm-pool claims not yet adopted, by state (bound: ready to adopt).\n");
     P("# TYPE yao_sandbox_warm_claims gauge\n");
     P("yao_sandbox_warm_claims{state=\"bound\"} %u\n", warm_bound);
@@ -221,12 +250,12 @@ int sbx_metrics_render(struct sbx_controller *ctl, int is_leader, struct dynbuf 
                  s.runs_finished);
     rc |= metric(out, "yao_sandbox_leader", "gauge", "1 when this replica leads (or runs without election).",
                  is_leader ? 1 : 0);
-    rc |= informer_metrics(ctl, out);
+    rc |= informer_metrics(src, out);
 
-    rc |= sbx_starts_render(ctl->starts, out);
+    rc |= sbx_starts_render(m->starts, out);
     rc |= metric(out, "yao_sandbox_starts_pending", "gauge",
                  "Creates and wakes under way (timed once the Sandbox is Running and Ready).",
-                 sbx_starts_pending(ctl->starts));
+                 sbx_starts_pending(m->starts));
     P("# HELP yao_sandbox_build_info The controller's version and the compiler that built it (value 1).\n");
     P("# TYPE yao_sandbox_build_info gauge\n");
     P("yao_sandbox_build_info{version=\"%s\",compiler=\"%s\"} 1\n", YAO_VERSION, build_compiler());

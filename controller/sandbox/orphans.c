@@ -11,7 +11,9 @@
 #include "base/log.h"
 #include "sandbox/builders.h"
 #include "sandbox/naming.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/orphans.h"
+#include "sandbox/owned.h"
+#include "sandbox/warm.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
 
@@ -49,30 +51,30 @@ static void unseen_deletion_uid(const char *key, char *uid, size_t uidlen) {
     snprintf(uid, uidlen, "deleted:%s", key);
 }
 
-void sbx_orphans_deleted(struct sbx_controller *ctl, const char *key, const char *uid, const char *user,
+void sbx_orphans_deleted(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const char *uid, const char *user,
                          const char *chat, const char *own_claim) {
     char pod[SBX_NAME_MAX + 1] = "", claim[128] = "";
     if (user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
         if (own_claim) snprintf(claim, sizeof(claim), "%s", own_claim);
-        else if (!sbx_warm_claim_of(ctl, uid, claim, sizeof(claim)))   /* an adopted claim keeps its own name */
+        else if (!sbx_warm_claim_of(warm, uid, claim, sizeof(claim)))   /* an adopted claim keeps its own name */
             sbx_claim_name(pod, claim, sizeof(claim));
     }
-    sbx_records_deleted(&ctl->records, key, uid, pod, claim);
+    sbx_records_deleted(deps->records, key, uid, pod, claim);
 }
 
 /* Deleting a namespace of 10,000 Sandboxes takes minutes: the deletions of their pods and
  * claims go on echoing long after each Sandbox's tombstone was purged, and each echo of a
  * Sandbox without a record made the sweep walk every cache (a quadratic delete: a core for
  * 10 minutes). The object of the echo names what the walk would have looked for. */
-void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *obj, int obj_is_claim) {
+void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const cJSON *obj, int obj_is_claim) {
     char uid[600];
     struct sbx_gone names;
-    if (sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names)) return;
+    if (sbx_records_gone(deps->records, key, uid, sizeof(uid), &names)) return;
     /* Before the cache is synced a missing Sandbox may simply not be listed yet; a present
      * one (maybe a same-named successor) is reconciled, not swept. */
-    if (!informer_synced(ctl->sandboxes) || informer_has(ctl->sandboxes, key)) return;
+    if (!informer_synced(deps->sandboxes) || informer_has(deps->sandboxes, key)) return;
     unseen_deletion_uid(key, uid, sizeof(uid));
-    sbx_orphans_deleted(ctl, key, uid, kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID),
+    sbx_orphans_deleted(deps, warm, key, uid, kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID),
                         kj_map_get(obj, "metadata.annotations", SBX_ANN_CHAT_ID),
                         obj_is_claim ? kj_str(obj, "metadata.name") : NULL);
 }
@@ -90,16 +92,16 @@ void sbx_orphans_note(struct sbx_controller *ctl, const char *key, const cJSON *
  * delete the pods, PVCs, Services and NetworkPolicies it controlled (uid preconditions keep a same-named
  * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
  * -1 once nothing of it is left: the key then leaves the queue for good. */
-int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
                          int64_t *requeue_ms, char *err, size_t errlen) {
 #define KINDS 4
     static const char *const resources[KINDS] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
-    struct informer *caches[KINDS] = {ctl->pods, ctl->pvcs, ctl->services, ctl->netpols};
+    struct informer *caches[KINDS] = {deps->pods, deps->pvcs, deps->services, deps->netpols};
     struct orphan_ctx o[KINDS];
-    for (int i = 0; i < KINDS; i++) o[i] = (struct orphan_ctx){.ns = ns, .owner = name, .shard_key = ctl->shard_key};
+    for (int i = 0; i < KINDS; i++) o[i] = (struct orphan_ctx){.ns = ns, .owner = name, .shard_key = deps->shard_key};
     struct sbx_gone names;
     char uid[600] = "";
-    int known = sbx_records_gone(&ctl->records, key, uid, sizeof(uid), &names);
+    int known = sbx_records_gone(deps->records, key, uid, sizeof(uid), &names);
     if (known && names.swept_ms) {
         /* Swept already (a tombstone): this pass is an echo of the deletions the sweep
          * waited for. (The garbage collector deletes what a race may still create.) */
@@ -125,28 +127,28 @@ int sbx_orphans_sweep(struct sbx_controller *ctl, const char *key, const char *n
         /* No record (deleted before this process saw it, a restart): note the deletion
          * now, so the tombstone or the grace below run from here. */
         unseen_deletion_uid(key, uid, sizeof(uid));
-        sbx_records_deleted(&ctl->records, key, uid, "", "");
+        sbx_records_deleted(deps->records, key, uid, "", "");
     }
     if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
         /* Nothing left: a tombstone keeps the next echo from walking again. */
-        sbx_records_swept(&ctl->records, uid, kj_now_ms());
+        sbx_records_swept(deps->records, uid, kj_now_ms());
         *requeue_ms = -1;
         return 0;
     }
     int64_t now = kj_now_ms();
-    int64_t first = sbx_records_orphans_seen(&ctl->records, uid, now);
+    int64_t first = sbx_records_orphans_seen(deps->records, uid, now);
     if (now - first < SWEEP_GRACE_MS) {
         *requeue_ms = SWEEP_GRACE_MS - (now - first);
         return 0;
     }
     for (int i = 0; i < KINDS; i++)
         for (int j = 0; j < o[i].n; j++) {
-            if (sbx_delete_owned(ctl, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
+            if (sbx_delete_owned(deps, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
             LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
         }
     /* Look once more after another grace: deleted objects leave the cache (or show their
      * deletionTimestamp), then the record goes. */
-    sbx_records_orphans_deleted(&ctl->records, uid, kj_now_ms());
+    sbx_records_orphans_deleted(deps->records, uid, kj_now_ms());
     *requeue_ms = SWEEP_GRACE_MS;
     return 0;
 #undef KINDS

@@ -17,7 +17,10 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/objects.h"
+#include "sandbox/owned.h"
+#include "sandbox/reclaim.h"
+#include "sandbox/status.h"
 
 /* A reclaim chosen but not yet seen through (its pod not yet terminating) is not chosen
  * again for this long. */
@@ -25,14 +28,14 @@
 /* At most this many Sandboxes are reclaimed by one pass. */
 #define RECLAIM_BATCH 4
 
-void sbx_capacity_reclaimable(struct sbx_controller *ctl, const char *uid, const struct sbx_spec *spec,
+void sbx_reclaim_note(struct sbx_admission *adm, const char *uid, const struct sbx_spec *spec,
                               const struct sbx_decision *d, int pod_present) {
     int64_t after = 0;
     if (spec && spec->reclaim_after_ms > 0 && !spec->paused &&
         (spec->lifecycle == SBX_SESSION || spec->lifecycle == SBX_LONG_RUNNING) && pod_present && d &&
         !strcmp(d->phase, "Running") && !d->actions)
         after = spec->reclaim_after_ms;
-    sbx_admission_reclaimable(ctl->admission, uid, after, d ? d->last_used_ms : 0);
+    sbx_admission_reclaimable(adm, uid, after, d ? d->last_used_ms : 0);
 }
 
 /* The last use a Sandbox object shows: its last-used-at annotation (one in the future
@@ -109,7 +112,7 @@ fail:
 
 /* Reclaim v on a fresh read. 1 when it was stopped, 0 when the read said no (or it changed
  * meanwhile), -1 on an error. */
-static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_victim *v, int64_t now) {
+static int reclaim_one(const struct sbx_deps *deps, struct sbx_admission *adm, const struct sbx_reclaim_victim *v, int64_t now) {
     char ns[256], name[256], path[1024], err[KUBE_ERR_MAX], msg[512], okey[520];
     const char *slash = strchr(v->key, '/');
     cJSON *sb = NULL, *pod = NULL, *st = NULL;
@@ -122,7 +125,7 @@ static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_vict
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", SBX_GROUP, ns,
              SBX_PLURAL, name);
     cJSON *list = NULL;
-    long code = kube_get(ctl->client, path, &list, err, sizeof(err));
+    long code = kube_get(deps->client, path, &list, err, sizeof(err));
     if (code != 200 || !list) {
         cJSON_Delete(list);
         LOGW("msg=\"reclaim: reading the Sandbox failed\" sandbox=%s err=\"%s\"", v->key, err);
@@ -138,7 +141,7 @@ static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_vict
     if (why) {
         LOGI("msg=\"reclaim: not reclaimed after all\" sandbox=%s why=\"%s\"", v->key, why);
         /* What the fresh read showed, until its own pass reports again. */
-        sbx_admission_reclaimable(ctl->admission, v->uid, !strcmp(why, "used recently") ? v->after_ms : 0, last_used);
+        sbx_admission_reclaimable(adm, v->uid, !strcmp(why, "used recently") ? v->after_ms : 0, last_used);
         rc = 0;
         goto out;
     }
@@ -146,7 +149,7 @@ static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_vict
     const char *pod_name = kj_str(sb, "status.podName"), *pod_uid = NULL;
     if (pod_name) {
         snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
-        pod = informer_get(ctl->pods, okey);
+        pod = informer_get(deps->pods, okey);
         const cJSON *r;
         cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
             const char *ruid = kj_str(r, "uid");
@@ -163,19 +166,19 @@ static int reclaim_one(struct sbx_controller *ctl, const struct sbx_reclaim_vict
                  "next use starts it again", idle_s);
     st = reclaimed_status(sb, last_used, now, msg);
     if (!st) goto out;
-    int w = sbx_status_write(ctl, ns, name, sb, st, kj_str(sb, "metadata.resourceVersion"), NULL, 0, err, sizeof(err));
+    int w = sbx_status_write(deps, ns, name, sb, st, kj_str(sb, "metadata.resourceVersion"), NULL, 0, err, sizeof(err));
     if (w == SBX_STALE) {
         LOGI("msg=\"reclaim: the Sandbox changed since it was read; not reclaimed\" sandbox=%s", v->key);
         rc = 0;
         goto out;
     }
     if (w != 0) { LOGW("msg=\"reclaim: recording the stop failed\" sandbox=%s err=\"%s\"", v->key, err); goto out; }
-    if (sbx_delete_owned(ctl, ns, "pods", pod_name, pod_uid, err, sizeof(err)) < 0)
+    if (sbx_delete_owned(deps, ns, "pods", pod_name, pod_uid, err, sizeof(err)) < 0)
         LOGW("msg=\"reclaim: deleting the pod failed (its pass deletes it)\" sandbox=%s err=\"%s\"", v->key, err);
-    sbx_event_record(ctl, sb, "Normal", SBX_REASON_RECLAIMED, msg);
-    sbx_ctl_count(ctl, &ctl->stats.reclaims);
+    sbx_event_record(deps, sb, "Normal", SBX_REASON_RECLAIMED, msg);
+    sbx_count(&deps->counters->reclaims);
     LOGI("msg=\"sandbox reclaimed\" sandbox=%s idle_s=%ld class=\"%s\"", v->key, idle_s, v->cls);
-    queue_add(ctl->queue, v->key);
+    queue_add(deps->queue, v->key);
     rc = 1;
 out:
     cJSON_Delete(st);
@@ -184,11 +187,11 @@ out:
     return rc;
 }
 
-int64_t sbx_capacity_reclaim(struct sbx_controller *ctl, int64_t now) {
+int64_t sbx_reclaim_run(const struct sbx_deps *deps, struct sbx_admission *adm, int64_t now) {
     struct sbx_reclaim_victim v[RECLAIM_BATCH];
     int64_t next = 0;
-    size_t n = sbx_admission_reclaim_pick(ctl->admission, now, now + RECLAIM_UNDER_WAY_MS, v, RECLAIM_BATCH, &next);
+    size_t n = sbx_admission_reclaim_pick(adm, now, now + RECLAIM_UNDER_WAY_MS, v, RECLAIM_BATCH, &next);
     for (size_t i = 0; i < n; i++)
-        if (reclaim_one(ctl, &v[i], now) != 1) sbx_admission_reclaim_cancel(ctl->admission, v[i].uid);
+        if (reclaim_one(deps, adm, &v[i], now) != 1) sbx_admission_reclaim_cancel(adm, v[i].uid);
     return next;
 }

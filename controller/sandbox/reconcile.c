@@ -6,7 +6,6 @@
  * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
  * remembered per Sandbox (records.c). */
 #include "sandbox/reconcile.h"
-#include "sandbox/reconcile_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,23 @@
 #include "kube/events.h"
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/activity.h"
 #include "sandbox/builders.h"
-#include "sandbox/class_decide.h"
+#include "sandbox/capacity.h"
+#include "sandbox/class.h"
 #include "sandbox/metrics.h"
+#include "sandbox/objects.h"
+#include "sandbox/orphans.h"
+#include "sandbox/owned.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/shard.h"
 #include "sandbox/shard_decide.h"
+#include "sandbox/status.h"
+#include "sandbox/storage.h"
+#include "sandbox/warm.h"
 #include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/workspacecopy.h"
@@ -35,6 +43,43 @@
 
 /* How long the controller waits for the StorageClass cache before it starts anyway. */
 #define CLASS_SYNC_WAIT_MS 5000
+/* After a conditional write found the Sandbox changed, look again this soon at the
+ * latest (the watch delivers the newer version, which queues the key by itself). */
+#define STALE_REQUEUE_MS 50
+/* A Sandbox that waits for capacity is looked at again this often, so its
+ * status.queuePosition follows those ahead of it (a freed slot queues only as many
+ * Sandboxes as it frees). */
+#define QUEUE_REFRESH_MS 10000
+
+/* The controller: what it hands its subsystems (deps), the subsystems, the workers. */
+struct sbx_controller {
+    struct sbx_controller_options opt;
+    struct sbx_deps deps;            /* client, queue, recorder, records, caches, counters */
+    struct sbx_counters counters;  /* deps.counters */
+    struct sbx_records records;    /* deps.records: one record per Sandbox, by UID (records.h) */
+    struct sbx_shard_labels shard_labels;   /* deps.shard_label when sharded */
+    struct sbx_capacity *capacity; /* the running cap (capacity.h) */
+    struct sbx_classes *sandbox_classes;   /* SandboxClasses and Namespaces (class.h) */
+    struct sbx_warm *warm;         /* warm workspaces (warm.h) */
+    struct sbx_metrics *metrics;   /* per-phase counts and start timings (metrics.h) */
+    pthread_t *threads;
+    atomic_int nthreads;           /* workers started: also read by /readyz (probe thread) */
+    atomic_int stopping;           /* set by sbx_controller_stop */
+    pthread_mutex_t lock;          /* guards the pass counts and latencies, the trim fields and terminating */
+    uint64_t reconciles, errors;
+    uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
+    double latency_sum_ms;
+    uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
+    int64_t trimmed_ms;            /* when (monotonic) */
+    /* Namespaces that refused a create because they are being deleted -> int64_t * (the
+     * monotonic ms until which their passes are skipped). Under lock. */
+    struct strmap terminating;
+    /* The API server addresses this controller knows (the in-cluster
+     * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
+     * sandbox unless its class allows the API server (sandbox/netpol.h). */
+    struct sbx_cidr apiserver[1];
+    size_t napiserver;
+};
 
 
 /* ---- paths ------------------------------------------------------------------------- */
@@ -61,13 +106,13 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
  * leaves, in its record, the names of what it owned, so its orphans are found by name. */
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
-    sbx_capacity_on_sandbox(ctl, key, old, cur);
-    sbx_warm_on_sandbox(ctl, old, cur);
-    sbx_metrics_on_sandbox(ctl, old, cur);
+    sbx_capacity_on_sandbox(ctl->capacity, key, old, cur);
+    sbx_warm_on_sandbox(ctl->warm, old, cur);
+    sbx_metrics_on_sandbox(ctl->metrics, old, cur);
     const char *uid = kj_str(old, "metadata.uid");
     if (!cur && uid)
-        sbx_orphans_deleted(ctl, key, uid, kj_str(old, "spec.userID"), kj_str(old, "spec.chatID"), NULL);
-    queue_add(ctl->queue, key);
+        sbx_orphans_deleted(&ctl->deps, ctl->warm, key, uid, kj_str(old, "spec.userID"), kj_str(old, "spec.chatID"), NULL);
+    queue_add(ctl->deps.queue, key);
 }
 
 /* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
@@ -83,15 +128,15 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
     if (ns && owner) {
         char skey[512];
         snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
-        if (!cur || kj_str(obj, "metadata.deletionTimestamp")) sbx_orphans_note(ctl, skey, obj, kind_of == SBX_EXPECT_CLAIM);
-        queue_add(ctl->queue, skey);
+        if (!cur || kj_str(obj, "metadata.deletionTimestamp")) sbx_orphans_note(&ctl->deps, ctl->warm, skey, obj, kind_of == SBX_EXPECT_CLAIM);
+        queue_add(ctl->deps.queue, skey);
     }
 }
 
 /* A PVC changed: the warm-workspace index first (which claim each Sandbox owns, the
  * pool claims), so the pass it queues finds an adopted claim by its owner. */
 static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    sbx_warm_on_pvc(ud, old, cur);
+    sbx_warm_on_pvc(((struct sbx_controller *)ud)->warm, old, cur);
     on_owned_kind(ud, SBX_EXPECT_CLAIM, old, cur);
 }
 
@@ -112,7 +157,7 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     const cJSON *obj = cur ? cur : old;
     if (kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM)) {
         /* A warm pool's binder (no sandbox pod): the pool pass looks after it. */
-        sbx_warm_on_binder_pod(ctl, old, cur);
+        sbx_warm_on_binder_pod(ctl->warm, old, cur);
         return;
     }
     const char *copy_for = kj_map_get(obj, "metadata.annotations", SBX_ANN_COPY_FOR);
@@ -126,12 +171,19 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
         }
         if (ns) {
             snprintf(skey, sizeof(skey), "%s/%s", ns, copy_for);
-            queue_add(ctl->queue, skey);
+            queue_add(ctl->deps.queue, skey);
         }
         return;
     }
     on_owned_kind(ctl, SBX_EXPECT_POD, old, cur);
-    sbx_capacity_on_pod(ctl, old, cur);
+    sbx_capacity_on_pod(ctl->capacity, old, cur);
+}
+
+/* A SandboxClass changed (its Sandboxes are queued already, class.c): the warm pools
+ * follow it. */
+static void on_sandbox_class(void *ud, const cJSON *old, const cJSON *cur) {
+    struct sbx_controller *ctl = ud;
+    sbx_warm_on_class(ctl->warm, old, cur);
 }
 
 /* Move src[key] (if there) into a new object path under dst ("spec" → "resources" → ...). */
@@ -189,26 +241,6 @@ static void shrink_service(cJSON *svc) {
     cJSON_Delete(slim);
 }
 
-/* Keep only a StorageClass's name, annotations (the default-class mark),
- * volumeBindingMode and allowVolumeExpansion. */
-static void shrink_class(cJSON *sc) {
-    cJSON *keep_md = cJSON_CreateObject();
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(sc, "metadata");
-    const char *keys[] = {"name", "resourceVersion", "uid", "annotations"};
-    for (size_t i = 0; keep_md && i < sizeof(keys) / sizeof(keys[0]); i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, keys[i]);
-        if (v) cJSON_AddItemToObject(keep_md, keys[i], cJSON_Duplicate(v, 1));
-    }
-    cJSON *mode = cJSON_DetachItemFromObjectCaseSensitive(sc, "volumeBindingMode");
-    cJSON *expand = cJSON_DetachItemFromObjectCaseSensitive(sc, "allowVolumeExpansion");
-    cJSON *child;
-    while ((child = sc->child)) cJSON_Delete(cJSON_DetachItemViaPointer(sc, child));
-    if (keep_md) cJSON_AddItemToObject(sc, "metadata", keep_md);
-    if (mode) cJSON_AddItemToObject(sc, "volumeBindingMode", mode);
-    if (expand) cJSON_AddItemToObject(sc, "allowVolumeExpansion", expand);
-    informer_strip_metadata(sc);
-}
-
 /* ---- controller lifecycle ------------------------------------------------------------ */
 
 struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
@@ -216,67 +248,69 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     char path[1024];
     struct sbx_controller *ctl = calloc(1, sizeof(*ctl));
     if (!ctl) { snprintf(err, errlen, "out of memory"); return NULL; }
-    ctl->client = c;
+    ctl->deps.client = c;
     ctl->opt = *o;
     if (ctl->opt.workers < 1) ctl->opt.workers = 4;
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     sbx_records_init(&ctl->records);
     strmap_init(&ctl->terminating);
-    ctl->admission = sbx_admission_new(&ctl->opt.limits);
-    ctl->starts = sbx_starts_new();
-    ctl->queue = queue_new(5, 1000 * 1000);
+    ctl->deps.records = &ctl->records;
+    ctl->deps.counters = &ctl->counters;
+    ctl->deps.defaults = &ctl->opt.defaults;
+    ctl->deps.namespace_ = ctl->opt.namespace_;
+    ctl->deps.queue = queue_new(5, 1000 * 1000);
     /* Watching every namespace: one namespace's reconciles never take every worker (one
      * stuck behind a slow webhook or quota there leaves the others served); while they
      * are quick, the last worker helps too (a busy namespace alone keeps all busy). */
-    if (ctl->queue && !o->namespace_ && ctl->opt.workers > 1)
-        queue_set_namespace_limit(ctl->queue, ctl->opt.workers - 1, 1);
+    if (ctl->deps.queue && !o->namespace_ && ctl->opt.workers > 1)
+        queue_set_namespace_limit(ctl->deps.queue, ctl->opt.workers - 1, 1);
     ctl->opt.events_client = NULL;     /* the recorder owns it from here */
     if (o->events_client) {
         struct kube_recorder_options ro = {.component = "yao-sandbox-controller"};
-        ctl->recorder = kube_recorder_new(o->events_client, &ro);
-        if (!ctl->recorder) LOGW("msg=\"no event recorder (out of memory): Events are not recorded\"");
+        ctl->deps.recorder = kube_recorder_new(o->events_client, &ro);
+        if (!ctl->deps.recorder) LOGW("msg=\"no event recorder (out of memory): Events are not recorded\"");
     }
 
     /* Sharding: this replica caches only its shard's Sandboxes (a client-side filter:
      * Sandboxes are created by users and carry no shard label), and selects its owned
      * objects by the label it puts on them (server-side: other shards' are never sent). */
-    ctl->shard_key[0] = ctl->opt.shards > 1 ? ctl->opt.shards : 1;
-    ctl->shard_key[1] = ctl->opt.shards > 1 ? ctl->opt.shard : 0;
+    ctl->deps.shard_key[0] = ctl->opt.shards > 1 ? ctl->opt.shards : 1;
+    ctl->deps.shard_key[1] = ctl->opt.shards > 1 ? ctl->opt.shard : 0;
     sandboxes_path(path, sizeof(path), o->namespace_);
     struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
     if (ctl->opt.shards > 1) {
         sbx_shard_labels_init(&ctl->shard_labels, ctl->opt.shards, ctl->opt.shard);
-        ctl->shard_label = &ctl->shard_labels;
+        ctl->deps.shard_label = &ctl->shard_labels;
         io.filter = sbx_shard_keep;
-        io.filter_ud = ctl->shard_key;
+        io.filter_ud = ctl->deps.shard_key;
     }
-    ctl->sandboxes = informer_new(c, &io);
+    ctl->deps.sandboxes = informer_new(c, &io);
 
     /* Owned objects are selected by the project's own label (every one carries it), not
      * by app.kubernetes.io/managed-by, which any workload may use; what counts for the
      * running cap is decided by the controller ownerReference (sandbox/capacity.c). */
     char selector[128];
-    sbx_shard_selector(SBX_LABEL_NAME, ctl->shard_key[0], ctl->shard_key[1], selector, sizeof(selector));
+    sbx_shard_selector(SBX_LABEL_NAME, ctl->deps.shard_key[0], ctl->deps.shard_key[1], selector, sizeof(selector));
     sbx_core_path(path, sizeof(path), o->namespace_, "pods");
     io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
                                    .ud = ctl, .transform = sbx_pod_shrink};
-    ctl->pods = informer_new(c, &io);
+    ctl->deps.pods = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
     io.path = path;
     io.on_change = on_pvc;
     io.transform = shrink_pvc;
-    ctl->pvcs = informer_new(c, &io);
+    ctl->deps.pvcs = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "services");
     io.path = path;
     io.on_change = on_service;
     io.transform = shrink_service;
-    ctl->services = informer_new(c, &io);
+    ctl->deps.services = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "networkpolicies");
     io.path = path;
     io.on_change = on_netpol;
     io.transform = informer_strip_metadata;   /* the spec is what is compared: kept whole */
-    ctl->netpols = informer_new(c, &io);
+    ctl->deps.netpols = informer_new(c, &io);
     /* In a cluster, the API server's Service address (an IP there) is the one the
      * controller knows; its endpoints' host addresses it does not (docs/security.md). */
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
@@ -287,11 +321,18 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     }
 
     /* StorageClasses are cluster-scoped, and only read: nothing is queued when they change. */
-    io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses", .transform = shrink_class};
-    ctl->classes = informer_new(c, &io);
+    io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses",
+                                   .transform = sbx_storage_class_shrink};
+    ctl->deps.storage_classes = informer_new(c, &io);
 
-    if (!ctl->queue || !ctl->admission || !ctl->starts || !ctl->sandboxes || !ctl->pods || !ctl->pvcs || !ctl->services || !ctl->netpols ||
-        !ctl->classes || sbx_classes_init(ctl) < 0 || sbx_warm_init(ctl) < 0) {
+    /* The subsystems, each handed the deps (and the warm pools the class cache). */
+    ctl->capacity = sbx_capacity_new(&ctl->deps, &ctl->opt.limits);
+    ctl->metrics = sbx_metrics_new();
+    ctl->sandbox_classes = sbx_classes_new(&ctl->deps, on_sandbox_class, ctl);
+    ctl->warm = ctl->sandbox_classes ? sbx_warm_new(&ctl->deps, ctl->sandbox_classes, ctl->opt.warm_workspaces) : NULL;
+    if (!ctl->deps.queue || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
+        !ctl->deps.pvcs || !ctl->deps.services || !ctl->deps.netpols || !ctl->deps.storage_classes ||
+        !ctl->sandbox_classes || !ctl->warm) {
         snprintf(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
@@ -305,25 +346,52 @@ static void observe_latency(struct sbx_controller *ctl, double ms, int failed) {
     int b = 0;
     while (b < 11 && ms > bounds[b]) b++;
     pthread_mutex_lock(&ctl->lock);
-    ctl->stats.reconciles++;
-    if (failed) ctl->stats.errors++;
-    ctl->stats.latency_buckets[b]++;
-    ctl->stats.latency_sum_ms += ms;
-    pthread_mutex_unlock(&ctl->lock);
-}
-
-/* Bump a counter under the lock. */
-void sbx_ctl_count(struct sbx_controller *ctl, uint64_t *field) {
-    pthread_mutex_lock(&ctl->lock);
-    (*field)++;
+    ctl->reconciles++;
+    if (failed) ctl->errors++;
+    ctl->latency_buckets[b]++;
+    ctl->latency_sum_ms += ms;
     pthread_mutex_unlock(&ctl->lock);
 }
 
 void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out) {
+    memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&ctl->lock);
-    *out = ctl->stats;
+    out->reconciles = ctl->reconciles;
+    out->errors = ctl->errors;
+    memcpy(out->latency_buckets, ctl->latency_buckets, sizeof(out->latency_buckets));
+    out->latency_sum_ms = ctl->latency_sum_ms;
     pthread_mutex_unlock(&ctl->lock);
+    const struct sbx_counters *c = &ctl->counters;
+    out->status_writes = atomic_load(&c->status_writes);
+    out->creates = atomic_load(&c->creates);
+    out->deletes = atomic_load(&c->deletes);
+    out->conflicts = atomic_load(&c->conflicts);
+    out->events = atomic_load(&c->events);
+    out->runs_started = atomic_load(&c->runs_started);
+    out->runs_finished = atomic_load(&c->runs_finished);
+    out->reclaims = atomic_load(&c->reclaims);
+    out->warm_adoptions = atomic_load(&c->warm_adoptions);
+    out->warm_misses = atomic_load(&c->warm_misses);
 }
+
+int sbx_controller_metrics(struct sbx_controller *ctl, int is_leader, struct dynbuf *out) {
+    struct sbx_metrics_sources src = {.deps = &ctl->deps, .warm = ctl->warm,
+                                      .sandbox_classes = sbx_classes_cache(ctl->sandbox_classes)};
+    sbx_controller_stats(ctl, &src.stats);
+    return sbx_metrics_render(ctl->metrics, &src, is_leader, out);
+}
+
+struct informer *sbx_controller_cache(struct sbx_controller *ctl, enum sbx_cache which) {
+    switch (which) {
+    case SBX_CACHE_SANDBOXES: return ctl->deps.sandboxes;
+    case SBX_CACHE_PODS: return ctl->deps.pods;
+    case SBX_CACHE_PVCS: return ctl->deps.pvcs;
+    case SBX_CACHE_SANDBOX_CLASSES: return sbx_classes_cache(ctl->sandbox_classes);
+    }
+    return NULL;
+}
+
+int sbx_controller_records_events(struct sbx_controller *ctl) { return ctl->deps.recorder != NULL; }
 
 /* After a burst of work (a bring-up of many Sandboxes, a relist), the heap is full of
  * free chunks between the small cached objects, and glibc gives back only the top of
@@ -337,7 +405,7 @@ static void trim_when_idle(struct sbx_controller *ctl) {
     int trim = 0;
     pthread_mutex_lock(&ctl->lock);
     ctl->passes_since_trim++;
-    if (ctl->passes_since_trim >= TRIM_AFTER && now - ctl->trimmed_ms >= TRIM_EVERY_MS && queue_len(ctl->queue) == 0) {
+    if (ctl->passes_since_trim >= TRIM_AFTER && now - ctl->trimmed_ms >= TRIM_EVERY_MS && queue_len(ctl->deps.queue) == 0) {
         ctl->passes_since_trim = 0;
         ctl->trimmed_ms = now;
         trim = 1;
@@ -396,7 +464,7 @@ static int64_t terminating_namespace_left(struct sbx_controller *ctl, const char
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
     char *key;
-    while ((key = queue_get(ctl->queue))) {
+    while ((key = queue_get(ctl->deps.queue))) {
         char err[KUBE_ERR_MAX] = "";
         int64_t requeue = 0;
         int64_t t0 = clock_mono_us();
@@ -405,19 +473,19 @@ static void *worker(void *arg) {
         if (rc < 0 && refused_by_terminating_namespace(err)) {
             LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
             note_terminating_namespace(ctl, key);
-            queue_forget(ctl->queue, key);
+            queue_forget(ctl->deps.queue, key);
         } else if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
-                queue_failures(ctl->queue, key) + 1, err);
-            queue_add_rate_limited(ctl->queue, key);
+                queue_failures(ctl->deps.queue, key) + 1, err);
+            queue_add_rate_limited(ctl->deps.queue, key);
         } else {
             LOGD("msg=\"reconciled\" sandbox=%s rc=%d requeue_ms=%lld", key, rc, (long long)requeue);
-            queue_forget(ctl->queue, key);
-            if (requeue > 0) queue_add_after(ctl->queue, key, requeue);
-            else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->queue, key, ctl->opt.resync_ms);
+            queue_forget(ctl->deps.queue, key);
+            if (requeue > 0) queue_add_after(ctl->deps.queue, key, requeue);
+            else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->deps.queue, key, ctl->opt.resync_ms);
             /* requeue < 0: the Sandbox and all it owned are gone; the key is not queued again */
         }
-        queue_done(ctl->queue, key);
+        queue_done(ctl->deps.queue, key);
         free(key);
         trim_when_idle(ctl);
     }
@@ -431,7 +499,7 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
      * once, and without it go on with binding modes unknown instead of a relist that is
      * refused every 30 s. */
     char perr[KUBE_ERR_MAX];
-    long probe = kube_get(ctl->client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, perr, sizeof(perr));
+    long probe = kube_get(ctl->deps.client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, perr, sizeof(perr));
     int classes_on = probe != 403 && probe != 401;
     if (!classes_on)
         LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
@@ -442,16 +510,16 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
     char np_path[512];
     sbx_core_path(np_path, sizeof(np_path) - 16, ctl->opt.namespace_, "networkpolicies");
     strcat(np_path, "?limit=1");
-    probe = kube_get(ctl->client, np_path, NULL, perr, sizeof(perr));
-    ctl->netpols_on = !(probe == 401 || probe == 403 || probe == 404);
-    if (!ctl->netpols_on)
+    probe = kube_get(ctl->deps.client, np_path, NULL, perr, sizeof(perr));
+    ctl->deps.netpols_on = !(probe == 401 || probe == 403 || probe == 404);
+    if (!ctl->deps.netpols_on)
         LOGW("msg=\"NetworkPolicies are not readable (no RBAC for networking.k8s.io networkpolicies): a Sandbox of a "
              "class with spec.network.mode isolated is InvalidSpec; apply the current RBAC and restart the "
              "controller\" status=%ld", probe);
     /* Sharded: take over (label) this shard's objects made without its label, before the
      * label-selected informers list. On failure the controller does not start (exits and
      * is restarted) rather than run blind to objects it owns. */
-    if (ctl->shard_label && sbx_shard_migrate(ctl, stop, perr, sizeof(perr)) < 0) {
+    if (ctl->deps.shard_label && sbx_shard_migrate(&ctl->deps, stop, perr, sizeof(perr)) < 0) {
         if (stop && atomic_load(stop)) return -1;
         LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
         return -1;
@@ -461,26 +529,26 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
 
 /* Start the informers and wait for their caches (the StorageClass cache only a while). */
 static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const atomic_int *stop) {
-    if (informer_start(ctl->pods) < 0 || informer_start(ctl->pvcs) < 0 || informer_start(ctl->services) < 0 ||
-        (ctl->netpols_on && informer_start(ctl->netpols) < 0) ||
-        informer_start(ctl->sandboxes) < 0 ||
-        (classes_on && informer_start(ctl->classes) < 0) || sbx_classes_start(ctl) < 0)
+    if (informer_start(ctl->deps.pods) < 0 || informer_start(ctl->deps.pvcs) < 0 || informer_start(ctl->deps.services) < 0 ||
+        (ctl->deps.netpols_on && informer_start(ctl->deps.netpols) < 0) ||
+        informer_start(ctl->deps.sandboxes) < 0 ||
+        (classes_on && informer_start(ctl->deps.storage_classes) < 0) || sbx_classes_start(ctl->sandbox_classes) < 0)
         return -1;
     /* The StorageClass cache is waited for only a while: without it (a namespaced install
      * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
      * a new pod waits for its claim as on an Immediate class. */
     int waited = 0;
-    while (!(informer_synced(ctl->pods) && informer_synced(ctl->pvcs) && informer_synced(ctl->services) &&
-             (!ctl->netpols_on || informer_synced(ctl->netpols)) &&
-             informer_synced(ctl->sandboxes) && sbx_classes_synced(ctl) &&
-             (!classes_on || informer_synced(ctl->classes) || waited >= CLASS_SYNC_WAIT_MS))) {
+    while (!(informer_synced(ctl->deps.pods) && informer_synced(ctl->deps.pvcs) && informer_synced(ctl->deps.services) &&
+             (!ctl->deps.netpols_on || informer_synced(ctl->deps.netpols)) &&
+             informer_synced(ctl->deps.sandboxes) && sbx_classes_synced(ctl->sandbox_classes) &&
+             (!classes_on || informer_synced(ctl->deps.storage_classes) || waited >= CLASS_SYNC_WAIT_MS))) {
         if (stop && atomic_load(stop)) return -1;
         usleep(20000);
         waited += 20;
     }
-    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu storageclasses=%zu%s", informer_count(ctl->sandboxes),
-        informer_count(ctl->pods), informer_count(ctl->pvcs), informer_count(ctl->classes),
-        informer_synced(ctl->classes) ? "" : " (StorageClasses not readable yet: binding modes unknown)");
+    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu storageclasses=%zu%s", informer_count(ctl->deps.sandboxes),
+        informer_count(ctl->deps.pods), informer_count(ctl->deps.pvcs), informer_count(ctl->deps.storage_classes),
+        informer_synced(ctl->deps.storage_classes) ? "" : " (StorageClasses not readable yet: binding modes unknown)");
     return 0;
 }
 
@@ -500,41 +568,39 @@ int sbx_controller_ready(struct sbx_controller *ctl) { return atomic_load(&ctl->
 void sbx_controller_stop(struct sbx_controller *ctl) {
     if (!ctl) return;
     atomic_store(&ctl->stopping, 1);
-    if (ctl->queue) queue_shutdown(ctl->queue);
+    if (ctl->deps.queue) queue_shutdown(ctl->deps.queue);
     /* The stop flag of every request: a worker in a slow call or a back-off returns now. */
-    kube_client_cancel(ctl->client);
+    kube_client_cancel(ctl->deps.client);
     for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
     ctl->nthreads = 0;
-    if (ctl->sandboxes) informer_stop(ctl->sandboxes);
-    if (ctl->pods) informer_stop(ctl->pods);
-    if (ctl->pvcs) informer_stop(ctl->pvcs);
-    if (ctl->services) informer_stop(ctl->services);
-    if (ctl->netpols) informer_stop(ctl->netpols);
-    if (ctl->classes) informer_stop(ctl->classes);
-    if (ctl->sandbox_classes) informer_stop(ctl->sandbox_classes);
-    if (ctl->namespaces) informer_stop(ctl->namespaces);
-    if (ctl->recorder && kube_recorder_flush(ctl->recorder, SBX_EVENT_FLUSH_MS) < 0)
+    if (ctl->deps.sandboxes) informer_stop(ctl->deps.sandboxes);
+    if (ctl->deps.pods) informer_stop(ctl->deps.pods);
+    if (ctl->deps.pvcs) informer_stop(ctl->deps.pvcs);
+    if (ctl->deps.services) informer_stop(ctl->deps.services);
+    if (ctl->deps.netpols) informer_stop(ctl->deps.netpols);
+    if (ctl->deps.storage_classes) informer_stop(ctl->deps.storage_classes);
+    sbx_classes_stop(ctl->sandbox_classes);
+    if (ctl->deps.recorder && kube_recorder_flush(ctl->deps.recorder, SBX_EVENT_FLUSH_MS) < 0)
         LOGW("msg=\"events still waiting after the flush deadline\" deadline_ms=%d", SBX_EVENT_FLUSH_MS);
 }
 
 void sbx_controller_free(struct sbx_controller *ctl) {
     if (!ctl) return;
     sbx_controller_stop(ctl);
-    informer_free(ctl->sandboxes);
-    informer_free(ctl->pods);
-    informer_free(ctl->pvcs);
-    informer_free(ctl->services);
-    informer_free(ctl->netpols);
-    informer_free(ctl->classes);
-    informer_free(ctl->sandbox_classes);
-    informer_free(ctl->namespaces);
-    queue_free(ctl->queue);
-    kube_recorder_free(ctl->recorder);
+    informer_free(ctl->deps.sandboxes);
+    informer_free(ctl->deps.pods);
+    informer_free(ctl->deps.pvcs);
+    informer_free(ctl->deps.services);
+    informer_free(ctl->deps.netpols);
+    informer_free(ctl->deps.storage_classes);
+    sbx_classes_free(ctl->sandbox_classes);
+    queue_free(ctl->deps.queue);
+    kube_recorder_free(ctl->deps.recorder);
     sbx_records_free(&ctl->records);
     strmap_clear(&ctl->terminating, free);
-    sbx_admission_free(ctl->admission);
-    sbx_starts_free(ctl->starts);
-    sbx_warm_free(ctl);
+    sbx_capacity_free(ctl->capacity);
+    sbx_metrics_free(ctl->metrics);
+    sbx_warm_free(ctl->warm);
     pthread_mutex_destroy(&ctl->lock);
     free(ctl->threads);
     free(ctl);
@@ -542,60 +608,13 @@ void sbx_controller_free(struct sbx_controller *ctl) {
 
 /* ---- observing ------------------------------------------------------------------------ */
 
-struct default_class_ctx { char name[256]; int found; };
-
-/* The class marked default (the GA annotation, or the beta one). */
-static int find_default_class(void *ud, const char *key, const cJSON *sc) {
-    struct default_class_ctx *c = ud;
-    const char *ga = kj_map_get(sc, "metadata.annotations", "storageclass.kubernetes.io/is-default-class");
-    const char *beta = kj_map_get(sc, "metadata.annotations", "storageclass.beta.kubernetes.io/is-default-class");
-    if ((ga && !strcmp(ga, "true")) || (beta && !strcmp(beta, "true"))) {
-        snprintf(c->name, sizeof(c->name), "%s", key);
-        c->found = 1;
-        return 1;
-    }
-    return 0;
-}
-
 /* How the workspace claim binds. Its class is the claim's own spec.storageClassName, else
  * the one the spec asks for, else the cluster's default class; it binds late when that
  * StorageClass says volumeBindingMode: WaitForFirstConsumer. */
 static enum sbx_binding claim_binding(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
     const char *name = pvc ? kj_str(pvc, "spec.storageClassName") : NULL;
     if (!name && !pvc) name = spec->storage_class;
-    return sbx_storage_class_binding(ctl, name, NULL, 0);
-}
-
-/* An unknown class (not cached, the cache not readable, no default class) is UNKNOWN; a
- * cached one without volumeBindingMode binds at once (the API server's default). */
-enum sbx_binding sbx_storage_class_binding(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
-    struct default_class_ctx dc = {.found = 0};
-    if (!name) {
-        informer_foreach(ctl->classes, find_default_class, &dc);
-        if (!dc.found) return SBX_BINDING_UNKNOWN;
-        name = dc.name;
-    }
-    if (resolved && len) snprintf(resolved, len, "%s", name);
-    cJSON *sc = informer_get(ctl->classes, name);
-    if (!sc) return SBX_BINDING_UNKNOWN;
-    const char *mode = kj_str(sc, "volumeBindingMode");
-    enum sbx_binding b = mode && !strcmp(mode, "WaitForFirstConsumer") ? SBX_BINDING_LATE : SBX_BINDING_AT_ONCE;
-    cJSON_Delete(sc);
-    return b;
-}
-
-int sbx_storage_class_binds_late(struct sbx_controller *ctl, const char *name, char *resolved, size_t len) {
-    return sbx_storage_class_binding(ctl, name, resolved, len) == SBX_BINDING_LATE;
-}
-
-/* Does the claim's StorageClass allow volume expansion? */
-static int claim_expandable(struct sbx_controller *ctl, const cJSON *pvc) {
-    const char *name = kj_str(pvc, "spec.storageClassName");
-    if (!name) return 0;
-    cJSON *sc = informer_get(ctl->classes, name);
-    int yes = kj_bool(sc, "allowVolumeExpansion", 0);
-    cJSON_Delete(sc);
-    return yes;
+    return sbx_storage_class_binding(&ctl->deps, name, NULL, 0);
 }
 
 /* The request, capacity and expandability of the Sandbox's claim pvc, into o; for a fork
@@ -606,7 +625,7 @@ static void observe_claim_size(struct sbx_controller *ctl, const cJSON *pvc, str
     const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
     if (!req || qty_parse_memory(req, &o->claim_request_bytes) < 0) o->claim_request_bytes = 0;
     if (!cap || qty_parse_memory(cap, &o->claim_capacity_bytes) < 0) o->claim_capacity_bytes = 0;
-    o->claim_expandable = claim_expandable(ctl, pvc);
+    o->claim_expandable = sbx_storage_class_expands(&ctl->deps, kj_str(pvc, "spec.storageClassName"));
     o->claim_cloned_bytes = 0;
     if (spec->workspace_from) {
         const char *cloned = kj_map_get(pvc, "metadata.annotations", SBX_ANN_CLONED_SIZE);
@@ -630,7 +649,7 @@ static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     return st == 200 || st == 404 ? 0 : -1;
 }
@@ -656,29 +675,14 @@ static cJSON *cached_or_read(struct sbx_controller *ctl, struct informer *inf, c
     char key[512], path[1024], rerr[KUBE_ERR_MAX];
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     cJSON *obj = informer_get(inf, key), *list = NULL;
-    if (obj || !ctl->shard_label) return obj;
+    if (obj || !ctl->deps.shard_label) return obj;
     snprintf(path, sizeof(path), "%s/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", api, ns, resource, name);
-    if (kube_get(ctl->client, path, &list, rerr, sizeof(rerr)) == 200) {
+    if (kube_get(ctl->deps.client, path, &list, rerr, sizeof(rerr)) == 200) {
         const cJSON *items = kj_path(list, "items");
         if (cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1) obj = cJSON_DetachItemFromArray((cJSON *)items, 0);
     }
     cJSON_Delete(list);
     return obj;
-}
-
-/* Does StorageClass name (NULL: the cluster's default) say its driver clones
- * (SBX_ANN_STORAGE_CLONES)? Unknown or unreadable: no. */
-static int storage_class_clones(struct sbx_controller *ctl, const char *name) {
-    char resolved[256] = "";
-    if (!name) {
-        sbx_storage_class_binding(ctl, NULL, resolved, sizeof(resolved));
-        if (!resolved[0]) return 0;
-        name = resolved;
-    }
-    cJSON *sc = informer_get(ctl->classes, name);
-    int yes = sbx_storage_class_clones(sc);
-    cJSON_Delete(sc);
-    return yes;
 }
 
 /* spec.workspace.from: find the claim to clone, the bound workspace claim of the named
@@ -696,7 +700,7 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     const char *api = "/apis/" SBX_GROUP "/v1alpha1";
     *held = NULL;
     memset(src, 0, sizeof(*src));
-    cJSON *sb = cached_or_read(ctl, ctl->sandboxes, ns, api, SBX_PLURAL, spec->workspace_from);
+    cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, api, SBX_PLURAL, spec->workspace_from);
     if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
         snprintf(why, whylen, "spec.workspace.from: Sandbox %s not found in namespace %s%s; waiting for it",
                  spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
@@ -715,7 +719,7 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     }
     /* The claim it controls in the cache first (an adopted claim has a name of its own),
      * then what its status says, then the name its IDs give. */
-    const char *name = kj_str(sb, "metadata.uid") && sbx_warm_claim_of(ctl, kj_str(sb, "metadata.uid"), claim,
+    const char *name = kj_str(sb, "metadata.uid") && sbx_warm_claim_of(ctl->warm, kj_str(sb, "metadata.uid"), claim,
                                                                        sizeof(claim)) ? claim
                        : kj_str(sb, "status.workspaceClaim");
     if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
@@ -727,7 +731,7 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
                  spec->workspace_from);
         goto out;
     }
-    *held = cached_or_read(ctl, ctl->pvcs, ns, "/api/v1", "persistentvolumeclaims", name);
+    *held = cached_or_read(ctl, ctl->deps.pvcs, ns, "/api/v1", "persistentvolumeclaims", name);
     const char *uid = kj_str(sb, "metadata.uid");
     const char *phase = kj_str(*held, "status.phase");
     if (!uid || classify(*held, uid) != SBX_OBJ_PRESENT || !phase || strcmp(phase, "Bound") != 0) {
@@ -757,7 +761,7 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     }
     /* Cloned only where the operator says the StorageClass's driver clones; otherwise
      * copied (a clone request to a driver that ignores dataSource binds an empty volume). */
-    src->copy = !storage_class_clones(ctl, src->storage_class);
+    src->copy = !sbx_storage_class_clones_by_name(&ctl->deps, src->storage_class);
     if (!src->copy && sbx_ws_source_check(spec, src, why, whylen) < 0) {
         reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
         goto out;
@@ -788,12 +792,12 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
     char path[1024];
     cJSON *made = NULL;
     sbx_core_path(path, sizeof(path), ns, resource);
-    long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+    long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
     if (st == 201 || st == 200) {
         const char *made_uid = kj_str(made, "metadata.uid");
         if (made_uid) sbx_records_expect(&ctl->records, uid, kind, made_uid, kj_now_ms() + EXPECT_MS);
         cJSON_Delete(made);
-        sbx_ctl_count(ctl, &ctl->stats.creates);
+        sbx_count(&ctl->counters.creates);
         return 0;
     }
     cJSON_Delete(made);
@@ -801,74 +805,15 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
     /* Already exists: ours (the cache is behind) or a stranger's? */
     cJSON *existing = NULL;
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    st = kube_get(ctl->client, path, &existing, err, errlen);
+    st = kube_get(ctl->deps.client, path, &existing, err, errlen);
     if (st != 200) { cJSON_Delete(existing); return st == 404 ? -1 : -1; }
     enum sbx_object_state s = classify(existing, uid);
     /* Ours but not in the cache: sharded, and made without this shard's label (by a
      * replica not sharded yet): labelled now, the watch then shows it. */
     int rc = s == SBX_OBJ_FOREIGN ? 1 : 0;
-    if (!rc && sbx_shard_adopt_existing(ctl, resource, existing, err, errlen) < 0) rc = -1;
+    if (!rc && sbx_shard_adopt_existing(&ctl->deps, resource, existing, err, errlen) < 0) rc = -1;
     cJSON_Delete(existing);
     return rc;
-}
-
-/* Delete ns/resource/name if it still has uid. 0 or -1. */
-int sbx_delete_owned(struct sbx_controller *ctl, const char *ns, const char *resource,
-                        const char *name, const char *uid, char *err, size_t errlen) {
-    char path[1024];
-    sbx_core_path(path, sizeof(path), ns, resource);
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    long st = kube_delete(ctl->client, path, uid, err, errlen);
-    if (st == 200 || st == 202 || st == 404 || st == 409) { sbx_ctl_count(ctl, &ctl->stats.deletes); return 0; }
-    return -1;
-}
-
-int sbx_patch_owned_map(struct sbx_controller *ctl, const char *ns, const char *resource, const char *name,
-                        const char *uid, const char *map, size_t n, const char *const *keys,
-                        const char *const *values, char *err, size_t errlen) {
-    char path[1024];
-    cJSON *patch = cJSON_CreateObject(), *md, *m;
-    int ok = patch && (md = cJSON_AddObjectToObject(patch, "metadata")) && cJSON_AddStringToObject(md, "uid", uid) &&
-             (m = cJSON_AddObjectToObject(md, map));
-    for (size_t i = 0; ok && i < n; i++) ok = cJSON_AddStringToObject(m, keys[i], values[i]) != NULL;
-    if (!ok) {
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    sbx_core_path(path, sizeof(path), ns, resource);
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
-}
-
-/* DELETE path with the preconditions uid and resourceVersion (background propagation).
- * The HTTP status (404 and 409 without err), or -1. */
-long sbx_delete_preconditioned(struct sbx_controller *ctl, const char *path, const char *uid, const char *rv,
-                               char *err, size_t errlen) {
-    cJSON *opts = cJSON_CreateObject(), *pre;
-    char *body = NULL;
-    if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
-        cJSON_AddStringToObject(opts, "apiVersion", "v1") &&
-        cJSON_AddStringToObject(opts, "propagationPolicy", "Background") &&
-        (pre = cJSON_AddObjectToObject(opts, "preconditions")) && cJSON_AddStringToObject(pre, "uid", uid) &&
-        (!rv || cJSON_AddStringToObject(pre, "resourceVersion", rv)))
-        body = cJSON_PrintUnformatted(opts);
-    cJSON_Delete(opts);
-    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
-    struct kube_response resp;
-    int rc = kube_request(ctl->client, "DELETE", path, "application/json", body, strlen(body), &resp);
-    free(body);
-    long st = rc < 0 ? -1 : resp.status;
-    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
-    else if (st >= 300 && st != 404 && st != 409) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        snprintf(err, errlen, "DELETE %s: %s", path, msg);
-    }
-    kube_response_free(&resp);
-    return st;
 }
 
 /* SBX_ACT_RELEASE_CLAIM: give up the adopted warm claim `claim` whose volume's node cannot
@@ -886,7 +831,7 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
     if (!claim_uid) return 0;
     sbx_core_path(path, sizeof(path), ns, "pods");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-    long st = kube_get(ctl->client, path, &pod, err, errlen);
+    long st = kube_get(ctl->deps.client, path, &pod, err, errlen);
     if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
     if (st == 200) {
         const char *owner = kj_str(sbx_sandbox_controller_ref(pod), "uid");
@@ -896,17 +841,17 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
             cJSON_Delete(pod);
             return 0;
         }
-        long d = sbx_delete_preconditioned(ctl, path, kj_str(pod, "metadata.uid"), kj_str(pod, "metadata.resourceVersion"),
+        long d = sbx_delete_preconditioned(&ctl->deps, path, kj_str(pod, "metadata.uid"), kj_str(pod, "metadata.resourceVersion"),
                                            err, errlen);
         cJSON_Delete(pod);
-        if (d == 409) { sbx_ctl_count(ctl, &ctl->stats.conflicts); return 0; }
+        if (d == 409) { sbx_count(&ctl->counters.conflicts); return 0; }
         if (d != 200 && d != 202 && d != 404) return -1;
-        sbx_ctl_count(ctl, &ctl->stats.deletes);
+        sbx_count(&ctl->counters.deletes);
     } else {
         cJSON_Delete(pod);
     }
-    if (sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
-    sbx_warm_note_released(ctl, uid);
+    if (sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
+    sbx_warm_note_released(ctl->warm, uid);
     LOGI("msg=\"warm claim released\" sandbox=%s claim=%s", key, claim);
     return 0;
 }
@@ -921,13 +866,13 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
     char path[1024];
     if (!spec->service) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(ctl, ns, "services", pod_name, kj_str(svc, "metadata.uid"), err, errlen) < 0) return -1;
+        if (sbx_delete_owned(&ctl->deps, ns, "services", pod_name, kj_str(svc, "metadata.uid"), err, errlen) < 0) return -1;
         LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         return 0;
     }
     if (state == SBX_OBJ_TERMINATING) return 0;   /* created again once it is gone */
     if (state == SBX_OBJ_FOREIGN) {
-        sbx_event_record(ctl, sb, "Warning", "ServiceNameConflict",
+        sbx_event_record(&ctl->deps, sb, "Warning", "ServiceNameConflict",
                          "a Service of the sandbox's name belongs to someone else; no Service was made");
         return 0;
     }
@@ -941,8 +886,8 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
         int r = create_owned(ctl, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err, errlen);
         if (r < 0) rc = -1;
         else if (r == 1) {
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);
-            sbx_event_record(ctl, sb, "Warning", "ServiceNameConflict",
+            sbx_count(&ctl->counters.conflicts);
+            sbx_event_record(&ctl->deps, sb, "Warning", "ServiceNameConflict",
                              "a Service of the sandbox's name belongs to someone else; no Service was made");
         } else {
             LOGI("msg=\"service created\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
@@ -961,7 +906,7 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
         } else {
             sbx_core_path(path, sizeof(path), ns, "services");
             snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+            long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
             if (st != 200 && st != 404 && st != 409) rc = -1;
             else LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         }
@@ -1005,7 +950,7 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
     }
     if (net->mode != SBX_NET_ISOLATED) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(ctl, ns, "networkpolicies", pod_name, kj_str(np, "metadata.uid"), err, errlen) < 0)
+        if (sbx_delete_owned(&ctl->deps, ns, "networkpolicies", pod_name, kj_str(np, "metadata.uid"), err, errlen) < 0)
             return -1;
         LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
              owner->name, pod_name);
@@ -1016,7 +961,7 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
         return -1;
     }
     if (state == SBX_OBJ_FOREIGN) {
-        sbx_event_record(ctl, sb, "Warning", "NetworkPolicyNameConflict",
+        sbx_event_record(&ctl->deps, sb, "Warning", "NetworkPolicyNameConflict",
                          "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
         snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         return -1;
@@ -1030,8 +975,8 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
     } else if (state == SBX_OBJ_ABSENT) {
         int r = create_owned(ctl, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err, errlen);
         if (r == 1) {
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);
-            sbx_event_record(ctl, sb, "Warning", "NetworkPolicyNameConflict",
+            sbx_count(&ctl->counters.conflicts);
+            sbx_event_record(&ctl->deps, sb, "Warning", "NetworkPolicyNameConflict",
                              "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
             snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         }
@@ -1050,7 +995,7 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
         } else {
             sbx_core_path(path, sizeof(path), ns, "networkpolicies");
             snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+            long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
             if (st != 200 && st != 404 && st != 409) rc = -1;
             else LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
         }
@@ -1075,11 +1020,11 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
 static void source_node(struct sbx_controller *ctl, const char *ns, const char *name, char *node, size_t nodelen) {
     char okey[600];
     node[0] = '\0';
-    cJSON *sb = cached_or_read(ctl, ctl->sandboxes, ns, "/apis/" SBX_GROUP "/v1alpha1", SBX_PLURAL, name);
+    cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, "/apis/" SBX_GROUP "/v1alpha1", SBX_PLURAL, name);
     const char *pod_name = kj_str(sb, "status.podName");
     if (pod_name) {
         snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
-        cJSON *pod = informer_get(ctl->pods, okey);
+        cJSON *pod = informer_get(ctl->deps.pods, okey);
         const char *n = kj_str(pod, "spec.nodeName");
         if (n && !kj_str(pod, "metadata.deletionTimestamp")) snprintf(node, nodelen, "%s", n);
         cJSON_Delete(pod);
@@ -1100,7 +1045,7 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
     const char *claim = kj_str(pvc, "metadata.name"), *claim_uid = kj_str(pvc, "metadata.uid");
     sbx_copier_name(owner->uid, copier, sizeof(copier));
     snprintf(okey, sizeof(okey), "%s/%s", ns, copier);
-    cJSON *pod = informer_get(ctl->pods, okey);
+    cJSON *pod = informer_get(ctl->deps.pods, okey);
     int rc = 0;
     o->workspace_copy = SBX_COPY_RUNNING;
     o->workspace_copy_message = msg;
@@ -1122,12 +1067,12 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         if (!obj) { snprintf(err, errlen, "out of memory"); rc = -1; goto out; }
         cJSON *made = NULL;
         sbx_core_path(path, sizeof(path), ns, "pods");
-        long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+        long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
         cJSON_Delete(obj);
         if (st == 201 || st == 200) {
             const char *u = kj_str(made, "metadata.uid");
             if (u) sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_COPIER, u, kj_now_ms() + EXPECT_MS);
-            sbx_ctl_count(ctl, &ctl->stats.creates);
+            sbx_count(&ctl->counters.creates);
             LOGI("msg=\"workspace copy started\" sandbox=%s/%s copier=%s source=%s claim=%s node=%s", ns, owner->name,
                  copier, source, claim ? claim : "", node[0] ? node : "(scheduler)");
         } else if (st != 409) {
@@ -1145,15 +1090,15 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         char t[48];
         kj_time_format(kj_now_ms(), t, sizeof(t));
         if (!claim || !claim_uid ||
-            sbx_patch_owned_map(ctl, ns, "persistentvolumeclaims", claim, claim_uid, "annotations", 1,
+            sbx_patch_owned_map(&ctl->deps, ns, "persistentvolumeclaims", claim, claim_uid, "annotations", 1,
                                 (const char *const[]){SBX_ANN_FORK_COPIED}, (const char *const[]){t}, err,
                                 errlen) < 0) {
             rc = -1;
             goto out;
         }
         LOGI("msg=\"workspace copied\" sandbox=%s/%s claim=%s source=%s", ns, owner->name, claim, source);
-        sbx_event_record(ctl, sb, "Normal", "WorkspaceCopied", msg);
-        if (pod_uid && sbx_delete_owned(ctl, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+        sbx_event_record(&ctl->deps, sb, "Normal", "WorkspaceCopied", msg);
+        if (pod_uid && sbx_delete_owned(&ctl->deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
         goto out;   /* the claim's echo brings the pass that makes the pod */
     }
     if (co.pod_phase && !strcmp(co.pod_phase, "Failed")) {
@@ -1170,7 +1115,7 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         int64_t ended = t->finished_ms ? t->finished_ms : sbx_time_at(pod, "metadata.creationTimestamp");
         if (kj_now_ms() - ended >= SBX_COPY_RETRY_MS && pod_uid) {
             LOGW("msg=\"workspace copy failed; trying again\" sandbox=%s/%s copier=%s", ns, owner->name, copier);
-            if (sbx_delete_owned(ctl, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+            if (sbx_delete_owned(&ctl->deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
         }
         goto out;
     }
@@ -1187,10 +1132,10 @@ out:
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
 static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
                                const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
-    sbx_capacity_class(ctl, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
-    sbx_capacity_reclaimable(ctl, uid, NULL, NULL, 0);
-    sbx_capacity_release(ctl, uid, 1);   /* it wants no pod until the spec is fixed */
-    return sbx_status_report_invalid(ctl, ns, name, sb, reason, why, err, errlen);
+    sbx_capacity_class(ctl->capacity, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
+    sbx_capacity_reclaimable(ctl->capacity, uid, NULL, NULL, 0);
+    sbx_capacity_release(ctl->capacity, uid, 1);   /* it wants no pod until the spec is fixed */
+    return sbx_status_report_invalid(&ctl->deps, ns, name, sb, reason, why, err, errlen);
 }
 
 /* A running pod whose Sandbox's spec can no longer be applied goes on under the policy
@@ -1218,14 +1163,14 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
     cJSON *pvc = NULL;
     sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
-    long st = kube_get(ctl->client, path, &pvc, rerr, sizeof(rerr));
+    long st = kube_get(ctl->deps.client, path, &pvc, rerr, sizeof(rerr));
     int ours = st == 200 && classify(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
     LOGW("msg=\"warm adoption refused: the Sandbox still controls its claim, which this replica's cache does not "
          "show\" sandbox=%s/%s claim=%s", ns, kj_str(sb, "metadata.name"), had);
     snprintf(msg, sizeof(msg), "no warm claim adopted: the sandbox still has its workspace claim %.200s", had);
-    sbx_event_record(ctl, sb, "Warning", "WarmAdoptionRefused", msg);
+    sbx_event_record(&ctl->deps, sb, "Warning", "WarmAdoptionRefused", msg);
     return 1;
 }
 
@@ -1250,7 +1195,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     const char *uid = kj_str(sb, "metadata.uid");
     if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
     if (kj_str(sb, "metadata.deletionTimestamp")) {
-        sbx_capacity_release(ctl, uid, 1);
+        sbx_capacity_release(ctl->capacity, uid, 1);
         rc = 0; /* going: owner references and the sweep finish the job */
         goto out;
     }
@@ -1269,7 +1214,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     const char *why_reason = SBX_REASON_INVALID;
     struct sbx_class cls;
     int have_class = 0, governed = 0;
-    int bad = sbx_class_for(ctl, sb, &cls, &have_class, &why_reason, why, sizeof(why)) < 0 ||
+    int bad = sbx_class_for(ctl->sandbox_classes, sb, &cls, &have_class, &why_reason, why, sizeof(why)) < 0 ||
               sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0;
     if (!bad) {
         have_spec = 1;   /* resolved: freed at the end whatever follows */
@@ -1281,7 +1226,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (!bad) {
         bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &net, why,
                                   sizeof(why)) < 0;
-        if (!bad && net.mode == SBX_NET_ISOLATED && !ctl->netpols_on) {
+        if (!bad && net.mode == SBX_NET_ISOLATED && !ctl->deps.netpols_on) {
             snprintf(why, sizeof(why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, but the "
                      "controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io networkpolicies)",
                      cls.name);
@@ -1296,7 +1241,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         char nerr[256];
         size_t dropped = 0;
         if (sbx_network_narrow(sb, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
-            (narrowed.mode != SBX_NET_ISOLATED || ctl->netpols_on)) {
+            (narrowed.mode != SBX_NET_ISOLATED || ctl->deps.netpols_on)) {
             sbx_network_free(&net);
             net = narrowed;
             governed_net = 1;
@@ -1320,24 +1265,24 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
     }
     have_spec = 1;
-    sbx_capacity_class(ctl, uid, spec.class_name, spec.max_running_per_user);
+    sbx_capacity_class(ctl->capacity, uid, spec.class_name, spec.max_running_per_user);
     if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
-        sbx_capacity_release(ctl, uid, 1);
-        rc = sbx_status_report_invalid(ctl, ns, name, sb, NULL, "spec.userID and spec.chatID must not be empty", err,
+        sbx_capacity_release(ctl->capacity, uid, 1);
+        rc = sbx_status_report_invalid(&ctl->deps, ns, name, sb, NULL, "spec.userID and spec.chatID must not be empty", err,
                                        errlen);
         goto out;
     }
     /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
      * the one its IDs name. */
-    if (!sbx_warm_claim_of(ctl, uid, claim, sizeof(claim))) sbx_claim_name(pod_name, claim, sizeof(claim));
+    if (!sbx_warm_claim_of(ctl->warm, uid, claim, sizeof(claim))) sbx_claim_name(pod_name, claim, sizeof(claim));
     snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
-    pod = informer_get(ctl->pods, okey);
+    pod = informer_get(ctl->deps.pods, okey);
     snprintf(okey, sizeof(okey), "%s/%s", ns, claim);
-    pvc = informer_get(ctl->pvcs, okey);
+    pvc = informer_get(ctl->deps.pvcs, okey);
     snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);   /* the Service is named like the pod */
-    svc = informer_get(ctl->services, okey);
+    svc = informer_get(ctl->deps.services, okey);
     enum sbx_object_state svc_state = classify(svc, uid);
-    np = informer_get(ctl->netpols, okey);   /* named like the pod too */
+    np = informer_get(ctl->deps.netpols, okey);   /* named like the pod too */
     enum sbx_object_state np_state = classify(np, uid);
     if (governed && classify(pod, uid) != SBX_OBJ_PRESENT &&
         !(spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
@@ -1369,11 +1314,11 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     case SBX_LAST_USED_FUTURE:
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
          * client's newer touch wins), so it cannot keep the sandbox alive forever. */
-        rc = sbx_last_used_rewrite(ctl, ns, name, sb, lu, now, err, errlen);
+        rc = sbx_last_used_rewrite(&ctl->deps, ns, name, sb, lu, now, err, errlen);
         if (rc == 0) *requeue_ms = STALE_REQUEUE_MS;   /* the watch brings the rewritten value */
         goto out;
     case SBX_LAST_USED_INVALID:
-        sbx_last_used_warn_invalid(ctl, sb, lu);
+        sbx_last_used_warn_invalid(&ctl->deps, sb, lu);
         break;
     default:
         break;
@@ -1398,7 +1343,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (!adopted_at || kj_time_parse(adopted_at, &o.claim_adopted_ms) != 0) o.claim_adopted_ms = 0;
     /* An adopted claim given up moments ago, its deletion not in the cache yet: gone for
      * this pass (no new pod on it). */
-    if (o.pvc == SBX_OBJ_PRESENT && o.claim_adopted_ms && sbx_warm_released(ctl, uid)) o.pvc = SBX_OBJ_TERMINATING;
+    if (o.pvc == SBX_OBJ_PRESENT && o.claim_adopted_ms && sbx_warm_released(ctl->warm, uid)) o.pvc = SBX_OBJ_TERMINATING;
     o.pod = classify(pod, uid);
     /* What a deleted predecessor of this name left is removed now (uid precondition),
      * not after the garbage collector's discovery resync (30 s for a new CRD): a
@@ -1411,7 +1356,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
         if (!lname || !luid) continue;
         if (!kj_str(left[i], "metadata.deletionTimestamp")) {
-            if (sbx_delete_owned(ctl, ns, left_res[i], lname, luid, err, errlen) < 0) goto out;
+            if (sbx_delete_owned(&ctl->deps, ns, left_res[i], lname, luid, err, errlen) < 0) goto out;
             LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", key, left_res[i], lname);
         }
         *state[i] = SBX_OBJ_TERMINATING;
@@ -1427,7 +1372,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         if (built_class && strcmp(built_class, spec.class_name ? spec.class_name : "") != 0)
             o.pod_template_outdated = 1;
         if (have && !o.pod_template_outdated) {
-            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
+            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
             cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
             const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
             if (!h) { cJSON_Delete(want); snprintf(err, errlen, "out of memory"); goto out; }
@@ -1451,35 +1396,35 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (o.pvc == SBX_OBJ_PRESENT && spec.workspace_from && !governed) {
         const char *from = kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_FROM);
         if (from && !kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_COPIED)) {
-            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
+            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
             if (fill_by_copy(ctl, ns, sb, &me, &spec, pvc, from, &o, copy_msg, sizeof(copy_msg), err, errlen) < 0)
                 goto out;
         }
     }
     o.admitted = o.pod != SBX_OBJ_ABSENT;
-    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl, uid, 1);
+    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl->capacity, uid, 1);
 
     struct sbx_decision d;
     lifecycle_decide(&spec, &o, &d);
     if (governed) govern(&d, &o, why_reason, why);
     if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
+        o.admitted = sbx_capacity_admit(ctl->capacity, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
                                         &o.class_capped);
         lifecycle_decide(&spec, &o, &d);
     } else if (!d.wants_pod) {
-        sbx_capacity_release(ctl, uid, 1);
+        sbx_capacity_release(ctl->capacity, uid, 1);
     }
-    sbx_capacity_reclaimable(ctl, uid, &spec, &d, o.pod == SBX_OBJ_PRESENT);
+    sbx_capacity_reclaimable(ctl->capacity, uid, &spec, &d, o.pod == SBX_OBJ_PRESENT);
     /* In line for the global cap: idle sandboxes of classes that allow it may make room. */
     int64_t reclaim_at = 0;
     if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod && o.queue_position > 0)
-        reclaim_at = sbx_capacity_reclaim(ctl, now);
+        reclaim_at = sbx_capacity_reclaim(ctl->capacity, now);
 
     /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
      * here, once per deadline reached (not every pass), before anything is destroyed. */
     if (!governed && spec.activity_cpu_millis > 0 && d.reason && !strcmp(d.reason, SBX_REASON_IDLE) &&
         (d.actions & DESTRUCTIVE) && o.pod == SBX_OBJ_PRESENT && o.pod_phase && !strcmp(o.pod_phase, "Running")) {
-        int act = sbx_activity_probe(ctl, ns, name, sb, pod_name, spec.activity_cpu_millis, now, err, errlen);
+        int act = sbx_activity_probe(&ctl->deps, ns, name, sb, pod_name, spec.activity_cpu_millis, now, err, errlen);
         if (act < 0) goto out;
         if (act == SBX_STALE || act == SBX_ACTIVE) { rc = act == SBX_STALE ? SBX_STALE : 0; goto out; }
     }
@@ -1498,31 +1443,31 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
         if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = sbx_status_write(ctl, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
+        rc = sbx_status_write(&ctl->deps, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
         cJSON_Delete(st);
         if (rc != 0) goto out;
         rc = -1;
         fenced = 1;
-        sbx_event_transition(ctl, sb, &o, &d, pod_name);
-        sbx_event_invalid(ctl, sb, &d);
+        sbx_event_transition(&ctl->deps, sb, &o, &d, pod_name);
+        sbx_event_invalid(&ctl->deps, sb, &d);
         if (d.run.finished) {
-            sbx_ctl_count(ctl, &ctl->stats.runs_finished);
+            sbx_count(&ctl->counters.runs_finished);
             LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", key, d.run.exit_code);
         }
     }
 
-    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->shard_label};
+    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
     /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->netpols_on && (!governed || governed_net) &&
+    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!governed || governed_net) &&
         reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, pod, np, np_state, err, errlen) < 0) {
-        if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl, uid, 0);
+        if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
         goto out;
     }
     if ((d.actions & SBX_ACT_CREATE_PVC) && !spec.workspace_from && !controls_unseen_claim(ctl, ns, sb, uid)) {
         /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
          * PATCH), and the pod can start in this very pass. */
         cJSON *adopted = NULL;
-        int a = sbx_warm_adopt(ctl, ns, &owner, &spec, &adopted, claim, sizeof(claim), err, errlen);
+        int a = sbx_warm_adopt(ctl->warm, ns, &owner, &spec, &adopted, claim, sizeof(claim), err, errlen);
         if (a < 0) goto out;
         if (a == 1) {
             cJSON_Delete(pvc);
@@ -1542,31 +1487,31 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, claim, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) goto out;
-        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); sbx_ctl_count(ctl, &ctl->stats.conflicts); }
+        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); sbx_count(&ctl->counters.conflicts); }
     }
     if (d.actions & SBX_ACT_CREATE_POD) {
         cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
         int r = obj ? create_owned(ctl, ns, "pods", SBX_EXPECT_POD, obj, pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
-        if (r < 0) { sbx_capacity_release(ctl, uid, 0); goto out; }
+        if (r < 0) { sbx_capacity_release(ctl->capacity, uid, 0); goto out; }
         if (r == 1) {
-            sbx_capacity_release(ctl, uid, 1);
+            sbx_capacity_release(ctl->capacity, uid, 1);
             o.pod = SBX_OBJ_FOREIGN;
             lifecycle_decide(&spec, &o, &d);
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            sbx_count(&ctl->counters.conflicts);
         } else {
             LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
             d.observed_generation = o.generation;   /* the pod just built from this spec */
-            if (spec.lifecycle == SBX_ONE_SHOT) sbx_ctl_count(ctl, &ctl->stats.runs_started);
+            if (spec.lifecycle == SBX_ONE_SHOT) sbx_count(&ctl->counters.runs_started);
         }
     }
     if ((d.actions & SBX_ACT_EXPAND_PVC) && expand_claim(ctl, ns, claim, spec.workspace_bytes, err, errlen) < 0)
         goto out;
     if ((d.actions & SBX_ACT_DELETE_POD) &&
-        sbx_delete_owned(ctl, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
+        sbx_delete_owned(&ctl->deps, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
         goto out;
     if ((d.actions & SBX_ACT_DELETE_PVC) &&
-        sbx_delete_owned(ctl, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
+        sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
         goto out;
     if ((d.actions & SBX_ACT_RELEASE_CLAIM) &&
         release_warm_claim(ctl, ns, key, uid, pod_name, claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
@@ -1580,16 +1525,16 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
         if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
         if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+        rc = sbx_status_write(&ctl->deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
         cJSON_Delete(st);
         if (rc != 0) goto out;   /* SBX_STALE: changed since; decide again on the newer version */
         rc = -1;
-        sbx_event_transition(ctl, sb, &o, &d, pod_name);
-        sbx_event_invalid(ctl, sb, &d);
+        sbx_event_transition(&ctl->deps, sb, &o, &d, pod_name);
+        sbx_event_invalid(&ctl->deps, sb, &d);
     }
 
     if (d.actions & SBX_ACT_DELETE_SANDBOX) {
-        long st2 = sbx_sandbox_delete(ctl, ns, name, uid, rv, err, errlen);
+        long st2 = sbx_sandbox_delete(&ctl->deps, ns, name, uid, rv, err, errlen);
         if (st2 == 409) {
             /* Written to since the stop was recorded (a touch): it wakes instead. */
             LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", key);
@@ -1598,7 +1543,7 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
         }
         if (st2 != 200 && st2 != 202 && st2 != 404) goto out;
         if (st2 != 404) {
-            sbx_event_record(ctl, sb, "Normal", "Removed", d.message);
+            sbx_event_record(&ctl->deps, sb, "Normal", "Removed", d.message);
             LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
         }
     }
@@ -1629,22 +1574,22 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     if (!strcmp(name, SBX_WARM_QUEUE_NAME)) {
         int64_t held = terminating_namespace_left(ctl, ns);
         if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
-        return sbx_warm_reconcile(ctl, ns, requeue_ms, err, errlen);
+        return sbx_warm_reconcile(ctl->warm, ns, requeue_ms, err, errlen);
     }
-    cJSON *sb = informer_get(ctl->sandboxes, key);
+    cJSON *sb = informer_get(ctl->deps.sandboxes, key);
     int rc;
     if (!sb) {
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
          * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. (Its
          * record's reservation ended with the deletion.) */
-        return sbx_orphans_sweep(ctl, key, ns, name, requeue_ms, err, errlen);
+        return sbx_orphans_sweep(&ctl->deps, key, ns, name, requeue_ms, err, errlen);
     }
     rc = reconcile_object(ctl, key, ns, name, sb, requeue_ms, err, errlen);
     cJSON_Delete(sb);
     if (rc == SBX_STALE) {
         /* The cache was behind the API server: nothing was destroyed; decide again on the
          * newer version once the cache has it. */
-        sbx_ctl_count(ctl, &ctl->stats.conflicts);
+        sbx_count(&ctl->counters.conflicts);
         LOGI("msg=\"sandbox changed since the decision; deciding again\" sandbox=%s", key);
         *requeue_ms = STALE_REQUEUE_MS;
         rc = 0;

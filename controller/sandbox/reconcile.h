@@ -5,23 +5,14 @@
 #ifndef YAO_SANDBOX_RECONCILE_H
 #define YAO_SANDBOX_RECONCILE_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "kube/events.h"
+#include "base/dynbuf.h"
 #include "kube/rest.h"
 #include "runtime/informer.h"
-#include "runtime/queue.h"
-#include "base/strmap.h"
 #include "sandbox/capacity_decide.h"
-#include "sandbox/netpol.h"
-#include "sandbox/records.h"
-#include "sandbox/shard_decide.h"
-
-#define SBX_METRIC_PHASES 8        /* Pending ... Unknown (sandbox/metrics.c) */
-#define SBX_METRIC_LIFECYCLES 4
+#include "sandbox/metrics.h"
 #include "sandbox/spec.h"
-#include "sandbox/starts.h"
 
 struct sbx_controller_options {
     struct sbx_defaults defaults;
@@ -44,59 +35,9 @@ struct sbx_controller_options {
     struct kube_client *events_client;
 };
 
-/* Reconcile outcome counters, for metrics. */
-struct sbx_controller_stats {
-    uint64_t reconciles, errors, status_writes, creates, deletes, conflicts, events;
-    uint64_t runs_started, runs_finished;   /* one-shot pods created, results recorded */
-    uint64_t reclaims;             /* idle sandboxes stopped to admit a waiting one */
-    uint64_t warm_adoptions;       /* warm-pool claims adopted by a new Sandbox */
-    uint64_t warm_misses;          /* a new Sandbox found its shape's pool without a Bound claim */
-    uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
-    double latency_sum_ms;
-};
-
-struct sbx_controller {
-    struct kube_client *client;
-    struct sbx_controller_options opt;
-    struct informer *sandboxes, *pods, *pvcs;
-    struct informer *services;     /* the Services of Sandboxes with spec.service.enabled */
-    struct informer *netpols;      /* the NetworkPolicies of Sandboxes of an isolated class */
-    struct informer *classes;      /* StorageClasses: binding mode of a workspace claim */
-    struct informer *sandbox_classes;  /* SandboxClasses (class.c) */
-    int sandbox_classes_on;        /* readable at start; otherwise the flag defaults alone */
-    struct informer *namespaces;   /* Namespaces, with their labels only (class.c) */
-    int namespaces_on;             /* readable at start; otherwise scoped classes refuse */
-    struct workqueue *queue;
-    struct kube_recorder *recorder; /* Events, written by their own thread (NULL: none) */
-    pthread_t *threads;
-    atomic_int nthreads;           /* workers started: also read by /readyz (probe thread) */
-    atomic_int stopping;           /* set by sbx_controller_stop */
-    pthread_mutex_t lock;          /* guards stats, the trim fields and terminating */
-    uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
-    /* Cached Sandboxes by phase and lifecycle, kept by the Sandbox handler for /metrics
-     * (sandbox/metrics.c): a scrape never walks the cache. Under lock. */
-    unsigned sandbox_counts[SBX_METRIC_PHASES][SBX_METRIC_LIFECYCLES];
-    int64_t trimmed_ms;            /* when (monotonic) */
-    struct sbx_records records;    /* one record per Sandbox, by UID (sandbox/records.h) */
-    /* Namespaces that refused a create because they are being deleted -> int64_t * (the
-     * monotonic ms until which their passes are skipped). Under lock. */
-    struct strmap terminating;
-    struct sbx_admission *admission; /* the running cap, kept by the handlers (sandbox/capacity_decide.h) */
-    struct sbx_controller_stats stats;
-    /* The API server addresses this controller knows (the in-cluster
-     * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
-     * sandbox unless its class allows the API server (sandbox/netpol.h). */
-    struct sbx_cidr apiserver[1];
-    size_t napiserver;
-    int netpols_on;                /* readable at start; otherwise isolated classes are InvalidSpec */
-    struct sbx_warm *warm;         /* warm workspaces: claims by owner, pool claims (warm.c) */
-    struct sbx_starts *starts;     /* create → Ready and wake latencies for /metrics (starts.h) */
-    /* Sharding (sandbox/shard_decide.h): {shards, shard}, the Sandbox informer's filter argument,
-     * and the shard labels of what this shard creates (NULL when shards <= 1). */
-    int shard_key[2];
-    struct sbx_shard_labels shard_labels;
-    const struct sbx_shard_labels *shard_label;
-};
+/* The controller (reconcile.c). Opaque: its subsystems are handed what they need
+ * (sandbox/env.h) and never see it. */
+struct sbx_controller;
 
 /* Set up informers and the queue (nothing runs yet). NULL with err on failure. */
 struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
@@ -123,6 +64,13 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
                   char *err, size_t errlen);
 
 void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out);
+/* The Prometheus exposition of this controller (sandbox/metrics.h). 0 or -1. */
+int sbx_controller_metrics(struct sbx_controller *ctl, int is_leader, struct dynbuf *out);
+/* Does it record Events (it was given an events client)? */
+int sbx_controller_records_events(struct sbx_controller *ctl);
+/* One of its caches, for tests that wait for the cache to show what they wrote. */
+enum sbx_cache { SBX_CACHE_SANDBOXES, SBX_CACHE_PODS, SBX_CACHE_PVCS, SBX_CACHE_SANDBOX_CLASSES };
+struct informer *sbx_controller_cache(struct sbx_controller *ctl, enum sbx_cache which);
 /* True once workers run (all caches synced). */
 int sbx_controller_ready(struct sbx_controller *ctl);
 

@@ -8,8 +8,10 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/objects.h"
 #include "sandbox/activity_decide.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/owned.h"
+#include "sandbox/status.h"
 #include "kube/events.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
@@ -29,17 +31,17 @@ static const cJSON *condition(const cJSON *obj, const char *type) {
 /* ---- events ---------------------------------------------------------------------------------- */
 
 /* Record one Event on the Sandbox sb: queued for the recorder's thread, never waits. */
-void sbx_event_record(struct sbx_controller *ctl, const cJSON *sb, const char *type, const char *reason,
+void sbx_event_record(const struct sbx_deps *deps, const cJSON *sb, const char *type, const char *reason,
                          const char *msg) {
     struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
                                   kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
-    kube_recorder_event(ctl->recorder, &ref, type, reason, msg);
-    sbx_ctl_count(ctl, &ctl->stats.events);
+    kube_recorder_event(deps->recorder, &ref, type, reason, msg);
+    sbx_count(&deps->counters->events);
 }
 
 /* Record an Event on the Sandbox when its state changed in a way a user cares about
  * (its removal is recorded once the DELETE was accepted, see sbx_reconcile). */
-void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_observed *o,
+void sbx_event_transition(const struct sbx_deps *deps, const cJSON *sb, const struct sbx_observed *o,
                               const struct sbx_decision *d, const char *pod_name) {
     const char *old_reason = o->status_reason ? o->status_reason : "";
     const char *old_phase = o->status_phase ? o->status_phase : "";
@@ -66,12 +68,12 @@ void sbx_event_transition(struct sbx_controller *ctl, const cJSON *sb, const str
         type = "Warning";
         snprintf(msg, sizeof(msg), "%s", d->message);
     }
-    if (reason) sbx_event_record(ctl, sb, type, reason, msg);
+    if (reason) sbx_event_record(deps, sb, type, reason, msg);
     /* The workspace: a refusal is a Warning, an expansion started a Normal Event. */
     const char *old_ws = kj_str(condition(sb, "Workspace"), "reason");
     if (d->workspace_reason && (!old_ws || strcmp(old_ws, d->workspace_reason) != 0) &&
         (strcmp(d->workspace_reason, SBX_WS_RESIZING) != 0 || (d->actions & SBX_ACT_EXPAND_PVC)))
-        sbx_event_record(ctl, sb, strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "Warning" : "Normal",
+        sbx_event_record(deps, sb, strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "Warning" : "Normal",
                          !strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "WorkspaceExpanding" : d->workspace_reason,
                          d->workspace_message);
 }
@@ -101,7 +103,7 @@ static void quote_value(const char *v, char *out, size_t outlen) {
 /* The annotation lies in the future beyond the skew allowance: set it to now with a merge
  * patch conditional on the version read (a 409 means a client wrote meanwhile: that
  * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
-int sbx_last_used_rewrite(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
                              const char *value, int64_t now, char *err, size_t errlen) {
     char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
     const char *rv = kj_str(sb, "metadata.resourceVersion");
@@ -115,28 +117,28 @@ int sbx_last_used_rewrite(struct sbx_controller *ctl, const char *ns, const char
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    long st = kube_merge_patch(ctl->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     if (st == 409 || st == 404) return SBX_STALE;
     if (st != 200) return -1;
     quote_value(value, q, sizeof(q));
     snprintf(msg, sizeof(msg), "%s \"%s\" is more than %d s ahead of the controller's clock; taken as now (%s)",
              SBX_ANN_LAST_USED, q, SBX_LAST_USED_SKEW_MS / 1000, t);
-    sbx_event_record(ctl, sb, "Warning", "LastUsedAtInFuture", msg);
+    sbx_event_record(deps, sb, "Warning", "LastUsedAtInFuture", msg);
     LOGW("msg=\"last-used-at in the future, taken as now\" sandbox=%s/%s value=\"%s\"", ns, name, q);
     return 0;
 }
 
 /* The annotation is not an RFC 3339 time: it is ignored, with a Warning Event the first
  * time this value is seen (status.ignoredLastUsedAt remembers it, see desired_status). */
-void sbx_last_used_warn_invalid(struct sbx_controller *ctl, const cJSON *sb, const char *value) {
+void sbx_last_used_warn_invalid(const struct sbx_deps *deps, const cJSON *sb, const char *value) {
     char q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
     quote_value(value, q, sizeof(q));
     const char *seen = kj_str(sb, "status.ignoredLastUsedAt");
     if (seen && !strcmp(seen, q)) return;
     snprintf(msg, sizeof(msg), "%s \"%s\" is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z); ignored",
              SBX_ANN_LAST_USED, q);
-    sbx_event_record(ctl, sb, "Warning", "LastUsedAtInvalid", msg);
+    sbx_event_record(deps, sb, "Warning", "LastUsedAtInvalid", msg);
 }
 
 /* ---- status --------------------------------------------------------------------------- */
@@ -297,7 +299,7 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
  * saw it, and records the stop on the Sandbox first.
  * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
  * a fenced write found the Sandbox gone), or -1. */
-int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *name,
+int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *name,
                         const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
                         char *err, size_t errlen) {
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
@@ -322,7 +324,7 @@ int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *nam
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
     cJSON *out = NULL;
-    long rc = kube_merge_patch(ctl->client, path, patch, fence_rv ? &out : NULL, err, errlen);
+    long rc = kube_merge_patch(deps->client, path, patch, fence_rv ? &out : NULL, err, errlen);
     cJSON_Delete(patch);
     if (rc == 200 && fence_rv && new_rv && new_rv_len)
         snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
@@ -330,31 +332,31 @@ int sbx_status_write(struct sbx_controller *ctl, const char *ns, const char *nam
     if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
     if (rc == 409) return SBX_STALE;
     if (rc != 200) return -1;
-    sbx_ctl_count(ctl, &ctl->stats.status_writes);
+    sbx_count(&deps->counters->status_writes);
     return 0;
 }
 
 /* DELETE the Sandbox ns/name if it still has uid and resourceVersion rv: nothing written
  * to it since the decision (a touch after the stop was recorded wakes it instead). The
  * HTTP status (200/202 deleted, 404 already gone, 409 changed), or -1. */
-long sbx_sandbox_delete(struct sbx_controller *ctl, const char *ns, const char *name, const char *uid,
+long sbx_sandbox_delete(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
                            const char *rv, char *err, size_t errlen) {
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    return sbx_delete_preconditioned(ctl, path, uid, rv, err, errlen);
+    return sbx_delete_preconditioned(deps, path, uid, rv, err, errlen);
 }
 
 /* The spec cannot be applied (d->invalid_reason set): a Warning Event when the Accepted
  * condition says something new. */
-void sbx_event_invalid(struct sbx_controller *ctl, const cJSON *sb, const struct sbx_decision *d) {
+void sbx_event_invalid(const struct sbx_deps *deps, const cJSON *sb, const struct sbx_decision *d) {
     const cJSON *old = condition(sb, "Accepted");
     const char *r = kj_str(old, "reason"), *m = kj_str(old, "message");
     if (!d->invalid_reason || (r && m && !strcmp(r, d->invalid_reason) && !strcmp(m, d->invalid_message))) return;
-    sbx_event_record(ctl, sb, "Warning", d->invalid_reason, d->invalid_message);
+    sbx_event_record(deps, sb, "Warning", d->invalid_reason, d->invalid_message);
 }
 
 /* Status for a spec the controller cannot act on (and no pod of an earlier spec runs). */
-int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
                               const char *reason, const char *why, char *err, size_t errlen) {
     struct sbx_decision d;
     memset(&d, 0, sizeof(d));
@@ -370,8 +372,8 @@ int sbx_status_report_invalid(struct sbx_controller *ctl, const char *ns, const 
     sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
     cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
-    int rc = sbx_status_write(ctl, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+    int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
     cJSON_Delete(st);
-    if (rc == 0) sbx_event_invalid(ctl, sb, &d);
+    if (rc == 0) sbx_event_invalid(deps, sb, &d);
     return rc;
 }

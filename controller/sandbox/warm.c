@@ -12,8 +12,7 @@
  * Pools of a WaitForFirstConsumer StorageClass: the pool pass keeps one binder pod
  * (warmbinder.c) per pending pool claim and deletes it once the claim is Bound, adopted or
  * gone; the binders are indexed from the pod informer like the claims. */
-#include "sandbox/reconcile.h"
-#include "sandbox/reconcile_int.h"
+#include "sandbox/warm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +20,13 @@
 
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "sandbox/objects.h"
 #include "sandbox/builders.h"
 #include "sandbox/class_decide.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/warm_decide.h"
+#include "sandbox/owned.h"
+#include "sandbox/storage.h"
 #include "sandbox/warmbinder.h"
 
 /* A pool claim as the index keeps it (owned strings). */
@@ -41,6 +43,9 @@ struct pool_entry {
 };
 
 struct sbx_warm {
+    const struct sbx_deps *deps;
+    struct sbx_classes *classes;
+    int unclassed_pool;       /* --warm-workspaces: the pool of Sandboxes of no class */
     pthread_mutex_t lock;
     /* Sandbox uid -> the name of the claim it controls (char *), for claims not named
      * "<pod>-workspace" (adopted ones): the others are found by the name its IDs give. */
@@ -86,22 +91,24 @@ static void pool_entry_free(void *v) {
     free(e);
 }
 
-int sbx_warm_init(struct sbx_controller *ctl) {
-    ctl->warm = calloc(1, sizeof(*ctl->warm));
-    if (!ctl->warm) return -1;
-    pthread_mutex_init(&ctl->warm->lock, NULL);
-    strmap_init(&ctl->warm->owners);
-    strmap_init(&ctl->warm->pool);
-    strmap_init(&ctl->warm->counts);
-    strmap_init(&ctl->warm->late_noted);
-    strmap_init(&ctl->warm->wanted);
-    strmap_init(&ctl->warm->binders);
-    strmap_init(&ctl->warm->released);
-    return 0;
+struct sbx_warm *sbx_warm_new(const struct sbx_deps *deps, struct sbx_classes *classes, int unclassed_pool) {
+    struct sbx_warm *w = calloc(1, sizeof(*w));
+    if (!w) return NULL;
+    w->deps = deps;
+    w->classes = classes;
+    w->unclassed_pool = unclassed_pool;
+    pthread_mutex_init(&w->lock, NULL);
+    strmap_init(&w->owners);
+    strmap_init(&w->pool);
+    strmap_init(&w->counts);
+    strmap_init(&w->late_noted);
+    strmap_init(&w->wanted);
+    strmap_init(&w->binders);
+    strmap_init(&w->released);
+    return w;
 }
 
-void sbx_warm_free(struct sbx_controller *ctl) {
-    struct sbx_warm *w = ctl->warm;
+void sbx_warm_free(struct sbx_warm *w) {
     if (!w) return;
     strmap_clear(&w->owners, free);
     strmap_clear(&w->pool, pool_entry_free);
@@ -112,17 +119,16 @@ void sbx_warm_free(struct sbx_controller *ctl) {
     strmap_clear(&w->released, NULL);
     pthread_mutex_destroy(&w->lock);
     free(w);
-    ctl->warm = NULL;
 }
 
 void sbx_warm_queue_key(const char *ns, char *out, size_t n) { snprintf(out, n, "%s/%s", ns, SBX_WARM_QUEUE_NAME); }
 
 /* Queue the pool pass of ns. */
-static void queue_pools(struct sbx_controller *ctl, const char *ns) {
+static void queue_pools(struct sbx_warm *w, const char *ns) {
     char key[320];
     if (!ns) return;
     sbx_warm_queue_key(ns, key, sizeof(key));
-    queue_add(ctl->queue, key);
+    queue_add(w->deps->queue, key);
 }
 
 /* The uid of obj's controller reference if it is a Sandbox, else NULL. */
@@ -180,8 +186,7 @@ static void pool_put(struct sbx_warm *w, const cJSON *obj, const char *key, int6
     pool_entry_free(old);
 }
 
-void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
-    struct sbx_warm *w = ctl->warm;
+void sbx_warm_on_pvc(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
     const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
     char pkey[512];
@@ -212,18 +217,18 @@ void sbx_warm_on_pvc(struct sbx_controller *ctl, const cJSON *old, const cJSON *
     if (cur_pool) pool_put(w, cur, cur_pool, 0);
     else pool_entry_free(strmap_remove(&w->pool, pkey));
     pthread_mutex_unlock(&w->lock);
-    if (old_pool || cur_pool) queue_pools(ctl, ns);
+    if (old_pool || cur_pool) queue_pools(w, ns);
 }
 
-int sbx_warm_claim_of(struct sbx_controller *ctl, const char *uid, char *out, size_t outlen) {
+int sbx_warm_claim_of(struct sbx_warm *w, const char *uid, char *out, size_t outlen) {
     int found = 0;
-    pthread_mutex_lock(&ctl->warm->lock);
-    const char *name = strmap_get(&ctl->warm->owners, uid);
+    pthread_mutex_lock(&w->lock);
+    const char *name = strmap_get(&w->owners, uid);
     if (name && strlen(name) < outlen) {
         memcpy(out, name, strlen(name) + 1);
         found = 1;
     }
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_unlock(&w->lock);
     return found;
 }
 
@@ -243,8 +248,7 @@ static intptr_t count_of(struct sbx_warm *w, const char *ns, const char *cls) {
     return (intptr_t)strmap_get(&w->counts, key);
 }
 
-void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
-    struct sbx_warm *w = ctl->warm;
+void sbx_warm_on_sandbox(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
     const char *oc = old ? kj_str(old, "spec.className") : NULL, *cc = cur ? kj_str(cur, "spec.className") : NULL;
     const char *ons = old ? kj_str(old, "metadata.namespace") : NULL, *cns = cur ? kj_str(cur, "metadata.namespace") : NULL;
     if (old && cur && !strcmp(oc ? oc : "", cc ? cc : "")) return;   /* the usual update: nothing moves */
@@ -253,11 +257,11 @@ void sbx_warm_on_sandbox(struct sbx_controller *ctl, const cJSON *old, const cJS
     if (ons) requeue_old = count_add(w, ons, oc, -1) == 0;
     if (cns) requeue_cur = count_add(w, cns, cc, +1) == 1;
     pthread_mutex_unlock(&w->lock);
-    if (requeue_old) queue_pools(ctl, ons);
-    if (requeue_cur) queue_pools(ctl, cns);
+    if (requeue_old) queue_pools(w, ons);
+    if (requeue_cur) queue_pools(w, cns);
 }
 
-struct ns_walk { struct sbx_controller *ctl; char last[64]; };
+struct ns_walk { struct sbx_warm *w; char last[64]; };
 
 /* Queue the pool pass of the namespace of a "ns/..." key (each once in a row). */
 static int queue_ns_of_key(void *ud, const char *key, void *value) {
@@ -269,15 +273,14 @@ static int queue_ns_of_key(void *ud, const char *key, void *value) {
     memcpy(ns, key, (size_t)(slash - key));
     ns[slash - key] = 0;
     if (strcmp(ns, nw->last) != 0) {
-        queue_pools(nw->ctl, ns);
+        queue_pools(nw->w, ns);
         snprintf(nw->last, sizeof(nw->last), "%s", ns);
     }
     return 0;
 }
 
-void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
-    struct sbx_warm *w = ctl->warm;
-    struct ns_walk nw = {.ctl = ctl};
+void sbx_warm_on_class(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
+    struct ns_walk nw = {.w = w};
     /* Every namespace that has Sandboxes or pool claims, and those the class names. Few
      * keys (one per namespace and class, one per pool claim); classes change rarely. The
      * walk only queues (queue_add takes the queue's lock, never this one). */
@@ -288,11 +291,10 @@ void sbx_warm_on_class(struct sbx_controller *ctl, const cJSON *old, const cJSON
     const cJSON *objs[2] = {old, cur}, *it;
     for (int i = 0; i < 2; i++)
         cJSON_ArrayForEach(it, kj_path(objs[i], "spec.workspace.warmPool.namespaces"))
-            if (cJSON_IsString(it)) queue_pools(ctl, it->valuestring);
+            if (cJSON_IsString(it)) queue_pools(w, it->valuestring);
 }
 
-void sbx_warm_on_binder_pod(struct sbx_controller *ctl, const cJSON *old, const cJSON *cur) {
-    struct sbx_warm *w = ctl->warm;
+void sbx_warm_on_binder_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
     const char *ns = kj_str(obj, "metadata.namespace"), *pod = kj_str(obj, "metadata.name");
     const char *claim = kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM);
@@ -320,13 +322,13 @@ void sbx_warm_on_binder_pod(struct sbx_controller *ctl, const cJSON *old, const 
         }
     }
     pthread_mutex_unlock(&w->lock);
-    queue_pools(ctl, ns);
+    queue_pools(w, ns);
 }
 
 /* ---- the pool pass --------------------------------------------------------------------- */
 
 struct wants_ctx {
-    struct sbx_controller *ctl;
+    struct sbx_warm *w;
     const char *ns, *default_class;
     intptr_t unclassed;     /* Sandboxes of ns without spec.className */
     struct sbx_warm_wants *wants;
@@ -362,23 +364,20 @@ static int want_of_class(void *ud, const char *key, const cJSON *obj) {
     if (sbx_class_parse(obj, &cls, why, sizeof(why)) < 0) return 0;
     int here = 0;
     if (cls.warm_pool_size > 0) {
-        pthread_mutex_lock(&c->ctl->warm->lock);
-        here = count_of(c->ctl->warm, c->ns, cls.name) > 0;
-        pthread_mutex_unlock(&c->ctl->warm->lock);
+        pthread_mutex_lock(&c->w->lock);
+        here = count_of(c->w, c->ns, cls.name) > 0;
+        pthread_mutex_unlock(&c->w->lock);
         if (!here && c->default_class && !strcmp(c->default_class, cls.name)) here = c->unclassed > 0;
         for (size_t i = 0; !here && i < cls.warm_pool_namespaces.n; i++)
             here = !strcmp(cls.warm_pool_namespaces.v[i], c->ns);
     }
     if (here && cls.namespace_selector) {
         /* No pool where the class may not be used. */
-        cJSON *nsobj = c->ctl->namespaces_on ? informer_get(c->ctl->namespaces, c->ns) : NULL;
-        here = sbx_class_allows_namespace(&cls, c->ns, kj_path(nsobj, "metadata.labels"), c->ctl->namespaces_on, why,
-                                          sizeof(why));
-        cJSON_Delete(nsobj);
+        here = sbx_classes_allow_namespace(c->w->classes, &cls, c->ns, why, sizeof(why));
     }
     char *sc = NULL;
     int64_t bytes = 0;
-    if (here && class_shape(&cls, &c->ctl->opt.defaults, &sc, &bytes) == 0) {
+    if (here && class_shape(&cls, c->w->deps->defaults, &sc, &bytes) == 0) {
         int r = sbx_warm_wants_add(c->wants, sc, bytes, cls.warm_pool_size, cls.name, kj_str(obj, "metadata.uid"));
         if (r < 0) c->failed = 1;
         else if (r == 1) LOGW("msg=\"warm pool: too many pool shapes in one namespace; class ignored\" namespace=%s "
@@ -393,8 +392,8 @@ static int want_of_class(void *ud, const char *key, const cJSON *obj) {
  * Sandbox there (the default class counting those without spec.className) or names ns,
  * and the --warm-workspaces pool of the flag defaults when ns has Sandboxes without a
  * class and no class is the default. 0 or -1 (ENOMEM). */
-static int pool_wants(struct sbx_controller *ctl, const char *ns, struct sbx_warm_wants *wants) {
-    struct wants_ctx c = {.ctl = ctl, .ns = ns, .wants = wants};
+static int pool_wants(struct sbx_warm *w, const char *ns, struct sbx_warm_wants *wants) {
+    struct wants_ctx c = {.w = w, .ns = ns, .wants = wants};
     struct sbx_class dflt;
     int have_default = 0;
     char why[512];
@@ -405,16 +404,16 @@ static int pool_wants(struct sbx_controller *ctl, const char *ns, struct sbx_war
         cJSON_Delete(probe);
         return -1;
     }
-    if (sbx_class_for(ctl, probe, &dflt, &have_default, &reason, why, sizeof(why)) < 0) have_default = 0;
+    if (sbx_class_for(w->classes, probe, &dflt, &have_default, &reason, why, sizeof(why)) < 0) have_default = 0;
     cJSON_Delete(probe);
-    pthread_mutex_lock(&ctl->warm->lock);
-    c.unclassed = count_of(ctl->warm, ns, "");
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_lock(&w->lock);
+    c.unclassed = count_of(w, ns, "");
+    pthread_mutex_unlock(&w->lock);
     c.default_class = have_default ? dflt.name : NULL;
-    if (ctl->sandbox_classes_on) informer_foreach(ctl->sandbox_classes, want_of_class, &c);
-    if (!have_default && ctl->opt.warm_workspaces > 0 && c.unclassed > 0 &&
-        sbx_warm_wants_add(wants, ctl->opt.defaults.storage_class, ctl->opt.defaults.workspace_bytes,
-                           ctl->opt.warm_workspaces, NULL, NULL) < 0)
+    sbx_classes_foreach(w->classes, want_of_class, &c);
+    if (!have_default && w->unclassed_pool > 0 && c.unclassed > 0 &&
+        sbx_warm_wants_add(wants, w->deps->defaults->storage_class, w->deps->defaults->workspace_bytes,
+                           w->unclassed_pool, NULL, NULL) < 0)
         c.failed = 1;
     if (have_default) sbx_class_free(&dflt);
     return c.failed ? -1 : 0;
@@ -469,54 +468,54 @@ static void pool_copy_free(struct pool_copy *pc) {
 }
 
 /* Copy the pool claims of ns (key NULL: all its pools). 0 or -1 (ENOMEM). */
-static int pool_snapshot(struct sbx_controller *ctl, const char *ns, const char *key, struct pool_copy *pc) {
+static int pool_snapshot(struct sbx_warm *w, const char *ns, const char *key, struct pool_copy *pc) {
     memset(pc, 0, sizeof(*pc));
     pc->ns = ns;
     pc->key = key;
     pc->now = kj_now_ms();
-    pthread_mutex_lock(&ctl->warm->lock);
-    strmap_foreach(&ctl->warm->pool, copy_pool_entry, pc);
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_lock(&w->lock);
+    strmap_foreach(&w->pool, copy_pool_entry, pc);
+    pthread_mutex_unlock(&w->lock);
     if (pc->failed) { pool_copy_free(pc); memset(pc, 0, sizeof(*pc)); return -1; }
     return 0;
 }
 
 /* Forget the pool entry ns/name (adopted or deleted by us; the watch confirms). */
-static void pool_forget(struct sbx_controller *ctl, const char *ns, const char *name) {
+static void pool_forget(struct sbx_warm *w, const char *ns, const char *name) {
     char pkey[512];
     snprintf(pkey, sizeof(pkey), "%s/%s", ns, name);
-    pthread_mutex_lock(&ctl->warm->lock);
-    pool_entry_free(strmap_remove(&ctl->warm->pool, pkey));
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_lock(&w->lock);
+    pool_entry_free(strmap_remove(&w->pool, pkey));
+    pthread_mutex_unlock(&w->lock);
 }
 
 /* DELETE the pool claim e if it is still at e->rv (uid and resourceVersion
  * preconditions: one adopted since is never deleted). 0 (deleted, gone, or changed: 409)
  * or -1. */
-static int delete_pool_claim(struct sbx_controller *ctl, const char *ns, const struct pool_entry *e, char *err,
+static int delete_pool_claim(struct sbx_warm *w, const char *ns, const struct pool_entry *e, char *err,
                              size_t errlen) {
     char path[1024];
     sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
-    long st = sbx_delete_preconditioned(ctl, path, e->uid, e->rv, err, errlen);
+    long st = sbx_delete_preconditioned(w->deps, path, e->uid, e->rv, err, errlen);
     if (st == 200 || st == 202 || st == 404) {
-        sbx_ctl_count(ctl, &ctl->stats.deletes);
+        sbx_count(&w->deps->counters->deletes);
         LOGI("msg=\"warm pool: claim deleted\" namespace=%s pool=%s claim=%s", ns, e->key, e->name);
         return 0;
     }
-    if (st == 409) { sbx_ctl_count(ctl, &ctl->stats.conflicts); return 0; }
+    if (st == 409) { sbx_count(&w->deps->counters->conflicts); return 0; }
     return -1;
 }
 
 /* Has the StorageClass of want (or the cluster default) volumeBindingMode
  * WaitForFirstConsumer? Logged once per class. */
-static int pool_binds_late(struct sbx_controller *ctl, const struct sbx_warm_want *want) {
+static int pool_binds_late(struct sbx_warm *w, const struct sbx_warm_want *want) {
     char name[256];
-    if (!sbx_storage_class_binds_late(ctl, want->storage_class, name, sizeof(name))) return 0;
-    pthread_mutex_lock(&ctl->warm->lock);
-    int noted = strmap_get(&ctl->warm->late_noted, name) != NULL;
-    if (!noted) strmap_put(&ctl->warm->late_noted, name, (void *)1, NULL);
-    pthread_mutex_unlock(&ctl->warm->lock);
+    if (!sbx_storage_class_binds_late(w->deps, want->storage_class, name, sizeof(name))) return 0;
+    pthread_mutex_lock(&w->lock);
+    int noted = strmap_get(&w->late_noted, name) != NULL;
+    if (!noted) strmap_put(&w->late_noted, name, (void *)1, NULL);
+    pthread_mutex_unlock(&w->lock);
     if (!noted)
         LOGI("msg=\"warm pool: StorageClass binds on first consumer (WaitForFirstConsumer): its pool claims are bound "
              "ahead by binder pods\" storageclass=%s", name);
@@ -563,12 +562,12 @@ static int tally_claim(void *ud, const char *key, void *value) {
     return 0;
 }
 
-void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pending) {
+void sbx_warm_stats(struct sbx_warm *w, unsigned *bound, unsigned *pending) {
     struct claim_tally t = {kj_now_ms(), 0, 0};
-    if (ctl->warm) {
-        pthread_mutex_lock(&ctl->warm->lock);
-        strmap_foreach(&ctl->warm->pool, tally_claim, &t);
-        pthread_mutex_unlock(&ctl->warm->lock);
+    if (w) {
+        pthread_mutex_lock(&w->lock);
+        strmap_foreach(&w->pool, tally_claim, &t);
+        pthread_mutex_unlock(&w->lock);
     }
     *bound = t.bound;
     *pending = t.pending;
@@ -578,19 +577,19 @@ void sbx_warm_stats(struct sbx_controller *ctl, unsigned *bound, unsigned *pendi
 
 /* The spec a Sandbox of want's pool gets: its class's (from the cache), or the flag
  * defaults'. 0, or -1 with the reason in why. */
-static int want_spec(struct sbx_controller *ctl, const struct sbx_warm_want *want, struct sbx_spec *out, char *why,
+static int want_spec(struct sbx_warm *w, const struct sbx_warm_want *want, struct sbx_spec *out, char *why,
                      size_t whylen) {
     cJSON *sb = cJSON_Parse(POOL_PROBE_SANDBOX);
     int rc = -1;
     if (!sb) { snprintf(why, whylen, "out of memory"); return -1; }
     if (!want->owner_class) {
-        rc = sbx_spec_parse(sb, &ctl->opt.defaults, out, why, whylen);
+        rc = sbx_spec_parse(sb, w->deps->defaults, out, why, whylen);
     } else {
-        cJSON *obj = ctl->sandbox_classes_on ? informer_get(ctl->sandbox_classes, want->owner_class) : NULL;
+        cJSON *obj = sbx_classes_get(w->classes, want->owner_class);
         struct sbx_class cls;
         if (!obj) snprintf(why, whylen, "SandboxClass %s is not in the cache", want->owner_class);
         else if (sbx_class_parse(obj, &cls, why, whylen) == 0) {
-            rc = sbx_class_resolve(sb, &cls, &ctl->opt.defaults, out, why, whylen);
+            rc = sbx_class_resolve(sb, &cls, w->deps->defaults, out, why, whylen);
             sbx_class_free(&cls);
         }
         cJSON_Delete(obj);
@@ -633,7 +632,7 @@ static void expect_binder(struct sbx_warm *w, const char *ns, const char *claim,
 
 /* One binder pod per pending claim of the WaitForFirstConsumer pool want of ns (pc: the
  * pool claims of ns). A spec that cannot be resolved binds nothing (logged). 0 or -1. */
-static int bind_pool(struct sbx_controller *ctl, const char *ns, const struct sbx_warm_want *want,
+static int bind_pool(struct sbx_warm *w, const char *ns, const struct sbx_warm_want *want,
                      const struct pool_copy *pc, char *err, size_t errlen) {
     const char **node = calloc(pc->n + 1, sizeof(*node)), *avoid[SBX_BINDER_AVOID_MAX];
     size_t n = 0;
@@ -646,10 +645,10 @@ static int bind_pool(struct sbx_controller *ctl, const char *ns, const struct sb
     size_t navoid = sbx_binder_crowded_nodes(node, n, avoid, SBX_BINDER_AVOID_MAX);
     for (size_t i = 0; i < pc->n && rc == 0; i++) {
         const struct pool_entry *e = &pc->v[i];
-        if (strcmp(e->key, want->key) != 0 || !needs_binder(e) || has_binder(ctl->warm, ns, e->name, now)) continue;
+        if (strcmp(e->key, want->key) != 0 || !needs_binder(e) || has_binder(w, ns, e->name, now)) continue;
         if (!have_spec) {
             char why[512];
-            if (want_spec(ctl, want, &spec, why, sizeof(why)) < 0) {
+            if (want_spec(w, want, &spec, why, sizeof(why)) < 0) {
                 LOGW("msg=\"warm pool: no binder pods: the pool's sandbox spec does not resolve\" namespace=%s "
                      "pool=%s error=\"%s\"", ns, want->key, why);
                 break;
@@ -659,23 +658,23 @@ static int bind_pool(struct sbx_controller *ctl, const char *ns, const struct sb
         char path[512];
         cJSON *pod = sbx_build_binder(ns, want->key, e->name, e->uid, &spec, avoid, navoid), *made = NULL;
         cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
-        if (pod && ctl->shard_label &&
-            (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
-             !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards))) {
+        if (pod && w->deps->shard_label &&
+            (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, w->deps->shard_label->shard) ||
+             !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, w->deps->shard_label->shards))) {
             cJSON_Delete(pod);
             pod = NULL;
         }
         if (!pod) { snprintf(err, errlen, "out of memory"); rc = -1; break; }
         sbx_core_path(path, sizeof(path), ns, "pods");
-        long st = kube_create(ctl->client, path, pod, &made, err, errlen);
+        long st = kube_create(w->deps->client, path, pod, &made, err, errlen);
         cJSON_Delete(pod);
         if (st == 201 || st == 200) {
-            sbx_ctl_count(ctl, &ctl->stats.creates);
-            expect_binder(ctl->warm, ns, e->name, made);
+            sbx_count(&w->deps->counters->creates);
+            expect_binder(w, ns, e->name, made);
             LOGI("msg=\"warm pool: binder pod created\" namespace=%s pool=%s claim=%s avoiding=%zu", ns, want->key,
                  e->name, navoid);
         } else if (st == 409) {
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);   /* there already (the watch will show it) */
+            sbx_count(&w->deps->counters->conflicts);   /* there already (the watch will show it) */
         } else {
             rc = -1;
         }
@@ -712,13 +711,13 @@ static int collect_binder(void *ud, const char *key, void *value) {
 /* Delete the binders of ns whose claim needs none any more: Bound, adopted, gone, or of a
  * pool that is not bound ahead (late[k] says which wants are). uid precondition: a pod
  * made again under the name since is not deleted blind. 0 or -1. */
-static int sweep_binders(struct sbx_controller *ctl, const char *ns, const struct sbx_warm_wants *wants,
+static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_warm_wants *wants,
                          const int *late, const struct pool_copy *pc, char *err, size_t errlen) {
     struct binder_list l = {.ns = ns};
     int rc = 0;
-    pthread_mutex_lock(&ctl->warm->lock);
-    strmap_foreach(&ctl->warm->binders, collect_binder, &l);
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_lock(&w->lock);
+    strmap_foreach(&w->binders, collect_binder, &l);
+    pthread_mutex_unlock(&w->lock);
     if (l.failed) { free(l.v); snprintf(err, errlen, "out of memory"); return -1; }
     for (size_t j = 0; j < l.n && rc == 0; j++) {
         int keep = 0;
@@ -731,17 +730,17 @@ static int sweep_binders(struct sbx_controller *ctl, const char *ns, const struc
         char path[1024], bkey[512];
         sbx_core_path(path, sizeof(path), ns, "pods");
         snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", l.v[j].pod);
-        long st = sbx_delete_preconditioned(ctl, path, l.v[j].uid, NULL, err, errlen);
+        long st = sbx_delete_preconditioned(w->deps, path, l.v[j].uid, NULL, err, errlen);
         if (st == 200 || st == 202 || st == 404) {
-            sbx_ctl_count(ctl, &ctl->stats.deletes);
+            sbx_count(&w->deps->counters->deletes);
             snprintf(bkey, sizeof(bkey), "%s/%s", ns, l.v[j].claim);
-            pthread_mutex_lock(&ctl->warm->lock);
-            struct binder_entry *b = strmap_get(&ctl->warm->binders, bkey);
+            pthread_mutex_lock(&w->lock);
+            struct binder_entry *b = strmap_get(&w->binders, bkey);
             if (b && !strcmp(b->uid, l.v[j].uid)) b->deleting = 1;
-            pthread_mutex_unlock(&ctl->warm->lock);
+            pthread_mutex_unlock(&w->lock);
             LOGI("msg=\"warm pool: binder pod deleted\" namespace=%s claim=%s pod=%s", ns, l.v[j].claim, l.v[j].pod);
         } else if (st == 409) {
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            sbx_count(&w->deps->counters->conflicts);
         } else {
             rc = -1;
         }
@@ -750,20 +749,20 @@ static int sweep_binders(struct sbx_controller *ctl, const char *ns, const struc
     return rc;
 }
 
-int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
+int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
     struct sbx_warm_wants wants;
     struct pool_copy pc;
     int rc = -1;
     memset(&wants, 0, sizeof(wants));
     *requeue_ms = 0;
-    if (pool_wants(ctl, ns, &wants) < 0 || pool_snapshot(ctl, ns, NULL, &pc) < 0) {
+    if (pool_wants(w, ns, &wants) < 0 || pool_snapshot(w, ns, NULL, &pc) < 0) {
         sbx_warm_wants_free(&wants);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     int late[SBX_WARM_WANTS_MAX] = {0};
-    for (size_t i = 0; i < wants.n; i++) late[i] = pool_binds_late(ctl, &wants.v[i]);
-    note_wanted(ctl->warm, ns, &wants);
+    for (size_t i = 0; i < wants.n; i++) late[i] = pool_binds_late(w, &wants.v[i]);
+    note_wanted(w, ns, &wants);
     /* Every pool key that is wanted or has claims. */
     const char *keys[SBX_WARM_WANTS_MAX * 2];
     size_t nkeys = 0;
@@ -791,7 +790,7 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
         if (size > 0) wanted_any = 1;
         int create = sbx_warm_plan(size, claims, n, del, &ndel);
         for (size_t j = 0; j < ndel; j++) {
-            if (delete_pool_claim(ctl, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
+            if (delete_pool_claim(w, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
             pc.v[idx[del[j]]].terminating = 1;   /* no binder for it below */
         }
         for (int j = 0; j < create; j++) {
@@ -800,23 +799,23 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
             /* Sharded: each shard keeps its own pools (sized by its own Sandboxes), and
              * its claim informer sees only claims of its label. */
             cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
-            if (obj && ctl->shard_label &&
-                (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, ctl->shard_label->shard) ||
-                 !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, ctl->shard_label->shards))) {
+            if (obj && w->deps->shard_label &&
+                (!cJSON_AddStringToObject(labels, SBX_LABEL_SHARD, w->deps->shard_label->shard) ||
+                 !cJSON_AddStringToObject(labels, SBX_LABEL_SHARDS, w->deps->shard_label->shards))) {
                 cJSON_Delete(obj);
                 obj = NULL;
             }
             if (!obj) { snprintf(err, errlen, "out of memory"); goto out; }
             sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-            long st = kube_create(ctl->client, path, obj, &made, err, errlen);
+            long st = kube_create(w->deps->client, path, obj, &made, err, errlen);
             cJSON_Delete(obj);
             if (st != 201 && st != 200) { cJSON_Delete(made); goto out; }
-            sbx_ctl_count(ctl, &ctl->stats.creates);
+            sbx_count(&w->deps->counters->creates);
             /* Counted from now on, before the watch shows it: the next pass does not
              * create it again. */
-            pthread_mutex_lock(&ctl->warm->lock);
-            if (!kj_str(made, "metadata.deletionTimestamp")) pool_put(ctl->warm, made, want->key, kj_now_ms() + EXPECT_MS);
-            pthread_mutex_unlock(&ctl->warm->lock);
+            pthread_mutex_lock(&w->lock);
+            if (!kj_str(made, "metadata.deletionTimestamp")) pool_put(w, made, want->key, kj_now_ms() + EXPECT_MS);
+            pthread_mutex_unlock(&w->lock);
             LOGI("msg=\"warm pool: claim created\" namespace=%s pool=%s claim=%s storageclass=%s", ns, want->key,
                  kj_str(made, "metadata.name") ? kj_str(made, "metadata.name") : "?",
                  want->storage_class ? want->storage_class : "(default)");
@@ -826,8 +825,8 @@ int sbx_warm_reconcile(struct sbx_controller *ctl, const char *ns, int64_t *requ
     /* The binders: one per pending claim of a WaitForFirstConsumer pool, none left over.
      * (Claims created above get theirs in the pass their watch event queues.) */
     for (size_t i = 0; i < wants.n; i++)
-        if (late[i] && wants.v[i].size > 0 && bind_pool(ctl, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
-    if (sweep_binders(ctl, ns, &wants, late, &pc, err, errlen) < 0) goto out;
+        if (late[i] && wants.v[i].size > 0 && bind_pool(w, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
+    if (sweep_binders(w, ns, &wants, late, &pc, err, errlen) < 0) goto out;
     /* Nothing wanted and nothing left: the key leaves the queue until a Sandbox, a class
      * or a pool claim brings it back. */
     *requeue_ms = !wanted_any && pc.n == 0 ? -1 : 0;
@@ -843,36 +842,36 @@ out:
 
 /* ---- adoption ---------------------------------------------------------------------------- */
 
-void sbx_warm_note_released(struct sbx_controller *ctl, const char *uid) {
+void sbx_warm_note_released(struct sbx_warm *w, const char *uid) {
     if (!uid) return;
     intptr_t until = (intptr_t)(kj_now_ms() + SBX_WARM_RELEASE_WINDOW_MS);
-    pthread_mutex_lock(&ctl->warm->lock);
-    if (strmap_put(&ctl->warm->released, uid, (void *)until, NULL) < 0)
+    pthread_mutex_lock(&w->lock);
+    if (strmap_put(&w->released, uid, (void *)until, NULL) < 0)
         LOGW("msg=\"warm pool: out of memory noting a released claim\" uid=%s", uid);
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
-int sbx_warm_released(struct sbx_controller *ctl, const char *uid) {
+int sbx_warm_released(struct sbx_warm *w, const char *uid) {
     if (!uid) return 0;
     int64_t now = kj_now_ms();
-    pthread_mutex_lock(&ctl->warm->lock);
-    intptr_t until = (intptr_t)strmap_get(&ctl->warm->released, uid);
-    if (until && until < now) strmap_remove(&ctl->warm->released, uid);
-    pthread_mutex_unlock(&ctl->warm->lock);
+    pthread_mutex_lock(&w->lock);
+    intptr_t until = (intptr_t)strmap_get(&w->released, uid);
+    if (until && until < now) strmap_remove(&w->released, uid);
+    pthread_mutex_unlock(&w->lock);
     return until >= now;
 }
 
 /* How many pool claims one pass tries before it makes its own claim. */
 #define ADOPT_TRIES 4
 
-int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_owner *owner,
+int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *owner,
                    const struct sbx_spec *spec, cJSON **adopted, char *claim, size_t claimlen, char *err,
                    size_t errlen) {
     char key[SBX_WARM_KEY_LEN];
     struct pool_copy pc;
     *adopted = NULL;
-    if (!sbx_warm_sandbox_key(spec, key) || sbx_warm_released(ctl, owner->uid)) return 0;
-    if (pool_snapshot(ctl, ns, key, &pc) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!sbx_warm_sandbox_key(spec, key) || sbx_warm_released(w, owner->uid)) return 0;
+    if (pool_snapshot(w, ns, key, &pc) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = 0, tries = 0;
     struct sbx_warm_claim *claims = NULL;
     size_t *order = NULL;
@@ -894,34 +893,34 @@ int sbx_warm_adopt(struct sbx_controller *ctl, const char *ns, const struct sbx_
         if (!patch) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
         sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
         snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
-        long st = kube_merge_patch(ctl->client, path, patch, &out, err, errlen);
+        long st = kube_merge_patch(w->deps->client, path, patch, &out, err, errlen);
         cJSON_Delete(patch);
         if (st == 200) {
             /* Expected as the Sandbox's claim until the watch shows it so: a pass before
              * then waits instead of adopting (or creating) a second one. */
             const char *made_uid = kj_str(out, "metadata.uid");
-            sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_CLAIM, made_uid ? made_uid : e->uid,
+            sbx_records_expect(w->deps->records, owner->uid, SBX_EXPECT_CLAIM, made_uid ? made_uid : e->uid,
                                kj_now_ms() + EXPECT_MS);
-            pool_forget(ctl, ns, e->name);
+            pool_forget(w, ns, e->name);
             memcpy(claim, e->name, strlen(e->name) + 1);
             *adopted = out;
             LOGI("msg=\"warm pool: claim adopted\" sandbox=%s/%s claim=%s pool=%s", ns, owner->name, e->name, key);
-            sbx_ctl_count(ctl, &ctl->stats.warm_adoptions);
-            queue_pools(ctl, ns);   /* refill */
+            sbx_count(&w->deps->counters->warm_adoptions);
+            queue_pools(w, ns);   /* refill */
             rc = 1;
             goto out;
         }
         cJSON_Delete(out);
         if (st == 409 || st == 404) {
             /* Taken by another Sandbox (or gone) since the cache showed it: the next one. */
-            sbx_ctl_count(ctl, &ctl->stats.conflicts);
+            sbx_count(&w->deps->counters->conflicts);
             LOGD("msg=\"warm pool: claim taken meanwhile\" sandbox=%s/%s claim=%s status=%ld", ns, owner->name,
                  e->name, st);
             continue;
         }
         /* No answer (or an unexpected one): the claim may have been adopted all the same.
          * Expect it, so no pass creates or adopts another before the watch tells. */
-        sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_CLAIM, e->uid, kj_now_ms() + EXPECT_MS);
+        sbx_records_expect(w->deps->records, owner->uid, SBX_EXPECT_CLAIM, e->uid, kj_now_ms() + EXPECT_MS);
         rc = -1;
         goto out;
     }
@@ -929,10 +928,10 @@ out:
     if (rc == 0) {
         /* None to adopt: a miss when ns keeps a pool of this shape (it was drained, or
          * its claims are still provisioning). */
-        pthread_mutex_lock(&ctl->warm->lock);
-        int miss = is_wanted(ctl->warm, ns, key);
-        pthread_mutex_unlock(&ctl->warm->lock);
-        if (miss) sbx_ctl_count(ctl, &ctl->stats.warm_misses);
+        pthread_mutex_lock(&w->lock);
+        int miss = is_wanted(w, ns, key);
+        pthread_mutex_unlock(&w->lock);
+        if (miss) sbx_count(&w->deps->counters->warm_misses);
     }
     free(claims);
     free(order);

@@ -130,8 +130,8 @@ static inline int settle(struct env *e, const struct names *n) {
     snprintf(pod_key, sizeof pod_key, NS "/%s", n->pod_name);
     snprintf(pvc_key, sizeof pvc_key, NS "/%s", n->claim_name);
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (cache_current(e, e->ctl->sandboxes, n->key, n->sb) && cache_current(e, e->ctl->pods, pod_key, n->pod) &&
-            cache_current(e, e->ctl->pvcs, pvc_key, n->pvc))
+        if (cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOXES), n->key, n->sb) && cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), pod_key, n->pod) &&
+            cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), pvc_key, n->pvc))
             return 1;
     fprintf(stderr, "  caches did not catch up with the store for %s\n", n->key);
     return 0;

@@ -48,7 +48,7 @@ static void pending_pool_claim_with_binder(struct env *e, char *claim, size_t n,
         pool_claim(e, claim, n);
     }
     snprintf(path, sizeof path, PVC_COLL "/%s", claim);
-    if (!claim[0] || !cached(e, e->ctl->pvcs, path)) { claim[0] = '\0'; return; }
+    if (!claim[0] || !cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path)) { claim[0] = '\0'; return; }
     char bname[256];
     sbx_binder_name(claim, bname, sizeof bname);
     snprintf(binder_path, bn, POD_COLL "/%s", bname);
@@ -69,7 +69,7 @@ TEST(a_pending_pool_claim_gets_one_binder_until_it_is_bound) {
     pool_claim(e, claim, sizeof claim);
     CHECK(claim[0] != '\0');
     snprintf(path, sizeof path, PVC_COLL "/%s", claim);
-    CHECK(cached(e, e->ctl->pvcs, path));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path));
 
     /* The claim in the cache, pending: one binder pod for it. */
     m = fakeapi_mark(&e->fa);
@@ -93,7 +93,7 @@ TEST(a_pending_pool_claim_gets_one_binder_until_it_is_bound) {
     /* not a second one, whether or not the cache shows the first yet */
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pool_pass(e), 0);
-    CHECK(cached(e, e->ctl->pods, binder));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), binder));
     CHECK_INT(pool_pass(e), 0);
     CHECK_INT(fakeapi_count(&e->fa, m, "POST", POD_COLL), 0);
     CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", binder), 0);
@@ -103,7 +103,7 @@ TEST(a_pending_pool_claim_gets_one_binder_until_it_is_bound) {
 
     /* Bound: the binder goes, under its uid. */
     CHECK_INT(bind_on(e, path, "node-a"), 0);
-    CHECK(cached(e, e->ctl->pvcs, path));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path));
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pool_pass(e), 0);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", binder, 200), 1);
@@ -111,7 +111,7 @@ TEST(a_pending_pool_claim_gets_one_binder_until_it_is_bound) {
     CHECK_STR(precondition(del, "uid"), buid);
     cJSON_Delete(del);
     CHECK(!stored_exists(e, binder));
-    CHECK(cached(e, e->ctl->pods, binder));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), binder));
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pool_pass(e), 0);
     CHECK_INT(fakeapi_count(&e->fa, m, "POST", POD_COLL), 0);   /* none for a Bound claim */
@@ -129,7 +129,7 @@ TEST(an_adopted_claim_whose_node_cannot_take_the_pod_is_given_up_for_a_cold_one)
     int bound = pc && kj_str(pc, "status.phase") && !strcmp(kj_str(pc, "status.phase"), "Bound");
     cJSON_Delete(pc);
     if (!bound) CHECK_INT(bind_on(e, path, "node-a"), 0);
-    CHECK(cached(e, e->ctl->pvcs, path));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path));
     pool_pass(e);   /* the binder goes */
 
     names_of(&n, "s-strand", "lou", "c1");
@@ -150,7 +150,7 @@ TEST(an_adopted_claim_whose_node_cannot_take_the_pod_is_given_up_for_a_cold_one)
              "\"reason\":\"Unschedulable\",\"lastTransitionTime\":\"%s\",\"message\":\"0/2 nodes are available: 1 "
              "Insufficient cpu, 1 node(s) had volume node affinity conflict.\"}]}}", t);
     CHECK_INT(fakeapi_patch(&e->fa, n.pod, st), 0);
-    CHECK(cached(e, e->ctl->pods, n.pod));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), n.pod));
     cJSON *pod = fakeapi_get(&e->fa, n.pod);
     char pod_uid[64], pod_rv[32];
     snprintf(pod_uid, sizeof pod_uid, "%s", kj_str(pod, "metadata.uid"));
@@ -175,12 +175,12 @@ TEST(an_adopted_claim_whose_node_cannot_take_the_pod_is_given_up_for_a_cold_one)
     CHECK(refill[0] != '\0');
     if (refill[0]) {
         snprintf(rpath, sizeof rpath, PVC_COLL "/%s", refill);
-        CHECK(cached(e, e->ctl->pvcs, rpath));
+        CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), rpath));
         CHECK_INT(bind_on(e, rpath, "node-b"), 0);
-        CHECK(cached(e, e->ctl->pvcs, rpath));
+        CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), rpath));
     }
-    CHECK(cached(e, e->ctl->pvcs, path));
-    CHECK(cached(e, e->ctl->pods, n.pod));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), n.pod));
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pass(e, &n, NULL), 0);
     if (rpath[0]) CHECK_INT(fakeapi_count(&e->fa, m, "PATCH", rpath), 0);   /* not adopted */

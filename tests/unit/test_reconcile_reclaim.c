@@ -22,7 +22,7 @@ static int class_ready(struct env *e) {
                                 "\"spec\":{\"reclaim\":{\"idleAfter\":\"1m\"}}}") < 0)
         return -1;
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (informer_count(e->ctl->sandbox_classes) >= 1) return 0;
+        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= 1) return 0;
     return -1;
 }
 

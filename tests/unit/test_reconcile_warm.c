@@ -22,7 +22,7 @@ static int bind_pool_claim(struct env *e, const char *name) {
     snprintf(key, sizeof key, NS "/%s", name);
     if (claim_bound(e, path) < 0) return -1;
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (cache_current(e, e->ctl->pvcs, key, path)) return 0;
+        if (cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), key, path)) return 0;
     return -1;
 }
 
@@ -98,7 +98,7 @@ TEST(new_sandbox_adopts_the_bound_pool_claim_and_the_pool_refills) {
     /* The adopted claim is no longer the pool's: the pool pass makes a new one. */
     char key[300];
     snprintf(key, sizeof key, NS "/%s", claim);
-    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end && !cache_current(e, e->ctl->pvcs, key, path);)
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end && !cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), key, path);)
         env_sleep_ms(5);
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pool_pass(e), 0);

@@ -1,0 +1,30 @@
+/* sandbox/orphans.h — what a deleted Sandbox left behind (orphans.c). */
+#ifndef YAO_SANDBOX_ORPHANS_H
+#define YAO_SANDBOX_ORPHANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sandbox/deps.h"
+#include "sandbox/warm.h"
+
+/* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms
+ * asks to look again, or is -1 once nothing is left (drop the key). 0 or -1. */
+int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
+                      int64_t *requeue_ms, char *err, size_t errlen);
+/* The Sandbox key (uid) is deleted: its record keeps the names of the pod and claim it
+ * owned (user, chat from it or from an object it owned; own_claim: the claim's name when
+ * the object is that claim; else an adopted claim's name from warm), so the sweep looks
+ * them up instead of walking the caches. */
+void sbx_orphans_deleted(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const char *uid,
+                         const char *user, const char *chat, const char *own_claim);
+/* obj, controlled by the Sandbox key, is deleted or being deleted: when the Sandbox is not
+ * in the (synced) cache and its deletion is not on record (deleted before this process
+ * started, or its tombstone purged while the deletions it started still echo), note it
+ * with the names obj carries. */
+void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const cJSON *obj,
+                      int obj_is_claim);
+
+#endif
