@@ -40,6 +40,9 @@ struct informer {
      * relist; LIST_QUORUM (none) when that was refused with a 410. */
     enum { LIST_ANY, LIST_NOT_OLDER, LIST_QUORUM } list_mode;
     pthread_rwlock_t lock;
+    /* Events being applied: counted from before the cache changes until the handler has
+     * returned (informer_quiescent). */
+    atomic_int applying;
     struct strmap cache;          /* key -> objpack blob of the object's compact JSON */
     struct objpack *pack;         /* used by the informer thread only, to pack */
     pthread_t thread;
@@ -190,6 +193,7 @@ static void cache_apply(struct informer *inf, const char *key, cJSON *cur) {
         free(text);
         if (!blob) { cJSON_Delete(cur); return; }
     }
+    atomic_fetch_add(&inf->applying, 1);
     pthread_rwlock_wrlock(&inf->lock);
     if (blob) {
         if (strmap_put(&inf->cache, key, blob, &old) < 0) { free(blob); cJSON_Delete(cur); cur = NULL; }
@@ -202,9 +206,12 @@ static void cache_apply(struct informer *inf, const char *key, cJSON *cur) {
         if (was || cur) inf->on_change(inf->ud, key, was, cur);   /* was NULL: out of memory */
         cJSON_Delete(was);
     }
+    atomic_fetch_sub(&inf->applying, 1);
     free(old);
     cJSON_Delete(cur);
 }
+
+int informer_quiescent(struct informer *inf) { return atomic_load(&inf->applying) == 0; }
 
 /* The object's resourceVersion, or NULL. */
 static const char *object_rv(const cJSON *obj) {

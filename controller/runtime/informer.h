@@ -61,6 +61,11 @@ int informer_synced(struct informer *inf);
 cJSON *informer_get(struct informer *inf, const char *key);
 /* Number of cached objects. */
 size_t informer_count(struct informer *inf);
+/* No event is being applied right now: every change the cache shows has been handed to the
+ * handler, and the handler has returned. (A change is stored before its handler runs, so a
+ * reader that sees it in the cache may be ahead of the handler; tests that act on what the
+ * handlers keep wait for this too.) */
+int informer_quiescent(struct informer *inf);
 /* 1 when key is cached (nothing unpacked), else 0. */
 int informer_has(struct informer *inf, const char *key);
 /* Walk the cache under its read lock; fn must not call back into this informer. Each

@@ -113,11 +113,12 @@ static inline void env_sleep_ms(long ms) {
 }
 
 /* Does the informer's copy of key carry the store's resourceVersion of path (or are both
- * absent)? */
+ * absent), with the handlers done with it? */
 static inline int cache_current(struct env *e, struct informer *inf, const char *key, const char *path) {
     cJSON *stored = fakeapi_get(&e->fa, path), *cached = informer_get(inf, key);
     const char *a = fa_md_str(stored, "resourceVersion"), *b = fa_md_str(cached, "resourceVersion");
-    int same = (!stored && !cached) || (a && b && !strcmp(a, b));
+    /* ... and its handler has run (what it keeps, e.g. the warm index, is current too) */
+    int same = ((!stored && !cached) || (a && b && !strcmp(a, b))) && informer_quiescent(inf);
     cJSON_Delete(stored);
     cJSON_Delete(cached);
     return same;

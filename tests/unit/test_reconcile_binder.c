@@ -151,6 +151,7 @@ TEST(an_adopted_claim_whose_node_cannot_take_the_pod_is_given_up_for_a_cold_one)
              "Insufficient cpu, 1 node(s) had volume node affinity conflict.\"}]}}", t);
     CHECK_INT(fakeapi_patch(&e->fa, n.pod, st), 0);
     CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), n.pod));
+    CHECK(cached(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), path));   /* the adoption's echo */
     cJSON *pod = fakeapi_get(&e->fa, n.pod);
     char pod_uid[64], pod_rv[32];
     snprintf(pod_uid, sizeof pod_uid, "%s", kj_str(pod, "metadata.uid"));
