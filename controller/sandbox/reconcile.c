@@ -1177,118 +1177,231 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
 #define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX | SBX_ACT_RELEASE_CLAIM)
 
-/* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
- * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
-static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
-                            const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
-    char pod_name[SBX_NAME_MAX + 1], claim[128], okey[512], src_why[512], copy_msg[SBX_MESSAGE_MAX];
-    cJSON *pod = NULL, *pvc = NULL, *svc = NULL, *src_pvc = NULL, *np = NULL;
-    struct sbx_ws_source src;
-    struct sbx_spec spec;
-    struct sbx_network net;
-    int rc = -1, have_spec = 0;
-    *requeue_ms = 0;
-    memset(&spec, 0, sizeof(spec));
-    memset(&src, 0, sizeof(src));
-    memset(&net, 0, sizeof(net));
+/* ---- the pass: observe → resolve policy → admit → fence → act → report ---------------------
+ *
+ * reconcile_object runs the stages in order over one Sandbox. Each stage takes what the
+ * stages before it produced (read-only, but for the observation the admission updates) and
+ * fills its own output; it returns GO_ON, or END_PASS with the pass's result in *res (0,
+ * -1 with err, or SBX_STALE: decide again on a fresh read; and when to look again). */
 
-    const char *uid = kj_str(sb, "metadata.uid");
-    if (!uid) { snprintf(err, errlen, "sandbox %s has no uid", key); goto out; }
+enum stage_end { GO_ON = 0, END_PASS = 1 };
+
+struct pass_result { int rc; int64_t requeue_ms; };
+
+/* Who the pass is about. */
+struct pass_ids { const char *key, *ns, *name, *uid; };
+
+/* resolve policy: the effective spec (its class applied), or the one its last valid pass
+ * recorded (governed: the spec as it is cannot be applied, a pod of an earlier one runs). */
+struct policy {
+    struct sbx_spec spec;
+    int have_spec;
+    struct sbx_network net;
+    int governed, governed_net;     /* governed_net: net is the class's, narrowed, for that pod */
+    const char *why_reason;         /* why the spec cannot be applied (governed) */
+    char why[1024];
+};
+
+/* observe: what the caches (and, where needed, the API server) show of the Sandbox's
+ * objects, as lifecycle_decide reads it. The objects are owned copies. */
+struct observation {
+    char pod_name[SBX_NAME_MAX + 1], claim[128];
+    cJSON *pod, *pvc, *svc, *np, *src_pvc;
+    enum sbx_object_state svc_state, np_state;
+    struct sbx_observed o;
+    struct sbx_ws_source src;       /* a fork's source claim (its strings point into src_pvc) */
+    char src_why[512], copy_msg[SBX_MESSAGE_MAX];
+};
+
+/* admit + fence: the decision, and the resourceVersion the fence wrote. */
+struct verdict {
+    struct sbx_decision d;
+    int64_t reclaim_at;             /* when a running one will be reclaimable (0: none) */
+    int fenced;                     /* the status was written as the fence */
+    char rv[64];                    /* the Sandbox's resourceVersion after the fence */
+};
+
+static enum stage_end end_pass(struct pass_result *res, int rc, int64_t requeue_ms) {
+    res->rc = rc;
+    res->requeue_ms = requeue_ms;
+    return END_PASS;
+}
+
+/* Before anything: a Sandbox being deleted, or in a namespace being deleted, is not
+ * served. */
+static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                struct pass_result *res, char *err, size_t errlen) {
     if (kj_str(sb, "metadata.deletionTimestamp")) {
-        sbx_capacity_release(ctl->capacity, uid, 1);
-        rc = 0; /* going: owner references and the sweep finish the job */
-        goto out;
+        sbx_capacity_release(ctl->capacity, id->uid, 1);
+        return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
     }
-    if (sbx_records_seen(&ctl->records, key, uid) < 0) { snprintf(err, errlen, "out of memory"); goto out; }
-    int64_t held = terminating_namespace_left(ctl, ns);
+    if (sbx_records_seen(&ctl->records, id->key, id->uid) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return end_pass(res, -1, 0);
+    }
+    int64_t held = terminating_namespace_left(ctl, id->ns);
     if (held > 0) {
         /* Its namespace is being deleted: nothing to create or report; look again after
          * the hold (level-triggered: a namespace that is not going after all is served). */
-        LOGD("msg=\"namespace is being deleted: pass skipped\" sandbox=%s", key);
-        *requeue_ms = held;
-        rc = 0;
-        goto out;
+        LOGD("msg=\"namespace is being deleted: pass skipped\" sandbox=%s", id->key);
+        return end_pass(res, 0, held);
     }
+    return GO_ON;
+}
 
-    char why[1024];
-    const char *why_reason = SBX_REASON_INVALID;
+/* The policy: the Sandbox's class, the effective spec and network. A spec that cannot be
+ * applied is governed by the one its last valid pass recorded while a pod of it runs (see
+ * govern); without one the Sandbox waits, InvalidSpec, with no pod. */
+static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                          struct policy *p, struct pass_result *res, char *err, size_t errlen) {
     struct sbx_class cls;
-    int have_class = 0, governed = 0;
-    int bad = sbx_class_for(ctl->sandbox_classes, sb, &cls, &have_class, &why_reason, why, sizeof(why)) < 0 ||
-              sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &spec, why, sizeof(why)) < 0;
+    int have_class = 0;
+    p->why_reason = SBX_REASON_INVALID;
+    int bad = sbx_class_for(ctl->sandbox_classes, sb, &cls, &have_class, &p->why_reason, p->why, sizeof(p->why)) < 0 ||
+              sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why, sizeof(p->why)) < 0;
     if (!bad) {
-        have_spec = 1;   /* resolved: freed at the end whatever follows */
-        if (have_class && !sbx_class_allows_lifecycle(&cls, &spec, why, sizeof(why))) {
-            why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
+        p->have_spec = 1;   /* resolved: freed at the end whatever follows */
+        if (have_class && !sbx_class_allows_lifecycle(&cls, &p->spec, p->why, sizeof(p->why))) {
+            p->why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
             bad = 1;
         }
     }
     if (!bad) {
-        bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &net, why,
-                                  sizeof(why)) < 0;
-        if (!bad && net.mode == SBX_NET_ISOLATED && !ctl->deps.netpols_on) {
-            snprintf(why, sizeof(why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, but the "
-                     "controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io networkpolicies)",
-                     cls.name);
+        bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &p->net, p->why,
+                                  sizeof(p->why)) < 0;
+        if (!bad && p->net.mode == SBX_NET_ISOLATED && !ctl->deps.netpols_on) {
+            snprintf(p->why, sizeof(p->why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, "
+                     "but the controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io "
+                     "networkpolicies)", cls.name);
             bad = 1;
         }
     }
     /* A running pod whose spec the class no longer allows keeps the class's network as it
      * is now, narrowed to what the Sandbox asked (a class that narrows, narrows at once). */
-    int governed_net = 0;
     if (bad && have_class) {
         struct sbx_network narrowed;
         char nerr[256];
         size_t dropped = 0;
         if (sbx_network_narrow(sb, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
             (narrowed.mode != SBX_NET_ISOLATED || ctl->deps.netpols_on)) {
-            sbx_network_free(&net);
-            net = narrowed;
-            governed_net = 1;
+            sbx_network_free(&p->net);
+            p->net = narrowed;
+            p->governed_net = 1;
         }
     }
     if (have_class) sbx_class_free(&cls);
     if (bad) {
-        /* The spec as it is cannot be applied. A pod built from an earlier, valid spec (or
-         * a one-shot's recorded result, until its TTL) keeps being governed by the policy
-         * that spec's last pass recorded (sbx_spec_recorded, govern); without one the
-         * Sandbox waits, InvalidSpec, with no pod. */
-        if (have_spec) sbx_spec_free(&spec);
-        if (!governed_net) sbx_network_free(&net);
-        have_spec = 0;
+        if (p->have_spec) sbx_spec_free(&p->spec);
+        if (!p->governed_net) sbx_network_free(&p->net);
+        p->have_spec = 0;
         char rerr[256];
-        if (sbx_spec_recorded(sb, &ctl->opt.defaults, &spec, rerr, sizeof(rerr)) == 0) {
-            have_spec = governed = 1;
-        } else {
-            rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
-            goto out;
-        }
+        if (sbx_spec_recorded(sb, &ctl->opt.defaults, &p->spec, rerr, sizeof(rerr)) < 0)
+            return end_pass(res, invalid_without_pod(ctl, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err,
+                                                     errlen), 0);
+        p->have_spec = p->governed = 1;
     }
-    have_spec = 1;
-    sbx_capacity_class(ctl->capacity, uid, spec.class_name, spec.max_running_per_user);
-    if (sbx_name_pod(spec.user_id, spec.chat_id, pod_name, sizeof(pod_name)) < 0) {
+    p->have_spec = 1;
+    sbx_capacity_class(ctl->capacity, id->uid, p->spec.class_name, p->spec.max_running_per_user);
+    return GO_ON;
+}
+
+/* The status fields lifecycle_decide reads (what the Sandbox says of itself). */
+static void observe_sandbox(const cJSON *sb, struct sbx_observed *o) {
+    o->created_ms = sbx_time_at(sb, "metadata.creationTimestamp");
+    o->generation = kj_int(sb, "metadata.generation", 0);
+    o->status_last_used_ms = sbx_time_at(sb, "status.lastUsedAt");
+    o->status_started_ms = sbx_time_at(sb, "status.startedAt");
+    o->status_stopped_ms = sbx_time_at(sb, "status.stoppedAt");
+    o->status_phase = kj_str(sb, "status.phase");
+    o->status_reason = kj_str(sbx_ready_condition(sb), "reason");
+    sbx_termination_read(kj_path(sb, "status.lastTermination"), &o->status_last_termination);
+    const cJSON *run = kj_path(sb, "status.run");
+    if (run && kj_str(run, "finishedAt")) {
+        o->run_finished = 1;
+        o->run_exit_code = (int)kj_int(run, "exitCode", -1);
+        o->run_finished_ms = sbx_time_at(run, "finishedAt");
+    }
+    o->run_started_ms = sbx_time_at(run, "startedAt");
+    o->status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
+}
+
+/* What a deleted predecessor of this name left is removed now (uid precondition), not
+ * after the garbage collector's discovery resync (30 s for a new CRD): a Sandbox deleted
+ * and created again does not wait for it. 0 or -1. */
+static int remove_predecessors_objects(struct sbx_controller *ctl, const struct pass_ids *id, struct observation *ob,
+                                       char *err, size_t errlen) {
+    const cJSON *left[4] = {ob->pod, ob->pvc, ob->svc, ob->np};
+    enum sbx_object_state *state[4] = {&ob->o.pod, &ob->o.pvc, &ob->svc_state, &ob->np_state};
+    static const char *const left_res[4] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    for (int i = 0; i < 4; i++) {
+        if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], id->name, id->uid)) continue;
+        const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
+        if (!lname || !luid) continue;
+        if (!kj_str(left[i], "metadata.deletionTimestamp")) {
+            if (sbx_delete_owned(&ctl->deps, id->ns, left_res[i], lname, luid, err, errlen) < 0) return -1;
+            LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", id->key, left_res[i],
+                 lname);
+        }
+        *state[i] = SBX_OBJ_TERMINATING;
+    }
+    return 0;
+}
+
+/* Is the running pod built from another template than the spec's now (or under another
+ * SandboxClass than the Sandbox's now: spec.className changed, or the namespace's default
+ * class did)? 0 or -1 (out of memory). */
+static int observe_pod_template(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                const struct policy *p, struct observation *ob, char *err, size_t errlen) {
+    const char *have = kj_map_get(ob->pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+    const char *built_class = pod_built_class(ob->pod, sb);
+    if (built_class && strcmp(built_class, p->spec.class_name ? p->spec.class_name : "") != 0)
+        ob->o.pod_template_outdated = 1;
+    if (!have || ob->o.pod_template_outdated) return 0;
+    struct sbx_owner me = {.name = id->name, .namespace_ = id->ns, .uid = id->uid, .shard = ctl->deps.shard_label};
+    cJSON *want = sbx_build_pod(&me, &p->spec, ob->pod_name, ob->claim);
+    const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+    if (!h) {
+        cJSON_Delete(want);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    ob->o.pod_template_outdated = strcmp(have, h) != 0;
+    cJSON_Delete(want);
+    return 0;
+}
+
+/* Observe: the Sandbox's pod, claim, Service and NetworkPolicy from the caches, what its
+ * status and last-used-at say, a fork's source and copy. Ends the pass while what was just
+ * created is not in the cache yet, on a last-used-at in the future (rewritten), and when
+ * the Sandbox cannot be served at all (no pod name, another user's workspace). */
+static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                   const struct policy *p, struct observation *ob, struct pass_result *res, char *err,
+                                   size_t errlen) {
+    char okey[512];
+    const char *ns = id->ns, *uid = id->uid;
+    struct sbx_observed *o = &ob->o;
+    if (sbx_name_pod(p->spec.user_id, p->spec.chat_id, ob->pod_name, sizeof(ob->pod_name)) < 0) {
         sbx_capacity_release(ctl->capacity, uid, 1);
-        rc = sbx_status_report_invalid(&ctl->deps, ns, name, sb, NULL, "spec.userID and spec.chatID must not be empty", err,
-                                       errlen);
-        goto out;
+        return end_pass(res, sbx_status_report_invalid(&ctl->deps, ns, id->name, sb, NULL,
+                                                       "spec.userID and spec.chatID must not be empty", err, errlen),
+                        0);
     }
     /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
      * the one its IDs name. */
-    if (!sbx_warm_claim_of(ctl->warm, uid, claim, sizeof(claim))) sbx_claim_name(pod_name, claim, sizeof(claim));
-    snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
-    pod = informer_get(ctl->deps.pods, okey);
-    snprintf(okey, sizeof(okey), "%s/%s", ns, claim);
-    pvc = informer_get(ctl->deps.pvcs, okey);
-    snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);   /* the Service is named like the pod */
-    svc = informer_get(ctl->deps.services, okey);
-    enum sbx_object_state svc_state = classify(svc, uid);
-    np = informer_get(ctl->deps.netpols, okey);   /* named like the pod too */
-    enum sbx_object_state np_state = classify(np, uid);
-    if (governed && classify(pod, uid) != SBX_OBJ_PRESENT &&
-        !(spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
+    if (!sbx_warm_claim_of(ctl->warm, uid, ob->claim, sizeof(ob->claim)))
+        sbx_claim_name(ob->pod_name, ob->claim, sizeof(ob->claim));
+    snprintf(okey, sizeof(okey), "%s/%s", ns, ob->pod_name);
+    ob->pod = informer_get(ctl->deps.pods, okey);
+    ob->svc = informer_get(ctl->deps.services, okey);   /* the Service is named like the pod */
+    ob->np = informer_get(ctl->deps.netpols, okey);     /* and the NetworkPolicy too */
+    snprintf(okey, sizeof(okey), "%s/%s", ns, ob->claim);
+    ob->pvc = informer_get(ctl->deps.pvcs, okey);
+    ob->svc_state = classify(ob->svc, uid);
+    ob->np_state = classify(ob->np, uid);
+    if (p->governed && classify(ob->pod, uid) != SBX_OBJ_PRESENT &&
+        !(p->spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
-        rc = invalid_without_pod(ctl, ns, name, sb, uid, why_reason, why, err, errlen);
-        goto out;
+        return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
     }
 
     int64_t now = kj_now_ms();
@@ -1296,275 +1409,304 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
      * our own status write): wait for the watch, which queues the key when it shows the
      * object, rather than POST it again. */
     int64_t expecting = 0, e;
-    if (!pod && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_POD, now)) > expecting) expecting = e;
-    if (!pvc && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
+    if (!ob->pod && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_POD, now)) > expecting) expecting = e;
+    if (!ob->pvc && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
     if (expecting > 0) {
-        LOGD("msg=\"waiting for the cache to show what was just created\" sandbox=%s", key);
-        *requeue_ms = expecting;
-        rc = 0;
-        goto out;
+        LOGD("msg=\"waiting for the cache to show what was just created\" sandbox=%s", id->key);
+        return end_pass(res, 0, expecting);
     }
-    struct sbx_observed o;
-    memset(&o, 0, sizeof(o));
-    o.now_ms = now;
-    o.created_ms = sbx_time_at(sb, "metadata.creationTimestamp");
-    o.generation = kj_int(sb, "metadata.generation", 0);
+    o->now_ms = now;
     const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
-    switch (lifecycle_last_used_check(lu, now, &o.last_used_annotation_ms)) {
-    case SBX_LAST_USED_FUTURE:
+    switch (lifecycle_last_used_check(lu, now, &o->last_used_annotation_ms)) {
+    case SBX_LAST_USED_FUTURE: {
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
          * client's newer touch wins), so it cannot keep the sandbox alive forever. */
-        rc = sbx_last_used_rewrite(&ctl->deps, ns, name, sb, lu, now, err, errlen);
-        if (rc == 0) *requeue_ms = STALE_REQUEUE_MS;   /* the watch brings the rewritten value */
-        goto out;
+        int rc = sbx_last_used_rewrite(&ctl->deps, ns, id->name, sb, lu, now, err, errlen);
+        return end_pass(res, rc, rc == 0 ? STALE_REQUEUE_MS : 0);   /* the watch brings the rewritten value */
+    }
     case SBX_LAST_USED_INVALID:
         sbx_last_used_warn_invalid(&ctl->deps, sb, lu);
         break;
     default:
         break;
     }
-    o.status_last_used_ms = sbx_time_at(sb, "status.lastUsedAt");
-    o.status_started_ms = sbx_time_at(sb, "status.startedAt");
-    o.status_stopped_ms = sbx_time_at(sb, "status.stoppedAt");
-    o.status_phase = kj_str(sb, "status.phase");
-    o.status_reason = kj_str(sbx_ready_condition(sb), "reason");
-    sbx_termination_read(kj_path(sb, "status.lastTermination"), &o.status_last_termination);
-    const cJSON *run = kj_path(sb, "status.run");
-    if (run && kj_str(run, "finishedAt")) {
-        o.run_finished = 1;
-        o.run_exit_code = (int)kj_int(run, "exitCode", -1);
-        o.run_finished_ms = sbx_time_at(run, "finishedAt");
-    }
-    o.run_started_ms = sbx_time_at(run, "startedAt");
-    o.pvc = classify(pvc, uid);
-    o.pvc_bound = pvc && kj_str(pvc, "status.phase") && !strcmp(kj_str(pvc, "status.phase"), "Bound");
-    o.pvc_age_ms = pvc ? now - sbx_time_at(pvc, "metadata.creationTimestamp") : 0;
-    const char *adopted_at = kj_map_get(pvc, "metadata.annotations", SBX_ANN_WARM_ADOPTED);
-    if (!adopted_at || kj_time_parse(adopted_at, &o.claim_adopted_ms) != 0) o.claim_adopted_ms = 0;
+    observe_sandbox(sb, o);
+    o->pvc = classify(ob->pvc, uid);
+    o->pvc_bound = ob->pvc && kj_str(ob->pvc, "status.phase") && !strcmp(kj_str(ob->pvc, "status.phase"), "Bound");
+    o->pvc_age_ms = ob->pvc ? now - sbx_time_at(ob->pvc, "metadata.creationTimestamp") : 0;
+    const char *adopted_at = kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_WARM_ADOPTED);
+    if (!adopted_at || kj_time_parse(adopted_at, &o->claim_adopted_ms) != 0) o->claim_adopted_ms = 0;
     /* An adopted claim given up moments ago, its deletion not in the cache yet: gone for
      * this pass (no new pod on it). */
-    if (o.pvc == SBX_OBJ_PRESENT && o.claim_adopted_ms && sbx_warm_released(ctl->warm, uid)) o.pvc = SBX_OBJ_TERMINATING;
-    o.pod = classify(pod, uid);
-    /* What a deleted predecessor of this name left is removed now (uid precondition),
-     * not after the garbage collector's discovery resync (30 s for a new CRD): a
-     * Sandbox deleted and created again does not wait for it. */
-    const cJSON *left[4] = {pod, pvc, svc, np};
-    enum sbx_object_state *state[4] = {&o.pod, &o.pvc, &svc_state, &np_state};
-    static const char *const left_res[4] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
-    for (int i = 0; i < 4; i++) {
-        if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], name, uid)) continue;
-        const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
-        if (!lname || !luid) continue;
-        if (!kj_str(left[i], "metadata.deletionTimestamp")) {
-            if (sbx_delete_owned(&ctl->deps, ns, left_res[i], lname, luid, err, errlen) < 0) goto out;
-            LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", key, left_res[i], lname);
-        }
-        *state[i] = SBX_OBJ_TERMINATING;
-    }
-    sbx_pod_observe(pod, &o);
-    o.status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
-    if (o.pvc == SBX_OBJ_PRESENT && !governed) observe_claim_size(ctl, pvc, &o, &spec);
-    if (o.pod == SBX_OBJ_PRESENT && !governed) {
-        const char *have = kj_map_get(pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
-        /* Built under another SandboxClass than the Sandbox's now: replaced (spec.className
-         * changed, or the namespace's default class did). */
-        const char *built_class = pod_built_class(pod, sb);
-        if (built_class && strcmp(built_class, spec.class_name ? spec.class_name : "") != 0)
-            o.pod_template_outdated = 1;
-        if (have && !o.pod_template_outdated) {
-            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            cJSON *want = sbx_build_pod(&me, &spec, pod_name, claim);
-            const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
-            if (!h) { cJSON_Delete(want); snprintf(err, errlen, "out of memory"); goto out; }
-            o.pod_template_outdated = strcmp(have, h) != 0;
-            cJSON_Delete(want);
-        }
-    }
-    if (o.pod == SBX_OBJ_ABSENT && !o.pvc_bound) o.claim_binding = claim_binding(ctl, pvc, &spec);
-    if (spec.workspace_from && o.pvc == SBX_OBJ_ABSENT && !governed) {
-        src_why[0] = '\0';
-        o.workspace_source_reason = workspace_source(ctl, ns, &spec, &src, &src_pvc, src_why, sizeof(src_why));
-        o.workspace_source_message = src_why;
-        if (o.workspace_source_reason && (!strcmp(o.workspace_source_reason, SBX_REASON_WS_SOURCE_FORBIDDEN) ||
-                                          !strcmp(o.workspace_source_reason, SBX_REASON_INVALID))) {
+    if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(ctl->warm, uid))
+        o->pvc = SBX_OBJ_TERMINATING;
+    o->pod = classify(ob->pod, uid);
+    if (remove_predecessors_objects(ctl, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
+    sbx_pod_observe(ob->pod, o);
+    if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, ob->pvc, o, &p->spec);
+    if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(ctl, id, sb, p, ob, err, errlen) < 0)
+        return end_pass(res, -1, 0);
+    if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(ctl, ob->pvc, &p->spec);
+    if (p->spec.workspace_from && o->pvc == SBX_OBJ_ABSENT && !p->governed) {
+        ob->src_why[0] = '\0';
+        o->workspace_source_reason = workspace_source(ctl, ns, &p->spec, &ob->src, &ob->src_pvc, ob->src_why,
+                                                      sizeof(ob->src_why));
+        o->workspace_source_message = ob->src_why;
+        if (o->workspace_source_reason && (!strcmp(o->workspace_source_reason, SBX_REASON_WS_SOURCE_FORBIDDEN) ||
+                                           !strcmp(o->workspace_source_reason, SBX_REASON_INVALID))) {
             /* Another user's workspace, or a clone beyond the class's ceiling: not a wait
              * but a spec that cannot be applied (no claim is made). */
-            rc = invalid_without_pod(ctl, ns, name, sb, uid, o.workspace_source_reason, src_why, err, errlen);
-            goto out;
+            return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, o->workspace_source_reason,
+                                                     ob->src_why, err, errlen), 0);
         }
     }
-    if (o.pvc == SBX_OBJ_PRESENT && spec.workspace_from && !governed) {
-        const char *from = kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_FROM);
-        if (from && !kj_map_get(pvc, "metadata.annotations", SBX_ANN_FORK_COPIED)) {
-            struct sbx_owner me = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            if (fill_by_copy(ctl, ns, sb, &me, &spec, pvc, from, &o, copy_msg, sizeof(copy_msg), err, errlen) < 0)
-                goto out;
+    if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
+        const char *from = kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_FORK_FROM);
+        if (from && !kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_FORK_COPIED)) {
+            struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
+            if (fill_by_copy(ctl, ns, sb, &me, &p->spec, ob->pvc, from, o, ob->copy_msg, sizeof(ob->copy_msg), err,
+                             errlen) < 0)
+                return end_pass(res, -1, 0);
         }
     }
-    o.admitted = o.pod != SBX_OBJ_ABSENT;
-    if (o.pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl->capacity, uid, 1);
+    return GO_ON;
+}
 
-    struct sbx_decision d;
-    lifecycle_decide(&spec, &o, &d);
-    if (governed) govern(&d, &o, why_reason, why);
-    if (d.wants_pod && o.pod == SBX_OBJ_ABSENT && o.pvc != SBX_OBJ_FOREIGN) {
-        o.admitted = sbx_capacity_admit(ctl->capacity, uid, spec.max_running_per_user, now, &o.queue_position, &o.user_capped,
-                                        &o.class_capped);
-        lifecycle_decide(&spec, &o, &d);
-    } else if (!d.wants_pod) {
+/* Admit: the decision (lifecycle_decide, governed when the spec is the recorded one), a
+ * slot of the running cap for a pod it wants, what reclaim may make room, and, at an idle
+ * deadline of a class that counts activity, whether the pod is at work after all. */
+static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                 const struct policy *p, struct observation *ob, struct verdict *v,
+                                 struct pass_result *res, char *err, size_t errlen) {
+    struct sbx_observed *o = &ob->o;
+    struct sbx_decision *d = &v->d;
+    const char *uid = id->uid;
+    o->admitted = o->pod != SBX_OBJ_ABSENT;
+    if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl->capacity, uid, 1);
+    lifecycle_decide(&p->spec, o, d);
+    if (p->governed) govern(d, o, p->why_reason, p->why);
+    if (d->wants_pod && o->pod == SBX_OBJ_ABSENT && o->pvc != SBX_OBJ_FOREIGN) {
+        o->admitted = sbx_capacity_admit(ctl->capacity, uid, p->spec.max_running_per_user, o->now_ms,
+                                         &o->queue_position, &o->user_capped, &o->class_capped);
+        lifecycle_decide(&p->spec, o, d);
+    } else if (!d->wants_pod) {
         sbx_capacity_release(ctl->capacity, uid, 1);
     }
-    sbx_capacity_reclaimable(ctl->capacity, uid, &spec, &d, o.pod == SBX_OBJ_PRESENT);
+    sbx_capacity_reclaimable(ctl->capacity, uid, &p->spec, d, o->pod == SBX_OBJ_PRESENT);
     /* In line for the global cap: idle sandboxes of classes that allow it may make room. */
-    int64_t reclaim_at = 0;
-    if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod && o.queue_position > 0)
-        reclaim_at = sbx_capacity_reclaim(ctl->capacity, now);
+    if (!o->admitted && o->pod == SBX_OBJ_ABSENT && d->wants_pod && o->queue_position > 0)
+        v->reclaim_at = sbx_capacity_reclaim(ctl->capacity, o->now_ms);
 
     /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
      * here, once per deadline reached (not every pass), before anything is destroyed. */
-    if (!governed && spec.activity_cpu_millis > 0 && d.reason && !strcmp(d.reason, SBX_REASON_IDLE) &&
-        (d.actions & DESTRUCTIVE) && o.pod == SBX_OBJ_PRESENT && o.pod_phase && !strcmp(o.pod_phase, "Running")) {
-        int act = sbx_activity_probe(&ctl->deps, ns, name, sb, pod_name, spec.activity_cpu_millis, now, err, errlen);
-        if (act < 0) goto out;
-        if (act == SBX_STALE || act == SBX_ACTIVE) { rc = act == SBX_STALE ? SBX_STALE : 0; goto out; }
+    if (!p->governed && p->spec.activity_cpu_millis > 0 && d->reason && !strcmp(d->reason, SBX_REASON_IDLE) &&
+        (d->actions & DESTRUCTIVE) && o->pod == SBX_OBJ_PRESENT && o->pod_phase && !strcmp(o->pod_phase, "Running")) {
+        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name, p->spec.activity_cpu_millis,
+                                     o->now_ms, err, errlen);
+        if (act < 0) return end_pass(res, -1, 0);
+        if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? SBX_STALE : 0, 0);
     }
+    return GO_ON;
+}
 
-    /* Nothing is destroyed on a stale view: the status write that records the decision
-     * (a stop: Stopping, reason Idle or Paused) goes first and is conditional on the
-     * resourceVersion the decision was made on. A touch the API server accepted before it
-     * makes it fail (decide again, on a fresh read); one accepted after it finds the stop
-     * recorded and wakes the sandbox, because the Sandbox DELETE below is conditional on
-     * the version this write produced. */
-    char rv[64] = "";
-    int fenced = 0;
-    if (d.actions & DESTRUCTIVE) {
-        const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
-        if (!cur_rv) { snprintf(err, errlen, "sandbox %s has no resourceVersion", key); goto out; }
-        cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
-        if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
-        if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = sbx_status_write(&ctl->deps, ns, name, sb, st, cur_rv, rv, sizeof(rv), err, errlen);
+/* Write the status the decision describes, with the Events of its transition. fence_rv:
+ * conditional on that version and always sent (the fence); new_rv receives the version it
+ * made. 0, SBX_STALE or -1. */
+static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb, const struct policy *p,
+                        const struct observation *ob, const struct sbx_decision *d, const char *fence_rv,
+                        char *new_rv, size_t new_rv_len, char *err, size_t errlen) {
+    cJSON *st = sbx_status_desired(sb, d, ob->pod, ob->pod_name, ob->claim, ob->o.now_ms);
+    if (st && status_endpoints(st, &p->spec, id->ns, ob->pod_name, ob->svc, ob->svc_state) < 0) {
         cJSON_Delete(st);
-        if (rc != 0) goto out;
-        rc = -1;
-        fenced = 1;
-        sbx_event_transition(&ctl->deps, sb, &o, &d, pod_name);
-        sbx_event_invalid(&ctl->deps, sb, &d);
-        if (d.run.finished) {
-            sbx_count(&ctl->counters.runs_finished);
-            LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", key, d.run.exit_code);
-        }
+        st = NULL;
     }
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = sbx_status_write(&ctl->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);
+    cJSON_Delete(st);
+    if (rc != 0) return rc;   /* SBX_STALE: changed since; decide again on the newer version */
+    sbx_event_transition(&ctl->deps, sb, &ob->o, d, ob->pod_name);
+    sbx_event_invalid(&ctl->deps, sb, d);
+    return 0;
+}
 
-    struct sbx_owner owner = {.name = name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-    /* The policy first: an isolated sandbox's pod starts only once it is in place. */
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!governed || governed_net) &&
-        reconcile_netpol(ctl, ns, sb, &owner, &spec, &net, pod_name, pod, np, np_state, err, errlen) < 0) {
-        if (d.actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
-        goto out;
+/* Fence: nothing is destroyed on a stale view. The status write that records the decision
+ * (a stop: Stopping, reason Idle or Paused) goes first and is conditional on the
+ * resourceVersion the decision was made on. A touch the API server accepted before it
+ * makes it fail (decide again, on a fresh read); one accepted after it finds the stop
+ * recorded and wakes the sandbox, because the Sandbox DELETE of the report stage is
+ * conditional on the version this write produced. */
+static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                 const struct policy *p, const struct observation *ob, struct verdict *v,
+                                 struct pass_result *res, char *err, size_t errlen) {
+    if (!(v->d.actions & DESTRUCTIVE)) return GO_ON;
+    const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
+    if (!cur_rv) {
+        snprintf(err, errlen, "sandbox %s has no resourceVersion", id->key);
+        return end_pass(res, -1, 0);
     }
-    if ((d.actions & SBX_ACT_CREATE_PVC) && !spec.workspace_from && !controls_unseen_claim(ctl, ns, sb, uid)) {
+    int rc = write_status(ctl, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err, errlen);
+    if (rc != 0) return end_pass(res, rc, 0);
+    v->fenced = 1;
+    if (v->d.run.finished) {
+        sbx_count(&ctl->counters.runs_finished);
+        LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", id->key, v->d.run.exit_code);
+    }
+    return GO_ON;
+}
+
+/* Act: the NetworkPolicy first (an isolated sandbox's pod starts only once it is in
+ * place), a warm claim adopted or a claim made, the pod, a claim grown, what the decision
+ * deletes (fenced), an adopted claim given up, the Service. */
+static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                               const struct policy *p, struct observation *ob, struct verdict *v,
+                               struct pass_result *res, char *err, size_t errlen) {
+    struct sbx_observed *o = &ob->o;
+    struct sbx_decision *d = &v->d;
+    const char *ns = id->ns, *uid = id->uid;
+    struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
+    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!p->governed || p->governed_net) &&
+        reconcile_netpol(ctl, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, ob->np, ob->np_state, err,
+                         errlen) < 0) {
+        if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
+        return end_pass(res, -1, 0);
+    }
+    if ((d->actions & SBX_ACT_CREATE_PVC) && !p->spec.workspace_from && !controls_unseen_claim(ctl, ns, sb, uid)) {
         /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
          * PATCH), and the pod can start in this very pass. */
         cJSON *adopted = NULL;
-        int a = sbx_warm_adopt(ctl->warm, ns, &owner, &spec, &adopted, claim, sizeof(claim), err, errlen);
-        if (a < 0) goto out;
+        int a = sbx_warm_adopt(ctl->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err, errlen);
+        if (a < 0) return end_pass(res, -1, 0);
         if (a == 1) {
-            cJSON_Delete(pvc);
-            pvc = adopted;
-            o.pvc = SBX_OBJ_PRESENT;
-            o.pvc_bound = 1;
-            o.pvc_age_ms = 0;
-            o.claim_binding = SBX_BINDING_UNKNOWN;
-            observe_claim_size(ctl, pvc, &o, &spec);
-            lifecycle_decide(&spec, &o, &d);
+            cJSON_Delete(ob->pvc);
+            ob->pvc = adopted;
+            o->pvc = SBX_OBJ_PRESENT;
+            o->pvc_bound = 1;
+            o->pvc_age_ms = 0;
+            o->claim_binding = SBX_BINDING_UNKNOWN;
+            observe_claim_size(ctl, ob->pvc, o, &p->spec);
+            lifecycle_decide(&p->spec, o, d);
         }
     }
-    if (d.actions & SBX_ACT_CREATE_PVC) {
+    if (d->actions & SBX_ACT_CREATE_PVC) {
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
-        cJSON *obj = !spec.workspace_from ? sbx_build_pvc(&owner, &spec, pod_name, claim)
-                     : src.claim ? sbx_build_pvc_from(&owner, &spec, pod_name, claim, &src) : NULL;
-        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, claim, uid, err, errlen) : -1;
+        cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&owner, &p->spec, ob->pod_name, ob->claim)
+                     : ob->src.claim ? sbx_build_pvc_from(&owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
+        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
+                    : -1;
         cJSON_Delete(obj);
-        if (r < 0) goto out;
-        if (r == 1) { o.pvc = SBX_OBJ_FOREIGN; lifecycle_decide(&spec, &o, &d); sbx_count(&ctl->counters.conflicts); }
+        if (r < 0) return end_pass(res, -1, 0);
+        if (r == 1) {
+            o->pvc = SBX_OBJ_FOREIGN;
+            lifecycle_decide(&p->spec, o, d);
+            sbx_count(&ctl->counters.conflicts);
+        }
     }
-    if (d.actions & SBX_ACT_CREATE_POD) {
-        cJSON *obj = sbx_build_pod(&owner, &spec, pod_name, claim);
-        int r = obj ? create_owned(ctl, ns, "pods", SBX_EXPECT_POD, obj, pod_name, uid, err, errlen) : -1;
+    if (d->actions & SBX_ACT_CREATE_POD) {
+        cJSON *obj = sbx_build_pod(&owner, &p->spec, ob->pod_name, ob->claim);
+        int r = obj ? create_owned(ctl, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
-        if (r < 0) { sbx_capacity_release(ctl->capacity, uid, 0); goto out; }
+        if (r < 0) {
+            sbx_capacity_release(ctl->capacity, uid, 0);
+            return end_pass(res, -1, 0);
+        }
         if (r == 1) {
             sbx_capacity_release(ctl->capacity, uid, 1);
-            o.pod = SBX_OBJ_FOREIGN;
-            lifecycle_decide(&spec, &o, &d);
+            o->pod = SBX_OBJ_FOREIGN;
+            lifecycle_decide(&p->spec, o, d);
             sbx_count(&ctl->counters.conflicts);
         } else {
-            LOGI("msg=\"pod created\" sandbox=%s pod=%s", key, pod_name);
-            d.observed_generation = o.generation;   /* the pod just built from this spec */
-            if (spec.lifecycle == SBX_ONE_SHOT) sbx_count(&ctl->counters.runs_started);
+            LOGI("msg=\"pod created\" sandbox=%s pod=%s", id->key, ob->pod_name);
+            d->observed_generation = o->generation;   /* the pod just built from this spec */
+            if (p->spec.lifecycle == SBX_ONE_SHOT) sbx_count(&ctl->counters.runs_started);
         }
     }
-    if ((d.actions & SBX_ACT_EXPAND_PVC) && expand_claim(ctl, ns, claim, spec.workspace_bytes, err, errlen) < 0)
-        goto out;
-    if ((d.actions & SBX_ACT_DELETE_POD) &&
-        sbx_delete_owned(&ctl->deps, ns, "pods", pod_name, kj_str(pod, "metadata.uid"), err, errlen) < 0)
-        goto out;
-    if ((d.actions & SBX_ACT_DELETE_PVC) &&
-        sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
-        goto out;
-    if ((d.actions & SBX_ACT_RELEASE_CLAIM) &&
-        release_warm_claim(ctl, ns, key, uid, pod_name, claim, kj_str(pvc, "metadata.uid"), err, errlen) < 0)
-        goto out;
+    if (((d->actions & SBX_ACT_EXPAND_PVC) &&
+         expand_claim(ctl, ns, ob->claim, p->spec.workspace_bytes, err, errlen) < 0) ||
+        ((d->actions & SBX_ACT_DELETE_POD) &&
+         sbx_delete_owned(&ctl->deps, ns, "pods", ob->pod_name, kj_str(ob->pod, "metadata.uid"), err, errlen) < 0) ||
+        ((d->actions & SBX_ACT_DELETE_PVC) &&
+         sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", ob->claim, kj_str(ob->pvc, "metadata.uid"), err,
+                          errlen) < 0) ||
+        ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
+         release_warm_claim(ctl, ns, id->key, uid, ob->pod_name, ob->claim, kj_str(ob->pvc, "metadata.uid"), err,
+                            errlen) < 0))
+        return end_pass(res, -1, 0);
+    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
+        reconcile_service(ctl, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
+        return end_pass(res, -1, 0);
+    return GO_ON;
+}
 
-    if (!(d.actions & SBX_ACT_DELETE_SANDBOX) && !governed &&
-        reconcile_service(ctl, ns, sb, &owner, &spec, pod_name, svc, svc_state, err, errlen) < 0)
-        goto out;
-
-    if (!fenced) {
-        cJSON *st = sbx_status_desired(sb, &d, pod, pod_name, claim, now);
-        if (st && status_endpoints(st, &spec, ns, pod_name, svc, svc_state) < 0) { cJSON_Delete(st); st = NULL; }
-        if (!st) { snprintf(err, errlen, "out of memory"); goto out; }
-        rc = sbx_status_write(&ctl->deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
-        cJSON_Delete(st);
-        if (rc != 0) goto out;   /* SBX_STALE: changed since; decide again on the newer version */
-        rc = -1;
-        sbx_event_transition(&ctl->deps, sb, &o, &d, pod_name);
-        sbx_event_invalid(&ctl->deps, sb, &d);
+/* Report: the status (unless the fence wrote it), the Sandbox removed when the decision
+ * says so (conditional on the fence's version: a touch since wakes it instead), and when
+ * to look again. Always ends the pass. */
+static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+                                  const struct policy *p, const struct observation *ob, const struct verdict *v,
+                                  struct pass_result *res, char *err, size_t errlen) {
+    const struct sbx_observed *o = &ob->o;
+    const struct sbx_decision *d = &v->d;
+    if (!v->fenced) {
+        int rc = write_status(ctl, id, sb, p, ob, d, NULL, NULL, 0, err, errlen);
+        if (rc != 0) return end_pass(res, rc, 0);
     }
-
-    if (d.actions & SBX_ACT_DELETE_SANDBOX) {
-        long st2 = sbx_sandbox_delete(&ctl->deps, ns, name, uid, rv, err, errlen);
-        if (st2 == 409) {
+    if (d->actions & SBX_ACT_DELETE_SANDBOX) {
+        long st = sbx_sandbox_delete(&ctl->deps, id->ns, id->name, id->uid, v->rv, err, errlen);
+        if (st == 409) {
             /* Written to since the stop was recorded (a touch): it wakes instead. */
-            LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", key);
-            rc = SBX_STALE;
-            goto out;
+            LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", id->key);
+            return end_pass(res, SBX_STALE, 0);
         }
-        if (st2 != 200 && st2 != 202 && st2 != 404) goto out;
-        if (st2 != 404) {
-            sbx_event_record(&ctl->deps, sb, "Normal", "Removed", d.message);
-            LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", key, d.reason);
+        if (st != 200 && st != 202 && st != 404) return end_pass(res, -1, 0);
+        if (st != 404) {
+            sbx_event_record(&ctl->deps, sb, "Normal", "Removed", d->message);
+            LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", id->key, d->reason);
         }
     }
-    *requeue_ms = d.requeue_after_ms;
+    int64_t requeue = d->requeue_after_ms;
     /* Waiting for the cap: a freed slot queues those first in line; the others look
      * again now and then to keep status.queuePosition current. */
-    if (!o.admitted && o.pod == SBX_OBJ_ABSENT && d.wants_pod &&
-        (*requeue_ms <= 0 || *requeue_ms > QUEUE_REFRESH_MS))
-        *requeue_ms = QUEUE_REFRESH_MS;
+    if (!o->admitted && o->pod == SBX_OBJ_ABSENT && d->wants_pod && (requeue <= 0 || requeue > QUEUE_REFRESH_MS))
+        requeue = QUEUE_REFRESH_MS;
     /* ... and once a running one will have been idle long enough to be reclaimed. */
-    if (reclaim_at > now && reclaim_at - now < *requeue_ms) *requeue_ms = reclaim_at - now;
-    rc = 0;
-out:
-    if (have_spec) sbx_spec_free(&spec);
-    sbx_network_free(&net);
-    cJSON_Delete(np);
-    cJSON_Delete(pod);
-    cJSON_Delete(pvc);
-    cJSON_Delete(svc);
-    cJSON_Delete(src_pvc);
-    return rc;
+    if (v->reclaim_at > o->now_ms && v->reclaim_at - o->now_ms < requeue) requeue = v->reclaim_at - o->now_ms;
+    return end_pass(res, 0, requeue);
+}
+
+/* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
+ * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
+static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+                            const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
+    struct pass_ids id = {.key = key, .ns = ns, .name = name, .uid = kj_str(sb, "metadata.uid")};
+    struct pass_result res = {.rc = -1, .requeue_ms = 0};
+    struct policy p;
+    struct observation ob;
+    struct verdict v;
+    memset(&p, 0, sizeof(p));
+    memset(&ob, 0, sizeof(ob));
+    memset(&v, 0, sizeof(v));
+    if (!id.uid) {
+        snprintf(err, errlen, "sandbox %s has no uid", key);
+        res.rc = -1;
+    } else if (pass_gate(ctl, &id, sb, &res, err, errlen) == GO_ON &&
+               pass_resolve_policy(ctl, &id, sb, &p, &res, err, errlen) == GO_ON &&
+               pass_observe(ctl, &id, sb, &p, &ob, &res, err, errlen) == GO_ON &&
+               pass_admit(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
+               pass_fence(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
+               pass_act(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON) {
+        pass_report(ctl, &id, sb, &p, &ob, &v, &res, err, errlen);
+    }
+    if (p.have_spec) sbx_spec_free(&p.spec);
+    sbx_network_free(&p.net);
+    cJSON_Delete(ob.np);
+    cJSON_Delete(ob.pod);
+    cJSON_Delete(ob.pvc);
+    cJSON_Delete(ob.svc);
+    cJSON_Delete(ob.src_pvc);
+    *requeue_ms = res.requeue_ms;
+    return res.rc;
 }
 
 int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
