@@ -359,9 +359,8 @@ TEST(session_ends_on_the_stop_flag) {
     peer_stop(&p);
 }
 
-/* The local application writes and goes away (closes its socket) while the pod still
- * answers: everything it wrote reaches the pod, the answer cannot be delivered, and the
- * session ends quietly, without an error. */
+/* The local application writes and goes away (closes its socket): the pod's answer
+ * cannot be delivered, and the session ends there, quietly, without an error. */
 TEST(session_ends_quietly_when_the_local_side_goes) {
     struct peer p;
     struct kube_pf_result r;
@@ -381,8 +380,8 @@ TEST(session_ends_quietly_when_the_local_side_goes) {
     int64_t took = clock_mono_ms() - t0;
     CHECK_INT(rc, 0);
     if (rc) fprintf(stderr, "    err: %s\n", r.err);
-    CHECK_INT(r.bytes_to_pod, 100000);            /* everything it wrote went to the pod */
-    CHECK(r.bytes_from_pod < 100000);             /* the echo could not all be delivered */
+    CHECK(r.bytes_to_pod > 0 && r.bytes_to_pod <= 100000);   /* it ends at the first answer */
+    CHECK_INT(r.bytes_from_pod, 0);               /* which could not be delivered */
     CHECK(took < 5000);
     close(sv[0]);
     kube_client_free(c);
