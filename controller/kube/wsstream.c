@@ -1005,7 +1005,8 @@ int kube_wss_run(struct kube_client *c, const struct kube_wss_options *o, struct
     dynbuf_init(&st->outq, WSS_OUTQ_MAX);
     dynbuf_init(&st->tunnel, WSS_TUNNEL_MAX);
 
-    if (prepare(st, c, &auth) == 0) {
+    int attempted = prepare(st, c, &auth) == 0;
+    if (attempted) {
         if (o->timeout_ms > 0)
             lws_sul_schedule(st->ctx, 0, &st->deadline, on_deadline, (lws_usec_t)o->timeout_ms * LWS_US_PER_MS);
         if (o->poll_ms && o->on_poll)
@@ -1022,7 +1023,7 @@ int kube_wss_run(struct kube_client *c, const struct kube_wss_options *o, struct
         lws_sul_cancel(&st->keepalive);
         lws_sul_cancel(&st->poll);
     }
-    kube_client_count(c, "GET", res->established ? 101 : res->http_status);
+    if (attempted) kube_client_count(c, "GET", res->established ? 101 : res->http_status);
     if (!res->established && !st->failed) fail(st, "%s: connection failed", o->what);
     int rc = st->failed ? -1 : 0;
 
