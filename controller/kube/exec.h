@@ -1,6 +1,6 @@
 /* kube/exec.h — running a command in a pod through the API server:
- * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (our own framing over
- * a raw libwebsockets connection, see exec.c),
+ * GET /api/v1/namespaces/NS/pods/POD/exec upgraded to a WebSocket (the WebSocket stream of
+ * kube/wsstream.h: our own framing over a raw libwebsockets connection),
  * subprotocol v5.channel.k8s.io with fallback to v4.channel.k8s.io. Streams stdout and
  * stderr to callbacks as they arrive (never buffering the whole output), feeds stdin from a
  * callback or a file descriptor in bounded chunks and closes it (v5 close signal), sends

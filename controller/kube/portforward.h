@@ -4,8 +4,9 @@
  * server). One WebSocket carries one connection, as kubectl's WebSocket mode does: channel
  * 0 is its data, channel 1 its error text; the server starts each channel with the port,
  * 2 bytes little-endian. The caller accepts local connections and runs one session per
- * connection (a thread each); a session shares nothing with another. TLS and credentials
- * are the kubeconfig's, as for exec (kube/wsconn.h). The frame demultiplexer is pure, for
+ * connection (a thread each); a session shares nothing with another. The transport is the
+ * WebSocket stream exec uses too (kube/wsstream.h): TLS, credentials and proxy are the
+ * kubeconfig's. The frame demultiplexer is pure, for
  * tests. */
 #ifndef YAO_KUBE_PORTFORWARD_H
 #define YAO_KUBE_PORTFORWARD_H

@@ -1,8 +1,8 @@
 /* kube/proxy.h — which HTTP proxy a connection to the API server goes through, as
  * client-go decides it, and the HTTP CONNECT tunnel's two messages (pure: no I/O; the
  * environment is passed in). The REST client hands the choice to libcurl (kube/rest.c);
- * exec sends CONNECT itself over its raw connection (kube/exec.c); port-forward gives it
- * to libwebsockets (kube/wsconn.c).
+ * the WebSocket stream of exec and port-forward sends CONNECT itself over its raw
+ * connection (kube/wsstream.c).
  *
  * The rule: a cluster's proxy-url, when set, is used for every request. Otherwise the
  * environment: HTTPS_PROXY (or https_proxy) for an https server, HTTP_PROXY (or

@@ -5,8 +5,8 @@
  *
  * Why it exists: libwebsockets 4.1 parses every received WebSocket byte through a state
  * machine, which costs twice kubectl's CPU per byte of exec output (docs/benchmarks.md,
- * "Exec throughput"). exec.c opens its connection as a raw lws client (lws keeps TCP, TLS
- * and the loop) and speaks WebSocket through this module. Pure: unit-tested in
+ * "Exec throughput"). kube/wsstream.c opens its connection as a raw lws client (lws keeps
+ * TCP and the loop) and speaks WebSocket through this module. Pure: unit-tested in
  * tests/unit/test_wsframe.c. */
 #ifndef YAO_KUBE_WSFRAME_H
 #define YAO_KUBE_WSFRAME_H

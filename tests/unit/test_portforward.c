@@ -358,3 +358,32 @@ TEST(session_ends_on_the_stop_flag) {
     CHECK_INT(a.got, 10);
     peer_stop(&p);
 }
+
+/* The local application writes and goes away (closes its socket): the pod's answer
+ * cannot be delivered, and the session ends there, quietly, without an error. */
+TEST(session_ends_quietly_when_the_local_side_goes) {
+    struct peer p;
+    struct kube_pf_result r;
+    int sv[2];
+    CHECK_INT(peer_start(&p, PEER_PF_ECHO), 0);   /* the pod never closes */
+    CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    static unsigned char big[200000];
+    memset(big, 'z', sizeof big);
+    struct kube_client *c = pf_client(&p);
+    struct kube_pf_options o = {.namespace_ = "ns-1", .pod = "p", .port = 80, .fd = sv[0]};
+    /* 100 000 bytes fit the socket pair's buffer: written before the session, then gone */
+    ssize_t w = send(sv[1], big, 100000, MSG_NOSIGNAL);
+    CHECK_INT(w, 100000);
+    close(sv[1]);
+    int64_t t0 = clock_mono_ms();
+    int rc = kube_portforward(c, &o, &r);
+    int64_t took = clock_mono_ms() - t0;
+    CHECK_INT(rc, 0);
+    if (rc) fprintf(stderr, "    err: %s\n", r.err);
+    CHECK(r.bytes_to_pod > 0 && r.bytes_to_pod <= 100000);   /* it ends at the first answer */
+    CHECK_INT(r.bytes_from_pod, 0);               /* which could not be delivered */
+    CHECK(took < 5000);
+    close(sv[0]);
+    kube_client_free(c);
+    peer_stop(&p);
+}

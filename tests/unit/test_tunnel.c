@@ -3,8 +3,7 @@
  * again, against the scripted endpoint of exec_peer.h: a small
  * proxy here (one thread per connection: read the CONNECT, answer 200 and splice both
  * ways, or answer 407 when a password is wanted and missing) records what it was asked.
- * exec tunnels itself over its raw connection; port-forward through libwebsockets' proxy
- * support. (The real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
+ * Both tunnel through the WebSocket stream's own CONNECT (kube/wsstream.c). (The real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
 #include "base/clock.h"
 #include "check.h"
 #include "exec_peer.h"
