@@ -24,16 +24,16 @@
 
 struct sbx_capacity {
     const struct sbx_deps *deps;
-    struct sbx_admission_limits limits;
-    struct sbx_admission *admission;   /* the state, with its own lock (capacity_decide.h) */
+    struct sbx_cap_limits limits;
+    struct sbx_slots *slots;   /* the state, with its own lock (capacity_decide.h) */
 };
 
-struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_admission_limits *limits) {
+struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_cap_limits *limits) {
     struct sbx_capacity *cap = calloc(1, sizeof(*cap));
     if (!cap) return NULL;
     cap->deps = deps;
     cap->limits = *limits;
-    if (!(cap->admission = sbx_admission_new(&cap->limits))) {
+    if (!(cap->slots = sbx_slots_new(&cap->limits))) {
         free(cap);
         return NULL;
     }
@@ -42,7 +42,7 @@ struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct 
 
 void sbx_capacity_free(struct sbx_capacity *cap) {
     if (!cap) return;
-    sbx_admission_free(cap->admission);
+    sbx_slots_free(cap->slots);
     free(cap);
 }
 
@@ -58,7 +58,7 @@ static void queue_key(void *ud, const char *key) {
 
 /* Queue the Sandboxes first in line, as many as there are free slots. */
 void sbx_capacity_wake(struct sbx_capacity *cap) {
-    size_t n = sbx_admission_wake(cap->admission, kj_now_ms(), queue_key, cap);
+    size_t n = sbx_slots_wake(cap->slots, kj_now_ms(), queue_key, cap);
     if (n) LOGD("msg=\"capacity freed\" woken=%zu", n);
 }
 
@@ -66,7 +66,7 @@ void sbx_capacity_wake(struct sbx_capacity *cap) {
 void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJSON *old, const cJSON *cur) {
     if (!cur) {
         const char *uid = kj_str(old, "metadata.uid");
-        if (uid) sbx_admission_sandbox_gone(cap->admission, uid);
+        if (uid) sbx_slots_sandbox_gone(cap->slots, uid);
         sbx_capacity_wake(cap);   /* its pods count no more */
         return;
     }
@@ -77,14 +77,14 @@ void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJ
     const char *reason = kj_str(sbx_ready_condition(cur), "reason");
     int waiting = reason && !kj_str(cur, "metadata.deletionTimestamp") &&
                   (!strcmp(reason, SBX_REASON_CAPACITY) || !strcmp(reason, SBX_REASON_USER_CAPACITY));
-    if (sbx_admission_sandbox(cap->admission, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
+    if (sbx_slots_sandbox(cap->slots, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
                               waiting) < 0)
         LOGW("msg=\"out of memory recording a Sandbox for the running cap\" sandbox=%s", key);
     /* First seen (the initial list after a restart): a class it names counts its slot at
      * once, before any pass, so no Sandbox of that class is admitted past the class's cap
      * meanwhile. (A Sandbox that takes the default class counts in it from its first pass.) */
     const char *cls = kj_str(cur, "spec.className");
-    if (!old && cls && *cls && sbx_admission_class(cap->admission, uid, cls, -1) < 0)
+    if (!old && cls && *cls && sbx_slots_class(cap->slots, uid, cls, -1) < 0)
         LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }
 
@@ -93,10 +93,10 @@ void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJ
 void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur) {
     const char *was = slot_owner(old), *is = slot_owner(cur);
     if (was && is && !strcmp(was, is)) return;
-    if (is && sbx_admission_pod(cap->admission, is, +1) < 0)
+    if (is && sbx_slots_pod(cap->slots, is, +1) < 0)
         LOGW("msg=\"out of memory recording a pod for the running cap\"");
     if (was) {
-        sbx_admission_pod(cap->admission, was, -1);
+        sbx_slots_pod(cap->slots, was, -1);
         sbx_capacity_wake(cap);
     }
 }
@@ -104,7 +104,7 @@ void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON
 /* The pass resolved the Sandbox uid's class (NULL = none) and the class's per-user cap:
  * its slot or its wait moves to that class. */
 void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap) {
-    int r = sbx_admission_class(cap->admission, uid, cls, class_cap);
+    int r = sbx_slots_class(cap->slots, uid, cls, class_cap);
     if (r < 0) LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" uid=%s", uid);
     if (r > 0) sbx_capacity_wake(cap);   /* its old class's slot, or a raised cap, may let one go */
 }
@@ -118,7 +118,7 @@ int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap,
     *user_capped = *class_capped = 0;
     *position = 0;
     if (cap->limits.max_running <= 0 && cap->limits.max_running_per_user <= 0 && class_cap <= 0) return 1;
-    enum sbx_admit r = sbx_admission_try(cap->admission, uid, now, now + RESERVATION_MS, position);
+    enum sbx_admit r = sbx_slots_try(cap->slots, uid, now, now + RESERVATION_MS, position);
     if (r == SBX_ADMIT_YES) return 1;
     *user_capped = r == SBX_ADMIT_WAIT_USER || r == SBX_ADMIT_WAIT_CLASS;
     *class_capped = r == SBX_ADMIT_WAIT_CLASS;
@@ -130,14 +130,14 @@ int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap,
 /* uid's reservation ends (its pod is counted now, or creating it failed); leave_line:
  * it wants no pod at all. */
 void sbx_capacity_release(struct sbx_capacity *cap, const char *uid, int leave_line) {
-    sbx_admission_release(cap->admission, uid, leave_line);
+    sbx_slots_release(cap->slots, uid, leave_line);
 }
 
 void sbx_capacity_reclaimable(struct sbx_capacity *cap, const char *uid, const struct sbx_spec *spec,
                               const struct sbx_decision *d, int pod_present) {
-    sbx_reclaim_note(cap->admission, uid, spec, d, pod_present);
+    sbx_reclaim_note(cap->slots, uid, spec, d, pod_present);
 }
 
 int64_t sbx_capacity_reclaim(struct sbx_capacity *cap, int64_t now) {
-    return sbx_reclaim_run(cap->deps, cap->admission, now);
+    return sbx_reclaim_run(cap->deps, cap->slots, now);
 }

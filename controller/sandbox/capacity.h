@@ -15,7 +15,7 @@
 
 struct sbx_capacity;
 /* The caps of limits (max_running, max_running_per_user; 0 = none). NULL: out of memory. */
-struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_admission_limits *limits);
+struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_cap_limits *limits);
 void sbx_capacity_free(struct sbx_capacity *cap);
 /* Informer handlers: a Sandbox / a pod changed. */
 void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJSON *old, const cJSON *cur);

@@ -58,7 +58,7 @@ struct user {
     struct entry **line;         /* waiting, by (created, key) */
     size_t n, cap;
     size_t widx;                 /* its index in waiting_users while n > 0 */
-    size_t cursor;               /* scratch for sbx_admission_wake */
+    size_t cursor;               /* scratch for sbx_slots_wake */
 };
 
 /* The Sandboxes of one user in one class (or in none). */
@@ -73,9 +73,9 @@ struct bucket {
     size_t promoted;             /* list[0 .. promoted) are in the user's line */
 };
 
-struct sbx_admission {
+struct sbx_slots {
     pthread_mutex_t lock;
-    struct sbx_admission_limits limits;
+    struct sbx_cap_limits limits;
     struct strmap entries;       /* uid -> struct entry */
     struct strmap users;         /* userID -> struct user */
     struct strmap buckets;       /* "<class>/<user>" -> struct bucket */
@@ -95,7 +95,7 @@ static int holds(const struct entry *e) {
 }
 
 /* Take e's slot out of the counters (before a change) ... */
-static void unhold(struct sbx_admission *a, struct entry *e) {
+static void unhold(struct sbx_slots *a, struct entry *e) {
     if (!holds(e)) return;
     a->held--;
     e->user->held--;
@@ -103,10 +103,10 @@ static void unhold(struct sbx_admission *a, struct entry *e) {
     if (!e->resolved) e->user->unresolved--;
 }
 
-static void bucket_fix(struct sbx_admission *a, struct bucket *b);
+static void bucket_fix(struct sbx_slots *a, struct bucket *b);
 
 /* ... and put it back (after); the bucket's line follows its slots. */
-static void rehold(struct sbx_admission *a, struct entry *e) {
+static void rehold(struct sbx_slots *a, struct entry *e) {
     if (!holds(e)) { if (e->known) bucket_fix(a, e->b); return; }
     a->held++;
     e->user->held++;
@@ -132,7 +132,7 @@ static size_t line_lower(const struct user *u, const struct entry *e) {
     return lo;
 }
 
-static int line_insert(struct sbx_admission *a, struct entry *e) {
+static int line_insert(struct sbx_slots *a, struct entry *e) {
     struct user *u = e->user;
     if (e->in_line) return 0;
     if (u->n == u->cap) {
@@ -161,7 +161,7 @@ static int line_insert(struct sbx_admission *a, struct entry *e) {
     return 0;
 }
 
-static void line_remove(struct sbx_admission *a, struct entry *e) {
+static void line_remove(struct sbx_slots *a, struct entry *e) {
     struct user *u = e->user;
     if (!e->in_line) return;
     size_t i = line_lower(u, e);
@@ -200,7 +200,7 @@ static size_t bucket_room(const struct bucket *b) {
 
 /* Move the boundary of b's promoted prefix to its room: demote from the end of the
  * prefix, promote the oldest held back. (On ENOMEM fewer stay promoted: they wait.) */
-static void bucket_fix(struct sbx_admission *a, struct bucket *b) {
+static void bucket_fix(struct sbx_slots *a, struct bucket *b) {
     size_t k = bucket_room(b);
     while (b->promoted > k) line_remove(a, b->list[--b->promoted]);
     while (b->promoted < k && line_insert(a, b->list[b->promoted]) == 0) b->promoted++;
@@ -208,7 +208,7 @@ static void bucket_fix(struct sbx_admission *a, struct bucket *b) {
 
 /* e starts waiting: into its bucket's list, and into its user's line when the class
  * leaves room for it. 0 or -1 (ENOMEM: nothing changed). */
-static int wait_insert(struct sbx_admission *a, struct entry *e) {
+static int wait_insert(struct sbx_slots *a, struct entry *e) {
     struct bucket *b = e->b;
     if (e->waiting) return 0;
     if (b->n == b->size) {
@@ -232,7 +232,7 @@ static int wait_insert(struct sbx_admission *a, struct entry *e) {
 
 /* e waits no more: out of its bucket's list and its user's line; the next held back in
  * its bucket may be promoted. */
-static void wait_remove(struct sbx_admission *a, struct entry *e) {
+static void wait_remove(struct sbx_slots *a, struct entry *e) {
     struct bucket *b = e->b;
     if (!e->waiting) return;
     size_t i = list_lower(b, e);
@@ -255,12 +255,12 @@ static void bucket_free(void *p) {
 }
 
 /* Forget b once no known Sandbox is in it (then nothing waits in it and it holds none). */
-static void bucket_maybe_drop(struct sbx_admission *a, struct bucket *b) {
+static void bucket_maybe_drop(struct sbx_slots *a, struct bucket *b) {
     if (!b || b->refs > 0) return;
     bucket_free(strmap_remove(&a->buckets, b->key));
 }
 
-static struct bucket *bucket_get(struct sbx_admission *a, struct user *u, const char *cls) {
+static struct bucket *bucket_get(struct sbx_slots *a, struct user *u, const char *cls) {
     size_t lc = strlen(cls), lu = strlen(u->name);
     char *key = malloc(lc + lu + 2);
     if (!key) return NULL;
@@ -280,7 +280,7 @@ static struct bucket *bucket_get(struct sbx_admission *a, struct user *u, const 
     return b;
 }
 
-static void reservation_drop(struct entry *e, struct sbx_admission *a) {
+static void reservation_drop(struct entry *e, struct sbx_slots *a) {
     if (!e->reserved_until_ms) return;
     if (e->rprev) e->rprev->rnext = e->rnext;
     else a->reserved = e->rnext;
@@ -289,7 +289,7 @@ static void reservation_drop(struct entry *e, struct sbx_admission *a) {
     e->reserved_until_ms = 0;
 }
 
-static void reservation_add(struct entry *e, struct sbx_admission *a, int64_t until_ms) {
+static void reservation_add(struct entry *e, struct sbx_slots *a, int64_t until_ms) {
     if (e->reserved_until_ms) { e->reserved_until_ms = until_ms; return; }
     e->reserved_until_ms = until_ms;
     e->rprev = NULL;
@@ -298,7 +298,7 @@ static void reservation_add(struct entry *e, struct sbx_admission *a, int64_t un
     a->reserved = e;
 }
 
-static void candidate_drop(struct entry *e, struct sbx_admission *a) {
+static void candidate_drop(struct entry *e, struct sbx_slots *a) {
     if (!e->reclaim_after_ms) return;
     if (e->cprev) e->cprev->cnext = e->cnext;
     else a->candidates = e->cnext;
@@ -307,7 +307,7 @@ static void candidate_drop(struct entry *e, struct sbx_admission *a) {
     e->reclaim_after_ms = e->reclaiming_until_ms = 0;
 }
 
-static void candidate_add(struct entry *e, struct sbx_admission *a, int64_t after_ms) {
+static void candidate_add(struct entry *e, struct sbx_slots *a, int64_t after_ms) {
     if (e->reclaim_after_ms) { e->reclaim_after_ms = after_ms; return; }
     e->reclaim_after_ms = after_ms;
     e->cprev = NULL;
@@ -324,12 +324,12 @@ static void user_free(void *p) {
 }
 
 /* Forget u once nothing refers to it. */
-static void user_maybe_drop(struct sbx_admission *a, struct user *u) {
+static void user_maybe_drop(struct sbx_slots *a, struct user *u) {
     if (!u || u->refs > 0) return;
     user_free(strmap_remove(&a->users, u->name));
 }
 
-static struct user *user_get(struct sbx_admission *a, const char *name) {
+static struct user *user_get(struct sbx_slots *a, const char *name) {
     struct user *u = strmap_get(&a->users, name);
     if (u) return u;
     u = calloc(1, sizeof(*u));
@@ -351,7 +351,7 @@ static void entry_free(void *p) {
 /* Put the known-to-be Sandbox e (not waiting) in the bucket (user, cls): its slot moves
  * with it, both buckets' lines follow; cap >= 0 sets the class's cap on the bucket.
  * 0 or -1 (ENOMEM: nothing changed). */
-static int place(struct sbx_admission *a, struct entry *e, const char *user, const char *cls, int cap) {
+static int place(struct sbx_slots *a, struct entry *e, const char *user, const char *cls, int cap) {
     struct user *u = user_get(a, user);
     struct bucket *b = u ? bucket_get(a, u, cls) : NULL;
     char *c = NULL;
@@ -378,12 +378,12 @@ static int place(struct sbx_admission *a, struct entry *e, const char *user, con
 }
 
 /* Forget the entry of uid once it is neither known, nor named by a pod, nor reserved. */
-static void entry_maybe_drop(struct sbx_admission *a, const char *uid, struct entry *e) {
+static void entry_maybe_drop(struct sbx_slots *a, const char *uid, struct entry *e) {
     if (e->known || e->pods > 0 || e->reserved_until_ms || e->waiting) return;
     entry_free(strmap_remove(&a->entries, uid));
 }
 
-static struct entry *entry_get(struct sbx_admission *a, const char *uid) {
+static struct entry *entry_get(struct sbx_slots *a, const char *uid) {
     struct entry *e = strmap_get(&a->entries, uid);
     if (e) return e;
     e = calloc(1, sizeof(*e));
@@ -396,7 +396,7 @@ static struct entry *entry_get(struct sbx_admission *a, const char *uid) {
 }
 
 /* Expire reservations whose pod never reached the cache. */
-static void purge(struct sbx_admission *a, int64_t now_ms) {
+static void purge(struct sbx_slots *a, int64_t now_ms) {
     struct entry *e = a->reserved, *next;
     for (; e; e = next) {
         next = e->rnext;
@@ -411,7 +411,7 @@ static void purge(struct sbx_admission *a, int64_t now_ms) {
 /* ---- order ------------------------------------------------------------------------------ */
 
 /* How many of u's line are within its user's cap. */
-static size_t eligible(const struct sbx_admission *a, const struct user *u) {
+static size_t eligible(const struct sbx_slots *a, const struct user *u) {
     int cap = a->limits.max_running_per_user;
     if (cap <= 0) return u->n;
     int room = cap - u->held;
@@ -428,7 +428,7 @@ static int ahead(long r1, const struct entry *e1, long r2, const struct entry *e
 }
 
 /* e's place in the line (1 = next), or 0 when its user's cap keeps it out. */
-static int position(const struct sbx_admission *a, const struct entry *e) {
+static int position(const struct sbx_slots *a, const struct entry *e) {
     const struct user *u = e->user;
     size_t k = line_lower(u, e);
     if (k >= eligible(a, u)) return 0;
@@ -448,8 +448,8 @@ static int position(const struct sbx_admission *a, const struct entry *e) {
 
 /* ---- API -------------------------------------------------------------------------------- */
 
-struct sbx_admission *sbx_admission_new(const struct sbx_admission_limits *l) {
-    struct sbx_admission *a = calloc(1, sizeof(*a));
+struct sbx_slots *sbx_slots_new(const struct sbx_cap_limits *l) {
+    struct sbx_slots *a = calloc(1, sizeof(*a));
     if (!a) return NULL;
     pthread_mutex_init(&a->lock, NULL);
     a->limits = *l;
@@ -459,7 +459,7 @@ struct sbx_admission *sbx_admission_new(const struct sbx_admission_limits *l) {
     return a;
 }
 
-void sbx_admission_free(struct sbx_admission *a) {
+void sbx_slots_free(struct sbx_slots *a) {
     if (!a) return;
     strmap_clear(&a->entries, entry_free);
     strmap_clear(&a->buckets, bucket_free);
@@ -469,7 +469,7 @@ void sbx_admission_free(struct sbx_admission *a) {
     free(a);
 }
 
-int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *key, const char *user,
+int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user,
                           int64_t created_ms, int waiting) {
     int rc = -1;
     pthread_mutex_lock(&a->lock);
@@ -494,7 +494,7 @@ out:
     return rc;
 }
 
-int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cls, int cap) {
+int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap) {
     int rc = 0;
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
@@ -524,7 +524,7 @@ out:
     return rc;
 }
 
-void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid) {
+void sbx_slots_sandbox_gone(struct sbx_slots *a, const char *uid) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
     if (e && e->known) {
@@ -547,7 +547,7 @@ void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid) {
     pthread_mutex_unlock(&a->lock);
 }
 
-int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta) {
+int sbx_slots_pod(struct sbx_slots *a, const char *owner_uid, int delta) {
     int rc = 0;
     pthread_mutex_lock(&a->lock);
     struct entry *e = delta > 0 ? entry_get(a, owner_uid) : strmap_get(&a->entries, owner_uid);
@@ -563,7 +563,7 @@ out:
     return rc;
 }
 
-enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64_t now_ms,
+enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_ms,
                                  int64_t reserve_until_ms, int *position_out) {
     enum sbx_admit r;
     *position_out = 0;
@@ -594,7 +594,7 @@ out:
     return r;
 }
 
-void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_line) {
+void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
     if (e) {
@@ -607,7 +607,7 @@ void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_l
     pthread_mutex_unlock(&a->lock);
 }
 
-size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
+size_t sbx_slots_wake(struct sbx_slots *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
                           void *ud) {
     size_t woken = 0;
     pthread_mutex_lock(&a->lock);
@@ -647,7 +647,7 @@ out:
 
 /* ---- reclaim ---------------------------------------------------------------------------- */
 
-void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t after_ms, int64_t last_used_ms) {
+void sbx_slots_reclaimable(struct sbx_slots *a, const char *uid, int64_t after_ms, int64_t last_used_ms) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
     if (e && e->known) {
@@ -666,7 +666,7 @@ void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t
 }
 
 /* How many in line a freed slot would admit, counted up to limit. */
-static long admissible(const struct sbx_admission *a, long limit) {
+static long admissible(const struct sbx_slots *a, long limit) {
     long n = 0;
     for (size_t i = 0; i < a->nwaiting_users && n < limit; i++) {
         const struct user *v = a->waiting_users[i];
@@ -683,7 +683,7 @@ static int longer_idle(const struct entry *x, const struct entry *y) {
     return strcmp(x->key, y->key) < 0;
 }
 
-size_t sbx_admission_reclaim_pick(struct sbx_admission *a, int64_t now_ms, int64_t until_ms,
+size_t sbx_slots_reclaim_pick(struct sbx_slots *a, int64_t now_ms, int64_t until_ms,
                                   struct sbx_reclaim_victim *out, size_t max, int64_t *next_ms) {
     struct entry *chosen[16], *e;
     size_t n = 0;
@@ -730,14 +730,14 @@ out:
     return n;
 }
 
-void sbx_admission_reclaim_cancel(struct sbx_admission *a, const char *uid) {
+void sbx_slots_reclaim_cancel(struct sbx_slots *a, const char *uid) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
     if (e) e->reclaiming_until_ms = 0;
     pthread_mutex_unlock(&a->lock);
 }
 
-int sbx_admission_held(struct sbx_admission *a, int64_t now_ms) {
+int sbx_slots_held(struct sbx_slots *a, int64_t now_ms) {
     pthread_mutex_lock(&a->lock);
     purge(a, now_ms);
     int n = a->held;
@@ -745,14 +745,14 @@ int sbx_admission_held(struct sbx_admission *a, int64_t now_ms) {
     return n;
 }
 
-int sbx_admission_waiting(struct sbx_admission *a) {
+int sbx_slots_waiting(struct sbx_slots *a) {
     pthread_mutex_lock(&a->lock);
     int n = a->waiting;
     pthread_mutex_unlock(&a->lock);
     return n;
 }
 
-int sbx_admission_user_held(struct sbx_admission *a, const char *user, int64_t now_ms) {
+int sbx_slots_user_held(struct sbx_slots *a, const char *user, int64_t now_ms) {
     pthread_mutex_lock(&a->lock);
     purge(a, now_ms);
     struct user *u = strmap_get(&a->users, user);

@@ -29,21 +29,21 @@
 #include <stdint.h>
 
 /* The controller's caps (its flags). A SandboxClass's per-user cap comes with each of its
- * Sandboxes (sbx_admission_class). */
-struct sbx_admission_limits {
+ * Sandboxes (sbx_slots_class). */
+struct sbx_cap_limits {
     int max_running;            /* running Sandboxes in all (0 = no cap) */
     int max_running_per_user;   /* running Sandboxes of one spec.userID (0 = no cap) */
 };
 
-struct sbx_admission;
+struct sbx_slots;
 
-struct sbx_admission *sbx_admission_new(const struct sbx_admission_limits *l);
-void sbx_admission_free(struct sbx_admission *a);
+struct sbx_slots *sbx_slots_new(const struct sbx_cap_limits *l);
+void sbx_slots_free(struct sbx_slots *a);
 
 /* The Sandbox uid is in the cache as key ("ns/name"), of user, created at created_ms.
  * waiting: its status says it waits for capacity (so it keeps its place in line across a
  * controller restart, before its first pass). Idempotent. 0 or -1 (ENOMEM). */
-int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *key, const char *user,
+int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user,
                           int64_t created_ms, int waiting);
 /* The Sandbox uid is of the SandboxClass cls (NULL or "" = none), whose per-user cap is cap
  * (0 = none), as its pass resolved it; cap -1: only a hint (the className the Sandbox
@@ -52,12 +52,12 @@ int sbx_admission_sandbox(struct sbx_admission *a, const char *uid, const char *
  * class a pass resolved (after a restart), that user's Sandboxes of a capped class wait.
  * Idempotent; nothing for an unknown uid. 1 (it moved, the cap changed, or its class is
  * resolved for the first time: wake), 0 (nothing changed) or -1 (ENOMEM). */
-int sbx_admission_class(struct sbx_admission *a, const char *uid, const char *cls, int cap);
+int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap);
 /* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
-void sbx_admission_sandbox_gone(struct sbx_admission *a, const char *uid);
+void sbx_slots_sandbox_gone(struct sbx_slots *a, const char *uid);
 /* A pod controlled by the Sandbox owner_uid started (delta +1) or stopped (-1) holding
  * a slot: it appeared, or it started terminating or went. 0 or -1 (ENOMEM). */
-int sbx_admission_pod(struct sbx_admission *a, const char *owner_uid, int delta);
+int sbx_slots_pod(struct sbx_slots *a, const char *owner_uid, int delta);
 
 enum sbx_admit {
     SBX_ADMIT_YES = 0,      /* a slot is reserved for uid until the given time */
@@ -70,16 +70,16 @@ enum sbx_admit {
 /* May the Sandbox uid start a pod now? Admitted when it already holds a slot, or when its
  * place in line is within the free slots; then a reservation holds its slot until
  * reserve_until_ms (or until its pod is counted). Otherwise it joins the line. */
-enum sbx_admit sbx_admission_try(struct sbx_admission *a, const char *uid, int64_t now_ms,
+enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_ms,
                                  int64_t reserve_until_ms, int *position);
 /* uid no longer wants a slot through a reservation: its pod is counted now, or creating
  * it failed, or the Sandbox wants no pod (then it also leaves the line). */
-void sbx_admission_release(struct sbx_admission *a, const char *uid, int leave_line);
+void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line);
 
 /* Call fn for the Sandboxes that may be admitted now: the first in line, as many as there
  * are free slots (with only a per-user cap: those within their user's cap). Returns how
  * many. fn runs under this module's lock and must not call back into it. */
-size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
+size_t sbx_slots_wake(struct sbx_slots *a, int64_t now_ms, void (*fn)(void *ud, const char *key),
                           void *ud);
 
 /* ---- reclaim (a SandboxClass's spec.reclaim) ----
@@ -91,7 +91,7 @@ size_t sbx_admission_wake(struct sbx_admission *a, int64_t now_ms, void (*fn)(vo
 /* The pass saw the Sandbox uid running with a pod, reclaimable once idle for after_ms
  * (0: not reclaimable: not running, paused, one-shot or persistent, or its class has no
  * reclaim), last used at last_used_ms. Nothing for a uid not in the cache. */
-void sbx_admission_reclaimable(struct sbx_admission *a, const char *uid, int64_t after_ms, int64_t last_used_ms);
+void sbx_slots_reclaimable(struct sbx_slots *a, const char *uid, int64_t after_ms, int64_t last_used_ms);
 
 struct sbx_reclaim_victim {
     char uid[128];
@@ -108,14 +108,14 @@ struct sbx_reclaim_victim {
  * is marked under way until until_ms, or until its pod stops holding a slot. At most max
  * into out; returns how many. *next_ms (may be NULL): when some Sandbox will have been idle
  * long enough, if reclaim is wanted and none is yet (0 = no such time). */
-size_t sbx_admission_reclaim_pick(struct sbx_admission *a, int64_t now_ms, int64_t until_ms,
+size_t sbx_slots_reclaim_pick(struct sbx_slots *a, int64_t now_ms, int64_t until_ms,
                                   struct sbx_reclaim_victim *out, size_t max, int64_t *next_ms);
 /* uid was not reclaimed after all (a fresh read said no): no longer under way. */
-void sbx_admission_reclaim_cancel(struct sbx_admission *a, const char *uid);
+void sbx_slots_reclaim_cancel(struct sbx_slots *a, const char *uid);
 
 /* Counters: slots held, Sandboxes waiting, slots held by user (0 when unknown). */
-int sbx_admission_held(struct sbx_admission *a, int64_t now_ms);
-int sbx_admission_waiting(struct sbx_admission *a);
-int sbx_admission_user_held(struct sbx_admission *a, const char *user, int64_t now_ms);
+int sbx_slots_held(struct sbx_slots *a, int64_t now_ms);
+int sbx_slots_waiting(struct sbx_slots *a);
+int sbx_slots_user_held(struct sbx_slots *a, const char *user, int64_t now_ms);
 
 #endif

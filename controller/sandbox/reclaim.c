@@ -2,7 +2,7 @@
  * in line for the global running cap, the longest-idle running session or long-running
  * Sandboxes of classes that allow it are stopped (pod deleted, workspace kept) to admit it.
  *
- * The choice is sandbox/capacity_decide.c's (sbx_admission_reclaim_pick: only as many as can
+ * The choice is sandbox/capacity_decide.c's (sbx_slots_reclaim_pick: only as many as can
  * then be admitted, longest idle first), made on what the passes reported. Each chosen
  * Sandbox is then read fresh from the API server and stopped only if that read still
  * shows it running, idle past its class's threshold and of a reclaimable lifecycle: the
@@ -28,14 +28,14 @@
 /* At most this many Sandboxes are reclaimed by one pass. */
 #define RECLAIM_BATCH 4
 
-void sbx_reclaim_note(struct sbx_admission *adm, const char *uid, const struct sbx_spec *spec,
+void sbx_reclaim_note(struct sbx_slots *slots, const char *uid, const struct sbx_spec *spec,
                               const struct sbx_decision *d, int pod_present) {
     int64_t after = 0;
     if (spec && spec->reclaim_after_ms > 0 && !spec->paused &&
         (spec->lifecycle == SBX_SESSION || spec->lifecycle == SBX_LONG_RUNNING) && pod_present && d &&
         !strcmp(d->phase, "Running") && !d->actions)
         after = spec->reclaim_after_ms;
-    sbx_admission_reclaimable(adm, uid, after, d ? d->last_used_ms : 0);
+    sbx_slots_reclaimable(slots, uid, after, d ? d->last_used_ms : 0);
 }
 
 /* The last use a Sandbox object shows: its last-used-at annotation (one in the future
@@ -112,7 +112,7 @@ fail:
 
 /* Reclaim v on a fresh read. 1 when it was stopped, 0 when the read said no (or it changed
  * meanwhile), -1 on an error. */
-static int reclaim_one(const struct sbx_deps *deps, struct sbx_admission *adm, const struct sbx_reclaim_victim *v, int64_t now) {
+static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, const struct sbx_reclaim_victim *v, int64_t now) {
     char ns[256], name[256], path[1024], err[KUBE_ERR_MAX], msg[512], okey[520];
     const char *slash = strchr(v->key, '/');
     cJSON *sb = NULL, *pod = NULL, *st = NULL;
@@ -141,7 +141,7 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_admission *adm, c
     if (why) {
         LOGI("msg=\"reclaim: not reclaimed after all\" sandbox=%s why=\"%s\"", v->key, why);
         /* What the fresh read showed, until its own pass reports again. */
-        sbx_admission_reclaimable(adm, v->uid, !strcmp(why, "used recently") ? v->after_ms : 0, last_used);
+        sbx_slots_reclaimable(slots, v->uid, !strcmp(why, "used recently") ? v->after_ms : 0, last_used);
         rc = 0;
         goto out;
     }
@@ -187,11 +187,11 @@ out:
     return rc;
 }
 
-int64_t sbx_reclaim_run(const struct sbx_deps *deps, struct sbx_admission *adm, int64_t now) {
+int64_t sbx_reclaim_run(const struct sbx_deps *deps, struct sbx_slots *slots, int64_t now) {
     struct sbx_reclaim_victim v[RECLAIM_BATCH];
     int64_t next = 0;
-    size_t n = sbx_admission_reclaim_pick(adm, now, now + RECLAIM_UNDER_WAY_MS, v, RECLAIM_BATCH, &next);
+    size_t n = sbx_slots_reclaim_pick(slots, now, now + RECLAIM_UNDER_WAY_MS, v, RECLAIM_BATCH, &next);
     for (size_t i = 0; i < n; i++)
-        if (reclaim_one(deps, adm, &v[i], now) != 1) sbx_admission_reclaim_cancel(adm, v[i].uid);
+        if (reclaim_one(deps, slots, &v[i], now) != 1) sbx_slots_reclaim_cancel(slots, v[i].uid);
     return next;
 }

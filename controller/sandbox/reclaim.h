@@ -14,10 +14,10 @@
 
 /* Record whether this pass found the sandbox reclaimable (running, idle clock as
  * d->last_used_ms, a class with spec.reclaim, session or long-running). */
-void sbx_reclaim_note(struct sbx_admission *adm, const char *uid, const struct sbx_spec *spec,
+void sbx_reclaim_note(struct sbx_slots *slots, const char *uid, const struct sbx_spec *spec,
                       const struct sbx_decision *d, int pod_present);
 /* A Sandbox waits in line for the global cap: reclaim what can be. Returns when a Sandbox
  * will have been idle long enough to be reclaimed, if none is yet (0 = no such time). */
-int64_t sbx_reclaim_run(const struct sbx_deps *deps, struct sbx_admission *adm, int64_t now);
+int64_t sbx_reclaim_run(const struct sbx_deps *deps, struct sbx_slots *slots, int64_t now);
 
 #endif

@@ -19,7 +19,7 @@ struct sbx_controller_options {
     const char *namespace_;     /* watch one namespace; NULL = all namespaces */
     /* The caps of sandbox/capacity_decide.h: max_running (YAO_SANDBOX_MAX) and
      * max_running_per_user (YAO_SANDBOX_MAX_PER_USER), 0 = none. */
-    struct sbx_admission_limits limits;
+    struct sbx_cap_limits limits;
     int workers;
     /* --warm-workspaces (YAO_SANDBOX_WARM_WORKSPACES): claims of the flag defaults' workspace
      * kept Bound and ready in each namespace with Sandboxes of no class (no default
