@@ -19,6 +19,8 @@
 #include <openssl/sha.h>
 #include <poll.h>
 #include <pthread.h>
+
+#include "loopback.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,13 +598,7 @@ static int peer_start(struct peer *p, enum peer_script script) {
     p->script = script;
     p->echo_expect = (size_t)-1;
     pthread_mutex_init(&p->mu, NULL);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(p->fd, 64) < 0 ||
-        getsockname(p->fd, (struct sockaddr *)&sa, &sl) < 0)
-        return -1;
-    p->port = ntohs(sa.sin_port);
+    if ((p->fd = loopback_listen(64, &p->port)) < 0) return -1;
     return pthread_create(&p->thread, NULL, peer_accept_loop, p) == 0 ? 0 : -1;
 }
 

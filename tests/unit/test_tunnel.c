@@ -6,6 +6,7 @@
  * Both tunnel through the WebSocket stream's own CONNECT (kube/wsstream.c). (The real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
 #include "base/clock.h"
 #include "check.h"
+#include "loopback.h"
 #include "exec_peer.h"
 
 #include "kube/config.h"
@@ -116,13 +117,7 @@ static int proxy_start(struct proxy *p, const char *want_auth) {
     memset(p, 0, sizeof *p);
     p->want_auth = want_auth;
     pthread_mutex_init(&p->mu, NULL);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p->fd, 16) < 0 ||
-        getsockname(p->fd, (struct sockaddr *)&sa, &sl) < 0)
-        return -1;
-    p->port = ntohs(sa.sin_port);
+    if ((p->fd = loopback_listen(16, &p->port)) < 0) return -1;
     return pthread_create(&p->thread, NULL, proxy_loop, p) == 0 ? 0 : -1;
 }
 

@@ -9,6 +9,7 @@
  * chunks with its end, TLS name checks (IP, tls-server-name with SNI, a wrong name), the
  * deadline and kube_wss_stop from on_poll. */
 #include "check.h"
+#include "loopback.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -359,13 +360,7 @@ static int srv_start(struct srv *s, script_fn script, const struct cert *tls) {
         if (!s->tls || SSL_CTX_use_certificate(s->tls, tls->x) != 1 || SSL_CTX_use_PrivateKey(s->tls, tls->key) != 1)
             return -1;
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s->fd, 16) < 0 ||
-        getsockname(s->fd, (struct sockaddr *)&sa, &sl) < 0)
-        return -1;
-    s->port = ntohs(sa.sin_port);
+    if ((s->fd = loopback_listen(16, &s->port)) < 0) return -1;
     return pthread_create(&s->thread, NULL, srv_main, s) == 0 ? 0 : -1;
 }
 
@@ -436,13 +431,7 @@ static void *proxy_main(void *arg) {
 
 static int proxy_start(struct proxy *p) {
     memset(p, 0, sizeof(*p));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p->fd, 16) < 0 ||
-        getsockname(p->fd, (struct sockaddr *)&sa, &sl) < 0)
-        return -1;
-    p->port = ntohs(sa.sin_port);
+    if ((p->fd = loopback_listen(16, &p->port)) < 0) return -1;
     return pthread_create(&p->thread, NULL, proxy_main, p) == 0 ? 0 : -1;
 }
 
