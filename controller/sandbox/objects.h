@@ -1,8 +1,7 @@
 /* sandbox/objects.h — small pure helpers on the Kubernetes objects the controller reads and
  * writes, shared by every part of sandbox/: API paths of the kinds it owns, RFC 3339
  * timestamps in and out of objects, the Ready condition. No controller state, no I/O: they
- * sit below reconcile.c and its satellites (they used to live in reconcile.c, which every
- * satellite then had to call back into). */
+ * sit below reconcile.c and every subsystem it makes. */
 #ifndef YAO_SANDBOX_OBJECTS_H
 #define YAO_SANDBOX_OBJECTS_H
 

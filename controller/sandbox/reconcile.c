@@ -1,10 +1,12 @@
-/* sandbox/reconcile.c — the controller's I/O glue (see reconcile.h). Data flows one way:
- * watch → cache → queue key → sbx_reconcile (read cache → observe → lifecycle_decide →
- * act via REST → write status if it changed) → requeue at the next deadline.
- * Here: the informers and their handlers, the workers, observing one Sandbox, acting on
- * the decision. Elsewhere: the running cap (capacity.c), a deleted
- * Sandbox's orphans (orphans.c), status, Events and last-used-at (status.c), what is
- * remembered per Sandbox (records.c). */
+/* sandbox/reconcile.c — the controller (see reconcile.h), the one file that knows it.
+ * Data flows one way: watch → cache → handlers → queue key → a worker → the pass
+ * (gate → resolve policy → observe → admit → fence → act → report) → requeue at the next
+ * deadline. Here: the informers and their handlers, the workers, the pass's stages.
+ * It makes the subsystems and hands each struct sbx_deps (deps.h): the running cap
+ * (capacity.c, reclaim.c), SandboxClasses (class.c), warm pools (warm.c), a deleted
+ * Sandbox's orphans (orphans.c), /metrics (metrics.c); status, Events and last-used-at
+ * (status.c), preconditioned writes (owned.c), StorageClasses (storage.c). None of them
+ * sees struct sbx_controller, and the build fails if one calls back up here. */
 #include "sandbox/reconcile.h"
 
 #include <stdio.h>

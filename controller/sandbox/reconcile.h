@@ -1,7 +1,8 @@
-/* sandbox/reconcile.h — the controller: informers for Sandboxes, the Pods, PVCs and
- * Services it owns and the StorageClasses their claims use, the work queue between them and the workers, and the reconcile pass for one
- * Sandbox key (cache → decide → act → status). The decisions themselves are in
- * sandbox/reconcile_decide.c; object shapes in sandbox/builders.c; this file is the I/O glue. */
+/* sandbox/reconcile.h — the controller's API: make it (informers for Sandboxes, the Pods,
+ * PVCs, Services and NetworkPolicies it owns and the StorageClasses their claims use, the
+ * work queue, the subsystems), run its workers, run one pass, read its stats, metrics and
+ * caches, stop it. The controller itself is opaque (reconcile.c). The decisions are in
+ * sandbox/reconcile_decide.c; object shapes in sandbox/builders.c. */
 #ifndef YAO_SANDBOX_RECONCILE_H
 #define YAO_SANDBOX_RECONCILE_H
 
