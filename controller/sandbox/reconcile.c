@@ -32,10 +32,12 @@
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/shapes.h"
 #include "sandbox/shard.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/status.h"
 #include "sandbox/storage.h"
+#include "sandbox/terminating.h"
 #include "sandbox/warm.h"
 #include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
@@ -67,15 +69,13 @@ struct sbx_controller {
     pthread_t *threads;
     atomic_int nthreads;           /* workers started: also read by /readyz (probe thread) */
     atomic_int stopping;           /* set by sbx_controller_stop */
-    pthread_mutex_t lock;          /* guards the pass counts and latencies, the trim fields and terminating */
+    pthread_mutex_t lock;          /* guards the pass counts and latencies, and the trim fields */
     uint64_t reconciles, errors;
     uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
     double latency_sum_ms;
     uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
     int64_t trimmed_ms;            /* when (monotonic) */
-    /* Namespaces that refused a create because they are being deleted -> int64_t * (the
-     * monotonic ms until which their passes are skipped). Under lock. */
-    struct strmap terminating;
+    struct sbx_terminating *terminating;   /* namespaces being deleted (terminating.h) */
     /* The API server addresses this controller knows (the in-cluster
      * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
      * sandbox unless its class allows the API server (sandbox/netpol.h). */
@@ -188,61 +188,6 @@ static void on_sandbox_class(void *ud, const cJSON *old, const cJSON *cur) {
     sbx_warm_on_class(ctl->warm, old, cur);
 }
 
-/* Move src[key] (if there) into a new object path under dst ("spec" → "resources" → ...). */
-static void carry(cJSON *dst, const cJSON *src, const char *const *path, int depth) {
-    const cJSON *v = src;
-    for (int i = 0; i < depth && v; i++) v = cJSON_GetObjectItemCaseSensitive(v, path[i]);
-    if (!v) return;
-    cJSON *at = dst;
-    for (int i = 0; i < depth - 1; i++) {
-        cJSON *next = cJSON_GetObjectItemCaseSensitive(at, path[i]);
-        if (!next) next = cJSON_AddObjectToObject(at, path[i]);
-        if (!next) return;
-        at = next;
-    }
-    cJSON_AddItemToObject(at, path[depth - 1], cJSON_Duplicate(v, 1));
-}
-
-/* Keep only metadata, spec.storageClassName, the storage request, status.phase and the
- * storage capacity of a PVC. */
-static void shrink_pvc(cJSON *pvc) {
-    static const char *const keep[][4] = {
-        {"spec", "storageClassName"}, {"spec", "resources", "requests", "storage"},
-        {"status", "phase"}, {"status", "capacity", "storage"},
-    };
-    static const int depth[] = {2, 4, 2, 3};
-    informer_strip_metadata(pvc);
-    cJSON *slim = cJSON_CreateObject();
-    if (!slim) return;
-    for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) carry(slim, pvc, keep[i], depth[i]);
-    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "spec");
-    cJSON_DeleteItemFromObjectCaseSensitive(pvc, "status");
-    cJSON *item;
-    while ((item = slim->child)) {
-        cJSON_DetachItemViaPointer(slim, item);
-        cJSON_AddItemToObject(pvc, item->string, item);
-    }
-    cJSON_Delete(slim);
-}
-
-/* Keep only metadata and what the controller compares or reports of a Service: its
- * ports, selector and clusterIP. */
-static void shrink_service(cJSON *svc) {
-    static const char *const keep[][2] = {{"spec", "ports"}, {"spec", "selector"}, {"spec", "clusterIP"}};
-    informer_strip_metadata(svc);
-    cJSON *slim = cJSON_CreateObject();
-    if (!slim) return;
-    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) carry(slim, svc, keep[i], 2);
-    cJSON_DeleteItemFromObjectCaseSensitive(svc, "spec");
-    cJSON_DeleteItemFromObjectCaseSensitive(svc, "status");
-    cJSON *item;
-    while ((item = slim->child)) {
-        cJSON_DetachItemViaPointer(slim, item);
-        cJSON_AddItemToObject(svc, item->string, item);
-    }
-    cJSON_Delete(slim);
-}
-
 /* ---- controller lifecycle ------------------------------------------------------------ */
 
 struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
@@ -256,7 +201,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
     pthread_mutex_init(&ctl->lock, NULL);
     sbx_records_init(&ctl->records);
-    strmap_init(&ctl->terminating);
+    ctl->terminating = sbx_terminating_new();
     ctl->deps.records = &ctl->records;
     ctl->deps.counters = &ctl->counters;
     ctl->deps.defaults = &ctl->opt.defaults;
@@ -301,12 +246,12 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     sbx_core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
     io.path = path;
     io.on_change = on_pvc;
-    io.transform = shrink_pvc;
+    io.transform = sbx_pvc_shrink;
     ctl->deps.pvcs = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "services");
     io.path = path;
     io.on_change = on_service;
-    io.transform = shrink_service;
+    io.transform = sbx_service_shrink;
     ctl->deps.services = informer_new(c, &io);
     sbx_core_path(path, sizeof(path), o->namespace_, "networkpolicies");
     io.path = path;
@@ -332,7 +277,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     ctl->metrics = sbx_metrics_new();
     ctl->sandbox_classes = sbx_classes_new(&ctl->deps, on_sandbox_class, ctl);
     ctl->warm = ctl->sandbox_classes ? sbx_warm_new(&ctl->deps, ctl->sandbox_classes, ctl->opt.warm_workspaces) : NULL;
-    if (!ctl->deps.queue || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
+    if (!ctl->deps.queue || !ctl->terminating || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
         !ctl->deps.pvcs || !ctl->deps.services || !ctl->deps.netpols || !ctl->deps.storage_classes ||
         !ctl->sandbox_classes || !ctl->warm) {
         snprintf(err, errlen, "out of memory");
@@ -416,52 +361,6 @@ static void trim_when_idle(struct sbx_controller *ctl) {
     if (trim) heap_trim();
 }
 
-/* The API server refuses every create in a namespace being deleted (403, "unable to create
- * new content in namespace X because it is being terminated") until the namespace is gone,
- * and the deletion of the Sandbox, which comes with it, queues the key again: retrying
- * only loads the deletion (a namespace of 10,000 Sandboxes whose pods went first drew
- * 45,000 refused pod creates). */
-static int refused_by_terminating_namespace(const char *err) {
-    return strstr(err, "HTTP 403: ") && strstr(err, "because it is being terminated");
-}
-
-/* How long the passes of a namespace that refused a create as being deleted are skipped
- * (each refusal starts it again). Everything there is going: a status written or a create
- * tried there only loads the deletion (one refusal and one status write per Sandbox
- * otherwise, as the namespace controller deletes the pods first). A namespace made again
- * under the same name after the old one is gone waits at most this long. */
-#define TERMINATING_HOLD_MS 30000
-
-/* Remember that the namespace of key refused a create as being deleted. */
-static void note_terminating_namespace(struct sbx_controller *ctl, const char *key) {
-    char ns[256], name[256];
-    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return;
-    pthread_mutex_lock(&ctl->lock);
-    int64_t *until = strmap_get(&ctl->terminating, ns);
-    if (!until && (until = malloc(sizeof(*until))) && strmap_put(&ctl->terminating, ns, until, NULL) < 0) {
-        free(until);
-        until = NULL;   /* ENOMEM: passes there go on as before */
-    }
-    if (until) *until = clock_mono_ms() + TERMINATING_HOLD_MS;
-    pthread_mutex_unlock(&ctl->lock);
-}
-
-/* Milliseconds the passes of namespace ns are still skipped (0: not, or no longer). */
-static int64_t terminating_namespace_left(struct sbx_controller *ctl, const char *ns) {
-    int64_t left = 0;
-    pthread_mutex_lock(&ctl->lock);
-    int64_t *until = ctl->terminating.count ? strmap_get(&ctl->terminating, ns) : NULL;
-    if (until) {
-        left = *until - clock_mono_ms();
-        if (left <= 0) {
-            free(strmap_remove(&ctl->terminating, ns));
-            left = 0;
-        }
-    }
-    pthread_mutex_unlock(&ctl->lock);
-    return left;
-}
-
 /* A worker: take keys until shutdown. */
 static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
@@ -472,9 +371,11 @@ static void *worker(void *arg) {
         int64_t t0 = clock_mono_us();
         int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
         observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
-        if (rc < 0 && refused_by_terminating_namespace(err)) {
+        if (rc < 0 && sbx_terminating_refused(err)) {
             LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
-            note_terminating_namespace(ctl, key);
+            char ns[256], name[256];
+            if (split_key(key, ns, sizeof(ns), name, sizeof(name)) == 0)
+                sbx_terminating_note(ctl->terminating, ns, clock_mono_ms());
             queue_forget(ctl->deps.queue, key);
         } else if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
@@ -599,7 +500,7 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     queue_free(ctl->deps.queue);
     kube_recorder_free(ctl->deps.recorder);
     sbx_records_free(&ctl->records);
-    strmap_clear(&ctl->terminating, free);
+    sbx_terminating_free(ctl->terminating);
     sbx_capacity_free(ctl->capacity);
     sbx_metrics_free(ctl->metrics);
     sbx_warm_free(ctl->warm);
@@ -1241,7 +1142,7 @@ static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_id
         snprintf(err, errlen, "out of memory");
         return end_pass(res, -1, 0);
     }
-    int64_t held = terminating_namespace_left(ctl, id->ns);
+    int64_t held = sbx_terminating_left(ctl->terminating, id->ns, clock_mono_ms());
     if (held > 0) {
         /* Its namespace is being deleted: nothing to create or report; look again after
          * the hold (level-triggered: a namespace that is not going after all is served). */
@@ -1716,7 +1617,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
     *requeue_ms = 0;
     if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
     if (!strcmp(name, SBX_WARM_QUEUE_NAME)) {
-        int64_t held = terminating_namespace_left(ctl, ns);
+        int64_t held = sbx_terminating_left(ctl->terminating, ns, clock_mono_ms());
         if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
         return sbx_warm_reconcile(ctl->warm, ns, requeue_ms, err, errlen);
     }
