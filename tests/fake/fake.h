@@ -62,6 +62,9 @@ static inline const char *fake_dir(void) {
 
 /* Start the fake with tests/fake/scenarios/<scenario>, over HTTPS when tls is set.
  * 0, or -1 (message on stderr). */
+/* How long fake_start waits for the server to listen. */
+#define FAKE_START_MS 60000
+
 static inline int fake_start_tls(struct fake *f, const char *scenario, int tls) {
     char script[4200], fake_py[4200], port_file[128], cert[4200], key[4200];
     const char *py = getenv("YAO_PYTHON");
@@ -103,7 +106,9 @@ static inline int fake_start_tls(struct fake *f, const char *scenario, int tls) 
         fprintf(stderr, "fake: exec python3: %s\n", strerror(errno));
         _exit(127);
     }
-    for (long long deadline = clock_mono_ms() + 20000; clock_mono_ms() < deadline;) {
+    /* Python's start is a fraction of a second on an idle machine, but once took over 20 s
+     * beside a whole `make test` (load 12 on 2 cores): a wait for readiness, not a bound. */
+    for (long long deadline = clock_mono_ms() + FAKE_START_MS; clock_mono_ms() < deadline;) {
         FILE *pf = fopen(port_file, "r");
         if (pf) {
             int ok = fscanf(pf, "%d", &f->port) == 1;
@@ -121,7 +126,7 @@ static inline int fake_start_tls(struct fake *f, const char *scenario, int tls) 
         }
         fake_sleep_ms(20);
     }
-    fprintf(stderr, "fake: no port after 20 s\n");
+    fprintf(stderr, "fake: no port after %d s\n", FAKE_START_MS / 1000);
     return -1;
 }
 

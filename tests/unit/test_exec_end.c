@@ -87,6 +87,11 @@ static ssize_t endless(void *ud, char *buf, size_t cap) {
  * 0 with exit code 3 within a second, and the connection is closed (the peer, reading
  * again later, finds the end of the stream). Before the fix it waited for lws to flush stdin into a socket nobody read
  * and then for a close frame that never came. */
+/* "Within a second": under valgrind (20-50x slower; one round took 1139 ms on a machine at
+ * load 5, 14 s at load 12 beside a full `make test`) eight, still far from the 20 s
+ * timeout the old behaviour waited for. */
+#define END_WITHIN_MS (RUNNING_ON_VALGRIND ? 8000 : 1000)
+
 TEST(session_ends_at_the_status_while_stdin_is_unread) {
     for (int round = 0; round < 4; round++) {
         int from_fd = round < 2, v5 = round % 2 == 0;
@@ -109,8 +114,8 @@ TEST(session_ends_at_the_status_while_stdin_is_unread) {
         if (rc) fprintf(stderr, "    round %d: %s\n", round, r.err);
         CHECK_INT(r.exit_code, 3);
         CHECK_STR(r.protocol, v5 ? "v5.channel.k8s.io" : "v4.channel.k8s.io");
-        CHECK(took < 1000);
-        if (took >= 1000) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)took);
+        CHECK(took < END_WITHIN_MS);
+        if (took >= END_WITHIN_MS) fprintf(stderr, "    round %d took %lld ms\n", round, (long long)took);
         CHECK(peer_seen_size(&p, &p.stdin_bytes) >= 64 * 1024);
         for (int waited = 0; waited < 5000 && !peer_seen_int(&p, &p.client_dropped); waited += 10) sleep_ms(10);
         CHECK_INT(peer_seen_int(&p, &p.client_dropped), 1);   /* the connection was closed, not left open */
