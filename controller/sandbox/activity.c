@@ -14,7 +14,8 @@
 /* A sample older than this says nothing of now (metrics-server scrapes every 15–60 s). */
 #define ACTIVITY_MAX_AGE_MS 120000
 
-int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
+int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *name,
+                       const struct sbx_sandbox_view *sb,
                        const char *pod_name, int64_t threshold_millis, int64_t now, char *err, size_t errlen) {
     char path[1024], rerr[256], desc[160], t[48], note[256], msg[512];
     snprintf(path, sizeof(path), "/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods/%s", ns, pod_name);
@@ -37,7 +38,7 @@ int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *
         LOGD("msg=\"idle at its deadline\" sandbox=%s/%s %s", ns, name, desc);
         return 0;
     }
-    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    const char *rv = sb->meta.resource_version;
     if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
     kj_time_format(now, t, sizeof(t));
     snprintf(note, sizeof(note), "%s %s", t, desc);

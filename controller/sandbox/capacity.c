@@ -46,9 +46,12 @@ void sbx_capacity_free(struct sbx_capacity *cap) {
     free(cap);
 }
 
+/* The uid of the Sandbox whose slot pod holds, or NULL. It points into pod. */
 static const char *slot_owner(const cJSON *pod) {
-    if (!pod || kj_str(pod, "metadata.deletionTimestamp") || sbx_pod_finished(pod)) return NULL;
-    return kj_str(sbx_sandbox_controller_ref(pod), "uid");
+    struct sbx_meta m;
+    sbx_meta_read(pod, &m);
+    if (!pod || m.deleting || sbx_pod_finished(pod)) return NULL;
+    return m.sandbox_owner_uid;
 }
 
 static void queue_key(void *ud, const char *key) {
@@ -63,27 +66,28 @@ void sbx_capacity_wake(struct sbx_capacity *cap) {
 }
 
 /* A Sandbox appeared, changed or went. */
-void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJSON *old, const cJSON *cur) {
+void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const struct sbx_sandbox_view *old,
+                             const struct sbx_sandbox_view *cur) {
     if (!cur) {
-        const char *uid = kj_str(old, "metadata.uid");
+        const char *uid = old ? old->meta.uid : NULL;
         if (uid) sbx_slots_sandbox_gone(cap->slots, uid);
         sbx_capacity_wake(cap);   /* its pods count no more */
         return;
     }
-    const char *uid = kj_str(cur, "metadata.uid"), *user = kj_str(cur, "spec.userID");
+    const char *uid = cur->meta.uid, *user = cur->user_id;
     if (!uid) return;
     /* Its status says it waits: it keeps its place in line before its first pass (after a
      * restart, the oldest stay first whatever order the workers take the keys in). */
-    const char *reason = kj_str(sbx_ready_condition(cur), "reason");
-    int waiting = reason && !kj_str(cur, "metadata.deletionTimestamp") &&
+    const char *reason = cur->ready.reason;
+    int waiting = reason && !cur->meta.deleting &&
                   (!strcmp(reason, SBX_REASON_CAPACITY) || !strcmp(reason, SBX_REASON_USER_CAPACITY));
-    if (sbx_slots_sandbox(cap->slots, uid, key, user ? user : "", sbx_time_at(cur, "metadata.creationTimestamp"),
+    if (sbx_slots_sandbox(cap->slots, uid, key, user ? user : "", cur->meta.created_ms,
                               waiting) < 0)
         LOGW("msg=\"out of memory recording a Sandbox for the running cap\" sandbox=%s", key);
     /* First seen (the initial list after a restart): a class it names counts its slot at
      * once, before any pass, so no Sandbox of that class is admitted past the class's cap
      * meanwhile. (A Sandbox that takes the default class counts in it from its first pass.) */
-    const char *cls = kj_str(cur, "spec.className");
+    const char *cls = cur->class_name;
     if (!old && cls && *cls && sbx_slots_class(cap->slots, uid, cls, -1) < 0)
         LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }

@@ -8,6 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/sandboxview.h"
+
 #include "sandbox/capacity_decide.h"
 #include "sandbox/deps.h"
 #include "sandbox/reconcile_decide.h"
@@ -18,7 +20,8 @@ struct sbx_capacity;
 struct sbx_capacity *sbx_capacity_new(const struct sbx_deps *deps, const struct sbx_cap_limits *limits);
 void sbx_capacity_free(struct sbx_capacity *cap);
 /* Informer handlers: a Sandbox / a pod changed. */
-void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const cJSON *old, const cJSON *cur);
+void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const struct sbx_sandbox_view *old,
+                             const struct sbx_sandbox_view *cur);
 void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur);
 /* Queue the Sandboxes first in line, as many as there are free slots. */
 void sbx_capacity_wake(struct sbx_capacity *cap);

@@ -62,7 +62,9 @@ struct class_requeue { struct sbx_classes *c; const char *name; int defaults; };
 /* Queue a Sandbox whose class is the changed one. */
 static int requeue_of_class(void *ud, const char *key, const cJSON *sb) {
     struct class_requeue *r = ud;
-    const char *cn = kj_str(sb, "spec.className");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *cn = v.class_name;
     if ((cn && *cn && !strcmp(cn, r->name)) || ((!cn || !*cn) && r->defaults)) queue_add(r->c->deps->queue, key);
     return 0;
 }
@@ -159,9 +161,9 @@ static int pick_default(void *ud, const char *key, const cJSON *obj) {
     return 0;
 }
 
-int sbx_class_for(struct sbx_classes *c, const cJSON *sb, struct sbx_class *out, int *found,
+int sbx_class_for(struct sbx_classes *c, const struct sbx_sandbox_view *sb, struct sbx_class *out, int *found,
                   const char **reason, char *why, size_t whylen) {
-    const char *name = kj_str(sb, "spec.className"), *ns = kj_str(sb, "metadata.namespace");
+    const char *name = sb->class_name, *ns = sb->meta.namespace_;
     struct default_pick p = {.n = 0};
     char ns_default[256] = "";
     *found = 0;

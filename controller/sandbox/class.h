@@ -7,6 +7,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/sandboxview.h"
+
 #include "sandbox/class_decide.h"
 #include "sandbox/deps.h"
 
@@ -30,7 +32,7 @@ int sbx_classes_readable(struct sbx_classes *c);
  * class: the flag defaults), -1 with the InvalidSpec message in why and its reason in
  * *reason (SBX_REASON_INVALID: a named class missing or invalid; SBX_REASON_CLASS_NOT_ALLOWED:
  * the class does not serve sb's namespace). */
-int sbx_class_for(struct sbx_classes *c, const cJSON *sb, struct sbx_class *out, int *found,
+int sbx_class_for(struct sbx_classes *c, const struct sbx_sandbox_view *sb, struct sbx_class *out, int *found,
                   const char **reason, char *why, size_t whylen);
 /* The cached SandboxClass name (a copy: cJSON_Delete it), or NULL (none, or classes off). */
 cJSON *sbx_classes_get(struct sbx_classes *c, const char *name);

@@ -17,10 +17,9 @@ static const char *const phases[NPHASES] = {"Pending", "Creating", "Running", "S
 static const char *const lifecycles[SBX_METRIC_LIFECYCLES] = {"one-shot", "session", "long-running", "persistent"};
 
 /* The (phase, lifecycle) slot of a Sandbox. */
-static void slot_of(const cJSON *sb, int *p, int *l) {
-    const char *phase = kj_str(sb, "status.phase");
-    const char *lc = kj_str(sb, "spec.lifecycle");
-    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");   /* the default in force */
+static void slot_of(const struct sbx_sandbox_view *sb, int *p, int *l) {
+    const char *phase = sb->phase;
+    const char *lc = sbx_sandbox_lifecycle(sb);   /* the spec's, else the default in force */
     *p = NPHASES - 1;
     *l = 1;
     for (int i = 0; phase && i < NPHASES - 1; i++) if (!strcmp(phase, phases[i])) *p = i;
@@ -53,7 +52,8 @@ void sbx_metrics_free(struct sbx_metrics *m) {
     free(m);
 }
 
-void sbx_metrics_on_sandbox(struct sbx_metrics *m, const cJSON *old, const cJSON *cur) {
+void sbx_metrics_on_sandbox(struct sbx_metrics *m, const struct sbx_sandbox_view *old,
+                            const struct sbx_sandbox_view *cur) {
     int op = 0, ol = 0, cp = 0, cl = 0;
     if (old) slot_of(old, &op, &ol);
     if (cur) slot_of(cur, &cp, &cl);

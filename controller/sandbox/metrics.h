@@ -12,6 +12,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/sandboxview.h"
+
 #include "base/dynbuf.h"
 #include "sandbox/deps.h"
 #include "sandbox/starts.h"
@@ -45,7 +47,8 @@ void sbx_metrics_free(struct sbx_metrics *m);
 
 /* The Sandbox cache changed (old -> cur, either may be NULL): move its count between
  * (phase, lifecycle) slots, and time its start. Called by the Sandbox informer's handler. */
-void sbx_metrics_on_sandbox(struct sbx_metrics *m, const cJSON *old, const cJSON *cur);
+void sbx_metrics_on_sandbox(struct sbx_metrics *m, const struct sbx_sandbox_view *old,
+                            const struct sbx_sandbox_view *cur);
 
 /* Append the whole exposition to out. is_leader: 1 leading (or no election), 0 standby. */
 int sbx_metrics_render(struct sbx_metrics *m, const struct sbx_metrics_sources *src, int is_leader,

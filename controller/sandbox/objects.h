@@ -21,4 +21,23 @@ void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms);
 /* The Ready condition of an object's status (a Sandbox or a pod), or NULL. */
 const cJSON *sbx_ready_condition(const cJSON *obj);
 
+/* The metadata the controller reads of any object, read once (sbx_meta_read). The strings
+ * and maps point into the object it was read from and live as long as it does; nothing is
+ * copied. A member of the wrong JSON type reads as absent. */
+struct sbx_meta {
+    const char *namespace_, *name, *uid, *resource_version;   /* NULL when absent */
+    int64_t generation;                 /* 0 when absent */
+    int64_t created_ms;                 /* creationTimestamp; 0 when absent or unparseable */
+    int deleting;                       /* deletionTimestamp is set */
+    const cJSON *labels, *annotations;  /* the maps (JSON objects), or NULL */
+    /* The uid of its controller ownerReference (any kind), and the name and uid of that
+     * reference when it is a Sandbox of this API group (sbx_sandbox_controller_ref). */
+    const char *controller_uid, *sandbox_owner, *sandbox_owner_uid;
+};
+/* Read obj's metadata into m (all absent when obj is NULL). */
+void sbx_meta_read(const cJSON *obj, struct sbx_meta *m);
+/* The string value of one annotation or label key (dots allowed), or NULL. */
+const char *sbx_meta_annotation(const struct sbx_meta *m, const char *key);
+const char *sbx_meta_label(const struct sbx_meta *m, const char *key);
+
 #endif

@@ -27,20 +27,21 @@ struct orphan_ctx {
 /* Collect objects in ns whose controller reference names the (deleted) owner. */
 static int find_orphans(void *ud, const char *key, const cJSON *obj) {
     struct orphan_ctx *o = ud;
-    const char *ns = kj_str(obj, "metadata.namespace");
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    const char *ns = m.namespace_;
     if (!ns || strcmp(ns, o->ns) != 0) return 0;
     /* Sharded: the Sandbox of an object made for a user of another shard is not in this
      * shard's cache whether or not it exists (a label left by another --shards, not yet
      * relabelled): its absence here says nothing. */
-    const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
+    const char *user = sbx_meta_annotation(&m, SBX_ANN_USER_ID);
     if (o->shard_key[0] > 1 && user && sbx_shard_of(ns, user, o->shard_key[0]) != o->shard_key[1]) return 0;
     /* Controlled by a Sandbox of this API group of that name (another group's Sandbox kind
      * is not ours to sweep). */
-    const char *name = kj_str(sbx_sandbox_controller_ref(obj), "name");
-    if (name && !strcmp(name, o->owner) && o->n < 8 && !kj_str(obj, "metadata.deletionTimestamp")) {
-        snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", kj_str(obj, "metadata.name"));
-        snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s",
-                 kj_str(obj, "metadata.uid") ? kj_str(obj, "metadata.uid") : "");
+    const char *name = m.sandbox_owner;
+    if (name && !strcmp(name, o->owner) && o->n < 8 && !m.deleting) {
+        snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", m.name ? m.name : "");
+        snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s", m.uid ? m.uid : "");
         o->n++;
     }
     return o->n >= 8;
@@ -66,7 +67,8 @@ void sbx_orphans_deleted(const struct sbx_deps *deps, struct sbx_warm *warm, con
  * claims go on echoing long after each Sandbox's tombstone was purged, and each echo of a
  * Sandbox without a record made the sweep walk every cache (a quadratic delete: a core for
  * 10 minutes). The object of the echo names what the walk would have looked for. */
-void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const cJSON *obj, int obj_is_claim) {
+void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const struct sbx_meta *m,
+                      int obj_is_claim) {
     char uid[600];
     struct sbx_gone names;
     if (sbx_records_gone(deps->records, key, uid, sizeof(uid), &names)) return;
@@ -74,9 +76,8 @@ void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const 
      * one (maybe a same-named successor) is reconciled, not swept. */
     if (!informer_synced(deps->sandboxes) || informer_has(deps->sandboxes, key)) return;
     unseen_deletion_uid(key, uid, sizeof(uid));
-    sbx_orphans_deleted(deps, warm, key, uid, kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID),
-                        kj_map_get(obj, "metadata.annotations", SBX_ANN_CHAT_ID),
-                        obj_is_claim ? kj_str(obj, "metadata.name") : NULL);
+    sbx_orphans_deleted(deps, warm, key, uid, sbx_meta_annotation(m, SBX_ANN_USER_ID),
+                        sbx_meta_annotation(m, SBX_ANN_CHAT_ID), obj_is_claim ? m->name : NULL);
 }
 
 /* The garbage collector normally deletes a removed Sandbox's objects within moments; the

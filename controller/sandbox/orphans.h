@@ -7,6 +7,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/objects.h"
+
 #include "sandbox/deps.h"
 #include "sandbox/warm.h"
 
@@ -20,11 +22,11 @@ int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *
  * them up instead of walking the caches. */
 void sbx_orphans_deleted(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const char *uid,
                          const char *user, const char *chat, const char *own_claim);
-/* obj, controlled by the Sandbox key, is deleted or being deleted: when the Sandbox is not
- * in the (synced) cache and its deletion is not on record (deleted before this process
- * started, or its tombstone purged while the deletions it started still echo), note it
- * with the names obj carries. */
-void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const cJSON *obj,
+/* An object (its metadata m), controlled by the Sandbox key, is deleted or being deleted:
+ * when the Sandbox is not in the (synced) cache and its deletion is not on record (deleted
+ * before this process started, or its tombstone purged while the deletions it started
+ * still echo), note it with the names the object carries. */
+void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const char *key, const struct sbx_meta *m,
                       int obj_is_claim);
 
 #endif

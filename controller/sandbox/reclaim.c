@@ -40,23 +40,22 @@ void sbx_reclaim_note(struct sbx_slots *slots, const char *uid, const struct sbx
 
 /* The last use a Sandbox object shows: its last-used-at annotation (one in the future
  * counts as now), status.lastUsedAt, status.startedAt; 0 when none. */
-static int64_t fresh_last_used(const cJSON *sb, int64_t now) {
-    int64_t t = 0, x;
-    lifecycle_last_used_check(kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED), now, &t);
-    if ((x = sbx_time_at(sb, "status.lastUsedAt")) > t) t = x;
-    if ((x = sbx_time_at(sb, "status.startedAt")) > t) t = x;
+static int64_t fresh_last_used(const struct sbx_sandbox_view *sb, int64_t now) {
+    int64_t t = 0;
+    lifecycle_last_used_check(sb->last_used_at, now, &t);
+    if (sb->last_used_ms > t) t = sb->last_used_ms;
+    if (sb->started_ms > t) t = sb->started_ms;
     return t;
 }
 
 /* Why sb (read fresh) is not to be reclaimed now, or NULL when it is. */
-static const char *not_reclaimable(const cJSON *sb, const struct sbx_reclaim_victim *v, int64_t now,
+static const char *not_reclaimable(const struct sbx_sandbox_view *sb, const struct sbx_reclaim_victim *v, int64_t now,
                                    int64_t *last_used) {
-    const char *uid = kj_str(sb, "metadata.uid"), *phase = kj_str(sb, "status.phase");
-    const char *lc = kj_str(sb, "spec.lifecycle");
-    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");
+    const char *uid = sb->meta.uid, *phase = sb->phase;
+    const char *lc = sbx_sandbox_lifecycle(sb);
     if (!uid || strcmp(uid, v->uid) != 0) return "another Sandbox of that name";
-    if (kj_str(sb, "metadata.deletionTimestamp")) return "being deleted";
-    if (kj_bool(sb, "spec.paused", 0)) return "paused";
+    if (sb->meta.deleting) return "being deleted";
+    if (sb->paused) return "paused";
     if (!lc || (strcmp(lc, "session") != 0 && strcmp(lc, "long-running") != 0)) return "its lifecycle";
     if (!phase || strcmp(phase, "Running") != 0) return "not running";
     *last_used = fresh_last_used(sb, now);
@@ -67,8 +66,8 @@ static const char *not_reclaimable(const cJSON *sb, const struct sbx_reclaim_vic
 /* The status recording the reclaim: sb's own, phase Stopping, Ready False with reason
  * Reclaimed, lastUsedAt the use this decision saw (its passes then keep it stopped until a
  * newer one). NULL on ENOMEM. */
-static cJSON *reclaimed_status(const cJSON *sb, int64_t last_used, int64_t now, const char *msg) {
-    cJSON *st = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(sb, "status"), 1), *c;
+static cJSON *reclaimed_status(const struct sbx_sandbox_view *sb, int64_t last_used, int64_t now, const char *msg) {
+    cJSON *st = cJSON_Duplicate(sb->status, 1), *c;
     char t[40];
     if (!st) return NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(st, "podIP");
@@ -83,16 +82,16 @@ static cJSON *reclaimed_status(const cJSON *sb, int64_t last_used, int64_t now, 
         cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
         if (!(conds = cJSON_AddArrayToObject(st, "conditions"))) goto fail;
     }
-    cJSON_ArrayForEach(c, conds) {
-        const char *type = kj_str(c, "type");
-        if (type && !strcmp(type, "Ready")) break;
+    cJSON_ArrayForEach(c, conds) {   /* the copy's Ready condition, to be rewritten */
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, "Ready")) break;
     }
     if (!c) {
         if (!(c = cJSON_CreateObject())) goto fail;
         cJSON_AddItemToArray(conds, c);
         cJSON_AddStringToObject(c, "type", "Ready");
     }
-    const char *was = kj_str(c, "status");
+    const char *was = sb->ready.status;
     if (!was || strcmp(was, "False") != 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(c, "lastTransitionTime");
         kj_time_format(now, t, sizeof(t));
@@ -136,8 +135,10 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
              ? cJSON_DetachItemFromArray((cJSON *)items, 0) : NULL;
     cJSON_Delete(list);
     if (!sb) { rc = 0; goto out; }   /* gone */
+    struct sbx_sandbox_view sv;   /* the fresh read, parsed once; it points into sb */
+    sbx_sandbox_view_parse(sb, &sv);
     int64_t last_used = 0;
-    const char *why = not_reclaimable(sb, v, now, &last_used);
+    const char *why = not_reclaimable(&sv, v, now, &last_used);
     if (why) {
         LOGI("msg=\"reclaim: not reclaimed after all\" sandbox=%s why=\"%s\"", v->key, why);
         /* What the fresh read showed, until its own pass reports again. */
@@ -146,17 +147,16 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
         goto out;
     }
     /* Its pod, as ours: named in the status, controlled by this very Sandbox. */
-    const char *pod_name = kj_str(sb, "status.podName"), *pod_uid = NULL;
+    const char *pod_name = sv.pod_name, *pod_uid = NULL;
+    struct sbx_meta pm;
+    sbx_meta_read(NULL, &pm);
     if (pod_name) {
         snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
         pod = informer_get(deps->pods, okey);
-        const cJSON *r;
-        cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
-            const char *ruid = kj_str(r, "uid");
-            if (kj_bool(r, "controller", 0) && ruid && !strcmp(ruid, v->uid)) pod_uid = kj_str(pod, "metadata.uid");
-        }
+        sbx_meta_read(pod, &pm);
+        if (pm.controller_uid && !strcmp(pm.controller_uid, v->uid)) pod_uid = pm.uid;
     }
-    if (!pod_uid || kj_str(pod, "metadata.deletionTimestamp")) { rc = 0; goto out; }
+    if (!pod_uid || pm.deleting) { rc = 0; goto out; }
     long idle_s = (long)((now - last_used) / 1000), after_s = (long)(v->after_ms / 1000);
     if (v->cls[0])
         snprintf(msg, sizeof(msg), "idle for %lds (SandboxClass \"%.200s\" spec.reclaim.idleAfter: %lds): stopped to "
@@ -164,9 +164,9 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
     else
         snprintf(msg, sizeof(msg), "idle for %lds: stopped to admit a waiting sandbox; the workspace is kept, the "
                  "next use starts it again", idle_s);
-    st = reclaimed_status(sb, last_used, now, msg);
+    st = reclaimed_status(&sv, last_used, now, msg);
     if (!st) goto out;
-    int w = sbx_status_write(deps, ns, name, sb, st, kj_str(sb, "metadata.resourceVersion"), NULL, 0, err, sizeof(err));
+    int w = sbx_status_write(deps, ns, name, &sv, st, sv.meta.resource_version, NULL, 0, err, sizeof(err));
     if (w == SBX_STALE) {
         LOGI("msg=\"reclaim: the Sandbox changed since it was read; not reclaimed\" sandbox=%s", v->key);
         rc = 0;
@@ -175,7 +175,7 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
     if (w != 0) { LOGW("msg=\"reclaim: recording the stop failed\" sandbox=%s err=\"%s\"", v->key, err); goto out; }
     if (sbx_delete_owned(deps, ns, "pods", pod_name, pod_uid, err, sizeof(err)) < 0)
         LOGW("msg=\"reclaim: deleting the pod failed (its pass deletes it)\" sandbox=%s err=\"%s\"", v->key, err);
-    sbx_event_record(deps, sb, "Normal", SBX_REASON_RECLAIMED, msg);
+    sbx_event_record(deps, &sv, "Normal", SBX_REASON_RECLAIMED, msg);
     sbx_count(&deps->counters->reclaims);
     LOGI("msg=\"sandbox reclaimed\" sandbox=%s idle_s=%ld class=\"%s\"", v->key, idle_s, v->cls);
     queue_add(deps->queue, v->key);

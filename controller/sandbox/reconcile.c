@@ -23,6 +23,7 @@
 #include "sandbox/activity.h"
 #include "sandbox/builders.h"
 #include "sandbox/capacity.h"
+#include "sandbox/claimview.h"
 #include "sandbox/class.h"
 #include "sandbox/metrics.h"
 #include "sandbox/objects.h"
@@ -32,6 +33,7 @@
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/shapes.h"
 #include "sandbox/shard.h"
 #include "sandbox/shard_decide.h"
@@ -108,48 +110,59 @@ static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t
  * leaves, in its record, the names of what it owned, so its orphans are found by name. */
 static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
-    sbx_capacity_on_sandbox(ctl->capacity, key, old, cur);
-    sbx_warm_on_sandbox(ctl->warm, old, cur);
-    sbx_metrics_on_sandbox(ctl->metrics, old, cur);
-    const char *uid = kj_str(old, "metadata.uid");
-    if (!cur && uid)
-        sbx_orphans_deleted(&ctl->deps, ctl->warm, key, uid, kj_str(old, "spec.userID"), kj_str(old, "spec.chatID"), NULL);
+    struct sbx_sandbox_view ov, cv;   /* parsed once for every subsystem; they live for this call */
+    sbx_sandbox_view_parse(old, &ov);
+    sbx_sandbox_view_parse(cur, &cv);
+    const struct sbx_sandbox_view *o = old ? &ov : NULL, *c = cur ? &cv : NULL;
+    sbx_capacity_on_sandbox(ctl->capacity, key, o, c);
+    sbx_warm_on_sandbox(ctl->warm, o, c);
+    sbx_metrics_on_sandbox(ctl->metrics, o, c);
+    if (!cur && ov.meta.uid)
+        sbx_orphans_deleted(&ctl->deps, ctl->warm, key, ov.meta.uid, ov.user_id, ov.chat_id, NULL);
     queue_add(ctl->deps.queue, key);
 }
 
 /* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
  * queued. */
-static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const cJSON *old,
-                          const cJSON *cur) {
-    const cJSON *obj = cur ? cur : old;
-    const char *ns = kj_str(obj, "metadata.namespace"), *obj_uid = kj_str(obj, "metadata.uid");
+static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const struct sbx_meta *m,
+                          int gone) {
     /* The name label may be sanitised; the controller ownerReference has the exact name. */
-    const cJSON *r = sbx_sandbox_controller_ref(obj);
-    const char *owner = kj_str(r, "name"), *owner_uid = kj_str(r, "uid");
-    if (owner_uid && obj_uid) sbx_records_observed(&ctl->records, owner_uid, kind_of, obj_uid);
+    const char *ns = m->namespace_, *owner = m->sandbox_owner;
+    if (m->sandbox_owner_uid && m->uid) sbx_records_observed(&ctl->records, m->sandbox_owner_uid, kind_of, m->uid);
     if (ns && owner) {
         char skey[512];
         snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
-        if (!cur || kj_str(obj, "metadata.deletionTimestamp")) sbx_orphans_note(&ctl->deps, ctl->warm, skey, obj, kind_of == SBX_EXPECT_CLAIM);
+        if (gone || m->deleting) sbx_orphans_note(&ctl->deps, ctl->warm, skey, m, kind_of == SBX_EXPECT_CLAIM);
         queue_add(ctl->deps.queue, skey);
     }
+}
+
+/* on_owned_kind for the object of an informer event (cur, else old). */
+static void on_owned_object(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const cJSON *old,
+                            const cJSON *cur) {
+    struct sbx_meta m;
+    sbx_meta_read(cur ? cur : old, &m);
+    on_owned_kind(ctl, kind_of, &m, !cur);
 }
 
 /* A PVC changed: the warm-workspace index first (which claim each Sandbox owns, the
  * pool claims), so the pass it queues finds an adopted claim by its owner. */
 static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    sbx_warm_on_pvc(((struct sbx_controller *)ud)->warm, old, cur);
-    on_owned_kind(ud, SBX_EXPECT_CLAIM, old, cur);
+    struct sbx_claim_view ov, cv;   /* parsed once; they live for this call */
+    sbx_claim_view_parse(old, &ov);
+    sbx_claim_view_parse(cur, &cv);
+    sbx_warm_on_pvc(((struct sbx_controller *)ud)->warm, old ? &ov : NULL, cur ? &cv : NULL);
+    on_owned_kind(ud, SBX_EXPECT_CLAIM, cur ? &cv.meta : &ov.meta, !cur);
 }
 
 /* A Service changed: as a PVC. */
 static void on_service(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    on_owned_kind(ud, SBX_EXPECT_SERVICE, old, cur);
+    on_owned_object(ud, SBX_EXPECT_SERVICE, old, cur);
 }
 
 /* A NetworkPolicy changed: as a PVC. */
 static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    on_owned_kind(ud, SBX_EXPECT_NETPOL, old, cur);
+    on_owned_object(ud, SBX_EXPECT_NETPOL, old, cur);
 }
 
 /* A Pod changed: as a PVC, and the running cap counts the slot it holds; one that went
@@ -157,16 +170,18 @@ static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *
 static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_controller *ctl = ud;
     const cJSON *obj = cur ? cur : old;
-    if (kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM)) {
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    if (sbx_meta_annotation(&m, SBX_ANN_BINDS_CLAIM)) {
         /* A warm pool's binder (no sandbox pod): the pool pass looks after it. */
         sbx_warm_on_binder_pod(ctl->warm, old, cur);
         return;
     }
-    const char *copy_for = kj_map_get(obj, "metadata.annotations", SBX_ANN_COPY_FOR);
+    const char *copy_for = sbx_meta_annotation(&m, SBX_ANN_COPY_FOR);
     if (copy_for) {
         /* A fork's copier (no sandbox pod): its Sandbox looks at the copy's progress. */
         char skey[512];
-        const char *ns = kj_str(obj, "metadata.namespace"), *cuid = kj_str(obj, "metadata.uid");
+        const char *ns = m.namespace_, *cuid = m.uid;
         const cJSON *r;
         cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
             if (kj_str(r, "uid") && cuid) sbx_records_observed(&ctl->records, kj_str(r, "uid"), SBX_EXPECT_COPIER, cuid);
@@ -177,7 +192,7 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
         }
         return;
     }
-    on_owned_kind(ctl, SBX_EXPECT_POD, old, cur);
+    on_owned_kind(ctl, SBX_EXPECT_POD, &m, !cur);
     sbx_capacity_on_pod(ctl->capacity, old, cur);
 }
 
@@ -514,26 +529,24 @@ void sbx_controller_free(struct sbx_controller *ctl) {
 /* How the workspace claim binds. Its class is the claim's own spec.storageClassName, else
  * the one the spec asks for, else the cluster's default class; it binds late when that
  * StorageClass says volumeBindingMode: WaitForFirstConsumer. */
-static enum sbx_binding claim_binding(struct sbx_controller *ctl, const cJSON *pvc, const struct sbx_spec *spec) {
-    const char *name = pvc ? kj_str(pvc, "spec.storageClassName") : NULL;
-    if (!name && !pvc) name = spec->storage_class;
+static enum sbx_binding claim_binding(struct sbx_controller *ctl, const struct sbx_claim_view *pvc,
+                                     const struct sbx_spec *spec) {
+    const char *name = pvc->obj ? pvc->storage_class : spec->storage_class;
     return sbx_storage_class_binding(&ctl->deps, name, NULL, 0);
 }
 
 /* The request, capacity and expandability of the Sandbox's claim pvc, into o; for a fork
  * (spec->workspace_from), the size it was cloned at (its annotation; a fork made by an
  * earlier controller: its request, as a fork never shrinks below its source). */
-static void observe_claim_size(struct sbx_controller *ctl, const cJSON *pvc, struct sbx_observed *o,
+static void observe_claim_size(struct sbx_controller *ctl, const struct sbx_claim_view *pvc, struct sbx_observed *o,
                                const struct sbx_spec *spec) {
-    const char *req = kj_str(pvc, "spec.resources.requests.storage"), *cap = kj_str(pvc, "status.capacity.storage");
-    if (!req || qty_parse_memory(req, &o->claim_request_bytes) < 0) o->claim_request_bytes = 0;
-    if (!cap || qty_parse_memory(cap, &o->claim_capacity_bytes) < 0) o->claim_capacity_bytes = 0;
-    o->claim_expandable = sbx_storage_class_expands(&ctl->deps, kj_str(pvc, "spec.storageClassName"));
+    o->claim_request_bytes = pvc->request_bytes;
+    o->claim_capacity_bytes = pvc->capacity_bytes;
+    o->claim_expandable = sbx_storage_class_expands(&ctl->deps, pvc->storage_class);
     o->claim_cloned_bytes = 0;
     if (spec->workspace_from) {
-        const char *cloned = kj_map_get(pvc, "metadata.annotations", SBX_ANN_CLONED_SIZE);
-        if (!cloned) o->claim_cloned_bytes = o->claim_request_bytes;
-        else if (qty_parse_memory(cloned, &o->claim_cloned_bytes) < 0) o->claim_cloned_bytes = 0;
+        if (!pvc->cloned_size) o->claim_cloned_bytes = o->claim_request_bytes;
+        else if (qty_parse_memory(pvc->cloned_size, &o->claim_cloned_bytes) < 0) o->claim_cloned_bytes = 0;
     }
 }
 
@@ -557,17 +570,18 @@ static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *
     return st == 200 || st == 404 ? 0 : -1;
 }
 
-/* Ours, someone else's, or being deleted? */
-static enum sbx_object_state classify(const cJSON *obj, const char *uid) {
+/* Ours, someone else's, or being deleted? obj is there or not, m its metadata. */
+static enum sbx_object_state classify(const cJSON *obj, const struct sbx_meta *m, const char *uid) {
     if (!obj) return SBX_OBJ_ABSENT;
-    const cJSON *r;
-    int ours = 0;
-    cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-        const char *ruid = kj_str(r, "uid");
-        if (kj_bool(r, "controller", 0) && ruid && !strcmp(ruid, uid)) ours = 1;
-    }
-    if (!ours) return SBX_OBJ_FOREIGN;
-    return kj_str(obj, "metadata.deletionTimestamp") ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
+    if (!m->controller_uid || strcmp(m->controller_uid, uid) != 0) return SBX_OBJ_FOREIGN;
+    return m->deleting ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
+}
+
+/* classify for an object whose metadata is not read yet. */
+static enum sbx_object_state classify_object(const cJSON *obj, const char *uid) {
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    return classify(obj, &m, uid);
 }
 
 /* ns/resource/name: from the cache, or (sharded: another shard's objects are not in this
@@ -604,12 +618,15 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     *held = NULL;
     memset(src, 0, sizeof(*src));
     cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, api, SBX_PLURAL, spec->workspace_from);
-    if (!sb || kj_str(sb, "metadata.deletionTimestamp")) {
+    struct sbx_sandbox_view sv;
+    struct sbx_claim_view cv;
+    sbx_sandbox_view_parse(sb, &sv);
+    if (!sb || sv.meta.deleting) {
         snprintf(why, whylen, "spec.workspace.from: Sandbox %s not found in namespace %s%s; waiting for it",
                  spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
         goto out;
     }
-    const char *user = kj_str(sb, "spec.userID"), *chat = kj_str(sb, "spec.chatID");
+    const char *user = sv.user_id, *chat = sv.chat_id;
     if (!spec->forks_across_users && (!user || strcmp(user, spec->user_id) != 0)) {
         /* The same words whether the source exists under another user or not at all would
          * be kinder to privacy, but the Sandbox list of a namespace is readable by its
@@ -622,9 +639,8 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
     }
     /* The claim it controls in the cache first (an adopted claim has a name of its own),
      * then what its status says, then the name its IDs give. */
-    const char *name = kj_str(sb, "metadata.uid") && sbx_warm_claim_of(ctl->warm, kj_str(sb, "metadata.uid"), claim,
-                                                                       sizeof(claim)) ? claim
-                       : kj_str(sb, "status.workspaceClaim");
+    const char *name = sv.meta.uid && sbx_warm_claim_of(ctl->warm, sv.meta.uid, claim, sizeof(claim)) ? claim
+                       : sv.workspace_claim;
     if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
         sbx_claim_name(pod, claim, sizeof(claim));
         name = claim;
@@ -635,22 +651,17 @@ static const char *workspace_source(struct sbx_controller *ctl, const char *ns, 
         goto out;
     }
     *held = cached_or_read(ctl, ctl->deps.pvcs, ns, "/api/v1", "persistentvolumeclaims", name);
-    const char *uid = kj_str(sb, "metadata.uid");
-    const char *phase = kj_str(*held, "status.phase");
-    if (!uid || classify(*held, uid) != SBX_OBJ_PRESENT || !phase || strcmp(phase, "Bound") != 0) {
+    sbx_claim_view_parse(*held, &cv);
+    const char *uid = sv.meta.uid;
+    if (!uid || classify(*held, &cv.meta, uid) != SBX_OBJ_PRESENT || !cv.bound) {
         snprintf(why, whylen, "spec.workspace.from: the workspace claim %s of Sandbox %s is %s; waiting for it",
-                 name, spec->workspace_from, !*held ? "not there" : classify(*held, uid ? uid : "") ==
+                 name, spec->workspace_from, !*held ? "not there" : classify(*held, &cv.meta, uid ? uid : "") ==
                  SBX_OBJ_PRESENT ? "not bound yet" : "not its own, or being deleted");
         goto out;
     }
-    int64_t req = 0, cap = 0;
-    const char *q = kj_str(*held, "spec.resources.requests.storage");
-    if (!q || qty_parse_memory(q, &req) < 0) req = 0;
-    q = kj_str(*held, "status.capacity.storage");
-    if (!q || qty_parse_memory(q, &cap) < 0) cap = 0;
-    src->claim = kj_str(*held, "metadata.name");
-    src->storage_class = kj_str(*held, "spec.storageClassName");
-    src->bytes = sbx_clone_bytes(req, cap);
+    src->claim = cv.meta.name;
+    src->storage_class = cv.storage_class;
+    src->bytes = sbx_clone_bytes(cv.request_bytes, cv.capacity_bytes);
     if (!src->claim) goto out;
     int64_t clone = sbx_clone_bytes(spec->workspace_bytes, src->bytes);
     if (spec->workspace_max_bytes && clone > spec->workspace_max_bytes) {
@@ -679,9 +690,8 @@ out:
 /* Controlled by an earlier Sandbox of this very name (deleted, then created again before
  * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
  * owner is gone for sure. */
-static int predecessor_owned(const cJSON *obj, const char *sandbox, const char *uid) {
-    const cJSON *r = sbx_sandbox_controller_ref(obj);
-    const char *rname = kj_str(r, "name"), *ruid = kj_str(r, "uid");
+static int predecessor_owned(const struct sbx_meta *m, const char *sandbox, const char *uid) {
+    const char *rname = m->sandbox_owner, *ruid = m->sandbox_owner_uid;
     return rname && !strcmp(rname, sandbox) && ruid && strcmp(ruid, uid) != 0;
 }
 
@@ -697,8 +707,9 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
     sbx_core_path(path, sizeof(path), ns, resource);
     long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
     if (st == 201 || st == 200) {
-        const char *made_uid = kj_str(made, "metadata.uid");
-        if (made_uid) sbx_records_expect(&ctl->records, uid, kind, made_uid, kj_now_ms() + EXPECT_MS);
+        struct sbx_meta mm;
+        sbx_meta_read(made, &mm);
+        if (mm.uid) sbx_records_expect(&ctl->records, uid, kind, mm.uid, kj_now_ms() + EXPECT_MS);
         cJSON_Delete(made);
         sbx_count(&ctl->counters.creates);
         return 0;
@@ -710,7 +721,7 @@ static int create_owned(struct sbx_controller *ctl, const char *ns, const char *
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
     st = kube_get(ctl->deps.client, path, &existing, err, errlen);
     if (st != 200) { cJSON_Delete(existing); return st == 404 ? -1 : -1; }
-    enum sbx_object_state s = classify(existing, uid);
+    enum sbx_object_state s = classify_object(existing, uid);
     /* Ours but not in the cache: sharded, and made without this shard's label (by a
      * replica not sharded yet): labelled now, the watch then shows it. */
     int rc = s == SBX_OBJ_FOREIGN ? 1 : 0;
@@ -737,15 +748,15 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
     long st = kube_get(ctl->deps.client, path, &pod, err, errlen);
     if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
     if (st == 200) {
-        const char *owner = kj_str(sbx_sandbox_controller_ref(pod), "uid");
-        if (!owner || strcmp(owner, uid) != 0 || kj_str(pod, "spec.nodeName") || kj_str(pod, "status.startTime") ||
-            !kj_str(pod, "metadata.uid") || !kj_str(pod, "metadata.resourceVersion")) {
+        struct sbx_meta pm;
+        sbx_meta_read(pod, &pm);
+        const char *owner = pm.sandbox_owner_uid;
+        if (!owner || strcmp(owner, uid) != 0 || sbx_pod_placed(pod) || !pm.uid || !pm.resource_version) {
             LOGI("msg=\"warm claim kept: its pod was placed meanwhile\" sandbox=%s claim=%s", key, claim);
             cJSON_Delete(pod);
             return 0;
         }
-        long d = sbx_delete_preconditioned(&ctl->deps, path, kj_str(pod, "metadata.uid"), kj_str(pod, "metadata.resourceVersion"),
-                                           err, errlen);
+        long d = sbx_delete_preconditioned(&ctl->deps, path, pm.uid, pm.resource_version, err, errlen);
         cJSON_Delete(pod);
         if (d == 409) { sbx_count(&ctl->counters.conflicts); return 0; }
         if (d != 200 && d != 202 && d != 404) return -1;
@@ -763,13 +774,15 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
  * patched (ports, selector) when it drifted, deleted (uid precondition) when no longer
  * wanted. A Service of that name that is not ours is left alone (a Warning Event says
  * so, once per pass that finds it). svc is the cached object, or NULL. 0 or -1. */
-static int reconcile_service(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
+static int reconcile_service(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
                              const struct sbx_spec *spec, const char *pod_name, const cJSON *svc,
                              enum sbx_object_state state, char *err, size_t errlen) {
     char path[1024];
+    struct sbx_meta sm;
+    sbx_meta_read(svc, &sm);
     if (!spec->service) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(&ctl->deps, ns, "services", pod_name, kj_str(svc, "metadata.uid"), err, errlen) < 0) return -1;
+        if (sbx_delete_owned(&ctl->deps, ns, "services", pod_name, sm.uid, err, errlen) < 0) return -1;
         LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         return 0;
     }
@@ -801,7 +814,7 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
         cJSON *patch = cJSON_CreateObject(), *spec_p = cJSON_AddObjectToObject(patch, "spec"), *md;
         cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
         if (!spec_p || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", kj_str(svc, "metadata.uid") ? kj_str(svc, "metadata.uid") : "") ||
+            !cJSON_AddStringToObject(md, "uid", sm.uid ? sm.uid : "") ||
             !cJSON_AddItemToObject(spec_p, "ports", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1)) ||
             !cJSON_AddItemToObject(spec_p, "selector", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1))) {
             snprintf(err, errlen, "out of memory");
@@ -822,9 +835,9 @@ static int reconcile_service(struct sbx_controller *ctl, const char *ns, const c
 /* The SandboxClass pod was built under ("" = none): its SBX_ANN_CLASS; a pod made by an
  * earlier controller has none: the class the Sandbox's status last recorded. NULL when
  * neither tells (taken as the current class). */
-static const char *pod_built_class(const cJSON *pod, const cJSON *sb) {
-    const char *c = kj_map_get(pod, "metadata.annotations", SBX_ANN_CLASS);
-    return c || !pod ? c : kj_str(sb, "status.className");
+static const char *pod_built_class(const struct sbx_meta *pod, const struct sbx_sandbox_view *sb) {
+    const char *c = sbx_meta_annotation(pod, SBX_ANN_CLASS);
+    return c || !pod ? c : sb->status_class_name;
 }
 
 /* The Sandbox's NetworkPolicy, level-triggered as its Service: created when its network
@@ -833,17 +846,19 @@ static const char *pod_built_class(const cJSON *pod, const cJSON *sb) {
  * failure ends the pass: an isolated sandbox's pod never starts without its policy. A
  * policy of that name that is not ours blocks the pod too (a Warning Event says so).
  * np is the cached object, or NULL. 0 or -1. */
-static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
+static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
                             const struct sbx_spec *spec, const struct sbx_network *net, const char *pod_name,
-                            const cJSON *pod, const cJSON *np, enum sbx_object_state state, char *err,
-                            size_t errlen) {
+                            const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
+                            enum sbx_object_state state, char *err, size_t errlen) {
     char path[1024];
+    struct sbx_meta nm;
+    sbx_meta_read(np, &nm);
     /* A pod built under another class (spec.className changed) still runs, or is still
      * stopping: the policy it was built under stays until it is gone (the pass that finds
      * it gone applies the new class's before the new pod is made). A policy missing is
      * made at once: a class that isolates applies before anything else changes. */
-    enum sbx_object_state pod_state = classify(pod, owner->uid);
-    const char *built = pod_built_class(pod, sb);
+    enum sbx_object_state pod_state = classify(pod, pod_meta, owner->uid);
+    const char *built = pod_built_class(pod ? pod_meta : NULL, sb);
     int older_pod = (pod_state == SBX_OBJ_PRESENT || pod_state == SBX_OBJ_TERMINATING) && built &&
                     strcmp(built, spec->class_name ? spec->class_name : "") != 0;
     if (older_pod && state == SBX_OBJ_PRESENT) {
@@ -853,7 +868,7 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
     }
     if (net->mode != SBX_NET_ISOLATED) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(&ctl->deps, ns, "networkpolicies", pod_name, kj_str(np, "metadata.uid"), err, errlen) < 0)
+        if (sbx_delete_owned(&ctl->deps, ns, "networkpolicies", pod_name, nm.uid, err, errlen) < 0)
             return -1;
         LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
              owner->name, pod_name);
@@ -891,7 +906,7 @@ static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const cJ
         cJSON *patch = cJSON_CreateObject(), *md;
         cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(want, "spec");
         if (!ws || !cJSON_AddItemToObject(patch, "spec", ws) || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", kj_str(np, "metadata.uid") ? kj_str(np, "metadata.uid") : "")) {
+            !cJSON_AddStringToObject(md, "uid", nm.uid ? nm.uid : "")) {
             if (ws && !cJSON_GetObjectItemCaseSensitive(patch, "spec")) cJSON_Delete(ws);
             snprintf(err, errlen, "out of memory");
             rc = -1;
@@ -924,12 +939,15 @@ static void source_node(struct sbx_controller *ctl, const char *ns, const char *
     char okey[600];
     node[0] = '\0';
     cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, "/apis/" SBX_GROUP "/v1alpha1", SBX_PLURAL, name);
-    const char *pod_name = kj_str(sb, "status.podName");
-    if (pod_name) {
-        snprintf(okey, sizeof(okey), "%s/%s", ns, pod_name);
+    struct sbx_sandbox_view sv;
+    sbx_sandbox_view_parse(sb, &sv);
+    if (sv.pod_name) {
+        snprintf(okey, sizeof(okey), "%s/%s", ns, sv.pod_name);
         cJSON *pod = informer_get(ctl->deps.pods, okey);
-        const char *n = kj_str(pod, "spec.nodeName");
-        if (n && !kj_str(pod, "metadata.deletionTimestamp")) snprintf(node, nodelen, "%s", n);
+        struct sbx_meta pm;
+        sbx_meta_read(pod, &pm);
+        const char *n = sbx_pod_node(pod);
+        if (n && !pm.deleting) snprintf(node, nodelen, "%s", n);
         cJSON_Delete(pod);
     }
     cJSON_Delete(sb);
@@ -941,20 +959,22 @@ static void source_node(struct sbx_controller *ctl, const char *ns, const char *
  * succeeded marks the claim filled, then goes; one that failed is reported with its own
  * message and, SBX_COPY_RETRY_MS later, replaced by a new one. Sets o->workspace_copy and
  * its message (msg). 0 or -1. */
-static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const struct sbx_owner *owner,
-                        const struct sbx_spec *spec, const cJSON *pvc, const char *source, struct sbx_observed *o,
+static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
+                        const struct sbx_spec *spec, const struct sbx_claim_view *pvc, struct sbx_observed *o,
                         char *msg, size_t msglen, char *err, size_t errlen) {
     char copier[96], okey[600], path[1024], node[256];
-    const char *claim = kj_str(pvc, "metadata.name"), *claim_uid = kj_str(pvc, "metadata.uid");
+    const char *claim = pvc->meta.name, *claim_uid = pvc->meta.uid, *source = pvc->fork_from;
     sbx_copier_name(owner->uid, copier, sizeof(copier));
     snprintf(okey, sizeof(okey), "%s/%s", ns, copier);
     cJSON *pod = informer_get(ctl->deps.pods, okey);
+    struct sbx_meta pm;
+    sbx_meta_read(pod, &pm);
     int rc = 0;
     o->workspace_copy = SBX_COPY_RUNNING;
     o->workspace_copy_message = msg;
     snprintf(msg, msglen, "copying the workspace of Sandbox %s (claim %s) into claim %s", spec->workspace_from,
              source, claim ? claim : "?");
-    const char *for_name = kj_map_get(pod, "metadata.annotations", SBX_ANN_COPY_FOR);
+    const char *for_name = sbx_meta_annotation(&pm, SBX_ANN_COPY_FOR);
     if (pod && (!for_name || strcmp(for_name, owner->name) != 0)) {
         o->workspace_copy = SBX_COPY_FAILED;
         snprintf(msg, msglen, "a pod named %s that is not this sandbox's copier is in the way of the workspace copy",
@@ -973,7 +993,9 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
         cJSON_Delete(obj);
         if (st == 201 || st == 200) {
-            const char *u = kj_str(made, "metadata.uid");
+            struct sbx_meta mm;
+            sbx_meta_read(made, &mm);
+            const char *u = mm.uid;
             if (u) sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_COPIER, u, kj_now_ms() + EXPECT_MS);
             sbx_count(&ctl->counters.creates);
             LOGI("msg=\"workspace copy started\" sandbox=%s/%s copier=%s source=%s claim=%s node=%s", ns, owner->name,
@@ -987,8 +1009,8 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
     struct sbx_observed co;
     memset(&co, 0, sizeof(co));
     sbx_pod_observe(pod, &co);
-    const char *pod_uid = kj_str(pod, "metadata.uid");
-    if (kj_str(pod, "metadata.deletionTimestamp")) goto out;   /* a retry: the next one comes once it is gone */
+    const char *pod_uid = pm.uid;
+    if (pm.deleting) goto out;   /* a retry: the next one comes once it is gone */
     if (co.pod_phase && !strcmp(co.pod_phase, "Succeeded")) {
         char t[48];
         kj_time_format(kj_now_ms(), t, sizeof(t));
@@ -1015,7 +1037,7 @@ static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const cJSON 
         else
             snprintf(msg, msglen, "copying the workspace of Sandbox %s failed (%s): %.400s; trying again in %d s",
                      spec->workspace_from, why, said, SBX_COPY_RETRY_MS / 1000);
-        int64_t ended = t->finished_ms ? t->finished_ms : sbx_time_at(pod, "metadata.creationTimestamp");
+        int64_t ended = t->finished_ms ? t->finished_ms : pm.created_ms;
         if (kj_now_ms() - ended >= SBX_COPY_RETRY_MS && pod_uid) {
             LOGW("msg=\"workspace copy failed; trying again\" sandbox=%s/%s copier=%s", ns, owner->name, copier);
             if (sbx_delete_owned(&ctl->deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
@@ -1033,7 +1055,7 @@ out:
 
 /* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
-static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const cJSON *sb,
+static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
                                const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
     sbx_capacity_class(ctl->capacity, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
     sbx_capacity_reclaimable(ctl->capacity, uid, NULL, NULL, 0);
@@ -1059,19 +1081,19 @@ static void govern(struct sbx_decision *d, const struct sbx_observed *o, const c
  * count, and not in this one's cache)? Then an adoption would give it a second workspace:
  * refused, logged, a Warning Event (the create path that follows finds that claim). Only a
  * Sandbox that had a claim asks the API server; a new one costs nothing. */
-static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, const cJSON *sb, const char *uid) {
-    const char *had = kj_str(sb, "status.workspaceClaim");
+static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const char *uid) {
+    const char *had = sb->workspace_claim;
     char path[1024], rerr[KUBE_ERR_MAX], msg[512];
     if (!had) return 0;
     cJSON *pvc = NULL;
     sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
     long st = kube_get(ctl->deps.client, path, &pvc, rerr, sizeof(rerr));
-    int ours = st == 200 && classify(pvc, uid) == SBX_OBJ_PRESENT;
+    int ours = st == 200 && classify_object(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
     LOGW("msg=\"warm adoption refused: the Sandbox still controls its claim, which this replica's cache does not "
-         "show\" sandbox=%s/%s claim=%s", ns, kj_str(sb, "metadata.name"), had);
+         "show\" sandbox=%s/%s claim=%s", ns, sb->meta.name, had);
     snprintf(msg, sizeof(msg), "no warm claim adopted: the sandbox still has its workspace claim %.200s", had);
     sbx_event_record(&ctl->deps, sb, "Warning", "WarmAdoptionRefused", msg);
     return 1;
@@ -1110,6 +1132,8 @@ struct policy {
 struct observation {
     char pod_name[SBX_NAME_MAX + 1], claim[128];
     cJSON *pod, *pvc, *svc, *np, *src_pvc;
+    struct sbx_meta pod_meta, svc_meta, np_meta;   /* of pod, svc, np (they point into them) */
+    struct sbx_claim_view claim_view;              /* of pvc (points into it) */
     enum sbx_object_state svc_state, np_state;
     struct sbx_observed o;
     struct sbx_ws_source src;       /* a fork's source claim (its strings point into src_pvc) */
@@ -1132,9 +1156,9 @@ static enum stage_end end_pass(struct pass_result *res, int rc, int64_t requeue_
 
 /* Before anything: a Sandbox being deleted, or in a namespace being deleted, is not
  * served. */
-static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                 struct pass_result *res, char *err, size_t errlen) {
-    if (kj_str(sb, "metadata.deletionTimestamp")) {
+    if (sb->meta.deleting) {
         sbx_capacity_release(ctl->capacity, id->uid, 1);
         return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
     }
@@ -1155,13 +1179,13 @@ static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_id
 /* The policy: the Sandbox's class, the effective spec and network. A spec that cannot be
  * applied is governed by the one its last valid pass recorded while a pod of it runs (see
  * govern); without one the Sandbox waits, InvalidSpec, with no pod. */
-static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                           struct policy *p, struct pass_result *res, char *err, size_t errlen) {
     struct sbx_class cls;
     int have_class = 0;
     p->why_reason = SBX_REASON_INVALID;
     int bad = sbx_class_for(ctl->sandbox_classes, sb, &cls, &have_class, &p->why_reason, p->why, sizeof(p->why)) < 0 ||
-              sbx_class_resolve(sb, have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why, sizeof(p->why)) < 0;
+              sbx_class_resolve(sb->obj, have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why, sizeof(p->why)) < 0;
     if (!bad) {
         p->have_spec = 1;   /* resolved: freed at the end whatever follows */
         if (have_class && !sbx_class_allows_lifecycle(&cls, &p->spec, p->why, sizeof(p->why))) {
@@ -1170,7 +1194,7 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         }
     }
     if (!bad) {
-        bad = sbx_network_resolve(sb, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &p->net, p->why,
+        bad = sbx_network_resolve(sb->obj, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &p->net, p->why,
                                   sizeof(p->why)) < 0;
         if (!bad && p->net.mode == SBX_NET_ISOLATED && !ctl->deps.netpols_on) {
             snprintf(p->why, sizeof(p->why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, "
@@ -1185,7 +1209,7 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         struct sbx_network narrowed;
         char nerr[256];
         size_t dropped = 0;
-        if (sbx_network_narrow(sb, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
+        if (sbx_network_narrow(sb->obj, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
             (narrowed.mode != SBX_NET_ISOLATED || ctl->deps.netpols_on)) {
             sbx_network_free(&p->net);
             p->net = narrowed;
@@ -1198,7 +1222,7 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         if (!p->governed_net) sbx_network_free(&p->net);
         p->have_spec = 0;
         char rerr[256];
-        if (sbx_spec_recorded(sb, &ctl->opt.defaults, &p->spec, rerr, sizeof(rerr)) < 0)
+        if (sbx_spec_recorded(sb->obj, &ctl->opt.defaults, &p->spec, rerr, sizeof(rerr)) < 0)
             return end_pass(res, invalid_without_pod(ctl, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err,
                                                      errlen), 0);
         p->have_spec = p->governed = 1;
@@ -1209,23 +1233,22 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
 }
 
 /* The status fields lifecycle_decide reads (what the Sandbox says of itself). */
-static void observe_sandbox(const cJSON *sb, struct sbx_observed *o) {
-    o->created_ms = sbx_time_at(sb, "metadata.creationTimestamp");
-    o->generation = kj_int(sb, "metadata.generation", 0);
-    o->status_last_used_ms = sbx_time_at(sb, "status.lastUsedAt");
-    o->status_started_ms = sbx_time_at(sb, "status.startedAt");
-    o->status_stopped_ms = sbx_time_at(sb, "status.stoppedAt");
-    o->status_phase = kj_str(sb, "status.phase");
-    o->status_reason = kj_str(sbx_ready_condition(sb), "reason");
-    sbx_termination_read(kj_path(sb, "status.lastTermination"), &o->status_last_termination);
-    const cJSON *run = kj_path(sb, "status.run");
-    if (run && kj_str(run, "finishedAt")) {
+static void observe_sandbox(const struct sbx_sandbox_view *sb, struct sbx_observed *o) {
+    o->created_ms = sb->meta.created_ms;
+    o->generation = sb->meta.generation;
+    o->status_last_used_ms = sb->last_used_ms;
+    o->status_started_ms = sb->started_ms;
+    o->status_stopped_ms = sb->stopped_ms;
+    o->status_phase = sb->phase;
+    o->status_reason = sb->ready.reason;
+    o->status_last_termination = sb->last_termination;
+    if (sb->run.finished) {
         o->run_finished = 1;
-        o->run_exit_code = (int)kj_int(run, "exitCode", -1);
-        o->run_finished_ms = sbx_time_at(run, "finishedAt");
+        o->run_exit_code = sb->run.exit_code;
+        o->run_finished_ms = sb->run.finished_ms;
     }
-    o->run_started_ms = sbx_time_at(run, "startedAt");
-    o->status_observed_generation = kj_int(sb, "status.observedGeneration", 0);
+    o->run_started_ms = sb->run.started_ms;
+    o->status_observed_generation = sb->observed_generation;
 }
 
 /* What a deleted predecessor of this name left is removed now (uid precondition), not
@@ -1233,14 +1256,14 @@ static void observe_sandbox(const cJSON *sb, struct sbx_observed *o) {
  * and created again does not wait for it. 0 or -1. */
 static int remove_predecessors_objects(struct sbx_controller *ctl, const struct pass_ids *id, struct observation *ob,
                                        char *err, size_t errlen) {
-    const cJSON *left[4] = {ob->pod, ob->pvc, ob->svc, ob->np};
+    const struct sbx_meta *left[4] = {&ob->pod_meta, &ob->claim_view.meta, &ob->svc_meta, &ob->np_meta};
     enum sbx_object_state *state[4] = {&ob->o.pod, &ob->o.pvc, &ob->svc_state, &ob->np_state};
     static const char *const left_res[4] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     for (int i = 0; i < 4; i++) {
         if (*state[i] != SBX_OBJ_FOREIGN || !predecessor_owned(left[i], id->name, id->uid)) continue;
-        const char *lname = kj_str(left[i], "metadata.name"), *luid = kj_str(left[i], "metadata.uid");
+        const char *lname = left[i]->name, *luid = left[i]->uid;
         if (!lname || !luid) continue;
-        if (!kj_str(left[i], "metadata.deletionTimestamp")) {
+        if (!left[i]->deleting) {
             if (sbx_delete_owned(&ctl->deps, id->ns, left_res[i], lname, luid, err, errlen) < 0) return -1;
             LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", id->key, left_res[i],
                  lname);
@@ -1253,16 +1276,18 @@ static int remove_predecessors_objects(struct sbx_controller *ctl, const struct 
 /* Is the running pod built from another template than the spec's now (or under another
  * SandboxClass than the Sandbox's now: spec.className changed, or the namespace's default
  * class did)? 0 or -1 (out of memory). */
-static int observe_pod_template(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static int observe_pod_template(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                 const struct policy *p, struct observation *ob, char *err, size_t errlen) {
-    const char *have = kj_map_get(ob->pod, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
-    const char *built_class = pod_built_class(ob->pod, sb);
+    const char *have = sbx_meta_annotation(&ob->pod_meta, SBX_ANN_TEMPLATE_HASH);
+    const char *built_class = pod_built_class(ob->pod ? &ob->pod_meta : NULL, sb);
     if (built_class && strcmp(built_class, p->spec.class_name ? p->spec.class_name : "") != 0)
         ob->o.pod_template_outdated = 1;
     if (!have || ob->o.pod_template_outdated) return 0;
     struct sbx_owner me = {.name = id->name, .namespace_ = id->ns, .uid = id->uid, .shard = ctl->deps.shard_label};
     cJSON *want = sbx_build_pod(&me, &p->spec, ob->pod_name, ob->claim);
-    const char *h = kj_map_get(want, "metadata.annotations", SBX_ANN_TEMPLATE_HASH);
+    struct sbx_meta wm;
+    sbx_meta_read(want, &wm);
+    const char *h = sbx_meta_annotation(&wm, SBX_ANN_TEMPLATE_HASH);
     if (!h) {
         cJSON_Delete(want);
         snprintf(err, errlen, "out of memory");
@@ -1277,7 +1302,7 @@ static int observe_pod_template(struct sbx_controller *ctl, const struct pass_id
  * status and last-used-at say, a fork's source and copy. Ends the pass while what was just
  * created is not in the cache yet, on a last-used-at in the future (rewritten), and when
  * the Sandbox cannot be served at all (no pod name, another user's workspace). */
-static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                    const struct policy *p, struct observation *ob, struct pass_result *res, char *err,
                                    size_t errlen) {
     char okey[512];
@@ -1299,10 +1324,14 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     ob->np = informer_get(ctl->deps.netpols, okey);     /* and the NetworkPolicy too */
     snprintf(okey, sizeof(okey), "%s/%s", ns, ob->claim);
     ob->pvc = informer_get(ctl->deps.pvcs, okey);
-    ob->svc_state = classify(ob->svc, uid);
-    ob->np_state = classify(ob->np, uid);
-    if (p->governed && classify(ob->pod, uid) != SBX_OBJ_PRESENT &&
-        !(p->spec.lifecycle == SBX_ONE_SHOT && kj_str(sb, "status.run.finishedAt"))) {
+    sbx_meta_read(ob->pod, &ob->pod_meta);
+    sbx_meta_read(ob->svc, &ob->svc_meta);
+    sbx_meta_read(ob->np, &ob->np_meta);
+    sbx_claim_view_parse(ob->pvc, &ob->claim_view);
+    ob->svc_state = classify(ob->svc, &ob->svc_meta, uid);
+    ob->np_state = classify(ob->np, &ob->np_meta, uid);
+    if (p->governed && classify(ob->pod, &ob->pod_meta, uid) != SBX_OBJ_PRESENT &&
+        !(p->spec.lifecycle == SBX_ONE_SHOT && sb->run.finished)) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
         return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
     }
@@ -1319,7 +1348,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
         return end_pass(res, 0, expecting);
     }
     o->now_ms = now;
-    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
+    const char *lu = sb->last_used_at;
     switch (lifecycle_last_used_check(lu, now, &o->last_used_annotation_ms)) {
     case SBX_LAST_USED_FUTURE: {
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
@@ -1334,22 +1363,22 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
         break;
     }
     observe_sandbox(sb, o);
-    o->pvc = classify(ob->pvc, uid);
-    o->pvc_bound = ob->pvc && kj_str(ob->pvc, "status.phase") && !strcmp(kj_str(ob->pvc, "status.phase"), "Bound");
-    o->pvc_age_ms = ob->pvc ? now - sbx_time_at(ob->pvc, "metadata.creationTimestamp") : 0;
-    const char *adopted_at = kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_WARM_ADOPTED);
-    if (!adopted_at || kj_time_parse(adopted_at, &o->claim_adopted_ms) != 0) o->claim_adopted_ms = 0;
+    const struct sbx_claim_view *cv = &ob->claim_view;
+    o->pvc = classify(ob->pvc, &cv->meta, uid);
+    o->pvc_bound = cv->bound;
+    o->pvc_age_ms = ob->pvc ? now - cv->meta.created_ms : 0;
+    o->claim_adopted_ms = cv->adopted_ms;
     /* An adopted claim given up moments ago, its deletion not in the cache yet: gone for
      * this pass (no new pod on it). */
     if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(ctl->warm, uid))
         o->pvc = SBX_OBJ_TERMINATING;
-    o->pod = classify(ob->pod, uid);
+    o->pod = classify(ob->pod, &ob->pod_meta, uid);
     if (remove_predecessors_objects(ctl, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
     sbx_pod_observe(ob->pod, o);
-    if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, ob->pvc, o, &p->spec);
+    if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, cv, o, &p->spec);
     if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(ctl, id, sb, p, ob, err, errlen) < 0)
         return end_pass(res, -1, 0);
-    if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(ctl, ob->pvc, &p->spec);
+    if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(ctl, cv, &p->spec);
     if (p->spec.workspace_from && o->pvc == SBX_OBJ_ABSENT && !p->governed) {
         ob->src_why[0] = '\0';
         o->workspace_source_reason = workspace_source(ctl, ns, &p->spec, &ob->src, &ob->src_pvc, ob->src_why,
@@ -1364,11 +1393,9 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
         }
     }
     if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
-        const char *from = kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_FORK_FROM);
-        if (from && !kj_map_get(ob->pvc, "metadata.annotations", SBX_ANN_FORK_COPIED)) {
+        if (cv->fork_from && !cv->fork_copied) {
             struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            if (fill_by_copy(ctl, ns, sb, &me, &p->spec, ob->pvc, from, o, ob->copy_msg, sizeof(ob->copy_msg), err,
-                             errlen) < 0)
+            if (fill_by_copy(ctl, ns, sb, &me, &p->spec, cv, o, ob->copy_msg, sizeof(ob->copy_msg), err, errlen) < 0)
                 return end_pass(res, -1, 0);
         }
     }
@@ -1378,7 +1405,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
 /* Admit: the decision (lifecycle_decide, governed when the spec is the recorded one), a
  * slot of the running cap for a pod it wants, what reclaim may make room, and, at an idle
  * deadline of a class that counts activity, whether the pod is at work after all. */
-static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, struct observation *ob, struct verdict *v,
                                  struct pass_result *res, char *err, size_t errlen) {
     struct sbx_observed *o = &ob->o;
@@ -1415,7 +1442,7 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
 /* Write the status the decision describes, with the Events of its transition. fence_rv:
  * conditional on that version and always sent (the fence); new_rv receives the version it
  * made. 0, SBX_STALE or -1. */
-static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb, const struct policy *p,
+static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb, const struct policy *p,
                         const struct observation *ob, const struct sbx_decision *d, const char *fence_rv,
                         char *new_rv, size_t new_rv_len, char *err, size_t errlen) {
     cJSON *st = sbx_status_desired(sb, d, ob->pod, ob->pod_name, ob->claim, ob->o.now_ms);
@@ -1441,11 +1468,11 @@ static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, c
  * makes it fail (decide again, on a fresh read); one accepted after it finds the stop
  * recorded and wakes the sandbox, because the Sandbox DELETE of the report stage is
  * conditional on the version this write produced. */
-static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, const struct observation *ob, struct verdict *v,
                                  struct pass_result *res, char *err, size_t errlen) {
     if (!(v->d.actions & DESTRUCTIVE)) return GO_ON;
-    const char *cur_rv = kj_str(sb, "metadata.resourceVersion");
+    const char *cur_rv = sb->meta.resource_version;
     if (!cur_rv) {
         snprintf(err, errlen, "sandbox %s has no resourceVersion", id->key);
         return end_pass(res, -1, 0);
@@ -1463,7 +1490,7 @@ static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_i
 /* Act: the NetworkPolicy first (an isolated sandbox's pod starts only once it is in
  * place), a warm claim adopted or a claim made, the pod, a claim grown, what the decision
  * deletes (fenced), an adopted claim given up, the Service. */
-static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                const struct policy *p, struct observation *ob, struct verdict *v,
                                struct pass_result *res, char *err, size_t errlen) {
     struct sbx_observed *o = &ob->o;
@@ -1471,8 +1498,8 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
     const char *ns = id->ns, *uid = id->uid;
     struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!p->governed || p->governed_net) &&
-        reconcile_netpol(ctl, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, ob->np, ob->np_state, err,
-                         errlen) < 0) {
+        reconcile_netpol(ctl, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
+                         ob->np_state, err, errlen) < 0) {
         if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
         return end_pass(res, -1, 0);
     }
@@ -1485,11 +1512,12 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         if (a == 1) {
             cJSON_Delete(ob->pvc);
             ob->pvc = adopted;
+            sbx_claim_view_parse(ob->pvc, &ob->claim_view);
             o->pvc = SBX_OBJ_PRESENT;
             o->pvc_bound = 1;
             o->pvc_age_ms = 0;
             o->claim_binding = SBX_BINDING_UNKNOWN;
-            observe_claim_size(ctl, ob->pvc, o, &p->spec);
+            observe_claim_size(ctl, &ob->claim_view, o, &p->spec);
             lifecycle_decide(&p->spec, o, d);
         }
     }
@@ -1529,12 +1557,12 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
     if (((d->actions & SBX_ACT_EXPAND_PVC) &&
          expand_claim(ctl, ns, ob->claim, p->spec.workspace_bytes, err, errlen) < 0) ||
         ((d->actions & SBX_ACT_DELETE_POD) &&
-         sbx_delete_owned(&ctl->deps, ns, "pods", ob->pod_name, kj_str(ob->pod, "metadata.uid"), err, errlen) < 0) ||
+         sbx_delete_owned(&ctl->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err, errlen) < 0) ||
         ((d->actions & SBX_ACT_DELETE_PVC) &&
-         sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", ob->claim, kj_str(ob->pvc, "metadata.uid"), err,
+         sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err,
                           errlen) < 0) ||
         ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
-         release_warm_claim(ctl, ns, id->key, uid, ob->pod_name, ob->claim, kj_str(ob->pvc, "metadata.uid"), err,
+         release_warm_claim(ctl, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err,
                             errlen) < 0))
         return end_pass(res, -1, 0);
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
@@ -1546,7 +1574,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
 /* Report: the status (unless the fence wrote it), the Sandbox removed when the decision
  * says so (conditional on the fence's version: a touch since wakes it instead), and when
  * to look again. Always ends the pass. */
-static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_ids *id, const cJSON *sb,
+static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                   const struct policy *p, const struct observation *ob, const struct verdict *v,
                                   struct pass_result *res, char *err, size_t errlen) {
     const struct sbx_observed *o = &ob->o;
@@ -1581,8 +1609,8 @@ static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_
 /* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
  * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
 static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
-                            const cJSON *sb, int64_t *requeue_ms, char *err, size_t errlen) {
-    struct pass_ids id = {.key = key, .ns = ns, .name = name, .uid = kj_str(sb, "metadata.uid")};
+                            const struct sbx_sandbox_view *sb, int64_t *requeue_ms, char *err, size_t errlen) {
+    struct pass_ids id = {.key = key, .ns = ns, .name = name, .uid = sb->meta.uid};
     struct pass_result res = {.rc = -1, .requeue_ms = 0};
     struct policy p;
     struct observation ob;
@@ -1629,7 +1657,9 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
          * record's reservation ended with the deletion.) */
         return sbx_orphans_sweep(&ctl->deps, key, ns, name, requeue_ms, err, errlen);
     }
-    rc = reconcile_object(ctl, key, ns, name, sb, requeue_ms, err, errlen);
+    struct sbx_sandbox_view view;   /* parsed once for the whole pass; it points into sb */
+    sbx_sandbox_view_parse(sb, &view);
+    rc = reconcile_object(ctl, key, ns, name, &view, requeue_ms, err, errlen);
     cJSON_Delete(sb);
     if (rc == SBX_STALE) {
         /* The cache was behind the API server: nothing was destroyed; decide again on the

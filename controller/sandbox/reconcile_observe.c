@@ -237,3 +237,11 @@ int sbx_pod_finished(const cJSON *pod) {
     const char *phase = kj_str(pod, "status.phase");
     return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
 }
+
+int sbx_pod_placed(const cJSON *pod) {
+    return kj_str(pod, "spec.nodeName") || kj_str(pod, "status.startTime");
+}
+
+const char *sbx_pod_node(const cJSON *pod) { return kj_str(pod, "spec.nodeName"); }
+
+const char *sbx_pod_ip(const cJSON *pod) { return kj_str(pod, "status.podIP"); }

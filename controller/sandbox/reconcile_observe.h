@@ -31,6 +31,11 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o);
 /* 1 when the pod has ended for good (status.phase Succeeded or Failed: a finished one-shot
  * run's pod, kept for its log): it runs nothing and holds no running slot. */
 int sbx_pod_finished(const cJSON *pod);
+/* Whether the scheduler placed the pod (spec.nodeName) or the kubelet took it (status.startTime). */
+int sbx_pod_placed(const cJSON *pod);
+/* The pod's node (spec.nodeName) and IP (status.podIP), or NULL; they point into pod. */
+const char *sbx_pod_node(const cJSON *pod);
+const char *sbx_pod_ip(const cJSON *pod);
 
 /* A termination from {reason, exitCode, startedAt, finishedAt, message} (a containerStatus's
  * state.terminated, or a Sandbox's status.lastTermination); NULL → not present. Strings

@@ -20,8 +20,9 @@
 /* Put this shard's label on obj (in ns/resource), with its uid as a precondition (a
  * successor of the same name is left alone). 0 (labelled, gone, or replaced) or -1. */
 static int label_one(const struct sbx_deps *deps, const char *resource, const cJSON *obj, char *err, size_t errlen) {
-    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
-    const char *uid = kj_str(obj, "metadata.uid");
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    const char *ns = m.namespace_, *name = m.name, *uid = m.uid;
     if (!ns || !name || !uid) return 0;
     static const char *const keys[] = {SBX_LABEL_SHARD, SBX_LABEL_SHARDS};
     const char *const values[] = {deps->shard_label->shard, deps->shard_label->shards};

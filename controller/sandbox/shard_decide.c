@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
 uint64_t sbx_fnv1a64(const void *data, size_t n, uint64_t h) {
@@ -27,8 +28,9 @@ int sbx_shard_of(const char *ns, const char *user, int shards) {
 }
 
 int sbx_shard_of_sandbox(const cJSON *sandbox, int shards) {
-    const char *user = kj_str(sandbox, "spec.userID");
-    return sbx_shard_of(kj_str(sandbox, "metadata.namespace"), user, shards);
+    struct sbx_sandbox_view v;   /* the filter's object, before it enters the cache */
+    sbx_sandbox_view_parse(sandbox, &v);
+    return sbx_shard_of(v.meta.namespace_, v.user_id, shards);
 }
 
 int sbx_shard_keep(void *ud, const cJSON *sandbox) {
@@ -62,11 +64,13 @@ static int label_number(const char *v, int limit) {
 
 int sbx_shard_should_adopt(const cJSON *obj, int shards, int me) {
     if (shards <= 1) return 0;
-    int of = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARDS), SBX_SHARDS_MAX + 1);
-    int have = label_number(kj_map_get(obj, "metadata.labels", SBX_LABEL_SHARD), shards);
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    int of = label_number(sbx_meta_label(&m, SBX_LABEL_SHARDS), SBX_SHARDS_MAX + 1);
+    int have = label_number(sbx_meta_label(&m, SBX_LABEL_SHARD), shards);
     if (of == shards && have >= 0) return 0;   /* current: that shard's */
-    const char *user = kj_map_get(obj, "metadata.annotations", SBX_ANN_USER_ID);
-    if (user) return sbx_shard_of(kj_str(obj, "metadata.namespace"), user, shards) == me;
+    const char *user = sbx_meta_annotation(&m, SBX_ANN_USER_ID);
+    if (user) return sbx_shard_of(m.namespace_, user, shards) == me;
     return me == 0;
 }
 

@@ -70,50 +70,43 @@ void sbx_starts_free(struct sbx_starts *s) {
     free(s);
 }
 
-static int lifecycle_of(const cJSON *sb) {
-    const char *lc = kj_str(sb, "spec.lifecycle");
-    if (!lc || !*lc) lc = kj_str(sb, "status.lifecycle");   /* the default in force */
+static int lifecycle_of(const struct sbx_sandbox_view *sb) {
+    const char *lc = sbx_sandbox_lifecycle(sb);   /* the spec's, else the default in force */
     for (size_t i = 0; lc && i < NLIFECYCLES; i++)
         if (!strcmp(lc, lifecycles[i])) return (int)i;
     return 1;
 }
 
 /* The class the Sandbox runs under: the resolved one in status, else the one it names. */
-static const char *class_of(const cJSON *sb) {
-    const char *c = kj_str(sb, "status.className");
-    if (!c || !*c) c = kj_str(sb, "spec.className");
+static const char *class_of(const struct sbx_sandbox_view *sb) {
+    const char *c = sb->status_class_name;
+    if (!c || !*c) c = sb->class_name;
     return c ? c : "";
 }
 
-static int is_ready(const cJSON *sb) {
-    const char *phase = kj_str(sb, "status.phase");
-    if (!phase || strcmp(phase, "Running") != 0) return 0;
-    const char *status = kj_str(sbx_ready_condition(sb), "status");
-    return status && !strcmp(status, "True");
+static int is_ready(const struct sbx_sandbox_view *sb) {
+    return sbx_sandbox_phase_is(sb, "Running") && sb->ready.status && !strcmp(sb->ready.status, "True");
 }
 
-static int phase_is(const cJSON *sb, const char *want) {
-    const char *phase = kj_str(sb, "status.phase");
-    return phase && !strcmp(phase, want);
+static int phase_is(const struct sbx_sandbox_view *sb, const char *want) {
+    return sb && sbx_sandbox_phase_is(sb, want);
 }
 
-static int phase_empty(const cJSON *sb) {
-    const char *phase = kj_str(sb, "status.phase");
-    return !phase || !*phase;
+static int phase_empty(const struct sbx_sandbox_view *sb) {
+    return !sb->phase || !*sb->phase;
 }
 
 /* Did the user ask something of it between old and cur (a spec change: generation; a
  * touch: last-used-at)? The controller's own status writes are not requests. */
-static int requested(const cJSON *old, const cJSON *cur) {
-    if (kj_int(old, "metadata.generation", 0) != kj_int(cur, "metadata.generation", 0)) return 1;
-    const char *a = kj_map_get(old, "metadata.annotations", SBX_ANN_LAST_USED);
-    const char *b = kj_map_get(cur, "metadata.annotations", SBX_ANN_LAST_USED);
+static int requested(const struct sbx_sandbox_view *old, const struct sbx_sandbox_view *cur) {
+    if (old->meta.generation != cur->meta.generation) return 1;
+    const char *a = old->last_used_at, *b = cur->last_used_at;
     return (a || b) && (!a || !b || strcmp(a, b) != 0);
 }
 
-static int finished(const cJSON *sb) { return phase_is(sb, "Succeeded") || phase_is(sb, "Failed"); }
+static int finished(const struct sbx_sandbox_view *sb) { return phase_is(sb, "Succeeded") || phase_is(sb, "Failed"); }
 
-static int stopped(const cJSON *sb) { return phase_is(sb, "Stopped") || phase_is(sb, "Stopping"); }
+static int stopped(const struct sbx_sandbox_view *sb) { return phase_is(sb, "Stopped") || phase_is(sb, "Stopping"); }
 
 /* The series of (kind, lifecycle, class), made on first use; NULL on ENOMEM. Under lock. */
 static struct series *series_for(struct sbx_starts *s, int kind, int lifecycle, const char *class_name) {
@@ -144,7 +137,7 @@ static struct series *series_for(struct sbx_starts *s, int kind, int lifecycle, 
     return x;
 }
 
-static void record(struct sbx_starts *s, int kind, const cJSON *sb, int64_t ms) {
+static void record(struct sbx_starts *s, int kind, const struct sbx_sandbox_view *sb, int64_t ms) {
     struct series *x = series_for(s, kind, lifecycle_of(sb), class_of(sb));
     if (!x) return;
     double secs = (double)(ms < 0 ? 0 : ms) / 1000.0;
@@ -168,8 +161,9 @@ static void set_mark(struct sbx_starts *s, const char *uid, int kind, int64_t t0
     free(old);
 }
 
-void sbx_starts_observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur, int64_t mono_ms, int64_t wall_ms) {
-    const char *uid = kj_str(cur ? cur : old, "metadata.uid");
+void sbx_starts_observe(struct sbx_starts *s, const struct sbx_sandbox_view *old, const struct sbx_sandbox_view *cur,
+                        int64_t mono_ms, int64_t wall_ms) {
+    const char *uid = (cur ? cur : old)->meta.uid;
     if (!uid) return;
     pthread_mutex_lock(&s->lock);
     if (!cur || finished(cur)) {
@@ -187,9 +181,8 @@ void sbx_starts_observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur
          * else from its creationTimestamp (made while no controller ran). Seen in another
          * phase (this controller started mid-start, or it is stopped): nothing to time. */
         if (phase_empty(cur)) {
-            int64_t created_ms = 0, t0 = mono_ms;
-            const char *ts = kj_str(cur, "metadata.creationTimestamp");
-            if (ts && kj_time_parse(ts, &created_ms) == 0 && wall_ms - created_ms > 2000)
+            int64_t created_ms = cur->meta.created_ms, t0 = mono_ms;
+            if (created_ms && wall_ms - created_ms > 2000)
                 t0 = mono_ms - (wall_ms - created_ms);
             set_mark(s, uid, START_CREATE, t0);
         }

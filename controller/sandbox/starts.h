@@ -18,6 +18,8 @@
 #include "base/dynbuf.h"
 #include <cjson/cJSON.h>
 
+#include "sandbox/sandboxview.h"
+
 /* At most this many distinct class labels per histogram; later classes count as "_other". */
 #define SBX_STARTS_MAX_CLASSES 64
 
@@ -28,7 +30,8 @@ void sbx_starts_free(struct sbx_starts *s);
 
 /* The Sandbox went from old to cur (either may be NULL: added, deleted). mono_ms is the
  * monotonic clock (base/clock.h), wall_ms the wall clock (kj_now_ms), both now. */
-void sbx_starts_observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur, int64_t mono_ms, int64_t wall_ms);
+void sbx_starts_observe(struct sbx_starts *s, const struct sbx_sandbox_view *old, const struct sbx_sandbox_view *cur,
+                        int64_t mono_ms, int64_t wall_ms);
 
 /* Starts under way (marks not yet observed or dropped). */
 unsigned sbx_starts_pending(struct sbx_starts *s);

@@ -18,30 +18,19 @@
 #include "sandbox/reconcile_observe.h"
 #include "sandbox/spec.h"
 
-/* The condition of that type in obj's status, or NULL. */
-static const cJSON *condition(const cJSON *obj, const char *type) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
-        const char *t = kj_str(c, "type");
-        if (t && !strcmp(t, type)) return c;
-    }
-    return NULL;
-}
-
 /* ---- events ---------------------------------------------------------------------------------- */
 
 /* Record one Event on the Sandbox sb: queued for the recorder's thread, never waits. */
-void sbx_event_record(const struct sbx_deps *deps, const cJSON *sb, const char *type, const char *reason,
+void sbx_event_record(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const char *type, const char *reason,
                          const char *msg) {
-    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, kj_str(sb, "metadata.namespace"),
-                                  kj_str(sb, "metadata.name"), kj_str(sb, "metadata.uid")};
+    struct kube_object_ref ref = {SBX_API_VERSION, SBX_KIND, sb->meta.namespace_, sb->meta.name, sb->meta.uid};
     kube_recorder_event(deps->recorder, &ref, type, reason, msg);
     sbx_count(&deps->counters->events);
 }
 
 /* Record an Event on the Sandbox when its state changed in a way a user cares about
  * (its removal is recorded once the DELETE was accepted, see sbx_reconcile). */
-void sbx_event_transition(const struct sbx_deps *deps, const cJSON *sb, const struct sbx_observed *o,
+void sbx_event_transition(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const struct sbx_observed *o,
                               const struct sbx_decision *d, const char *pod_name) {
     const char *old_reason = o->status_reason ? o->status_reason : "";
     const char *old_phase = o->status_phase ? o->status_phase : "";
@@ -70,7 +59,7 @@ void sbx_event_transition(const struct sbx_deps *deps, const cJSON *sb, const st
     }
     if (reason) sbx_event_record(deps, sb, type, reason, msg);
     /* The workspace: a refusal is a Warning, an expansion started a Normal Event. */
-    const char *old_ws = kj_str(condition(sb, "Workspace"), "reason");
+    const char *old_ws = sb->workspace.reason;
     if (d->workspace_reason && (!old_ws || strcmp(old_ws, d->workspace_reason) != 0) &&
         (strcmp(d->workspace_reason, SBX_WS_RESIZING) != 0 || (d->actions & SBX_ACT_EXPAND_PVC)))
         sbx_event_record(deps, sb, strcmp(d->workspace_reason, SBX_WS_RESIZING) ? "Warning" : "Normal",
@@ -103,10 +92,10 @@ static void quote_value(const char *v, char *out, size_t outlen) {
 /* The annotation lies in the future beyond the skew allowance: set it to now with a merge
  * patch conditional on the version read (a 409 means a client wrote meanwhile: that
  * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
-int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
+int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
                              const char *value, int64_t now, char *err, size_t errlen) {
     char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
-    const char *rv = kj_str(sb, "metadata.resourceVersion");
+    const char *rv = sb->meta.resource_version;
     if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
     kj_time_format_micro(now, t, sizeof(t));
     cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
@@ -131,10 +120,10 @@ int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const cha
 
 /* The annotation is not an RFC 3339 time: it is ignored, with a Warning Event the first
  * time this value is seen (status.ignoredLastUsedAt remembers it, see desired_status). */
-void sbx_last_used_warn_invalid(const struct sbx_deps *deps, const cJSON *sb, const char *value) {
+void sbx_last_used_warn_invalid(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const char *value) {
     char q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
     quote_value(value, q, sizeof(q));
-    const char *seen = kj_str(sb, "status.ignoredLastUsedAt");
+    const char *seen = sb->ignored_last_used_at;
     if (seen && !strcmp(seen, q)) return;
     snprintf(msg, sizeof(msg), "%s \"%s\" is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z); ignored",
              SBX_ANN_LAST_USED, q);
@@ -158,16 +147,15 @@ static void add_duration(cJSON *o, const char *k, int64_t ms) {
 
 /* Condition type with status False, reason and message; its lastTransitionTime kept from
  * the old one of that type while the reason stays the same. */
-static void add_false_condition(cJSON *conds, const cJSON *sb, const char *type, const char *reason, const char *msg,
-                                int64_t generation, int64_t now) {
-    const cJSON *old = condition(sb, type);
+static void add_false_condition(cJSON *conds, const struct sbx_condition_view *old, const char *type,
+                                const char *reason, const char *msg, int64_t generation, int64_t now) {
     cJSON *w = cJSON_CreateObject();
     if (!w) return;
     cJSON_AddItemToArray(conds, w);
     cJSON_AddStringToObject(w, "type", type);
     cJSON_AddStringToObject(w, "status", "False");
     cJSON_AddNumberToObject(w, "observedGeneration", (double)generation);
-    const char *old_reason = kj_str(old, "reason"), *old_time = kj_str(old, "lastTransitionTime");
+    const char *old_reason = old->reason, *old_time = old->last_transition;
     if (old_reason && old_time && !strcmp(old_reason, reason))
         cJSON_AddStringToObject(w, "lastTransitionTime", old_time);
     else
@@ -198,16 +186,16 @@ err:
 }
 
 /* The status the Sandbox should have. */
-cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const cJSON *pod,
+cJSON *sbx_status_desired(const struct sbx_sandbox_view *sb, const struct sbx_decision *d, const cJSON *pod,
                              const char *pod_name, const char *claim, int64_t now) {
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    const cJSON *cur = sb->status;
     cJSON *st = cJSON_CreateObject();
     if (!st) return NULL;
     cJSON_AddStringToObject(st, "phase", d->phase);
     if (pod_name) cJSON_AddStringToObject(st, "podName", pod_name);
     if (claim) cJSON_AddStringToObject(st, "workspaceClaim", claim);
-    const char *ip = kj_str(pod, "status.podIP");
-    const char *node = kj_str(pod, "spec.nodeName");
+    const char *ip = sbx_pod_ip(pod);
+    const char *node = sbx_pod_node(pod);
     int running = !strcmp(d->phase, "Running");
     if (ip && running) cJSON_AddStringToObject(st, "podIP", ip);
     if (node && running) cJSON_AddStringToObject(st, "nodeName", node);
@@ -217,7 +205,7 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
     if (term) cJSON_AddItemToObject(st, "lastTermination", term);
     sbx_add_time_ms(st, "stoppedAt", d->stopped_ms);
     sbx_add_time_ms(st, "lastUsedAt", d->last_used_ms);
-    const char *lu = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
+    const char *lu = sb->last_used_at;
     int64_t lu_ms;
     if (lifecycle_last_used_check(lu, now, &lu_ms) == SBX_LAST_USED_INVALID) {
         char q[LAST_USED_QUOTE_MAX * 2 + 8];
@@ -226,7 +214,7 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
     }
     /* What the controller saw when it last found the pod busy at an idle deadline (why
      * lastUsedAt, and so idleAt, moved without a client's touch). */
-    const char *act = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_ACTIVITY);
+    const char *act = sb->last_activity;
     if (act) {
         char q[LAST_USED_QUOTE_MAX * 2 + 8];
         quote_value(act, q, sizeof(q));
@@ -261,9 +249,8 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
     cJSON_AddStringToObject(c, "status", status);
     cJSON_AddNumberToObject(c, "observedGeneration", (double)d->observed_generation);
     /* lastTransitionTime moves only when the condition's status changes. */
-    const cJSON *old = sbx_ready_condition(sb);
-    const char *old_status = kj_str(old, "status");
-    const char *old_time = kj_str(old, "lastTransitionTime");
+    const char *old_status = sb->ready.status;
+    const char *old_time = sb->ready.last_transition;
     if (old_status && old_time && !strcmp(old_status, status))
         cJSON_AddStringToObject(c, "lastTransitionTime", old_time);
     else
@@ -272,16 +259,17 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
     cJSON_AddStringToObject(c, "message", d->message);
     /* Workspace: only while the claim is not the size the spec asks for. */
     if (d->workspace_reason)
-        add_false_condition(conds, sb, "Workspace", d->workspace_reason, d->workspace_message,
+        add_false_condition(conds, &sb->workspace, "Workspace", d->workspace_reason, d->workspace_message,
                             d->observed_generation, now);
     /* Accepted: only while the spec as it is cannot be applied. */
     if (d->invalid_reason)
-        add_false_condition(conds, sb, "Accepted", d->invalid_reason, d->invalid_message,
-                            kj_int(sb, "metadata.generation", 0), now);
+        add_false_condition(conds, &sb->accepted, "Accepted", d->invalid_reason, d->invalid_message,
+                            sb->meta.generation, now);
     /* Keep other condition types someone else may own. */
     const cJSON *oc;
-    cJSON_ArrayForEach(oc, kj_path(sb, "status.conditions")) {
-        const char *type = kj_str(oc, "type");
+    cJSON_ArrayForEach(oc, sb->conditions) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(oc, "type");
+        const char *type = cJSON_IsString(t) ? t->valuestring : NULL;
         if (type && strcmp(type, "Ready") != 0 && strcmp(type, "Workspace") != 0 && strcmp(type, "Accepted") != 0)
             cJSON_AddItemToArray(conds, cJSON_Duplicate(oc, 1));
     }
@@ -300,9 +288,9 @@ cJSON *sbx_status_desired(const cJSON *sb, const struct sbx_decision *d, const c
  * new_rv (may be NULL) receives the resourceVersion after the write. 0, SBX_STALE (409, or
  * a fenced write found the Sandbox gone), or -1. */
 int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *name,
-                        const cJSON *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
+                        const struct sbx_sandbox_view *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
                         char *err, size_t errlen) {
-    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    const cJSON *cur = sb->status;
     if (new_rv && new_rv_len) snprintf(new_rv, new_rv_len, "%s", fence_rv ? fence_rv : "");
     if (!fence_rv && cur && cJSON_Compare(cur, st, 1)) return 0;
     const cJSON *k;
@@ -311,7 +299,7 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
     }
     cJSON *patch = cJSON_CreateObject();
     if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
-    const char *rv = fence_rv ? fence_rv : kj_str(sb, "metadata.resourceVersion");
+    const char *rv = fence_rv ? fence_rv : sb->meta.resource_version;
     if (rv) {
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
         if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv)) {
@@ -326,8 +314,11 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
     cJSON *out = NULL;
     long rc = kube_merge_patch(deps->client, path, patch, fence_rv ? &out : NULL, err, errlen);
     cJSON_Delete(patch);
-    if (rc == 200 && fence_rv && new_rv && new_rv_len)
-        snprintf(new_rv, new_rv_len, "%s", kj_str(out, "metadata.resourceVersion") ? kj_str(out, "metadata.resourceVersion") : "");
+    if (rc == 200 && fence_rv && new_rv && new_rv_len) {
+        struct sbx_meta written;   /* the Sandbox as the write left it */
+        sbx_meta_read(out, &written);
+        snprintf(new_rv, new_rv_len, "%s", written.resource_version ? written.resource_version : "");
+    }
     cJSON_Delete(out);
     if (rc == 404) return fence_rv ? SBX_STALE : 0; /* deleted meanwhile */
     if (rc == 409) return SBX_STALE;
@@ -348,28 +339,27 @@ long sbx_sandbox_delete(const struct sbx_deps *deps, const char *ns, const char 
 
 /* The spec cannot be applied (d->invalid_reason set): a Warning Event when the Accepted
  * condition says something new. */
-void sbx_event_invalid(const struct sbx_deps *deps, const cJSON *sb, const struct sbx_decision *d) {
-    const cJSON *old = condition(sb, "Accepted");
-    const char *r = kj_str(old, "reason"), *m = kj_str(old, "message");
+void sbx_event_invalid(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const struct sbx_decision *d) {
+    const char *r = sb->accepted.reason, *m = sb->accepted.message;
     if (!d->invalid_reason || (r && m && !strcmp(r, d->invalid_reason) && !strcmp(m, d->invalid_message))) return;
     sbx_event_record(deps, sb, "Warning", d->invalid_reason, d->invalid_message);
 }
 
 /* Status for a spec the controller cannot act on (and no pod of an earlier spec runs). */
-int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const char *name, const cJSON *sb,
+int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
                               const char *reason, const char *why, char *err, size_t errlen) {
     struct sbx_decision d;
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
     d.reason = SBX_REASON_INVALID;
-    d.observed_generation = kj_int(sb, "metadata.generation", 0);   /* this status is about it */
+    d.observed_generation = sb->meta.generation;   /* this status is about it */
     snprintf(d.message, sizeof(d.message), "%s", why);
     d.invalid_reason = reason ? reason : SBX_REASON_INVALID;
     snprintf(d.invalid_message, sizeof(d.invalid_message), "%s", why);
     /* What the status recorded about earlier pods stays. */
-    d.started_ms = sbx_time_at(sb, "status.startedAt");
+    d.started_ms = sb->started_ms;
     d.restart_count = -1;
-    sbx_termination_read(kj_path(sb, "status.lastTermination"), &d.last_termination);
+    d.last_termination = sb->last_termination;
     cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
     if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
     int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);

@@ -131,15 +131,10 @@ static void queue_pools(struct sbx_warm *w, const char *ns) {
     queue_add(w->deps->queue, key);
 }
 
-/* The uid of obj's controller reference if it is a Sandbox, else NULL. */
-static const char *sandbox_owner_uid(const cJSON *obj) {
-    return kj_str(sbx_sandbox_controller_ref(obj), "uid");
-}
-
-/* Is obj an unadopted pool claim? Its pool key, or NULL. */
-static const char *pool_key_of(const cJSON *obj) {
-    const char *key = kj_map_get(obj, "metadata.labels", SBX_LABEL_WARM_POOL);
-    if (!key || strlen(key) >= SBX_WARM_KEY_LEN || sandbox_owner_uid(obj)) return NULL;
+/* Is the claim an unadopted pool claim? Its pool key, or NULL. */
+static const char *pool_key_of(const struct sbx_claim_view *c) {
+    const char *key = c->warm_pool;
+    if (!key || strlen(key) >= SBX_WARM_KEY_LEN || c->meta.sandbox_owner_uid) return NULL;
     return key;
 }
 
@@ -149,10 +144,9 @@ static char *dup_str(const char *s, int *failed) {
     return d;
 }
 
-/* A pool_entry for the pool claim obj of pool key; NULL on ENOMEM or a claim without name. */
-static struct pool_entry *entry_of(const cJSON *obj, const char *key) {
-    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
-    const char *phase = kj_str(obj, "status.phase");
+/* A pool_entry for the pool claim c of pool key; NULL on ENOMEM or a claim without name. */
+static struct pool_entry *entry_of(const struct sbx_claim_view *c, const char *key) {
+    const char *ns = c->meta.namespace_, *name = c->meta.name;
     int failed = 0;
     if (!ns || !name || strlen(ns) >= 64) return NULL;
     struct pool_entry *e = calloc(1, sizeof(*e));
@@ -160,24 +154,22 @@ static struct pool_entry *entry_of(const cJSON *obj, const char *key) {
     snprintf(e->ns, sizeof(e->ns), "%s", ns);
     snprintf(e->key, sizeof(e->key), "%s", key);
     e->name = dup_str(name, &failed);
-    e->uid = dup_str(kj_str(obj, "metadata.uid"), &failed);
-    e->rv = dup_str(kj_str(obj, "metadata.resourceVersion"), &failed);
-    e->storage_class = kj_str(obj, "spec.storageClassName") ? dup_str(kj_str(obj, "spec.storageClassName"), &failed)
-                                                            : NULL;
-    e->request = dup_str(kj_str(obj, "spec.resources.requests.storage"), &failed);
-    const char *node = kj_map_get(obj, "metadata.annotations", SBX_ANN_SELECTED_NODE);
-    e->node = node ? dup_str(node, &failed) : NULL;
-    e->bound = phase && !strcmp(phase, "Bound");
-    e->terminating = kj_str(obj, "metadata.deletionTimestamp") != NULL;
-    e->created_ms = sbx_time_at(obj, "metadata.creationTimestamp");
+    e->uid = dup_str(c->meta.uid, &failed);
+    e->rv = dup_str(c->meta.resource_version, &failed);
+    e->storage_class = c->storage_class ? dup_str(c->storage_class, &failed) : NULL;
+    e->request = dup_str(c->request, &failed);
+    e->node = c->selected_node ? dup_str(c->selected_node, &failed) : NULL;
+    e->bound = c->bound;
+    e->terminating = c->meta.deleting;
+    e->created_ms = c->meta.created_ms;
     if (failed) { pool_entry_free(e); return NULL; }
     return e;
 }
 
-/* Put (or replace) the pool entry of obj; the caller holds the lock. */
-static void pool_put(struct sbx_warm *w, const cJSON *obj, const char *key, int64_t expected_until_ms) {
+/* Put (or replace) the pool entry of the claim c; the caller holds the lock. */
+static void pool_put(struct sbx_warm *w, const struct sbx_claim_view *c, const char *key, int64_t expected_until_ms) {
     char pkey[512];
-    struct pool_entry *e = entry_of(obj, key);
+    struct pool_entry *e = entry_of(c, key);
     void *old = NULL;
     if (!e) { LOGW("msg=\"warm pool: a claim could not be indexed (out of memory)\""); return; }
     e->expected_until_ms = expected_until_ms;
@@ -186,12 +178,13 @@ static void pool_put(struct sbx_warm *w, const cJSON *obj, const char *key, int6
     pool_entry_free(old);
 }
 
-void sbx_warm_on_pvc(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
-    const cJSON *obj = cur ? cur : old;
-    const char *ns = kj_str(obj, "metadata.namespace"), *name = kj_str(obj, "metadata.name");
+void sbx_warm_on_pvc(struct sbx_warm *w, const struct sbx_claim_view *old, const struct sbx_claim_view *cur) {
+    const struct sbx_claim_view *obj = cur ? cur : old;
+    const char *ns = obj ? obj->meta.namespace_ : NULL, *name = obj ? obj->meta.name : NULL;
     char pkey[512];
     if (!ns || !name) return;
-    const char *old_owner = old ? sandbox_owner_uid(old) : NULL, *cur_owner = cur ? sandbox_owner_uid(cur) : NULL;
+    const char *old_owner = old ? old->meta.sandbox_owner_uid : NULL;
+    const char *cur_owner = cur ? cur->meta.sandbox_owner_uid : NULL;
     const char *old_pool = old ? pool_key_of(old) : NULL, *cur_pool = cur ? pool_key_of(cur) : NULL;
     snprintf(pkey, sizeof(pkey), "%s/%s", ns, name);
     pthread_mutex_lock(&w->lock);
@@ -248,9 +241,9 @@ static intptr_t count_of(struct sbx_warm *w, const char *ns, const char *cls) {
     return (intptr_t)strmap_get(&w->counts, key);
 }
 
-void sbx_warm_on_sandbox(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
-    const char *oc = old ? kj_str(old, "spec.className") : NULL, *cc = cur ? kj_str(cur, "spec.className") : NULL;
-    const char *ons = old ? kj_str(old, "metadata.namespace") : NULL, *cns = cur ? kj_str(cur, "metadata.namespace") : NULL;
+void sbx_warm_on_sandbox(struct sbx_warm *w, const struct sbx_sandbox_view *old, const struct sbx_sandbox_view *cur) {
+    const char *oc = old ? old->class_name : NULL, *cc = cur ? cur->class_name : NULL;
+    const char *ons = old ? old->meta.namespace_ : NULL, *cns = cur ? cur->meta.namespace_ : NULL;
     if (old && cur && !strcmp(oc ? oc : "", cc ? cc : "")) return;   /* the usual update: nothing moves */
     int requeue_old = 0, requeue_cur = 0;
     pthread_mutex_lock(&w->lock);
@@ -296,8 +289,10 @@ void sbx_warm_on_class(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
 
 void sbx_warm_on_binder_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
     const cJSON *obj = cur ? cur : old;
-    const char *ns = kj_str(obj, "metadata.namespace"), *pod = kj_str(obj, "metadata.name");
-    const char *claim = kj_map_get(obj, "metadata.annotations", SBX_ANN_BINDS_CLAIM);
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    const char *ns = m.namespace_, *pod = m.name;
+    const char *claim = sbx_meta_annotation(&m, SBX_ANN_BINDS_CLAIM);
     char bkey[512];
     if (!ns || !pod || !claim) return;
     snprintf(bkey, sizeof(bkey), "%s/%s", ns, claim);
@@ -311,8 +306,8 @@ void sbx_warm_on_binder_pod(struct sbx_warm *w, const cJSON *old, const cJSON *c
         void *prev = NULL;
         if (b) {
             b->pod = dup_str(pod, &failed);
-            b->uid = dup_str(kj_str(cur, "metadata.uid"), &failed);
-            b->deleting = kj_str(cur, "metadata.deletionTimestamp") != NULL;
+            b->uid = dup_str(m.uid, &failed);   /* m is cur's: obj is cur here */
+            b->deleting = m.deleting;
         }
         if (failed || strmap_put(&w->binders, bkey, b, &prev) < 0) {
             binder_entry_free(b);
@@ -378,7 +373,9 @@ static int want_of_class(void *ud, const char *key, const cJSON *obj) {
     char *sc = NULL;
     int64_t bytes = 0;
     if (here && class_shape(&cls, c->w->deps->defaults, &sc, &bytes) == 0) {
-        int r = sbx_warm_wants_add(c->wants, sc, bytes, cls.warm_pool_size, cls.name, kj_str(obj, "metadata.uid"));
+        struct sbx_meta cm;
+        sbx_meta_read(obj, &cm);
+        int r = sbx_warm_wants_add(c->wants, sc, bytes, cls.warm_pool_size, cls.name, cm.uid);
         if (r < 0) c->failed = 1;
         else if (r == 1) LOGW("msg=\"warm pool: too many pool shapes in one namespace; class ignored\" namespace=%s "
                               "class=%s max=%d", c->ns, cls.name, SBX_WARM_WANTS_MAX);
@@ -399,13 +396,10 @@ static int pool_wants(struct sbx_warm *w, const char *ns, struct sbx_warm_wants 
     char why[512];
     const char *reason;
     /* A Sandbox of ns naming no class: the namespace's default class, else the cluster's. */
-    cJSON *probe = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(probe, "metadata");
-    if (!md || !cJSON_AddStringToObject(md, "namespace", ns) || !cJSON_AddObjectToObject(probe, "spec")) {
-        cJSON_Delete(probe);
-        return -1;
-    }
-    if (sbx_class_for(w->classes, probe, &dflt, &have_default, &reason, why, sizeof(why)) < 0) have_default = 0;
-    cJSON_Delete(probe);
+    struct sbx_sandbox_view probe;
+    sbx_sandbox_view_parse(NULL, &probe);
+    probe.meta.namespace_ = ns;
+    if (sbx_class_for(w->classes, &probe, &dflt, &have_default, &reason, why, sizeof(why)) < 0) have_default = 0;
     pthread_mutex_lock(&w->lock);
     c.unclassed = count_of(w, ns, "");
     pthread_mutex_unlock(&w->lock);
@@ -620,8 +614,10 @@ static void expect_binder(struct sbx_warm *w, const char *ns, const char *claim,
     void *prev = NULL;
     snprintf(bkey, sizeof(bkey), "%s/%s", ns, claim);
     if (b) {
-        b->pod = dup_str(kj_str(made, "metadata.name"), &failed);
-        b->uid = dup_str(kj_str(made, "metadata.uid"), &failed);
+        struct sbx_meta mm;
+        sbx_meta_read(made, &mm);
+        b->pod = dup_str(mm.name, &failed);
+        b->uid = dup_str(mm.uid, &failed);
         b->expected_until_ms = kj_now_ms() + EXPECT_MS;
     }
     pthread_mutex_lock(&w->lock);
@@ -814,10 +810,12 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
             /* Counted from now on, before the watch shows it: the next pass does not
              * create it again. */
             pthread_mutex_lock(&w->lock);
-            if (!kj_str(made, "metadata.deletionTimestamp")) pool_put(w, made, want->key, kj_now_ms() + EXPECT_MS);
+            struct sbx_claim_view mv;
+            sbx_claim_view_parse(made, &mv);
+            if (!mv.meta.deleting) pool_put(w, &mv, want->key, kj_now_ms() + EXPECT_MS);
             pthread_mutex_unlock(&w->lock);
             LOGI("msg=\"warm pool: claim created\" namespace=%s pool=%s claim=%s storageclass=%s", ns, want->key,
-                 kj_str(made, "metadata.name") ? kj_str(made, "metadata.name") : "?",
+                 mv.meta.name ? mv.meta.name : "?",
                  want->storage_class ? want->storage_class : "(default)");
             cJSON_Delete(made);
         }
@@ -898,7 +896,9 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
         if (st == 200) {
             /* Expected as the Sandbox's claim until the watch shows it so: a pass before
              * then waits instead of adopting (or creating) a second one. */
-            const char *made_uid = kj_str(out, "metadata.uid");
+            struct sbx_claim_view av;   /* the claim as the adoption left it */
+            sbx_claim_view_parse(out, &av);
+            const char *made_uid = av.meta.uid;
             sbx_records_expect(w->deps->records, owner->uid, SBX_EXPECT_CLAIM, made_uid ? made_uid : e->uid,
                                kj_now_ms() + EXPECT_MS);
             pool_forget(w, ns, e->name);

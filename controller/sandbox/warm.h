@@ -9,6 +9,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/claimview.h"
+#include "sandbox/sandboxview.h"
+
 #include "sandbox/builders.h"
 #include "sandbox/class.h"
 #include "sandbox/deps.h"
@@ -25,8 +28,8 @@ void sbx_warm_free(struct sbx_warm *w);
 void sbx_warm_queue_key(const char *ns, char *out, size_t n);
 /* Informer handlers: a PVC, a Sandbox, a SandboxClass changed. The PVC handler runs
  * before the Sandbox of an adopted claim is queued, so its pass finds the claim. */
-void sbx_warm_on_pvc(struct sbx_warm *w, const cJSON *old, const cJSON *cur);
-void sbx_warm_on_sandbox(struct sbx_warm *w, const cJSON *old, const cJSON *cur);
+void sbx_warm_on_pvc(struct sbx_warm *w, const struct sbx_claim_view *old, const struct sbx_claim_view *cur);
+void sbx_warm_on_sandbox(struct sbx_warm *w, const struct sbx_sandbox_view *old, const struct sbx_sandbox_view *cur);
 void sbx_warm_on_class(struct sbx_warm *w, const cJSON *old, const cJSON *cur);
 /* The Sandbox of uid gave its adopted claim up (SBX_ACT_RELEASE_CLAIM): it adopts no pool
  * claim for SBX_WARM_RELEASE_WINDOW_MS, and sbx_warm_released says so meanwhile. */

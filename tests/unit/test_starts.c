@@ -10,6 +10,7 @@
 
 #include "base/dynbuf.h"
 #include "kube/kjson.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/starts.h"
 
 #define T0 1000000   /* monotonic ms */
@@ -52,9 +53,17 @@ static double value_of(const char *text, const char *prefix) {
     return -1;
 }
 
+/* sbx_starts_observe on the views of old and cur (NULL: none), as the Sandbox handler calls it. */
+static void observe(struct sbx_starts *s, const cJSON *old, const cJSON *cur, int64_t mono, int64_t wall) {
+    struct sbx_sandbox_view ov, cv;
+    sbx_sandbox_view_parse(old, &ov);
+    sbx_sandbox_view_parse(cur, &cv);
+    sbx_starts_observe(s, old ? &ov : NULL, cur ? &cv : NULL, mono, wall);
+}
+
 /* Step a Sandbox from *prev to next (next is kept as the new *prev). */
 static void step(struct sbx_starts *s, cJSON **prev, cJSON *next, int64_t mono) {
-    sbx_starts_observe(s, *prev, next, mono, WALL + (mono - T0));
+    observe(s, *prev, next, mono, WALL + (mono - T0));
     cJSON_Delete(*prev);
     *prev = next;
 }
@@ -156,7 +165,7 @@ TEST(starts_under_way_at_a_restart_deletions_and_finished_runs_time_nothing) {
     step(s, &a, sb("ua", "session", NULL, "Running", 1, NULL), T0 + 500);
     step(s, &b, sb("ub", "session", NULL, NULL, 0, NULL), T0);
     CHECK_INT(sbx_starts_pending(s), 1);
-    sbx_starts_observe(s, b, NULL, T0 + 100, WALL + 100);   /* deleted before Ready */
+    observe(s, b, NULL, T0 + 100, WALL + 100);   /* deleted before Ready */
     CHECK_INT(sbx_starts_pending(s), 0);
     step(s, &c, sb("uc", "one-shot", NULL, NULL, 0, NULL), T0);
     step(s, &c, sb("uc", "one-shot", NULL, "Succeeded", 0, NULL), T0 + 800);   /* ran out before Ready was seen */
@@ -167,7 +176,7 @@ TEST(starts_under_way_at_a_restart_deletions_and_finished_runs_time_nothing) {
     const char *t = render(s);
     CHECK(strstr(t, "_count{") == NULL);
     cJSON *nouid = cJSON_Parse("{\"metadata\":{}}");
-    sbx_starts_observe(s, NULL, nouid, T0, WALL);   /* no uid: ignored */
+    observe(s, NULL, nouid, T0, WALL);   /* no uid: ignored */
     CHECK_INT(sbx_starts_pending(s), 0);
     cJSON_Delete(nouid);
     cJSON_Delete(a);
