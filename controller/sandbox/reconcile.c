@@ -4,8 +4,10 @@
  * deadline. Here: the informers and their handlers, the workers, the pass's stages.
  * It makes the subsystems and hands each struct sbx_deps (deps.h): the running cap
  * (capacity.c, reclaim.c), SandboxClasses (class.c), warm pools (warm.c), a deleted
- * Sandbox's orphans (orphans.c), /metrics (metrics.c); status, Events and last-used-at
- * (status.c), preconditioned writes (owned.c), StorageClasses (storage.c). None of them
+ * Sandbox's orphans (orphans.c), /metrics (metrics.c); the stages act through the
+ * modules below: status, Events and last-used-at (status.c), the owned objects' state,
+ * lookup and creation (children.c), forks (fork.c), the Service and NetworkPolicy
+ * (expose.c), preconditioned writes (owned.c), StorageClasses (storage.c). None of them
  * sees struct sbx_controller, and the build fails if one calls back up here. */
 #include "sandbox/reconcile.h"
 
@@ -24,7 +26,10 @@
 #include "sandbox/builders.h"
 #include "sandbox/capacity.h"
 #include "sandbox/claimview.h"
+#include "sandbox/children.h"
 #include "sandbox/class.h"
+#include "sandbox/expose.h"
+#include "sandbox/fork.h"
 #include "sandbox/metrics.h"
 #include "sandbox/objects.h"
 #include "sandbox/orphans.h"
@@ -570,123 +575,6 @@ static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *
     return st == 200 || st == 404 ? 0 : -1;
 }
 
-/* Ours, someone else's, or being deleted? obj is there or not, m its metadata. */
-static enum sbx_object_state classify(const cJSON *obj, const struct sbx_meta *m, const char *uid) {
-    if (!obj) return SBX_OBJ_ABSENT;
-    if (!m->controller_uid || strcmp(m->controller_uid, uid) != 0) return SBX_OBJ_FOREIGN;
-    return m->deleting ? SBX_OBJ_TERMINATING : SBX_OBJ_PRESENT;
-}
-
-/* classify for an object whose metadata is not read yet. */
-static enum sbx_object_state classify_object(const cJSON *obj, const char *uid) {
-    struct sbx_meta m;
-    sbx_meta_read(obj, &m);
-    return classify(obj, &m, uid);
-}
-
-/* ns/resource/name: from the cache, or (sharded: another shard's objects are not in this
- * replica's caches) read from the API server: a list by name (the controller lists
- * Sandboxes, it is not granted get on them). A new object (caller deletes) or NULL. */
-static cJSON *cached_or_read(struct sbx_controller *ctl, struct informer *inf, const char *ns, const char *api,
-                             const char *resource, const char *name) {
-    char key[512], path[1024], rerr[KUBE_ERR_MAX];
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    cJSON *obj = informer_get(inf, key), *list = NULL;
-    if (obj || !ctl->deps.shard_label) return obj;
-    snprintf(path, sizeof(path), "%s/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", api, ns, resource, name);
-    if (kube_get(ctl->deps.client, path, &list, rerr, sizeof(rerr)) == 200) {
-        const cJSON *items = kj_path(list, "items");
-        if (cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1) obj = cJSON_DetachItemFromArray((cJSON *)items, 0);
-    }
-    cJSON_Delete(list);
-    return obj;
-}
-
-/* spec.workspace.from: find the claim to clone, the bound workspace claim of the named
- * Sandbox of this namespace (its status.workspaceClaim, else the name its IDs give), from
- * the caches (sharded: from the API server when another shard owns the source). The
- * source must be of the same user (spec.userID) unless the class allows forks across
- * users, and the clone (at least the source's size) within the class's workspace ceiling.
- * NULL with src filled (its strings point into *held, which the caller deletes), or the
- * reason with a message in why: SBX_REASON_WS_SOURCE_NOT_FOUND / _INCOMPATIBLE (waited
- * for), SBX_REASON_WS_SOURCE_FORBIDDEN or SBX_REASON_INVALID (the spec cannot be applied). */
-static const char *workspace_source(struct sbx_controller *ctl, const char *ns, const struct sbx_spec *spec,
-                                    struct sbx_ws_source *src, cJSON **held, char *why, size_t whylen) {
-    char pod[SBX_NAME_MAX + 1], claim[128], a[32], b[32];
-    const char *reason = SBX_REASON_WS_SOURCE_NOT_FOUND;
-    const char *api = "/apis/" SBX_GROUP "/v1alpha1";
-    *held = NULL;
-    memset(src, 0, sizeof(*src));
-    cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, api, SBX_PLURAL, spec->workspace_from);
-    struct sbx_sandbox_view sv;
-    struct sbx_claim_view cv;
-    sbx_sandbox_view_parse(sb, &sv);
-    if (!sb || sv.meta.deleting) {
-        snprintf(why, whylen, "spec.workspace.from: Sandbox %s not found in namespace %s%s; waiting for it",
-                 spec->workspace_from, ns, sb ? " (it is being deleted)" : "");
-        goto out;
-    }
-    const char *user = sv.user_id, *chat = sv.chat_id;
-    if (!spec->forks_across_users && (!user || strcmp(user, spec->user_id) != 0)) {
-        /* The same words whether the source exists under another user or not at all would
-         * be kinder to privacy, but the Sandbox list of a namespace is readable by its
-         * editors anyway; the message names the rule, not the other user. */
-        snprintf(why, whylen, "spec.workspace.from: Sandbox %s belongs to another user (spec.userID); a workspace "
-                 "can be forked only from a Sandbox of the same user%s", spec->workspace_from,
-                 spec->class_name ? ", unless the SandboxClass allows it (spec.workspace.allowForksAcrossUsers)" : "");
-        reason = SBX_REASON_WS_SOURCE_FORBIDDEN;
-        goto out;
-    }
-    /* The claim it controls in the cache first (an adopted claim has a name of its own),
-     * then what its status says, then the name its IDs give. */
-    const char *name = sv.meta.uid && sbx_warm_claim_of(ctl->warm, sv.meta.uid, claim, sizeof(claim)) ? claim
-                       : sv.workspace_claim;
-    if (!name && user && chat && sbx_name_pod(user, chat, pod, sizeof(pod)) == 0) {
-        sbx_claim_name(pod, claim, sizeof(claim));
-        name = claim;
-    }
-    if (!name) {
-        snprintf(why, whylen, "spec.workspace.from: Sandbox %s has no workspace claim; waiting for it",
-                 spec->workspace_from);
-        goto out;
-    }
-    *held = cached_or_read(ctl, ctl->deps.pvcs, ns, "/api/v1", "persistentvolumeclaims", name);
-    sbx_claim_view_parse(*held, &cv);
-    const char *uid = sv.meta.uid;
-    if (!uid || classify(*held, &cv.meta, uid) != SBX_OBJ_PRESENT || !cv.bound) {
-        snprintf(why, whylen, "spec.workspace.from: the workspace claim %s of Sandbox %s is %s; waiting for it",
-                 name, spec->workspace_from, !*held ? "not there" : classify(*held, &cv.meta, uid ? uid : "") ==
-                 SBX_OBJ_PRESENT ? "not bound yet" : "not its own, or being deleted");
-        goto out;
-    }
-    src->claim = cv.meta.name;
-    src->storage_class = cv.storage_class;
-    src->bytes = sbx_clone_bytes(cv.request_bytes, cv.capacity_bytes);
-    if (!src->claim) goto out;
-    int64_t clone = sbx_clone_bytes(spec->workspace_bytes, src->bytes);
-    if (spec->workspace_max_bytes && clone > spec->workspace_max_bytes) {
-        if (qty_format_memory(clone, a, sizeof(a)) || qty_format_memory(spec->workspace_max_bytes, b, sizeof(b)))
-            a[0] = b[0] = '\0';
-        snprintf(why, whylen, "spec.workspace.from: the workspace of Sandbox %s is %s, above the maximum %s of "
-                 "SandboxClass \"%s\" (spec.workspace.maxSize); a fork is at least its source's size",
-                 spec->workspace_from, a, b, spec->class_name ? spec->class_name : "");
-        reason = SBX_REASON_INVALID;
-        goto out;
-    }
-    /* Cloned only where the operator says the StorageClass's driver clones; otherwise
-     * copied (a clone request to a driver that ignores dataSource binds an empty volume). */
-    src->copy = !sbx_storage_class_clones_by_name(&ctl->deps, src->storage_class);
-    if (!src->copy && sbx_ws_source_check(spec, src, why, whylen) < 0) {
-        reason = SBX_REASON_WS_SOURCE_INCOMPATIBLE;
-        goto out;
-    }
-    reason = NULL;
-out:
-    cJSON_Delete(sb);
-    if (reason && !why[0]) snprintf(why, whylen, "spec.workspace.from: the source claim has no name");
-    return reason;
-}
-
 /* Controlled by an earlier Sandbox of this very name (deleted, then created again before
  * the garbage collector caught up)? One name cannot hold two Sandboxes at once, so that
  * owner is gone for sure. */
@@ -696,39 +584,6 @@ static int predecessor_owned(const struct sbx_meta *m, const char *sandbox, cons
 }
 
 /* ---- acting --------------------------------------------------------------------------- */
-
-/* Create obj in ns/resource. 0 if created or already there and ours; 1 if the name
- * belongs to someone else; -1 on error. What is created is expected (kind) until the
- * cache shows it: an echo of our own status write does not POST it again. */
-static int create_owned(struct sbx_controller *ctl, const char *ns, const char *resource, enum sbx_expect_kind kind,
-                        cJSON *obj, const char *name, const char *uid, char *err, size_t errlen) {
-    char path[1024];
-    cJSON *made = NULL;
-    sbx_core_path(path, sizeof(path), ns, resource);
-    long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
-    if (st == 201 || st == 200) {
-        struct sbx_meta mm;
-        sbx_meta_read(made, &mm);
-        if (mm.uid) sbx_records_expect(&ctl->records, uid, kind, mm.uid, kj_now_ms() + EXPECT_MS);
-        cJSON_Delete(made);
-        sbx_count(&ctl->counters.creates);
-        return 0;
-    }
-    cJSON_Delete(made);
-    if (st != 409) return -1;
-    /* Already exists: ours (the cache is behind) or a stranger's? */
-    cJSON *existing = NULL;
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    st = kube_get(ctl->deps.client, path, &existing, err, errlen);
-    if (st != 200) { cJSON_Delete(existing); return st == 404 ? -1 : -1; }
-    enum sbx_object_state s = classify_object(existing, uid);
-    /* Ours but not in the cache: sharded, and made without this shard's label (by a
-     * replica not sharded yet): labelled now, the watch then shows it. */
-    int rc = s == SBX_OBJ_FOREIGN ? 1 : 0;
-    if (!rc && sbx_shard_adopt_existing(&ctl->deps, resource, existing, err, errlen) < 0) rc = -1;
-    cJSON_Delete(existing);
-    return rc;
-}
 
 /* SBX_ACT_RELEASE_CLAIM: give up the adopted warm claim `claim` whose volume's node cannot
  * take the pod. The pod is read fresh: one the scheduler placed since the cache showed it
@@ -770,159 +625,6 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
     return 0;
 }
 
-/* The Sandbox's Service, level-triggered: created when spec.service.enabled and absent,
- * patched (ports, selector) when it drifted, deleted (uid precondition) when no longer
- * wanted. A Service of that name that is not ours is left alone (a Warning Event says
- * so, once per pass that finds it). svc is the cached object, or NULL. 0 or -1. */
-static int reconcile_service(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
-                             const struct sbx_spec *spec, const char *pod_name, const cJSON *svc,
-                             enum sbx_object_state state, char *err, size_t errlen) {
-    char path[1024];
-    struct sbx_meta sm;
-    sbx_meta_read(svc, &sm);
-    if (!spec->service) {
-        if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(&ctl->deps, ns, "services", pod_name, sm.uid, err, errlen) < 0) return -1;
-        LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
-        return 0;
-    }
-    if (state == SBX_OBJ_TERMINATING) return 0;   /* created again once it is gone */
-    if (state == SBX_OBJ_FOREIGN) {
-        sbx_event_record(&ctl->deps, sb, "Warning", "ServiceNameConflict",
-                         "a Service of the sandbox's name belongs to someone else; no Service was made");
-        return 0;
-    }
-    cJSON *want = sbx_build_service(owner, spec, pod_name);
-    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
-    int rc = 0;
-    if (state == SBX_OBJ_ABSENT &&
-        sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
-        /* created by an earlier pass; the cache has not shown it yet: no second POST */
-    } else if (state == SBX_OBJ_ABSENT) {
-        int r = create_owned(ctl, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err, errlen);
-        if (r < 0) rc = -1;
-        else if (r == 1) {
-            sbx_count(&ctl->counters.conflicts);
-            sbx_event_record(&ctl->deps, sb, "Warning", "ServiceNameConflict",
-                             "a Service of the sandbox's name belongs to someone else; no Service was made");
-        } else {
-            LOGI("msg=\"service created\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
-        }
-    } else if (!sbx_service_matches(svc, want)) {
-        /* A merge patch replaces both lists whole; the uid precondition keeps a
-         * same-named successor's Service safe. */
-        cJSON *patch = cJSON_CreateObject(), *spec_p = cJSON_AddObjectToObject(patch, "spec"), *md;
-        cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
-        if (!spec_p || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", sm.uid ? sm.uid : "") ||
-            !cJSON_AddItemToObject(spec_p, "ports", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1)) ||
-            !cJSON_AddItemToObject(spec_p, "selector", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1))) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        } else {
-            sbx_core_path(path, sizeof(path), ns, "services");
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
-            if (st != 200 && st != 404 && st != 409) rc = -1;
-            else LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
-        }
-        cJSON_Delete(patch);
-    }
-    cJSON_Delete(want);
-    return rc;
-}
-
-/* The SandboxClass pod was built under ("" = none): its SBX_ANN_CLASS; a pod made by an
- * earlier controller has none: the class the Sandbox's status last recorded. NULL when
- * neither tells (taken as the current class). */
-static const char *pod_built_class(const struct sbx_meta *pod, const struct sbx_sandbox_view *sb) {
-    const char *c = sbx_meta_annotation(pod, SBX_ANN_CLASS);
-    return c || !pod ? c : sb->status_class_name;
-}
-
-/* The Sandbox's NetworkPolicy, level-triggered as its Service: created when its network
- * is isolated and the policy absent, patched (its whole spec) when it drifted, deleted
- * (uid precondition) when the mode is none. Called before the pod is created, and a
- * failure ends the pass: an isolated sandbox's pod never starts without its policy. A
- * policy of that name that is not ours blocks the pod too (a Warning Event says so).
- * np is the cached object, or NULL. 0 or -1. */
-static int reconcile_netpol(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
-                            const struct sbx_spec *spec, const struct sbx_network *net, const char *pod_name,
-                            const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
-                            enum sbx_object_state state, char *err, size_t errlen) {
-    char path[1024];
-    struct sbx_meta nm;
-    sbx_meta_read(np, &nm);
-    /* A pod built under another class (spec.className changed) still runs, or is still
-     * stopping: the policy it was built under stays until it is gone (the pass that finds
-     * it gone applies the new class's before the new pod is made). A policy missing is
-     * made at once: a class that isolates applies before anything else changes. */
-    enum sbx_object_state pod_state = classify(pod, pod_meta, owner->uid);
-    const char *built = pod_built_class(pod ? pod_meta : NULL, sb);
-    int older_pod = (pod_state == SBX_OBJ_PRESENT || pod_state == SBX_OBJ_TERMINATING) && built &&
-                    strcmp(built, spec->class_name ? spec->class_name : "") != 0;
-    if (older_pod && state == SBX_OBJ_PRESENT) {
-        LOGD("msg=\"network policy kept until the pod built under the previous class is gone\" sandbox=%s/%s",
-             ns, owner->name);
-        return 0;
-    }
-    if (net->mode != SBX_NET_ISOLATED) {
-        if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(&ctl->deps, ns, "networkpolicies", pod_name, nm.uid, err, errlen) < 0)
-            return -1;
-        LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
-             owner->name, pod_name);
-        return 0;
-    }
-    if (state == SBX_OBJ_TERMINATING) {
-        snprintf(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
-        return -1;
-    }
-    if (state == SBX_OBJ_FOREIGN) {
-        sbx_event_record(&ctl->deps, sb, "Warning", "NetworkPolicyNameConflict",
-                         "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-        snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
-        return -1;
-    }
-    cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, ctl->apiserver, ctl->napiserver);
-    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
-    int rc = 0;
-    if (state == SBX_OBJ_ABSENT &&
-        sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {
-        /* created by an earlier pass; the cache has not shown it yet: no second POST */
-    } else if (state == SBX_OBJ_ABSENT) {
-        int r = create_owned(ctl, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err, errlen);
-        if (r == 1) {
-            sbx_count(&ctl->counters.conflicts);
-            sbx_event_record(&ctl->deps, sb, "Warning", "NetworkPolicyNameConflict",
-                             "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-            snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
-        }
-        if (r != 0) rc = -1;
-        else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
-    } else if (!sbx_netpol_matches(np, want)) {
-        /* A merge patch replaces the lists whole; the uid precondition keeps a same-named
-         * successor's policy safe. */
-        cJSON *patch = cJSON_CreateObject(), *md;
-        cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(want, "spec");
-        if (!ws || !cJSON_AddItemToObject(patch, "spec", ws) || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", nm.uid ? nm.uid : "")) {
-            if (ws && !cJSON_GetObjectItemCaseSensitive(patch, "spec")) cJSON_Delete(ws);
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        } else {
-            sbx_core_path(path, sizeof(path), ns, "networkpolicies");
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
-            if (st != 200 && st != 404 && st != 409) rc = -1;
-            else LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
-        }
-        cJSON_Delete(patch);
-    }
-    cJSON_Delete(want);
-    return rc;
-}
-
 /* ---- the pass ------------------------------------------------------------------------- */
 
 /* status.endpoints and status.service: the pod's IP as the status reports it (running
@@ -931,126 +633,6 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
                             const cJSON *svc, enum sbx_object_state svc_state) {
     const char *cip = spec->service && svc_state == SBX_OBJ_PRESENT ? kj_str(svc, "spec.clusterIP") : NULL;
     return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
-}
-
-/* The node a running pod of the Sandbox ns/name (the fork's source) is on, into node
- * (""= none known): a ReadWriteOnce volume in use is attached there. */
-static void source_node(struct sbx_controller *ctl, const char *ns, const char *name, char *node, size_t nodelen) {
-    char okey[600];
-    node[0] = '\0';
-    cJSON *sb = cached_or_read(ctl, ctl->deps.sandboxes, ns, "/apis/" SBX_GROUP "/v1alpha1", SBX_PLURAL, name);
-    struct sbx_sandbox_view sv;
-    sbx_sandbox_view_parse(sb, &sv);
-    if (sv.pod_name) {
-        snprintf(okey, sizeof(okey), "%s/%s", ns, sv.pod_name);
-        cJSON *pod = informer_get(ctl->deps.pods, okey);
-        struct sbx_meta pm;
-        sbx_meta_read(pod, &pm);
-        const char *n = sbx_pod_node(pod);
-        if (n && !pm.deleting) snprintf(node, nodelen, "%s", n);
-        cJSON_Delete(pod);
-    }
-    cJSON_Delete(sb);
-}
-
-/* A fork's claim pvc (ours) that a copy fills (SBX_ANN_FORK_FROM) and that is not filled
- * yet (no SBX_ANN_FORK_COPIED): run the copier and read its result, level-triggered on the
- * copier pod (named by the Sandbox's uid) and the claim's annotations. A copier that
- * succeeded marks the claim filled, then goes; one that failed is reported with its own
- * message and, SBX_COPY_RETRY_MS later, replaced by a new one. Sets o->workspace_copy and
- * its message (msg). 0 or -1. */
-static int fill_by_copy(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const struct sbx_owner *owner,
-                        const struct sbx_spec *spec, const struct sbx_claim_view *pvc, struct sbx_observed *o,
-                        char *msg, size_t msglen, char *err, size_t errlen) {
-    char copier[96], okey[600], path[1024], node[256];
-    const char *claim = pvc->meta.name, *claim_uid = pvc->meta.uid, *source = pvc->fork_from;
-    sbx_copier_name(owner->uid, copier, sizeof(copier));
-    snprintf(okey, sizeof(okey), "%s/%s", ns, copier);
-    cJSON *pod = informer_get(ctl->deps.pods, okey);
-    struct sbx_meta pm;
-    sbx_meta_read(pod, &pm);
-    int rc = 0;
-    o->workspace_copy = SBX_COPY_RUNNING;
-    o->workspace_copy_message = msg;
-    snprintf(msg, msglen, "copying the workspace of Sandbox %s (claim %s) into claim %s", spec->workspace_from,
-             source, claim ? claim : "?");
-    const char *for_name = sbx_meta_annotation(&pm, SBX_ANN_COPY_FOR);
-    if (pod && (!for_name || strcmp(for_name, owner->name) != 0)) {
-        o->workspace_copy = SBX_COPY_FAILED;
-        snprintf(msg, msglen, "a pod named %s that is not this sandbox's copier is in the way of the workspace copy",
-                 copier);
-        goto out;
-    }
-    if (!pod) {
-        if (sbx_records_expecting(&ctl->records, owner->uid, SBX_EXPECT_COPIER, kj_now_ms()) > 0) goto out;
-        source_node(ctl, ns, spec->workspace_from, node, sizeof(node));
-        cJSON *obj = sbx_build_copier(owner, spec, copier, ctl->opt.defaults.image ? ctl->opt.defaults.image
-                                                                                   : SBX_DEFAULT_IMAGE,
-                                      source, claim, node[0] ? node : NULL);
-        if (!obj) { snprintf(err, errlen, "out of memory"); rc = -1; goto out; }
-        cJSON *made = NULL;
-        sbx_core_path(path, sizeof(path), ns, "pods");
-        long st = kube_create(ctl->deps.client, path, obj, &made, err, errlen);
-        cJSON_Delete(obj);
-        if (st == 201 || st == 200) {
-            struct sbx_meta mm;
-            sbx_meta_read(made, &mm);
-            const char *u = mm.uid;
-            if (u) sbx_records_expect(&ctl->records, owner->uid, SBX_EXPECT_COPIER, u, kj_now_ms() + EXPECT_MS);
-            sbx_count(&ctl->counters.creates);
-            LOGI("msg=\"workspace copy started\" sandbox=%s/%s copier=%s source=%s claim=%s node=%s", ns, owner->name,
-                 copier, source, claim ? claim : "", node[0] ? node : "(scheduler)");
-        } else if (st != 409) {
-            rc = -1;
-        }
-        cJSON_Delete(made);
-        goto out;
-    }
-    struct sbx_observed co;
-    memset(&co, 0, sizeof(co));
-    sbx_pod_observe(pod, &co);
-    const char *pod_uid = pm.uid;
-    if (pm.deleting) goto out;   /* a retry: the next one comes once it is gone */
-    if (co.pod_phase && !strcmp(co.pod_phase, "Succeeded")) {
-        char t[48];
-        kj_time_format(kj_now_ms(), t, sizeof(t));
-        if (!claim || !claim_uid ||
-            sbx_patch_owned_map(&ctl->deps, ns, "persistentvolumeclaims", claim, claim_uid, "annotations", 1,
-                                (const char *const[]){SBX_ANN_FORK_COPIED}, (const char *const[]){t}, err,
-                                errlen) < 0) {
-            rc = -1;
-            goto out;
-        }
-        LOGI("msg=\"workspace copied\" sandbox=%s/%s claim=%s source=%s", ns, owner->name, claim, source);
-        sbx_event_record(&ctl->deps, sb, "Normal", "WorkspaceCopied", msg);
-        if (pod_uid && sbx_delete_owned(&ctl->deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
-        goto out;   /* the claim's echo brings the pass that makes the pod */
-    }
-    if (co.pod_phase && !strcmp(co.pod_phase, "Failed")) {
-        const struct sbx_termination *t = &co.ctr.terminated;
-        o->workspace_copy = SBX_COPY_FAILED;
-        const char *why = co.pod_reason ? co.pod_reason : t->reason ? t->reason : "Error";
-        const char *said = t->message && *t->message ? t->message : "no message";
-        if (t->present)
-            snprintf(msg, msglen, "copying the workspace of Sandbox %s failed (%s, exit code %d): %.400s; trying again "
-                     "in %d s", spec->workspace_from, why, t->exit_code, said, SBX_COPY_RETRY_MS / 1000);
-        else
-            snprintf(msg, msglen, "copying the workspace of Sandbox %s failed (%s): %.400s; trying again in %d s",
-                     spec->workspace_from, why, said, SBX_COPY_RETRY_MS / 1000);
-        int64_t ended = t->finished_ms ? t->finished_ms : pm.created_ms;
-        if (kj_now_ms() - ended >= SBX_COPY_RETRY_MS && pod_uid) {
-            LOGW("msg=\"workspace copy failed; trying again\" sandbox=%s/%s copier=%s", ns, owner->name, copier);
-            if (sbx_delete_owned(&ctl->deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
-        }
-        goto out;
-    }
-    if (co.pod_unscheduled_message)
-        snprintf(msg + strlen(msg), msglen - strlen(msg), "; the copier waits: %.300s", co.pod_unscheduled_message);
-    else if (co.ctr.waiting_reason && strcmp(co.ctr.waiting_reason, "ContainerCreating") != 0)
-        snprintf(msg + strlen(msg), msglen - strlen(msg), "; the copier waits: %s", co.ctr.waiting_reason);
-out:
-    cJSON_Delete(pod);
-    return rc;
 }
 
 /* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
@@ -1089,7 +671,7 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
     sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
     long st = kube_get(ctl->deps.client, path, &pvc, rerr, sizeof(rerr));
-    int ours = st == 200 && classify_object(pvc, uid) == SBX_OBJ_PRESENT;
+    int ours = st == 200 && sbx_child_state_of(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
     LOGW("msg=\"warm adoption refused: the Sandbox still controls its claim, which this replica's cache does not "
@@ -1279,7 +861,7 @@ static int remove_predecessors_objects(struct sbx_controller *ctl, const struct 
 static int observe_pod_template(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                 const struct policy *p, struct observation *ob, char *err, size_t errlen) {
     const char *have = sbx_meta_annotation(&ob->pod_meta, SBX_ANN_TEMPLATE_HASH);
-    const char *built_class = pod_built_class(ob->pod ? &ob->pod_meta : NULL, sb);
+    const char *built_class = sbx_pod_built_class(ob->pod ? &ob->pod_meta : NULL, sb);
     if (built_class && strcmp(built_class, p->spec.class_name ? p->spec.class_name : "") != 0)
         ob->o.pod_template_outdated = 1;
     if (!have || ob->o.pod_template_outdated) return 0;
@@ -1328,9 +910,9 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     sbx_meta_read(ob->svc, &ob->svc_meta);
     sbx_meta_read(ob->np, &ob->np_meta);
     sbx_claim_view_parse(ob->pvc, &ob->claim_view);
-    ob->svc_state = classify(ob->svc, &ob->svc_meta, uid);
-    ob->np_state = classify(ob->np, &ob->np_meta, uid);
-    if (p->governed && classify(ob->pod, &ob->pod_meta, uid) != SBX_OBJ_PRESENT &&
+    ob->svc_state = sbx_child_state(ob->svc, &ob->svc_meta, uid);
+    ob->np_state = sbx_child_state(ob->np, &ob->np_meta, uid);
+    if (p->governed && sbx_child_state(ob->pod, &ob->pod_meta, uid) != SBX_OBJ_PRESENT &&
         !(p->spec.lifecycle == SBX_ONE_SHOT && sb->run.finished)) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
         return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
@@ -1364,7 +946,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     }
     observe_sandbox(sb, o);
     const struct sbx_claim_view *cv = &ob->claim_view;
-    o->pvc = classify(ob->pvc, &cv->meta, uid);
+    o->pvc = sbx_child_state(ob->pvc, &cv->meta, uid);
     o->pvc_bound = cv->bound;
     o->pvc_age_ms = ob->pvc ? now - cv->meta.created_ms : 0;
     o->claim_adopted_ms = cv->adopted_ms;
@@ -1372,7 +954,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
      * this pass (no new pod on it). */
     if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(ctl->warm, uid))
         o->pvc = SBX_OBJ_TERMINATING;
-    o->pod = classify(ob->pod, &ob->pod_meta, uid);
+    o->pod = sbx_child_state(ob->pod, &ob->pod_meta, uid);
     if (remove_predecessors_objects(ctl, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
     sbx_pod_observe(ob->pod, o);
     if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, cv, o, &p->spec);
@@ -1381,8 +963,8 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(ctl, cv, &p->spec);
     if (p->spec.workspace_from && o->pvc == SBX_OBJ_ABSENT && !p->governed) {
         ob->src_why[0] = '\0';
-        o->workspace_source_reason = workspace_source(ctl, ns, &p->spec, &ob->src, &ob->src_pvc, ob->src_why,
-                                                      sizeof(ob->src_why));
+        o->workspace_source_reason = sbx_fork_source(&ctl->deps, ctl->warm, ns, &p->spec, &ob->src, &ob->src_pvc,
+                                                     ob->src_why, sizeof(ob->src_why));
         o->workspace_source_message = ob->src_why;
         if (o->workspace_source_reason && (!strcmp(o->workspace_source_reason, SBX_REASON_WS_SOURCE_FORBIDDEN) ||
                                            !strcmp(o->workspace_source_reason, SBX_REASON_INVALID))) {
@@ -1395,7 +977,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
         if (cv->fork_from && !cv->fork_copied) {
             struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            if (fill_by_copy(ctl, ns, sb, &me, &p->spec, cv, o, ob->copy_msg, sizeof(ob->copy_msg), err, errlen) < 0)
+            if (sbx_fork_fill(&ctl->deps, ns, sb, &me, &p->spec, cv, o, ob->copy_msg, sizeof(ob->copy_msg), err, errlen) < 0)
                 return end_pass(res, -1, 0);
         }
     }
@@ -1498,8 +1080,8 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
     const char *ns = id->ns, *uid = id->uid;
     struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!p->governed || p->governed_net) &&
-        reconcile_netpol(ctl, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
-                         ob->np_state, err, errlen) < 0) {
+        sbx_expose_netpol(&ctl->deps, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
+                          ob->np_state, ctl->apiserver, ctl->napiserver, err, errlen) < 0) {
         if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
         return end_pass(res, -1, 0);
     }
@@ -1525,7 +1107,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
         cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&owner, &p->spec, ob->pod_name, ob->claim)
                      : ob->src.claim ? sbx_build_pvc_from(&owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
-        int r = obj ? create_owned(ctl, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
+        int r = obj ? sbx_child_create(&ctl->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
                     : -1;
         cJSON_Delete(obj);
         if (r < 0) return end_pass(res, -1, 0);
@@ -1537,7 +1119,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
     }
     if (d->actions & SBX_ACT_CREATE_POD) {
         cJSON *obj = sbx_build_pod(&owner, &p->spec, ob->pod_name, ob->claim);
-        int r = obj ? create_owned(ctl, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
+        int r = obj ? sbx_child_create(&ctl->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) {
             sbx_capacity_release(ctl->capacity, uid, 0);
@@ -1566,7 +1148,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
                             errlen) < 0))
         return end_pass(res, -1, 0);
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
-        reconcile_service(ctl, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
+        sbx_expose_service(&ctl->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
         return end_pass(res, -1, 0);
     return GO_ON;
 }

@@ -1,0 +1,150 @@
+/* sandbox/expose.c — a Sandbox's Service and NetworkPolicy, level-triggered (see
+ * expose.h; both objects are built in builders.c and netpol.c). */
+#include "sandbox/expose.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "kube/kjson.h"
+#include "kube/rest.h"
+#include "sandbox/children.h"
+#include "sandbox/objects.h"
+#include "sandbox/owned.h"
+#include "sandbox/status.h"
+
+int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
+                       const struct sbx_owner *owner, const struct sbx_spec *spec, const char *pod_name,
+                       const cJSON *svc, enum sbx_object_state state, char *err, size_t errlen) {
+    char path[1024];
+    struct sbx_meta sm;
+    sbx_meta_read(svc, &sm);
+    if (!spec->service) {
+        if (state != SBX_OBJ_PRESENT) return 0;
+        if (sbx_delete_owned(deps, ns, "services", pod_name, sm.uid, err, errlen) < 0) return -1;
+        LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        return 0;
+    }
+    if (state == SBX_OBJ_TERMINATING) return 0;   /* created again once it is gone */
+    if (state == SBX_OBJ_FOREIGN) {
+        sbx_event_record(deps, sb, "Warning", "ServiceNameConflict",
+                         "a Service of the sandbox's name belongs to someone else; no Service was made");
+        return 0;
+    }
+    cJSON *want = sbx_build_service(owner, spec, pod_name);
+    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = 0;
+    if (state == SBX_OBJ_ABSENT &&
+        sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
+        /* created by an earlier pass; the cache has not shown it yet: no second POST */
+    } else if (state == SBX_OBJ_ABSENT) {
+        int r = sbx_child_create(deps, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 1) {
+            sbx_count(&deps->counters->conflicts);
+            sbx_event_record(deps, sb, "Warning", "ServiceNameConflict",
+                             "a Service of the sandbox's name belongs to someone else; no Service was made");
+        } else {
+            LOGI("msg=\"service created\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        }
+    } else if (!sbx_service_matches(svc, want)) {
+        /* A merge patch replaces both lists whole; the uid precondition keeps a
+         * same-named successor's Service safe. */
+        cJSON *patch = cJSON_CreateObject(), *spec_p = cJSON_AddObjectToObject(patch, "spec"), *md;
+        cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
+        if (!spec_p || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
+            !cJSON_AddStringToObject(md, "uid", sm.uid ? sm.uid : "") ||
+            !cJSON_AddItemToObject(spec_p, "ports", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1)) ||
+            !cJSON_AddItemToObject(spec_p, "selector", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1))) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            sbx_core_path(path, sizeof(path), ns, "services");
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+            long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
+            if (st != 200 && st != 404 && st != 409) rc = -1;
+            else LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
+        }
+        cJSON_Delete(patch);
+    }
+    cJSON_Delete(want);
+    return rc;
+}
+
+int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
+                      const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_network *net,
+                      const char *pod_name, const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
+                      enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, char *err,
+                      size_t errlen) {
+    char path[1024];
+    struct sbx_meta nm;
+    sbx_meta_read(np, &nm);
+    /* A pod built under another class (spec.className changed) still runs, or is still
+     * stopping: the policy it was built under stays until it is gone (the pass that finds
+     * it gone applies the new class's before the new pod is made). A policy missing is
+     * made at once: a class that isolates applies before anything else changes. */
+    enum sbx_object_state pod_state = sbx_child_state(pod, pod_meta, owner->uid);
+    const char *built = sbx_pod_built_class(pod ? pod_meta : NULL, sb);
+    int older_pod = (pod_state == SBX_OBJ_PRESENT || pod_state == SBX_OBJ_TERMINATING) && built &&
+                    strcmp(built, spec->class_name ? spec->class_name : "") != 0;
+    if (older_pod && state == SBX_OBJ_PRESENT) {
+        LOGD("msg=\"network policy kept until the pod built under the previous class is gone\" sandbox=%s/%s",
+             ns, owner->name);
+        return 0;
+    }
+    if (net->mode != SBX_NET_ISOLATED) {
+        if (state != SBX_OBJ_PRESENT) return 0;
+        if (sbx_delete_owned(deps, ns, "networkpolicies", pod_name, nm.uid, err, errlen) < 0)
+            return -1;
+        LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
+             owner->name, pod_name);
+        return 0;
+    }
+    if (state == SBX_OBJ_TERMINATING) {
+        snprintf(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
+        return -1;
+    }
+    if (state == SBX_OBJ_FOREIGN) {
+        sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
+                         "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
+        snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        return -1;
+    }
+    cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, apiserver, napiserver);
+    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    int rc = 0;
+    if (state == SBX_OBJ_ABSENT &&
+        sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {
+        /* created by an earlier pass; the cache has not shown it yet: no second POST */
+    } else if (state == SBX_OBJ_ABSENT) {
+        int r = sbx_child_create(deps, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err, errlen);
+        if (r == 1) {
+            sbx_count(&deps->counters->conflicts);
+            sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
+                             "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
+            snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        }
+        if (r != 0) rc = -1;
+        else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
+    } else if (!sbx_netpol_matches(np, want)) {
+        /* A merge patch replaces the lists whole; the uid precondition keeps a same-named
+         * successor's policy safe. */
+        cJSON *patch = cJSON_CreateObject(), *md;
+        cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(want, "spec");
+        if (!ws || !cJSON_AddItemToObject(patch, "spec", ws) || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
+            !cJSON_AddStringToObject(md, "uid", nm.uid ? nm.uid : "")) {
+            if (ws && !cJSON_GetObjectItemCaseSensitive(patch, "spec")) cJSON_Delete(ws);
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            sbx_core_path(path, sizeof(path), ns, "networkpolicies");
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+            long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
+            if (st != 200 && st != 404 && st != 409) rc = -1;
+            else LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
+        }
+        cJSON_Delete(patch);
+    }
+    cJSON_Delete(want);
+    return rc;
+}
