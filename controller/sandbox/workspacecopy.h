@@ -5,7 +5,7 @@
  * of the copier pod: restricted Pod Security (non-root, no capabilities, RuntimeDefault
  * seccomp, no token), the source claim read-only and the new one mounted, `cp -a` (modes,
  * times and symbolic links kept), bounded by activeDeadlineSeconds, on the source's node
- * when a pod of the source runs there (ReadWriteOnce). No I/O: reconcile.c creates it and
+ * when a pod of the source runs there (ReadWriteOnce). No I/O: fork.c creates it and
  * reads its result. */
 #ifndef YAO_SANDBOX_WORKSPACECOPY_H
 #define YAO_SANDBOX_WORKSPACECOPY_H
