@@ -216,25 +216,6 @@ static void peer_drain(struct peer *p, int fd) {
     }
 }
 
-/* Value of header name (with the colon) in the request head, copied into out. */
-static int peer_header(const char *head, const char *name, char *out, size_t outlen) {
-    size_t nl = strlen(name);
-    for (const char *l = strstr(head, "\r\n"); l && l[2]; l = strstr(l + 2, "\r\n")) {
-        const char *h = l + 2;
-        if (!strncasecmp(h, name, nl)) {
-            h += nl;
-            while (*h == ' ') h++;
-            const char *e = strstr(h, "\r\n");
-            size_t m = (size_t)(e - h) < outlen - 1 ? (size_t)(e - h) : outlen - 1;
-            memcpy(out, h, m);
-            out[m] = 0;
-            return 0;
-        }
-    }
-    out[0] = 0;
-    return -1;
-}
-
 static const char PEER_FORBIDDEN_BODY[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"pods \\\"p\\\" is forbidden: User \\\"alice\\\" cannot create resource \\\"pods/exec\\\"\","
@@ -486,7 +467,7 @@ static void *peer_conn(void *arg) {
         if (strstr(head, "\r\n\r\n")) break;
     }
     char upgrade[64], key[128];
-    peer_header(head, "Upgrade:", upgrade, sizeof(upgrade));
+    http_head_field(head, "Upgrade:", upgrade, sizeof(upgrade));
     if (strcasecmp(upgrade, "websocket") != 0) {
         pthread_mutex_lock(&p->mu);
         p->plain_gets++;
@@ -507,9 +488,9 @@ static void *peer_conn(void *arg) {
     free(p->request_line);
     char *eol = strstr(head, "\r\n");
     p->request_line = strndup(head, (size_t)(eol - head));
-    peer_header(head, "Sec-WebSocket-Protocol:", p->offered, sizeof(p->offered));
-    peer_header(head, "Authorization:", p->authorization, sizeof(p->authorization));
-    peer_header(head, "Impersonate-User:", p->impersonate_user, sizeof(p->impersonate_user));
+    http_head_field(head, "Sec-WebSocket-Protocol:", p->offered, sizeof(p->offered));
+    http_head_field(head, "Authorization:", p->authorization, sizeof(p->authorization));
+    http_head_field(head, "Impersonate-User:", p->impersonate_user, sizeof(p->impersonate_user));
     const char *chosen = p->support_v5 && strstr(p->offered, "v5.channel.k8s.io") ? "v5.channel.k8s.io"
                          : strstr(p->offered, "v4.channel.k8s.io")                  ? "v4.channel.k8s.io"
                                                                                     : "";
@@ -543,7 +524,7 @@ static void *peer_conn(void *arg) {
     }
 
     /* Sec-WebSocket-Accept = base64(SHA-1(key + GUID)) */
-    peer_header(head, "Sec-WebSocket-Key:", key, sizeof(key));
+    http_head_field(head, "Sec-WebSocket-Key:", key, sizeof(key));
     char kg[256];
     unsigned char sha[SHA_DIGEST_LENGTH];
     unsigned char accept[64];

@@ -1,12 +1,13 @@
 /* tests/unit/test_tunnel.c — exec and port-forward through an HTTP CONNECT proxy, their
  * Impersonate-* headers, and their retry after a 401 with an exec credential plugin run
- * again, against the scripted endpoint of exec_peer.h: a small
- * proxy here (one thread per connection: read the CONNECT, answer 200 and splice both
- * ways, or answer 407 when a password is wanted and missing) records what it was asked.
- * Both tunnel through the WebSocket stream's own CONNECT (kube/wsstream.c). (The real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
+ * again, against the scripted endpoint of exec_peer.h, through the small proxy of
+ * connect_proxy.h (it records what it was asked, and answers 407 when a password is
+ * wanted). Both tunnel through the WebSocket stream's own CONNECT (kube/wsstream.c). (The
+ * real proxy, tinyproxy, and TLS through it: tests/integration/test_auth.sh.) */
 #include "base/clock.h"
 #include "check.h"
 #include "loopback.h"
+#include "connect_proxy.h"
 #include "exec_peer.h"
 
 #include "kube/config.h"
@@ -15,119 +16,6 @@
 #include "kube/rest.h"
 
 #include <sys/stat.h>
-
-struct proxy {
-    int fd, port;
-    const char *want_auth;     /* "Basic ..." or NULL */
-    _Atomic int stop;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    int connects, refused;
-    char last_connect[256];    /* the last request line */
-    char last_auth[256];
-};
-
-/* Copy bytes between a and b until either side closes. */
-static void splice_both(int a, int b) {
-    char buf[16384];
-    struct pollfd pf[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
-    for (;;) {
-        if (poll(pf, 2, 15000) <= 0) return;
-        for (int i = 0; i < 2; i++) {
-            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            ssize_t n = recv(pf[i].fd, buf, sizeof buf, 0);
-            if (n <= 0) return;
-            int to = i ? a : b;
-            for (ssize_t off = 0; off < n;) {
-                ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
-                if (w <= 0) return;
-                off += w;
-            }
-        }
-    }
-}
-
-struct proxy_conn { struct proxy *p; int fd; };
-
-static void *proxy_conn(void *arg) {
-    struct proxy_conn *pc = arg;
-    struct proxy *p = pc->p;
-    int fd = pc->fd, up = -1;
-    free(pc);
-    char head[4096];
-    size_t len = 0;
-    while (len < sizeof head - 1) {
-        ssize_t r = recv(fd, head + len, sizeof head - 1 - len, 0);
-        if (r <= 0) goto out;
-        len += (size_t)r;
-        head[len] = 0;
-        if (strstr(head, "\r\n\r\n")) break;
-    }
-    char *eol = strstr(head, "\r\n");
-    if (!eol) goto out;
-    char auth[256] = "";
-    peer_header(head, "Proxy-Authorization:", auth, sizeof auth);
-    pthread_mutex_lock(&p->mu);
-    snprintf(p->last_connect, sizeof p->last_connect, "%.*s", (int)(eol - head), head);
-    snprintf(p->last_auth, sizeof p->last_auth, "%s", auth);
-    int refuse = p->want_auth && strcmp(auth, p->want_auth) != 0;
-    if (refuse) p->refused++;
-    else p->connects++;
-    pthread_mutex_unlock(&p->mu);
-    if (refuse) {
-        static const char no[] = "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\n"
-                                 "Content-Length: 0\r\n\r\n";
-        send(fd, no, sizeof no - 1, MSG_NOSIGNAL);
-        goto out;
-    }
-    int port = 0;
-    if (sscanf(head, "CONNECT 127.0.0.1:%d HTTP/1.1", &port) != 1) goto out;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (up < 0 || connect(up, (struct sockaddr *)&sa, sizeof sa) < 0) goto out;
-    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-    if (send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof ok - 1)) goto out;
-    splice_both(fd, up);
-out:
-    if (up >= 0) close(up);
-    close(fd);
-    return NULL;
-}
-
-static void *proxy_loop(void *arg) {
-    struct proxy *p = arg;
-    while (!p->stop) {
-        struct pollfd pf = {p->fd, POLLIN, 0};
-        if (poll(&pf, 1, 50) <= 0) continue;
-        int c = accept(p->fd, NULL, NULL);
-        if (c < 0) continue;
-        struct proxy_conn *pc = malloc(sizeof *pc);
-        pthread_t t;
-        if (!pc) { close(c); continue; }
-        pc->p = p;
-        pc->fd = c;
-        if (pthread_create(&t, NULL, proxy_conn, pc) == 0) pthread_detach(t);
-        else { free(pc); close(c); }
-    }
-    return NULL;
-}
-
-static int proxy_start(struct proxy *p, const char *want_auth) {
-    memset(p, 0, sizeof *p);
-    p->want_auth = want_auth;
-    pthread_mutex_init(&p->mu, NULL);
-    if ((p->fd = loopback_listen(16, &p->port)) < 0) return -1;
-    return pthread_create(&p->thread, NULL, proxy_loop, p) == 0 ? 0 : -1;
-}
-
-static void proxy_stop(struct proxy *p) {
-    p->stop = 1;
-    pthread_join(p->thread, NULL);
-    close(p->fd);
-    usleep(100 * 1000);   /* detached connection threads see their sockets close */
-    pthread_mutex_destroy(&p->mu);
-}
 
 /* A client of the peer (http), through proxy_url (NULL = direct), impersonating user. */
 static struct kube_client *client_for(const struct peer *pe, const char *proxy_url, const char *user) {

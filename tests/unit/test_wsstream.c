@@ -1,14 +1,16 @@
 /* tests/unit/test_wsstream.c — kube/wsstream on its own, against a scripted WebSocket
  * server here on 127.0.0.1 (plain TCP or TLS with a self-signed certificate made in the
  * test; a hand-written upgrade and RFC 6455 frames, one script per test, one connection
- * at a time on a thread of its own) and a small CONNECT proxy: a message split across
- * reads and fragments, pieces of a big message handed on in place and bounded, a ping
+ * at a time on a thread of its own) and the CONNECT proxy of connect_proxy.h: a message
+ * split across reads and fragments, pieces of a big message handed on in place and
+ * bounded, a ping
  * answered with its payload, a refused upgrade's Status message (and its HTTP status when
  * the plain GET says otherwise), the proxy tunnel (plain and TLS), a peer that resets
  * right after its last message while we still send, input from an fd in channel-tagged
  * chunks with its end, TLS name checks (IP, tls-server-name with SNI, a wrong name), the
  * deadline and kube_wss_stop from on_poll. */
 #include "check.h"
+#include "connect_proxy.h"
 #include "loopback.h"
 
 #include <arpa/inet.h>
@@ -373,74 +375,6 @@ static void srv_stop(struct srv *s) {
     pthread_mutex_destroy(&s->mu);
 }
 
-/* ---- a CONNECT proxy ------------------------------------------------------------------ */
-
-struct proxy {
-    int fd, port;
-    _Atomic int stop;
-    pthread_t thread;
-    char last_connect[128];
-    int connects;
-};
-
-static void *proxy_main(void *arg) {
-    struct proxy *p = arg;
-    while (!p->stop) {
-        struct pollfd pf = {p->fd, POLLIN, 0};
-        if (poll(&pf, 1, 50) <= 0) continue;
-        int fd = accept(p->fd, NULL, NULL), up = -1;
-        if (fd < 0) continue;
-        char head[2048];
-        size_t len = 0;
-        while (len < sizeof head - 1) {
-            ssize_t r = recv(fd, head + len, sizeof head - 1 - len, 0);
-            if (r <= 0) break;
-            len += (size_t)r;
-            head[len] = 0;
-            if (strstr(head, "\r\n\r\n")) break;
-        }
-        char host[64];
-        int port = 0;
-        if (len && sscanf(head, "CONNECT %63[^:]:%d", host, &port) == 2) {
-            snprintf(p->last_connect, sizeof p->last_connect, "%.*s", (int)(strstr(head, "\r\n") - head), head);
-            p->connects++;
-            struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-            inet_pton(AF_INET, host, &sa.sin_addr);
-            up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (up >= 0 && connect(up, (struct sockaddr *)&sa, sizeof sa) == 0) {
-                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-                send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL);
-                char buf[16384];
-                struct pollfd two[2] = {{fd, POLLIN, 0}, {up, POLLIN, 0}};
-                while (!p->stop && poll(two, 2, 10000) > 0) {
-                    int done = 0;
-                    for (int i = 0; i < 2 && !done; i++) {
-                        if (!(two[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-                        ssize_t n = recv(two[i].fd, buf, sizeof buf, 0);
-                        if (n <= 0 || send(two[1 - i].fd, buf, (size_t)n, MSG_NOSIGNAL) != n) done = 1;
-                    }
-                    if (done) break;
-                }
-            }
-        }
-        if (up >= 0) close(up);
-        close(fd);
-    }
-    return NULL;
-}
-
-static int proxy_start(struct proxy *p) {
-    memset(p, 0, sizeof(*p));
-    if ((p->fd = loopback_listen(16, &p->port)) < 0) return -1;
-    return pthread_create(&p->thread, NULL, proxy_main, p) == 0 ? 0 : -1;
-}
-
-static void proxy_stop(struct proxy *p) {
-    p->stop = 1;
-    pthread_join(p->thread, NULL);
-    close(p->fd);
-}
-
 /* ---- the client side ------------------------------------------------------------------ */
 
 struct client_opts {
@@ -780,7 +714,7 @@ TEST(proxy_tunnel_plain) {
     struct kube_wss_result res;
     char err[512], want[64];
     CHECK_INT(srv_start(&s, script_ping, NULL), 0);
-    CHECK_INT(proxy_start(&px), 0);
+    CHECK_INT(proxy_start(&px, NULL), 0);
     struct client_opts co = {.proxy = &px};
     struct kube_wss_options o = base_options(&u);
     u.end_at = "done";
@@ -846,7 +780,7 @@ TEST(tls_checks_the_name_and_sends_sni) {
     struct kube_wss_result res;
     char err[512];
     CHECK_INT(srv_start(&s, script_ping, &ct), 0);
-    CHECK_INT(proxy_start(&px), 0);
+    CHECK_INT(proxy_start(&px, NULL), 0);
     struct kube_wss_options o = base_options(&u);
     /* the IP address of the URL against the certificate's IP SAN; no SNI for an IP */
     struct client_opts co = {.ca = &ct};
