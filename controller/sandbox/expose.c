@@ -16,7 +16,6 @@
 int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
                        const struct sbx_owner *owner, const struct sbx_spec *spec, const char *pod_name,
                        const cJSON *svc, enum sbx_object_state state, char *err, size_t errlen) {
-    char path[1024];
     struct sbx_meta sm;
     sbx_meta_read(svc, &sm);
     if (!spec->service) {
@@ -48,24 +47,24 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
             LOGI("msg=\"service created\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         }
     } else if (!sbx_service_matches(svc, want)) {
-        /* A merge patch replaces both lists whole; the uid precondition keeps a
+        /* Its ports and selector, each list replaced whole; the uid precondition keeps a
          * same-named successor's Service safe. */
-        cJSON *patch = cJSON_CreateObject(), *spec_p = cJSON_AddObjectToObject(patch, "spec"), *md;
-        cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
-        if (!spec_p || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", sm.uid ? sm.uid : "") ||
-            !cJSON_AddItemToObject(spec_p, "ports", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1)) ||
-            !cJSON_AddItemToObject(spec_p, "selector", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1))) {
+        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(want, "spec");
+        cJSON *part = cJSON_CreateObject();
+        cJSON *ports = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "ports"), 1);
+        cJSON *selector = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ws, "selector"), 1);
+        int r = -1;
+        if (part && cJSON_AddItemToObject(part, "ports", ports) && (ports = NULL, 1) &&
+            cJSON_AddItemToObject(part, "selector", selector) && (selector = NULL, 1))
+            r = sbx_patch_owned_spec(deps, ns, "services", pod_name, sm.uid, part, err, errlen);
+        else {
+            cJSON_Delete(part);
             snprintf(err, errlen, "out of memory");
-            rc = -1;
-        } else {
-            sbx_core_path(path, sizeof(path), ns, "services");
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
-            if (st != 200 && st != 404 && st != 409) rc = -1;
-            else LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         }
-        cJSON_Delete(patch);
+        cJSON_Delete(ports);      /* what was not added */
+        cJSON_Delete(selector);
+        if (r < 0) rc = -1;
+        else if (r == 0) LOGI("msg=\"service updated\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
     }
     cJSON_Delete(want);
     return rc;
@@ -76,7 +75,6 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
                       const char *pod_name, const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
                       enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, char *err,
                       size_t errlen) {
-    char path[1024];
     struct sbx_meta nm;
     sbx_meta_read(np, &nm);
     /* A pod built under another class (spec.className changed) still runs, or is still
@@ -127,23 +125,11 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
         if (r != 0) rc = -1;
         else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
     } else if (!sbx_netpol_matches(np, want)) {
-        /* A merge patch replaces the lists whole; the uid precondition keeps a same-named
-         * successor's policy safe. */
-        cJSON *patch = cJSON_CreateObject(), *md;
-        cJSON *ws = cJSON_DetachItemFromObjectCaseSensitive(want, "spec");
-        if (!ws || !cJSON_AddItemToObject(patch, "spec", ws) || !(md = cJSON_AddObjectToObject(patch, "metadata")) ||
-            !cJSON_AddStringToObject(md, "uid", nm.uid ? nm.uid : "")) {
-            if (ws && !cJSON_GetObjectItemCaseSensitive(patch, "spec")) cJSON_Delete(ws);
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        } else {
-            sbx_core_path(path, sizeof(path), ns, "networkpolicies");
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-            long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
-            if (st != 200 && st != 404 && st != 409) rc = -1;
-            else LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
-        }
-        cJSON_Delete(patch);
+        /* Its whole spec; the uid precondition keeps a same-named successor's policy safe. */
+        int r = sbx_patch_owned_spec(deps, ns, "networkpolicies", pod_name, nm.uid,
+                                     cJSON_DetachItemFromObjectCaseSensitive(want, "spec"), err, errlen);
+        if (r < 0) rc = -1;
+        else if (r == 0) LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
     }
     cJSON_Delete(want);
     return rc;

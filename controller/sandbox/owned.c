@@ -46,6 +46,27 @@ int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char 
     return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
 }
 
+int sbx_patch_owned_spec(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
+                         const char *uid, cJSON *spec, char *err, size_t errlen) {
+    char path[1024];
+    cJSON *patch = cJSON_CreateObject(), *md;
+    if (!spec || !patch || !cJSON_AddItemToObject(patch, "spec", spec)) {
+        cJSON_Delete(spec);
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (!(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid ? uid : "")) {
+        cJSON_Delete(patch);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    object_path(path, sizeof(path), ns, resource, name);
+    long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
+    cJSON_Delete(patch);
+    return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
+}
+
 long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, const char *uid, const char *rv,
                                char *err, size_t errlen) {
     cJSON *opts = cJSON_CreateObject(), *pre;

@@ -1,11 +1,13 @@
 /* sandbox/owned.h — writes to the objects a Sandbox owns (and to Sandboxes), each made
  * with a precondition so that it never touches an object created in between under the
- * same name: deletes with uid (and resourceVersion), merge patches of labels or
- * annotations with uid. Counted in deps->counters. */
+ * same name: deletes with uid (and resourceVersion), merge patches of labels,
+ * annotations or a spec with uid. Counted in deps->counters. */
 #ifndef YAO_SANDBOX_OWNED_H
 #define YAO_SANDBOX_OWNED_H
 
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "sandbox/deps.h"
 
@@ -21,5 +23,10 @@ int sbx_delete_owned(const struct sbx_deps *deps, const char *ns, const char *re
 int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
                         const char *uid, const char *map, size_t n, const char *const *keys,
                         const char *const *values, char *err, size_t errlen);
+/* Merge-patch spec (consumed, also on failure) as the whole of the patch's "spec" into
+ * ns/resource/name if it still has uid (a merge patch replaces each list in it whole).
+ * 0 patched, 1 gone or replaced (404, 409), -1 (err). */
+int sbx_patch_owned_spec(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
+                         const char *uid, cJSON *spec, char *err, size_t errlen);
 
 #endif
