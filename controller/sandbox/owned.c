@@ -27,14 +27,22 @@ int sbx_delete_owned(const struct sbx_deps *deps, const char *ns, const char *re
     return -1;
 }
 
-int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
-                        const char *uid, const char *map, size_t n, const char *const *keys,
-                        const char *const *values, char *err, size_t errlen) {
+/* A merge patch {metadata: {uid}} (uid NULL: ""), its metadata in *md; NULL on ENOMEM. */
+static cJSON *uid_patch(const char *uid, cJSON **md) {
+    cJSON *patch = cJSON_CreateObject();
+    if (!patch || !(*md = cJSON_AddObjectToObject(patch, "metadata")) ||
+        !cJSON_AddStringToObject(*md, "uid", uid ? uid : "")) {
+        cJSON_Delete(patch);
+        return NULL;
+    }
+    return patch;
+}
+
+/* Send patch (deleted here) to ns/resource/name when ok, else report ENOMEM. 0 patched,
+ * 1 gone or replaced (404, 409), -1. */
+static int send_owned_patch(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
+                            cJSON *patch, int ok, char *err, size_t errlen) {
     char path[1024];
-    cJSON *patch = cJSON_CreateObject(), *md, *m;
-    int ok = patch && (md = cJSON_AddObjectToObject(patch, "metadata")) && cJSON_AddStringToObject(md, "uid", uid) &&
-             (m = cJSON_AddObjectToObject(md, map));
-    for (size_t i = 0; ok && i < n; i++) ok = cJSON_AddStringToObject(m, keys[i], values[i]) != NULL;
     if (!ok) {
         cJSON_Delete(patch);
         snprintf(err, errlen, "out of memory");
@@ -46,25 +54,21 @@ int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char 
     return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
 }
 
+int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
+                        const char *uid, const char *map, size_t n, const char *const *keys,
+                        const char *const *values, char *err, size_t errlen) {
+    cJSON *md = NULL, *m = NULL, *patch = uid_patch(uid, &md);
+    int ok = patch && (m = cJSON_AddObjectToObject(md, map));
+    for (size_t i = 0; ok && i < n; i++) ok = cJSON_AddStringToObject(m, keys[i], values[i]) != NULL;
+    return send_owned_patch(deps, ns, resource, name, patch, ok, err, errlen);
+}
+
 int sbx_patch_owned_spec(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
                          const char *uid, cJSON *spec, char *err, size_t errlen) {
-    char path[1024];
-    cJSON *patch = cJSON_CreateObject(), *md;
-    if (!spec || !patch || !cJSON_AddItemToObject(patch, "spec", spec)) {
-        cJSON_Delete(spec);
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (!(md = cJSON_AddObjectToObject(patch, "metadata")) || !cJSON_AddStringToObject(md, "uid", uid ? uid : "")) {
-        cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    object_path(path, sizeof(path), ns, resource, name);
-    long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
-    cJSON_Delete(patch);
-    return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
+    cJSON *md, *patch = uid_patch(uid, &md);
+    int ok = patch && spec && cJSON_AddItemToObject(patch, "spec", spec);
+    if (!ok) cJSON_Delete(spec);   /* not in the patch: ours to free */
+    return send_owned_patch(deps, ns, resource, name, patch, ok, err, errlen);
 }
 
 long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, const char *uid, const char *rv,
