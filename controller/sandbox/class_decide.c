@@ -466,7 +466,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     else sbx_defaults_init(&d);
     if (res_lifecycle(sandbox, k, &d, err, errlen) != 0) return -1;
     if (k) {
-        if (k->image) d.image = k->image;
+        if (k->image) { d.image = k->image; d.image_builtin = 0; }
         d.memory_bytes = res_default(&k->memory, d.memory_bytes);
         d.cpu_millis = res_default(&k->cpu, d.cpu_millis);
         d.ephemeral_bytes = res_default(&k->ephemeral, d.ephemeral_bytes);

@@ -156,6 +156,21 @@ static int pod_trouble(const struct sbx_observed *o, struct sbx_decision *d) {
     return 1;
 }
 
+/* A pull failure of the controller's built-in default image (no --image, no class default,
+ * no spec.image): nobody publishes that image, so the message leads with how to name one
+ * that the nodes can pull, then the kubelet's own words (which may be cut). */
+static void builtin_image_hint(const struct sbx_spec *s, struct sbx_decision *d) {
+    char kubelet[SBX_MESSAGE_MAX];
+    snprintf(kubelet, sizeof kubelet, "%s", d->message);
+    snprintf(d->message, sizeof d->message,
+             "%s is the controller's built-in default image, which no public registry serves: push the "
+             "project's images to a registry the nodes pull from (images/build.sh push) and name it with "
+             "the controller's --image / YAO_SANDBOX_IMAGE (chart: image.registry or "
+             "sandboxDefaults.image), a SandboxClass's spec.image.default or the Sandbox's spec.image; "
+             "the kubelet says: ", s->image);
+    append_message(d, kubelet);
+}
+
 /* An adopted warm claim whose volume's node cannot take the pod: how long until it is
  * given up (0 = now), or -1 when it is not such a case. Only a claim adopted within
  * SBX_WARM_RELEASE_WINDOW_MS that no pod of the Sandbox has used: no status.startedAt or
@@ -511,6 +526,8 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
             o->pod_unscheduled_message);
     } else if (pod_trouble(o, d)) {
         /* the scheduler's or the kubelet's reason, set by pod_trouble */
+        if (s->image_builtin && d->reason && (!strcmp(d->reason, "ErrImagePull") || !strcmp(d->reason, "ImagePullBackOff")))
+            builtin_image_hint(s, d);
         int64_t left = warm_claim_stranded_in(o);
         if (left > 0) d->requeue_after_ms = left;
     } else if (!o->pod_phase || !strcmp(o->pod_phase, "Pending")) {

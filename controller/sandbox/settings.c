@@ -94,7 +94,7 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
 #define BAD(what) do { snprintf(err, errlen, "%s: %s \"%s\"", src, what, val); return -1; } while (0)
     if (!strcmp(name, "kubeconfig")) o->kubeconfig = val;
     else if (!strcmp(name, "namespace")) o->controller.namespace_ = *val ? val : NULL;
-    else if (!strcmp(name, "image")) { if (!*val) BAD("empty image"); d->image = val; }
+    else if (!strcmp(name, "image")) { if (!*val) BAD("empty image"); d->image = val; d->image_builtin = 0; }
     else if (!strcmp(name, "max-running")) {
         int n = parse_int(val, 1000000);
         if (n < 0) BAD("not a count");

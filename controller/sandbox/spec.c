@@ -712,6 +712,7 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
         if (!str || !*str)
             return sbx_fail(c, "spec.image: not set and the controller has no default image");
         if (sbx_check_image(c, str, "spec.image (controller default)")) return -1;
+        s->image_builtin = c->d->image_builtin;
     }
     if (sbx_dup(c, str, &s->image)) return -1;
 
@@ -775,6 +776,7 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
 
 void sbx_defaults_init(struct sbx_defaults *d) {
     d->image = SBX_DEFAULT_IMAGE;
+    d->image_builtin = 1;
     d->idle_timeout_ms = INT64_C(30) * 60 * 1000;
     d->memory_bytes = INT64_C(2) << 30;
     d->cpu_millis = 1000;

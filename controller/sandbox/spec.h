@@ -93,6 +93,7 @@ struct sbx_run {
 struct sbx_spec {
     char *user_id, *chat_id;   /* raw IDs */
     char *image;
+    int image_builtin;         /* image is the built-in default (sbx_defaults.image_builtin) */
     enum sbx_lifecycle lifecycle;
     int64_t idle_timeout_ms;
     int paused;
@@ -151,6 +152,9 @@ struct sbx_spec {
 
 struct sbx_defaults {
     const char *image;             /* YAO_SANDBOX_IMAGE */
+    int image_builtin;             /* image is SBX_DEFAULT_IMAGE because nothing named one
+                                      (no --image, no class default): a pull failure then
+                                      says how to name a pullable one */
     int64_t idle_timeout_ms;       /* YAO_SANDBOX_IDLE_TIMEOUT, 30 min */
     int64_t memory_bytes;          /* YAO_SANDBOX_MEMORY, 2 GiB (limit) */
     int64_t cpu_millis;            /* YAO_SANDBOX_CPU, 1000 (limit) */

@@ -1411,6 +1411,36 @@ TEST(waiting_reasons_reach_the_ready_condition) {
     CHECK_STR(d.message, "the container is waiting");
 }
 
+/* The controller's built-in default image (nothing named an image) is published nowhere:
+ * its pull failure leads with how to name one, then keeps the kubelet's words; an image the
+ * operator or the user named gets the kubelet's words alone. */
+TEST(a_pull_failure_of_the_builtin_default_image_says_how_to_name_one) {
+    static const char *const pull[] = {"ErrImagePull", "ImagePullBackOff"};
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    s.image = "yao-sandbox/sandbox:9.9.9";
+    for (int i = 0; i < 2; i++) {
+        struct sbx_observed o = never_ready(T0, T0 + MIN);
+        o.ctr.waiting_reason = pull[i];
+        o.ctr.waiting_message = "Back-off pulling image \"yao-sandbox/sandbox:9.9.9\"";
+        s.image_builtin = 1;
+        struct sbx_decision d = decide(&s, &o);
+        CHECK_STR(d.reason, pull[i]);
+        CHECK(strncmp(d.message, "yao-sandbox/sandbox:9.9.9 is the controller's built-in default image", 68) == 0);
+        CHECK(strstr(d.message, "YAO_SANDBOX_IMAGE") != NULL);
+        CHECK(strstr(d.message, "the kubelet says: Back-off pulling image \"yao-sandbox/sandbox:9.9.9\"") != NULL);
+        s.image_builtin = 0;
+        d = decide(&s, &o);
+        CHECK_STR(d.message, "Back-off pulling image \"yao-sandbox/sandbox:9.9.9\"");
+    }
+    /* other troubles of a built-in image's pod say only what the kubelet said */
+    struct sbx_observed o = never_ready(T0, T0 + MIN);
+    o.ctr.waiting_reason = "CrashLoopBackOff";
+    o.ctr.waiting_message = "back-off 40s";
+    s.image_builtin = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_STR(d.message, "back-off 40s");
+}
+
 TEST(unschedulable_reaches_the_ready_condition) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = never_ready(0, T0 + MIN);   /* not scheduled: no startTime */

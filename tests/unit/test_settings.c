@@ -75,6 +75,7 @@ TEST(defaults) {
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
     CHECK(o.controller.namespace_ == NULL);
     CHECK_STR(o.controller.defaults.image, "yao-sandbox/sandbox:" YAO_VERSION);
+    CHECK_INT(o.controller.defaults.image_builtin, 1);
     CHECK_INT(o.controller.defaults.pull_policy, SBX_PULL_BY_IMAGE);
     CHECK_INT(o.controller.defaults.memory_request_bytes, 256 * MIB);
     CHECK_INT(o.controller.defaults.cpu_request_millis, 100);
@@ -174,6 +175,7 @@ TEST(env_applied) {
     CHECK_STR(err, "");
     CHECK_STR(o.controller.namespace_, "sandboxes");
     CHECK_STR(o.controller.defaults.image, "registry.local/sb:1.2");
+    CHECK_INT(o.controller.defaults.image_builtin, 0);
     CHECK_INT(o.controller.limits.max_running, 7);
     CHECK_INT(o.controller.limits.max_running_per_user, 2);
     CHECK_INT(o.controller.warm_workspaces, 3);

@@ -153,6 +153,7 @@ TEST(defaults_init_builtin) {
     memset(&d, 0x5a, sizeof d);
     sbx_defaults_init(&d);
     CHECK_STR(d.image, "yao-sandbox/sandbox:" YAO_VERSION);
+    CHECK_INT(d.image_builtin, 1);
     CHECK_INT(d.pull_policy, SBX_PULL_BY_IMAGE);
     CHECK_INT(d.idle_timeout_ms, 30 * 60 * 1000);
     CHECK_INT(d.memory_bytes, 2 * GIB);
@@ -219,7 +220,15 @@ TEST(controller_defaults_are_applied) {
     struct sbx_defaults d;
 
     sbx_defaults_init(&d);
+    /* the built-in image is marked as such on the Sandboxes that take it */
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\"}", &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.image_builtin, 1);
+    sbx_spec_free(&s);
+    CHECK_INT(parse_text("{\"userID\":\"u\",\"chatID\":\"c\",\"image\":\"mine:1\"}", &d, &s, err, sizeof err), 0);
+    CHECK_INT(s.image_builtin, 0);
+    sbx_spec_free(&s);
     d.image = "example.com/custom:2";
+    d.image_builtin = 0;
     d.idle_timeout_ms = 5 * 60 * 1000;
     d.memory_bytes = 4 * GIB;
     d.cpu_millis = 2500;

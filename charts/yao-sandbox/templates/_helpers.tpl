@@ -201,6 +201,20 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 {{- end -}}
 {{- end -}}
 
+{{/* The sandbox image (YAO_SANDBOX_IMAGE): sandboxDefaults.image, else the sandbox image of
+     this release from the controller's registry: [image.registry/]yao-sandbox/sandbox:<tag>
+     (image.tag, else appVersion) — `images/build.sh push` puts both images there, so a
+     registry that serves the controller serves the sandboxes too. */}}
+{{- define "yao-sandbox.sandboxImage" -}}
+{{- if .Values.sandboxDefaults.image -}}
+{{- .Values.sandboxDefaults.image -}}
+{{- else -}}
+{{- $repo := "yao-sandbox/sandbox" -}}
+{{- with .Values.image.registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}{{ end -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The controller's ServiceAccount: serviceAccount.name, else <fullname>-controller. */}}
 {{- define "yao-sandbox.serviceAccountName" -}}
 {{- default (include "yao-sandbox.controllerName" .) .Values.serviceAccount.name -}}
