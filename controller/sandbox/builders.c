@@ -462,6 +462,14 @@ cJSON *sbx_build_pod(const struct sbx_owner *o, const struct sbx_spec *s,
             goto err;
         if (!cJSON_AddStringToObject(ann, SBX_ANN_CLASS, s->class_name ? s->class_name : "")) goto err;
     }
+    /* After the hash: the addresses are looked up at creation and may move (hostalias.c). */
+    if (s->host_aliases_resolved) {
+        cJSON *aliases = cJSON_Duplicate(s->host_aliases_resolved, 1);
+        if (!aliases || !cJSON_AddItemToObject(spec, "hostAliases", aliases)) {
+            cJSON_Delete(aliases);
+            goto err;
+        }
+    }
     return pod;
 err:
     cJSON_Delete(pod);

@@ -17,6 +17,7 @@
 
 #include "base/errfmt.h"
 #include "kube/events.h"
+#include "sandbox/hostalias_decide.h"
 #include "sandbox/quantity.h"
 #include "sandbox/selector.h"
 
@@ -281,8 +282,13 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
         cls_string(c, spec, "priorityClassName", "spec.priorityClassName", &k->priority_class) ||
         cls_json(c, spec, "nodeSelector", 0, &k->node_selector) ||
         cls_json(c, spec, "tolerations", 1, &k->tolerations) ||
-        cls_json(c, spec, "affinity", 0, &k->affinity))
+        cls_json(c, spec, "affinity", 0, &k->affinity) ||
+        cls_json(c, spec, "hostAliases", 1, &k->host_aliases))
         return -1;
+    {
+        char why[256];
+        if (sbx_host_aliases_check(k->host_aliases, why, sizeof why)) return cls_fail(c, "%s", why);
+    }
 
     v = cls_member(spec, "lifecycle");
     if (v) {
@@ -361,6 +367,7 @@ void sbx_class_free(struct sbx_class *c) {
     cJSON_Delete(c->node_selector);
     cJSON_Delete(c->tolerations);
     cJSON_Delete(c->affinity);
+    cJSON_Delete(c->host_aliases);
     sbx_network_free(&c->network);
     cJSON_Delete(c->namespace_selector);
     memset(c, 0, sizeof *c);
@@ -532,7 +539,8 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
     }
     if (res_dup(k->name, &out->class_name) || res_dup(k->runtime_class, &out->runtime_class) ||
         res_dup(k->priority_class, &out->priority_class) || res_json(k->node_selector, &out->node_selector) ||
-        res_json(k->tolerations, &out->tolerations) || res_json(k->affinity, &out->affinity)) {
+        res_json(k->tolerations, &out->tolerations) || res_json(k->affinity, &out->affinity) ||
+        res_json(k->host_aliases, &out->host_aliases)) {
         errfmt(err, errlen, "out of memory while resolving the SandboxClass");
         goto fail;
     }

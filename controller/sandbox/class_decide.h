@@ -41,6 +41,7 @@ struct sbx_class {
                                              even before their first Sandbox of the class */
     char *runtime_class, *priority_class; /* spec.runtimeClassName, spec.priorityClassName */
     cJSON *node_selector, *tolerations, *affinity;   /* copies; NULL = unset */
+    cJSON *host_aliases;                  /* spec.hostAliases, checked (hostalias_decide.h) */
     int has_lifecycle;                    /* spec.lifecycle set: */
     enum sbx_lifecycle lifecycle;         /* the lifecycle of Sandboxes that set none */
     int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */

@@ -30,6 +30,7 @@
 #include "sandbox/class.h"
 #include "sandbox/expose.h"
 #include "sandbox/fork.h"
+#include "sandbox/hostalias.h"
 #include "sandbox/metrics.h"
 #include "sandbox/objects.h"
 #include "sandbox/orphans.h"
@@ -1118,7 +1119,17 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         }
     }
     if (d->actions & SBX_ACT_CREATE_POD) {
-        cJSON *obj = sbx_build_pod(&owner, &p->spec, ob->pod_name, ob->claim);
+        /* The class's host aliases at the API server's addresses of the moment, on a
+         * shallow copy of the spec (the copy owns only what it adds). */
+        struct sbx_spec with_hosts = p->spec;
+        if (sbx_host_aliases_resolve(&ctl->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err,
+                                     errlen) < 0) {
+            sbx_event_record(&ctl->deps, sb, "Warning", "HostAliasUnresolved", err);
+            sbx_capacity_release(ctl->capacity, uid, 0);
+            return end_pass(res, -1, 0);
+        }
+        cJSON *obj = sbx_build_pod(&owner, &with_hosts, ob->pod_name, ob->claim);
+        cJSON_Delete(with_hosts.host_aliases_resolved);
         int r = obj ? sbx_child_create(&ctl->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) {

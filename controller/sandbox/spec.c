@@ -959,6 +959,8 @@ void sbx_spec_free(struct sbx_spec *s) {
     cJSON_Delete(s->node_selector);
     cJSON_Delete(s->tolerations);
     cJSON_Delete(s->affinity);
+    cJSON_Delete(s->host_aliases);
+    cJSON_Delete(s->host_aliases_resolved);
     memset(s, 0, sizeof *s);
 }
 

@@ -127,6 +127,12 @@ struct sbx_spec {
      * The JSON members are owned copies, emitted into the pod spec as they are. */
     char *runtime_class, *priority_class;
     cJSON *node_selector, *tolerations, *affinity;
+    /* The class's spec.hostAliases as given (checked), and the pod's hostAliases resolved
+     * from it ([{ip, hostnames}], Services' cluster IPs looked up by hostalias.c just before
+     * the pod is created, on a copy of the spec; NULL otherwise: a pod built without it has
+     * none). Neither is part of the pod's template hash: /etc/hosts is written when a pod is
+     * created, so a changed address reaches the pods created after the change. */
+    cJSON *host_aliases, *host_aliases_resolved;
     char *class_name;          /* the SandboxClass applied; NULL = flag defaults only */
     int max_running_per_user;  /* the class's cap on running sandboxes per user; 0 = none */
     /* The class's spec.reclaim.idleAfter: a running session or long-running sandbox idle

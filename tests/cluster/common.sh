@@ -29,7 +29,7 @@ export GOCACHE=${GOCACHE:-$(go env GOCACHE)}
 # Path of a cached binary, e.g. cached_bin kube-apiserver -> .../kube-apiserver-v1.32.13
 cached_bin() {
     case "$1" in
-        kube-apiserver|kube-controller-manager|kube-scheduler|kubelet) echo "$YAO_BIN/$1-$K8S_VERSION" ;;
+        kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy) echo "$YAO_BIN/$1-$K8S_VERSION" ;;
         etcd) echo "$YAO_BIN/etcd-$ETCD_VERSION" ;;
         kwok) echo "$YAO_BIN/kwok-$KWOK_VERSION-patched1" ;;
         helm) echo "$YAO_BIN/helm-$HELM_VERSION" ;;
