@@ -36,7 +36,7 @@ demo: configure
 	@tests/cluster/demo
 
 images:
-	@images/build.sh all
+	@images/build.sh all agents
 
 bench: build
 	@bench/run

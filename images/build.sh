@@ -2,16 +2,24 @@
 # Build the yao-sandbox container images without a Docker engine or an image registry, and
 # push them to a registry when asked (`push`).
 #
-#   images/build.sh [base|controller|sandbox|all|push|prune]...      (default: all)
+#   images/build.sh [base|controller|sandbox|all|claude|claude-full|agents|push|push-agents|prune]...
+#                                                                  (default: all)
 #
 #   base        docker.io/library/debian:bookworm-slim, made locally with debootstrap
 #               (minbase) and `podman import`; skipped when the image already exists,
 #               imported from the rootfs tarball in the cache when that exists.
 #   controller  yao-sandbox/controller:$TAG   (images/controller/Dockerfile)
 #   sandbox     yao-sandbox/sandbox:$TAG      (images/sandbox/Dockerfile)
+#   claude      yao-sandbox/sandbox-claude:$TAG  (images/sandbox-claude/Dockerfile): the
+#               sandbox image + Claude Code's CLI (npm, pinned: CLAUDE_CODE_VERSION) with
+#               yao-bridge as its MCP server, Node.js and Python 3 (Debian)
+#   claude-full yao-sandbox/sandbox-claude:$TAG-full  (Dockerfile.full): + a Go toolchain
+#               (golang.org/toolchain from the Go module proxy, GO_VERSION)
+#   agents      claude and claude-full (`make images` builds all and agents)
 #   push        push controller and sandbox (:$TAG and :latest) to $YAO_IMAGE_REGISTRY,
 #               as $YAO_IMAGE_REGISTRY/yao-sandbox/{controller,sandbox} (buildah push;
 #               only the blobs the registry lacks are sent)
+#   push-agents push sandbox-claude (:$TAG, :latest, :$TAG-full, :full) the same way
 #   prune       remove dangling images (old tags and the build-stage layer cache)
 #
 # Idempotent: run it as often as you like; a warm run reuses the base image and the
@@ -49,6 +57,10 @@ TAG=${YAO_IMAGE_TAG:-$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p
 TAG=${TAG:-0.1.0}
 CONTROLLER_IMAGE=yao-sandbox/controller
 SANDBOX_IMAGE=yao-sandbox/sandbox
+CLAUDE_IMAGE=yao-sandbox/sandbox-claude
+# The agent images' pinned parts: Claude Code's npm version, the Go toolchain of :full.
+CLAUDE_CODE_VERSION=${CLAUDE_CODE_VERSION:-2.1.332}
+GO_VERSION=${YAO_IMAGE_GO_VERSION:-1.26.8}
 
 log() { printf '[images] %s\n' "$*" >&2; }
 die() { printf '[images] error: %s\n' "$*" >&2; exit 1; }
@@ -245,41 +257,81 @@ ensure_base() {
 
 # --- application images ----------------------------------------------------------------
 build_image() {
-    local name=$1 dockerfile=$2 t0 args=()
+    # NAME DOCKERFILE [CONTEXT [BUILD-ARGS...]]: CONTEXT "" = the repository root;
+    # Dockerfile.full builds the -full tag (and :full) of NAME.
+    local name=$1 dockerfile=$2 ctx=${3:-} t0 args=() tags
+    shift 2; [ $# -gt 0 ] && shift
     [ "${YAO_IMAGE_NO_CACHE:-0}" = 1 ] && args+=(--no-cache)
-    log "building $name:$TAG from $dockerfile"
+    tags=(-t "$name:$TAG" -t "$name:latest")
+    case $dockerfile in *.full) tags=(-t "$name:$TAG-full" -t "$name:full") ;; esac
+    local logf=$CACHE/build-${name##*/}${dockerfile##*Dockerfile}.log
+    log "building ${tags[1]} from $dockerfile"
     t0=$(now)
-    (cd "$ROOT" && buildah bud --isolation=chroot --pull=never --layers --force-rm "${args[@]}" \
-        --ignorefile images/containerignore \
-        --build-arg "JOBS=$JOBS" --build-arg "VERSION=$TAG" \
-        -t "$name:$TAG" -t "$name:latest" -f "$dockerfile" .) >"$CACHE/build-${name##*/}.log" 2>&1 || {
-        tail -40 "$CACHE/build-${name##*/}.log" >&2
-        die "build of $name failed (log: $CACHE/build-${name##*/}.log)"
+    if [ -z "$ctx" ]; then
+        (cd "$ROOT" && buildah bud --isolation=chroot --pull=never --layers --force-rm "${args[@]}" \
+            --ignorefile images/containerignore \
+            --build-arg "JOBS=$JOBS" --build-arg "VERSION=$TAG" "$@" \
+            "${tags[@]}" -f "$dockerfile" .) >"$logf" 2>&1
+    else
+        buildah bud --isolation=chroot --pull=never --layers --force-rm "${args[@]}" \
+            --build-arg "VERSION=$TAG" "$@" "${tags[@]}" -f "$ROOT/$dockerfile" "$ctx" >"$logf" 2>&1
+    fi || {
+        tail -40 "$logf" >&2
+        die "build of ${tags[1]} failed (log: $logf)"
     }
     local how="with layer cache"
     [ "${YAO_IMAGE_NO_CACHE:-0}" = 1 ] && how="no layer cache"
-    SUMMARY+=("$name:$TAG built in $(elapsed "$t0")s ($how)")
+    SUMMARY+=("${tags[1]} built in $(elapsed "$t0")s ($how)")
+}
+
+# --- the agent images --------------------------------------------------------------------
+# sandbox-claude: on the sandbox image of this version; npm inside the build uses the
+# registry the build machine's npm uses.
+build_claude() {
+    buildah inspect --type image "$SANDBOX_IMAGE:$TAG" >/dev/null 2>&1 || { ensure_base; build_image "$SANDBOX_IMAGE" images/sandbox/Dockerfile; }
+    local reg=""
+    command -v npm >/dev/null 2>&1 && reg=$(npm config get registry 2>/dev/null || true)
+    build_image "$CLAUDE_IMAGE" images/sandbox-claude/Dockerfile "" \
+        --build-arg "CLAUDE_CODE_VERSION=$CLAUDE_CODE_VERSION" --build-arg "NPM_REGISTRY=$reg"
+}
+
+# sandbox-claude:full: the Go toolchain module, downloaded once into the module cache and
+# laid out as the build context (keyed by version).
+build_claude_full() {
+    buildah inspect --type image "$CLAUDE_IMAGE:$TAG" >/dev/null 2>&1 || build_claude
+    local ctx=$CACHE/go-toolchain-$GO_VERSION dir
+    if [ ! -x "$ctx/go/bin/go" ]; then
+        command -v go >/dev/null 2>&1 || export PATH=/usr/local/go/bin:$PATH
+        log "downloading the Go $GO_VERSION toolchain from the Go module proxy"
+        dir=$(cd "$CACHE" && GOFLAGS=-mod=mod go mod download -json "golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64" |
+              sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+        [ -x "$dir/bin/go" ] || die "could not download golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64"
+        rm -rf "$ctx.tmp" && mkdir -p "$ctx.tmp"
+        cp -a "$dir" "$ctx.tmp/go" && chmod -R u+w "$ctx.tmp/go"
+        rm -rf "$ctx" && mv "$ctx.tmp" "$ctx"
+    fi
+    build_image "$CLAUDE_IMAGE" images/sandbox-claude/Dockerfile.full "$ctx" --build-arg "GO_VERSION=$GO_VERSION"
 }
 
 # --- pushing to a registry ---------------------------------------------------------------
 push_images() {
-    local reg=${YAO_IMAGE_REGISTRY:-} opts=() name tag t0 digest
+    # REF... (name:tag), each pushed as $reg/name:tag
+    local reg=${YAO_IMAGE_REGISTRY:-} opts=() ref t0 digest key
     [ -n "$reg" ] || die "push: set YAO_IMAGE_REGISTRY (host[:port][/path]) to the registry to push to"
     [ -n "${YAO_IMAGE_REGISTRY_AUTHFILE:-}" ] && opts+=(--authfile "$YAO_IMAGE_REGISTRY_AUTHFILE")
     [ -n "${YAO_IMAGE_REGISTRY_CERT_DIR:-}" ] && opts+=(--cert-dir "$YAO_IMAGE_REGISTRY_CERT_DIR")
-    for name in "$CONTROLLER_IMAGE" "$SANDBOX_IMAGE"; do
-        buildah inspect --type image "$name:$TAG" >/dev/null 2>&1 ||
-            die "push: $name:$TAG is not built (images/build.sh ${name##*/} push)"
+    for ref in "$@"; do
+        buildah inspect --type image "$ref" >/dev/null 2>&1 ||
+            die "push: $ref is not built (images/build.sh --help names the targets)"
         t0=$(now)
-        for tag in "$TAG" latest; do
-            buildah push -q "${opts[@]}" --digestfile "$CACHE/push-${name##*/}.digest" \
-                "$name:$TAG" "docker://$reg/$name:$tag" >"$CACHE/push-${name##*/}.log" 2>&1 || {
-                cat "$CACHE/push-${name##*/}.log" >&2
-                die "push of $name:$TAG to $reg/$name:$tag failed"
-            }
-        done
-        digest=$(cat "$CACHE/push-${name##*/}.digest")
-        SUMMARY+=("$reg/$name:$TAG (and :latest) pushed in $(elapsed "$t0")s: $digest")
+        key=$(printf '%s' "${ref##*/}" | tr ':' '-')
+        buildah push -q "${opts[@]}" --digestfile "$CACHE/push-$key.digest" \
+            "$ref" "docker://$reg/$ref" >"$CACHE/push-$key.log" 2>&1 || {
+            cat "$CACHE/push-$key.log" >&2
+            die "push of $ref to $reg/$ref failed"
+        }
+        digest=$(cat "$CACHE/push-$key.digest")
+        SUMMARY+=("$reg/$ref pushed in $(elapsed "$t0")s: $digest")
     done
 }
 
@@ -296,15 +348,19 @@ main() {
             all) ensure_base
                  build_image "$CONTROLLER_IMAGE" images/controller/Dockerfile
                  build_image "$SANDBOX_IMAGE" images/sandbox/Dockerfile ;;
-            push) push_images ;;
+            claude) build_claude ;;
+            claude-full) build_claude_full ;;
+            agents) build_claude; build_claude_full ;;
+            push) push_images "$CONTROLLER_IMAGE:$TAG" "$CONTROLLER_IMAGE:latest" "$SANDBOX_IMAGE:$TAG" "$SANDBOX_IMAGE:latest" ;;
+            push-agents) push_images "$CLAUDE_IMAGE:$TAG" "$CLAUDE_IMAGE:latest" "$CLAUDE_IMAGE:$TAG-full" "$CLAUDE_IMAGE:full" ;;
             prune) buildah rmi --prune >/dev/null 2>&1 || true; log "dangling images removed" ;;
-            -h|--help) sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
-            *) die "unknown target '$t' (base, controller, sandbox, all, push, prune)" ;;
+            -h|--help) sed -n '2,/^set -euo pipefail/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; return 0 ;;
+            *) die "unknown target '$t' (base, controller, sandbox, all, claude, claude-full, agents, push, push-agents, prune)" ;;
         esac
     done
     for t in "${SUMMARY[@]}"; do log "$t"; done
     buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' \
-        | grep -E "^(localhost/)?($CONTROLLER_IMAGE|$SANDBOX_IMAGE):$TAG |^$BASE_IMAGE " \
+        | grep -E "^(localhost/)?($CONTROLLER_IMAGE|$SANDBOX_IMAGE|$CLAUDE_IMAGE):$TAG(-full)? |^$BASE_IMAGE " \
         | sed 's/^/[images] size /' >&2 || true
 }
 
