@@ -246,6 +246,16 @@ sys.exit(1 if bad else 0)' "$CHART/values.schema.json"
 
 render "$T/img" --set image.registry=registry.example.com:5000/ --set image.tag=9.9
 check "image.registry prefixes the repository" eq "$(dget "$T/img" "" 'c["image"]')" "registry.example.com:5000/yao-sandbox/controller:9.9"
+check "  and the sandbox image comes from the same registry and tag (sandboxDefaults.image unset)" \
+    eq "$(dget "$T/img" "" 'env["YAO_SANDBOX_IMAGE"]')" "registry.example.com:5000/yao-sandbox/sandbox:9.9"
+render "$T/sbimg" --set image.registry=registry.example.com:5000 --set sandboxDefaults.image=mirror.example/sb:3
+check "sandboxDefaults.image, when set, is the sandbox image as is" eq "$(dget "$T/sbimg" "" 'env["YAO_SANDBOX_IMAGE"]')" "mirror.example/sb:3"
+render "$T/hosts" --set 'watchNamespaces={team-a}' --set 'sandboxClass.serverNamespaces={yao}' \
+    --set-json 'sandboxClass.hostAliases=[{"hostnames":["host.tai.internal"],"service":{"namespace":"yao-gw","name":"yao"}}]'
+check "sandboxClass.hostAliases reach the class's spec.hostAliases" eq \
+    "$(objs get "$T/hosts.json" SandboxClass/default 'o["spec"]["hostAliases"]')" '[{"hostnames": ["host.tai.internal"], "service": {"name": "yao", "namespace": "yao-gw"}}]'
+check "  namespaced: a Role to get Services in yao and yao-gw (serverNamespaces, the Services named)" eq \
+    "$(objs names "$T/hosts.json" | grep read-services | tr '\n' ' ')" "Role/yao-sandbox-read-services Role/yao-sandbox-read-services RoleBinding/yao-sandbox-read-services RoleBinding/yao-sandbox-read-services "
 DIGEST=sha256:$(printf '%064d' 7)
 render "$T/digest" --set image.registry=ghcr.io --set image.tag=9.9 --set image.digest=$DIGEST
 check "image.digest renders repo@sha256:… (and the tag is ignored)" eq "$(dget "$T/digest" "" 'c["image"]')" "ghcr.io/yao-sandbox/controller@$DIGEST"
