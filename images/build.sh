@@ -289,10 +289,12 @@ build_image() {
 # registry the build machine's npm uses.
 build_claude() {
     buildah inspect --type image "$SANDBOX_IMAGE:$TAG" >/dev/null 2>&1 || { ensure_base; build_image "$SANDBOX_IMAGE" images/sandbox/Dockerfile; }
-    local reg=""
+    local reg="" ca=() bundle=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
     command -v npm >/dev/null 2>&1 && reg=$(npm config get registry 2>/dev/null || true)
+    # The machine's CA bundle for npm's TLS (mounted into the build step, not the image).
+    [ -s "$bundle" ] && ca=(--volume "$bundle:/run/yao-build-ca.crt:ro" --build-arg NPM_CAFILE=/run/yao-build-ca.crt)
     build_image "$CLAUDE_IMAGE" images/sandbox-claude/Dockerfile "" \
-        --build-arg "CLAUDE_CODE_VERSION=$CLAUDE_CODE_VERSION" --build-arg "NPM_REGISTRY=$reg"
+        --build-arg "CLAUDE_CODE_VERSION=$CLAUDE_CODE_VERSION" --build-arg "NPM_REGISTRY=$reg" "${ca[@]}"
 }
 
 # sandbox-claude:full: the Go toolchain module, downloaded once into the module cache and
@@ -305,9 +307,12 @@ build_claude_full() {
         log "downloading the Go $GO_VERSION toolchain from the Go module proxy"
         dir=$(cd "$CACHE" && GOFLAGS=-mod=mod go mod download -json "golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64" |
               sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
-        [ -x "$dir/bin/go" ] || die "could not download golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64"
+        [ -f "$dir/bin/go" ] || die "could not download golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64"
         rm -rf "$ctx.tmp" && mkdir -p "$ctx.tmp"
-        cp -a "$dir" "$ctx.tmp/go" && chmod -R u+w "$ctx.tmp/go"
+        # The module cache keeps files read-only and without exec bits; `go` sets them on
+        # the programs when it switches to a downloaded toolchain, as here.
+        cp -a "$dir" "$ctx.tmp/go" && chmod -R u+w,a+rX "$ctx.tmp/go" &&
+            chmod a+x "$ctx.tmp/go/bin/"* "$ctx.tmp/go/pkg/tool/"*/*
         rm -rf "$ctx" && mv "$ctx.tmp" "$ctx"
     fi
     build_image "$CLAUDE_IMAGE" images/sandbox-claude/Dockerfile.full "$ctx" --build-arg "GO_VERSION=$GO_VERSION"
