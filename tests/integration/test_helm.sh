@@ -201,9 +201,13 @@ render "$T/replicas" --set leaderElection.enabled=false --set replicas=3
 check "more than one replica forces --leader-elect" eq "$(dget "$T/replicas" "" '[o["spec"]["replicas"], "--leader-elect" in c["args"]]')" '[3, true]'
 
 render "$T/nsmode" --set "watchNamespaces={team-a}"
-check "namespaced mode: Role and RoleBinding in the watched namespace, no cluster-wide grant" \
+check "namespaced mode: Role and RoleBinding in the watched namespace; cluster-wide only the cluster-scoped reads" \
     eq "$(objs names "$T/nsmode.json" | grep -v -- '-editor$\|-viewer$' | grep 'Role')" \
-    "$(printf '%s\n' Role/yao-sandbox-controller Role/yao-sandbox-leader-election RoleBinding/yao-sandbox-controller RoleBinding/yao-sandbox-leader-election)"
+    "$(printf '%s\n' ClusterRole/yao-sandbox-controller-cluster-reads ClusterRoleBinding/yao-sandbox-controller-cluster-reads Role/yao-sandbox-controller Role/yao-sandbox-leader-election RoleBinding/yao-sandbox-controller RoleBinding/yao-sandbox-leader-election)"
+check "  the cluster reads: list and watch of SandboxClasses, StorageClasses and Namespaces, nothing else" \
+    eq "$(objs get "$T/nsmode.json" ClusterRole/yao-sandbox-controller-cluster-reads 'sorted((r["resources"][0], r["verbs"]) for r in o["rules"])')" \
+    '[["namespaces", ["list", "watch"]], ["sandboxclasses", ["list", "watch"]], ["storageclasses", ["list", "watch"]]]'
+
 check "namespaced mode: the Role in team-a has the ClusterRole's rules" \
     objs same "$T/nsmode.json" "$T/manifests.json" Role/yao-sandbox-controller ClusterRole/yao-sandbox-controller
 check "namespaced mode: Role in team-a, bound to the SA of the release namespace" \

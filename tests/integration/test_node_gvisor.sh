@@ -73,7 +73,7 @@ pf=$!
 on_exit "kill $pf 2>/dev/null"
 check "port-forward to the gVisor sandbox" eventually 60 grep -q '^Forwarding from 127.0.0.1:' "$WORK/pf.out"
 LPORT=$(sed -n 's/^Forwarding from 127\.0\.0\.1:\([0-9]*\) -> 8080$/\1/p' "$WORK/pf.out")
-check "  the port answers through it" eq "$(curl -sS --max-time 20 "http://127.0.0.1:$LPORT/")" "from gvisor"
+check "  the port answers through it" eq "$(curl -sS --http0.9 --max-time 20 "http://127.0.0.1:$LPORT/")" "from gvisor"
 kill $pf 2>/dev/null
 
 # The NetworkPolicy: a pod of another namespace cannot connect; a pod of its own can't either
@@ -83,7 +83,7 @@ kubectl -n $ONS run outsider --image="$NODE_SANDBOX_IMAGE" --restart=Never \
     --overrides='{"spec":{"automountServiceAccountToken":false}}' --command -- sleep 600 >/dev/null
 check "a pod of another namespace runs" kubectl -n $ONS wait --for=condition=Ready pod/outsider --timeout=90s
 check "  it cannot connect to the gVisor sandbox (its NetworkPolicy holds)" eq \
-    "$(kubectl -n $ONS exec outsider -- curl -s --max-time 4 "http://$GV_IP:8080/" 2>/dev/null)" ""
+    "$(kubectl -n $ONS exec outsider -- curl -s --http0.9 --max-time 4 "http://$GV_IP:8080/" 2>/dev/null)" ""
 check "  the sandbox's egress cut holds under gVisor too (the outsider pod is in 10.0.0.0/8)" eq \
     "$(cli exec gv -- curl -s --max-time 4 -o /dev/null -w '%{http_code}' "http://$(kubectl -n $ONS get pod outsider -o jsonpath='{.status.podIP}'):1/" 2>/dev/null)" "000"
 

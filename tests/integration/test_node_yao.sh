@@ -164,8 +164,8 @@ check "a pod in another namespace runs" probe_pod $ONS outsider
 reach() { # NS POD|sandbox:NAME URL -> prints what the URL answered, "" when refused or cut
     local ns=$1 who=$2 url=$3
     case $who in
-        sandbox:*) "$CLI" -n "$ns" exec "${who#sandbox:}" -- curl -s --max-time 4 "$url" 2>/dev/null ;;
-        *) kubectl -n "$ns" exec "$who" -- curl -s --max-time 4 "$url" 2>/dev/null ;;
+        sandbox:*) "$CLI" -n "$ns" exec "${who#sandbox:}" -- curl -s --http0.9 --max-time 4 "$url" 2>/dev/null ;;
+        *) kubectl -n "$ns" exec "$who" -- curl -s --http0.9 --max-time 4 "$url" 2>/dev/null ;;
     esac
 }
 yao_reaches_web() { [ "$(reach $YNS yao-client "http://$WEB_IP:8080/")" = alice-port ]; }

@@ -160,13 +160,13 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 # the binding mode of a workspace claim's StorageClass (informer): a pod on a
 # WaitForFirstConsumer class is created at once, not after its claim is bound. (A Role of a
 # namespaced install cannot grant this cluster-scoped read; without it classes count as
-# Immediate.)
+# Immediate: a namespaced install grants it with its <name>-cluster-reads ClusterRole.)
 - apiGroups: [storage.k8s.io]
   resources: [storageclasses]
   verbs: [list, watch]
 # SandboxClasses (informer; cluster-scoped): the defaults and limits of each Sandbox.
-# (A namespaced install's Role cannot grant this read; without it every Sandbox gets the
-# flag defaults.)
+# (A namespaced install's Role cannot grant this read: its <name>-cluster-reads ClusterRole
+# does; without it every Sandbox would get the flag defaults.)
 - apiGroups: [sandbox.yaoapps.com]
   resources: [sandboxclasses]
   verbs: [list, watch]

@@ -17,6 +17,9 @@
 //     Service). Inspect and List report spec.ports back (HostPort 0).
 //   - User (the uid to run as) cannot be expressed by the Sandbox API: Create refuses it
 //     unless Options.IgnoreUnsupported is set.
+//   - YAO_USER_ID, YAO_CHAT_ID and YAO_SANDBOX_NAME come from the controller: an Env
+//     entry with the Sandbox's own value (Yao passes YAO_USER_ID) is dropped, another
+//     value is refused (ErrUnsupported).
 package yaoruntime
 
 import (
@@ -198,7 +201,18 @@ func (r *Runtime) Create(ctx context.Context, o CreateOptions) (string, error) {
 	}
 	spec := v1alpha1.SandboxSpec{Image: o.Image, Args: o.Cmd, Lifecycle: o.Lifecycle, IdleTimeout: o.IdleTimeout,
 		Ports: ports}
+	// The controller sets these from the Sandbox itself (the API server refuses them in
+	// spec.env). Yao passes YAO_USER_ID among its sandbox variables: the same value is
+	// dropped (the container gets it from the controller), another one refused.
+	fromController := map[string]string{"YAO_USER_ID": user, "YAO_CHAT_ID": chat, "YAO_SANDBOX_NAME": ""}
 	for _, k := range sortedKeys(o.Env) {
+		if want, ok := fromController[k]; ok {
+			if want != "" && o.Env[k] == want {
+				continue
+			}
+			return "", fmt.Errorf("yaoruntime: create: env %s=%q: %w (the controller sets it from the Sandbox: user %q, chat %q)",
+				k, o.Env[k], ErrUnsupported, user, chat)
+		}
 		spec.Env = append(spec.Env, v1alpha1.EnvVar{Name: k, Value: o.Env[k]})
 	}
 	if o.Memory > 0 || o.CPUs > 0 {

@@ -119,6 +119,26 @@ func TestCreateIdentityAndRefusals(t *testing.T) {
 	}
 }
 
+// Yao's sandbox environment carries YAO_USER_ID, which the controller sets itself: the
+// Sandbox's own value is dropped from spec.env, another is refused, as is YAO_SANDBOX_NAME.
+func TestCreateLeavesTheControllersVariablesToIt(t *testing.T) {
+	r, f := newFake(t, Options{})
+	ctx := context.Background()
+	env := map[string]string{"YAO_USER_ID": "alice", "YAO_CHAT_ID": "c1", "YAO_TOKEN": "t", "CTX_CHAT_ID": "c1"}
+	if _, err := r.Create(ctx, CreateOptions{UserID: "alice", ChatID: "c1", Env: env}); err != nil {
+		t.Fatalf("Yao's environment: %v", err)
+	}
+	got, _ := json.Marshal(f.last.Spec.Env)
+	if string(got) != `[{"name":"CTX_CHAT_ID","value":"c1"},{"name":"YAO_TOKEN","value":"t"}]` {
+		t.Errorf("env %s", got)
+	}
+	for _, bad := range []map[string]string{{"YAO_USER_ID": "mallory"}, {"YAO_CHAT_ID": "other"}, {"YAO_SANDBOX_NAME": "x"}} {
+		if _, err := r.Create(ctx, CreateOptions{UserID: "alice", ChatID: "c1", Env: bad}); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
+
 func TestStatusOf(t *testing.T) {
 	now := metav1.Now()
 	mk := func(phase v1alpha1.Phase, paused bool, del *metav1.Time) *v1alpha1.Sandbox {
