@@ -773,6 +773,10 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         if (have_class && !sbx_class_allows_lifecycle(&cls, &p->spec, p->why, sizeof(p->why))) {
             p->why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
             bad = 1;
+        } else if (!sbx_class_allows_secrets(have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why,
+                                             sizeof(p->why))) {
+            p->why_reason = SBX_REASON_SECRET_NOT_ALLOWED;
+            bad = 1;
         }
     }
     if (!bad) {
