@@ -74,7 +74,7 @@ check "  each with a pod, a claim, a Service and a NetworkPolicy" eventually 15 
 # --- while the controller is down: the hole, then the sweep on start -------------------------
 kill_controller TERM
 check "the controller stopped; the editor deletes 'one' with --cascade=orphan" \
-    ed delete sandbox one --cascade=orphan --timeout=60s
+    eval "ed delete sandbox one --cascade=orphan --timeout=60s >/dev/null"
 check "  the Sandbox is gone" eval "! kubectl -n $NS get sandbox one >/dev/null 2>&1"
 check "  its pod runs on with no owner (the garbage collector orphaned it)" eval \
     "[ \"\$(uid_of pod yao-sb-ou-one)\" = \"${POD[one]}\" ] && [ -z \"\$(owners_of pod yao-sb-ou-one)\" ]"
@@ -92,7 +92,7 @@ check "  the log says so, by uid" eval "grep -q 'no owner left.*uid=${POD[one]}'
 sandbox two
 check "another Sandbox of the editor runs" eventually 30 eval "phase_is $NS two Running && record two"
 t0=$(now_ms)
-check "the editor deletes it with --cascade=orphan" ed delete sandbox two --cascade=orphan --timeout=60s
+check "the editor deletes it with --cascade=orphan" eval "ed delete sandbox two --cascade=orphan --timeout=60s >/dev/null"
 check "  its pod, claim, Service and NetworkPolicy are deleted within 5 s of the Sandbox's deletion" eventually 5 all_gone two
 echo "    (after $(($(now_ms) - t0)) ms from the delete command)"
 
