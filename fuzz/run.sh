@@ -19,7 +19,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 work=${FUZZ_WORK:-/tmp/yao-fuzz-$(id -u)}
-all_targets="ndjson kubeconfig spec exec_demux wsframe quantity naming"
+all_targets="ndjson kubeconfig spec exec_demux wsframe quantity naming cidr"
 targets=${FUZZ_TARGETS:-$all_targets}
 
 # Controller sources per target (relative to controller/). The targets that need the REST
@@ -37,6 +37,7 @@ sources() {
     wsframe)    echo $(base_library) kube/wsframe.c ;;
     quantity)   echo $(base_library) sandbox/quantity.c ;;
     naming)     echo $(base_library) sandbox/naming.c ;;
+    cidr)       echo $(base_library) kube/kjson.c sandbox/netpol.c sandbox/spec.c sandbox/builders.c sandbox/naming.c sandbox/quantity.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -45,7 +46,7 @@ sources() {
 max_len() {
     case $1 in
     ndjson) echo 65536 ;; kubeconfig|spec) echo 16384 ;; exec_demux|wsframe) echo 8192 ;;
-    quantity) echo 64 ;; naming) echo 1024 ;;
+    quantity) echo 64 ;; naming) echo 1024 ;; cidr) echo 256 ;;
     esac
 }
 

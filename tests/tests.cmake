@@ -102,6 +102,19 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/tests/integration/exec_probe.c)
   target_link_libraries(exec_probe yaocore)
 endif()
 
+# The C side of the CIDR reference comparison (tests/cidrref/cidrref.go, Go's net/netip and
+# net.ParseCIDR against sbx_cidr_parse and sbx_cidr_contains): run when Go is installed.
+if(EXISTS ${CMAKE_SOURCE_DIR}/tests/cidrref/cidr_driver.c)
+  add_executable(cidr_driver ${CMAKE_SOURCE_DIR}/tests/cidrref/cidr_driver.c)
+  target_link_libraries(cidr_driver yaocore)
+  find_program(GO_EXECUTABLE go)
+  if(GO_EXECUTABLE)
+    add_test(NAME fuzz-ref.cidr
+      COMMAND ${GO_EXECUTABLE} run ${CMAKE_SOURCE_DIR}/tests/cidrref/cidrref.go -driver $<TARGET_FILE:cidr_driver> -n 200000)
+    set_tests_properties(fuzz-ref.cidr PROPERTIES LABELS unit ENVIRONMENT "GO111MODULE=off")
+  endif()
+endif()
+
 # Integration suites: tests/integration/*.sh, each gets KUBECONFIG of the shared plane.
 #                  With YAO_REAL_NODE_TESTS (default ON) the plane has a real node
 #                  (kubelet + containerd, tests/cluster/up --real-node) and the

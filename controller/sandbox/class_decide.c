@@ -257,6 +257,18 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
             return cls_fail(c, "spec.image.pullSecrets[%zu]: %s is not a Secret name (lower-case DNS-1123 "
                             "subdomain)", i, cls_quote(k->image_pull_secrets.v[i], qbuf, sizeof qbuf));
 
+    {
+        const cJSON *sec;
+        if (cls_object(c, spec, "secrets", "spec.secrets", &sec)) return -1;
+        if (cls_strv(c, sec, "names", "spec.secrets.names", &k->secret_names)) return -1;
+        if (k->secret_names.n > SBX_ALLOWED_SECRETS_MAX)
+            return cls_fail(c, "spec.secrets.names: at most %d Secrets", SBX_ALLOWED_SECRETS_MAX);
+        for (size_t i = 0; i < k->secret_names.n; i++)
+            if (!kube_dns_subdomain_valid(k->secret_names.v[i]))
+                return cls_fail(c, "spec.secrets.names[%zu]: %s is not a Secret name (lower-case DNS-1123 "
+                                "subdomain)", i, cls_quote(k->secret_names.v[i], qbuf, sizeof qbuf));
+    }
+
     if (cls_object(c, spec, "resources", "spec.resources", &res)) return -1;
     if (cls_limit(c, res, "memory", CLS_BYTES, &k->memory) ||
         cls_limit(c, res, "cpu", CLS_CPU, &k->cpu) ||
@@ -359,6 +371,7 @@ void sbx_class_free(struct sbx_class *c) {
     free(c->image);
     cls_strv_free(&c->image_prefixes);
     cls_strv_free(&c->image_pull_secrets);
+    cls_strv_free(&c->secret_names);
     free(c->storage_class);
     cls_strv_free(&c->storage_classes);
     cls_strv_free(&c->warm_pool_namespaces);
@@ -574,6 +587,51 @@ int sbx_class_allows_namespace(const struct sbx_class *k, const char *ns, const 
     errfmt(why, whylen, "spec.className: SandboxClass \"%s\" may not be used in namespace %s "
            "(spec.allowedNamespaces.selector does not select it)", k->name, cls_quote(ns ? ns : "", q, sizeof q));
     return 0;
+}
+
+/* "a, b, c" (or "none") of names into out. */
+static void cls_names(const char *const *v, size_t n, char *out, size_t outlen) {
+    size_t o = 0;
+    out[0] = '\0';
+    if (!n) snprintf(out, outlen, "none");
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(out + o, outlen - o, "%s%s", i ? ", " : "", v[i]);
+        if (w < 0 || (size_t)w >= outlen - o) {
+            if (outlen > 4) snprintf(out + (o < outlen - 4 ? o : outlen - 4), 4, "...");
+            return;
+        }
+        o += (size_t)w;
+    }
+}
+
+int sbx_class_allows_secrets(const struct sbx_class *k, const struct sbx_defaults *d, const struct sbx_spec *s,
+                             char *why, size_t whylen) {
+    const char *const *names = k ? (const char *const *)k->secret_names.v : (d ? d->allowed_secrets : NULL);
+    size_t n = k ? k->secret_names.n : (d ? d->nallowed_secrets : 0);
+    char list[512], q[SBX_CLASS_QUOTE_MAX + 8];
+
+    for (int run = 0; run < 2; run++) {
+        const struct sbx_env *env = run ? s->run.env : s->env;
+        size_t nenv = run ? s->run.nenv : s->nenv;
+        for (size_t i = 0; i < nenv; i++) {
+            size_t j;
+            if (!env[i].secret_name) continue;
+            for (j = 0; j < n; j++)
+                if (!strcmp(names[j], env[i].secret_name)) break;
+            if (j < n) continue;
+            cls_names(names, n, list, sizeof list);
+            if (k)
+                errfmt(why, whylen, "%s[%zu].valueFrom.secretKeyRef.name: Secret %s is not allowed by SandboxClass "
+                       "\"%s\" (spec.secrets.names: %s)", run ? "spec.run.env" : "spec.env", i,
+                       cls_quote(env[i].secret_name, q, sizeof q), k->name, list);
+            else
+                errfmt(why, whylen, "%s[%zu].valueFrom.secretKeyRef.name: Secret %s is not allowed for Sandboxes "
+                       "without a SandboxClass (the controller's --allowed-secret: %s)", run ? "spec.run.env" : "spec.env",
+                       i, cls_quote(env[i].secret_name, q, sizeof q), list);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int sbx_class_allows_lifecycle(const struct sbx_class *k, const struct sbx_spec *s, char *why, size_t whylen) {

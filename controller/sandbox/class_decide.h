@@ -57,11 +57,15 @@ struct sbx_class {
     /* spec.activity.cpu: a pod using more CPU than this (millicores, metrics.k8s.io) at its
      * idle deadline is in use (sandbox/activity_decide.h); 0 = activity does not count. */
     int64_t activity_cpu_millis;
+    /* spec.secrets.names: the Secrets (of the Sandbox's own namespace) a Sandbox of the class
+     * may name in env or run.env valueFrom.secretKeyRef; empty (the default) = none. */
+    struct sbx_strv secret_names;
 };
 
 /* Reasons of the Accepted condition when a class refuses a Sandbox (sandbox/status.c). */
 #define SBX_REASON_CLASS_NOT_ALLOWED "ClassNotAllowed"
 #define SBX_REASON_LIFECYCLE_NOT_ALLOWED "LifecycleNotAllowed"
+#define SBX_REASON_SECRET_NOT_ALLOWED "SecretNotAllowed"
 
 /* Parse and validate a SandboxClass object into out. 0, or -1 with a one-line message
  * naming the class and the field in err (out is then empty). */
@@ -93,6 +97,17 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *cls, const s
  * (spec.allowedNamespaces)"). A class with no selector allows every namespace. */
 int sbx_class_allows_namespace(const struct sbx_class *cls, const char *ns, const cJSON *ns_labels, int ns_known,
                                char *why, size_t whylen);
+
+/* May the resolved spec s name the Secrets its env and run.env take values from
+ * (valueFrom.secretKeyRef)? Each must be one of cls's spec.secrets.names, or with no
+ * class (cls NULL) one of the controller's d->allowed_secrets (d NULL: none). Consent is by
+ * name: the kubelet reads the value for the pod, and whoever may exec into it reads it
+ * then, so a Secret is usable only where the operator said so, never because a namespace
+ * editor named it. 1, or 0 with the first refused reference in why
+ * ("spec.env[0].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed by
+ * SandboxClass \"default\" (spec.secrets.names: yao-token)"). */
+int sbx_class_allows_secrets(const struct sbx_class *cls, const struct sbx_defaults *d, const struct sbx_spec *s,
+                             char *why, size_t whylen);
 
 /* Does cls allow the lifecycle of the resolved spec s? 1, or 0 with the message in why. */
 int sbx_class_allows_lifecycle(const struct sbx_class *cls, const struct sbx_spec *s, char *why, size_t whylen);

@@ -4,7 +4,15 @@
  * The CIDR math is done on bytes (inet_pton), never on text: "10.0.0.0/8" contains
  * "10.1.0.0/16" because their first 8 bits agree, whatever the spelling. Host bits must be
  * zero, so every CIDR has one spelling and the policy the API server stores compares
- * equal to the one built here.
+ * equal to the one built here. An IPv4 range has one family too: the IPv4-mapped spelling
+ * ::ffff:a.b.c.d/(96+n) is parsed as a.b.c.d/n (the address space it denotes to the kernel
+ * and to Go's net.IPNet), so it meets the IPv4 cut ranges and the metadata address; the
+ * IPv4-compatible ::a.b.c.d/(96+n) (deprecated) is refused. An IPv6 block of another prefix
+ * carries no IPv4 traffic (an IPv4 packet is never matched against an IPv6 rule), so IPv4
+ * cuts are not repeated inside IPv6 blocks (the API server would refuse such an except as
+ * not a subset). NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are IPv6 destinations
+ * reached through a translator the operator runs, not aliases: an operator whose cluster
+ * has one lists its prefix in egressExcept (docs/security.md).
  *
  * egressExcept (the class's; absent, the cluster-internal ranges) is cut out of every
  * egress CIDR that strictly contains an entry; a class CIDR inside an entry was named on
@@ -22,6 +30,12 @@
 #include "base/errfmt.h"
 
 /* ---- CIDRs ------------------------------------------------------------------------------ */
+
+static int np_zero(const unsigned char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (b[i]) return 0;
+    return 1;
+}
 
 int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen) {
     char addr[INET6_ADDRSTRLEN + 1];
@@ -52,6 +66,21 @@ int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen
     for (int bit = out->prefix; bit < bytes * 8; bit++)
         if (out->addr[bit / 8] & (0x80u >> (bit % 8)))
             return errfmt(err, errlen, "has host bits set (the network address is needed)");
+    if (out->family == 6 && out->prefix >= 96 && np_zero(out->addr, 10)) {
+        if (out->addr[10] == 0xff && out->addr[11] == 0xff) {
+            /* IPv4-mapped ::ffff:a.b.c.d/96+n is a.b.c.d/n: to the kernel (a dual-stack
+             * socket sends IPv4) and to Go's net.IPNet, which most plugins parse with */
+            memmove(out->addr, out->addr + 12, 4);
+            memset(out->addr + 4, 0, 12);
+            out->family = 4;
+            out->prefix -= 96;
+        } else if (out->addr[10] == 0 && out->addr[11] == 0) {
+            char v4[INET_ADDRSTRLEN];
+            if (!inet_ntop(AF_INET, out->addr + 12, v4, sizeof v4)) v4[0] = '\0';
+            return errfmt(err, errlen, "is an IPv4-compatible IPv6 range (deprecated by RFC 4291, read as IPv4 by "
+                          "some tools): write the IPv4 range %s/%d", v4, out->prefix - 96);
+        }
+    }
     return 0;
 }
 

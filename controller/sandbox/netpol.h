@@ -50,7 +50,9 @@ struct sbx_network {
 };
 
 /* Parse "a.b.c.d/n" or "x::y/n" strictly (a prefix is required; host bits must be zero).
- * 0 or -1 with the reason in err (err may be NULL). */
+ * The canonical form: an IPv4-mapped range ::ffff:a.b.c.d/(96+n) is returned as the IPv4
+ * range a.b.c.d/n; an IPv4-compatible one ::a.b.c.d/(96+n) (deprecated, and the same
+ * address to some tools) is refused. 0 or -1 with the reason in err (err may be NULL). */
 int sbx_cidr_parse(const char *s, struct sbx_cidr *out, char *err, size_t errlen);
 /* The canonical text of c ("10.0.0.0/8", "fd00::/8"). out >= SBX_CIDR_TEXT_MAX. */
 void sbx_cidr_format(const struct sbx_cidr *c, char *out, size_t outlen);

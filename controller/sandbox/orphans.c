@@ -2,7 +2,10 @@
  * NetworkPolicy (both named like the pod) are found by the names its record kept (from
  * the Sandbox's deletion, or from the deletion of an object it owned; a walk over the
  * caches only when this process saw neither), and deleted, with uid preconditions, once
- * the garbage collector had its grace period. */
+ * the garbage collector had its grace period. Objects that lost every owner reference
+ * (`kubectl delete sandbox --cascade=orphan`) are not found by name: no garbage collector
+ * comes for them, so sbx_orphans_sweep_ownerless deletes them as soon as the informers
+ * show them (orphans_decide.c says which). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/orphans.h"
+#include "sandbox/orphans_decide.h"
 #include "sandbox/owned.h"
 #include "sandbox/warm.h"
 #include "sandbox/shard_decide.h"
@@ -153,4 +157,65 @@ int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *
     *requeue_ms = SWEEP_GRACE_MS;
     return 0;
 #undef KINDS
+}
+
+#define OWNERLESS_PER_PASS 64
+
+struct ownerless_ctx {
+    const char *ns;
+    const int *shard_key;
+    struct { char name[256], uid[64]; } found[OWNERLESS_PER_PASS];
+    int n, more;
+};
+
+static int find_ownerless(void *ud, const char *key, const cJSON *obj) {
+    struct ownerless_ctx *o = ud;
+    struct sbx_meta m;
+    (void)key;
+    if (!sbx_orphan_ownerless(obj)) return 0;
+    sbx_meta_read(obj, &m);
+    if (strcmp(m.namespace_, o->ns) != 0) return 0;
+    /* Sharded: an object made for a user of another shard is that shard's to judge. */
+    const char *user = sbx_meta_annotation(&m, SBX_ANN_USER_ID);
+    if (o->shard_key[0] > 1 && user && sbx_shard_of(m.namespace_, user, o->shard_key[0]) != o->shard_key[1]) return 0;
+    if (o->n == OWNERLESS_PER_PASS) {
+        o->more = 1;
+        return 1;
+    }
+    snprintf(o->found[o->n].name, sizeof(o->found[o->n].name), "%s", m.name);
+    snprintf(o->found[o->n].uid, sizeof(o->found[o->n].uid), "%s", m.uid);
+    o->n++;
+    return 0;
+}
+
+int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int64_t *requeue_ms, char *err,
+                                size_t errlen) {
+    static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
+    struct informer *caches[] = {deps->pods, deps->pvcs, deps->services, deps->netpols};
+    struct ownerless_ctx *o = calloc(1, sizeof(*o));
+    int rc = 0, more = 0;
+
+    *requeue_ms = 0;
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(caches) / sizeof(caches[0]) && rc == 0; i++) {
+        memset(o, 0, sizeof(*o));
+        o->ns = ns;
+        o->shard_key = deps->shard_key;
+        if (caches[i]) informer_foreach(caches[i], find_ownerless, o);
+        more |= o->more;
+        for (int j = 0; j < o->n; j++) {
+            if (sbx_delete_owned(deps, ns, resources[i], o->found[j].name, o->found[j].uid, err, errlen) < 0) {
+                rc = -1;
+                break;
+            }
+            LOGI("msg=\"deleted an object of the controller with no owner left\" namespace=%s %s=%s uid=%s", ns,
+                 resources[i], o->found[j].name, o->found[j].uid);
+        }
+    }
+    free(o);
+    if (rc == 0 && more) *requeue_ms = 1000;   /* the next batch, once these deletions echo */
+    return rc;
 }

@@ -34,6 +34,7 @@
 #include "sandbox/metrics.h"
 #include "sandbox/objects.h"
 #include "sandbox/orphans.h"
+#include "sandbox/orphans_decide.h"
 #include "sandbox/owned.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
@@ -128,6 +129,15 @@ static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON 
     queue_add(ctl->deps.queue, key);
 }
 
+/* An object with the controller's labels and no owner left (orphans_decide.h): its
+ * namespace's ownerless sweep is queued. */
+static void note_ownerless(struct sbx_controller *ctl, const cJSON *cur) {
+    if (!sbx_orphan_ownerless(cur)) return;
+    char skey[512];
+    snprintf(skey, sizeof(skey), "%s/%s", kj_str(kj_path(cur, "metadata"), "namespace"), SBX_ORPHANS_QUEUE_NAME);
+    queue_add(ctl->deps.queue, skey);
+}
+
 /* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
  * queued. */
 static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const struct sbx_meta *m,
@@ -147,6 +157,7 @@ static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_
 static void on_owned_object(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const cJSON *old,
                             const cJSON *cur) {
     struct sbx_meta m;
+    note_ownerless(ctl, cur);
     sbx_meta_read(cur ? cur : old, &m);
     on_owned_kind(ctl, kind_of, &m, !cur);
 }
@@ -158,6 +169,7 @@ static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur
     sbx_claim_view_parse(old, &ov);
     sbx_claim_view_parse(cur, &cv);
     sbx_warm_on_pvc(((struct sbx_controller *)ud)->warm, old ? &ov : NULL, cur ? &cv : NULL);
+    note_ownerless(ud, cur);
     on_owned_kind(ud, SBX_EXPECT_CLAIM, cur ? &cv.meta : &ov.meta, !cur);
 }
 
@@ -178,6 +190,7 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     const cJSON *obj = cur ? cur : old;
     struct sbx_meta m;
     sbx_meta_read(obj, &m);
+    note_ownerless(ctl, cur);
     if (sbx_meta_annotation(&m, SBX_ANN_BINDS_CLAIM)) {
         /* A warm pool's binder (no sandbox pod): the pool pass looks after it. */
         sbx_warm_on_binder_pod(ctl->warm, old, cur);
@@ -774,6 +787,10 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         if (have_class && !sbx_class_allows_lifecycle(&cls, &p->spec, p->why, sizeof(p->why))) {
             p->why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
             bad = 1;
+        } else if (!sbx_class_allows_secrets(have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why,
+                                             sizeof(p->why))) {
+            p->why_reason = SBX_REASON_SECRET_NOT_ALLOWED;
+            bad = 1;
         }
     }
     if (!bad) {
@@ -1242,6 +1259,7 @@ int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_
         if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
         return sbx_warm_reconcile(ctl->warm, ns, requeue_ms, err, errlen);
     }
+    if (!strcmp(name, SBX_ORPHANS_QUEUE_NAME)) return sbx_orphans_sweep_ownerless(&ctl->deps, ns, requeue_ms, err, errlen);
     cJSON *sb = informer_get(ctl->deps.sandboxes, key);
     int rc;
     if (!sb) {

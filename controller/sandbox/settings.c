@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/events.h"
 #include "sandbox/quantity.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
@@ -44,6 +45,9 @@ static const char usage[] =
     "  --sandbox-image-pull-secret NAME\n"
     "                           imagePullSecrets of sandbox pods; repeatable\n"
     "                           (YAO_SANDBOX_IMAGE_PULL_SECRETS, comma-separated; none)\n"
+    "  --allowed-secret NAME    a Secret that Sandboxes without a SandboxClass may name in\n"
+    "                           env valueFrom.secretKeyRef; repeatable (a class says its own in\n"
+    "                           spec.secrets) (YAO_SANDBOX_ALLOWED_SECRETS, comma-separated; none)\n"
     "  --workers N              reconcile workers (YAO_SANDBOX_WORKERS; 4)\n"
     "  --shards S               split Sandboxes into S shards by namespace/spec.userID; 1 = no\n"
     "                           sharding (YAO_SANDBOX_SHARDS; 1). With S > 1 --max-running is\n"
@@ -83,6 +87,32 @@ static int check_defaults(const struct sbx_settings *o, const char *src, const c
     if (rc == 0) { sbx_spec_free(&s); return 0; }
     snprintf(err, errlen, "%s: \"%s\" cannot be a Sandbox default: %s", src, val, why);
     return -1;
+}
+
+/* A list setting: from a variable (src not a flag) a comma-separated list, copied into buf
+ * and split in place; from a flag one name, the first flag replacing the variable's list.
+ * 0, or -1 when there are more than max names or the list does not fit buf. */
+static int name_list(const char *src, const char *val, char *buf, size_t buflen, int *from_flag,
+                     const char **list, size_t *n, size_t max) {
+    if (strncmp(src, "--", 2) != 0) {
+        size_t len = strlen(val);
+        if (len >= buflen) return -1;
+        memcpy(buf, val, len + 1);
+        *n = 0;
+        for (char *p = buf, *next; p; p = next) {
+            next = strchr(p, ',');
+            if (next) *next++ = 0;
+            if (!*p) continue;
+            if (*n == max) return -1;
+            list[(*n)++] = p;
+        }
+        return 0;
+    }
+    if (!*from_flag) *n = 0;
+    *from_flag = 1;
+    if (*n == max) return -1;
+    list[(*n)++] = val;
+    return 0;
 }
 
 /* Apply one setting by its flag name (without "--"). 0, or -1 with err. src names
@@ -143,25 +173,15 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
             d->run_as_user = n;
         }
     } else if (!strcmp(name, "sandbox-image-pull-secret")) {
-        if (strncmp(src, "--", 2) != 0) {
-            /* a comma-separated list: copied, then split in place */
-            size_t n = strlen(val);
-            if (n >= sizeof(o->pull_secrets_env)) BAD("list too long");
-            memcpy(o->pull_secrets_env, val, n + 1);
-            d->npull_secrets = 0;
-            for (char *p = o->pull_secrets_env, *next; p; p = next) {
-                next = strchr(p, ',');
-                if (next) *next++ = 0;
-                if (!*p) continue;
-                if (d->npull_secrets == SBX_PULL_SECRETS_MAX) BAD("more than 16 pull secrets in");
-                d->pull_secrets[d->npull_secrets++] = p;
-            }
-        } else {
-            if (!o->pull_secrets_from_flag) d->npull_secrets = 0;
-            o->pull_secrets_from_flag = 1;
-            if (d->npull_secrets == SBX_PULL_SECRETS_MAX) BAD("more than 16 pull secrets, at");
-            d->pull_secrets[d->npull_secrets++] = val;
-        }
+        if (name_list(src, val, o->pull_secrets_env, sizeof(o->pull_secrets_env), &o->pull_secrets_from_flag,
+                      d->pull_secrets, &d->npull_secrets, SBX_PULL_SECRETS_MAX) < 0)
+            BAD("more than 16 pull secrets (or a list too long), at");
+    } else if (!strcmp(name, "allowed-secret")) {
+        if (name_list(src, val, o->allowed_secrets_env, sizeof(o->allowed_secrets_env), &o->allowed_secrets_from_flag,
+                      d->allowed_secrets, &d->nallowed_secrets, SBX_ALLOWED_SECRETS_MAX) < 0)
+            BAD("more than 64 allowed secrets (or a list too long), at");
+        for (size_t i = 0; i < d->nallowed_secrets; i++)
+            if (!kube_dns_subdomain_valid(d->allowed_secrets[i])) BAD("not a Secret name (DNS-1123 subdomain) in");
     }
     else if (!strcmp(name, "workers")) {
         int n = parse_int(val, 256);
@@ -243,6 +263,7 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_RUN_AS_USER", "sandbox-run-as-user"},
     /* comma-separated: apply() splits it (the flag is repeated instead) */
     {"YAO_SANDBOX_IMAGE_PULL_SECRETS", "sandbox-image-pull-secret"},
+    {"YAO_SANDBOX_ALLOWED_SECRETS", "allowed-secret"},
 };
 
 int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_settings *o,

@@ -26,6 +26,9 @@ struct sbx_settings {
      * first --sandbox-image-pull-secret replaces what the variable gave. */
     char pull_secrets_env[1024];
     int pull_secrets_from_flag;
+    /* YAO_SANDBOX_ALLOWED_SECRETS the same way, for --allowed-secret. */
+    char allowed_secrets_env[4096];
+    int allowed_secrets_from_flag;
 };
 
 typedef const char *(*sbx_getenv_fn)(const char *name);

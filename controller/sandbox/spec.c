@@ -26,11 +26,18 @@
  * API server's maxLength. */
 #define SBX_ID_MAX_CHARS 128
 #define SBX_IMAGE_MAX_CHARS 1024
-#define SBX_ARGV_MAX_ITEMS 1024
+#define SBX_ARGV_MAX_ITEMS 256
 #define SBX_ARG_MAX_CHARS 32768
 #define SBX_ENV_MAX_ITEMS 256
 #define SBX_ENV_NAME_MAX_CHARS 256
 #define SBX_ENV_VALUE_MAX_CHARS 32768
+/* What one Sandbox may carry into its pod, in all (bytes): command and args together, and
+ * run.command, each at most 128 KiB (Linux's MAX_ARG_STRLEN, and well under ARG_MAX); the
+ * names and values of spec.env and spec.run.env together at most 256 KiB. With the rest
+ * of the spec a pod stays far below the API server's 1.5 MiB request limit, and a
+ * tenant's Sandboxes stay small in every list. */
+#define SBX_ARGV_MAX_BYTES (128 * 1024)
+#define SBX_ENV_MAX_BYTES (256 * 1024)
 #define SBX_PATH_MAX_CHARS 1024
 #define SBX_CLASS_MAX_CHARS 253
 #define SBX_PORTS_MAX_ITEMS 64
@@ -262,7 +269,7 @@ static int sbx_check_abs_path(struct sbx_pctx *c, const char *s, const char *pat
 
 /* ---- typed parsers ------------------------------------------------------------------ */
 
-/* A string array member (command, args, run.command): at most 1024 elements of at most
+/* A string array member (command, args, run.command): at most 256 elements of at most
  * 32768 characters each. Absent → empty. */
 static int sbx_parse_strv(struct sbx_pctx *c, const cJSON *obj, const char *key,
                           const char *path, struct sbx_strv *out) {
@@ -293,6 +300,18 @@ static int sbx_parse_strv(struct sbx_pctx *c, const cJSON *obj, const char *key,
         out->n++;
     }
     return 0;
+}
+
+static size_t sbx_strv_bytes(const struct sbx_strv *v) {
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) n += strlen(v->v[i]);
+    return n;
+}
+
+static size_t sbx_env_bytes(const struct sbx_env *e, size_t n) {
+    size_t b = 0;
+    for (size_t i = 0; i < n; i++) b += strlen(e[i].name) + strlen(e[i].value);
+    return b;
 }
 
 /* valueFrom of env item i at path: only {secretKeyRef: {name, key, optional}}, a Secret of
@@ -585,6 +604,9 @@ static int sbx_parse_run(struct sbx_pctx *c, const cJSON *spec, struct sbx_run *
     if (sbx_parse_strv(c, run, "command", "spec.run.command", &r->command)) return -1;
     if (r->command.n == 0)
         return sbx_fail(c, "spec.run.command: required (at least one element)");
+    if (sbx_strv_bytes(&r->command) > SBX_ARGV_MAX_BYTES)
+        return sbx_fail(c, "spec.run.command: must be at most %d bytes in all (got %zu)", SBX_ARGV_MAX_BYTES,
+                        sbx_strv_bytes(&r->command));
     if (!r->command.v[0][0]) return sbx_fail(c, "spec.run.command[0]: must not be empty");
     if (sbx_opt_string(c, run, "workingDir", "spec.run.workingDir", &wd)) return -1;
     if (wd) {
@@ -734,6 +756,9 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     if (sbx_parse_strv(c, spec, "args", "spec.args", &s->args)) return -1;
     s->has_command = s->command.n > 0;
     s->has_args = s->args.n > 0;
+    if (sbx_strv_bytes(&s->command) + sbx_strv_bytes(&s->args) > SBX_ARGV_MAX_BYTES)
+        return sbx_fail(c, "spec.command and spec.args: must be at most %d bytes in all (got %zu)",
+                        SBX_ARGV_MAX_BYTES, sbx_strv_bytes(&s->command) + sbx_strv_bytes(&s->args));
 
     if (sbx_parse_env(c, spec, "env", "spec.env", &s->env, &s->nenv)) return -1;
 
@@ -755,6 +780,9 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     if (sbx_parse_workspace(c, spec, cJSON_IsString(v) ? v->valuestring : NULL, s)) return -1;
 
     if (sbx_parse_run(c, spec, &s->run)) return -1;
+    if (sbx_env_bytes(s->env, s->nenv) + sbx_env_bytes(s->run.env, s->run.nenv) > SBX_ENV_MAX_BYTES)
+        return sbx_fail(c, "spec.env and spec.run.env: names and values must be at most %d bytes in all (got %zu)",
+                        SBX_ENV_MAX_BYTES, sbx_env_bytes(s->env, s->nenv) + sbx_env_bytes(s->run.env, s->run.nenv));
     if (s->lifecycle == SBX_ONE_SHOT && !s->run.present)
         return sbx_fail(c, "spec.run: required when lifecycle is one-shot");
 

@@ -155,6 +155,7 @@ struct sbx_spec {
 #define SBX_RUN_AS_AUTO (-1)
 #define SBX_RUN_AS_DEFAULT 1000      /* uid, gid and fsGroup of a sandbox pod by default */
 #define SBX_PULL_SECRETS_MAX 16      /* --sandbox-image-pull-secret, at most this many */
+#define SBX_ALLOWED_SECRETS_MAX 64   /* --allowed-secret, and a class's spec.secrets.names */
 
 struct sbx_defaults {
     const char *image;             /* YAO_SANDBOX_IMAGE */
@@ -173,6 +174,11 @@ struct sbx_defaults {
                                       SBX_RUN_AS_AUTO = the platform chooses */
     const char *pull_secrets[SBX_PULL_SECRETS_MAX]; /* YAO_SANDBOX_IMAGE_PULL_SECRETS: */
     size_t npull_secrets;          /* imagePullSecrets of sandbox pods, none by default */
+    /* YAO_SANDBOX_ALLOWED_SECRETS / --allowed-secret: the Secrets a Sandbox without a
+     * SandboxClass may name in env valueFrom.secretKeyRef; none by default (a class has
+     * its own, spec.secrets.names) */
+    const char *allowed_secrets[SBX_ALLOWED_SECRETS_MAX];
+    size_t nallowed_secrets;
     int64_t ephemeral_bytes;       /* ephemeral-storage limit, 0 = none (a SandboxClass sets one) */
     enum sbx_lifecycle lifecycle;  /* YAO_SANDBOX_LIFECYCLE: of Sandboxes without spec.lifecycle
                                       (a SandboxClass's spec.lifecycle first), session */

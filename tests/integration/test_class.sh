@@ -21,7 +21,7 @@ est() { kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoa
 check "SandboxClass CRD is Established" est
 # Discovery follows an Established CRD a moment later (seen once: the first listing lacked it).
 check "short name ysbc" eventually 15 eval "kubectl api-resources --api-group=sandbox.yaoapps.com | grep -q '^sandboxclasses *ysbc '"
-cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped yao-it-lc yao-it-reclaim --ignore-not-found >/dev/null; }
+cleanup_classes() { kubectl delete sandboxclass yao-it-small yao-it-default yao-it-late yao-it-capped yao-it-lc yao-it-reclaim yao-it-secrets --ignore-not-found >/dev/null; }
 cleanup_classes
 on_exit cleanup_classes
 on_exit "kubectl delete runtimeclass yao-it-gvisor --ignore-not-found; kubectl delete priorityclass yao-it-sandboxes --ignore-not-found"
@@ -227,7 +227,14 @@ check "schema: a className that is no object name is refused" contains "$out" "s
 
 # --- secrets --------------------------------------------------------------------------------------
 kubectl -n $NS create secret generic yao-token --from-literal=token=s3cr3t-value-42 >/dev/null
-sandbox withsecret 'env: [{name: YAO_TOKEN, valueFrom: {secretKeyRef: {name: yao-token, key: token}}}, {name: PLAIN, value: x}]'
+# Secrets by consent: a class lists the Secrets its Sandboxes may name (spec.secrets.names).
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-secrets}
+spec: {secrets: {names: [yao-token]}}
+YAML
+sandbox withsecret 'className: yao-it-secrets, env: [{name: YAO_TOKEN, valueFrom: {secretKeyRef: {name: yao-token, key: token}}}, {name: PLAIN, value: x}]'
 check "env from a Secret: Running" eventually 20 phase_is $NS withsecret Running
 check "  the pod takes YAO_TOKEN from the Secret (the kubelet reads it)" \
     eq "$(podj withsecret '{.spec.containers[0].env[?(@.name=="YAO_TOKEN")].valueFrom.secretKeyRef.name}/{.spec.containers[0].env[?(@.name=="YAO_TOKEN")].valueFrom.secretKeyRef.key}/{.spec.containers[0].env[?(@.name=="PLAIN")].value}')" \
@@ -244,6 +251,35 @@ can() { kubectl auth can-i "$@" 2>/dev/null; }
 check "the viewer reads Sandboxes" eq "$(can get sandboxes -n $NS --as=system:serviceaccount:$NS:viewer)" yes
 check "the viewer cannot read Secrets" eq "$(can get secrets -n $NS --as=system:serviceaccount:$NS:viewer)/$(can list secrets -n $NS --as=system:serviceaccount:$NS:viewer)" no/no
 check "the editor cannot read Secrets either" eq "$(can get secrets -n $NS --as=system:serviceaccount:$NS:editor)" no
+# ... nor through a sandbox (issue 34): the editor, with its own token, names a Secret it
+# cannot read. Refused, with no pod, under a class that lists another Secret, under one
+# that lists none, and with no class (the controller runs without --allowed-secret).
+kubectl -n $NS create secret generic db-admin --from-literal=password=db-pass-7731 >/dev/null
+T=$(mktemp -d)
+on_exit "rm -rf '$T'"
+check "the editor's kubeconfig" sa_kubeconfig "$T/editor.kc" editor $NS
+check "  the editor may not get secret/db-admin" eq "$(can get secret/db-admin -n $NS --as=system:serviceaccount:$NS:editor)" no
+ed_sandbox() {   # ed_sandbox NAME SPEC-MEMBERS — created by the editor
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: cu, chatID: %s%s}\n' \
+        "$1" "$1" "${2:+, $2}" | kubectl --kubeconfig "$T/editor.kc" -n $NS apply -f - >/dev/null
+}
+accepted_reason() { kubectl -n $NS get sandbox "$1" -o jsonpath='{.status.conditions[?(@.type=="Accepted")].reason}' 2>/dev/null; }
+DBREF='env: [{name: P, valueFrom: {secretKeyRef: {name: db-admin, key: password}}}]'
+check "  the editor may create a Sandbox naming db-admin (the API server cannot know)" ed_sandbox dbsteal "className: yao-it-secrets, $DBREF"
+check "the editor names db-admin: refused, InvalidSpec / SecretNotAllowed" eventually 20 eval \
+    "[ \"\$(sandbox_reason $NS dbsteal)/\$(accepted_reason dbsteal)\" = InvalidSpec/SecretNotAllowed ]"
+check "  the message names the field, the Secret and the class's list" eq "$(msg dbsteal)" \
+    'spec.env[0].valueFrom.secretKeyRef.name: Secret "db-admin" is not allowed by SandboxClass "yao-it-secrets" (spec.secrets.names: yao-token)'
+check "  no pod" eval "! kubectl -n $NS get pod yao-sb-cu-dbsteal -o name 2>/dev/null | grep -q ."
+check "  in run.env too (one-shot)" ed_sandbox dbsteal2 "className: yao-it-secrets, lifecycle: one-shot, run: {command: [env], $DBREF}"
+check "  refused the same way" eventually 20 eval "[ \"\$(accepted_reason dbsteal2)\" = SecretNotAllowed ]"
+check "  and with no class (no --allowed-secret: none allowed)" ed_sandbox dbsteal3 "$DBREF"
+check "  refused, naming the flag" eventually 20 eval \
+    "[ \"\$(accepted_reason dbsteal3)\" = SecretNotAllowed ] && msg dbsteal3 | grep -q 'without a SandboxClass'"
+check "  the allowed Secret by the editor runs" ed_sandbox edtoken "className: yao-it-secrets, env: [{name: T, valueFrom: {secretKeyRef: {name: yao-token, key: token}}}]"
+check "  Running" eventually 20 phase_is $NS edtoken Running
+check "  db-admin's value is in no pod of the namespace" eval \
+    "! kubectl -n $NS get pods -o json | grep -q 'db-admin'"
 check "the viewer cannot change SandboxClasses" eq "$(can patch sandboxclasses --as=system:serviceaccount:$NS:viewer)" no
 check "the controller cannot read Secrets" eq "$(can get secrets -n $NS --as=system:serviceaccount:yao-sandbox-system:yao-sandbox-controller)" no
 check "the controller reads SandboxClasses and cannot change them" \

@@ -105,7 +105,20 @@ check "  egressTo: a rule to the class's peers" eq "$(npj cut '{.spec.egress[1].
 sandbox cutnarrow 'className: yao-it-np-cut, network: {egressCIDRs: ["10.1.0.0/16"]}'
 check "a Sandbox narrowing into a cut range: InvalidSpec naming the cut" eventually 20 eval \
     '[ "$(msg cutnarrow)" = '"'"'spec.network.egressCIDRs[0]: 10.1.0.0/16 is inside 10.0.0.0/8, which SandboxClass "yao-it-np-cut" excepts from its egress CIDRs (spec.network.egressExcept)'"'"' ]'
-kubectl -n $NS delete sandbox cut cutnarrow --wait=false >/dev/null
+# The IPv4-mapped spellings of a cut range are that range (issue 34): refused the same way,
+# and no policy or pod of them.
+sandbox cutmapped 'className: yao-it-np-cut, network: {egressCIDRs: ["::ffff:10.0.0.0/104"]}'
+check "a Sandbox naming ::ffff:10.0.0.0/104 (10.0.0.0/8 to Go's net.ParseCIDR): InvalidSpec naming the cut" eventually 20 eval \
+    '[ "$(msg cutmapped)" = '"'"'spec.network.egressCIDRs[0]: 10.0.0.0/8 is inside 10.0.0.0/8, which SandboxClass "yao-it-np-cut" excepts from its egress CIDRs (spec.network.egressExcept)'"'"' ]'
+sandbox cutmeta 'className: yao-it-np-cut, network: {egressCIDRs: ["::ffff:169.254.169.254/128"]}'
+check "  ::ffff:169.254.169.254/128 too" eventually 20 eval \
+    '[ "$(msg cutmeta)" = '"'"'spec.network.egressCIDRs[0]: 169.254.169.254/32 is inside 169.254.0.0/16, which SandboxClass "yao-it-np-cut" excepts from its egress CIDRs (spec.network.egressExcept)'"'"' ]'
+sandbox cutcompat 'className: yao-it-np-cut, network: {egressCIDRs: ["::10.0.0.0/104"]}'
+check "  the IPv4-compatible ::10.0.0.0/104 is refused, naming the IPv4 range" eventually 20 eval \
+    'msg cutcompat | grep -q "IPv4-compatible IPv6 range.*write the IPv4 range 10.0.0.0/8"'
+check "  none of them has a NetworkPolicy or a pod" eval \
+    '! has_np cutmapped && ! has_np cutmeta && ! has_np cutcompat && ! kubectl -n $NS get pod yao-sb-nu-cutmapped yao-sb-nu-cutmeta yao-sb-nu-cutcompat -o name 2>/dev/null | grep -q .'
+kubectl -n $NS delete sandbox cut cutnarrow cutmapped cutmeta cutcompat --wait=false >/dev/null
 kubectl delete sandboxclass yao-it-np-cut --wait=false >/dev/null
 
 # --- a Sandbox narrowing within the class, and one outside ----------------------------------

@@ -491,6 +491,93 @@ TEST(class_pull_secret_errors_name_the_field) {
                        "SandboxClass \"bad\": spec.image.pullSecrets: at most 16 Secrets");
 }
 
+/* ---- Secrets by consent (issue 34) ------------------------------------------------------- */
+
+/* sbx_class_allows_secrets of spec members under class members (NULL: no class) and the
+ * flag list allowed (NULL: none); the message in why. */
+static int secrets_ok(const char *class_members, const char *spec_members, const char *const *allowed,
+                      char *why, size_t whylen) {
+    struct sbx_class k;
+    struct sbx_defaults d;
+    struct sbx_spec s;
+    char err[512];
+    cJSON *sb = sandbox(spec_members);
+    int have = class_members != NULL, rc;
+
+    sbx_defaults_init(&d);
+    for (d.nallowed_secrets = 0; allowed && allowed[d.nallowed_secrets]; d.nallowed_secrets++)
+        d.allowed_secrets[d.nallowed_secrets] = allowed[d.nallowed_secrets];
+    if (have) CHECK_INT(parse_class(class_members, &k), 0);
+    rc = sbx_class_resolve(sb, have ? &k : NULL, &d, &s, err, sizeof err);
+    CHECK_INT(rc, 0);
+    why[0] = '\0';
+    if (rc == 0) {
+        rc = sbx_class_allows_secrets(have ? &k : NULL, &d, &s, why, whylen);
+        sbx_spec_free(&s);
+    }
+    if (have) sbx_class_free(&k);
+    cJSON_Delete(sb);
+    return rc;
+}
+
+#define ENV_DB "\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"P\",\"valueFrom\":{\"secretKeyRef\":" \
+               "{\"name\":\"db-admin\",\"key\":\"password\"}}}]"
+#define ENV_TOKEN "\"env\":[{\"name\":\"T\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"yao-token\",\"key\":\"token\"}}}]"
+
+TEST(secrets_none_allowed_by_default) {
+    char why[512];
+    /* a class that says nothing allows none */
+    CHECK_INT(secrets_ok("\"idleTimeout\":\"10m\"", ENV_DB, NULL, why, sizeof why), 0);
+    CHECK_STR(why, "spec.env[1].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed by SandboxClass "
+                   "\"small\" (spec.secrets.names: none)");
+    CHECK_INT(secrets_ok("\"secrets\":{}", ENV_TOKEN, NULL, why, sizeof why), 0);
+    CHECK_INT(secrets_ok("\"secrets\":{\"names\":[]}", ENV_TOKEN, NULL, why, sizeof why), 0);
+    /* no class, no flag: none */
+    CHECK_INT(secrets_ok(NULL, ENV_DB, NULL, why, sizeof why), 0);
+    CHECK_STR(why, "spec.env[1].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed for Sandboxes "
+                   "without a SandboxClass (the controller's --allowed-secret: none)");
+    /* literal values need no consent */
+    CHECK_INT(secrets_ok("\"idleTimeout\":\"10m\"", "\"env\":[{\"name\":\"A\",\"value\":\"1\"}]", NULL, why,
+                         sizeof why), 1);
+    CHECK_INT(secrets_ok(NULL, "", NULL, why, sizeof why), 1);
+}
+
+TEST(secrets_allowed_by_name) {
+    char why[512];
+    static const char *const flag[] = {"yao-token", NULL};
+    const char *cls = "\"secrets\":{\"names\":[\"yao-token\",\"other\"]}";
+    CHECK_INT(secrets_ok(cls, ENV_TOKEN, NULL, why, sizeof why), 1);
+    CHECK_INT(secrets_ok(cls, ENV_DB, NULL, why, sizeof why), 0);
+    CHECK_STR(why, "spec.env[1].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed by SandboxClass "
+                   "\"small\" (spec.secrets.names: yao-token, other)");
+    /* the flag list serves Sandboxes without a class only */
+    CHECK_INT(secrets_ok(NULL, ENV_TOKEN, flag, why, sizeof why), 1);
+    CHECK_INT(secrets_ok(NULL, ENV_DB, flag, why, sizeof why), 0);
+    CHECK_STR(why, "spec.env[1].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed for Sandboxes "
+                   "without a SandboxClass (the controller's --allowed-secret: yao-token)");
+    CHECK_INT(secrets_ok("\"idleTimeout\":\"10m\"", ENV_TOKEN, flag, why, sizeof why), 0);
+    /* exact names only: no prefix, no case folding */
+    CHECK_INT(secrets_ok("\"secrets\":{\"names\":[\"yao\"]}", ENV_TOKEN, NULL, why, sizeof why), 0);
+    CHECK_INT(secrets_ok("\"secrets\":{\"names\":[\"yao-token-2\"]}", ENV_TOKEN, NULL, why, sizeof why), 0);
+    /* run.env is held to the same list */
+    CHECK_INT(secrets_ok(cls, "\"lifecycle\":\"one-shot\",\"run\":{\"command\":[\"env\"],\"env\":[{\"name\":\"T\","
+                              "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"db-admin\",\"key\":\"k\"}}}]}",
+                         NULL, why, sizeof why), 0);
+    CHECK_STR(why, "spec.run.env[0].valueFrom.secretKeyRef.name: Secret \"db-admin\" is not allowed by SandboxClass "
+                   "\"small\" (spec.secrets.names: yao-token, other)");
+    /* the operator's pull secrets are not references of the Sandbox's */
+    CHECK_INT(secrets_ok("\"image\":{\"pullSecrets\":[\"regcred\"]}", "", NULL, why, sizeof why), 1);
+}
+
+TEST(secrets_class_errors_name_the_field) {
+    expect_class_error("\"secrets\":{\"names\":[\"Bad_Name\"]}",
+                       "SandboxClass \"bad\": spec.secrets.names[0]: \"Bad_Name\" is not a Secret name "
+                       "(lower-case DNS-1123 subdomain)");
+    expect_class_error("\"secrets\":{\"names\":\"yao-token\"}",
+                       "SandboxClass \"bad\": spec.secrets.names: must be an array of strings");
+    expect_class_error("\"secrets\":[]", "SandboxClass \"bad\": spec.secrets: must be an object");
+}
+
 /* ---- the default lifecycle -------------------------------------------------------------- */
 
 /* Resolve a whole Sandbox object (JSON text) under class members (NULL: no class) and flag

@@ -74,6 +74,49 @@ TEST(cidr_parse_rejects) {
     cidr_bad("1.2.3.4/0", "host bits");
 }
 
+/* An IPv4 range has one form: the IPv4-mapped spelling is the IPv4 range (as the kernel
+ * and Go's net.IPNet read it), the IPv4-compatible one is refused. */
+TEST(cidr_canonical_family) {
+    char t[SBX_CIDR_TEXT_MAX];
+    struct sbx_cidr c = cidr("::ffff:10.0.0.0/104");
+    CHECK_INT(c.family, 4);
+    CHECK_INT(c.prefix, 8);
+    sbx_cidr_format(&c, t, sizeof t);
+    CHECK_STR(t, "10.0.0.0/8");
+    c = cidr("::ffff:169.254.169.254/128");
+    sbx_cidr_format(&c, t, sizeof t);
+    CHECK_STR(t, "169.254.169.254/32");
+    c = cidr("::FFFF:a9fe:0/112");
+    sbx_cidr_format(&c, t, sizeof t);
+    CHECK_STR(t, "169.254.0.0/16");
+    c = cidr("0:0:0:0:0:ffff:0:0/96");
+    sbx_cidr_format(&c, t, sizeof t);
+    CHECK_STR(t, "0.0.0.0/0");
+    /* host bits are judged in the IPv6 spelling, as the API server does */
+    cidr_bad("::ffff:10.0.0.1/104", "host bits");
+    cidr_bad("::ffff:0:0/95", "host bits");
+    /* IPv4-compatible (::/96, deprecated) */
+    cidr_bad("::10.0.0.0/104", "IPv4-compatible IPv6 range (deprecated by RFC 4291, read as IPv4 by some tools): "
+                               "write the IPv4 range 10.0.0.0/8");
+    cidr_bad("::a9fe:a9fe/128", "write the IPv4 range 169.254.169.254/32");
+    cidr_bad("::/96", "write the IPv4 range 0.0.0.0/0");
+    cidr_bad("::1/128", "IPv4-compatible");
+    /* wider IPv6 ranges, and others that merely embed an IPv4 address, stay IPv6 */
+    c = cidr("::/64");
+    CHECK_INT(c.family, 6);
+    c = cidr("::ffff:0:0:0/96");   /* ::ffff:0:0:0 is not the mapped prefix */
+    CHECK_INT(c.family, 6);
+    c = cidr("64:ff9b::a00:0/104");
+    CHECK_INT(c.family, 6);
+    c = cidr("2002:a00::/24");
+    CHECK_INT(c.family, 6);
+    /* containment after the normalisation: the mapped spelling meets the IPv4 ranges */
+    struct sbx_cidr outer = cidr("10.0.0.0/8"), inner = cidr("::ffff:10.1.0.0/112");
+    CHECK(sbx_cidr_contains(&outer, &inner));
+    outer = cidr("::/0");
+    CHECK(!sbx_cidr_contains(&outer, &inner));
+}
+
 TEST(cidr_containment) {
     struct sbx_cidr a = cidr("10.0.0.0/8"), b = cidr("10.1.0.0/16"), c = cidr("11.0.0.0/16");
     struct sbx_cidr any4 = cidr("0.0.0.0/0"), any6 = cidr("::/0"), v6 = cidr("fd00::/8");
@@ -328,6 +371,25 @@ TEST(sandbox_network_resolve) {
     /* a wider CIDR that holds an except is fine: the except is cut out of it */
     CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"192.0.0.0/2\"]}", &n, err, sizeof err) == 0);
     sbx_network_free(&n);
+    /* the IPv4-mapped spelling of a cut range is the cut range (issue 34): refused the same way */
+    CHECK(resolve(cut, "\"network\":{\"egressCIDRs\":[\"::ffff:10.0.0.0/104\"]}", &n, err, sizeof err) == -1);
+    CHECK_STR(err, "spec.network.egressCIDRs[0]: 10.0.0.0/8 is inside 10.0.0.0/8, which SandboxClass \"locked\" "
+                   "excepts from its egress CIDRs (spec.network.egressExcept)");
+    {
+        const char *both = "{\"mode\":\"isolated\",\"egressCIDRs\":[\"0.0.0.0/0\",\"::/0\"]}";
+        CHECK(resolve(both, "\"network\":{\"egressCIDRs\":[\"::ffff:169.254.169.254/128\"]}", &n, err,
+                      sizeof err) == -1);
+        CHECK_STR(err, "spec.network.egressCIDRs[0]: 169.254.169.254/32 is inside 169.254.0.0/16, which SandboxClass "
+                       "\"locked\" excepts from its egress CIDRs (spec.network.egressExcept)");
+        CHECK(resolve(both, "\"network\":{\"egressCIDRs\":[\"::10.0.0.0/104\"]}", &n, err, sizeof err) == -1);
+        CHECK(strstr(err, "spec.network.egressCIDRs[0]: \"::10.0.0.0/104\" is an IPv4-compatible") == err);
+        /* a class that names the mapped range names the IPv4 one: its policy says so */
+        CHECK(resolve("{\"mode\":\"isolated\",\"egressCIDRs\":[\"::ffff:0:0/96\"]}", "", &n, err, sizeof err) == 0);
+        CHECK_INT(n.negress, 1);
+        sbx_cidr_format(&n.egress[0], t, sizeof t);
+        CHECK_STR(t, "0.0.0.0/0");
+        sbx_network_free(&n);
+    }
     /* an empty spec.network is fine anywhere */
     CHECK(resolve(NULL, "\"network\":{}", &n, err, sizeof err) == 0);
     sbx_network_free(&n);

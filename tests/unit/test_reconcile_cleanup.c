@@ -8,6 +8,7 @@
  * retried after the wait, 500 on a status PATCH (idempotent) is retried, 500 and dropped
  * connections on a create (not idempotent) fail the pass, whose retry then creates. */
 #include "reconcile_env.h"
+#include "sandbox/orphans_decide.h"
 
 /* The sweep's grace (orphans.c SWEEP_GRACE_MS) and a little more. */
 #define PAST_GRACE_MS 31000
@@ -103,6 +104,73 @@ TEST(pod_of_a_sandbox_never_seen_is_swept_another_groups_is_not) {
     CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", other.pod), 0);
     CHECK(!stored_exists(e, ghost.pod));
     CHECK(stored_exists(e, other.pod));
+}
+
+/* An object of coll named name with the controller's labels (warm: also the warm-pool
+ * label) and owner refs (JSON array text, or NULL for none). */
+static int seed_labelled(struct env *e, const char *coll, const char *kind, const char *name, int warm, const char *refs) {
+    char doc[2048];
+    snprintf(doc, sizeof doc,
+             "{\"apiVersion\":\"v1\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"" SBX_LABEL_MANAGED_BY
+             "\":\"" SBX_MANAGED_BY "\",\"" SBX_LABEL_NAME "\":\"%s\"%s}%s%s},\"spec\":%s}",
+             kind, name, warm ? "" : "s-orph", warm ? ",\"sandbox.yaoapps.com/warm-pool\":\"k\"" : "",
+             refs ? ",\"ownerReferences\":" : "", refs ? refs : "",
+             strcmp(kind, "Pod") ? "{\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}"
+                                 : "{\"containers\":[{\"name\":\"sandbox\",\"image\":\"x\"}]}");
+    return fakeapi_seed(&e->fa, coll, doc);
+}
+
+/* Wait (10 s at most) until the pod and claim caches hold key. */
+static int cached(struct env *e, const char *pod_key, const char *pvc_key) {
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5)) {
+        cJSON *a = informer_get(sbx_controller_cache(e->ctl, SBX_CACHE_PODS), pod_key);
+        cJSON *b = informer_get(sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), pvc_key);
+        int both = a && b;
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        if (both) return 1;
+    }
+    return 0;
+}
+
+/* `kubectl delete sandbox --cascade=orphan` leaves the pod and claim with the controller's
+ * labels and no owner: the namespace's ownerless sweep deletes them at once, with uid
+ * preconditions; an owned pod and a warm pool's claim (no owner by design) stay. */
+TEST(ownerless_objects_are_deleted_at_once) {
+    struct env *e = env();
+    if (!e) { CHECK(!"environment started"); return; }
+    kj_now_offset_set(0);
+    CHECK_INT(seed_labelled(e, POD_COLL, "Pod", "orph-pod", 0, NULL), 0);
+    CHECK_INT(seed_labelled(e, PVC_COLL, "PersistentVolumeClaim", "orph-pvc", 0, "[]"), 0);
+    CHECK_INT(seed_labelled(e, POD_COLL, "Pod", "owned-pod", 0,
+                            "[{\"apiVersion\":\"" SBX_API_VERSION "\",\"kind\":\"Sandbox\",\"name\":\"s-orph\","
+                            "\"uid\":\"live\",\"controller\":true}]"), 0);
+    CHECK_INT(seed_labelled(e, PVC_COLL, "PersistentVolumeClaim", "pool-pvc", 1, NULL), 0);
+    CHECK(cached(e, NS "/orph-pod", NS "/orph-pvc"));
+    CHECK(cached(e, NS "/owned-pod", NS "/pool-pvc"));
+    char pod_uid[64], pvc_uid[64], err[512] = "";
+    uid_of(e, POD_COLL "/orph-pod", pod_uid, sizeof pod_uid);
+    uid_of(e, PVC_COLL "/orph-pvc", pvc_uid, sizeof pvc_uid);
+
+    size_t m = fakeapi_mark(&e->fa);
+    int64_t rq = -5;
+    CHECK_INT(sbx_reconcile(e->ctl, NS "/" SBX_ORPHANS_QUEUE_NAME, &rq, err, sizeof err), 0);
+    CHECK_INT(rq, 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", POD_COLL "/orph-pod", 200), 1);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", PVC_COLL "/orph-pvc", 200), 1);
+    CHECK_INT(fakeapi_count_writes(&e->fa, m), 2);
+    cJSON *d = fakeapi_last_body(&e->fa, m, "DELETE", POD_COLL "/orph-pod");
+    CHECK_STR(precondition(d, "uid"), pod_uid);
+    cJSON_Delete(d);
+    d = fakeapi_last_body(&e->fa, m, "DELETE", PVC_COLL "/orph-pvc");
+    CHECK_STR(precondition(d, "uid"), pvc_uid);
+    cJSON_Delete(d);
+    CHECK(!stored_exists(e, POD_COLL "/orph-pod"));
+    CHECK(stored_exists(e, POD_COLL "/owned-pod"));
+    CHECK(stored_exists(e, PVC_COLL "/pool-pvc"));
+    /* the controller's own cleanup: the owned pod goes with the test's other objects */
+    CHECK_INT(fakeapi_remove(&e->fa, POD_COLL "/owned-pod"), 0);
+    CHECK_INT(fakeapi_remove(&e->fa, PVC_COLL "/pool-pvc"), 0);
 }
 
 TEST(status_409_decides_again_soon_and_the_next_pass_writes) {

@@ -709,3 +709,33 @@ TEST(sandbox_image_pull_secrets) {
     CHECK(strstr(usage, "--sandbox-run-as-user") && strstr(usage, "YAO_SANDBOX_RUN_AS_USER"));
     CHECK(strstr(usage, "--sandbox-image-pull-secret") && strstr(usage, "YAO_SANDBOX_IMAGE_PULL_SECRETS"));
 }
+
+/* The Secrets Sandboxes without a class may name (issue 34): none by default, a
+ * comma-separated variable, a repeatable flag that replaces it. */
+TEST(allowed_secrets) {
+    struct sbx_settings o;
+    const struct sbx_defaults *d = &o.controller.defaults;
+    CHECK_INT(parse_with(NULL, &o, NULL), 0);
+    CHECK_INT(d->nallowed_secrets, 0);
+    static const char *const env[] = {"YAO_SANDBOX_ALLOWED_SECRETS", "yao-token,,a.b,", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(d->nallowed_secrets, 2);
+    CHECK_STR(d->allowed_secrets[0], "yao-token");
+    CHECK_STR(d->allowed_secrets[1], "a.b");
+    CHECK_INT(parse_with(env, &o, "--allowed-secret", "x", "--allowed-secret=y", NULL), 0);
+    CHECK_INT(d->nallowed_secrets, 2);
+    CHECK_STR(d->allowed_secrets[0], "x");
+    CHECK_STR(d->allowed_secrets[1], "y");
+    CHECK_INT(parse_with(NULL, &o, "--allowed-secret=Bad_Name", NULL), -1);
+    CHECK(err_has("--allowed-secret", "Bad_Name", NULL));
+    static const char *const bad_env[] = {"YAO_SANDBOX_ALLOWED_SECRETS", "ok,NOT-OK", NULL};
+    CHECK_INT(parse_with(bad_env, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_ALLOWED_SECRETS", "NOT-OK", NULL));
+    char many[64 * 4 + 16] = "";
+    for (int i = 0; i < 65; i++) snprintf(many + strlen(many), sizeof many - strlen(many), "%ss%d", i ? "," : "", i);
+    static const char *many_env[] = {"YAO_SANDBOX_ALLOWED_SECRETS", NULL, NULL};
+    many_env[1] = many;
+    CHECK_INT(parse_with(many_env, &o, NULL), -1);
+    CHECK(err_has("YAO_SANDBOX_ALLOWED_SECRETS", "more than 64", NULL));
+    CHECK(strstr(sbx_settings_usage(), "--allowed-secret") && strstr(sbx_settings_usage(), "YAO_SANDBOX_ALLOWED_SECRETS"));
+}

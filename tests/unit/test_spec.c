@@ -857,15 +857,65 @@ TEST(invalid_sizes_of_lists_and_values) {
     char err[512], *doc, *big;
     struct sbx_spec s;
 
-    doc = repeat_doc("args", "\"a\"", 1025);
+    doc = repeat_doc("args", "\"a\"", 257);
     CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
-    CHECK_STR(err, "spec.args: must have at most 1024 elements (got 1025)");
+    CHECK_STR(err, "spec.args: must have at most 256 elements (got 257)");
     free(doc);
-    doc = repeat_doc("args", "\"a\"", 1024);
+    doc = repeat_doc("args", "\"a\"", 256);
     CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
-    CHECK_INT(s.args.n, 1024);
+    CHECK_INT(s.args.n, 256);
     sbx_spec_free(&s);
     free(doc);
+
+    /* the totals (issue 34): command and args at most 128 KiB together, run.command as
+     * much, env and run.env names and values 256 KiB together; each exactly at the bound
+     * passes */
+    {
+        char item[32768 + 3];
+        item[0] = '"';
+        memset(item + 1, 'x', 32768);
+        strcpy(item + 32769, "\"");
+        doc = repeat_doc("args", item, 4);   /* 4 x 32 KiB = 128 KiB */
+        CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), 0);
+        sbx_spec_free(&s);
+        free(doc);
+        doc = repeat_doc("command", item, 5);
+        CHECK_INT(parse_text(doc, NULL, &s, err, sizeof err), -1);
+        CHECK_STR(err, "spec.command and spec.args: must be at most 131072 bytes in all (got 163840)");
+        free(doc);
+        /* command and args count together */
+        size_t len = 6 * 32800 + 128;
+        big = malloc(len);
+        size_t o = (size_t)snprintf(big, len, "{" U ",\"command\":[%s,%s],\"args\":[%s,%s,\"y\"]}", item, item,
+                                    item, item);
+        CHECK(o < len);
+        CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+        CHECK_STR(err, "spec.command and spec.args: must be at most 131072 bytes in all (got 131073)");
+        o = (size_t)snprintf(big, len, "{" U ",\"lifecycle\":\"one-shot\",\"run\":{\"command\":[%s,%s,%s,%s,\"y\"]}}",
+                             item, item, item, item);
+        CHECK(o < len);
+        CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+        CHECK_STR(err, "spec.run.command: must be at most 131072 bytes in all (got 131073)");
+        free(big);
+        /* env: 8 values of 32 KiB less their one-letter name = 256 KiB exactly; one more byte fails */
+        len = 10 * 32800 + 256;
+        big = malloc(len);
+        o = (size_t)snprintf(big, len, "{" U ",\"env\":[");
+        for (int i = 0; i < 7; i++)
+            o += (size_t)snprintf(big + o, len - o, "%s{\"name\":\"%c\",\"value\":\"%.32767s\"}", i ? "," : "",
+                                  'A' + i, item + 1);
+        o += (size_t)snprintf(big + o, len - o, "],\"lifecycle\":\"one-shot\",\"run\":{\"command\":[\"true\"],"
+                              "\"env\":[{\"name\":\"Z\",\"value\":\"%.32767s\"}]}}", item + 1);
+        CHECK(o < len);
+        CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), 0);
+        sbx_spec_free(&s);
+        char *at = strstr(big, "\"Z\",\"value\":\"") + strlen("\"Z\",\"value\":\"");
+        memmove(at + 1, at, strlen(at) + 1);
+        *at = 'x';   /* the last value is now 32768 bytes: one past the total */
+        CHECK_INT(parse_text(big, NULL, &s, err, sizeof err), -1);
+        CHECK_STR(err, "spec.env and spec.run.env: names and values must be at most 262144 bytes in all (got 262145)");
+        free(big);
+    }
 
     /* 257 distinct names: the count check comes first */
     big = malloc(257 * 24 + 64);

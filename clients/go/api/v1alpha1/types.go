@@ -355,6 +355,14 @@ type SandboxClassSpec struct {
 	Reclaim *ClassReclaim `json:"reclaim,omitempty"`
 	// Network is the class's network policy (mode none or isolated).
 	Network *ClassNetwork `json:"network,omitempty"`
+	// Secrets are the Secrets its Sandboxes may take env values from (unset: none).
+	Secrets *ClassSecrets `json:"secrets,omitempty"`
+}
+
+// ClassSecrets names the Secrets (in each Sandbox's own namespace) that a Sandbox of the
+// class may name in env valueFrom.secretKeyRef; any other is refused (SecretNotAllowed).
+type ClassSecrets struct {
+	Names []string `json:"names,omitempty"`
 }
 
 // ClassImage is the default image and the allowed image prefixes (none: any image).
