@@ -176,16 +176,17 @@ int main(int argc, char **argv) {
     if (s.show_help) { fputs(sbx_settings_usage(), stdout); return 0; }
     if (s.show_version) { printf("yao-sandbox-controller %s\n", YAO_VERSION); return 0; }
     log_set_level(s.log_level);
-    if (s.controller.defaults.image_builtin)
-        LOGW("msg=\"no sandbox image configured: Sandboxes that name none (and whose class names none) "
-             "get the built-in %s, which no public registry serves; set --image / YAO_SANDBOX_IMAGE to an "
-             "image the nodes can pull\"", s.controller.defaults.image);
 
     struct kube_config cfg;
     if (kube_config_auto(s.kubeconfig, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         return 1;
     }
+    /* (after the kubeconfig: a controller that cannot start says only why) */
+    if (s.controller.defaults.image_builtin)
+        LOGW("msg=\"no sandbox image configured: Sandboxes that name none (and whose class names none) "
+             "get the built-in %s, which no public registry serves; set --image / YAO_SANDBOX_IMAGE to an "
+             "image the nodes can pull\"", s.controller.defaults.image);
     char lease_ns[256];
     snprintf(lease_ns, sizeof(lease_ns), "%s",
              s.lease_namespace ? s.lease_namespace : cfg.namespace_ ? cfg.namespace_ : "yao-sandbox-system");

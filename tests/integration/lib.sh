@@ -9,6 +9,16 @@ BUILD_DIR=${YAO_BUILD_DIR:-$SRC_DIR/build}
 export KUBECONFIG=$YAO_PLANE_DIR/kubeconfig
 [ -f "$KUBECONFIG" ] || { echo "no local plane: run tests/cluster/up first" >&2; exit 1; }
 
+# The nodes' default: yao-node cordoned, the kwok nodes schedulable. A suite that was killed
+# (ctest's timeout is a SIGKILL: no exit trap runs) may have left use_real_node's swap in
+# place, which would send the next suite's pods to the real node: put the default back.
+# (test_node_token_rotation runs beside the other suites and sets LIB_KEEP_CORDONS: it
+# pins its pods with a toleration and must not touch the cordons of the suite running.)
+if [ -z "${LIB_KEEP_CORDONS:-}" ] && kubectl get node yao-node >/dev/null 2>&1; then
+    kubectl cordon yao-node >/dev/null 2>&1
+    kubectl get nodes -l type=kwok -o name 2>/dev/null | xargs -r kubectl uncordon >/dev/null 2>&1
+fi
+
 PASSED=0
 FAILED=0
 FAILED_NAMES=()     # the names of the failed checks (repeated at the end)

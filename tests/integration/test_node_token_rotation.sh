@@ -9,6 +9,7 @@
 # (tests/tests.cmake), touches only its own release and namespaces (no default SandboxClass:
 # a cluster-wide class would change every other suite's Sandboxes), and pins the controller
 # to the real node with a toleration of the cordon instead of uncordoning it.
+LIB_KEEP_CORDONS=1   # (runs beside the other suites: lib.sh)
 . "$(dirname "$0")/lib.sh"
 have_real_node || { echo "this suite needs the real node (tests/cluster/up --real-node)" >&2; echo "0 passed, 1 failed"; exit 1; }
 CHART=$SRC_DIR/charts/yao-sandbox
