@@ -930,6 +930,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
         return end_pass(res, 0, expecting);
     }
     o->now_ms = now;
+    o->namespace_ = id->ns;
     const char *lu = sb->last_used_at;
     switch (lifecycle_last_used_check(lu, now, &o->last_used_annotation_ms)) {
     case SBX_LAST_USED_FUTURE: {

@@ -421,16 +421,19 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
+        /* A user is counted within the Sandbox's namespace (the tenant): say which. */
+        char where[96] = "";
+        if (o->namespace_) snprintf(where, sizeof(where), " (counted in namespace \"%.63s\")", o->namespace_);
         if (o->user_capped && o->class_capped && s->class_name) {
             char cap[32];
             snprintf(cap, sizeof(cap), "%d", s->max_running_per_user);
             say(d, "Pending", 0, SBX_REASON_USER_CAPACITY, "%s", "");
             snprintf(d->message, sizeof(d->message),
                      "this user's limit of running sandboxes of SandboxClass \"%.253s\" (spec.maxRunningPerUser: %s) "
-                     "is reached; waiting for one of them to stop", s->class_name, cap);
+                     "is reached%s; waiting for one of them to stop", s->class_name, cap, where);
         } else if (o->user_capped) {
             say(d, "Pending", 0, SBX_REASON_USER_CAPACITY,
-                "this user's limit of running sandboxes is reached; waiting for one of them to stop%s", "");
+                "this user's limit of running sandboxes is reached%s; waiting for one of them to stop", where);
         } else if (o->queue_position > 0) {
             char pos[24];
             snprintf(pos, sizeof(pos), "%d", o->queue_position);

@@ -116,6 +116,9 @@ struct sbx_observed {
     /* user_capped by its class's per-user cap (spec.class_name, spec.max_running_per_user),
      * not the controller's --max-running-per-user. */
     int class_capped;
+    /* The Sandbox's namespace: per-user caps count a user within it (the tenant), and the
+     * messages of a user cap say so. NULL: not named. */
+    const char *namespace_;
 };
 
 enum sbx_action {

@@ -703,6 +703,16 @@ TEST(class_cap_message_names_the_class) {
     CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
                          "(spec.maxRunningPerUser: 2) is reached; waiting for one of them to stop");
     CHECK_INT(d.wants_pod, 1);
+    /* the tenant is named: a user is counted within the namespace */
+    o.namespace_ = "tenant-b";
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
+                         "(spec.maxRunningPerUser: 2) is reached (counted in namespace \"tenant-b\"); waiting for "
+                         "one of them to stop");
+    o.class_capped = 0;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "this user's limit of running sandboxes is reached (counted in namespace \"tenant-b\"); "
+                         "waiting for one of them to stop");
 }
 
 /* ---- paused --------------------------------------------------------------------------- */
