@@ -220,21 +220,33 @@ static const char *object_rv(const cJSON *obj) {
     return cJSON_IsString(rv) ? rv->valuestring : NULL;
 }
 
-/* Whether the cache holds obj under key at the same resourceVersion: a relist (after a
- * watch gap or an API server restart) then has nothing new to tell about it, and the
- * handler is not called again (sample-controller's check in its update handler). RVs are
- * compared for equality only. */
-static int cached_same_version(struct informer *inf, const char *key, const cJSON *obj) {
-    const char *rv = object_rv(obj);
-    if (!rv || !*rv) return 0;
+/* The object's metadata.uid, or NULL. */
+static const char *object_uid(const cJSON *obj) {
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid");
+    return cJSON_IsString(uid) ? uid->valuestring : NULL;
+}
+
+/* What the cache holds under key, against obj from a (re)list. */
+enum cached { CACHED_OTHER,      /* nothing, or an older version of the same object */
+              CACHED_SAME,       /* the same resourceVersion: a relist has nothing new to tell
+                                  * (sample-controller's check in its update handler) */
+              CACHED_REPLACED }; /* another object (uid) of the same name: the one cached was
+                                  * deleted and this one created while we were not watching */
+
+/* Compare obj with the cache's object under key. RVs and uids are compared for equality
+ * only. */
+static enum cached cached_state(struct informer *inf, const char *key, const cJSON *obj) {
     pthread_rwlock_rdlock(&inf->lock);
     const void *blob = strmap_get(&inf->cache, key);
     cJSON *was = blob ? inflate(inf, blob) : NULL;
     pthread_rwlock_unlock(&inf->lock);
-    const char *was_rv = object_rv(was);
-    int same = was_rv && !strcmp(was_rv, rv);
+    const char *rv = object_rv(obj), *was_rv = object_rv(was);
+    const char *uid = object_uid(obj), *was_uid = object_uid(was);
+    enum cached c = CACHED_OTHER;
+    if (was && uid && was_uid && strcmp(uid, was_uid) != 0) c = CACHED_REPLACED;
+    else if (rv && *rv && was_rv && !strcmp(was_rv, rv)) c = CACHED_SAME;
     cJSON_Delete(was);
-    return same;
+    return c;
 }
 
 /* Remember the newest resourceVersion (RVs are opaque: we only store them). */
@@ -369,7 +381,13 @@ static int cache_item(void *ud, cJSON *item) {
     /* Filtered out: not marked seen, so a cached copy is removed with the vanished ones. */
     if (lc->inf->filter && !lc->inf->filter(lc->inf->filter_ud, item)) { cJSON_Delete(item); return 0; }
     strmap_put(lc->seen, key, (void *)1, NULL);
-    if (cached_same_version(lc->inf, key, item)) { cJSON_Delete(item); return 0; }
+    enum cached c = cached_state(lc->inf, key, item);
+    if (c == CACHED_SAME) { cJSON_Delete(item); return 0; }
+    /* A new uid under a cached name: not an update. Every book the handlers keep by uid
+     * (a capacity slot or place in line, a warm claim, an expectation) must hear that the
+     * old object went, and the new one is told as new. (client-go's relist reports it as
+     * an update; a handler that keys its books by uid then keeps a ghost.) */
+    if (c == CACHED_REPLACED) cache_apply(lc->inf, key, NULL);
     lc->inf->transform(item);
     cache_apply(lc->inf, key, item);
     return 0;

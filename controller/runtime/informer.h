@@ -1,6 +1,8 @@
 /* runtime/informer.h — list+watch of one resource kind into a local cache, after
  * client-go's reflector + indexer: paginated LIST, then WATCH from its resourceVersion with
- * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile); clean end
+ * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile, and a
+ * delete then an add for a name whose uid changed meanwhile: deleted and created again
+ * while not watching is no update of one object); clean end
  * → watch again; failures → backoff with jitter (800 ms doubling to 30 s) and a new watch
  * from the same resourceVersion: only a 410 forces a relist. The first LIST is served from
  * the API server's watch cache (resourceVersion=0: possibly a little stale, never older

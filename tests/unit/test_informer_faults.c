@@ -4,7 +4,8 @@
  * paginated lists with continue tokens (and an expired token), watch events written byte
  * by byte, BOOKMARK moving the resourceVersion, an ERROR 410 event and an HTTP 410 each
  * forcing a relist that converges on the server's state (a delete that happened while
- * disconnected reaches the handler with cur NULL), a dropped connection and a malformed
+ * disconnected reaches the handler with cur NULL; a name deleted and created again
+ * meanwhile reaches it as a delete of the old uid, then an add of the new one), a dropped connection and a malformed
  * event line each followed by a reconnect, after a backoff, from the last good RV; a
  * client-side filter that keeps objects out of the cache (listed or watched) and removes
  * those that stop passing it as deletes; the cache keeps each object packed, not as a tree
@@ -295,6 +296,49 @@ TEST(malformed_event_line_reconnects) {
     CHECK_STR(q.watch_rvs, "1,2");
     if (q.watches >= 2) CHECK(q.start[1] - q.end[0] >= 0.7);
     CHECK(saw(&r.rec, "+bad/m", 1) && saw(&r.rec, "~bad/m", 1));
+    run_stop(&r);
+}
+
+/* What a handler keyed by uid sees: "+key@uid", "~key@uid>uid", "-key@uid", space-separated. */
+static void on_change_uid(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct rec *r = ud;
+    const char *ou = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(old, "metadata"), "uid"));
+    const char *cu = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cur, "metadata"), "uid"));
+    pthread_mutex_lock(&r->lock);
+    int n = !old ? snprintf(r->seen + r->len, sizeof r->seen - r->len, "+%s@%s ", key, cu ? cu : "")
+            : !cur ? snprintf(r->seen + r->len, sizeof r->seen - r->len, "-%s@%s ", key, ou ? ou : "")
+                   : snprintf(r->seen + r->len, sizeof r->seen - r->len, "~%s@%s>%s ", key, ou ? ou : "",
+                              cu ? cu : "");
+    if (n > 0 && (size_t)n < sizeof r->seen - r->len) r->len += (size_t)n;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* The watch gap: while the informer was not watching (its watch answered 410), "w" was
+ * deleted and created again under the same name. The relist finds a new uid under a
+ * cached key: the handlers hear the old one go and the new one come, in that order, never
+ * an update from one to the other (a book keyed by uid would keep the old one for good);
+ * an unchanged object is not told again. */
+TEST(relist_tells_a_replaced_object_as_delete_then_add) {
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    pthread_mutex_init(&r.rec.lock, NULL);
+    snprintf(r.path, sizeof r.path, "/api/v1/namespaces/replace/pods");
+    if (!up() || !(r.client = fake_client(&fake))) { CHECK(!"fake up"); run_stop(&r); return; }
+    struct informer_options o = {.path = r.path, .on_change = on_change_uid, .ud = &r.rec, .page_size = 2};
+    r.inf = informer_new(r.client, &o);
+    if (!r.inf || informer_start(r.inf) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(stats(&r).lists == 2 && informer_quiescent(r.inf) && saw(&r.rec, "+replace/w@uid-w2", 1), 10000);
+    CHECK_INT(stats(&r).relists_expired, 1);
+    pthread_mutex_lock(&r.rec.lock);
+    char seen[sizeof r.rec.seen];
+    snprintf(seen, sizeof seen, "%s", r.rec.seen);
+    pthread_mutex_unlock(&r.rec.lock);
+    /* the first list, then the relist: w's old uid goes before its new one comes */
+    CHECK_STR(seen, "+replace/w@uid-w1 +replace/v@uid-v -replace/w@uid-w1 +replace/w@uid-w2 ");
+    cJSON *w = informer_get(r.inf, "replace/w");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "metadata"), "uid")), "uid-w2");
+    cJSON_Delete(w);
+    CHECK_INT(informer_count(r.inf), 2);
     run_stop(&r);
 }
 
