@@ -393,7 +393,25 @@ static int cache_item(void *ud, cJSON *item) {
     return 0;
 }
 
-/* LIST all pages into the cache. 0, or -1 (err set) — a 410 on a continue token restarts. */
+/* A list page was larger than the client takes (kube_client_set_max_body): ask for
+ * smaller ones. A list served from the watch cache (resourceVersion=0) is one page
+ * whatever its limit, so first leave the watch cache for a read that pages (etcd's, which
+ * honours limit); then halve the page, down to one object. The smaller page stays for
+ * the informer's later lists: its objects are that big. 1 when asking again may help, 0
+ * when not (one object alone is over the limit). */
+static int shrink_pages(struct informer *inf) {
+    if (inf->list_mode == LIST_ANY) {
+        inf->list_mode = LIST_QUORUM;
+        return 1;
+    }
+    if (inf->page_size <= 1) return 0;
+    inf->page_size /= 2;
+    return 1;
+}
+
+/* LIST all pages into the cache, no response over the client's size limit. 0, or -1
+ * (err set) — a 410 on a continue token restarts (once), a page over the limit is asked
+ * again smaller (shrink_pages). */
 static int do_list(struct informer *inf, char *err, size_t errlen) {
     char path[2048];
     char *cont = NULL;
@@ -414,6 +432,13 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
         }
         struct kube_response resp;
         long st = kube_request(inf->client, "GET", path, NULL, NULL, 0, &resp) < 0 ? -1 : resp.status;
+        if (st < 0 && resp.too_large && shrink_pages(inf)) {
+            /* the same continue token, a smaller page (a limit may change between pages) */
+            LOGW("msg=\"list page too large; asking for smaller pages\" path=%s page_size=%d watch_cache=%d",
+                 inf->path, inf->page_size, inf->list_mode == LIST_ANY);
+            kube_response_free(&resp);
+            continue;
+        }
         if (st < 0) {
             errfmt(err, errlen, "GET %s: %s", path, resp.err);
         } else if (st != 200) {

@@ -8,7 +8,11 @@
  * the API server's watch cache (resourceVersion=0: possibly a little stale, never older
  * than what a new process could have seen); a relist after a 410 asks for data not older
  * than what the cache already holds (resourceVersionMatch=NotOlderThan), falling back to
- * a quorum read if that is refused. A watch silent for watch_stall_s (default 90 s) is
+ * a quorum read if that is refused. No list response is over the client's size limit
+ * (kube_client_set_max_body): a page over it is asked again from etcd (the watch cache
+ * answers resourceVersion=0 in one page whatever the limit) and then halved, from the
+ * same continue token, so one tenant's big objects cannot keep the cache from ever
+ * syncing. A watch silent for watch_stall_s (default 90 s) is
  * taken for a dead connection and re-opened from its resourceVersion (no relist): servers
  * with etcd progress notifications send a bookmark about every minute, so a live watch is
  * never silent that long; on servers without them a quiet watch is re-opened every 90 s
@@ -46,7 +50,7 @@ struct informer_options {
     informer_transform_fn transform;
     informer_filter_fn filter;   /* NULL = keep everything the server sends */
     void *filter_ud;
-    int page_size;               /* LIST limit (default 500) */
+    int page_size;               /* LIST limit (default 500; halved while a page is too large) */
     int watch_stall_s;           /* silence that ends a watch (default 90) */
 };
 
