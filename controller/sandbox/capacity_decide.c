@@ -612,6 +612,20 @@ out:
     return r;
 }
 
+int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t reserve_until_ms) {
+    pthread_mutex_lock(&a->lock);
+    purge(a, now_ms);
+    struct entry *e = strmap_get(&a->entries, uid);
+    int kept = e && holds(e);
+    if (kept) {
+        unhold(a, e);
+        reservation_add(e, a, reserve_until_ms);
+        rehold(a, e);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return kept;
+}
+
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);

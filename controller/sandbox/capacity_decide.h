@@ -78,6 +78,10 @@ enum sbx_admit {
  * reserve_until_ms (or until its pod is counted). Otherwise it joins the line. */
 enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_ms,
                                  int64_t reserve_until_ms, int *position);
+/* The slot uid holds through a pod (a fork's copier about to be deleted, its sandbox pod
+ * next) is kept by a reservation until reserve_until_ms, so it passes to that pod and to
+ * no one else. 1 when uid held a slot, 0 when not (nothing changes). */
+int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t reserve_until_ms);
 /* uid no longer wants a slot through a reservation: its pod is counted now, or creating
  * it failed, or the Sandbox wants no pod (then it also leaves the line). */
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line);

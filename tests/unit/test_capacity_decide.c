@@ -221,6 +221,47 @@ TEST(a_user_is_counted_within_its_namespace) {
     sbx_slots_free(a);
 }
 
+/* A fork's copier holds its Sandbox's slot (its pod, +1); when it succeeded, the slot is
+ * kept by a reservation while the copier goes, for the sandbox pod and no one else. */
+TEST(a_copier_holds_the_slot_and_hands_it_to_the_pod) {
+    struct sbx_cap_limits l = {.max_running = 0, .max_running_per_user = 1};
+    struct sbx_slots *a = sbx_slots_new(&l);
+    sb(a, "f1", "alice", 1); sb(a, "f2", "alice", 2); sb(a, "f3", "alice", 3); sb(a, "f4", "alice", 4);
+    run(a, "f1");                                          /* f1's copier: admitted, then seen */
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 1);
+    CHECK_INT(pos_of(a, "f2"), 0);                         /* the other forks wait: no copier */
+    CHECK_INT(pos_of(a, "f3"), 0);
+    CHECK_INT(pos_of(a, "f4"), 0);
+    CHECK_INT(sbx_slots_keep(a, "f2", 0, FAR), 0);         /* holds nothing: nothing kept */
+    CHECK_INT(sbx_slots_keep(a, "f1", 0, FAR), 1);         /* f1's copy succeeded */
+    sbx_slots_pod(a, "f1", -1);                            /* its copier goes */
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 0);       /* nobody: the slot is f1's still */
+    CHECK_INT(pos_of(a, "f2"), 0);
+    CHECK_INT(admit_of(a, "f1"), SBX_ADMIT_YES);           /* its sandbox pod is admitted */
+    CHECK_INT(sbx_slots_pod(a, "f1", +1), 0);
+    sbx_slots_release(a, "f1", 0);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 1);
+    sbx_slots_pod(a, "f1", -1);                            /* f1 stops: f2's copy may start */
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/f2");
+    CHECK_INT(sbx_slots_keep(a, "f2", 0, 5), 0);
+    sbx_slots_free(a);
+
+    /* a kept slot is a reservation: it lapses if the pod never comes */
+    struct sbx_cap_limits g = {.max_running = 1, .max_running_per_user = 0};
+    a = sbx_slots_new(&g);
+    sb(a, "f1", "alice", 1); sb(a, "b1", "bob", 2);
+    run(a, "f1");
+    CHECK_INT(sbx_slots_keep(a, "f1", 0, 100), 1);
+    sbx_slots_pod(a, "f1", -1);
+    CHECK_INT(sbx_slots_held(a, 50), 1);
+    CHECK_INT(sbx_slots_held(a, 100), 0);
+    int pos;
+    CHECK_INT(sbx_slots_try(a, "b1", 100, FAR, &pos), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
 TEST(a_sandbox_that_no_longer_wants_a_pod_leaves_the_line) {
     struct sbx_cap_limits l = {.max_running = 1};
     struct sbx_slots *a = sbx_slots_new(&l);
