@@ -14,6 +14,9 @@
 #   once it runs again, the new one is admitted (no ghost of the old uid holds the line).
 #   (The relist path proper — a 410 after the gap — is driven deterministically by
 #   tests/unit/test_informer_faults.c relist_tells_a_replaced_object_as_delete_then_add.)
+# - big objects: one tenant's 24 Sandboxes of ~200 KB and a controller restarted with a
+#   1 MiB response limit (--max-response-size): its lists page under the limit and another
+#   tenant's new Sandbox runs.
 # The class is yao-it-ten-capped, the StorageClass yao-it-ten-copy; removed at the end.
 # The controller watches every namespace, but serves one shard of 1024 (--shards): the
 # three tenants' namespaces are named so that their users fall in that shard, and other
@@ -150,5 +153,38 @@ for _ in $(seq 1 20); do
     sleep 0.25
 done
 check "  still at most one pod of hers at once (the deleted holder's going away aside)" eval '[ "$maxp" -le 2 ]'
+
+# --- big objects in one tenant do not stop the controller for the others -------------------------
+# 24 paused Sandboxes of ~200 KB each (an annotation: metadata allows 256 KiB) in one
+# namespace, about 4.8 MB, and a controller restarted with --max-response-size 1Mi: the
+# initial list from the watch cache is one page over the limit; the controller pages from
+# etcd instead, and another tenant's new Sandbox gets its pod. (At the default 64 MiB the
+# same happens with fifty 1.4 MB objects; the plane's objects here are smaller.)
+NBIG=$(pick_ns yao-it-ten-big bulk "$SHARD")
+fresh_namespace $NBIG
+kubectl -n $NB delete sandbox b-bob2 --wait=true --timeout=60s >/dev/null
+kill_controller TERM
+python3 - "$NBIG" > "$BUILD_DIR/test-tenancy-big.yaml" <<'PY'
+import json, sys
+ns = sys.argv[1]
+items = [{"apiVersion": "sandbox.yaoapps.com/v1alpha1", "kind": "Sandbox",
+          "metadata": {"name": "big-%02d" % i, "namespace": ns,
+                       "annotations": {"example.com/blob": ("%02d" % i) * 100000}},
+          "spec": {"userID": "bulk", "chatID": "big-%02d" % i, "lifecycle": "persistent", "paused": True}}
+         for i in range(24)]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+check "24 Sandboxes of ~200 KB each are created in one namespace" eval \
+    'kubectl create -f "$BUILD_DIR/test-tenancy-big.yaml" >/dev/null && [ "$(kubectl -n '$NBIG' get sandbox -o name | grep -c .)" = 24 ]'
+LOG2=$BUILD_DIR/test-tenancy-2.log
+: > "$LOG2"
+start_controller "$LOG2" --max-running 0 --workers 4 --shards $SHARDS --shard "$SHARD" --max-response-size 1Mi
+sandbox $NB b-late bob
+check "a controller restarted with a 1 MiB response limit: another tenant's new Sandbox runs" eventually 60 phase_is $NB b-late Running
+check "  its list was paged under the limit (the watch cache's one page was too large)" \
+    grep -q 'list page too large; asking for smaller pages' "$LOG2"
+all_have_status() { [ "$(kubectl -n $NBIG get sandbox -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c .)" = 24 ]; }
+check "  and the big tenant's Sandboxes all have a status" eventually 60 all_have_status
+kubectl -n $NBIG delete sandbox --all --wait=false >/dev/null
 
 finish
