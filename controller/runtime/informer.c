@@ -432,10 +432,11 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
         }
         struct kube_response resp;
         long st = kube_request(inf->client, "GET", path, NULL, NULL, 0, &resp) < 0 ? -1 : resp.status;
+        int asked_cache = inf->list_mode == LIST_ANY && !cont, asked_page = inf->page_size;
         if (st < 0 && resp.too_large && shrink_pages(inf)) {
             /* the same continue token, a smaller page (a limit may change between pages) */
-            LOGW("msg=\"list page too large; asking for smaller pages\" path=%s page_size=%d watch_cache=%d",
-                 inf->path, inf->page_size, inf->list_mode == LIST_ANY);
+            LOGW("msg=\"list page too large; asking for smaller pages\" path=%s asked_page_size=%d "
+                 "from_watch_cache=%d page_size=%d", inf->path, asked_page, asked_cache, inf->page_size);
             kube_response_free(&resp);
             continue;
         }
