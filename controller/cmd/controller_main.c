@@ -200,6 +200,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "yao-sandbox-controller: %s\n", err);
         return 1;
     }
+    kube_client_set_max_body(client, (size_t)s.max_response_bytes);   /* the informers' lists page under it */
     /* The elector's own client (own connections, one attempt per call, per-call deadline):
      * the workers' retries and Retry-After sleeps never delay a renewal. */
     struct kube_client *lease_client = NULL;

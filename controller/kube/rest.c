@@ -61,6 +61,7 @@ struct kube_client {
     long timeout_ms;
     long deadline_ms;              /* one request, all attempts and waits included */
     int attempts;
+    size_t max_body;               /* response bodies above this are refused */
     atomic_int cancelled;          /* kube_client_cancel: every request returns at once */
     pthread_mutex_t lock;          /* guards pool, counts and writes_in_flight */
     pthread_cond_t wake;           /* back-off sleeps; broadcast on cancel */
@@ -175,6 +176,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
     c->timeout_ms = 30000;
     c->deadline_ms = KUBE_DEFAULT_DEADLINE_MS;
     c->attempts = 5;
+    c->max_body = KUBE_MAX_BODY;
     pthread_mutex_init(&c->lock, NULL);
     clock_mono_cond_init(&c->wake);
     pthread_cond_init(&c->writes_done, NULL);
@@ -211,6 +213,9 @@ struct kube_config *kube_client_config(struct kube_client *c) { return &c->cfg; 
 const struct kube_proxy *kube_client_proxy(struct kube_client *c) { return &c->proxy; }
 void kube_client_set_timeout(struct kube_client *c, long ms) { c->timeout_ms = ms; }
 void kube_client_set_retries(struct kube_client *c, int attempts) { c->attempts = attempts < 1 ? 1 : attempts; }
+void kube_client_set_max_body(struct kube_client *c, size_t bytes) {
+    c->max_body = bytes > 0 && bytes < KUBE_MAX_BODY ? bytes : KUBE_MAX_BODY;
+}
 void kube_client_set_deadline(struct kube_client *c, long ms) { c->deadline_ms = ms > 0 ? ms : KUBE_DEFAULT_DEADLINE_MS; }
 
 /* Wake every transfer in progress (caller holds c->lock). curl_multi_wakeup may be
@@ -493,7 +498,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
 }
 
 /* One attempt. Returns 0 with resp->status set, -1 on a transport error (resp->err), or
- * -2 when retrying cannot help (resp->err): the body exceeds KUBE_MAX_BODY (the same body
+ * -2 when retrying cannot help (resp->err): the body exceeds c->max_body (the same body
  * would come again), or the client was cancelled. */
 static int do_once(struct kube_client *c, const char *method, const char *path,
                    const char *content_type, const char *body, size_t body_len, long timeout_ms,
@@ -505,7 +510,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     char *url = NULL;
     int rc = -1;
 
-    dynbuf_init(&r.body, KUBE_MAX_BODY);
+    dynbuf_init(&r.body, c->max_body);
     if (pool_take(c, &k) < 0) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
     h = k.easy;
     curl_easy_reset(h);
@@ -521,7 +526,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     /* Refuse a too-large Content-Length before reading it; on_body catches the rest. */
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)KUBE_MAX_BODY);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_body);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -541,8 +546,9 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
             errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_CANCELLED_MSG);
             rc = -2;
         } else if (cc == CURLE_WRITE_ERROR || cc == CURLE_FILESIZE_EXCEEDED) {
-            errfmt(resp->err, sizeof(resp->err), "%s %s: response larger than %u bytes",
-                    method, path, KUBE_MAX_BODY);
+            errfmt(resp->err, sizeof(resp->err), "%s %s: response larger than %zu bytes",
+                    method, path, c->max_body);
+            resp->too_large = 1;
             rc = -2;
         } else {
             errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, curl_easy_strerror(cc));
@@ -628,7 +634,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
             }
         }
         int retriable;
-        if (rc == -2) return -1;   /* body over KUBE_MAX_BODY, or cancelled: retrying cannot help */
+        if (rc == -2) return -1;   /* body over max_body, or cancelled: retrying cannot help */
         if (rc < 0) retriable = idempotent(method);
         else if (resp->status == 429 || resp->status == 503) retriable = 1;
         else if (resp->status >= 500) retriable = idempotent(method);

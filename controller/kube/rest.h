@@ -15,7 +15,8 @@
 #include <cjson/cJSON.h>
 #include "kube/config.h"
 
-/* Response bodies above this are refused (the largest object we read is a list page). */
+/* Response bodies above this are refused (the largest object we read is a list page;
+ * kube_client_set_max_body lowers it for one client). */
 #define KUBE_MAX_BODY (64u << 20)
 #define KUBE_ERR_MAX 512
 
@@ -28,6 +29,8 @@ struct kube_response {
     char *body;
     size_t len;
     char err[KUBE_ERR_MAX];
+    int too_large;   /* no response: its body was over the client's limit (a list asks again in
+                      * smaller pages) */
 };
 
 /* Counters exported as metrics: requests by verb and status class. */
@@ -53,6 +56,9 @@ void kube_client_counts(struct kube_client *c, struct kube_request_counts *out);
 void kube_client_set_timeout(struct kube_client *c, long ms);
 /* Maximum attempts for a retriable failure (default 5). */
 void kube_client_set_retries(struct kube_client *c, int attempts);
+/* Refuse response bodies above bytes (default and ceiling KUBE_MAX_BODY): the answer is
+ * status 0 with too_large set. */
+void kube_client_set_max_body(struct kube_client *c, size_t bytes);
 /* Deadline of one kube_request, every attempt and back-off or Retry-After wait included
  * (default KUBE_DEFAULT_DEADLINE_MS; <= 0 restores it). An attempt's timeout is cut to
  * the time left; a wait that would end past it is not begun (the last answer is

@@ -220,21 +220,33 @@ static const char *object_rv(const cJSON *obj) {
     return cJSON_IsString(rv) ? rv->valuestring : NULL;
 }
 
-/* Whether the cache holds obj under key at the same resourceVersion: a relist (after a
- * watch gap or an API server restart) then has nothing new to tell about it, and the
- * handler is not called again (sample-controller's check in its update handler). RVs are
- * compared for equality only. */
-static int cached_same_version(struct informer *inf, const char *key, const cJSON *obj) {
-    const char *rv = object_rv(obj);
-    if (!rv || !*rv) return 0;
+/* The object's metadata.uid, or NULL. */
+static const char *object_uid(const cJSON *obj) {
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid");
+    return cJSON_IsString(uid) ? uid->valuestring : NULL;
+}
+
+/* What the cache holds under key, against obj from a (re)list. */
+enum cached { CACHED_OTHER,      /* nothing, or an older version of the same object */
+              CACHED_SAME,       /* the same resourceVersion: a relist has nothing new to tell
+                                  * (sample-controller's check in its update handler) */
+              CACHED_REPLACED }; /* another object (uid) of the same name: the one cached was
+                                  * deleted and this one created while we were not watching */
+
+/* Compare obj with the cache's object under key. RVs and uids are compared for equality
+ * only. */
+static enum cached cached_state(struct informer *inf, const char *key, const cJSON *obj) {
     pthread_rwlock_rdlock(&inf->lock);
     const void *blob = strmap_get(&inf->cache, key);
     cJSON *was = blob ? inflate(inf, blob) : NULL;
     pthread_rwlock_unlock(&inf->lock);
-    const char *was_rv = object_rv(was);
-    int same = was_rv && !strcmp(was_rv, rv);
+    const char *rv = object_rv(obj), *was_rv = object_rv(was);
+    const char *uid = object_uid(obj), *was_uid = object_uid(was);
+    enum cached c = CACHED_OTHER;
+    if (was && uid && was_uid && strcmp(uid, was_uid) != 0) c = CACHED_REPLACED;
+    else if (rv && *rv && was_rv && !strcmp(was_rv, rv)) c = CACHED_SAME;
     cJSON_Delete(was);
-    return same;
+    return c;
 }
 
 /* Remember the newest resourceVersion (RVs are opaque: we only store them). */
@@ -369,13 +381,37 @@ static int cache_item(void *ud, cJSON *item) {
     /* Filtered out: not marked seen, so a cached copy is removed with the vanished ones. */
     if (lc->inf->filter && !lc->inf->filter(lc->inf->filter_ud, item)) { cJSON_Delete(item); return 0; }
     strmap_put(lc->seen, key, (void *)1, NULL);
-    if (cached_same_version(lc->inf, key, item)) { cJSON_Delete(item); return 0; }
+    enum cached c = cached_state(lc->inf, key, item);
+    if (c == CACHED_SAME) { cJSON_Delete(item); return 0; }
+    /* A new uid under a cached name: not an update. Every book the handlers keep by uid
+     * (a capacity slot or place in line, a warm claim, an expectation) must hear that the
+     * old object went, and the new one is told as new. (client-go's relist reports it as
+     * an update; a handler that keys its books by uid then keeps a ghost.) */
+    if (c == CACHED_REPLACED) cache_apply(lc->inf, key, NULL);
     lc->inf->transform(item);
     cache_apply(lc->inf, key, item);
     return 0;
 }
 
-/* LIST all pages into the cache. 0, or -1 (err set) — a 410 on a continue token restarts. */
+/* A list page was larger than the client takes (kube_client_set_max_body): ask for
+ * smaller ones. A list served from the watch cache (resourceVersion=0) is one page
+ * whatever its limit, so first leave the watch cache for a read that pages (etcd's, which
+ * honours limit); then halve the page, down to one object. The smaller page stays for
+ * the informer's later lists: its objects are that big. 1 when asking again may help, 0
+ * when not (one object alone is over the limit). */
+static int shrink_pages(struct informer *inf) {
+    if (inf->list_mode == LIST_ANY) {
+        inf->list_mode = LIST_QUORUM;
+        return 1;
+    }
+    if (inf->page_size <= 1) return 0;
+    inf->page_size /= 2;
+    return 1;
+}
+
+/* LIST all pages into the cache, no response over the client's size limit. 0, or -1
+ * (err set) — a 410 on a continue token restarts (once), a page over the limit is asked
+ * again smaller (shrink_pages). */
 static int do_list(struct informer *inf, char *err, size_t errlen) {
     char path[2048];
     char *cont = NULL;
@@ -396,6 +432,14 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
         }
         struct kube_response resp;
         long st = kube_request(inf->client, "GET", path, NULL, NULL, 0, &resp) < 0 ? -1 : resp.status;
+        int asked_cache = inf->list_mode == LIST_ANY && !cont, asked_page = inf->page_size;
+        if (st < 0 && resp.too_large && shrink_pages(inf)) {
+            /* the same continue token, a smaller page (a limit may change between pages) */
+            LOGW("msg=\"list page too large; asking for smaller pages\" path=%s asked_page_size=%d "
+                 "from_watch_cache=%d page_size=%d", inf->path, asked_page, asked_cache, inf->page_size);
+            kube_response_free(&resp);
+            continue;
+        }
         if (st < 0) {
             errfmt(err, errlen, "GET %s: %s", path, resp.err);
         } else if (st != 200) {

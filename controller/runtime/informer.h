@@ -1,12 +1,18 @@
 /* runtime/informer.h — list+watch of one resource kind into a local cache, after
  * client-go's reflector + indexer: paginated LIST, then WATCH from its resourceVersion with
- * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile); clean end
+ * bookmarks; 410 → relist (emitting deletes for objects that vanished meanwhile, and a
+ * delete then an add for a name whose uid changed meanwhile: deleted and created again
+ * while not watching is no update of one object); clean end
  * → watch again; failures → backoff with jitter (800 ms doubling to 30 s) and a new watch
  * from the same resourceVersion: only a 410 forces a relist. The first LIST is served from
  * the API server's watch cache (resourceVersion=0: possibly a little stale, never older
  * than what a new process could have seen); a relist after a 410 asks for data not older
  * than what the cache already holds (resourceVersionMatch=NotOlderThan), falling back to
- * a quorum read if that is refused. A watch silent for watch_stall_s (default 90 s) is
+ * a quorum read if that is refused. No list response is over the client's size limit
+ * (kube_client_set_max_body): a page over it is asked again from etcd (the watch cache
+ * answers resourceVersion=0 in one page whatever the limit) and then halved, from the
+ * same continue token, so one tenant's big objects cannot keep the cache from ever
+ * syncing. A watch silent for watch_stall_s (default 90 s) is
  * taken for a dead connection and re-opened from its resourceVersion (no relist): servers
  * with etcd progress notifications send a bookmark about every minute, so a live watch is
  * never silent that long; on servers without them a quiet watch is re-opened every 90 s
@@ -44,7 +50,7 @@ struct informer_options {
     informer_transform_fn transform;
     informer_filter_fn filter;   /* NULL = keep everything the server sends */
     void *filter_ud;
-    int page_size;               /* LIST limit (default 500) */
+    int page_size;               /* LIST limit (default 500; halved while a page is too large) */
     int watch_stall_s;           /* silence that ends a watch (default 90) */
 };
 

@@ -1,6 +1,6 @@
 /* sandbox/capacity.c — the running cap's glue to the caches: the informer handlers feed
- * sandbox/capacity_decide.c (a pod controlled by a Sandbox started or stopped holding a slot, a
- * Sandbox appeared or went), a freed slot queues exactly the Sandboxes first in line, and
+ * sandbox/capacity_decide.c (a pod controlled by a Sandbox, or a fork's copier, started or
+ * stopped holding a slot, a Sandbox appeared or went), a freed slot queues exactly the Sandboxes first in line, and
  * the pass asks whether its Sandbox may start a pod. Nothing here walks a cache. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +13,8 @@
 #include "sandbox/objects.h"
 #include "sandbox/reclaim.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/workspacecopy.h"
 
-/* The uid of the Sandbox that controls pod, if the pod holds a slot (it exists, is not
- * terminating and has not ended: a finished one-shot's pod, kept for its log, runs
- * nothing); else NULL. Whether that Sandbox is really in the cache is capacity_decide.c's
- * to know: a pod naming anything else holds nothing. */
 /* A capacity slot reserved for a pod we just created stays counted this long even if
  * the pod has not reached the cache yet. */
 #define RESERVATION_MS 30000
@@ -46,11 +43,27 @@ void sbx_capacity_free(struct sbx_capacity *cap) {
     free(cap);
 }
 
-/* The uid of the Sandbox whose slot pod holds, or NULL. It points into pod. */
+/* The uid of the Sandbox whose slot pod holds, or NULL (it points into pod): the Sandbox
+ * that controls it, if it exists, is not terminating and has not ended (a finished
+ * one-shot's pod, kept for its log, runs nothing). Whether that Sandbox is really in the
+ * cache is capacity_decide.c's to know: a pod naming anything else holds nothing. A fork's
+ * copier (SBX_ANN_COPY_FOR) holds the slot of the Sandbox it fills (its ownerReference to
+ * it is not the controller one) from its creation until it is deleted, finished or not:
+ * the Sandbox's pod takes the slot over from it (sbx_capacity_keep), and a failed copy
+ * keeps it until its retry. */
 static const char *slot_owner(const cJSON *pod) {
     struct sbx_meta m;
     sbx_meta_read(pod, &m);
-    if (!pod || m.deleting || sbx_pod_finished(pod)) return NULL;
+    if (!pod || m.deleting) return NULL;
+    if (sbx_meta_annotation(&m, SBX_ANN_COPY_FOR)) {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
+            const char *kind = kj_str(r, "kind");
+            if (kind && !strcmp(kind, SBX_KIND)) return kj_str(r, "uid");
+        }
+        return NULL;
+    }
+    if (sbx_pod_finished(pod)) return NULL;
     return m.sandbox_owner_uid;
 }
 
@@ -129,6 +142,12 @@ int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap,
     /* Slots may be free while those ahead have not had their pass yet: queue them. */
     if (r == SBX_ADMIT_WAIT) sbx_capacity_wake(cap);
     return 0;
+}
+
+/* uid's slot, held by its copier about to go, is kept for its sandbox pod. */
+int sbx_capacity_keep(struct sbx_capacity *cap, const char *uid) {
+    int64_t now = kj_now_ms();
+    return sbx_slots_keep(cap->slots, uid, now, now + RESERVATION_MS);
 }
 
 /* uid's reservation ends (its pod is counted now, or creating it failed); leave_line:

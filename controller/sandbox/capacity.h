@@ -32,6 +32,9 @@ void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *c
  * user's own cap, or its class's for its user, holds it; *class_capped: the class's). */
 int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap, int64_t now, int *position,
                        int *user_capped, int *class_capped);
+/* uid's slot, held by its fork's copier that is about to go, passes to its sandbox pod: a
+ * reservation keeps it meanwhile. 1 when it held one. */
+int sbx_capacity_keep(struct sbx_capacity *cap, const char *uid);
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_capacity *cap, const char *uid, int leave_line);
 /* Whether this pass found the sandbox reclaimable (see reclaim.h). */

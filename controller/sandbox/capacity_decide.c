@@ -1,7 +1,9 @@
 /* sandbox/capacity_decide.c — the running cap's bookkeeping (see capacity_decide.h).
  *
  * One entry per Sandbox uid (also for a uid that only pods name so far: a pod may reach
- * the cache before its Sandbox), one per user with the slots it holds and its line of
+ * the cache before its Sandbox), one per user (a userID within one namespace, kept as
+ * "<namespace>/<userID>": the namespace is the tenant boundary, so no tenant can fill or
+ * wait on another tenant's user by naming them) with the slots it holds and its line of
  * Sandboxes in line, sorted by (creationTimestamp, key). Users with someone in line sit
  * in an array, so a position is found by looking at each such user once (O(U)) and a
  * binary search in its line.
@@ -50,7 +52,7 @@ struct entry {
 };
 
 struct user {
-    char *name;
+    char *name;                  /* "<namespace>/<userID>" */
     int held;                    /* slots its Sandboxes hold */
     int refs;                    /* known entries of this user */
     int unresolved;              /* slots held by its Sandboxes whose class no pass told yet */
@@ -63,7 +65,7 @@ struct user {
 
 /* The Sandboxes of one user in one class (or in none). */
 struct bucket {
-    char *key;                   /* "<class>/<user>": a class name has no '/' */
+    char *key;                   /* "<class>/<namespace>/<userID>": a class name has no '/' */
     struct user *user;
     int cap;                     /* the class's maxRunningPerUser (0 = none) */
     int held;                    /* slots its Sandboxes hold */
@@ -77,8 +79,8 @@ struct sbx_slots {
     pthread_mutex_t lock;
     struct sbx_cap_limits limits;
     struct strmap entries;       /* uid -> struct entry */
-    struct strmap users;         /* userID -> struct user */
-    struct strmap buckets;       /* "<class>/<user>" -> struct bucket */
+    struct strmap users;         /* "<namespace>/<userID>" -> struct user */
+    struct strmap buckets;       /* "<class>/<namespace>/<userID>" -> struct bucket */
     struct user **waiting_users; /* users with n > 0 */
     size_t nwaiting_users, waiting_users_cap;
     struct entry *reserved;      /* head of the reservation list */
@@ -469,9 +471,24 @@ void sbx_slots_free(struct sbx_slots *a) {
     free(a);
 }
 
-int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user,
+/* The name a user is counted under: "<namespace>/<userID>", the namespace from key
+ * ("ns/name"): a userID names a person only within its tenant. NULL: out of memory. */
+static char *scoped_user(const char *key, const char *user) {
+    const char *slash = strchr(key, '/');
+    size_t ln = slash ? (size_t)(slash - key) : 0, lu = strlen(user);
+    char *s = malloc(ln + lu + 2);
+    if (!s) return NULL;
+    memcpy(s, key, ln);
+    s[ln] = '/';
+    memcpy(s + ln + 1, user, lu + 1);
+    return s;
+}
+
+int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user_id,
                           int64_t created_ms, int waiting) {
     int rc = -1;
+    char *user = scoped_user(key, user_id);
+    if (!user) return -1;
     pthread_mutex_lock(&a->lock);
     struct entry *e = entry_get(a, uid);
     if (!e) goto out;
@@ -491,6 +508,7 @@ int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, con
     if ((was_waiting || waiting) && !holds(e)) rc = wait_insert(a, e);
 out:
     pthread_mutex_unlock(&a->lock);
+    free(user);
     return rc;
 }
 
@@ -592,6 +610,20 @@ enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_m
 out:
     pthread_mutex_unlock(&a->lock);
     return r;
+}
+
+int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t reserve_until_ms) {
+    pthread_mutex_lock(&a->lock);
+    purge(a, now_ms);
+    struct entry *e = strmap_get(&a->entries, uid);
+    int kept = e && holds(e);
+    if (kept) {
+        unhold(a, e);
+        reservation_add(e, a, reserve_until_ms);
+        rehold(a, e);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return kept;
 }
 
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line) {
@@ -752,11 +784,18 @@ int sbx_slots_waiting(struct sbx_slots *a) {
     return n;
 }
 
-int sbx_slots_user_held(struct sbx_slots *a, const char *user, int64_t now_ms) {
+int sbx_slots_user_held(struct sbx_slots *a, const char *ns, const char *user_id, int64_t now_ms) {
+    size_t ln = strlen(ns);
+    char *user = malloc(ln + strlen(user_id) + 2);
+    if (!user) return 0;
+    memcpy(user, ns, ln);
+    user[ln] = '/';
+    strcpy(user + ln + 1, user_id);
     pthread_mutex_lock(&a->lock);
     purge(a, now_ms);
     struct user *u = strmap_get(&a->users, user);
     int n = u ? u->held : 0;
     pthread_mutex_unlock(&a->lock);
+    free(user);
     return n;
 }

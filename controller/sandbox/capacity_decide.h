@@ -11,6 +11,11 @@
  * Sandbox that is in the cache (by uid): a stranger's pod, labelled like ours or not,
  * holds nothing. A Sandbox holds at most one slot however many pods name it.
  *
+ * Users: a user is a spec.userID within one namespace (the tenant boundary): the same
+ * userID in two namespaces is two users, each with its own per-user caps (the
+ * controller's and a class's), so a Sandbox never takes, nor waits for, a slot of a user
+ * of another namespace.
+ *
  * Order: a waiting Sandbox's rank is (slots its user holds + Sandboxes of that user ahead
  * of it in line, then the user whose last admission is longest ago or who had none, then
  * creationTimestamp, namespace/name): a freed slot goes to the user who holds fewest, in
@@ -32,7 +37,7 @@
  * Sandboxes (sbx_slots_class). */
 struct sbx_cap_limits {
     int max_running;            /* running Sandboxes in all (0 = no cap) */
-    int max_running_per_user;   /* running Sandboxes of one spec.userID (0 = no cap) */
+    int max_running_per_user;   /* running Sandboxes of one spec.userID in one namespace (0 = no cap) */
 };
 
 struct sbx_slots;
@@ -40,10 +45,11 @@ struct sbx_slots;
 struct sbx_slots *sbx_slots_new(const struct sbx_cap_limits *l);
 void sbx_slots_free(struct sbx_slots *a);
 
-/* The Sandbox uid is in the cache as key ("ns/name"), of user, created at created_ms.
+/* The Sandbox uid is in the cache as key ("ns/name"), of user_id (counted within ns),
+ * created at created_ms.
  * waiting: its status says it waits for capacity (so it keeps its place in line across a
  * controller restart, before its first pass). Idempotent. 0 or -1 (ENOMEM). */
-int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user,
+int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user_id,
                           int64_t created_ms, int waiting);
 /* The Sandbox uid is of the SandboxClass cls (NULL or "" = none), whose per-user cap is cap
  * (0 = none), as its pass resolved it; cap -1: only a hint (the className the Sandbox
@@ -72,6 +78,10 @@ enum sbx_admit {
  * reserve_until_ms (or until its pod is counted). Otherwise it joins the line. */
 enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_ms,
                                  int64_t reserve_until_ms, int *position);
+/* The slot uid holds through a pod (a fork's copier about to be deleted, its sandbox pod
+ * next) is kept by a reservation until reserve_until_ms, so it passes to that pod and to
+ * no one else. 1 when uid held a slot, 0 when not (nothing changes). */
+int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t reserve_until_ms);
 /* uid no longer wants a slot through a reservation: its pod is counted now, or creating
  * it failed, or the Sandbox wants no pod (then it also leaves the line). */
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line);
@@ -113,9 +123,10 @@ size_t sbx_slots_reclaim_pick(struct sbx_slots *a, int64_t now_ms, int64_t until
 /* uid was not reclaimed after all (a fresh read said no): no longer under way. */
 void sbx_slots_reclaim_cancel(struct sbx_slots *a, const char *uid);
 
-/* Counters: slots held, Sandboxes waiting, slots held by user (0 when unknown). */
+/* Counters: slots held, Sandboxes waiting, slots held by user_id of namespace ns (0 when
+ * unknown). */
 int sbx_slots_held(struct sbx_slots *a, int64_t now_ms);
 int sbx_slots_waiting(struct sbx_slots *a);
-int sbx_slots_user_held(struct sbx_slots *a, const char *user, int64_t now_ms);
+int sbx_slots_user_held(struct sbx_slots *a, const char *ns, const char *user_id, int64_t now_ms);
 
 #endif

@@ -1,5 +1,5 @@
 /* sandbox/fork.c — a fork's workspace (spec.workspace.from), the I/O side (see fork.h;
- * the copier pod is built in workspacecopy.c). */
+ * the copier pod is built in workspacecopy.c; its running slot is capacity.c's). */
 #include "sandbox/fork.h"
 
 #include <stdio.h>
@@ -116,7 +116,7 @@ static void source_node(const struct sbx_deps *deps, const char *ns, const char 
     cJSON_Delete(sb);
 }
 
-int sbx_fork_fill(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
+int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const char *ns, const struct sbx_sandbox_view *sb,
                   const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_claim_view *pvc,
                   struct sbx_observed *o, char *msg, size_t msglen, char *err, size_t errlen) {
     char copier[96], okey[600], path[1024], node[256];
@@ -140,6 +140,14 @@ int sbx_fork_fill(const struct sbx_deps *deps, const char *ns, const struct sbx_
     }
     if (!pod) {
         if (sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_COPIER, kj_now_ms()) > 0) goto out;
+        /* A copier runs in the Sandbox's running slot: none without one (its user's caps and
+         * the global cap hold during copies). The pass's admission says where it waits. */
+        int pos, user_capped, class_capped;
+        if (!sbx_capacity_admit(cap, owner->uid, spec->max_running_per_user, kj_now_ms(), &pos, &user_capped,
+                                &class_capped)) {
+            o->workspace_copy = SBX_COPY_WAITING;
+            goto out;
+        }
         source_node(deps, ns, spec->workspace_from, node, sizeof(node));
         cJSON *obj = sbx_build_copier(owner, spec, copier, deps->defaults->image ? deps->defaults->image
                                                                                    : SBX_DEFAULT_IMAGE,
@@ -158,6 +166,7 @@ int sbx_fork_fill(const struct sbx_deps *deps, const char *ns, const struct sbx_
             LOGI("msg=\"workspace copy started\" sandbox=%s/%s copier=%s source=%s claim=%s node=%s", ns, owner->name,
                  copier, source, claim ? claim : "", node[0] ? node : "(scheduler)");
         } else if (st != 409) {
+            sbx_capacity_release(cap, owner->uid, 0);
             rc = -1;
         }
         cJSON_Delete(made);
@@ -179,6 +188,7 @@ int sbx_fork_fill(const struct sbx_deps *deps, const char *ns, const struct sbx_
             goto out;
         }
         LOGI("msg=\"workspace copied\" sandbox=%s/%s claim=%s source=%s", ns, owner->name, claim, source);
+        sbx_capacity_keep(cap, owner->uid);   /* the copier's slot passes to the sandbox pod */
         sbx_event_record(deps, sb, "Normal", "WorkspaceCopied", msg);
         if (pod_uid && sbx_delete_owned(deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
         goto out;   /* the claim's echo brings the pass that makes the pod */

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "sandbox/builders.h"
+#include "sandbox/capacity.h"
 #include "sandbox/claimview.h"
 #include "sandbox/deps.h"
 #include "sandbox/reconcile_decide.h"
@@ -37,9 +38,12 @@ const char *sbx_fork_source(const struct sbx_deps *deps, struct sbx_warm *warm, 
  * level-triggered on the copier pod (named by the Sandbox's uid, on the node a pod of the
  * source runs on) and the claim's annotations. A copier that succeeded marks the claim
  * filled, then goes; one that failed is reported with its own message and,
- * SBX_COPY_RETRY_MS later, replaced by a new one. Sets o->workspace_copy and its message
- * (msg, which it points to). 0 or -1 (err). */
-int sbx_fork_fill(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
+ * SBX_COPY_RETRY_MS later, replaced by a new one. The copier holds the Sandbox's running
+ * slot (cap) as its pod would: it is made only once the Sandbox is admitted (else
+ * o->workspace_copy is SBX_COPY_WAITING and it waits in line), and when it succeeded its
+ * slot is kept for the sandbox pod. Sets o->workspace_copy and its message (msg, which it
+ * points to). 0 or -1 (err). */
+int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const char *ns, const struct sbx_sandbox_view *sb,
                   const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_claim_view *pvc,
                   struct sbx_observed *o, char *msg, size_t msglen, char *err, size_t errlen);
 

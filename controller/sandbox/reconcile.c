@@ -205,6 +205,8 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
         cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
             if (kj_str(r, "uid") && cuid) sbx_records_observed(&ctl->records, kj_str(r, "uid"), SBX_EXPECT_COPIER, cuid);
         }
+        /* It holds its Sandbox's running slot as the sandbox pod would. */
+        sbx_capacity_on_pod(ctl->capacity, old, cur);
         if (ns) {
             snprintf(skey, sizeof(skey), "%s/%s", ns, copy_for);
             queue_add(ctl->deps.queue, skey);
@@ -948,6 +950,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
         return end_pass(res, 0, expecting);
     }
     o->now_ms = now;
+    o->namespace_ = id->ns;
     const char *lu = sb->last_used_at;
     switch (lifecycle_last_used_check(lu, now, &o->last_used_annotation_ms)) {
     case SBX_LAST_USED_FUTURE: {
@@ -995,7 +998,8 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
         if (cv->fork_from && !cv->fork_copied) {
             struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            if (sbx_fork_fill(&ctl->deps, ns, sb, &me, &p->spec, cv, o, ob->copy_msg, sizeof(ob->copy_msg), err, errlen) < 0)
+            if (sbx_fork_fill(&ctl->deps, ctl->capacity, ns, sb, &me, &p->spec, cv, o, ob->copy_msg,
+                              sizeof(ob->copy_msg), err, errlen) < 0)
                 return end_pass(res, -1, 0);
         }
     }
@@ -1019,7 +1023,9 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
         o->admitted = sbx_capacity_admit(ctl->capacity, uid, p->spec.max_running_per_user, o->now_ms,
                                          &o->queue_position, &o->user_capped, &o->class_capped);
         lifecycle_decide(&p->spec, o, d);
-    } else if (!d->wants_pod) {
+    } else if (!d->wants_pod && o->workspace_copy != SBX_COPY_RUNNING) {
+        /* (A running copy keeps its reservation: its copier, made in this pass, holds the
+         * slot once the cache shows it.) */
         sbx_capacity_release(ctl->capacity, uid, 1);
     }
     sbx_capacity_reclaimable(ctl->capacity, uid, &p->spec, d, o->pod == SBX_OBJ_PRESENT);

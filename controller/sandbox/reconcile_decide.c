@@ -426,26 +426,38 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         d->requeue_after_ms = SBX_WS_SOURCE_RETRY_MS;
         return;
     }
-    /* A fork's claim being filled by a copy: no pod (nor a running slot) until it is. */
-    if (o->pvc == SBX_OBJ_PRESENT && o->workspace_copy != SBX_COPY_NONE) {
+    /* A fork's claim being filled by a copy: no pod until it is. The copier holds the
+     * Sandbox's running slot (it counts as its pod would); one that has no slot yet waits
+     * in line below, as the pod would, and a slot that came starts the copy at once. */
+    int copy_waits = o->workspace_copy == SBX_COPY_WAITING && !o->admitted;
+    if (o->pvc == SBX_OBJ_PRESENT && o->workspace_copy != SBX_COPY_NONE && !copy_waits) {
         const char *m = o->workspace_copy_message ? o->workspace_copy_message : "copying the workspace";
-        if (o->workspace_copy == SBX_COPY_FAILED) say(d, "Pending", 0, SBX_REASON_WS_COPY_FAILED, "%s", m);
-        else say(d, "Creating", 0, SBX_REASON_WS_COPYING, "%s", m);
         d->requeue_after_ms = SBX_WS_COPY_RETRY_MS;
+        if (o->workspace_copy == SBX_COPY_FAILED) {
+            say(d, "Pending", 0, SBX_REASON_WS_COPY_FAILED, "%s", m);
+        } else if (o->workspace_copy == SBX_COPY_WAITING) {
+            say(d, "Creating", 0, SBX_REASON_WS_COPYING, "%s", "a running slot is free; the workspace copy starts");
+            d->requeue_after_ms = 1;   /* the next pass makes the copier in the slot reserved now */
+        } else {
+            say(d, "Creating", 0, SBX_REASON_WS_COPYING, "%s", m);
+        }
         return;
     }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
+        /* A user is counted within the Sandbox's namespace (the tenant): say which. */
+        char where[96] = "";
+        if (o->namespace_) snprintf(where, sizeof(where), " (counted in namespace \"%.63s\")", o->namespace_);
         if (o->user_capped && o->class_capped && s->class_name) {
             char cap[32];
             snprintf(cap, sizeof(cap), "%d", s->max_running_per_user);
             say(d, "Pending", 0, SBX_REASON_USER_CAPACITY, "%s", "");
             snprintf(d->message, sizeof(d->message),
                      "this user's limit of running sandboxes of SandboxClass \"%.253s\" (spec.maxRunningPerUser: %s) "
-                     "is reached; waiting for one of them to stop", s->class_name, cap);
+                     "is reached%s; waiting for one of them to stop", s->class_name, cap, where);
         } else if (o->user_capped) {
             say(d, "Pending", 0, SBX_REASON_USER_CAPACITY,
-                "this user's limit of running sandboxes is reached; waiting for one of them to stop%s", "");
+                "this user's limit of running sandboxes is reached%s; waiting for one of them to stop", where);
         } else if (o->queue_position > 0) {
             char pos[24];
             snprintf(pos, sizeof(pos), "%d", o->queue_position);

@@ -85,8 +85,11 @@ struct sbx_observed {
      * dataSource would start empty, and a claim's dataSource cannot be set later. */
     const char *workspace_source_reason, *workspace_source_message;
     /* A fork filled by a copy (sandbox/workspacecopy.h), while its claim is not filled yet:
-     * the copier runs (or is being made), or it failed; with a message. No pod meanwhile. */
-    enum sbx_copy { SBX_COPY_NONE = 0, SBX_COPY_RUNNING, SBX_COPY_FAILED } workspace_copy;
+     * the copier runs (or is being made), or it failed; with a message. No pod meanwhile.
+     * The copier holds the Sandbox's running slot like the pod it fills: SBX_COPY_WAITING,
+     * no copier yet and no slot for one (its user's caps or the global cap are reached):
+     * the copy waits in line as the pod would (admitted says whether a slot came since). */
+    enum sbx_copy { SBX_COPY_NONE = 0, SBX_COPY_RUNNING, SBX_COPY_FAILED, SBX_COPY_WAITING } workspace_copy;
     const char *workspace_copy_message;
     enum sbx_object_state pod;
     /* The spec changed since the pod was built: its template-hash annotation differs from
@@ -116,6 +119,9 @@ struct sbx_observed {
     /* user_capped by its class's per-user cap (spec.class_name, spec.max_running_per_user),
      * not the controller's --max-running-per-user. */
     int class_capped;
+    /* The Sandbox's namespace: per-user caps count a user within it (the tenant), and the
+     * messages of a user cap say so. NULL: not named. */
+    const char *namespace_;
 };
 
 enum sbx_action {

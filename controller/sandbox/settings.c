@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kube/events.h"
+#include "kube/rest.h"
 #include "sandbox/quantity.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
@@ -24,8 +25,8 @@ static const char usage[] =
     "                           (YAO_SANDBOX_IMAGE_PULL_POLICY; default: per image, as\n"
     "                           Kubernetes: Always for :latest or no tag, else IfNotPresent)\n"
     "  --max-running N          limit of running sandboxes, 0 = none (YAO_SANDBOX_MAX; 100)\n"
-    "  --max-running-per-user N limit of running sandboxes of one spec.userID, 0 = none\n"
-    "                           (YAO_SANDBOX_MAX_PER_USER; 0)\n"
+    "  --max-running-per-user N limit of running sandboxes of one spec.userID in one namespace,\n"
+    "                           0 = none (YAO_SANDBOX_MAX_PER_USER; 0)\n"
     "  --lifecycle L            lifecycle of Sandboxes that set none and whose SandboxClass sets\n"
     "                           none: session, long-running, persistent (YAO_SANDBOX_LIFECYCLE; session)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
@@ -54,6 +55,8 @@ static const char usage[] =
     "                           this shard's share, and the Lease is <lease-name>-shard-I\n"
     "  --shard I                the one shard (0..S-1) this replica serves (YAO_SANDBOX_SHARD; 0)\n"
     "  --resync DUR             safety-net requeue of every Sandbox (YAO_SANDBOX_RESYNC; 10m; 0 = off)\n"
+    "  --max-response-size Q    read no API response above Q bytes (64Ki-64Mi); lists page under\n"
+    "                           it (YAO_SANDBOX_MAX_RESPONSE_SIZE; 64Mi)\n"
     "  --metrics-addr HOST:PORT serve /healthz /readyz /metrics (YAO_SANDBOX_METRICS_ADDR; default off)\n"
     "  --leader-elect           take part in leader election via a Lease (off by default)\n"
     "  --lease-name NAME        Lease name (yao-sandbox-controller)\n"
@@ -198,6 +201,10 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
     } else if (!strcmp(name, "resync")) {
         if (qty_parse_duration(val, &v) < 0) BAD("not a duration");
         o->controller.resync_ms = v;
+    } else if (!strcmp(name, "max-response-size")) {
+        if (qty_parse_memory(val, &v) < 0 || v < (64 << 10) || v > (int64_t)KUBE_MAX_BODY)
+            BAD("not a size from 64Ki to 64Mi");
+        o->max_response_bytes = v;
     } else if (!strcmp(name, "metrics-addr")) o->metrics_addr = val;
     else if (!strcmp(name, "lease-name")) o->lease_name = val;
     else if (!strcmp(name, "lease-namespace")) o->lease_namespace = val;
@@ -257,6 +264,7 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_WORKSPACE_SIZE", "workspace-size"}, {"YAO_SANDBOX_STORAGE_CLASS", "storage-class"},
     {"YAO_SANDBOX_WARM_WORKSPACES", "warm-workspaces"},
     {"YAO_SANDBOX_WORKERS", "workers"},           {"YAO_SANDBOX_RESYNC", "resync"},
+    {"YAO_SANDBOX_MAX_RESPONSE_SIZE", "max-response-size"},
     {"YAO_SANDBOX_SHARDS", "shards"},             {"YAO_SANDBOX_SHARD", "shard"},
     {"YAO_SANDBOX_METRICS_ADDR", "metrics-addr"}, {"YAO_SANDBOX_LEASE_NAMESPACE", "lease-namespace"},
     {"YAO_SANDBOX_LOG_LEVEL", "log-level"},
@@ -274,6 +282,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
     o->controller.workers = 4;
     o->controller.shards = 1;
     o->controller.resync_ms = 10 * 60 * 1000;
+    o->max_response_bytes = KUBE_MAX_BODY;
     o->log_level = "info";
     o->metrics_addr = "";
     o->lease_name = "yao-sandbox-controller";

@@ -18,6 +18,9 @@ struct sbx_settings {
     const char *lease_base;                      /* --lease-name as given: the family of Leases */
     char lease_name_shard[272];                  /* <--lease-name>-shard-<I> */
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
+    /* No API response above this many bytes is read (KUBE_MAX_BODY by default and at
+     * most); informer lists page under it. */
+    int64_t max_response_bytes;
     int show_help, show_version;
     /* Requests given explicitly (flag or variable): one above its limit is an error at
      * startup; the built-in request is instead capped at each Sandbox's limit. */

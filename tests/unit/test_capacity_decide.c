@@ -6,6 +6,8 @@
  * positions each waiting Sandbox is told, a per-user cap keeps a user's extra Sandboxes
  * out of the line, a freed slot wakes as many as are free, a SandboxClass's per-user cap
  * counts only the user's Sandboxes of that class (two classes, caps 1 and 2: per class,
+ * a user is counted within its namespace (the same userID in another namespace is another
+ * user, for the flag's cap and a class's),
  * a class change, a Sandbox gone, with the global and the flag's caps), and the cost of a
  * decision does not grow with the number of pods. Nothing leaks (valgrind). */
 #include "check.h"
@@ -111,7 +113,7 @@ TEST(three_users_round_robin_with_positions) {
     sb(a, "b1", "bob", 4); sb(a, "b2", "bob", 5); sb(a, "c1", "carol", 6);
     run(a, "a1");
     run(a, "a2");
-    CHECK_INT(sbx_slots_user_held(a, "alice", 0), 2);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 2);
     /* each joins the line on its first pass */
     CHECK(pos_of(a, "a3") > 0 && pos_of(a, "b1") > 0 && pos_of(a, "b2") > 0 && pos_of(a, "c1") > 0);
     /* alice holds both slots: the others go first, one per user in turn */
@@ -178,6 +180,88 @@ TEST(per_user_cap) {
     sbx_slots_free(a);
 }
 
+/* Register Sandbox "<ns>/<uid>" of user, created at t. */
+static void sbn(struct sbx_slots *a, const char *ns, const char *uid, const char *user, int64_t t) {
+    char key[64];
+    snprintf(key, sizeof(key), "%s/%s", ns, uid);
+    CHECK_INT(sbx_slots_sandbox(a, uid, key, user, t, 0), 0);
+}
+
+TEST(a_user_is_counted_within_its_namespace) {
+    /* the flag's per-user cap: tenant c's "bob" running takes nothing from tenant b's bob */
+    struct sbx_cap_limits l = {.max_running = 0, .max_running_per_user = 1};
+    struct sbx_slots *a = sbx_slots_new(&l);
+    sbn(a, "tenant-c", "c1", "bob", 1); sbn(a, "tenant-c", "c2", "bob", 2);
+    sbn(a, "tenant-b", "b1", "bob", 3); sbn(a, "tenant-b", "b2", "bob", 4);
+    run(a, "c1");
+    CHECK_INT(pos_of(a, "c2"), 0);                         /* c's bob is at his cap */
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_YES);           /* b's bob holds nothing: he goes */
+    CHECK_INT(sbx_slots_pod(a, "b1", +1), 0);
+    sbx_slots_release(a, "b1", 0);
+    CHECK_INT(pos_of(a, "b2"), 0);                         /* and then his own cap holds him */
+    CHECK_INT(sbx_slots_user_held(a, "tenant-c", "bob", 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "tenant-b", "bob", 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "tenant-a", "bob", 0), 0);
+    /* c's bob stops: c's second wakes, not b's */
+    struct woken w = {.n = 0};
+    sbx_slots_pod(a, "c1", -1);
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "tenant-c/c2");
+    sbx_slots_free(a);
+
+    /* a class's per-user cap (1): the same, bucket by bucket */
+    struct sbx_cap_limits none = {0};
+    a = sbx_slots_new(&none);
+    sbn(a, "tenant-c", "c1", "bob", 1); CHECK(sbx_slots_class(a, "c1", "capped", 1) >= 0);
+    sbn(a, "tenant-c", "c2", "bob", 2); CHECK(sbx_slots_class(a, "c2", "capped", 1) >= 0);
+    sbn(a, "tenant-b", "b1", "bob", 3); CHECK(sbx_slots_class(a, "b1", "capped", 1) >= 0);
+    run(a, "c1");
+    CHECK_INT(admit_of(a, "c2"), SBX_ADMIT_WAIT_CLASS);
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
+/* A fork's copier holds its Sandbox's slot (its pod, +1); when it succeeded, the slot is
+ * kept by a reservation while the copier goes, for the sandbox pod and no one else. */
+TEST(a_copier_holds_the_slot_and_hands_it_to_the_pod) {
+    struct sbx_cap_limits l = {.max_running = 0, .max_running_per_user = 1};
+    struct sbx_slots *a = sbx_slots_new(&l);
+    sb(a, "f1", "alice", 1); sb(a, "f2", "alice", 2); sb(a, "f3", "alice", 3); sb(a, "f4", "alice", 4);
+    run(a, "f1");                                          /* f1's copier: admitted, then seen */
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 1);
+    CHECK_INT(pos_of(a, "f2"), 0);                         /* the other forks wait: no copier */
+    CHECK_INT(pos_of(a, "f3"), 0);
+    CHECK_INT(pos_of(a, "f4"), 0);
+    CHECK_INT(sbx_slots_keep(a, "f2", 0, FAR), 0);         /* holds nothing: nothing kept */
+    CHECK_INT(sbx_slots_keep(a, "f1", 0, FAR), 1);         /* f1's copy succeeded */
+    sbx_slots_pod(a, "f1", -1);                            /* its copier goes */
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 0);       /* nobody: the slot is f1's still */
+    CHECK_INT(pos_of(a, "f2"), 0);
+    CHECK_INT(admit_of(a, "f1"), SBX_ADMIT_YES);           /* its sandbox pod is admitted */
+    CHECK_INT(sbx_slots_pod(a, "f1", +1), 0);
+    sbx_slots_release(a, "f1", 0);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 1);
+    sbx_slots_pod(a, "f1", -1);                            /* f1 stops: f2's copy may start */
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "ns/f2");
+    CHECK_INT(sbx_slots_keep(a, "f2", 0, 5), 0);
+    sbx_slots_free(a);
+
+    /* a kept slot is a reservation: it lapses if the pod never comes */
+    struct sbx_cap_limits g = {.max_running = 1, .max_running_per_user = 0};
+    a = sbx_slots_new(&g);
+    sb(a, "f1", "alice", 1); sb(a, "b1", "bob", 2);
+    run(a, "f1");
+    CHECK_INT(sbx_slots_keep(a, "f1", 0, 100), 1);
+    sbx_slots_pod(a, "f1", -1);
+    CHECK_INT(sbx_slots_held(a, 50), 1);
+    CHECK_INT(sbx_slots_held(a, 100), 0);
+    int pos;
+    CHECK_INT(sbx_slots_try(a, "b1", 100, FAR, &pos), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
 TEST(a_sandbox_that_no_longer_wants_a_pod_leaves_the_line) {
     struct sbx_cap_limits l = {.max_running = 1};
     struct sbx_slots *a = sbx_slots_new(&l);
@@ -204,10 +288,10 @@ TEST(a_changed_user_moves_the_slot) {
     struct sbx_slots *a = sbx_slots_new(&l);
     sb(a, "s1", "alice", 1);
     run(a, "s1");
-    CHECK_INT(sbx_slots_user_held(a, "alice", 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 1);
     sb(a, "s1", "bob", 1);
-    CHECK_INT(sbx_slots_user_held(a, "alice", 0), 0);
-    CHECK_INT(sbx_slots_user_held(a, "bob", 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 0);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "bob", 0), 1);
     CHECK_INT(sbx_slots_held(a, 0), 1);
     sbx_slots_free(a);
 }
@@ -237,7 +321,7 @@ TEST(class_cap_is_per_user_and_per_class) {
     run(a, "an1");                                         /* nor is one without a class */
     run(a, "bs1");                                         /* bob's small slot is his own */
     CHECK_INT(pos_of(a, "bs2"), 0);
-    CHECK_INT(sbx_slots_user_held(a, "alice", 0), 4);
+    CHECK_INT(sbx_slots_user_held(a, "ns", "alice", 0), 4);
     CHECK_INT(sbx_slots_waiting(a), 4);
     struct woken w = {.n = 0};
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 0);   /* nobody may go */

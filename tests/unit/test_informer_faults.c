@@ -4,7 +4,10 @@
  * paginated lists with continue tokens (and an expired token), watch events written byte
  * by byte, BOOKMARK moving the resourceVersion, an ERROR 410 event and an HTTP 410 each
  * forcing a relist that converges on the server's state (a delete that happened while
- * disconnected reaches the handler with cur NULL), a dropped connection and a malformed
+ * disconnected reaches the handler with cur NULL; a name deleted and created again
+ * meanwhile reaches it as a delete of the old uid, then an add of the new one), pages
+ * kept under the client's size limit (the watch cache's one-page answer left for etcd's
+ * pages, then halved; one object alone over it fails the list, bounded), a dropped connection and a malformed
  * event line each followed by a reconnect, after a backoff, from the last good RV; a
  * client-side filter that keeps objects out of the cache (listed or watched) and removes
  * those that stop passing it as deletes; the cache keeps each object packed, not as a tree
@@ -295,6 +298,126 @@ TEST(malformed_event_line_reconnects) {
     CHECK_STR(q.watch_rvs, "1,2");
     if (q.watches >= 2) CHECK(q.start[1] - q.end[0] >= 0.7);
     CHECK(saw(&r.rec, "+bad/m", 1) && saw(&r.rec, "~bad/m", 1));
+    run_stop(&r);
+}
+
+/* What a handler keyed by uid sees: "+key@uid", "~key@uid>uid", "-key@uid", space-separated. */
+static void on_change_uid(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
+    struct rec *r = ud;
+    const char *ou = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(old, "metadata"), "uid"));
+    const char *cu = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cur, "metadata"), "uid"));
+    pthread_mutex_lock(&r->lock);
+    int n = !old ? snprintf(r->seen + r->len, sizeof r->seen - r->len, "+%s@%s ", key, cu ? cu : "")
+            : !cur ? snprintf(r->seen + r->len, sizeof r->seen - r->len, "-%s@%s ", key, ou ? ou : "")
+                   : snprintf(r->seen + r->len, sizeof r->seen - r->len, "~%s@%s>%s ", key, ou ? ou : "",
+                              cu ? cu : "");
+    if (n > 0 && (size_t)n < sizeof r->seen - r->len) r->len += (size_t)n;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* The watch gap: while the informer was not watching (its watch answered 410), "w" was
+ * deleted and created again under the same name. The relist finds a new uid under a
+ * cached key: the handlers hear the old one go and the new one come, in that order, never
+ * an update from one to the other (a book keyed by uid would keep the old one for good);
+ * an unchanged object is not told again. */
+TEST(relist_tells_a_replaced_object_as_delete_then_add) {
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    pthread_mutex_init(&r.rec.lock, NULL);
+    snprintf(r.path, sizeof r.path, "/api/v1/namespaces/replace/pods");
+    if (!up() || !(r.client = fake_client(&fake))) { CHECK(!"fake up"); run_stop(&r); return; }
+    struct informer_options o = {.path = r.path, .on_change = on_change_uid, .ud = &r.rec, .page_size = 2};
+    r.inf = informer_new(r.client, &o);
+    if (!r.inf || informer_start(r.inf) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(stats(&r).lists == 2 && informer_quiescent(r.inf) && saw(&r.rec, "+replace/w@uid-w2", 1), 10000);
+    CHECK_INT(stats(&r).relists_expired, 1);
+    pthread_mutex_lock(&r.rec.lock);
+    char seen[sizeof r.rec.seen];
+    snprintf(seen, sizeof seen, "%s", r.rec.seen);
+    pthread_mutex_unlock(&r.rec.lock);
+    /* the first list, then the relist: w's old uid goes before its new one comes */
+    CHECK_STR(seen, "+replace/w@uid-w1 +replace/v@uid-v -replace/w@uid-w1 +replace/w@uid-w2 ");
+    cJSON *w = informer_get(r.inf, "replace/w");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(w, "metadata"), "uid")), "uid-w2");
+    cJSON_Delete(w);
+    CHECK_INT(informer_count(r.inf), 2);
+    run_stop(&r);
+}
+
+/* The query parameter key of the i-th list request (not watch) for path, into out ("" when
+ * absent or no such request). */
+static const char *list_query(const char *path, int i, const char *key, char *out, size_t outlen) {
+    const cJSON *e[32];
+    cJSON *log = fake_log(&fake);
+    int n = fake_requests(log, "GET", path, e, 32), k = 0;
+    out[0] = '\0';
+    for (int j = 0; j < n && j < 32; j++) {
+        const char *w = fake_query(e[j], "watch");
+        if (w && !strcmp(w, "true")) continue;
+        if (k++ != i) continue;
+        const char *v = fake_query(e[j], key);
+        snprintf(out, outlen, "%s", v ? v : "");
+        break;
+    }
+    cJSON_Delete(log);
+    return out;
+}
+
+/* Start an informer on namespace ns with page size page and a client that takes no
+ * response over max_body bytes. */
+static int run_start_bounded(struct run *r, const char *ns, int page, size_t max_body) {
+    memset(r, 0, sizeof(*r));
+    pthread_mutex_init(&r->rec.lock, NULL);
+    snprintf(r->path, sizeof r->path, "/api/v1/namespaces/%s/pods", ns);
+    if (!up() || !(r->client = fake_client(&fake))) return -1;
+    kube_client_set_max_body(r->client, max_body);
+    struct informer_options o = {.path = r->path, .on_change = on_change, .ud = &r->rec, .page_size = page};
+    r->inf = informer_new(r->client, &o);
+    if (!r->inf || informer_start(r->inf) != 0) return -1;
+    return 0;
+}
+
+/* Big objects: the list from the watch cache (resourceVersion=0, one page whatever the
+ * limit) is over the client's limit, and so is a page of 4 from etcd; the informer asks
+ * again from etcd and halves the page until pages fit, then pages on with the continue
+ * token. No list fails, no backoff: the cache syncs. */
+TEST(list_pages_stay_under_the_clients_size_limit) {
+    struct run r;
+    char v[64];
+    if (run_start_bounded(&r, "big", 4, 4096) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(informer_synced(r.inf) && informer_quiescent(r.inf), 10000);
+    CHECK(informer_synced(r.inf));
+    CHECK_INT(informer_count(r.inf), 3);
+    CHECK(saw(&r.rec, "+big/a", 1) && saw(&r.rec, "+big/b", 1) && saw(&r.rec, "+big/c", 1));
+    CHECK_INT(stats(&r).lists, 1);
+    CHECK_INT(stats(&r).errors, 0);
+    /* the watch cache's one page, etcd's page of 4, then pages of 2 */
+    CHECK_STR(list_query(r.path, 0, "resourceVersion", v, sizeof v), "0");
+    CHECK_STR(list_query(r.path, 0, "limit", v, sizeof v), "4");
+    CHECK_STR(list_query(r.path, 1, "resourceVersion", v, sizeof v), "");
+    CHECK_STR(list_query(r.path, 1, "limit", v, sizeof v), "4");
+    CHECK_STR(list_query(r.path, 2, "limit", v, sizeof v), "2");
+    CHECK_STR(list_query(r.path, 2, "continue", v, sizeof v), "");
+    CHECK_STR(list_query(r.path, 3, "limit", v, sizeof v), "2");
+    CHECK_STR(list_query(r.path, 3, "continue", v, sizeof v), "k1");
+    CHECK_STR(list_query(r.path, 4, "limit", v, sizeof v), "");   /* no fifth list */
+    run_stop(&r);
+}
+
+/* One object alone over the limit: a page of one is the last try of that list; it fails
+ * (and backs off) instead of asking in a loop. */
+TEST(a_single_object_over_the_limit_fails_the_list) {
+    struct run r;
+    char v[64];
+    if (run_start_bounded(&r, "huge1", 2, 4096) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR(stats(&r).errors >= 1, 10000);
+    CHECK_INT(stats(&r).errors, 1);
+    CHECK(!informer_synced(r.inf));
+    /* resourceVersion=0 (limit 2), etcd limit 2, etcd limit 1; the retry comes after a backoff */
+    CHECK_STR(list_query(r.path, 0, "resourceVersion", v, sizeof v), "0");
+    CHECK_STR(list_query(r.path, 1, "limit", v, sizeof v), "2");
+    CHECK_STR(list_query(r.path, 2, "limit", v, sizeof v), "1");
+    CHECK_STR(list_query(r.path, 3, "limit", v, sizeof v), "");
     run_stop(&r);
 }
 

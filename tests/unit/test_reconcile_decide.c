@@ -165,6 +165,51 @@ TEST(workspace_source_not_ready_creates_nothing) {
     CHECK_STR(d.reason, SBX_REASON_READY);
 }
 
+/* A fork's copy runs in the Sandbox's running slot: without one it waits in line as the
+ * pod would (its user's cap named); a slot that came starts the copy at once, never the
+ * pod; a copy that runs or failed makes no pod and no slot request. */
+TEST(a_forks_copy_waits_for_a_running_slot) {
+    struct sbx_spec s = spec_of(SBX_SESSION);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.workspace_copy = SBX_COPY_WAITING;
+    o.admitted = 0;
+    o.user_capped = 1;
+    o.namespace_ = "ns";
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Pending");
+    CHECK_STR(d.reason, "UserCapacityExceeded");
+    CHECK_INT(d.wants_pod, 1);                    /* it asks for a slot (stays in line) */
+    o.user_capped = 0;
+    o.queue_position = 3;                         /* the global cap: its place in line */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, "CapacityExceeded");
+    CHECK_INT(d.queue_position, 3);
+    o.queue_position = 0;
+    o.admitted = 1;                               /* a slot came: the copier next, no pod */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, SBX_REASON_WS_COPYING);
+    CHECK_INT(d.requeue_after_ms, 1);
+    o.workspace_copy = SBX_COPY_RUNNING;          /* the copier holds the slot: no pod yet */
+    o.workspace_copy_message = "copying";
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_WS_COPYING);
+    CHECK_INT(d.wants_pod, 0);
+    o.workspace_copy = SBX_COPY_FAILED;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.reason, SBX_REASON_WS_COPY_FAILED);
+    o.workspace_copy = SBX_COPY_NONE;             /* filled: the pod */
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+}
+
 TEST(fresh_sandbox_creates_pvc_then_pod_once_bound) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = fresh(T0);
@@ -703,6 +748,16 @@ TEST(class_cap_message_names_the_class) {
     CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
                          "(spec.maxRunningPerUser: 2) is reached; waiting for one of them to stop");
     CHECK_INT(d.wants_pod, 1);
+    /* the tenant is named: a user is counted within the namespace */
+    o.namespace_ = "tenant-b";
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
+                         "(spec.maxRunningPerUser: 2) is reached (counted in namespace \"tenant-b\"); waiting for "
+                         "one of them to stop");
+    o.class_capped = 0;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "this user's limit of running sandboxes is reached (counted in namespace \"tenant-b\"); "
+                         "waiting for one of them to stop");
 }
 
 /* ---- paused --------------------------------------------------------------------------- */

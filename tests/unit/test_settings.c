@@ -73,6 +73,7 @@ TEST(defaults) {
     CHECK_INT(o.controller.limits.max_running_per_user, 0);
     CHECK_INT(o.controller.workers, 4);
     CHECK_INT(o.controller.resync_ms, 10 * MIN);
+    CHECK_INT(o.max_response_bytes, 64 * MIB);
     CHECK(o.controller.namespace_ == NULL);
     CHECK_STR(o.controller.defaults.image, "yao-sandbox/sandbox:" YAO_VERSION);
     CHECK_INT(o.controller.defaults.image_builtin, 1);
@@ -134,6 +135,7 @@ TEST(usage_mentions_every_flag) {
         "--lease-duration", "--renew-deadline", "--retry-period", "--log-level", "--version",
         "--help", "YAO_SANDBOX_MAX", "--lifecycle", "YAO_SANDBOX_LIFECYCLE",
         "--shards", "YAO_SANDBOX_SHARDS", "--shard ", "YAO_SANDBOX_SHARD;",
+        "--max-response-size", "YAO_SANDBOX_MAX_RESPONSE_SIZE",
     };
     const char *u = sbx_settings_usage();
     CHECK(u != NULL);
@@ -464,6 +466,9 @@ TEST(flag_errors_name_the_flag) {
         {"--log-level", "trace", "log level"},
         {"--image", "", "image"},
         {"--lifecycle", "Session", "lifecycle"},
+        {"--max-response-size", "1Ki", "size"},
+        {"--max-response-size", "65Mi", "size"},
+        {"--max-response-size", "lots", "size"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char arg[128];
@@ -479,6 +484,15 @@ TEST(flag_errors_name_the_flag) {
         CHECK_INT(parse_with(NULL, &o, cases[i][0], cases[i][1], NULL), -1);
         CHECK_STR(err, first);
     }
+}
+
+TEST(max_response_size) {
+    struct sbx_settings o;
+    CHECK_INT(parse_with(NULL, &o, "--max-response-size", "1Mi", NULL), 0);
+    CHECK_INT(o.max_response_bytes, MIB);
+    static const char *const env[] = {"YAO_SANDBOX_MAX_RESPONSE_SIZE", "64Ki", NULL};
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(o.max_response_bytes, 64 * 1024);
 }
 
 TEST(unknown_flag_and_stray_argument) {
