@@ -20,15 +20,19 @@ func (f *Fake) WriteFile(ctx context.Context, sid, p string, data []byte, perm o
 func (f *Fake) WriteFileFrom(ctx context.Context, sid, p string, r io.Reader, perm os.FileMode) error {
 	return f.e().WriteFileFrom(ctx, sid, p, r, perm)
 }
-func (f *Fake) Stat(ctx context.Context, sid, p string) (*FileInfo, error) { return f.e().Stat(ctx, sid, p) }
+func (f *Fake) Stat(ctx context.Context, sid, p string) (*FileInfo, error) {
+	return f.e().Stat(ctx, sid, p)
+}
 func (f *Fake) ListDir(ctx context.Context, sid, p string) ([]FileInfo, error) {
 	return f.e().ListDir(ctx, sid, p)
 }
 func (f *Fake) Remove(ctx context.Context, sid, p string, recursive bool) error {
 	return f.e().Remove(ctx, sid, p, recursive)
 }
-func (f *Fake) Rename(ctx context.Context, sid, o, n string) error { return f.e().Rename(ctx, sid, o, n) }
-func (f *Fake) MkdirAll(ctx context.Context, sid, p string) error  { return f.e().MkdirAll(ctx, sid, p) }
+func (f *Fake) Rename(ctx context.Context, sid, o, n string) error {
+	return f.e().Rename(ctx, sid, o, n)
+}
+func (f *Fake) MkdirAll(ctx context.Context, sid, p string) error { return f.e().MkdirAll(ctx, sid, p) }
 func (f *Fake) SyncPush(ctx context.Context, sid, dir string, opts ...SyncOption) (*SyncResult, error) {
 	return f.e().SyncPush(ctx, sid, dir, opts...)
 }

@@ -100,7 +100,9 @@ func TestParseListing(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	f := func(p string, size, mt int64) entry { return entry{Path: p, Type: 'f', Size: size, Mtime: mt, Mode: 0o644} }
+	f := func(p string, size, mt int64) entry {
+		return entry{Path: p, Type: 'f', Size: size, Mtime: mt, Mode: 0o644}
+	}
 	d := func(p string) entry { return entry{Path: p, Type: 'd', Mode: 0o755} }
 	l := func(p string) entry { return entry{Path: p, Type: 'l'} }
 	const s = int64(1e9)
