@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,8 +67,9 @@ type Client struct {
 	opts   Options
 
 	mu      sync.Mutex
-	names   map[string]string  // session id -> Sandbox name
-	helpers map[string]*helper // Sandbox name -> its helper
+	names   map[string]string            // session id -> Sandbox name
+	known   map[string]*v1alpha1.Sandbox // session id -> the Sandbox last seen running
+	helpers map[string]*helper           // Sandbox name -> its helper
 	locks   map[string]*sync.Mutex
 	closed  bool
 }
@@ -90,6 +92,11 @@ func New(config *rest.Config, opts Options) (*Client, error) {
 	if opts.RunAsUser == 0 {
 		opts.RunAsUser = 1000
 	}
+	config = rest.CopyConfig(config)
+	if config.QPS == 0 && config.RateLimiter == nil {
+		// client-go's default (5/s, burst 10) would throttle a file browser's bursts
+		config.QPS, config.Burst = 50, 100
+	}
 	sc, err := sandbox.New(config, sandbox.Options{Namespace: opts.Namespace})
 	if err != nil {
 		return nil, err
@@ -111,7 +118,7 @@ func New(config *rest.Config, opts Options) (*Client, error) {
 		return nil, err
 	}
 	return &Client{sb: sc, core: core, params: runtime.NewParameterCodec(sch), cfg: config, ns: sc.Namespace(), opts: opts,
-		names: map[string]string{}, helpers: map[string]*helper{}, locks: map[string]*sync.Mutex{}}, nil
+		names: map[string]string{}, known: map[string]*v1alpha1.Sandbox{}, helpers: map[string]*helper{}, locks: map[string]*sync.Mutex{}}, nil
 }
 
 // NewFromKubeconfig loads the configuration as kubectl does ($KUBECONFIG, ~/.kube/config,
@@ -184,12 +191,23 @@ func (c *Client) open(ctx context.Context, sessionID string) (runner, func(), er
 	if closed {
 		return nil, nil, errors.New("yaovolume: the volume is closed")
 	}
+	c.mu.Lock()
+	known := c.known[sessionID]
+	c.mu.Unlock()
+	if known != nil {
+		// Last seen running: go straight to exec, which reads the Sandbox anyway (one GET
+		// instead of two); a stale entry is found out before anything runs (errStale).
+		return &sandboxRunner{c: c, sb: known, session: sessionID, cached: true}, func() {}, nil
+	}
 	sb, err := c.Sandbox(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if sb.IsRunning() {
-		return &sandboxRunner{c: c, sb: sb}, func() {}, nil
+		c.mu.Lock()
+		c.known[sessionID] = sb
+		c.mu.Unlock()
+		return &sandboxRunner{c: c, sb: sb, session: sessionID}, func() {}, nil
 	}
 	if sb.DeletionTimestamp != nil {
 		return nil, nil, ErrSandboxMissing
@@ -210,9 +228,16 @@ func (c *Client) open(ctx context.Context, sessionID string) (runner, func(), er
 // sandboxRunner runs the script in a running sandbox's container (sandbox.Client.Exec:
 // the sandbox is marked used, and an ended context kills the command's processes).
 type sandboxRunner struct {
-	c  *Client
-	sb *v1alpha1.Sandbox
+	c       *Client
+	sb      *v1alpha1.Sandbox
+	session string
+	cached  bool // sb came from the cache
+	ran     atomic.Bool // a command was sent
 }
+
+// errStale: the cached Sandbox no longer runs and nothing was run; the call starts over
+// with a fresh look at the Sandbox.
+var errStale = errors.New("the sandbox changed state")
 
 func (s *sandboxRunner) Root() string { return s.sb.MountPath() }
 
@@ -220,11 +245,20 @@ func (s *sandboxRunner) Run(ctx context.Context, args []string, stdin io.Reader,
 	errb := &boundedBuffer{max: 16 << 10}
 	argv := append([]string{"sh", "-c", volumeScript, "yaovol"}, args...)
 	code, err := s.c.sb.Exec(ctx, s.sb.Name, sandbox.ExecOptions{Command: argv, Stdin: stdin, Stdout: stdout, Stderr: errb, NoStart: true})
+	first := !s.ran.Swap(true)
 	if err != nil {
+		var nr *sandbox.NotReadyError
+		if errors.As(err, &nr) || apierrors.IsNotFound(err) {
+			s.c.mu.Lock()
+			delete(s.c.known, s.session)
+			s.c.mu.Unlock()
+			if s.cached && first {
+				return errStale
+			}
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		var nr *sandbox.NotReadyError
 		var st *sandbox.StoppedError
 		if errors.As(err, &nr) || errors.As(err, &st) {
 			return fmt.Errorf("%w: %v", ErrSandboxBusy, err)

@@ -42,12 +42,18 @@ type engine struct {
 const maxArgBytes = 64 << 10
 
 func (v *engine) with(ctx context.Context, sessionID, op, p string, f func(r runner) error) error {
-	r, release, err := v.b.open(ctx, sessionID)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		r, release, err := v.b.open(ctx, sessionID)
+		if err != nil {
+			return pathErr(op, p, err)
+		}
+		err = f(r)
+		release()
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue // the Sandbox stopped since it was last seen: look again
+		}
 		return pathErr(op, p, err)
 	}
-	defer release()
-	return pathErr(op, p, f(r))
 }
 
 // abs cleans p and joins it to the runner's root.

@@ -53,7 +53,7 @@ import (
 //   - made only when the Sandbox is Stopped and its pod is gone (a Sandbox starting or
 //     stopping answers ErrSandboxBusy);
 //   - watched: when the Sandbox is started meanwhile (spec.paused cleared, last-used-at
-//     changed, a phase other than Stopped, a pod named in status), the helper is deleted
+//     changed, a phase other than Stopped), the helper is deleted
 //     at once (grace 0) and the operations under way fail with ErrSandboxStarted. The
 //     controller does not yet wait for the helper to be gone before it creates the
 //     sandbox pod (docs/go-client.md says what it should do), so this client-side guard
@@ -171,7 +171,7 @@ func (c *Client) dropHelper(h *helper, why error) error {
 // stillStopped: the Sandbox is as it was when the helper was made (nobody started it).
 func stillStopped(now, then *v1alpha1.Sandbox) bool {
 	return now.DeletionTimestamp == nil && now.UID == then.UID && now.Status.Phase == v1alpha1.PhaseStopped &&
-		now.Status.PodName == "" && now.Spec.Paused == then.Spec.Paused &&
+		now.Spec.Paused == then.Spec.Paused &&
 		now.Annotations[v1alpha1.AnnotationLastUsedAt] == then.Annotations[v1alpha1.AnnotationLastUsedAt]
 }
 
@@ -231,7 +231,7 @@ func (c *Client) helperPod(sb *v1alpha1.Sandbox, image string) *corev1.Pod {
 
 // startHelper makes (or joins) the Sandbox's helper and waits until it runs.
 func (c *Client) startHelper(ctx context.Context, sb *v1alpha1.Sandbox) (*helper, error) {
-	if sb.Status.Phase != v1alpha1.PhaseStopped || sb.Status.PodName != "" {
+	if sb.Status.Phase != v1alpha1.PhaseStopped {
 		return nil, fmt.Errorf("%w (phase %s)", ErrSandboxBusy, sb.Status.Phase)
 	}
 	if sb.Status.WorkspaceClaim == "" {

@@ -277,9 +277,9 @@ func TestVolumeBenchOnTheRealNode(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	var total int64
 	for i := 0; i < 2000; i++ {
-		size := 1024 + rng.Intn(49*1024)
+		size := 1024 + rng.Intn(47*1024)
 		if i == 1999 {
-			size = int(50<<20 - total)
+			size = max(int(50<<20-total), 1024)
 		}
 		p := filepath.Join(tree, fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%04d.bin", i))
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
