@@ -231,7 +231,7 @@ type sandboxRunner struct {
 	c       *Client
 	sb      *v1alpha1.Sandbox
 	session string
-	cached  bool // sb came from the cache
+	cached  bool        // sb came from the cache
 	ran     atomic.Bool // a command was sent
 }
 
