@@ -54,8 +54,10 @@ for sb in yao-sb-vol-run stopped-workspace; do
 done
 
 # go_test NAME REGEXP — one Go test, its verdict as a check.
+# VOLUME_TESTS=REGEXP runs only the Go tests it matches.
 go_test() {
     local name=$1 re=$2
+    if [ -n "${VOLUME_TESTS:-}" ] && ! [[ $re =~ $VOLUME_TESTS ]]; then return 0; fi
     (cd "$SRC_DIR/clients/go" && env YAO_NODE_KUBECONFIG="$WORK/yao.kubeconfig" YAO_NODE_EDITOR_KUBECONFIG="$WORK/editor.kubeconfig" \
         YAO_NODE_NAMESPACE=$NS YAO_NODE_HELPER_IMAGE="$NODE_SANDBOX_IMAGE" \
         YAO_NODE_RUNNING_SESSION=vol/run YAO_NODE_STOPPED_SESSION="vol/Stopped Chat" \
