@@ -96,6 +96,25 @@ func packNames(ctx context.Context, r runner, a string, es []entry, w io.Writer)
 	return r.Run(ctx, []string{"pack", r.Root(), a}, &names, w)
 }
 
+// sources is what Zip, Tar and Tgz pack: the listing of the directory a, or, when a is a
+// file, that file alone (named by its base name) from its directory.
+func sources(ctx context.Context, r runner, a string, excludes []string) (string, []entry, error) {
+	es, err := list(ctx, r, a, excludes)
+	if !errors.Is(err, ErrNotDir) {
+		return a, es, err
+	}
+	var out bytes.Buffer
+	if err := r.Run(ctx, []string{"stat", r.Root(), a}, nil, &out); err != nil {
+		return "", nil, err
+	}
+	st, err := parseListing(out.Bytes())
+	if err != nil || len(st) != 1 {
+		return "", nil, errBadListing
+	}
+	st[0].Path = path.Base(a)
+	return path.Dir(a), st, nil
+}
+
 func countFiles(es []entry) int {
 	n := 0
 	for _, e := range es {
@@ -132,7 +151,7 @@ func (v *engine) archiveOp(ctx context.Context, sessionID, op, src, dst string, 
 
 func (v *engine) Zip(ctx context.Context, sessionID, src, dst string, excludes []string) (*ArchiveResult, error) {
 	return v.archiveOp(ctx, sessionID, "zip", src, dst, func(r runner, as, ad string) (*ArchiveResult, error) {
-		es, err := list(ctx, r, as, excludes)
+		as, es, err := sources(ctx, r, as, excludes)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +342,7 @@ func (v *engine) Tgz(ctx context.Context, sessionID, src, dst string, excludes [
 
 func (v *engine) tarOp(ctx context.Context, sessionID, op, src, dst string, excludes []string, gz bool) (*ArchiveResult, error) {
 	return v.archiveOp(ctx, sessionID, op, src, dst, func(r runner, as, ad string) (*ArchiveResult, error) {
-		es, err := list(ctx, r, as, excludes)
+		as, es, err := sources(ctx, r, as, excludes)
 		if err != nil {
 			return nil, err
 		}

@@ -512,9 +512,10 @@ func pull(ctx context.Context, r runner, src, localDir string, pl plan) (int, in
 	done := make(chan result, 1)
 	go func() {
 		n, b, err := extractLocal(pr, localDir, want)
-		pr.CloseWithError(err)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, pr)
+			_, _ = io.Copy(io.Discard, pr) // tar's padding after the end-of-archive blocks
+		} else {
+			pr.CloseWithError(err)
 		}
 		done <- result{n, b, err}
 	}()

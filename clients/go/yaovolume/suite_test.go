@@ -591,6 +591,19 @@ ln -s /etc/hostname sl/file-esc && ln -s in sl/inlink && ln -s /nonexistent/dir 
 		if res.SizeBytes != 10000 || string(data) != strings.Repeat("a", 10000) {
 			t.Fatalf("gunzip %+v", res)
 		}
+		// A single file zips and tars under its base name.
+		res, err = v.Zip(ctx, sid, "ar/src/r.txt", "ar/out/one.zip", nil)
+		must(t, err)
+		if res.FilesCount != 1 {
+			t.Fatalf("zip of a file %+v", res)
+		}
+		res, err = v.Unzip(ctx, sid, "ar/out/one.zip", "ar/one")
+		must(t, err)
+		data, _, err = v.ReadFile(ctx, sid, "ar/one/r.txt")
+		must(t, err)
+		if res.FilesCount != 1 || string(data) != "root file" {
+			t.Fatalf("unzip of a one-file zip %+v %q", res, data)
+		}
 		_, err = v.Gzip(ctx, sid, "ar/src", "ar/out/dir.gz")
 		wantIs(t, err, ErrIsDir)
 		// Archives whose entries climb out are refused, nothing is written.
