@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The Go Volume (clients/go/yaovolume: Yao's Volume method set over the workspaces) against
+# real containers on the real node:
+#   - a running Sandbox: every method, containment (.., absolute paths, links out made by
+#     the sandbox), odd and unicode names, a 200 MB file streamed, SyncPush/SyncPull with
+#     excludes, sub-path and deletes, cancellation mid-sync (the extraction is killed in
+#     the pod), concurrent writers (TestVolumeRunningOnTheRealNode);
+#   - a stopped, hand-named Sandbox (found by the selectable fields): the same through the
+#     helper pod (restricted, owned, idle-removed), never woken, PolicyRefuse, a client
+#     with the editor role alone refused with Forbidden, and the helper removed when the
+#     Sandbox is started under a sync (TestVolumeStoppedOnTheRealNode);
+#   - with YAO_NODE_BENCH=1 (the default here): SyncPush against kubectl cp on the same
+#     pod, a re-push after one change, ReadFile against kubectl exec cat, a stopped
+#     sandbox's ListDir/ReadFile (TestVolume*BenchOnTheRealNode); the numbers are printed
+#     and written to $BUILD_DIR/yaovolume-bench.txt.
+# The client's ServiceAccount has yao-sandbox-editor plus a Role with pods create/delete
+# (the helper); a second one has the editor role only.
+. "$(dirname "$0")/lib.sh"
+use_real_node
+NS=yao-node-yaovolume
+LOG=$BUILD_DIR/test-node-yaovolume.log
+: > "$LOG"
+WORK=$(mktemp -d)
+on_exit "rm -rf $WORK"
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+check "go toolchain present ($GO)" test -x "$GO"
+check "CRD and manifests apply with kubectl" install_manifests
+fresh_namespace $NS
+start_controller "$LOG" --namespace $NS --max-running 0 --workers 4
+
+kubectl -n $NS create serviceaccount yao >/dev/null
+kubectl -n $NS create rolebinding yao-editor --clusterrole=yao-sandbox-editor --serviceaccount=$NS:yao >/dev/null
+kubectl -n $NS create role yao-volume-helper --verb=create,delete,get --resource=pods >/dev/null
+kubectl -n $NS create rolebinding yao-volume-helper --role=yao-volume-helper --serviceaccount=$NS:yao >/dev/null
+kubectl -n $NS create serviceaccount editor-only >/dev/null
+kubectl -n $NS create rolebinding editor-only --clusterrole=yao-sandbox-editor --serviceaccount=$NS:editor-only >/dev/null
+check "a kubeconfig with the editor role and the helper Role" sa_kubeconfig "$WORK/yao.kubeconfig" yao $NS
+check "a kubeconfig with the editor role only" sa_kubeconfig "$WORK/editor.kubeconfig" editor-only $NS
+check "the editor alone may not create pods" eq "$(kubectl -n $NS auth can-i create pods --as system:serviceaccount:$NS:editor-only)" no
+
+kubectl -n $NS apply -f - >/dev/null <<'YAML'
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: yao-sb-vol-run}
+spec: {userID: vol, chatID: run, lifecycle: persistent}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: stopped-workspace}
+spec: {userID: vol, chatID: "Stopped Chat", lifecycle: persistent}
+YAML
+for sb in yao-sb-vol-run stopped-workspace; do
+    check "sandbox $sb runs on the real node" eventually 120 phase_is $NS $sb Running
+done
+
+# go_test NAME REGEXP — one Go test, its verdict as a check.
+# VOLUME_TESTS=REGEXP runs only the Go tests it matches.
+go_test() {
+    local name=$1 re=$2
+    if [ -n "${VOLUME_TESTS:-}" ] && ! [[ $re =~ $VOLUME_TESTS ]]; then return 0; fi
+    (cd "$SRC_DIR/clients/go" && env YAO_NODE_KUBECONFIG="$WORK/yao.kubeconfig" YAO_NODE_EDITOR_KUBECONFIG="$WORK/editor.kubeconfig" \
+        YAO_NODE_NAMESPACE=$NS YAO_NODE_HELPER_IMAGE="$NODE_SANDBOX_IMAGE" \
+        YAO_NODE_RUNNING_SESSION=vol/run YAO_NODE_STOPPED_SESSION="vol/Stopped Chat" \
+        YAO_NODE_BENCH=${YAO_NODE_BENCH-1} YAO_NODE_BENCH_OUT="$BUILD_DIR/yaovolume-bench.txt" \
+        "$GO" test -count=1 -timeout 900s -run "^$re\$" -v ./yaovolume/ > "$WORK/go.out" 2>&1)
+    grep -E "^(---|    |=== RUN)|BENCH" "$WORK/go.out" | grep -v "^=== RUN" | head -60
+    check "$name" grep -q -- "--- PASS: $re " "$WORK/go.out"
+    grep -q -- "--- PASS: $re " "$WORK/go.out" || tail -30 "$WORK/go.out"
+}
+: > "$BUILD_DIR/yaovolume-bench.txt"
+go_test "Volume on a running sandbox: every method, containment, odd names, 200 MB, cancel, concurrent writers" TestVolumeRunningOnTheRealNode
+go_test "Volume on a stopped sandbox: the helper pod, never woken, Forbidden without pods/create, started under a sync" TestVolumeStoppedOnTheRealNode
+go_test "Volume benchmarks: SyncPush vs kubectl cp, re-push, ReadFile vs kubectl exec cat" TestVolumeBenchOnTheRealNode
+go_test "Volume benchmarks: a stopped sandbox's ListDir and ReadFile" TestVolumeStoppedBenchOnTheRealNode
+check "no helper pod is left" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/component=volume-helper -o name 2>/dev/null | grep -c .)" 0
+cat "$BUILD_DIR/yaovolume-bench.txt"
+finish
