@@ -380,7 +380,7 @@ check "sandboxDefaults.runAsUser=auto and imagePullSecrets reach the controller'
     eq "$(dget "$T/openshift" "" '[env["YAO_SANDBOX_RUN_AS_USER"], env["YAO_SANDBOX_IMAGE_PULL_SECRETS"]]')" '["auto", "regcred,mirror"]'
 render "$T/secrets" --set 'sandboxDefaults.allowedSecrets={yao-token,db-ro}'
 check "sandboxDefaults.allowedSecrets reach the controller (YAO_SANDBOX_ALLOWED_SECRETS); none by default" \
-    eq "$(dget "$T/secrets" "" 'env["YAO_SANDBOX_ALLOWED_SECRETS"]')|$(dget "$T/default" "" '"YAO_SANDBOX_ALLOWED_SECRETS" in env')" '"yao-token,db-ro"|false'
+    eq "$(dget "$T/secrets" "" 'env["YAO_SANDBOX_ALLOWED_SECRETS"]')|$(dget "$T/default" "" '"YAO_SANDBOX_ALLOWED_SECRETS" in env')" 'yao-token,db-ro|false'
 check "schema: an allowed secret must be a Secret's name" refused "allowedSecrets" --set 'sandboxDefaults.allowedSecrets={../x}'
 check "the controller accepts the rendered variables (and refuses a bad one)" eval \
     'YAO_SANDBOX_RUN_AS_USER=auto YAO_SANDBOX_IMAGE_PULL_SECRETS=regcred,mirror YAO_SANDBOX_ALLOWED_SECRETS=yao-token,db-ro "$BIN" --kubeconfig /nonexistent --version >/dev/null &&
