@@ -47,6 +47,7 @@
 #include "sandbox/status.h"
 #include "sandbox/storage.h"
 #include "sandbox/terminating.h"
+#include "sandbox/volhelper.h"
 #include "sandbox/warm.h"
 #include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
@@ -1139,6 +1140,20 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
             o->pvc = SBX_OBJ_FOREIGN;
             lifecycle_decide(&p->spec, o, d);
             sbx_count(&ctl->counters.conflicts);
+        }
+    }
+    if ((d->actions & SBX_ACT_CREATE_POD) && o->pvc == SBX_OBJ_PRESENT &&
+        ((o->status_phase && !strcmp(o->status_phase, "Stopped")) ||
+         (o->status_reason && !strcmp(o->status_reason, SBX_REASON_WORKSPACE_BUSY)))) {
+        /* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume
+         * client reading or writing its files): asked of the API server just before the
+         * pod would start on the claim, and only when it can be (it was Stopped, or
+         * already waits for one). */
+        int busy = sbx_volume_helper_busy(&ctl->deps, ns, uid, err, errlen);
+        if (busy < 0) return end_pass(res, -1, 0);
+        if (busy) {
+            o->workspace_helper = 1;
+            lifecycle_decide(&p->spec, o, d);
         }
     }
     if (d->actions & SBX_ACT_CREATE_POD) {

@@ -494,6 +494,13 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
             d->requeue_after_ms = bind_wait - (o->pvc_age_ms > 0 ? o->pvc_age_ms : 0);
             return;
         }
+        if (o->workspace_helper && o->pvc != SBX_OBJ_ABSENT) {
+            say(d, "Creating", 0, SBX_REASON_WORKSPACE_BUSY,
+                "a volume helper pod holds the workspace (files read or written while the sandbox was stopped); "
+                "the pod starts once it has ended%s", "");
+            d->requeue_after_ms = SBX_WORKSPACE_BUSY_RETRY_MS;
+            return;
+        }
         d->actions |= SBX_ACT_CREATE_POD;
         if (s->lifecycle == SBX_ONE_SHOT) {
             /* Recorded with the pod: should it vanish without a result, the run is

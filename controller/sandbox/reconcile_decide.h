@@ -91,6 +91,9 @@ struct sbx_observed {
      * the copy waits in line as the pod would (admitted says whether a slot came since). */
     enum sbx_copy { SBX_COPY_NONE = 0, SBX_COPY_RUNNING, SBX_COPY_FAILED, SBX_COPY_WAITING } workspace_copy;
     const char *workspace_copy_message;
+    /* A volume helper pod (Yao's Volume client, volhelper_decide.h) holds the workspace
+     * claim of this stopped Sandbox: no sandbox pod on the claim until it has ended. */
+    int workspace_helper;
     enum sbx_object_state pod;
     /* The spec changed since the pod was built: its template-hash annotation differs from
      * the desired pod's, so it is to be replaced. 0: built from the spec as it is now, or
@@ -186,6 +189,11 @@ enum sbx_action {
  * source's, or the copy failed (the copier's own message); the pod waits for it. */
 #define SBX_REASON_WS_COPYING "WorkspaceCopying"
 #define SBX_REASON_WS_COPY_FAILED "WorkspaceCopyFailed"
+/* A volume helper pod (clients/go/yaovolume) still holds the workspace of a Sandbox that
+ * is to start: the pod waits for it to end (the client deletes it when it sees the
+ * Sandbox start; its activeDeadlineSeconds bounds it in any case). */
+#define SBX_REASON_WORKSPACE_BUSY "WorkspaceBusy"
+#define SBX_WORKSPACE_BUSY_RETRY_MS 1000
 /* How often a Sandbox whose workspace is being copied looks again (the copier's pod
  * events queue it too). */
 #define SBX_WS_COPY_RETRY_MS 5000

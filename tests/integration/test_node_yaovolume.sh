@@ -8,7 +8,8 @@
 #   - a stopped, hand-named Sandbox (found by the selectable fields): the same through the
 #     helper pod (restricted, owned, idle-removed), never woken, PolicyRefuse, a client
 #     with the editor role alone refused with Forbidden, and the helper removed when the
-#     Sandbox is started under a sync (TestVolumeStoppedOnTheRealNode);
+#     Sandbox is started under a sync (TestVolumeStoppedOnTheRealNode); the controller
+#     holds a stopped Sandbox's pod back while a helper pod holds its claim (WorkspaceBusy);
 #   - with YAO_NODE_BENCH=1 (the default here): SyncPush against kubectl cp on the same
 #     pod, a re-push after one change, ReadFile against kubectl exec cat, a stopped
 #     sandbox's ListDir/ReadFile (TestVolume*BenchOnTheRealNode); the numbers are printed
@@ -72,6 +73,42 @@ go_test "Volume on a running sandbox: every method, containment, odd names, 200 
 go_test "Volume on a stopped sandbox: the helper pod, never woken, Forbidden without pods/create, started under a sync" TestVolumeStoppedOnTheRealNode
 go_test "Volume benchmarks: SyncPush vs kubectl cp, re-push, ReadFile vs kubectl exec cat" TestVolumeBenchOnTheRealNode
 go_test "Volume benchmarks: a stopped sandbox's ListDir and ReadFile" TestVolumeStoppedBenchOnTheRealNode
+# The controller's side of the guard: a Sandbox started while a helper pod holds its
+# workspace gets no pod until the helper has ended (Creating/WorkspaceBusy), then runs.
+SB=stopped-workspace
+kubectl -n $NS patch sandbox $SB --type merge -p '{"spec":{"paused":true}}' >/dev/null
+check "WorkspaceBusy: the sandbox is stopped (paused)" eventually 60 eval \
+    "phase_is $NS $SB Stopped && ! kubectl -n $NS get pod \$(kubectl -n $NS get sandbox $SB -o jsonpath='{.status.podName}') >/dev/null 2>&1"
+SBUID=$(kubectl -n $NS get sandbox $SB -o jsonpath='{.metadata.uid}')
+CLAIM=$(kubectl -n $NS get sandbox $SB -o jsonpath='{.status.workspaceClaim}')
+kubectl -n $NS apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: yao-vol-$SBUID
+  labels: {app.kubernetes.io/component: volume-helper}
+  ownerReferences: [{apiVersion: sandbox.yaoapps.com/v1alpha1, kind: Sandbox, name: $SB, uid: $SBUID}]
+spec:
+  automountServiceAccountToken: false
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: volume
+    image: $NODE_SANDBOX_IMAGE
+    command: [sleep, "600"]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    volumeMounts: [{name: workspace, mountPath: /workspace}]
+  volumes: [{name: workspace, persistentVolumeClaim: {claimName: $CLAIM}}]
+YAML
+check "WorkspaceBusy: a helper pod holds the stopped sandbox's claim" eventually 60 eval \
+    "[ \"\$(kubectl -n $NS get pod yao-vol-$SBUID -o jsonpath='{.status.phase}')\" = Running ]"
+kubectl -n $NS patch sandbox $SB --type merge -p '{"spec":{"paused":false}}' >/dev/null
+check "WorkspaceBusy: started, it waits (Creating, reason WorkspaceBusy)" eventually 30 reason_is $NS $SB WorkspaceBusy
+sleep 3
+POD=$(kubectl -n $NS get sandbox $SB -o jsonpath='{.status.podName}')
+check "WorkspaceBusy: 3 s on, still no sandbox pod on the claim" eval \
+    "reason_is $NS $SB WorkspaceBusy && ! kubectl -n $NS get pod $POD >/dev/null 2>&1"
+kubectl -n $NS delete pod yao-vol-$SBUID --grace-period=0 --force >/dev/null 2>&1
+check "WorkspaceBusy: the helper gone, the sandbox runs" eventually 120 phase_is $NS $SB Running
 check "no helper pod is left" eq "$(kubectl -n $NS get pods -l app.kubernetes.io/component=volume-helper -o name 2>/dev/null | grep -c .)" 0
 cat "$BUILD_DIR/yaovolume-bench.txt"
 finish

@@ -321,6 +321,26 @@ TEST(pvc_exists_creates_only_pod) {
     CHECK_STR(d.phase, "Creating");
 }
 
+/* A volume helper pod (Yao's Volume client) holds a stopped Sandbox's workspace: the
+ * pod waits (WorkspaceBusy, looked at again in a second), and starts once it has ended. */
+TEST(a_volume_helper_holding_the_workspace_delays_the_pod) {
+    struct sbx_spec s = spec_of(SBX_PERSISTENT);
+    struct sbx_observed o = fresh(T0);
+    o.pvc = SBX_OBJ_PRESENT;
+    o.pvc_bound = 1;
+    o.status_phase = "Stopped";
+    o.workspace_helper = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, 0);
+    CHECK_STR(d.phase, "Creating");
+    CHECK_STR(d.reason, SBX_REASON_WORKSPACE_BUSY);
+    CHECK_INT(d.requeue_after_ms, SBX_WORKSPACE_BUSY_RETRY_MS);
+    CHECK_INT(d.wants_pod, 1);                    /* it keeps its place for the slot */
+    o.workspace_helper = 0;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, A_POD);
+}
+
 TEST(pvc_lost_under_running_pod_is_recreated) {
     struct sbx_spec s = spec_of(SBX_PERSISTENT);
     struct sbx_observed o = running(T0, T0 + MIN);

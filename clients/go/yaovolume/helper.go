@@ -55,9 +55,8 @@ import (
 //   - watched: when the Sandbox is started meanwhile (spec.paused cleared, last-used-at
 //     changed, a phase other than Stopped), the helper is deleted
 //     at once (grace 0) and the operations under way fail with ErrSandboxStarted. The
-//     controller does not yet wait for the helper to be gone before it creates the
-//     sandbox pod (docs/go-client.md says what it should do), so this client-side guard
-//     narrows the window to the watch's latency and the pod's start; it does not close it.
+//     controller, for its part, creates no sandbox pod while a helper of the Sandbox has
+//     not ended (Ready=False, reason WorkspaceBusy), so the two never share the claim.
 //   - removed Options.HelperIdle after its last operation, and by Close.
 //
 // It needs pods create and delete in the namespace beyond the yao-sandbox-editor role.
