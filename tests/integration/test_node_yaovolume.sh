@@ -62,17 +62,20 @@ go_test() {
     (cd "$SRC_DIR/clients/go" && env YAO_NODE_KUBECONFIG="$WORK/yao.kubeconfig" YAO_NODE_EDITOR_KUBECONFIG="$WORK/editor.kubeconfig" \
         YAO_NODE_NAMESPACE=$NS YAO_NODE_HELPER_IMAGE="$NODE_SANDBOX_IMAGE" \
         YAO_NODE_RUNNING_SESSION=vol/run YAO_NODE_STOPPED_SESSION="vol/Stopped Chat" \
-        YAO_NODE_BENCH=${YAO_NODE_BENCH-0} YAO_NODE_BENCH_OUT="$BUILD_DIR/yaovolume-bench.txt" \
+        YAO_NODE_BENCH="$BENCH" YAO_NODE_BENCH_OUT="$BUILD_DIR/yaovolume-bench.txt" \
         "$GO" test -count=1 -timeout 900s -run "^$re\$" -v ./yaovolume/ > "$WORK/go.out" 2>&1)
     grep -E "^(---|    |=== RUN)|BENCH" "$WORK/go.out" | grep -v "^=== RUN" | head -60
     check "$name" grep -q -- "--- PASS: $re " "$WORK/go.out"
     grep -q -- "--- PASS: $re " "$WORK/go.out" || tail -30 "$WORK/go.out"
 }
+BENCH=$([ "${YAO_NODE_BENCH:-0}" = 1 ] && echo 1)
 : > "$BUILD_DIR/yaovolume-bench.txt"
 go_test "Volume on a running sandbox: every method, containment, odd names, 200 MB, cancel, concurrent writers" TestVolumeRunningOnTheRealNode
 go_test "Volume on a stopped sandbox: the helper pod, never woken, Forbidden without pods/create, started under a sync" TestVolumeStoppedOnTheRealNode
-go_test "Volume benchmarks: SyncPush vs kubectl cp, re-push, ReadFile vs kubectl exec cat" TestVolumeBenchOnTheRealNode
-go_test "Volume benchmarks: a stopped sandbox's ListDir and ReadFile" TestVolumeStoppedBenchOnTheRealNode
+if [ -n "$BENCH" ]; then
+    go_test "Volume benchmarks: SyncPush vs kubectl cp, re-push, ReadFile vs kubectl exec cat" TestVolumeBenchOnTheRealNode
+    go_test "Volume benchmarks: a stopped sandbox's ListDir and ReadFile" TestVolumeStoppedBenchOnTheRealNode
+fi
 # The controller's side of the guard: a Sandbox started while a helper pod holds its
 # workspace gets no pod until the helper has ended (Creating/WorkspaceBusy), then runs.
 SB=stopped-workspace
