@@ -134,6 +134,12 @@ if(YAO_CLUSTER_TESTS)
   add_test(NAME cluster.down COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/down)
   set_tests_properties(cluster.down PROPERTIES FIXTURES_CLEANUP plane LABELS cluster
     ENVIRONMENT "${YAO_PLANE_ENV}")
+  if(YAO_REAL_NODE_TESTS)
+    # gVisor's runsc and shim for the real node (cached by version; ~5 minutes cold): built
+    # beside the other tests, before the one suite that needs them.
+    add_test(NAME cluster.gvisor_build COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/gvisor)
+    set_tests_properties(cluster.gvisor_build PROPERTIES LABELS cluster TIMEOUT 2400)
+  endif()
   file(GLOB YAO_INTEGRATION_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh)
   foreach(script ${YAO_INTEGRATION_TESTS})
     get_filename_component(name ${script} NAME_WE)
@@ -141,6 +147,11 @@ if(YAO_CLUSTER_TESTS)
       continue()
     endif()
     add_test(NAME cluster.${name} COMMAND bash ${script})
+    if(name STREQUAL "test_node_gvisor")
+      set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
+        DEPENDS cluster.gvisor_build RESOURCE_LOCK plane ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 900)
+      continue()
+    endif()
     if(name STREQUAL "test_node_token_rotation")
       # ~11 minutes of waiting for a token to expire: runs beside the other suites (it
       # keeps to its own release and namespaces), after the chaos run that restarts the

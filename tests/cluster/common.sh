@@ -14,9 +14,16 @@ LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
 # The real node's container registries (tests/cluster/registry): distribution's cmd/registry.
 REGISTRY_VERSION=${REGISTRY_VERSION:-v3.0.0}
+# gVisor for the real node's RuntimeClass gvisor (tests/cluster/gvisor): runsc and gVisor's own
+# containerd shim from gvisor.dev/gvisor, the newest version whose shim still speaks
+# containerd 1.6's shim protocol (Debian's containerd; later ones answer `start` in
+# containerd 2's JSON form).
+GVISOR_VERSION=${GVISOR_VERSION:-v0.0.0-20260413194555-9680d69bf798}
 
 YAO_CACHE=${YAO_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yao-sandbox}
 YAO_BIN=$YAO_CACHE/bin
+# runsc and containerd-shim-runsc-v1 of $GVISOR_VERSION (tests/cluster/gvisor builds them).
+YAO_GVISOR_DIR=$YAO_CACHE/gvisor/$GVISOR_VERSION
 # A running plane keeps its pids, ports, certificates and kubeconfig here.
 YAO_PLANE_DIR=${YAO_PLANE_DIR:-${TMPDIR:-/tmp}/yao-sandbox-plane}
 
