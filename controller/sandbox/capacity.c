@@ -101,7 +101,7 @@ void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const st
      * once, before any pass, so no Sandbox of that class is admitted past the class's cap
      * meanwhile. (A Sandbox that takes the default class counts in it from its first pass.) */
     const char *cls = cur->class_name;
-    if (!old && cls && *cls && sbx_slots_class(cap->slots, uid, cls, -1) < 0)
+    if (!old && cls && *cls && sbx_slots_class(cap->slots, uid, cls, -1, 0) < 0)
         LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }
 
@@ -118,10 +118,10 @@ void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON
     }
 }
 
-/* The pass resolved the Sandbox uid's class (NULL = none) and the class's per-user cap:
- * its slot or its wait moves to that class. */
-void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap) {
-    int r = sbx_slots_class(cap->slots, uid, cls, class_cap);
+/* The pass resolved the Sandbox uid's class (NULL = none), the class's per-user cap and
+ * whether it counts a userID across namespaces: its slot or its wait moves to that class. */
+void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap, int across) {
+    int r = sbx_slots_class(cap->slots, uid, cls, class_cap, across);
     if (r < 0) LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" uid=%s", uid);
     if (r > 0) sbx_capacity_wake(cap);   /* its old class's slot, or a raised cap, may let one go */
 }

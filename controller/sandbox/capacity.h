@@ -25,8 +25,9 @@ void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const st
 void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur);
 /* Queue the Sandboxes first in line, as many as there are free slots. */
 void sbx_capacity_wake(struct sbx_capacity *cap);
-/* The pass resolved this sandbox's SandboxClass (NULL = none) with its per-user cap. */
-void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap);
+/* The pass resolved this sandbox's SandboxClass (NULL = none) with its per-user cap
+ * (counting a userID across namespaces when across is set). */
+void sbx_capacity_class(struct sbx_capacity *cap, const char *uid, const char *cls, int class_cap, int across);
 /* May this sandbox (its class caps its user at class_cap, 0 = none) start a pod? Reserves
  * its slot when it may; else its place in line (*position, 1 = next) or *user_capped (its
  * user's own cap, or its class's for its user, holds it; *class_capped: the class's). */

@@ -40,6 +40,7 @@ struct entry {
     int in_line;                 /* in its user's line (promoted by its bucket) */
     int waiting;                 /* in its bucket's list */
     char *cls;                   /* its SandboxClass (NULL = none) */
+    int cls_across;              /* that class counts its users across namespaces */
     int resolved;                /* a pass has told its class (not only the Sandbox's className) */
     struct bucket *b;            /* (user, class) while known */
     int64_t reserved_until_ms;   /* 0 = no reservation */
@@ -63,10 +64,14 @@ struct user {
     size_t cursor;               /* scratch for sbx_slots_wake */
 };
 
-/* The Sandboxes of one user in one class (or in none). */
+/* The Sandboxes of one user in one class (or in none). A user is one userID of one
+ * namespace, except in a class that counts its users across namespaces
+ * (maxRunningPerUserScope: Cluster): there one bucket holds that userID's Sandboxes of
+ * every namespace, each still in the line of its own namespace's user. */
 struct bucket {
-    char *key;                   /* "<class>/<namespace>/<userID>": a class name has no '/' */
-    struct user *user;
+    char *key;                   /* "<class>/<namespace>/<userID>"; across namespaces the
+                                    namespace is "*", which no namespace is named (a
+                                    class name has no '/') */
     int cap;                     /* the class's maxRunningPerUser (0 = none) */
     int held;                    /* slots its Sandboxes hold */
     int refs;                    /* known entries in it */
@@ -80,12 +85,13 @@ struct sbx_slots {
     struct sbx_cap_limits limits;
     struct strmap entries;       /* uid -> struct entry */
     struct strmap users;         /* "<namespace>/<userID>" -> struct user */
-    struct strmap buckets;       /* "<class>/<namespace>/<userID>" -> struct bucket */
+    struct strmap buckets;       /* bucket key (see struct bucket) -> struct bucket */
     struct user **waiting_users; /* users with n > 0 */
     size_t nwaiting_users, waiting_users_cap;
     struct entry *reserved;      /* head of the reservation list */
     struct entry *candidates;    /* head of the reclaimable ones' list */
     int held;                    /* slots held in all */
+    int unresolved;              /* slots held in all by Sandboxes whose class no pass told yet */
     int waiting;                 /* Sandboxes waiting in all (in a bucket's list) */
     uint64_t admissions;         /* sequence of admissions, for users' turns */
 };
@@ -102,7 +108,7 @@ static void unhold(struct sbx_slots *a, struct entry *e) {
     a->held--;
     e->user->held--;
     e->b->held--;
-    if (!e->resolved) e->user->unresolved--;
+    if (!e->resolved) { e->user->unresolved--; a->unresolved--; }
 }
 
 static void bucket_fix(struct sbx_slots *a, struct bucket *b);
@@ -113,7 +119,7 @@ static void rehold(struct sbx_slots *a, struct entry *e) {
     a->held++;
     e->user->held++;
     e->b->held++;
-    if (!e->resolved) e->user->unresolved++;
+    if (!e->resolved) { e->user->unresolved++; a->unresolved++; }
     bucket_fix(a, e->b);
 }
 
@@ -262,13 +268,17 @@ static void bucket_maybe_drop(struct sbx_slots *a, struct bucket *b) {
     bucket_free(strmap_remove(&a->buckets, b->key));
 }
 
-static struct bucket *bucket_get(struct sbx_slots *a, struct user *u, const char *cls) {
-    size_t lc = strlen(cls), lu = strlen(u->name);
-    char *key = malloc(lc + lu + 2);
+static struct bucket *bucket_get(struct sbx_slots *a, struct user *u, const char *cls, int across) {
+    /* u->name is "<namespace>/<userID>"; across namespaces only the userID names it */
+    const char *who = u->name, *scope = "";
+    if (across) { who = strchr(u->name, '/'); who = who ? who + 1 : u->name; scope = "*/"; }
+    size_t lc = strlen(cls), ls = strlen(scope), lu = strlen(who);
+    char *key = malloc(lc + ls + lu + 2);
     if (!key) return NULL;
     memcpy(key, cls, lc);
     key[lc] = '/';
-    memcpy(key + lc + 1, u->name, lu + 1);
+    memcpy(key + lc + 1, scope, ls);
+    memcpy(key + lc + 1 + ls, who, lu + 1);
     struct bucket *b = strmap_get(&a->buckets, key);
     if (b) { free(key); return b; }
     b = calloc(1, sizeof(*b));
@@ -278,7 +288,6 @@ static struct bucket *bucket_get(struct sbx_slots *a, struct user *u, const char
         return NULL;
     }
     b->key = key;
-    b->user = u;
     return b;
 }
 
@@ -350,12 +359,13 @@ static void entry_free(void *p) {
     free(e);
 }
 
-/* Put the known-to-be Sandbox e (not waiting) in the bucket (user, cls): its slot moves
- * with it, both buckets' lines follow; cap >= 0 sets the class's cap on the bucket.
- * 0 or -1 (ENOMEM: nothing changed). */
-static int place(struct sbx_slots *a, struct entry *e, const char *user, const char *cls, int cap) {
+/* Put the known-to-be Sandbox e (not waiting) in the bucket (user, cls, counted across
+ * namespaces or not): its slot moves with it, both buckets' lines follow; cap >= 0 sets
+ * the class's cap on the bucket. 0 or -1 (ENOMEM: nothing changed). */
+static int place(struct sbx_slots *a, struct entry *e, const char *user, const char *cls, int across,
+                 int cap) {
     struct user *u = user_get(a, user);
-    struct bucket *b = u ? bucket_get(a, u, cls) : NULL;
+    struct bucket *b = u ? bucket_get(a, u, cls, across) : NULL;
     char *c = NULL;
     int new_cls = *cls && !(e->cls && !strcmp(e->cls, cls));
     if (!b || (new_cls && !(c = strdup(cls)))) {
@@ -369,6 +379,7 @@ static int place(struct sbx_slots *a, struct entry *e, const char *user, const c
     if (ob != b) { if (ob) ob->refs--; b->refs++; }
     if (ou != u) { if (ou) ou->refs--; u->refs++; }
     if (c || !*cls) { free(e->cls); e->cls = c; }
+    e->cls_across = *cls && across;
     e->user = u;
     e->b = b;
     e->known = 1;
@@ -411,6 +422,14 @@ static void purge(struct sbx_slots *a, int64_t now_ms) {
 }
 
 /* ---- order ------------------------------------------------------------------------------ */
+
+/* Is e, in a class with a per-user cap, held back because a slot its class may count is
+ * of a class no pass has resolved yet (after a restart)? One of its user's, or, in a class
+ * counting users across namespaces, any at all (its userID may be in any namespace). */
+static int class_unsettled(const struct sbx_slots *a, const struct entry *e) {
+    if (e->b->cap <= 0) return 0;
+    return e->cls_across ? a->unresolved > 0 : e->user->unresolved > 0;
+}
 
 /* How many of u's line are within its user's cap. */
 static size_t eligible(const struct sbx_slots *a, const struct user *u) {
@@ -499,7 +518,7 @@ int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, con
     if (e->known) wait_remove(a, e);
     if (k) { free(e->key); e->key = k; }
     e->created_ms = created_ms;
-    if (place(a, e, user, e->known && e->cls ? e->cls : "", -1) < 0) {
+    if (place(a, e, user, e->known && e->cls ? e->cls : "", e->known && e->cls_across, -1) < 0) {
         if (!e->known) entry_maybe_drop(a, uid, e);
         else if (was_waiting) wait_insert(a, e);
         goto out;
@@ -512,12 +531,14 @@ out:
     return rc;
 }
 
-int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap) {
+int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap, int across) {
     int rc = 0;
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);
     if (!e || !e->known) goto out;
     if (!cls) cls = "";
+    if (cap < 0) across = e->cls_across;   /* a hint says nothing of the class's scope */
+    across = *cls && across;
     if (cap >= 0 && !e->resolved) {
         /* its slot now counts in a class a pass resolved: capped ones of its user may go */
         unhold(a, e);
@@ -525,7 +546,7 @@ int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int c
         rehold(a, e);
         rc = 1;
     }
-    if (!strcmp(e->cls ? e->cls : "", cls)) {
+    if (!strcmp(e->cls ? e->cls : "", cls) && e->cls_across == across) {
         if (cap >= 0 && e->b->cap != cap) {
             e->b->cap = cap;
             bucket_fix(a, e->b);
@@ -535,7 +556,7 @@ int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int c
     }
     int was_waiting = e->waiting;
     wait_remove(a, e);
-    rc = place(a, e, e->user->name, cls, cap) < 0 ? -1 : 1;
+    rc = place(a, e, e->user->name, cls, across, cap) < 0 ? -1 : 1;
     if (was_waiting && !holds(e) && wait_insert(a, e) < 0) rc = -1;
 out:
     pthread_mutex_unlock(&a->lock);
@@ -593,7 +614,7 @@ enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_m
     if (wait_insert(a, e) < 0) { r = SBX_ADMIT_WAIT; goto out; }   /* ENOMEM: wait, look again later */
     /* Not in line: its class's cap for its user. Nor while a slot of its user is of a class
      * no pass has resolved yet (after a restart: its class may be this one). */
-    int class_held = !e->in_line || (e->b->cap > 0 && e->user->unresolved > 0);
+    int class_held = !e->in_line || class_unsettled(a, e);
     int pos = !class_held ? position(a, e) : 0;
     long free_slots = a->limits.max_running > 0 ? a->limits.max_running - a->held : 1000000000L;
     if (pos > 0 && pos <= free_slots) {
@@ -704,7 +725,7 @@ static long admissible(const struct sbx_slots *a, long limit) {
         const struct user *v = a->waiting_users[i];
         size_t k = eligible(a, v);
         for (size_t j = 0; j < k && n < limit; j++)
-            if (!(v->line[j]->b->cap > 0 && v->unresolved > 0)) n++;
+            if (!class_unsettled(a, v->line[j])) n++;
     }
     return n;
 }

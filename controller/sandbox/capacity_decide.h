@@ -24,7 +24,10 @@
  * keeps a user's Sandboxes beyond it out of the line altogether: they wait for one of that
  * user's own slots. So does a SandboxClass's per-user cap (maxRunningPerUser), counting only
  * the slots the user's Sandboxes *of that class* hold: a Sandbox beyond it waits for one of
- * those, oldest first, and never holds up the user's Sandboxes of other classes.
+ * those, oldest first, and never holds up the user's Sandboxes of other classes. A class
+ * whose operator says so (maxRunningPerUserScope: Cluster) counts its per-user cap over one
+ * userID's Sandboxes of that class in every namespace; the controller's own caps and every
+ * other class still count within the namespace.
  *
  * Pure bookkeeping: no I/O, the clock is passed in. Thread-safe (one lock). */
 #ifndef YAO_SANDBOX_CAPACITY_DECIDE_H
@@ -52,13 +55,14 @@ void sbx_slots_free(struct sbx_slots *a);
 int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, const char *user_id,
                           int64_t created_ms, int waiting);
 /* The Sandbox uid is of the SandboxClass cls (NULL or "" = none), whose per-user cap is cap
- * (0 = none), as its pass resolved it; cap -1: only a hint (the className the Sandbox
- * names, before any pass), the cap of this user's bucket of the class stays. Its slot, or
+ * (0 = none) counting a userID across namespaces when across is set, as its pass resolved
+ * it; cap -1: only a hint (the className the Sandbox names, before any pass; across is
+ * ignored), the cap of this user's bucket of the class stays. Its slot, or
  * its place in waiting, moves with it to the new class. Until every slot of a user is of a
  * class a pass resolved (after a restart), that user's Sandboxes of a capped class wait.
  * Idempotent; nothing for an unknown uid. 1 (it moved, the cap changed, or its class is
  * resolved for the first time: wake), 0 (nothing changed) or -1 (ENOMEM). */
-int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap);
+int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap, int across);
 /* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
 void sbx_slots_sandbox_gone(struct sbx_slots *a, const char *uid);
 /* A pod controlled by the Sandbox owner_uid started (delta +1) or stopped (-1) holding

@@ -321,6 +321,13 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
             return cls_fail(c, "spec.maxRunningPerUser: must be an integer between 0 and 1000000");
         k->max_running_per_user = (int)x;
     }
+    v = cls_member(spec, "maxRunningPerUserScope");
+    if (v) {
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "Namespace") != 0 && strcmp(v->valuestring, "Cluster") != 0))
+            return cls_fail(c, "spec.maxRunningPerUserScope: must be Namespace or Cluster");
+        k->per_user_across_namespaces = !strcmp(v->valuestring, "Cluster");
+    }
     const cJSON *rec;
     if (cls_object(c, spec, "reclaim", "spec.reclaim", &rec)) return -1;
     v = cls_member(rec, "idleAfter");
@@ -558,6 +565,7 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         goto fail;
     }
     out->max_running_per_user = k->max_running_per_user;
+    out->per_user_across_namespaces = k->per_user_across_namespaces;
     out->reclaim_after_ms = k->reclaim_after_ms;
     out->workspace_max_bytes = k->workspace.max;
     out->forks_across_users = k->forks_across_users;

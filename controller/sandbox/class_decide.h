@@ -47,6 +47,7 @@ struct sbx_class {
     int64_t idle_timeout_ms;              /* spec.idleTimeout; 0 = the controller's */
     int64_t reclaim_after_ms;             /* spec.reclaim.idleAfter; 0 = never reclaimed */
     int max_running_per_user;             /* spec.maxRunningPerUser; 0 = no cap */
+    int per_user_across_namespaces;       /* spec.maxRunningPerUserScope: Cluster */
     struct sbx_network network;           /* spec.network; mode none when unset */
     /* Who may use the class. spec.allowedNamespaces.selector: a label selector on the
      * Namespace of a Sandbox (NULL = every namespace). spec.allowedLifecycles: a bit set of

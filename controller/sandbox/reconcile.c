@@ -656,7 +656,7 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
 static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
                                const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
-    sbx_capacity_class(ctl->capacity, uid, NULL, 0);   /* no class: its pod (if any) counts in none */
+    sbx_capacity_class(ctl->capacity, uid, NULL, 0, 0);   /* no class: its pod (if any) counts in none */
     sbx_capacity_reclaimable(ctl->capacity, uid, NULL, NULL, 0);
     sbx_capacity_release(ctl->capacity, uid, 1);   /* it wants no pod until the spec is fixed */
     return sbx_status_report_invalid(&ctl->deps, ns, name, sb, reason, why, err, errlen);
@@ -831,7 +831,8 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         p->have_spec = p->governed = 1;
     }
     p->have_spec = 1;
-    sbx_capacity_class(ctl->capacity, id->uid, p->spec.class_name, p->spec.max_running_per_user);
+    sbx_capacity_class(ctl->capacity, id->uid, p->spec.class_name, p->spec.max_running_per_user,
+                       p->spec.per_user_across_namespaces);
     return GO_ON;
 }
 

@@ -445,9 +445,13 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     }
     d->wants_pod = 1;
     if (o->pod == SBX_OBJ_ABSENT && !o->admitted) {
-        /* A user is counted within the Sandbox's namespace (the tenant): say which. */
+        /* A user is counted within the Sandbox's namespace (the tenant): say which. A class
+         * may count its per-user cap across namespaces: say so. */
         char where[96] = "";
-        if (o->namespace_) snprintf(where, sizeof(where), " (counted in namespace \"%.63s\")", o->namespace_);
+        if (o->user_capped && o->class_capped && s->per_user_across_namespaces)
+            snprintf(where, sizeof(where), " (counted across namespaces: spec.maxRunningPerUserScope: Cluster)");
+        else if (o->namespace_)
+            snprintf(where, sizeof(where), " (counted in namespace \"%.63s\")", o->namespace_);
         if (o->user_capped && o->class_capped && s->class_name) {
             char cap[32];
             snprintf(cap, sizeof(cap), "%d", s->max_running_per_user);

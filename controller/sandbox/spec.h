@@ -135,6 +135,9 @@ struct sbx_spec {
     cJSON *host_aliases, *host_aliases_resolved;
     char *class_name;          /* the SandboxClass applied; NULL = flag defaults only */
     int max_running_per_user;  /* the class's cap on running sandboxes per user; 0 = none */
+    /* The class's spec.maxRunningPerUserScope is Cluster: that cap counts one userID's
+     * sandboxes of the class in every namespace (else within the sandbox's namespace). */
+    int per_user_across_namespaces;
     /* The class's spec.reclaim.idleAfter: a running session or long-running sandbox idle
      * this long may be stopped to admit a waiting one while the running cap is full
      * (0 = never reclaimed). */

@@ -9,6 +9,9 @@
 #   copier (or sandbox pod) of the user exists at any moment and at most one new claim is
 #   made; the others wait (UserCapacityExceeded); deleting the one that holds the slot lets
 #   the next fork's copy start;
+# - a class the operator widens (maxRunningPerUserScope: Cluster): there bob's Sandbox of
+#   the class in C holds the slot bob's in B waits for, with a message saying so; a scope
+#   the CRD does not know is refused by the API server;
 # - a stopped controller (SIGSTOP, its watches silent) while a waiting Sandbox is deleted
 #   and made again under the same name, and the running one it waited for is deleted:
 #   once it runs again, the new one is admitted (no ghost of the old uid holds the line).
@@ -17,7 +20,8 @@
 # - big objects: one tenant's 24 Sandboxes of ~200 KB and a controller restarted with a
 #   1 MiB response limit (--max-response-size): its lists page under the limit and another
 #   tenant's new Sandbox runs.
-# The class is yao-it-ten-capped, the StorageClass yao-it-ten-copy; removed at the end.
+# The classes are yao-it-ten-capped and yao-it-ten-shared, the StorageClass yao-it-ten-copy;
+# removed at the end.
 # The controller watches every namespace, but serves one shard of 1024 (--shards): the
 # three tenants' namespaces are named so that their users fall in that shard, and other
 # suites' Sandboxes on the shared plane almost surely do not (it never touches them).
@@ -46,7 +50,7 @@ LOG=$BUILD_DIR/test-tenancy.log
 check "CRDs and manifests apply with kubectl" install_manifests
 kubectl wait --for=condition=Established crd/sandboxclasses.sandbox.yaoapps.com --timeout=30s >/dev/null
 cleanup() {
-    kubectl delete sandboxclass yao-it-ten-capped --ignore-not-found >/dev/null
+    kubectl delete sandboxclass yao-it-ten-capped yao-it-ten-shared --ignore-not-found >/dev/null
     kubectl delete storageclass yao-it-ten-copy --ignore-not-found >/dev/null
 }
 cleanup
@@ -70,9 +74,9 @@ YAML
 # Every namespace: the tenants are three namespaces of one controller.
 start_controller "$LOG" --max-running 0 --workers 4 --shards $SHARDS --shard "$SHARD"
 
-sandbox() {   # sandbox NS NAME USER [SPEC-MEMBERS]
-    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: %s, chatID: %s, lifecycle: persistent, className: yao-it-ten-capped%s}\n' \
-        "$2" "$3" "$2" "${4:+, $4}" | kubectl -n "$1" apply -f - >/dev/null
+sandbox() {   # sandbox NS NAME USER [SPEC-MEMBERS]  (of class $CLASS)
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec: {userID: %s, chatID: %s, lifecycle: persistent, className: %s%s}\n' \
+        "$2" "$3" "$2" "${CLASS:-yao-it-ten-capped}" "${4:+, $4}" | kubectl -n "$1" apply -f - >/dev/null
 }
 msg() { kubectl -n "$1" get sandbox "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}' 2>/dev/null; }
 # live_pods NS — pods of the namespace not being deleted
@@ -153,6 +157,23 @@ for _ in $(seq 1 20); do
     sleep 0.25
 done
 check "  still at most one pod of hers at once (the deleted holder's going away aside)" eval '[ "$maxp" -le 2 ]'
+
+# --- a class that counts a userID in every namespace -----------------------------------------------
+shared_class() {   # shared_class SCOPE
+    printf 'apiVersion: sandbox.yaoapps.com/v1alpha1\nkind: SandboxClass\nmetadata: {name: yao-it-ten-shared}\nspec: {maxRunningPerUser: 1, maxRunningPerUserScope: %s}\n' \
+        "$1" | kubectl apply -f - 2>&1 >/dev/null
+}
+out=$(shared_class cluster || true)
+check "a scope the CRD does not know is refused by the API server" contains "$out" 'Unsupported value: "cluster"'
+check "the operator's class counts bob in every namespace (maxRunningPerUserScope: Cluster)" eval 'shared_class Cluster'
+CLASS=yao-it-ten-shared sandbox $NC c-sh bob
+check "  C's bob Sandbox of that class runs" eventually 30 phase_is $NC c-sh Running
+CLASS=yao-it-ten-shared sandbox $NB b-sh bob
+check "  B's bob Sandbox of that class waits for C's: UserCapacityExceeded" eventually 20 reason_is $NB b-sh UserCapacityExceeded
+check "  its message says the class counts across namespaces" contains "$(msg $NB b-sh)" "(counted across namespaces"
+kubectl -n $NC delete sandbox c-sh --wait=false >/dev/null
+check "  C's bob Sandbox of the class deleted: B's runs" eventually 30 phase_is $NB b-sh Running
+kubectl -n $NB delete sandbox b-sh --wait=false >/dev/null
 
 # --- big objects in one tenant do not stop the controller for the others -------------------------
 # 24 paused Sandboxes of ~200 KB each (an annotation: metadata allows 256 KiB) in one

@@ -212,11 +212,56 @@ TEST(a_user_is_counted_within_its_namespace) {
     /* a class's per-user cap (1): the same, bucket by bucket */
     struct sbx_cap_limits none = {0};
     a = sbx_slots_new(&none);
-    sbn(a, "tenant-c", "c1", "bob", 1); CHECK(sbx_slots_class(a, "c1", "capped", 1) >= 0);
-    sbn(a, "tenant-c", "c2", "bob", 2); CHECK(sbx_slots_class(a, "c2", "capped", 1) >= 0);
-    sbn(a, "tenant-b", "b1", "bob", 3); CHECK(sbx_slots_class(a, "b1", "capped", 1) >= 0);
+    sbn(a, "tenant-c", "c1", "bob", 1); CHECK(sbx_slots_class(a, "c1", "capped", 1, 0) >= 0);
+    sbn(a, "tenant-c", "c2", "bob", 2); CHECK(sbx_slots_class(a, "c2", "capped", 1, 0) >= 0);
+    sbn(a, "tenant-b", "b1", "bob", 3); CHECK(sbx_slots_class(a, "b1", "capped", 1, 0) >= 0);
     run(a, "c1");
     CHECK_INT(admit_of(a, "c2"), SBX_ADMIT_WAIT_CLASS);
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
+/* A class whose operator counts users across namespaces (maxRunningPerUserScope: Cluster):
+ * one userID's Sandboxes of that class in every namespace share its per-user cap; the
+ * same userID's Sandboxes of another class, and the controller's own per-user cap, still
+ * count within the namespace. */
+TEST(a_class_may_count_a_user_across_namespaces) {
+    struct sbx_cap_limits none = {0};
+    struct sbx_slots *a = sbx_slots_new(&none);
+    sbn(a, "tenant-c", "c1", "bob", 1); CHECK_INT(sbx_slots_class(a, "c1", "shared", 1, 1), 1);
+    sbn(a, "tenant-b", "b1", "bob", 2); CHECK_INT(sbx_slots_class(a, "b1", "shared", 1, 1), 1);
+    sbn(a, "tenant-b", "b2", "bob", 3); CHECK_INT(sbx_slots_class(a, "b2", "local", 1, 0), 1);
+    sbn(a, "tenant-b", "b3", "alice", 4); CHECK_INT(sbx_slots_class(a, "b3", "shared", 1, 1), 1);
+    run(a, "c1");
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_WAIT_CLASS);    /* c's bob holds the class's one */
+    CHECK_INT(admit_of(a, "b2"), SBX_ADMIT_YES);           /* another class: within tenant-b */
+    CHECK_INT(admit_of(a, "b3"), SBX_ADMIT_YES);           /* another userID */
+    /* c's bob stops: b's bob, of the same class, wakes */
+    struct woken w = {.n = 0};
+    sbx_slots_pod(a, "c1", -1);
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
+    CHECK_STR(w.keys[0], "tenant-b/b1");
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_YES);
+    CHECK_INT(sbx_slots_pod(a, "b1", +1), 0);
+    sbx_slots_release(a, "b1", 0);
+    CHECK_INT(admit_of(a, "c1"), SBX_ADMIT_WAIT_CLASS);    /* and now c's bob waits for b's */
+    /* the operator sets the class back to Namespace: each bob has his own slot again */
+    CHECK_INT(sbx_slots_class(a, "c1", "shared", 1, 0), 1);
+    CHECK_INT(sbx_slots_class(a, "b1", "shared", 1, 0), 1);
+    CHECK_INT(sbx_slots_class(a, "b1", "shared", 1, 0), 0);   /* idempotent */
+    CHECK_INT(admit_of(a, "c1"), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+
+    /* after a restart: a slot whose class no pass has resolved yet may be of the shared
+     * class in any namespace, so the shared class admits nobody until it is resolved */
+    a = sbx_slots_new(&none);
+    sbn(a, "tenant-c", "c1", "bob", 1); CHECK_INT(sbx_slots_class(a, "c1", "shared", -1, 1), 1);
+    CHECK_INT(sbx_slots_pod(a, "c1", +1), 0);              /* its pod, before its first pass */
+    sbn(a, "tenant-b", "b1", "bob", 2); CHECK_INT(sbx_slots_class(a, "b1", "shared", 1, 1), 1);
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_WAIT_CLASS);
+    CHECK_INT(sbx_slots_class(a, "c1", "shared", 1, 1), 1);  /* c1's pass: it is the shared class */
+    CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_WAIT_CLASS);    /* and holds bob's one slot */
+    CHECK_INT(sbx_slots_class(a, "c1", "other", 0, 0), 1);   /* the user moved it to another class */
     CHECK_INT(admit_of(a, "b1"), SBX_ADMIT_YES);
     sbx_slots_free(a);
 }
@@ -299,7 +344,7 @@ TEST(a_changed_user_moves_the_slot) {
 /* Register Sandbox "ns/<uid>" of user in class cls (cap: its maxRunningPerUser). */
 static void sbc(struct sbx_slots *a, const char *uid, const char *user, int64_t t, const char *cls, int cap) {
     sb(a, uid, user, t);
-    CHECK(sbx_slots_class(a, uid, cls, cap) >= 0);
+    CHECK(sbx_slots_class(a, uid, cls, cap, 0) >= 0);
 }
 
 TEST(class_cap_is_per_user_and_per_class) {
@@ -340,9 +385,9 @@ TEST(class_cap_is_per_user_and_per_class) {
     CHECK_INT(pos_of(a, "as2"), -1);
     CHECK_INT(pos_of(a, "as3"), 0);                        /* as2's reservation holds the slot */
     /* the class raises its cap to 2: alice's third small one may go, bob's second too */
-    CHECK_INT(sbx_slots_class(a, "as3", "small", 2), 1);
-    CHECK_INT(sbx_slots_class(a, "bs2", "small", 2), 1);
-    CHECK_INT(sbx_slots_class(a, "bs2", "small", 2), 0);   /* idempotent */
+    CHECK_INT(sbx_slots_class(a, "as3", "small", 2, 0), 1);
+    CHECK_INT(sbx_slots_class(a, "bs2", "small", 2, 0), 1);
+    CHECK_INT(sbx_slots_class(a, "bs2", "small", 2, 0), 0);   /* idempotent */
     w.n = 0;
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 2);
     CHECK_INT(pos_of(a, "as3"), -1);
@@ -361,7 +406,7 @@ TEST(class_change_and_sandbox_gone_move_the_slot) {
     CHECK_INT(pos_of(a, "s2"), 0);
     /* s1 (running) moves to medium: its slot goes with it, so small has room (s2 goes)
      * and medium is full (m2 waits) */
-    CHECK_INT(sbx_slots_class(a, "s1", "medium", 2), 1);
+    CHECK_INT(sbx_slots_class(a, "s1", "medium", 2, 0), 1);
     struct woken w = {.n = 0};
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
     CHECK_STR(w.keys[0], "ns/s2");
@@ -371,7 +416,7 @@ TEST(class_change_and_sandbox_gone_move_the_slot) {
     /* a waiting one that moves to a class with room is in line at once */
     sbc(a, "x1", "alice", 5, "small", 1);
     CHECK_INT(pos_of(a, "x1"), 0);
-    CHECK_INT(sbx_slots_class(a, "x1", "large", 0), 1);   /* no cap in large */
+    CHECK_INT(sbx_slots_class(a, "x1", "large", 0, 0), 1);   /* no cap in large */
     w.n = 0;
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
     CHECK_STR(w.keys[0], "ns/x1");
@@ -409,19 +454,19 @@ TEST(after_a_restart_a_class_cap_waits_for_the_classes_of_running_ones) {
     CHECK_INT(sbx_slots_pod(a, "r1", +1), 0);
     sbc(a, "w1", "alice", 2, "dflt", 1);
     CHECK_INT(pos_of(a, "w1"), 0);
-    CHECK_INT(sbx_slots_class(a, "r1", "dflt", 1), 1);   /* r1's pass: it is of that class */
+    CHECK_INT(sbx_slots_class(a, "r1", "dflt", 1, 0), 1);   /* r1's pass: it is of that class */
     struct woken w = {.n = 0};
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 0);
     CHECK_INT(pos_of(a, "w1"), 0);
-    CHECK_INT(sbx_slots_class(a, "r1", "dflt", 1), 0);
+    CHECK_INT(sbx_slots_class(a, "r1", "dflt", 1, 0), 0);
     /* a hint (the className a Sandbox names, first seen) does not resolve: r2 names
      * another class, and until its pass w1... still waits for r1's slot in dflt */
     sb(a, "r2", "alice", 3);
     CHECK_INT(sbx_slots_pod(a, "r2", +1), 0);
-    CHECK_INT(sbx_slots_class(a, "r2", "other", -1), 1);
+    CHECK_INT(sbx_slots_class(a, "r2", "other", -1, 0), 1);
     sbx_slots_pod(a, "r1", -1);                        /* r1 stopped */
     CHECK_INT(pos_of(a, "w1"), 0);                         /* r2 is not resolved yet */
-    CHECK_INT(sbx_slots_class(a, "r2", "other", 0), 1);   /* r2's pass: other class */
+    CHECK_INT(sbx_slots_class(a, "r2", "other", 0, 0), 1);   /* r2's pass: other class */
     w.n = 0;
     CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
     CHECK_STR(w.keys[0], "ns/w1");

@@ -79,7 +79,7 @@ static void expect_invalid(const char *class_members, const char *spec_members, 
     "\"tolerations\":[{\"key\":\"sandbox\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]," \
     "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":" \
     "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"a\"]}]}]}}}," \
-    "\"idleTimeout\":\"10m\",\"maxRunningPerUser\":3"
+    "\"idleTimeout\":\"10m\",\"maxRunningPerUser\":3,\"maxRunningPerUserScope\":\"Cluster\""
 
 /* ---- parsing ---------------------------------------------------------------------------- */
 
@@ -104,6 +104,7 @@ TEST(parse_full_class) {
     CHECK(k.node_selector && k.tolerations && k.affinity);
     CHECK_INT(k.idle_timeout_ms, 600000);
     CHECK_INT(k.max_running_per_user, 3);
+    CHECK_INT(k.per_user_across_namespaces, 1);
     sbx_class_free(&k);
 }
 
@@ -112,7 +113,8 @@ TEST(parse_empty_class_sets_nothing) {
     cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"bare\"}}");
     char err[256];
     CHECK_INT(sbx_class_parse(o, &k, err, sizeof err), 0);
-    CHECK(!k.image && !k.memory.max && !k.runtime_class && !k.node_selector && !k.max_running_per_user);
+    CHECK(!k.image && !k.memory.max && !k.runtime_class && !k.node_selector && !k.max_running_per_user &&
+          !k.per_user_across_namespaces);
     sbx_class_free(&k);
     cJSON_Delete(o);
 }
@@ -161,6 +163,8 @@ TEST(parse_errors_name_the_class_and_field) {
                        "SandboxClass \"bad\": spec.idleTimeout: must be a duration of at least 1s (e.g. 30m)");
     expect_class_error("\"maxRunningPerUser\":-1",
                        "SandboxClass \"bad\": spec.maxRunningPerUser: must be an integer between 0 and 1000000");
+    expect_class_error("\"maxRunningPerUserScope\":\"cluster\"",
+                       "SandboxClass \"bad\": spec.maxRunningPerUserScope: must be Namespace or Cluster");
     expect_class_error("\"image\":{\"allowedPrefixes\":[\"\"]}",
                        "SandboxClass \"bad\": spec.image.allowedPrefixes[0]: must be a non-empty string");
     expect_class_error("\"runtimeClassName\":7", "SandboxClass \"bad\": spec.runtimeClassName: must be a string");
@@ -228,6 +232,7 @@ TEST(class_defaults_replace_the_flag_defaults) {
     CHECK_INT(cJSON_GetArraySize(s.tolerations), 1);
     CHECK(cJSON_GetObjectItem(s.affinity, "nodeAffinity") != NULL);
     CHECK_INT(s.max_running_per_user, 3);
+    CHECK_INT(s.per_user_across_namespaces, 1);
     sbx_spec_free(&s);
 }
 

@@ -774,7 +774,13 @@ TEST(class_cap_message_names_the_class) {
     CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
                          "(spec.maxRunningPerUser: 2) is reached (counted in namespace \"tenant-b\"); waiting for "
                          "one of them to stop");
-    o.class_capped = 0;
+    /* a class that counts a user across namespaces says so instead */
+    s.per_user_across_namespaces = 1;
+    d = decide(&s, &o);
+    CHECK_STR(d.message, "this user's limit of running sandboxes of SandboxClass \"small\" "
+                         "(spec.maxRunningPerUser: 2) is reached (counted across namespaces: "
+                         "spec.maxRunningPerUserScope: Cluster); waiting for one of them to stop");
+    o.class_capped = 0;   /* the controller's own cap: within the namespace still */
     d = decide(&s, &o);
     CHECK_STR(d.message, "this user's limit of running sandboxes is reached (counted in namespace \"tenant-b\"); "
                          "waiting for one of them to stop");

@@ -351,6 +351,10 @@ type SandboxClassSpec struct {
 	IdleTimeout string `json:"idleTimeout,omitempty"`
 	// MaxRunningPerUser caps a user's running Sandboxes of this class (0: none).
 	MaxRunningPerUser int32 `json:"maxRunningPerUser,omitempty"`
+	// MaxRunningPerUserScope says where MaxRunningPerUser counts a user: "Namespace"
+	// (the default: a userID within one namespace) or "Cluster" (a userID in every
+	// namespace together).
+	MaxRunningPerUserScope string `json:"maxRunningPerUserScope,omitempty"`
 	// Reclaim lets idle Sandboxes of this class be stopped to admit waiting ones.
 	Reclaim *ClassReclaim `json:"reclaim,omitempty"`
 	// Network is the class's network policy (mode none or isolated).
