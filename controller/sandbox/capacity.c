@@ -11,8 +11,10 @@
 #include "sandbox/builders.h"
 #include "sandbox/capacity.h"
 #include "sandbox/objects.h"
+#include "sandbox/orphans_decide.h"
 #include "sandbox/reclaim.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/shard_decide.h"
 #include "sandbox/workspacecopy.h"
 
 /* A capacity slot reserved for a pod we just created stays counted this long even if
@@ -105,9 +107,40 @@ void sbx_capacity_on_sandbox(struct sbx_capacity *cap, const char *key, const st
         LOGW("msg=\"out of memory recording a Sandbox's class for the running cap\" sandbox=%s", key);
 }
 
-/* A pod changed: one controlled by a Sandbox started or stopped holding a slot. A freed
- * slot wakes the first in line. */
+/* The uid of pod if it is one of ours left with no owner and still running (so it holds a
+ * slot of its user until the ownerless sweep's delete reaches it), of this controller's
+ * shard; else NULL. */
+static const char *orphan_slot(const struct sbx_capacity *cap, const cJSON *pod, struct sbx_meta *m) {
+    if (!pod || !sbx_orphan_ownerless(pod) || sbx_pod_finished(pod)) return NULL;
+    sbx_meta_read(pod, m);
+    const char *user = sbx_meta_annotation(m, SBX_ANN_USER_ID);
+    const int *sk = cap->deps->shard_key;
+    if (sk[0] > 1 && sbx_shard_of(m->namespace_, user ? user : "", sk[0]) != sk[1]) return NULL;
+    return m->uid;
+}
+
+/* An ownerless pod of ours appeared or stopped holding a slot (orphan_slot). */
+static void on_orphan_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur) {
+    struct sbx_meta mo, mc;
+    const char *was = orphan_slot(cap, old, &mo), *is = orphan_slot(cap, cur, &mc);
+    if (was && is && !strcmp(was, is)) return;
+    if (is) {
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", mc.namespace_, mc.name);
+        if (sbx_slots_orphan(cap->slots, is, key, sbx_meta_annotation(&mc, SBX_ANN_USER_ID),
+                             sbx_meta_annotation(&mc, SBX_ANN_CLASS), mc.created_ms, 1) < 0)
+            LOGW("msg=\"out of memory recording an ownerless pod for the running cap\" pod=%s", key);
+    }
+    if (was) {
+        sbx_slots_orphan(cap->slots, was, NULL, NULL, NULL, 0, 0);
+        sbx_capacity_wake(cap);
+    }
+}
+
+/* A pod changed: one controlled by a Sandbox, or one left with no owner, started or stopped
+ * holding a slot. A freed slot wakes the first in line. */
 void sbx_capacity_on_pod(struct sbx_capacity *cap, const cJSON *old, const cJSON *cur) {
+    on_orphan_pod(cap, old, cur);
     const char *was = slot_owner(old), *is = slot_owner(cur);
     if (was && is && !strcmp(was, is)) return;
     if (is && sbx_slots_pod(cap->slots, is, +1) < 0)

@@ -563,6 +563,37 @@ out:
     return rc;
 }
 
+int sbx_slots_orphan(struct sbx_slots *a, const char *pod_uid, const char *key, const char *user_id,
+                     const char *cls, int64_t created_ms, int running) {
+    char id[192];
+    if ((size_t)snprintf(id, sizeof(id), "%s%s", SBX_SLOTS_ORPHAN_PREFIX, pod_uid) >= sizeof(id)) return -1;
+    if (!running) {
+        sbx_slots_pod(a, id, -1);
+        sbx_slots_sandbox_gone(a, id);
+        return 0;
+    }
+    int rc = -1;
+    char *user = scoped_user(key, user_id ? user_id : ""), *k = NULL;
+    if (!user) return -1;
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = entry_get(a, id);
+    if (!e) goto out;
+    if (e->known && e->pods > 0) { rc = 0; goto out; }   /* counted already */
+    if (!e->key && !(k = strdup(key))) { entry_maybe_drop(a, id, e); goto out; }
+    if (k) { e->key = k; e->created_ms = created_ms; }
+    /* of its class as the pod says (resolved: nothing more will tell), by the bucket's cap */
+    if (place(a, e, user, cls ? cls : "", 0, -1) < 0) { entry_maybe_drop(a, id, e); goto out; }
+    unhold(a, e);
+    e->resolved = 1;
+    e->pods = 1;
+    rehold(a, e);
+    rc = 0;
+out:
+    pthread_mutex_unlock(&a->lock);
+    free(user);
+    return rc;
+}
+
 void sbx_slots_sandbox_gone(struct sbx_slots *a, const char *uid) {
     pthread_mutex_lock(&a->lock);
     struct entry *e = strmap_get(&a->entries, uid);

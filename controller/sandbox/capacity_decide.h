@@ -63,6 +63,15 @@ int sbx_slots_sandbox(struct sbx_slots *a, const char *uid, const char *key, con
  * Idempotent; nothing for an unknown uid. 1 (it moved, the cap changed, or its class is
  * resolved for the first time: wake), 0 (nothing changed) or -1 (ENOMEM). */
 int sbx_slots_class(struct sbx_slots *a, const char *uid, const char *cls, int cap, int across);
+/* A pod of ours that lost its owner (its Sandbox deleted with --cascade=orphan) runs until
+ * the ownerless sweep deletes it: meanwhile it holds a slot of its user like a Sandbox's
+ * pod, under the stand-in uid SBX_SLOTS_ORPHAN_PREFIX + pod_uid, with key ("ns/<pod name>"),
+ * user_id and class cls (NULL = none; counted within the namespace) from its annotations.
+ * running 0: it stopped holding one (it went, started terminating or finished). Idempotent.
+ * 0 or -1 (ENOMEM, or a uid too long: not counted). */
+#define SBX_SLOTS_ORPHAN_PREFIX "orphan:"
+int sbx_slots_orphan(struct sbx_slots *a, const char *pod_uid, const char *key, const char *user_id,
+                     const char *cls, int64_t created_ms, int running);
 /* The Sandbox uid left the cache: it waits for nothing and its pods count no more. */
 void sbx_slots_sandbox_gone(struct sbx_slots *a, const char *uid);
 /* A pod controlled by the Sandbox owner_uid started (delta +1) or stopped (-1) holding

@@ -5,7 +5,8 @@
  * the garbage collector had its grace period. Objects that lost every owner reference
  * (`kubectl delete sandbox --cascade=orphan`) are not found by name: no garbage collector
  * comes for them, so sbx_orphans_sweep_ownerless deletes them as soon as the informers
- * show them (orphans_decide.c says which). */
+ * show them (orphans_decide.c says which). Until then such a pod holds its user's slot
+ * (capacity.c, sbx_slots_orphan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -266,6 +266,46 @@ TEST(a_class_may_count_a_user_across_namespaces) {
     sbx_slots_free(a);
 }
 
+/* `kubectl delete sandbox --cascade=orphan`: the pod runs on with no owner until the
+ * ownerless sweep deletes it, and holds its user's slot (and its class's) meanwhile. */
+TEST(an_ownerless_pod_holds_a_slot_until_it_goes) {
+    struct sbx_cap_limits l = {.max_running = 2, .max_running_per_user = 1};
+    struct sbx_slots *a = sbx_slots_new(&l);
+    sbn(a, "tenant-b", "b1", "bob", 1);
+    sbn(a, "tenant-b", "b2", "alice", 2);
+    run(a, "b1");
+    /* b1 is deleted with --cascade=orphan: its pod loses its owner (its slot moves to the
+     * orphan in the same update), then the Sandbox goes */
+    CHECK_INT(sbx_slots_orphan(a, "pod-1", "tenant-b/yao-sb-bob-b1", "bob", NULL, 1, 1), 0);
+    CHECK_INT(sbx_slots_orphan(a, "pod-1", "tenant-b/yao-sb-bob-b1", "bob", NULL, 1, 1), 0);   /* idempotent */
+    sbx_slots_pod(a, "b1", -1);
+    sbx_slots_sandbox_gone(a, "b1");
+    CHECK_INT(sbx_slots_held(a, 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "tenant-b", "bob", 0), 1);
+    sbn(a, "tenant-b", "b3", "bob", 3);
+    CHECK_INT(admit_of(a, "b3"), SBX_ADMIT_WAIT_USER);     /* bob runs one still: his orphan */
+    sbn(a, "tenant-c", "c1", "bob", 4);
+    CHECK_INT(admit_of(a, "c1"), SBX_ADMIT_YES);           /* another tenant's bob is not held */
+    CHECK_INT(admit_of(a, "b2"), SBX_ADMIT_WAIT);          /* the global cap (2) counts it too */
+    /* the sweep deletes it: the slot is free, bob's next one goes */
+    CHECK_INT(sbx_slots_orphan(a, "pod-1", NULL, NULL, NULL, 0, 0), 0);
+    CHECK_INT(sbx_slots_held(a, 0), 1);
+    CHECK_INT(sbx_slots_user_held(a, "tenant-b", "bob", 0), 0);
+    struct woken w = {.n = 0};
+    CHECK_INT(sbx_slots_wake(a, 0, collect, &w), 1);
+    sbx_slots_free(a);
+
+    /* of a class with a per-user cap: it counts in the class's bucket of its user */
+    struct sbx_cap_limits none = {0};
+    a = sbx_slots_new(&none);
+    sbn(a, "ns", "s1", "bob", 1); CHECK_INT(sbx_slots_class(a, "s1", "capped", 1, 0), 1);
+    CHECK_INT(sbx_slots_orphan(a, "pod-9", "ns/yao-sb-bob-old", "bob", "capped", 0, 1), 0);
+    CHECK_INT(admit_of(a, "s1"), SBX_ADMIT_WAIT_CLASS);
+    CHECK_INT(sbx_slots_orphan(a, "pod-9", NULL, NULL, NULL, 0, 0), 0);
+    CHECK_INT(admit_of(a, "s1"), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
 /* A fork's copier holds its Sandbox's slot (its pod, +1); when it succeeded, the slot is
  * kept by a reservation while the copier goes, for the sandbox pod and no one else. */
 TEST(a_copier_holds_the_slot_and_hands_it_to_the_pod) {
