@@ -12,18 +12,14 @@
 #include "cli/output.h"
 #include "cli/waitcond.h"
 #include "kube/config.h"
+#include "sandbox/naming.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/spec.h"
 
-/* Sandbox names are DNS subdomains: checked before they go into a URL. */
-int cluster_valid_name(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 253) return 0;
-    for (const char *p = s; *p; p++)
-        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.')) return 0;
-    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
+/* Sandbox names are DNS subdomains (the controller's one validator, sandbox/naming.h):
+ * checked before they go into a URL. */
+int cluster_valid_name(const char *s) { return sbx_is_dns_subdomain(s); }
 
 /* API path of a Sandbox in the current namespace. */
 void cluster_sandbox_path(const struct cli *c, const char *name, char *out, size_t n) {

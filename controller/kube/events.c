@@ -23,20 +23,6 @@
 
 /* ---- pure parts ------------------------------------------------------------------------ */
 
-int kube_dns_subdomain_valid(const char *name) {
-    size_t n = strlen(name);
-    if (n == 0 || n > KUBE_EVENT_NAME_MAX) return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ch != '-' && ch != '.') return 0;
-        /* every dot-separated label starts and ends with an alphanumeric */
-        int first = i == 0 || name[i - 1] == '.', last = i + 1 == n || name[i + 1] == '.';
-        if ((first || last) && !alnum) return 0;
-    }
-    return 1;
-}
-
 int kube_event_name(const char *object_name, uint64_t unique, char *out, size_t outlen) {
     const size_t suffix = 17;   /* "." + 16 hex */
     if (outlen < KUBE_EVENT_NAME_MAX + 1) return -1;

@@ -73,8 +73,6 @@ void kube_recorder_stats(struct kube_recorder *r, struct kube_recorder_stats *ou
  * + "." + unique as 16 hex digits. out needs 254 bytes. 0, or -1 if outlen is too small. */
 #define KUBE_EVENT_NAME_MAX 253
 int kube_event_name(const char *object_name, uint64_t unique, char *out, size_t outlen);
-/* True when name is a valid DNS subdomain (RFC 1123, at most 253 characters). */
-int kube_dns_subdomain_valid(const char *name);
 /* The aggregation key of an event: equal keys ⇔ same object (uid, kind, namespace,
  * name), type, reason and message. malloc'd; NULL on ENOMEM. */
 char *kube_event_key(const struct kube_object_ref *obj, const char *type, const char *reason,

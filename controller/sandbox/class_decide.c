@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/errfmt.h"
-#include "kube/events.h"
+#include "sandbox/naming.h"
 #include "sandbox/hostalias_decide.h"
 #include "sandbox/quantity.h"
 #include "sandbox/selector.h"
@@ -253,7 +253,7 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     if (k->image_pull_secrets.n > SBX_PULL_SECRETS_MAX)
         return cls_fail(c, "spec.image.pullSecrets: at most %d Secrets", SBX_PULL_SECRETS_MAX);
     for (size_t i = 0; i < k->image_pull_secrets.n; i++)
-        if (!kube_dns_subdomain_valid(k->image_pull_secrets.v[i]))
+        if (!sbx_is_dns_subdomain(k->image_pull_secrets.v[i]))
             return cls_fail(c, "spec.image.pullSecrets[%zu]: %s is not a Secret name (lower-case DNS-1123 "
                             "subdomain)", i, cls_quote(k->image_pull_secrets.v[i], qbuf, sizeof qbuf));
 
@@ -264,7 +264,7 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
         if (k->secret_names.n > SBX_ALLOWED_SECRETS_MAX)
             return cls_fail(c, "spec.secrets.names: at most %d Secrets", SBX_ALLOWED_SECRETS_MAX);
         for (size_t i = 0; i < k->secret_names.n; i++)
-            if (!kube_dns_subdomain_valid(k->secret_names.v[i]))
+            if (!sbx_is_dns_subdomain(k->secret_names.v[i]))
                 return cls_fail(c, "spec.secrets.names[%zu]: %s is not a Secret name (lower-case DNS-1123 "
                                 "subdomain)", i, cls_quote(k->secret_names.v[i], qbuf, sizeof qbuf));
     }

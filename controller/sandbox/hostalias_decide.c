@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/errfmt.h"
-#include "kube/events.h"
+#include "sandbox/naming.h"
 
 static const cJSON *member(const cJSON *obj, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -16,7 +16,7 @@ static const cJSON *member(const cJSON *obj, const char *key) {
 
 /* A host name for /etc/hosts: a lower-case DNS-1123 subdomain (the API server asks the same
  * of a pod's hostAliases[].hostnames). */
-static int hostname_ok(const char *s) { return s && *s && strlen(s) <= 253 && kube_dns_subdomain_valid(s); }
+static int hostname_ok(const char *s) { return s && *s && strlen(s) <= 253 && sbx_is_dns_subdomain(s); }
 
 /* A DNS-1123 label (a namespace's or a Service's name). */
 static int label_ok(const char *s) {

@@ -177,7 +177,20 @@ void sbx_label_value(const char *in, char *out, size_t outlen) {
     if (sbx_hash_hex(in, strlen(in), NULL, 0, out + n) != 0) out[0] = '\0';
 }
 
-/* True if s is a valid DNS-1123 label: 1-63 chars of [a-z0-9-], alnum at both ends. */
+int sbx_is_dns_subdomain(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 253) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int alnum = sbx_is_lower_alnum(c);
+        if (!alnum && c != '-' && c != '.') return 0;
+        /* every dot-separated label starts and ends with an alphanumeric */
+        int first = i == 0 || s[i - 1] == '.', last = i + 1 == n || s[i + 1] == '.';
+        if ((first || last) && !alnum) return 0;
+    }
+    return 1;
+}
+
 int sbx_is_dns_label(const char *s) {
     size_t i;
 

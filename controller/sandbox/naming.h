@@ -32,8 +32,13 @@ int sbx_name_pod(const char *user, const char *chat, char *out, size_t outlen);
  * out, or ENOMEM while hashing. */
 void sbx_label_value(const char *in, char *out, size_t outlen);
 
-/* True if s is a valid DNS-1123 label. */
+/* The one pair of DNS-1123 validators, as Kubernetes' IsDNS1123Label/IsDNS1123Subdomain:
+ * a label is 1-63 of [a-z0-9-], alphanumeric at both ends (namespaces, Services); a
+ * subdomain is at most 253 characters of dot-separated labels, each alphanumeric at both
+ * ends (object names: Sandboxes, classes, Secrets, Events; hostnames). 1 yes, 0 no (also
+ * for NULL). */
 int sbx_is_dns_label(const char *s);
+int sbx_is_dns_subdomain(const char *s);
 
 /* 8 lowercase hex chars of SHA-256(data). out >= 9 bytes ("" only on ENOMEM). */
 void sbx_short_hash(const void *data, size_t len, char *out);

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube/events.h"
 #include "kube/rest.h"
+#include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/shard_decide.h"
 #include "sandbox/spec.h"
@@ -184,7 +184,7 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
                       d->allowed_secrets, &d->nallowed_secrets, SBX_ALLOWED_SECRETS_MAX) < 0)
             BAD("more than 64 allowed secrets (or a list too long), at");
         for (size_t i = 0; i < d->nallowed_secrets; i++)
-            if (!kube_dns_subdomain_valid(d->allowed_secrets[i])) BAD("not a Secret name (DNS-1123 subdomain) in");
+            if (!sbx_is_dns_subdomain(d->allowed_secrets[i])) BAD("not a Secret name (DNS-1123 subdomain) in");
     }
     else if (!strcmp(name, "workers")) {
         int n = parse_int(val, 256);

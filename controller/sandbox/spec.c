@@ -20,6 +20,7 @@
 
 #include "base/errfmt.h"
 #include "kube/kjson.h"
+#include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 
 /* Limits, mirrored in crd/sandbox.yaml. Lengths count Unicode code points, like the
@@ -218,25 +219,6 @@ static int sbx_is_env_name(const char *s) {
         if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
               (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
             return 0;
-    }
-    return 1;
-}
-
-/* True if s is a DNS-1123 subdomain (StorageClass names), as Kubernetes' IsDNS1123Subdomain
- * and the CRD pattern: <= 253 chars, dot-separated runs of [a-z0-9-], alnum at both ends. */
-static int sbx_is_dns_subdomain(const char *s) {
-    size_t n = strlen(s), i, label = 0;
-
-    if (n == 0 || n > SBX_CLASS_MAX_CHARS) return 0;
-    for (i = 0; i <= n; i++) {
-        char ch = s[i];
-        if (ch == '.' || ch == '\0') {
-            if (label == 0 || s[i - 1] == '-') return 0;
-            label = 0;
-            continue;
-        }
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return 0;
-        if (label++ == 0 && ch == '-') return 0;
     }
     return 1;
 }

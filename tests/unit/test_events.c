@@ -9,6 +9,7 @@
 #include "check.h"
 #include "../fake/fake.h"
 #include "kube/events.h"
+#include "sandbox/naming.h"
 
 #define K FAKE_K
 
@@ -20,7 +21,7 @@ TEST(name_of_a_short_object) {
     char out[KUBE_EVENT_NAME_MAX + 1];
     CHECK_INT(kube_event_name("alice-chat42", 0x1234, out, sizeof(out)), 0);
     CHECK_STR(out, "alice-chat42.0000000000001234");
-    CHECK(kube_dns_subdomain_valid(out));
+    CHECK(sbx_is_dns_subdomain(out));
     CHECK_INT(kube_event_name("x", 1, out, 100), -1);   /* a buffer too small is refused */
 }
 
@@ -30,7 +31,7 @@ TEST(name_of_a_long_object_fits_and_is_valid) {
     name[300] = 0;
     CHECK_INT(kube_event_name(name, UINT64_MAX, out, sizeof(out)), 0);
     CHECK_INT(strlen(out), 253);
-    CHECK(kube_dns_subdomain_valid(out));
+    CHECK(sbx_is_dns_subdomain(out));
     CHECK(strcmp(out + 236, ".ffffffffffffffff") == 0);
     /* the cut lands on a '-' (a label may not end with one): it goes */
     memset(name, 'b', 235);
@@ -38,13 +39,13 @@ TEST(name_of_a_long_object_fits_and_is_valid) {
     memset(name + 236, 'c', 50);
     name[286] = 0;
     CHECK_INT(kube_event_name(name, 7, out, sizeof(out)), 0);
-    CHECK(kube_dns_subdomain_valid(out));
+    CHECK(sbx_is_dns_subdomain(out));
     CHECK_INT(strlen(out), 235 + 17);
     /* a 253-character subdomain with dots, cut after a dot */
     for (int i = 0; i < 253; i++) name[i] = (i % 8 == 7) ? '.' : 'd';
     name[253] = 0;
     CHECK_INT(kube_event_name(name, 7, out, sizeof(out)), 0);
-    CHECK(kube_dns_subdomain_valid(out));
+    CHECK(sbx_is_dns_subdomain(out));
     CHECK(strlen(out) <= 253);
 }
 
@@ -53,8 +54,8 @@ TEST(name_of_odd_objects_is_valid) {
     char out[KUBE_EVENT_NAME_MAX + 1];
     for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
         CHECK_INT(kube_event_name(odd[i], 42, out, sizeof(out)), 0);
-        if (!kube_dns_subdomain_valid(out)) fprintf(stderr, "  invalid: \"%s\" -> \"%s\"\n", odd[i], out);
-        CHECK(kube_dns_subdomain_valid(out));
+        if (!sbx_is_dns_subdomain(out)) fprintf(stderr, "  invalid: \"%s\" -> \"%s\"\n", odd[i], out);
+        CHECK(sbx_is_dns_subdomain(out));
     }
     CHECK_INT(kube_event_name("UPPER", 42, out, sizeof(out)), 0);
     CHECK_STR(out, "upper.000000000000002a");
@@ -67,25 +68,25 @@ TEST(name_of_odd_objects_is_valid) {
         int len = (int)(rand_r(&seed) % 401);
         for (int i = 0; i < len; i++) name[i] = alpha[rand_r(&seed) % (sizeof(alpha) - 1)];
         name[len] = 0;
-        if (kube_event_name(name, (uint64_t)n, out, sizeof(out)) != 0 || !kube_dns_subdomain_valid(out)) bad++;
+        if (kube_event_name(name, (uint64_t)n, out, sizeof(out)) != 0 || !sbx_is_dns_subdomain(out)) bad++;
     }
     CHECK_INT(bad, 0);
 }
 
 TEST(subdomain_check) {
-    CHECK(kube_dns_subdomain_valid("a.b-c.d"));
-    CHECK(!kube_dns_subdomain_valid(""));
-    CHECK(!kube_dns_subdomain_valid("a..b"));
-    CHECK(!kube_dns_subdomain_valid("a-.b"));
-    CHECK(!kube_dns_subdomain_valid("-a"));
-    CHECK(!kube_dns_subdomain_valid("a."));
-    CHECK(!kube_dns_subdomain_valid("A"));
+    CHECK(sbx_is_dns_subdomain("a.b-c.d"));
+    CHECK(!sbx_is_dns_subdomain(""));
+    CHECK(!sbx_is_dns_subdomain("a..b"));
+    CHECK(!sbx_is_dns_subdomain("a-.b"));
+    CHECK(!sbx_is_dns_subdomain("-a"));
+    CHECK(!sbx_is_dns_subdomain("a."));
+    CHECK(!sbx_is_dns_subdomain("A"));
     char long_name[300];
     memset(long_name, 'a', 254);
     long_name[254] = 0;
-    CHECK(!kube_dns_subdomain_valid(long_name));
+    CHECK(!sbx_is_dns_subdomain(long_name));
     long_name[253] = 0;
-    CHECK(kube_dns_subdomain_valid(long_name));
+    CHECK(sbx_is_dns_subdomain(long_name));
 }
 
 TEST(aggregation_keys) {
@@ -252,7 +253,7 @@ TEST(long_object_name_gives_a_valid_event_name) {
     char ev[512] = "";
     events_seen("t", &posts, &patches, &last, ev, sizeof(ev));
     CHECK(strlen(ev) <= 253 && strlen(ev) > 17);
-    CHECK(kube_dns_subdomain_valid(ev));
+    CHECK(sbx_is_dns_subdomain(ev));
     CHECK(strncmp(ev, name, 100) == 0);
     struct kube_recorder_stats s;
     kube_recorder_stats(r, &s);

@@ -156,6 +156,27 @@ TEST(dns_label_check) {
     CHECK(!sbx_is_dns_label("\xc3\xa9"));
 }
 
+/* The one subdomain validator (object names: the controller's and the CLI's alike). */
+TEST(dns_subdomain_check) {
+    CHECK(sbx_is_dns_subdomain("a"));
+    CHECK(sbx_is_dns_subdomain("a.b-c.d"));
+    CHECK(sbx_is_dns_subdomain("a--b.0"));
+    CHECK(sbx_is_dns_subdomain(rep('a', 253)));
+    CHECK(!sbx_is_dns_subdomain(rep('a', 254)));
+    CHECK(!sbx_is_dns_subdomain(""));
+    CHECK(!sbx_is_dns_subdomain(NULL));
+    CHECK(!sbx_is_dns_subdomain("a.-b"));   /* a label may not start with '-' (the CLI's old check took it) */
+    CHECK(!sbx_is_dns_subdomain("a-.b"));
+    CHECK(!sbx_is_dns_subdomain("a..b"));
+    CHECK(!sbx_is_dns_subdomain(".a"));
+    CHECK(!sbx_is_dns_subdomain("a."));
+    CHECK(!sbx_is_dns_subdomain("-a"));
+    CHECK(!sbx_is_dns_subdomain("A"));
+    CHECK(!sbx_is_dns_subdomain("a_b"));
+    CHECK(!sbx_is_dns_subdomain("../x"));
+    CHECK(!sbx_is_dns_subdomain("\xc3\xa9"));
+}
+
 /* Growable array of owned strings, for the collision test. */
 struct strs { char **v; size_t n, cap; };
 
