@@ -26,16 +26,24 @@ if(YAO_SANITIZED_TESTS)
   endif()
 endif()
 
-# ThreadSanitizer: a third build of the core (and the CLI) for the units that run threads.
-# A unit is one of them when its source starts a thread itself (pthread_create, or the
-# scripted WebSocket peer of exec_peer.h) or through the code it tests: an informer, the
-# leader elector, the probe server, the Event recorder, an exec or port-forward session
-# (their reader thread), the controller's workers, the CLI's wait. (Read at configure
-# time: a unit that starts threads after an edit joins at the next cmake run.)
+# ThreadSanitizer: a third build of the core (and the CLI) for the units that run threads,
+# named here (label unit-tsan). A unit runs threads when its source starts one itself
+# (pthread_create, or the scripted WebSocket peer of exec_peer.h) or through the code it
+# tests: an informer, the leader elector, the probe server, the Event recorder, an exec or
+# port-forward session (their reader thread), the controller's workers, the CLI's wait, or
+# the in-process fake API server (fakeapi.h, and the pass suites' reconcile_env.h, whose
+# controller's informers watch it). The list is explicit; configure fails when a unit whose
+# source shows one of those marks is not on it, so a new threaded unit cannot be missed.
 option(YAO_TSAN_TESTS "Also build the unit tests that run threads with ThreadSanitizer" ON)
 set(YAO_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+set(YAO_TSAN_UNITS
+  test_cli_waiter test_config test_credplugin test_events test_exec_end test_exec test_fairness
+  test_httpd test_informer_faults test_leader_faults test_portforward test_queue test_rest_cancel
+  test_tunnel test_watch_faults test_wsstream
+  test_reconcile_binder test_reconcile_cleanup test_reconcile_lifecycle test_reconcile_reclaim
+  test_reconcile_warm)
 set(YAO_TSAN_STARTS_THREADS
-  "pthread_create|exec_peer\\.h|informer_start|leader_start|httpd_start|kube_recorder_new|kube_exec\\(|kube_portforward\\(|sbx_controller_run|cluster_wait")
+  "pthread_create|exec_peer\\.h|fakeapi\\.h|reconcile_env\\.h|informer_start|leader_start|httpd_start|kube_recorder_new|kube_exec\\(|kube_portforward\\(|sbx_controller_run|cluster_wait")
 # halt_on_error: the first report fails the test; second_deadlock_stack: a lock-order
 # report shows both acquisitions. The suppressions are third-party internals only.
 set(YAO_TSAN_OPTIONS "halt_on_error=1:second_deadlock_stack=1:suppressions=${CMAKE_SOURCE_DIR}/tests/tsan/suppressions.txt")
@@ -76,7 +84,10 @@ foreach(src ${YAO_UNIT_TESTS})
   endif()
   if(YAO_TSAN_TESTS)
     file(READ ${src} body)
-    if(body MATCHES "${YAO_TSAN_STARTS_THREADS}")
+    if(body MATCHES "${YAO_TSAN_STARTS_THREADS}" AND NOT name IN_LIST YAO_TSAN_UNITS)
+      message(FATAL_ERROR "${name} runs threads (its source matches '${CMAKE_MATCH_0}'): add it to YAO_TSAN_UNITS in tests/tests.cmake")
+    endif()
+    if(name IN_LIST YAO_TSAN_UNITS)
       add_executable(${name}_tsan ${src})
       target_include_directories(${name}_tsan PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit)
       target_link_libraries(${name}_tsan ${lib}_tsan)
