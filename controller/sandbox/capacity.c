@@ -183,7 +183,13 @@ int sbx_capacity_keep(struct sbx_capacity *cap, const char *uid) {
     return sbx_slots_keep(cap->slots, uid, now, now + RESERVATION_MS);
 }
 
-/* uid's reservation ends (its pod is counted now, or creating it failed); leave_line:
+void sbx_capacity_pod_seen(struct sbx_capacity *cap, const char *uid, const cJSON *pod) {
+    const char *owner = slot_owner(pod);
+    if (owner && !strcmp(owner, uid)) sbx_slots_pod_seen(cap->slots, uid);
+    else sbx_slots_release(cap->slots, uid, 1);
+}
+
+/* uid's reservation ends (creating its pod failed, or it wants none); leave_line:
  * it wants no pod at all. */
 void sbx_capacity_release(struct sbx_capacity *cap, const char *uid, int leave_line) {
     sbx_slots_release(cap->slots, uid, leave_line);

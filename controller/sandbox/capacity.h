@@ -36,6 +36,9 @@ int sbx_capacity_admit(struct sbx_capacity *cap, const char *uid, int class_cap,
 /* uid's slot, held by its fork's copier that is about to go, passes to its sandbox pod: a
  * reservation keeps it meanwhile. 1 when it held one. */
 int sbx_capacity_keep(struct sbx_capacity *cap, const char *uid);
+/* A pass saw uid's pod (the cache's): its reservation passes to the pod when the pod holds
+ * a slot (sbx_slots_pod_seen), else (finished, terminating) it ends. */
+void sbx_capacity_pod_seen(struct sbx_capacity *cap, const char *uid, const cJSON *pod);
 /* End uid's reservation; leave_line: it wants no pod at all. */
 void sbx_capacity_release(struct sbx_capacity *cap, const char *uid, int leave_line);
 /* Whether this pass found the sandbox reclaimable (see reclaim.h). */

@@ -625,6 +625,7 @@ int sbx_slots_pod(struct sbx_slots *a, const char *owner_uid, int delta) {
     unhold(a, e);
     e->pods += delta;
     if (e->pods < 0) e->pods = 0;
+    if (delta > 0) reservation_drop(e, a);   /* the pod holds the slot the reservation kept */
     rehold(a, e);
     if (holds(e)) wait_remove(a, e);   /* it runs: it waits no more */
     entry_maybe_drop(a, owner_uid, e);
@@ -676,6 +677,20 @@ int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t
     }
     pthread_mutex_unlock(&a->lock);
     return kept;
+}
+
+void sbx_slots_pod_seen(struct sbx_slots *a, const char *uid) {
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = strmap_get(&a->entries, uid);
+    if (e) {
+        if (e->pods > 0) {
+            unhold(a, e);
+            reservation_drop(e, a);
+            rehold(a, e);
+        }
+        if (e->known) wait_remove(a, e);
+    }
+    pthread_mutex_unlock(&a->lock);
 }
 
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line) {

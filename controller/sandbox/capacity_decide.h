@@ -95,8 +95,13 @@ enum sbx_admit sbx_slots_try(struct sbx_slots *a, const char *uid, int64_t now_m
  * next) is kept by a reservation until reserve_until_ms, so it passes to that pod and to
  * no one else. 1 when uid held a slot, 0 when not (nothing changes). */
 int sbx_slots_keep(struct sbx_slots *a, const char *uid, int64_t now_ms, int64_t reserve_until_ms);
-/* uid no longer wants a slot through a reservation: its pod is counted now, or creating
- * it failed, or the Sandbox wants no pod (then it also leaves the line). */
+/* A pass saw uid's pod in the cache: it waits no more. Its reservation ends only once the
+ * pod itself holds the slot: the cache shows a pod before its handler has counted it, and
+ * a reservation dropped in between would free the slot for another Sandbox while the pod
+ * runs (a pod counted ends the reservation itself: sbx_slots_pod). */
+void sbx_slots_pod_seen(struct sbx_slots *a, const char *uid);
+/* uid no longer wants a slot through a reservation: creating its pod failed, or the
+ * Sandbox wants no pod (then it also leaves the line). */
 void sbx_slots_release(struct sbx_slots *a, const char *uid, int leave_line);
 
 /* Call fn for the Sandboxes that may be admitted now: the first in line, as many as there

@@ -214,8 +214,10 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
         }
         return;
     }
-    on_owned_kind(ctl, SBX_EXPECT_POD, &m, !cur);
+    /* The running cap counts the pod before its Sandbox is queued: the pass the queue starts
+     * must find the slot held by the pod, not only by the reservation it ends. */
     sbx_capacity_on_pod(ctl->capacity, old, cur);
+    on_owned_kind(ctl, SBX_EXPECT_POD, &m, !cur);
 }
 
 /* A SandboxClass changed (its Sandboxes are queued already, class.c): the warm pools
@@ -1018,7 +1020,7 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
     struct sbx_decision *d = &v->d;
     const char *uid = id->uid;
     o->admitted = o->pod != SBX_OBJ_ABSENT;
-    if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_release(ctl->capacity, uid, 1);
+    if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_pod_seen(ctl->capacity, uid, ob->pod);
     lifecycle_decide(&p->spec, o, d);
     if (p->governed) govern(d, o, p->why_reason, p->why);
     if (d->wants_pod && o->pod == SBX_OBJ_ABSENT && o->pvc != SBX_OBJ_FOREIGN) {

@@ -306,6 +306,28 @@ TEST(an_ownerless_pod_holds_a_slot_until_it_goes) {
     sbx_slots_free(a);
 }
 
+/* A pass may see a new pod in the cache before the pod's handler has counted it: the
+ * reservation must hold the slot until the pod does (found by test_reconcile_workers
+ * under load: a seventh pod under a cap of six). */
+TEST(a_reservation_holds_until_its_pod_is_counted) {
+    struct sbx_cap_limits l = {.max_running = 1};
+    struct sbx_slots *a = sbx_slots_new(&l);
+    sb(a, "s1", "alice", 1); sb(a, "s2", "bob", 2);
+    int pos;
+    CHECK_INT(sbx_slots_try(a, "s1", 0, 1000, &pos), SBX_ADMIT_YES);   /* reserved; its pod is made */
+    sbx_slots_pod_seen(a, "s1");                           /* the pass sees it; the handler has not run */
+    CHECK_INT(sbx_slots_held(a, 0), 1);
+    CHECK_INT(admit_of(a, "s2"), SBX_ADMIT_WAIT);          /* so nobody else gets the slot */
+    CHECK_INT(sbx_slots_pod(a, "s1", +1), 0);              /* the handler counts the pod */
+    CHECK_INT(sbx_slots_held(a, 0), 1);
+    CHECK_INT(sbx_slots_held(a, 5000), 1);                 /* the pod holds it, past the reservation */
+    sbx_slots_pod_seen(a, "s1");                           /* idempotent */
+    sbx_slots_pod(a, "s1", -1);
+    CHECK_INT(sbx_slots_held(a, 5000), 0);                 /* and no reservation lingers */
+    CHECK_INT(admit_of(a, "s2"), SBX_ADMIT_YES);
+    sbx_slots_free(a);
+}
+
 /* A fork's copier holds its Sandbox's slot (its pod, +1); when it succeeded, the slot is
  * kept by a reservation while the copier goes, for the sandbox pod and no one else. */
 TEST(a_copier_holds_the_slot_and_hands_it_to_the_pod) {
