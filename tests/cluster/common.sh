@@ -2,7 +2,7 @@
 # component versions, the cache location (outside the repository, keyed by version)
 # and the state directory of a running plane. Sourced, never executed.
 
-K8S_VERSION=${K8S_VERSION:-v1.32.2}
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
 KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 HELM_VERSION=${HELM_VERSION:-v3.17.4}
@@ -33,7 +33,7 @@ export GOFLAGS=${GOFLAGS:-}
 export GOMODCACHE=${GOMODCACHE:-$(go env GOMODCACHE)}
 export GOCACHE=${GOCACHE:-$(go env GOCACHE)}
 
-# Path of a cached binary, e.g. cached_bin kube-apiserver -> .../kube-apiserver-v1.32.13
+# Path of a cached binary, e.g. cached_bin kube-apiserver -> .../kube-apiserver-v1.34.4
 cached_bin() {
     case "$1" in
         kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy) echo "$YAO_BIN/$1-$K8S_VERSION" ;;
