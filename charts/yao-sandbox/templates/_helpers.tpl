@@ -146,6 +146,11 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
 - apiGroups: [""]
   resources: [pods, persistentvolumeclaims]
   verbs: [patch]
+# a warm-idle sandbox's CPU resized in place, down at its idle deadline and back up when it
+# is used (a SandboxClass's spec.warmIdle; Kubernetes 1.33+)
+- apiGroups: [""]
+  resources: [pods/resize]
+  verbs: [patch]
 # the Service of a Sandbox with spec.service.enabled (informer; create; patch when its
 # ports change; delete when turned off or orphaned; get after a 409 on create)
 - apiGroups: [""]
