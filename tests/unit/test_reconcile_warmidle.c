@@ -1,0 +1,193 @@
+/* tests/unit/test_reconcile_warmidle.c — warm-idle through single passes against the
+ * in-process fake API server (fakeapi.h, reconcile_env.h), a SandboxClass with
+ * spec.warmIdle: at the idle deadline the pass records WarmIdle in the status first
+ * (conditional on the Sandbox's version: the fence of a stop) and then resizes the pod's
+ * CPU down through pods/NAME/resize, with the pod's uid and resourceVersion as
+ * preconditions; the same pod stays. A touch resizes it back up (status Running, PodReady,
+ * no warmIdleSince). A resize that meets a changed pod (409) is decided again; one the
+ * kubelet refuses (PodResizePending Infeasible) falls back on the idle removal; past the
+ * window the session is removed as without warm-idle. */
+#include "reconcile_env.h"
+
+#define WARM_CLASS "warm"
+
+/* The class (idle 1 min, warm-idle at 50m for 5 min), once the class cache has it. */
+static int class_ready(struct env *e) {
+    cJSON *have = fakeapi_get(&e->fa, CLASS_COLL "/" WARM_CLASS);
+    int seeded = have != NULL;
+    cJSON_Delete(have);
+    if (!seeded && fakeapi_seed(&e->fa, CLASS_COLL,
+                                "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\","
+                                "\"metadata\":{\"name\":\"" WARM_CLASS "\"},"
+                                "\"spec\":{\"idleTimeout\":\"1m\",\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"5m\"}}}") < 0)
+        return -1;
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
+        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= 1) return 0;
+    return -1;
+}
+
+/* A session Sandbox of the class, Running. */
+static int running(struct env *e, struct names *n, const char *name, const char *user) {
+    char ph[32];
+    kj_now_offset_set(0);
+    names_of(n, name, user, "c1");
+    if (class_ready(e) < 0 ||
+        seed_sandbox(e, name, user, "c1", ",\"className\":\"" WARM_CLASS "\",\"lifecycle\":\"session\"", NULL) < 0 ||
+        pass(e, n, NULL) != 0 || pod_running(e, n->pod, 1000) < 0 || claim_bound(e, n->pvc) < 0 || pass(e, n, NULL) != 0)
+        return -1;
+    return strcmp(stored_str(e, n->sb, "status.phase", ph, sizeof ph), "Running") ? -1 : 0;
+}
+
+/* The position in the request log (after mark) of the first method to path, or -1. */
+static long first_at(struct env *e, size_t mark, const char *method, const char *path) {
+    long at = -1;
+    pthread_mutex_lock(&e->fa.lock);
+    for (size_t i = mark; i < e->fa.nlog && at < 0; i++)
+        if (!strcmp(e->fa.log[i].method, method) && !strcmp(e->fa.log[i].path, path)) at = (long)i;
+    pthread_mutex_unlock(&e->fa.lock);
+    return at;
+}
+
+/* The stored pod's sandbox container CPU (resources.<kind>.cpu), into out. */
+static const char *pod_cpu(struct env *e, const char *pod, const char *kind, char *out, size_t n) {
+    cJSON *o = fakeapi_get(&e->fa, pod);
+    const cJSON *c;
+    out[0] = '\0';
+    cJSON_ArrayForEach(c, kj_path(o, "spec.containers")) {
+        const char *name = kj_str(c, "name");
+        char path[64];
+        snprintf(path, sizeof path, "resources.%s.cpu", kind);
+        if (name && !strcmp(name, SBX_CONTAINER_NAME) && kj_str(c, path)) snprintf(out, n, "%s", kj_str(c, path));
+    }
+    cJSON_Delete(o);
+    return out;
+}
+
+static void touch(struct env *e, const struct names *n) {
+    char t[40], ann[256];
+    time_ago(0, t, sizeof t);
+    snprintf(ann, sizeof ann, "{\"metadata\":{\"annotations\":{\"" SBX_ANN_LAST_USED "\":\"%s\"}}}", t);
+    CHECK_INT(fakeapi_patch(&e->fa, n->sb, ann), 0);
+}
+
+TEST(idle_session_goes_warm_idle_with_a_fenced_preconditioned_resize_and_a_touch_wakes_it) {
+    struct env *e = env();
+    struct names n;
+    char v[256], resize[600], pod_uid[64], pod_rv[64];
+    if (!e || running(e, &n, "w-cycle", "alice") < 0) { CHECK(!"running"); return; }
+    snprintf(resize, sizeof resize, "%s/resize", n.pod);
+    cJSON *pod = fakeapi_get(&e->fa, n.pod);
+    snprintf(pod_uid, sizeof pod_uid, "%s", kj_str(pod, "metadata.uid") ? kj_str(pod, "metadata.uid") : "?");
+    snprintf(pod_rv, sizeof pod_rv, "%s", kj_str(pod, "metadata.resourceVersion") ? kj_str(pod, "metadata.resourceVersion") : "?");
+    cJSON_Delete(pod);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "1");
+
+    /* Past the idle timeout (1 min): warm-idle, not removed. */
+    kj_now_offset_set(70 * 1000);
+    size_t m = fakeapi_mark(&e->fa);
+    int64_t rq = 0;
+    CHECK_INT(pass(e, &n, &rq), 0);
+    CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", n.sb), 0);
+    CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", n.pod), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", resize, 200), 1);
+    /* the status first (the fence), conditional on the Sandbox's version; then the resize */
+    long st_at = first_at(e, m, "PATCH", n.status), rs_at = first_at(e, m, "PATCH", resize);
+    CHECK(st_at >= 0 && rs_at > st_at);
+    cJSON *fence = fakeapi_last_body(&e->fa, m, "PATCH", n.status);
+    CHECK(kj_str(fence, "metadata.resourceVersion") != NULL);
+    cJSON_Delete(fence);
+    cJSON *body = fakeapi_last_body(&e->fa, m, "PATCH", resize);
+    CHECK_STR(kj_str(body, "metadata.uid"), pod_uid);
+    CHECK_STR(kj_str(body, "metadata.resourceVersion"), pod_rv);
+    const cJSON *c0 = cJSON_GetArrayItem(kj_path(body, "spec.containers"), 0);
+    CHECK_STR(kj_str(c0, "name"), SBX_CONTAINER_NAME);
+    CHECK_STR(kj_str(c0, "resources.limits.cpu"), "50m");
+    CHECK_STR(kj_str(c0, "resources.requests.cpu"), "50m");
+    CHECK(kj_path(c0, "resources.limits.memory") == NULL);   /* memory kept as it is */
+    cJSON_Delete(body);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "50m");
+    CHECK_STR(stored_str(e, n.sb, "status.phase", v, sizeof v), "Running");
+    CHECK_STR(ready_reason(e, n.sb, v, sizeof v), SBX_REASON_WARM_IDLE);
+    CHECK(*stored_str(e, n.sb, "status.warmIdleSince", v, sizeof v));
+    CHECK(rq > 4 * 60 * 1000 && rq <= 5 * 60 * 1000);   /* next: the end of the window */
+
+    /* Level-triggered: nothing more while warm-idle. */
+    m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_writes(&e->fa, m), 0);
+    if (fakeapi_count_writes(&e->fa, m)) fakeapi_dump(&e->fa, m);
+
+    /* A touch: resized back up, the same pod, status Running/PodReady without warmIdleSince. */
+    touch(e, &n);
+    m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", resize, 200), 1);
+    body = fakeapi_last_body(&e->fa, m, "PATCH", resize);
+    c0 = cJSON_GetArrayItem(kj_path(body, "spec.containers"), 0);
+    CHECK_STR(kj_str(c0, "resources.limits.cpu"), "1");
+    CHECK_STR(kj_str(c0, "resources.requests.cpu"), "100m");
+    CHECK_STR(kj_str(body, "metadata.uid"), pod_uid);
+    cJSON_Delete(body);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "1");
+    CHECK_STR(ready_reason(e, n.sb, v, sizeof v), SBX_REASON_READY);
+    CHECK_STR(stored_str(e, n.sb, "status.warmIdleSince", v, sizeof v), "");
+    pod = fakeapi_get(&e->fa, n.pod);
+    CHECK_STR(kj_str(pod, "metadata.uid"), pod_uid);
+    cJSON_Delete(pod);
+    CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", n.pod), 0);
+}
+
+TEST(a_resize_that_meets_a_changed_pod_is_decided_again) {
+    struct env *e = env();
+    struct names n;
+    char v[256], resize[600];
+    if (!e || running(e, &n, "w-stale", "bob") < 0) { CHECK(!"running"); return; }
+    snprintf(resize, sizeof resize, "%s/resize", n.pod);
+    kj_now_offset_set(70 * 1000);
+    fakeapi_fault(&e->fa, "PATCH", resize, 409, -1, 1);
+    size_t m = fakeapi_mark(&e->fa);
+    int64_t rq = 0;
+    CHECK_INT(pass(e, &n, &rq), 0);   /* SBX_STALE: looked at again soon */
+    CHECK(rq > 0 && rq <= 1000);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", resize, 409), 1);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "1");
+    /* the next pass resizes it */
+    m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", resize, 200), 1);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "50m");
+}
+
+TEST(a_resize_the_kubelet_refuses_falls_back_on_removal) {
+    struct env *e = env();
+    struct names n;
+    if (!e || running(e, &n, "w-infeasible", "carol") < 0) { CHECK(!"running"); return; }
+    kj_now_offset_set(70 * 1000);
+    CHECK_INT(pass(e, &n, NULL), 0);   /* warm-idle, resized down */
+    /* The kubelet: the resize cannot be done on this node. */
+    CHECK_INT(fakeapi_patch(&e->fa, n.pod,
+                            "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
+                            "{\"type\":\"PodResizePending\",\"status\":\"True\",\"reason\":\"Infeasible\","
+                            "\"message\":\"Node didn't have enough capacity\"}]}}"), 0);
+    size_t m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.pod, 200), 1);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.sb, 200), 1);
+    CHECK(!stored_exists(e, n.sb));
+}
+
+TEST(past_the_window_the_session_is_removed) {
+    struct env *e = env();
+    struct names n;
+    char v[64];
+    if (!e || running(e, &n, "w-window", "dave") < 0) { CHECK(!"running"); return; }
+    kj_now_offset_set(70 * 1000);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_STR(ready_reason(e, n.sb, v, sizeof v), SBX_REASON_WARM_IDLE);
+    kj_now_offset_set((60 + 5 * 60 + 5) * 1000);   /* idle 1 min + window 5 min, and then some */
+    size_t m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.pod, 200), 1);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.sb, 200), 1);
+    CHECK(!stored_exists(e, n.sb));
+}
