@@ -6,7 +6,9 @@
  * preconditions; the same pod stays. A touch resizes it back up (status Running, PodReady,
  * no warmIdleSince). A resize that meets a changed pod (409) is decided again; one the
  * kubelet refuses (PodResizePending Infeasible) falls back on the idle removal; past the
- * window the session is removed as without warm-idle. */
+ * window the session is removed as without warm-idle. A class that counts activity (as
+ * the shipped default class does) without metrics-server acts on the deadline as before;
+ * a pod at work at the warm-idle deadline keeps its CPU and gets a new idle period. */
 #include "reconcile_env.h"
 
 #define WARM_CLASS "warm"
@@ -190,4 +192,86 @@ TEST(past_the_window_the_session_is_removed) {
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.pod, 200), 1);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.sb, 200), 1);
     CHECK(!stored_exists(e, n.sb));
+}
+
+/* ---- activity (the shipped default class counts it) ----------------------------------- */
+
+#define METRICS "/apis/metrics.k8s.io/v1beta1/namespaces/" NS "/pods"
+
+/* A class by name with the given spec members, once the class cache has count classes. */
+static int class_with(struct env *e, const char *name, const char *spec, int count) {
+    char path[256], doc[1024];
+    snprintf(path, sizeof path, CLASS_COLL "/%s", name);
+    if (!stored_exists(e, path)) {
+        snprintf(doc, sizeof doc, "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\","
+                 "\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}", name, spec);
+        if (fakeapi_seed(&e->fa, CLASS_COLL, doc) < 0) return -1;
+    }
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
+        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= (size_t)count) return 0;
+    return -1;
+}
+
+/* A session of class cls, Running. */
+static int running_of(struct env *e, struct names *n, const char *name, const char *user, const char *cls) {
+    char ph[32], extra[128];
+    kj_now_offset_set(0);
+    names_of(n, name, user, "c1");
+    snprintf(extra, sizeof extra, ",\"className\":\"%s\",\"lifecycle\":\"session\"", cls);
+    if (seed_sandbox(e, name, user, "c1", extra, NULL) < 0 || pass(e, n, NULL) != 0 || pod_running(e, n->pod, 1000) < 0 ||
+        claim_bound(e, n->pvc) < 0 || pass(e, n, NULL) != 0)
+        return -1;
+    return strcmp(stored_str(e, n->sb, "status.phase", ph, sizeof ph), "Running") ? -1 : 0;
+}
+
+TEST(without_metrics_server_a_class_counting_activity_acts_on_the_deadline) {
+    struct env *e = env();
+    struct names n;
+    char mpath[512];
+    /* as the shipped default class: activity 50m (the fake serves no metrics.k8s.io) */
+    if (!e || class_ready(e) < 0 || class_with(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
+        running_of(e, &n, "a-nometrics", "erin", "act") < 0) {
+        CHECK(!"running");
+        return;
+    }
+    snprintf(mpath, sizeof mpath, METRICS "/%s", n.pod_name);
+    kj_now_offset_set(70 * 1000);
+    size_t m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "GET", mpath, 404), 1);   /* asked once */
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.sb, 200), 1);  /* removed as today */
+}
+
+TEST(busy_at_the_warm_idle_deadline_keeps_its_cpu) {
+    struct env *e = env();
+    struct names n;
+    char v[256], resize[600], metrics[1024], t[40];
+    if (!e || class_ready(e) < 0 || class_with(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
+        class_with(e, "warmact", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"},"
+                   "\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"5m\"}", 3) < 0 ||
+        running_of(e, &n, "a-busy", "frank", "warmact") < 0) {
+        CHECK(!"running");
+        return;
+    }
+    snprintf(resize, sizeof resize, "%s/resize", n.pod);
+    kj_now_offset_set(70 * 1000);
+    time_ago(0, t, sizeof t);
+    /* metrics-server: the pod uses 400m now */
+    snprintf(metrics, sizeof metrics,
+             "{\"apiVersion\":\"metrics.k8s.io/v1beta1\",\"kind\":\"PodMetrics\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"" NS "\"},\"timestamp\":\"%s\",\"window\":\"15s\","
+             "\"containers\":[{\"name\":\"sandbox\",\"usage\":{\"cpu\":\"400m\",\"memory\":\"10Mi\"}}]}", n.pod_name, t);
+    CHECK_INT(fakeapi_seed(&e->fa, METRICS, metrics), 0);
+    size_t m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    /* at work: a new idle period (last-used-at refreshed), no resize */
+    CHECK_INT(fakeapi_count(&e->fa, m, "PATCH", resize), 0);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", n.sb, 200), 1);
+    cJSON *sb = fakeapi_get(&e->fa, n.sb);
+    const char *act = kj_map_get(sb, "metadata.annotations", "sandbox.yaoapps.com/last-activity");
+    CHECK(act && strstr(act, "cpu=400m threshold=50m"));
+    cJSON_Delete(sb);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_STR(ready_reason(e, n.sb, v, sizeof v), SBX_REASON_READY);
+    CHECK_STR(pod_cpu(e, n.pod, "limits", v, sizeof v), "1");
 }
