@@ -13,19 +13,9 @@
 
 #define WARM_CLASS "warm"
 
-/* The class (idle 1 min, warm-idle at 50m for 5 min), once the class cache has it. */
+/* The class: idle 1 min, warm-idle at 50m for 5 min. */
 static int class_ready(struct env *e) {
-    cJSON *have = fakeapi_get(&e->fa, CLASS_COLL "/" WARM_CLASS);
-    int seeded = have != NULL;
-    cJSON_Delete(have);
-    if (!seeded && fakeapi_seed(&e->fa, CLASS_COLL,
-                                "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\","
-                                "\"metadata\":{\"name\":\"" WARM_CLASS "\"},"
-                                "\"spec\":{\"idleTimeout\":\"1m\",\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"5m\"}}}") < 0)
-        return -1;
-    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= 1) return 0;
-    return -1;
+    return seed_class(e, WARM_CLASS, "\"idleTimeout\":\"1m\",\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"5m\"}", 1);
 }
 
 /* A session Sandbox of the class, Running. */
@@ -198,20 +188,6 @@ TEST(past_the_window_the_session_is_removed) {
 
 #define METRICS "/apis/metrics.k8s.io/v1beta1/namespaces/" NS "/pods"
 
-/* A class by name with the given spec members, once the class cache has count classes. */
-static int class_with(struct env *e, const char *name, const char *spec, int count) {
-    char path[256], doc[1024];
-    snprintf(path, sizeof path, CLASS_COLL "/%s", name);
-    if (!stored_exists(e, path)) {
-        snprintf(doc, sizeof doc, "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\","
-                 "\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}", name, spec);
-        if (fakeapi_seed(&e->fa, CLASS_COLL, doc) < 0) return -1;
-    }
-    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= (size_t)count) return 0;
-    return -1;
-}
-
 /* A session of class cls, Running. */
 static int running_of(struct env *e, struct names *n, const char *name, const char *user, const char *cls) {
     char ph[32], extra[128];
@@ -229,7 +205,7 @@ TEST(without_metrics_server_a_class_counting_activity_acts_on_the_deadline) {
     struct names n;
     char mpath[512];
     /* as the shipped default class: activity 50m (the fake serves no metrics.k8s.io) */
-    if (!e || class_ready(e) < 0 || class_with(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
+    if (!e || class_ready(e) < 0 || seed_class(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
         running_of(e, &n, "a-nometrics", "erin", "act") < 0) {
         CHECK(!"running");
         return;
@@ -246,8 +222,8 @@ TEST(busy_at_the_warm_idle_deadline_keeps_its_cpu) {
     struct env *e = env();
     struct names n;
     char v[256], resize[600], metrics[1024], t[40];
-    if (!e || class_ready(e) < 0 || class_with(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
-        class_with(e, "warmact", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"},"
+    if (!e || class_ready(e) < 0 || seed_class(e, "act", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"}", 2) < 0 ||
+        seed_class(e, "warmact", "\"idleTimeout\":\"1m\",\"activity\":{\"cpu\":\"50m\"},"
                    "\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"5m\"}", 3) < 0 ||
         running_of(e, &n, "a-busy", "frank", "warmact") < 0) {
         CHECK(!"running");
