@@ -39,7 +39,7 @@ sandbox() { # name lifecycle idle class
         "$1" "$1" "$2" "$3" "$4" | kubectl -n $NS apply -f - >/dev/null
 }
 field() { kubectl -n $NS get sandbox "$1" -o jsonpath="{$2}" 2>/dev/null; }
-podf() { kubectl -n $NS get pod "$1" -o jsonpath="{$2}" 2>/dev/null; }
+podf() { kubectl -n $NS get pod "$1" -o jsonpath="$2" 2>/dev/null; }   # $2: a jsonpath with its braces
 gone() { ! kubectl -n $NS get sandbox "$1" >/dev/null 2>&1; }
 # the CPU limit the pod's spec asks / the kubelet gives the sandbox container
 spec_cpu() { podf "$1" '{.spec.containers[0].resources.limits.cpu}'; }
