@@ -723,6 +723,11 @@ long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patc
     return json_call(c, "PATCH", path, "application/merge-patch+json", patch, out, err, errlen);
 }
 
+long kube_strategic_patch(struct kube_client *c, const char *path, const cJSON *patch,
+                          cJSON **out, char *err, size_t errlen) {
+    return json_call(c, "PATCH", path, "application/strategic-merge-patch+json", patch, out, err, errlen);
+}
+
 long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
                   char *err, size_t errlen) {
     return json_call(c, "PUT", path, "application/json", obj, out, err, errlen);

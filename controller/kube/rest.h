@@ -114,6 +114,10 @@ long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSO
                  char *err, size_t errlen);
 long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch,
                       cJSON **out, char *err, size_t errlen);
+/* Strategic merge patch (built-in kinds only: lists such as a pod's containers merge by
+ * their key, e.g. the container name). */
+long kube_strategic_patch(struct kube_client *c, const char *path, const cJSON *patch,
+                          cJSON **out, char *err, size_t errlen);
 long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
                   char *err, size_t errlen);
 /* Server-side apply (application/apply-patch+yaml; JSON is valid YAML) with force. */

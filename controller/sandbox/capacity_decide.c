@@ -49,6 +49,7 @@ struct entry {
      * of candidates), last used at reclaim_used_ms; chosen, under way until
      * reclaiming_until_ms. */
     int64_t reclaim_after_ms, reclaim_used_ms, reclaiming_until_ms;
+    int reclaim_first;           /* warm-idle: chosen before any that is not */
     struct entry *cprev, *cnext; /* the candidates' list */
 };
 
@@ -764,6 +765,13 @@ void sbx_slots_reclaimable(struct sbx_slots *a, const char *uid, int64_t after_m
     pthread_mutex_unlock(&a->lock);
 }
 
+void sbx_slots_reclaim_first(struct sbx_slots *a, const char *uid, int first) {
+    pthread_mutex_lock(&a->lock);
+    struct entry *e = strmap_get(&a->entries, uid);
+    if (e) e->reclaim_first = first;
+    pthread_mutex_unlock(&a->lock);
+}
+
 /* How many in line a freed slot would admit, counted up to limit. */
 static long admissible(const struct sbx_slots *a, long limit) {
     long n = 0;
@@ -778,6 +786,7 @@ static long admissible(const struct sbx_slots *a, long limit) {
 
 /* Is x idle longer than y (the longer first, then by key)? */
 static int longer_idle(const struct entry *x, const struct entry *y) {
+    if (x->reclaim_first != y->reclaim_first) return x->reclaim_first;
     if (x->reclaim_used_ms != y->reclaim_used_ms) return x->reclaim_used_ms < y->reclaim_used_ms;
     return strcmp(x->key, y->key) < 0;
 }

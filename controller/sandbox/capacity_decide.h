@@ -121,6 +121,10 @@ size_t sbx_slots_wake(struct sbx_slots *a, int64_t now_ms, void (*fn)(void *ud, 
  * reclaim), last used at last_used_ms. Nothing for a uid not in the cache. */
 void sbx_slots_reclaimable(struct sbx_slots *a, const char *uid, int64_t after_ms, int64_t last_used_ms);
 
+/* uid is warm-idle (first: 1) or not (0): among those idle long enough, warm-idle ones
+ * are reclaimed first (they hold their memory and slot but do no work). */
+void sbx_slots_reclaim_first(struct sbx_slots *a, const char *uid, int first);
+
 struct sbx_reclaim_victim {
     char uid[128];
     char key[512];                /* "ns/name" */
@@ -132,7 +136,8 @@ struct sbx_reclaim_victim {
  * than the Sandboxes in line that a freed slot would admit (not those held by a per-user
  * or class cap), less the free slots and the reclaims already under way. Among the
  * reclaimable Sandboxes holding a slot through a pod, idle for at least their after_ms at
- * now_ms and not under way already: the longest idle first (then by key). Each chosen one
+ * now_ms and not under way already: the warm-idle ones first, then the longest idle
+ * first (then by key). Each chosen one
  * is marked under way until until_ms, or until its pod stops holding a slot. At most max
  * into out; returns how many. *next_ms (may be NULL): when some Sandbox will have been idle
  * long enough, if reclaim is wanted and none is yet (0 = no such time). */

@@ -350,6 +350,19 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
             k->activity_cpu_millis > 256000)
             return cls_fail(c, "spec.activity.cpu: must be a CPU quantity between 1m and 256 (e.g. 50m)");
     }
+    const cJSON *warm;
+    if (cls_object(c, spec, "warmIdle", "spec.warmIdle", &warm)) return -1;
+    if (warm) {
+        v = cls_member(warm, "cpu");
+        if (!v || !cJSON_IsString(v) || qty_parse_cpu(v->valuestring, &k->warm_idle_cpu_millis) != 0 ||
+            k->warm_idle_cpu_millis < 1 || k->warm_idle_cpu_millis > 256000)
+            return cls_fail(c, "spec.warmIdle.cpu: must be a CPU quantity between 1m and 256 (e.g. 50m)");
+        k->warm_idle_window_ms = SBX_WARM_IDLE_WINDOW_DEFAULT_MS;
+        v = cls_member(warm, "window");
+        if (v && (!cJSON_IsString(v) || qty_parse_duration(v->valuestring, &k->warm_idle_window_ms) != 0 ||
+                  k->warm_idle_window_ms < 1000))
+            return cls_fail(c, "spec.warmIdle.window: must be a duration of at least 1s (e.g. 30m)");
+    }
     char nerr[512];
     if (sbx_network_parse_class(cls_member(spec, "network"), &k->network, nerr, sizeof nerr) != 0)
         return cls_fail(c, "%s", nerr);
@@ -500,6 +513,10 @@ int sbx_class_resolve(const cJSON *sandbox, const struct sbx_class *k, const str
         d.workspace_bytes = res_default(&k->workspace, d.workspace_bytes);
         if (k->storage_class) d.storage_class = k->storage_class;
         if (k->idle_timeout_ms) d.idle_timeout_ms = k->idle_timeout_ms;
+        if (k->warm_idle_cpu_millis) {
+            d.warm_idle_cpu_millis = k->warm_idle_cpu_millis;
+            d.warm_idle_window_ms = k->warm_idle_window_ms;
+        }
     }
     if (sbx_spec_parse(sandbox, &d, out, err, errlen) != 0) return -1;
     /* The spec borrows the imagePullSecrets array of the defaults it was parsed with:

@@ -58,6 +58,9 @@ struct sbx_class {
     /* spec.activity.cpu: a pod using more CPU than this (millicores, metrics.k8s.io) at its
      * idle deadline is in use (sandbox/activity_decide.h); 0 = activity does not count. */
     int64_t activity_cpu_millis;
+    /* spec.warmIdle: {cpu (the floor, millicores), window (default 30m)}; cpu 0 = unset
+     * (the controller's --warm-idle-cpu applies). */
+    int64_t warm_idle_cpu_millis, warm_idle_window_ms;
     /* spec.secrets.names: the Secrets (of the Sandbox's own namespace) a Sandbox of the class
      * may name in env or run.env valueFrom.secretKeyRef; empty (the default) = none. */
     struct sbx_strv secret_names;

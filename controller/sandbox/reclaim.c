@@ -31,11 +31,19 @@
 void sbx_reclaim_note(struct sbx_slots *slots, const char *uid, const struct sbx_spec *spec,
                               const struct sbx_decision *d, int pod_present) {
     int64_t after = 0;
+    int warm = 0;
     if (spec && spec->reclaim_after_ms > 0 && !spec->paused &&
         (spec->lifecycle == SBX_SESSION || spec->lifecycle == SBX_LONG_RUNNING) && pod_present && d &&
-        !strcmp(d->phase, "Running") && !d->actions)
+        !strcmp(d->phase, "Running") && !d->actions) {
         after = spec->reclaim_after_ms;
+        /* Warm-idle: idle past its idle timeout already, so reclaimable once idle that
+         * long (a fresh read re-checks it), and before any sandbox that is not. */
+        int64_t limit = lifecycle_idle_limit_ms(spec);
+        warm = d->warm_idle_since_ms > 0;
+        if (warm && limit > 0 && limit < after) after = limit;
+    }
     sbx_slots_reclaimable(slots, uid, after, d ? d->last_used_ms : 0);
+    sbx_slots_reclaim_first(slots, uid, warm);
 }
 
 /* The last use a Sandbox object shows: its last-used-at annotation (one in the future
@@ -75,6 +83,7 @@ static cJSON *reclaimed_status(const struct sbx_sandbox_view *sb, int64_t last_u
     cJSON_DeleteItemFromObjectCaseSensitive(st, "queuePosition");
     cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
     cJSON_DeleteItemFromObjectCaseSensitive(st, "lastUsedAt");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "warmIdleSince");
     if (!cJSON_AddStringToObject(st, "phase", "Stopping")) goto fail;
     sbx_add_time_ms(st, "lastUsedAt", last_used);
     cJSON *conds = cJSON_GetObjectItemCaseSensitive(st, "conditions");

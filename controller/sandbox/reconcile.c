@@ -40,6 +40,7 @@
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
+#include "sandbox/resize.h"
 #include "sandbox/sandboxview.h"
 #include "sandbox/shapes.h"
 #include "sandbox/shard.h"
@@ -702,6 +703,9 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
 
 /* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
 #define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX | SBX_ACT_RELEASE_CLAIM)
+/* Fenced like a stop (the status recording it written first, conditional on the version
+ * decided on): what destroys, and the warm-idle resize down, which takes a pod's CPU. */
+#define FENCED (DESTRUCTIVE | SBX_ACT_RESIZE_DOWN)
 
 /* ---- the pass: observe → resolve policy → admit → fence → act → report ---------------------
  *
@@ -845,6 +849,7 @@ static void observe_sandbox(const struct sbx_sandbox_view *sb, struct sbx_observ
     o->status_last_used_ms = sb->last_used_ms;
     o->status_started_ms = sb->started_ms;
     o->status_stopped_ms = sb->stopped_ms;
+    o->status_warm_idle_since_ms = sb->warm_idle_since_ms;
     o->status_phase = sb->phase;
     o->status_reason = sb->ready.reason;
     o->status_last_termination = sb->last_termination;
@@ -1039,9 +1044,14 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
 
     /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
      * here, once per deadline reached (not every pass), before anything is destroyed. */
-    if (!p->governed && p->spec.activity_cpu_millis > 0 && d->reason && !strcmp(d->reason, SBX_REASON_IDLE) &&
-        (d->actions & DESTRUCTIVE) && o->pod == SBX_OBJ_PRESENT && o->pod_phase && !strcmp(o->pod_phase, "Running")) {
-        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name, p->spec.activity_cpu_millis,
+    int idle_deadline = d->reason && ((!strcmp(d->reason, SBX_REASON_IDLE) && (d->actions & DESTRUCTIVE)) ||
+                                      (!strcmp(d->reason, SBX_REASON_WARM_IDLE) && (d->actions & SBX_ACT_RESIZE_DOWN)));
+    if (!p->governed && p->spec.activity_cpu_millis > 0 && idle_deadline && o->pod == SBX_OBJ_PRESENT &&
+        o->pod_phase && !strcmp(o->pod_phase, "Running")) {
+        /* A warm-idle pod is held at its floor: using more than half of it is at work. */
+        int64_t threshold = p->spec.activity_cpu_millis, half = o->pod_cpu_limit_millis / 2;
+        if (o->status_warm_idle_since_ms > 0 && half > 0 && half < threshold) threshold = half;
+        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name, threshold,
                                      o->now_ms, err, errlen);
         if (act < 0) return end_pass(res, -1, 0);
         if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? SBX_STALE : 0, 0);
@@ -1081,7 +1091,7 @@ static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, c
 static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, const struct observation *ob, struct verdict *v,
                                  struct pass_result *res, char *err, size_t errlen) {
-    if (!(v->d.actions & DESTRUCTIVE)) return GO_ON;
+    if (!(v->d.actions & FENCED)) return GO_ON;
     const char *cur_rv = sb->meta.resource_version;
     if (!cur_rv) {
         snprintf(err, errlen, "sandbox %s has no resourceVersion", id->key);
@@ -1199,6 +1209,18 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
          release_warm_claim(ctl, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err,
                             errlen) < 0))
         return end_pass(res, -1, 0);
+    if (d->actions & (SBX_ACT_RESIZE_DOWN | SBX_ACT_RESIZE_UP)) {
+        /* Warm-idle: the CPU down to the floor (fenced above) or back up (a wake). */
+        int r = sbx_pod_resize_cpu(&ctl->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
+                                   d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err, errlen);
+        if (r == SBX_STALE) return end_pass(res, SBX_STALE, 0);
+        if (r < 0) {
+            char msg[KUBE_ERR_MAX + 96];
+            snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err);
+            sbx_event_record(&ctl->deps, sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
+            return end_pass(res, -1, 0);
+        }
+    }
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
         sbx_expose_service(&ctl->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
         return end_pass(res, -1, 0);

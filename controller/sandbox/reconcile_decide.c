@@ -206,6 +206,106 @@ static void stop(const struct sbx_observed *o, struct sbx_decision *d, const cha
     }
 }
 
+/* ---- warm-idle ------------------------------------------------------------------------ */
+
+/* Does s put an idle sandbox first into warm-idle? Only session and long-running ones
+ * have an idle deadline to begin it at. */
+static int warm_idle_on(const struct sbx_spec *s) {
+    return s->warm_idle_cpu_millis > 0 && s->warm_idle_window_ms > 0 &&
+           (s->lifecycle == SBX_SESSION || s->lifecycle == SBX_LONG_RUNNING);
+}
+
+void lifecycle_warm_idle_cpu(const struct sbx_spec *s, int64_t *request_millis, int64_t *limit_millis) {
+    *request_millis = *limit_millis = 0;
+    if (!warm_idle_on(s)) return;
+    int64_t lim = s->cpu_millis > 0 && s->cpu_millis < s->warm_idle_cpu_millis ? s->cpu_millis : s->warm_idle_cpu_millis;
+    int64_t req = s->cpu_request_millis > 0 && s->cpu_request_millis < lim ? s->cpu_request_millis : lim;
+    int burstable_cpu = s->cpu_request_millis < s->cpu_millis;
+    int memory_equal = s->memory_request_bytes >= s->memory_bytes;
+    if (burstable_cpu && memory_equal && req == lim && lim > 1) req = lim - 1;
+    *request_millis = req;
+    *limit_millis = lim;
+}
+
+/* Did the kubelet say it cannot make the pod's pending resize (PodResizePending)? */
+static int resize_refused(const struct sbx_observed *o) {
+    const char *r = o->pod_resize_pending;
+    return r && (!strcmp(r, "Infeasible") || !strcmp(r, "Deferred"));
+}
+
+/* At or past its idle deadline (last_used + limit), is the sandbox warm-idle rather than
+ * stopped? With warm-idle on, a pod of ours running from the spec as it is, within the
+ * window after the deadline, unless the kubelet refused the resize to the floor: then the
+ * idle action goes on as without warm-idle, with an Event saying why (in d). */
+static int warm_idle_tier(const struct sbx_spec *s, const struct sbx_observed *o, int64_t last_used, int64_t limit,
+                          struct sbx_decision *d) {
+    if (!warm_idle_on(s) || o->pod != SBX_OBJ_PRESENT || o->pod_template_outdated || !o->pod_phase ||
+        strcmp(o->pod_phase, "Running") != 0)
+        return 0;
+    int64_t deadline = last_used > INT64_MAX - limit ? INT64_MAX : last_used + limit;
+    if (o->now_ms - deadline >= s->warm_idle_window_ms) return 0;   /* the window is over */
+    int64_t req, lim;
+    lifecycle_warm_idle_cpu(s, &req, &lim);
+    if (resize_refused(o) && o->pod_cpu_limit_millis == lim) {
+        d->warm_event = SBX_EVENT_WARM_IDLE_FAILED;
+        snprintf(d->warm_event_message, sizeof(d->warm_event_message),
+                 "the kubelet did not resize the pod's CPU down for warm-idle (PodResizePending: %.40s); "
+                 "acting on the idle deadline instead", o->pod_resize_pending);
+        return 0;
+    }
+    return 1;
+}
+
+/* Warm-idle: the pod is kept, its CPU resized down to the floor unless the pod's spec asks
+ * for it already; status Running with reason WarmIdle since the first pass that saw it. */
+static void warm_idle_report(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
+    int64_t req, lim;
+    char cpu[32];
+    lifecycle_warm_idle_cpu(s, &req, &lim);
+    d->warm_idle_since_ms = o->status_warm_idle_since_ms > 0 ? o->status_warm_idle_since_ms : o->now_ms;
+    if (o->pod_cpu_limit_millis != lim || o->pod_cpu_request_millis != req) {
+        d->actions |= SBX_ACT_RESIZE_DOWN;
+        d->resize_cpu_request_millis = req;
+        d->resize_cpu_limit_millis = lim;
+    }
+    if (qty_format_cpu(lim, cpu, sizeof(cpu)) < 0) snprintf(cpu, sizeof(cpu), "%lldm", (long long)lim);
+    say(d, "Running", o->pod_ready, SBX_REASON_WARM_IDLE,
+        "idle for longer than idleTimeout: kept warm-idle, the pod's CPU resized down to %s (memory kept); "
+        "the next use resizes it back up", cpu);
+}
+
+/* Not warm-idle (used again, or warm-idle turned off) while the pod's spec still asks for
+ * the floor, or for anything but the spec's CPU after having been warm-idle: resize it
+ * back up. When the kubelet refuses that (PodResizePending Infeasible or Deferred: the node
+ * has no room for the CPU it gave back), the pod is replaced, workspace kept, with an
+ * Event. Only a running pod built from the spec as it is. */
+static void warm_idle_wake(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d) {
+    if (o->pod != SBX_OBJ_PRESENT || o->pod_template_outdated || s->cpu_millis <= 0 || o->pod_cpu_limit_millis <= 0 ||
+        (d->actions & SBX_ACT_DELETE_POD) || !o->pod_phase || strcmp(o->pod_phase, "Running") != 0)
+        return;
+    int64_t req, lim;
+    lifecycle_warm_idle_cpu(s, &req, &lim);
+    int was_warm = o->status_warm_idle_since_ms > 0 || (lim > 0 && o->pod_cpu_limit_millis == lim);
+    if (was_warm && (o->pod_cpu_limit_millis != s->cpu_millis || o->pod_cpu_request_millis != s->cpu_request_millis)) {
+        d->actions |= SBX_ACT_RESIZE_UP;
+        d->resize_cpu_request_millis = s->cpu_request_millis;
+        d->resize_cpu_limit_millis = s->cpu_millis;
+        append_message(d, "; waking from warm-idle: the pod's CPU is resized back up");
+        return;
+    }
+    /* Asked back up (the pod's spec says the spec's CPU; warmIdleSince went with the wake)
+     * and the kubelet says it cannot. */
+    if (o->pod_cpu_limit_millis == s->cpu_millis && resize_refused(o) && o->pod_cpu_allocated_millis > 0 &&
+        o->pod_cpu_allocated_millis < s->cpu_millis) {
+        d->actions |= SBX_ACT_DELETE_POD;
+        d->warm_event = SBX_EVENT_WAKE_FAILED;
+        snprintf(d->warm_event_message, sizeof(d->warm_event_message),
+                 "the kubelet did not give the warm-idle pod its CPU back (PodResizePending: %.40s); "
+                 "replacing the pod, the workspace is kept", o->pod_resize_pending);
+        say(d, "Creating", 0, SBX_REASON_NOT_READY, "%s", d->warm_event_message);
+    }
+}
+
 static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);
 
 /* Every note the controller adds to a run's stderr starts so. */
@@ -397,6 +497,10 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
     /* No idle deadline before the sandbox has been Ready (see lifecycle_clock_runs). */
     int64_t limit = lifecycle_clock_runs(o) ? lifecycle_idle_limit_ms(s) : 0;
     int idle = limit > 0 && last_used > 0 && o->now_ms - last_used >= limit;
+    /* Warm-idle first, when the class says so: the pod kept, its CPU at the floor, until
+     * its window after the deadline is over (then idle as without warm-idle). */
+    int warm = idle && !s->paused && warm_idle_tier(s, o, last_used, limit, d);
+    if (warm) idle = 0;
 
     /* A pause is the user's explicit word: it keeps even an idle session (and its
      * workspace) until it is cleared, which then counts as a use. */
@@ -534,6 +638,8 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         d->actions |= SBX_ACT_DELETE_POD;
         say(d, "Creating", 0, SBX_REASON_UPDATING,
             "the spec changed (generation %s); replacing the pod, the workspace is kept", gen);
+    } else if (warm) {
+        warm_idle_report(s, o, d);
     } else if (o->pod_phase && !strcmp(o->pod_phase, "Running") && o->pod_ready) {
         if (s->lifecycle == SBX_ONE_SHOT) {
             d->run.present = 1;
@@ -569,5 +675,9 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         int64_t idle_in = left > 0 ? left : 1;
         if (d->requeue_after_ms <= 0 || idle_in < d->requeue_after_ms) d->requeue_after_ms = idle_in;
         d->idle_at_ms = last_used > INT64_MAX - limit ? 0 : last_used + limit;
+        /* Warm-idle: the next deadline is the end of its window (the stop). */
+        if (warm) d->requeue_after_ms = d->idle_at_ms + s->warm_idle_window_ms - o->now_ms;
+        if (warm && d->requeue_after_ms <= 0) d->requeue_after_ms = 1;
     }
+    if (!warm) warm_idle_wake(s, o, d);
 }

@@ -113,6 +113,15 @@ struct sbx_observed {
     const char *pod_unscheduled_reason, *pod_unscheduled_message;
     int64_t pod_unscheduled_since_ms;   /* that condition's lastTransitionTime (0 = unknown) */
     struct sbx_container_status ctr;
+    /* Warm-idle. The sandbox container's CPU as the pod's spec asks it now (what the last
+     * resize set; millicores, 0 = unset), what the kubelet has actually given it
+     * (containerStatuses[].resources.limits.cpu; 0 = not reported), and the kubelet's
+     * verdict on a resize it cannot make (PodResizePending's reason: "Infeasible",
+     * "Deferred"; NULL = none pending). status.warmIdleSince as last written (0 = not
+     * warm-idle). */
+    int64_t pod_cpu_limit_millis, pod_cpu_request_millis, pod_cpu_allocated_millis;
+    const char *pod_resize_pending;
+    int64_t status_warm_idle_since_ms;
     /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
      * first in line). When not: its place in line (1 = next), or user_capped when its
      * user's own cap holds it. */
@@ -139,7 +148,21 @@ enum sbx_action {
      * it is still unscheduled, fresh from the API server) and then the claim; the next
      * pass makes a cold claim, which binds where the new pod is scheduled. */
     SBX_ACT_RELEASE_CLAIM = 1 << 7,
+    /* Resize the running pod's CPU in place (the pods/resize subresource) to
+     * resize_cpu_request/limit_millis: down to the warm-idle floor (fenced like a stop:
+     * recorded in the status first, conditional on the Sandbox's version), or back up to
+     * the spec's (a wake; conditional on the pod's uid and version). */
+    SBX_ACT_RESIZE_DOWN = 1 << 8,
+    SBX_ACT_RESIZE_UP = 1 << 9,
 };
+
+/* Warm-idle: the Ready reason while the pod is kept with its CPU at the floor (phase
+ * Running, Ready True: it runs and takes commands, slowly); the Events of a resize the
+ * kubelet refused (the lifecycle's idle action follows at once) and of a wake whose CPU
+ * did not come back (the pod is replaced, workspace kept). */
+#define SBX_REASON_WARM_IDLE "WarmIdle"
+#define SBX_EVENT_WARM_IDLE_FAILED "WarmIdleResizeFailed"
+#define SBX_EVENT_WAKE_FAILED "WarmIdleWakeFailed"
 
 /* An adopted warm claim's pod that cannot be scheduled because of its volume's node
  * (the scheduler's "volume node affinity conflict" on every other node) for this long
@@ -243,6 +266,13 @@ struct sbx_decision {
      * the last use plus its idle limit, while the idle clock runs and a pod is wanted). */
     int64_t idle_timeout_ms, reclaim_after_ms, idle_at_ms;
     const char *class_name;        /* status.className: the SandboxClass applied (NULL = none) */
+    /* Warm-idle: status.warmIdleSince (0 = omitted: not warm-idle); the CPU a resize sets
+     * (SBX_ACT_RESIZE_*); the Event to record with this decision's action when a resize
+     * failed (warm_event NULL = none; warm_event_message its text). */
+    int64_t warm_idle_since_ms;
+    int64_t resize_cpu_request_millis, resize_cpu_limit_millis;
+    const char *warm_event;
+    char warm_event_message[256];
     /* The Accepted condition (status False) when the spec as it is now cannot be applied:
      * its reason (SBX_REASON_INVALID or a more precise one) and message; NULL = accepted
      * (the condition is then removed). Set by the reconciler, not by lifecycle_decide. */
@@ -308,6 +338,14 @@ enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, 
  * show, is waited for this long (the pod's watch event may come after the status's), then
  * recorded as lost (exit code -1): a run is never started twice. */
 #define SBX_RUN_LOST_MS 10000
+
+/* The warm-idle CPU of a pod of spec s: the limit is the floor (never above the spec's
+ * limit), the request the spec's request capped at the floor. A pod keeps its QoS class
+ * through a resize (the API server refuses a change): when the spec's CPU request is
+ * below its limit (Burstable) and its memory request equals its limit, a request equal
+ * to the floor would make every request equal its limit (Guaranteed), so the request
+ * stays one millicore below the floor. 0 for both when warm-idle is off for s. */
+void lifecycle_warm_idle_cpu(const struct sbx_spec *s, int64_t *request_millis, int64_t *limit_millis);
 
 /* Decide. Never fails; d is fully written. */
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);

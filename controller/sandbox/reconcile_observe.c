@@ -8,6 +8,7 @@
 
 #include "kube/kjson.h"
 #include "runtime/informer.h"
+#include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 
 /* ---- shrinking ------------------------------------------------------------------------ */
@@ -67,6 +68,45 @@ static const cJSON *sandbox_container(const cJSON *pod) {
     return first;
 }
 
+/* The sandbox container of the pod's spec (by name), or NULL. */
+static const cJSON *spec_container(const cJSON *pod) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, kj_path(pod, "spec.containers")) {
+        const char *name = kj_str(c, "name");
+        if (name && !strcmp(name, SBX_CONTAINER_NAME)) return c;
+    }
+    return NULL;
+}
+
+/* Copy src.<a>.<b> into dst.<a>.<b> when it is there. -1 on ENOMEM. */
+static int keep2(cJSON *dst, const cJSON *src, const char *a, const char *b) {
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(src, a);
+    if (!cJSON_GetObjectItemCaseSensitive(in, b)) return 0;
+    cJSON *out = cJSON_GetObjectItemCaseSensitive(dst, a);
+    if (!out && !(out = cJSON_AddObjectToObject(dst, a))) return -1;
+    return keep(out, in, b, 0);
+}
+
+/* [{name, resources: {requests: {cpu}, limits: {cpu}}}] of the sandbox container in a
+ * pod's spec (what a warm-idle resize set), or NULL (none, or ENOMEM). */
+static cJSON *slim_spec_containers(const cJSON *spec) {
+    const cJSON *c, *found = NULL;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "containers")) {
+        const char *name = kj_str(c, "name");
+        if (name && !strcmp(name, SBX_CONTAINER_NAME)) { found = c; break; }
+    }
+    if (!found) return NULL;
+    cJSON *arr = cJSON_CreateArray(), *one = cJSON_CreateObject(), *res;
+    if (!arr || !one || !cJSON_AddItemToArray(arr, one)) { cJSON_Delete(arr); cJSON_Delete(one); return NULL; }
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(found, "resources");
+    if (keep(one, found, "name", 0) || !(res = cJSON_AddObjectToObject(one, "resources")) ||
+        keep2(res, r, "requests", "cpu") || keep2(res, r, "limits", "cpu")) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 /* The slice of a containerStatus the controller reads. */
 static cJSON *slim_container(const cJSON *c) {
     cJSON *s = cJSON_CreateObject(), *state;
@@ -76,6 +116,11 @@ static cJSON *slim_container(const cJSON *c) {
     rc |= keep(s, c, "name", 0);
     rc |= keep(s, c, "ready", 0);
     rc |= keep(s, c, "restartCount", 0);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+    if (!rc && res) {   /* what the kubelet gave it: a warm-idle resize done or not */
+        cJSON *sres = cJSON_AddObjectToObject(s, "resources");
+        rc |= !sres ? -1 : keep2(sres, res, "limits", "cpu");
+    }
     if (!(state = cJSON_AddObjectToObject(s, "state"))) rc = -1;
     if (!rc && w) {
         cJSON *sw = cJSON_AddObjectToObject(state, "waiting");
@@ -113,7 +158,8 @@ static cJSON *slim_status(const cJSON *pod) {
     if (!(conds = cJSON_AddArrayToObject(s, "conditions"))) rc = -1;
     cJSON_ArrayForEach(c, kj_path(st, "conditions")) {
         const char *type = kj_str(c, "type");
-        if (rc || !type || (strcmp(type, "Ready") && strcmp(type, "PodScheduled"))) continue;
+        if (rc || !type || (strcmp(type, "Ready") && strcmp(type, "PodScheduled") && strcmp(type, "PodResizePending")))
+            continue;
         cJSON *sc = cJSON_CreateObject();
         if (!sc) { rc = -1; break; }
         cJSON_AddItemToArray(conds, sc);
@@ -140,11 +186,13 @@ void sbx_pod_shrink(cJSON *pod) {
     if (spec) {
         cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");
         cJSON *deadline = cJSON_DetachItemFromObjectCaseSensitive(spec, "activeDeadlineSeconds");
+        cJSON *cpu = slim_spec_containers(spec);
         cJSON_DeleteItemFromObjectCaseSensitive(pod, "spec");
         cJSON *small = cJSON_AddObjectToObject(pod, "spec");
         if (!small || !node || !cJSON_AddItemToObject(small, "nodeName", node)) cJSON_Delete(node);
         if (!small || !deadline || !cJSON_AddItemToObject(small, "activeDeadlineSeconds", deadline))
             cJSON_Delete(deadline);
+        if (!small || !cpu || !cJSON_AddItemToObject(small, "containers", cpu)) cJSON_Delete(cpu);
     }
     if (!cJSON_GetObjectItemCaseSensitive(pod, "status")) return;
     /* Out of memory: keep the full status rather than lose what the controller reads.
@@ -165,6 +213,13 @@ static int64_t time_at(const cJSON *obj, const char *path) {
     int64_t ms;
     const char *s = kj_str(obj, path);
     return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
+}
+
+/* A CPU quantity at path in millicores, or 0 (absent or not a quantity). */
+static int64_t cpu_at(const cJSON *obj, const char *path) {
+    int64_t m;
+    const char *s = kj_str(obj, path);
+    return s && qty_parse_cpu(s, &m) == 0 ? m : 0;
 }
 
 /* The pod condition of that type, or NULL. */
@@ -220,6 +275,12 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
     o->pod_unscheduled_reason = st && !strcmp(st, "False") ? kj_str(sched, "reason") : NULL;
     o->pod_unscheduled_message = o->pod_unscheduled_reason ? kj_str(sched, "message") : NULL;
     o->pod_unscheduled_since_ms = o->pod_unscheduled_reason ? time_at(sched, "lastTransitionTime") : 0;
+    const cJSON *resize = condition(pod, "PodResizePending"), *sc = spec_container(pod);
+    st = kj_str(resize, "status");
+    o->pod_resize_pending = st && !strcmp(st, "True") ? kj_str(resize, "reason") : NULL;
+    o->pod_cpu_limit_millis = cpu_at(sc, "resources.limits.cpu");
+    o->pod_cpu_request_millis = cpu_at(sc, "resources.requests.cpu");
+    o->pod_cpu_allocated_millis = cpu_at(c, "resources.limits.cpu");
     memset(&o->ctr, 0, sizeof(o->ctr));
     if (!c) return;
     o->ctr.present = 1;

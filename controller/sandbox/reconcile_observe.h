@@ -17,13 +17,15 @@
  * sandbox container's status (ready, restartCount, state.waiting reason/message,
  * state.running.startedAt, state.terminated reason/exitCode/startedAt/finishedAt/message
  * (a one-shot run's result and output tails, at most 4096 bytes as the kubelet keeps
- * them), lastState.terminated reason/exitCode/finishedAt), and spec.activeDeadlineSeconds.
+ * them), lastState.terminated reason/exitCode/finishedAt, resources.limits.cpu), the
+ * PodResizePending condition, spec.activeDeadlineSeconds, and of the sandbox container in
+ * the spec its name and CPU request and limit (warm-idle's resize).
  * Messages are cut to SBX_MESSAGE_MAX bytes on a UTF-8 boundary. A pod holds a few hundred
  * bytes in the cache however much its kubelet reports (up to ~4.5 KiB for a finished run). */
 void sbx_pod_shrink(cJSON *pod);
 
 /* Fill the pod fields of o (pod_phase, pod_reason, run_timeout_s, pod_ready, pod_ready_since_ms, pod_started_ms,
- * pod_unscheduled_reason/message, ctr) from a pod, full or shrunk; pod NULL clears them.
+ * pod_unscheduled_reason/message, ctr, pod_cpu_*, pod_resize_pending) from a pod, full or shrunk; pod NULL clears them.
  * The strings point into pod, which must outlive o's use. Leaves o->pod (ownership) to
  * the caller. */
 void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o);

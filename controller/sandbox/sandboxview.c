@@ -49,6 +49,7 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     v->last_used_ms = time_of(st, "lastUsedAt");
     v->started_ms = time_of(st, "startedAt");
     v->stopped_ms = time_of(st, "stoppedAt");
+    v->warm_idle_since_ms = time_of(st, "warmIdleSince");
     v->observed_generation = kj_int(st, "observedGeneration", 0);
     sbx_termination_read(kj_path(st, "lastTermination"), &v->last_termination);
 

@@ -38,6 +38,7 @@ struct sbx_sandbox_view {
     const char *phase, *pod_name, *workspace_claim, *status_lifecycle, *status_class_name;
     const char *ignored_last_used_at; /* status.ignoredLastUsedAt */
     int64_t last_used_ms, started_ms, stopped_ms;   /* 0 when absent or unparseable */
+    int64_t warm_idle_since_ms;       /* status.warmIdleSince (0: not warm-idle) */
     int64_t observed_generation;      /* 0 when absent */
     struct sbx_condition_view ready, workspace, accepted;
     const cJSON *conditions;          /* status.conditions (an array) or NULL: the other types are kept */

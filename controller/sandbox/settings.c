@@ -30,6 +30,11 @@ static const char usage[] =
     "  --lifecycle L            lifecycle of Sandboxes that set none and whose SandboxClass sets\n"
     "                           none: session, long-running, persistent (YAO_SANDBOX_LIFECYCLE; session)\n"
     "  --idle-timeout DUR       default idle timeout (YAO_SANDBOX_IDLE_TIMEOUT; 30m)\n"
+    "  --warm-idle-cpu QTY      at the idle deadline keep the pod warm-idle first, its CPU\n"
+    "                           resized in place down to QTY (memory kept); 0 = off; a\n"
+    "                           SandboxClass sets its own spec.warmIdle (YAO_SANDBOX_WARM_IDLE_CPU; 0)\n"
+    "  --warm-idle-window DUR   how long a sandbox stays warm-idle before it is stopped\n"
+    "                           (YAO_SANDBOX_WARM_IDLE_WINDOW; 30m)\n"
     "  --memory QTY             default memory limit (YAO_SANDBOX_MEMORY; 2g)\n"
     "  --cpu QTY                default cpu limit (YAO_SANDBOX_CPU; 1.0)\n"
     "  --memory-request QTY     default memory request, capped at the limit\n"
@@ -142,6 +147,13 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
     } else if (!strcmp(name, "idle-timeout")) {
         if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
         d->idle_timeout_ms = v;
+    } else if (!strcmp(name, "warm-idle-cpu")) {
+        if (!strcmp(val, "0")) v = 0;
+        else if (qty_parse_cpu(val, &v) < 0 || v < 1) BAD("not a cpu quantity (0 = off)");
+        d->warm_idle_cpu_millis = v;
+    } else if (!strcmp(name, "warm-idle-window")) {
+        if (qty_parse_duration(val, &v) < 0 || v < 1000) BAD("not a duration of at least 1s");
+        d->warm_idle_window_ms = v;
     } else if (!strcmp(name, "memory")) {
         if (qty_parse_memory(val, &v) < 0 || v < (4 << 20)) BAD("not a memory quantity of at least 4Mi");
         d->memory_bytes = v;
@@ -257,6 +269,7 @@ static const struct { const char *var, *flag; } env_map[] = {
     {"YAO_SANDBOX_NAMESPACE", "namespace"},       {"YAO_SANDBOX_IMAGE", "image"},
     {"YAO_SANDBOX_MAX", "max-running"},           {"YAO_SANDBOX_IDLE_TIMEOUT", "idle-timeout"},
     {"YAO_SANDBOX_LIFECYCLE", "lifecycle"},
+    {"YAO_SANDBOX_WARM_IDLE_CPU", "warm-idle-cpu"}, {"YAO_SANDBOX_WARM_IDLE_WINDOW", "warm-idle-window"},
     {"YAO_SANDBOX_MAX_PER_USER", "max-running-per-user"},
     {"YAO_SANDBOX_MEMORY", "memory"},             {"YAO_SANDBOX_CPU", "cpu"},
     {"YAO_SANDBOX_MEMORY_REQUEST", "memory-request"}, {"YAO_SANDBOX_CPU_REQUEST", "cpu-request"},

@@ -747,6 +747,8 @@ static int sbx_parse_spec(struct sbx_pctx *c, const cJSON *sandbox, struct sbx_s
     if (sbx_parse_resources(c, spec, s)) return -1;
     s->pull_policy = c->d->pull_policy;
     s->run_as_user = c->d->run_as_user;
+    s->warm_idle_cpu_millis = c->d->warm_idle_cpu_millis;
+    s->warm_idle_window_ms = c->d->warm_idle_window_ms;
     if (s->run_as_user != SBX_RUN_AS_AUTO && (s->run_as_user < 1 || s->run_as_user > INT32_MAX))
         return sbx_fail(c, "sandbox run-as user: must be between 1 and 2147483647, or auto");
     for (size_t i = 0; i < c->d->npull_secrets; i++) {
@@ -799,6 +801,8 @@ void sbx_defaults_init(struct sbx_defaults *d) {
     d->npull_secrets = 0;
     d->ephemeral_bytes = 0;
     d->lifecycle = SBX_SESSION;
+    d->warm_idle_cpu_millis = 0;                       /* warm-idle off */
+    d->warm_idle_window_ms = SBX_WARM_IDLE_WINDOW_DEFAULT_MS;
 }
 
 static const char *const sbx_lifecycle_names[] = {

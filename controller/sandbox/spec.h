@@ -150,6 +150,12 @@ struct sbx_spec {
     /* The class's spec.activity.cpu in millicores (0 = activity does not count): at an
      * idle deadline a pod using more is in use, and its idle clock restarts. */
     int64_t activity_cpu_millis;
+    /* Warm-idle (the class's spec.warmIdle, else the controller's --warm-idle-cpu and
+     * --warm-idle-window): at its idle deadline a running session or long-running pod is
+     * first kept with its CPU request and limit resized in place down to
+     * warm_idle_cpu_millis (memory kept), and only stopped (the lifecycle's idle action)
+     * warm_idle_window_ms later; any use before then resizes it back up. Both 0 = off. */
+    int64_t warm_idle_cpu_millis, warm_idle_window_ms;
 };
 
 /* Controller-wide defaults (flags / YAO_SANDBOX_* env). */
@@ -185,7 +191,12 @@ struct sbx_defaults {
     int64_t ephemeral_bytes;       /* ephemeral-storage limit, 0 = none (a SandboxClass sets one) */
     enum sbx_lifecycle lifecycle;  /* YAO_SANDBOX_LIFECYCLE: of Sandboxes without spec.lifecycle
                                       (a SandboxClass's spec.lifecycle first), session */
+    int64_t warm_idle_cpu_millis;  /* YAO_SANDBOX_WARM_IDLE_CPU: the warm-idle CPU floor, 0 = off */
+    int64_t warm_idle_window_ms;   /* YAO_SANDBOX_WARM_IDLE_WINDOW: how long warm-idle lasts */
 };
+
+/* How long warm-idle lasts when the floor is set and the window is not (30 min). */
+#define SBX_WARM_IDLE_WINDOW_DEFAULT_MS (INT64_C(30) * 60 * 1000)
 
 /* The idle main process used when the spec gives neither command nor args. */
 #define SBX_IDLE_SCRIPT "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"

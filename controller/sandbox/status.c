@@ -46,6 +46,13 @@ void sbx_event_transition(const struct sbx_deps *deps, const struct sbx_sandbox_
         reason = "RunFinished";
         type = !strcmp(d->phase, "Failed") ? "Warning" : "Normal";
         snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if (!strcmp(d->reason, SBX_REASON_WARM_IDLE) && strcmp(old_reason, SBX_REASON_WARM_IDLE) != 0) {
+        reason = SBX_REASON_WARM_IDLE;
+        snprintf(msg, sizeof(msg), "%s", d->message);
+    } else if (!strcmp(old_reason, SBX_REASON_WARM_IDLE) && !strcmp(d->phase, "Running") &&
+               strcmp(d->reason, SBX_REASON_WARM_IDLE) != 0) {
+        reason = "WarmIdleWoken";
+        snprintf(msg, sizeof(msg), "used again while warm-idle: pod %s is resized back up to the spec's CPU", pod_name);
     } else if (strcmp(old_reason, d->reason) != 0 &&
                (!strcmp(d->reason, SBX_REASON_CAPACITY) || !strcmp(d->reason, SBX_REASON_USER_CAPACITY) ||
                 !strcmp(d->reason, SBX_REASON_CONFLICT) ||
@@ -58,6 +65,9 @@ void sbx_event_transition(const struct sbx_deps *deps, const struct sbx_sandbox_
         snprintf(msg, sizeof(msg), "%s", d->message);
     }
     if (reason) sbx_event_record(deps, sb, type, reason, msg);
+    /* A warm-idle resize the kubelet refused (the decision falls back on the idle action,
+     * or replaces the pod). */
+    if (d->warm_event) sbx_event_record(deps, sb, "Warning", d->warm_event, d->warm_event_message);
     /* The workspace: a refusal is a Warning, an expansion started a Normal Event. */
     const char *old_ws = sb->workspace.reason;
     if (d->workspace_reason && (!old_ws || strcmp(old_ws, d->workspace_reason) != 0) &&
@@ -204,6 +214,7 @@ cJSON *sbx_status_desired(const struct sbx_sandbox_view *sb, const struct sbx_de
     cJSON *term = sbx_termination_json(&d->last_termination);
     if (term) cJSON_AddItemToObject(st, "lastTermination", term);
     sbx_add_time_ms(st, "stoppedAt", d->stopped_ms);
+    sbx_add_time_ms(st, "warmIdleSince", d->warm_idle_since_ms);
     sbx_add_time_ms(st, "lastUsedAt", d->last_used_ms);
     const char *lu = sb->last_used_at;
     int64_t lu_ms;

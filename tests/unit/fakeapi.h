@@ -15,7 +15,8 @@
  *            creationTimestamp, generation.
  *   PUT      replace an object, or its status (…/status); a metadata.resourceVersion in the
  *            body that is not the current one → 409 Conflict.
- *   PATCH    merge patch (RFC 7386) of the object or of its status (…/status); a
+ *   PATCH    merge patch (RFC 7386) of the object or of its status (…/status), or of a
+ *            pod's containers' resources (…/resize, matched by container name); a
  *            metadata.resourceVersion or metadata.uid in the patch that does not match →
  *            409. generation moves when spec changes.
  *   DELETE   with DeleteOptions preconditions (uid, resourceVersion) → 409 on mismatch,
@@ -296,6 +297,24 @@ static inline void fa_merge_patch(cJSON **target, const cJSON *patch) {
     }
 }
 
+/* The pods/resize subresource (Kubernetes >= 1.33): of a strategic merge patch, only each
+ * container's resources (matched by name in spec.containers) change. */
+static inline void fa_resize_patch(cJSON *pod, const cJSON *patch) {
+    const cJSON *pc;
+    cJSON_ArrayForEach(pc, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(patch, "spec"), "containers")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pc, "name"));
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(pc, "resources");
+        cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "containers")) {
+            const char *have = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name"));
+            if (!name || !have || strcmp(name, have) || !res) continue;
+            cJSON *cur = cJSON_DetachItemFromObjectCaseSensitive(c, "resources");
+            fa_merge_patch(&cur, res);
+            if (cur) cJSON_AddItemToObject(c, "resources", cur);
+        }
+    }
+}
+
 /* ---- the store (callers hold fa->lock) ------------------------------------------------ */
 
 static inline struct fa_obj *fa_find(struct fakeapi *fa, const struct fa_where *w) {
@@ -535,7 +554,8 @@ static inline void fa_handle(struct fakeapi *fa, const char *method, const char 
             }
         }
     } else if ((!strcmp(method, "PUT") || !strcmp(method, "PATCH")) && w.name[0]) {
-        if (!o || (w.sub[0] && strcmp(w.sub, "status"))) {
+        int resize = !strcmp(w.sub, "resize") && !strcmp(w.res, "pods") && !strcmp(method, "PATCH");
+        if (!o || (w.sub[0] && strcmp(w.sub, "status") && !resize)) {
             fa_fail(a, 404, "NotFound", msg);
         } else if (!cJSON_IsObject(in)) {
             fa_fail(a, 400, "BadRequest", "the body is no JSON object");
@@ -552,6 +572,8 @@ static inline void fa_handle(struct fakeapi *fa, const char *method, const char 
                 next = cJSON_Duplicate(o->obj, 1);
                 if (!strcmp(method, "PATCH") && !w.sub[0]) {
                     fa_merge_patch(&next, in);
+                } else if (resize) {
+                    fa_resize_patch(next, in);
                 } else {
                     /* the status subresource: only status changes */
                     cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(next, "status");

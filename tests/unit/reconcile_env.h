@@ -213,6 +213,21 @@ static inline int seed_sandbox(struct env *e, const char *name, const char *user
     return fakeapi_seed(&e->fa, SBX_COLL, doc);
 }
 
+/* Seed the SandboxClass name with the given spec members (unless the store has it), and
+ * wait until the controller's class cache holds count classes. 0 or -1. */
+static inline int seed_class(struct env *e, const char *name, const char *spec, int count) {
+    char path[256], doc[1024];
+    snprintf(path, sizeof path, CLASS_COLL "/%s", name);
+    if (!stored_exists(e, path)) {
+        snprintf(doc, sizeof doc, "{\"apiVersion\":\"sandbox.yaoapps.com/v1alpha1\",\"kind\":\"SandboxClass\","
+                 "\"metadata\":{\"name\":\"%s\"},\"spec\":{%s}}", name, spec);
+        if (fakeapi_seed(&e->fa, CLASS_COLL, doc) < 0) return -1;
+    }
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
+        if (informer_count(sbx_controller_cache(e->ctl, SBX_CACHE_SANDBOX_CLASSES)) >= (size_t)count) return 0;
+    return -1;
+}
+
 /* Does obj's controller ownerReference name the Sandbox with uid? */
 static inline int controlled_by(const cJSON *obj, const char *uid) {
     const cJSON *r;

@@ -187,6 +187,33 @@ TEST(parse_lifecycle_and_reclaim) {
     sbx_class_free(&k);
 }
 
+TEST(warm_idle_is_parsed_checked_and_resolved_over_the_controllers) {
+    struct sbx_class k;
+    CHECK_INT(parse_class("\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"10m\"}", &k), 0);
+    CHECK_INT(k.warm_idle_cpu_millis, 50);
+    CHECK_INT(k.warm_idle_window_ms, 10 * 60000);
+    sbx_class_free(&k);
+    CHECK_INT(parse_class("\"warmIdle\":{\"cpu\":\"0.1\"}", &k), 0);   /* window: 30 min */
+    CHECK_INT(k.warm_idle_cpu_millis, 100);
+    CHECK_INT(k.warm_idle_window_ms, SBX_WARM_IDLE_WINDOW_DEFAULT_MS);
+    sbx_class_free(&k);
+    expect_class_error("\"warmIdle\":{\"window\":\"5m\"}",
+                       "SandboxClass \"bad\": spec.warmIdle.cpu: must be a CPU quantity between 1m and 256 (e.g. 50m)");
+    expect_class_error("\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"10ms\"}",
+                       "SandboxClass \"bad\": spec.warmIdle.window: must be a duration of at least 1s (e.g. 30m)");
+    expect_class_error("\"warmIdle\":true", "SandboxClass \"bad\": spec.warmIdle: must be an object");
+    /* resolved: the class's, else the controller's (off by default) */
+    struct sbx_spec s;
+    char err[512] = "";
+    CHECK_INT(resolve("\"warmIdle\":{\"cpu\":\"50m\",\"window\":\"2m\"}", "", &s, err, sizeof err), 0);
+    CHECK_INT(s.warm_idle_cpu_millis, 50);
+    CHECK_INT(s.warm_idle_window_ms, 2 * 60000);
+    sbx_spec_free(&s);
+    CHECK_INT(resolve("", "", &s, err, sizeof err), 0);
+    CHECK_INT(s.warm_idle_cpu_millis, 0);
+    sbx_spec_free(&s);
+}
+
 TEST(default_annotation) {
     cJSON *yes = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"annotations\":{\"sandbox.yaoapps.com/is-default-class\":\"true\"}}}");
     cJSON *no = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"annotations\":{\"sandbox.yaoapps.com/is-default-class\":\"false\"}}}");

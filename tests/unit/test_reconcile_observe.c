@@ -48,7 +48,7 @@ static cJSON *load_fixture(const char *rel) {
 
 static const char *const fixtures[] = {
     "pod/image-pull-backoff.json", "pod/oom-crashloop.json", "pod/unschedulable.json",
-    "pod/ready-restarted.json", "pod/oneshot-timed-out.json",
+    "pod/ready-restarted.json", "pod/oneshot-timed-out.json", "pod/warm-idle-resize-pending.json",
 };
 
 /* Same string (both NULL counts as the same). */
@@ -73,7 +73,10 @@ static int same_observation(const struct sbx_observed *a, const struct sbx_obser
            same_str(a->ctr.waiting_reason, b->ctr.waiting_reason) &&
            same_str(a->ctr.waiting_message, b->ctr.waiting_message) &&
            a->ctr.running_since_ms == b->ctr.running_since_ms && same_term(&a->ctr.terminated, &b->ctr.terminated, 1) &&
-           same_term(&a->ctr.last, &b->ctr.last, 0);
+           same_term(&a->ctr.last, &b->ctr.last, 0) && a->pod_cpu_limit_millis == b->pod_cpu_limit_millis &&
+           a->pod_cpu_request_millis == b->pod_cpu_request_millis &&
+           a->pod_cpu_allocated_millis == b->pod_cpu_allocated_millis &&
+           same_str(a->pod_resize_pending, b->pod_resize_pending);
 }
 
 /* The keys of obj, comma-separated, in order. */
@@ -120,7 +123,7 @@ TEST(shrink_keeps_only_what_is_read) {
     CHECK_STR(kj_str(pod, "metadata.uid"), "0b6c2d1e-1111-4a2b-9c3d-000000000001");
     CHECK_STR(kj_str(pod, "metadata.creationTimestamp"), "2026-11-29T10:00:00Z");
     CHECK(kj_path(pod, "metadata.ownerReferences") != NULL);
-    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName");
+    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName,containers");   /* containers: the sandbox one's CPU */
     CHECK_STR(keys_of(kj_path(pod, "status"), keys, sizeof(keys)),
               "phase,podIP,startTime,conditions,containerStatuses");
     const cJSON *conds = kj_path(pod, "status.conditions");
@@ -137,6 +140,31 @@ TEST(shrink_keeps_only_what_is_read) {
     char *text = cJSON_PrintUnformatted(pod);
     CHECK(text && strlen(text) < 1500);
     free(text);
+    cJSON_Delete(pod);
+}
+
+TEST(shrink_keeps_the_sandbox_containers_cpu_and_the_resize_verdict) {
+    char keys[512];
+    cJSON *pod = load_fixture("pod/warm-idle-resize-pending.json");
+    if (!pod) return;
+    struct sbx_observed o;
+    memset(&o, 0, sizeof(o));
+    sbx_pod_observe(pod, &o);
+    CHECK_INT(o.pod_cpu_limit_millis, 50);      /* the spec as the resize set it */
+    CHECK_INT(o.pod_cpu_request_millis, 50);
+    CHECK_INT(o.pod_cpu_allocated_millis, 1000);   /* what the kubelet still gives */
+    CHECK_STR(o.pod_resize_pending, "Infeasible");
+    sbx_pod_shrink(pod);
+    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName,containers");
+    const cJSON *cs = kj_path(pod, "spec.containers");
+    CHECK_INT(cJSON_GetArraySize(cs), 1);       /* the sandbox container only, not the sidecar */
+    CHECK_STR(keys_of(cJSON_GetArrayItem(cs, 0), keys, sizeof(keys)), "name,resources");
+    CHECK(kj_path(cJSON_GetArrayItem(cs, 0), "resources.limits.memory") == NULL);
+    CHECK_STR(kj_str(cJSON_GetArrayItem(cs, 0), "resources.limits.cpu"), "50m");
+    const cJSON *c;
+    int resize = 0;
+    cJSON_ArrayForEach(c, kj_path(pod, "status.conditions")) resize += !strcmp(kj_str(c, "type"), "PodResizePending");
+    CHECK_INT(resize, 1);
     cJSON_Delete(pod);
 }
 
@@ -342,7 +370,7 @@ TEST(one_shot_pod_keeps_its_result_in_the_cache) {
     cJSON *pod = load_fixture("pod/oneshot-timed-out.json");
     if (!pod) return;
     sbx_pod_shrink(pod);
-    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName,activeDeadlineSeconds");
+    CHECK_STR(keys_of(kj_path(pod, "spec"), keys, sizeof(keys)), "nodeName,activeDeadlineSeconds,containers");
     const cJSON *c = cJSON_GetArrayItem(kj_path(pod, "status.containerStatuses"), 0);
     CHECK_STR(keys_of(kj_path(c, "state.terminated"), keys, sizeof(keys)), "reason,exitCode,finishedAt,startedAt,message");
     struct sbx_observed o;

@@ -136,6 +136,7 @@ TEST(usage_mentions_every_flag) {
         "--help", "YAO_SANDBOX_MAX", "--lifecycle", "YAO_SANDBOX_LIFECYCLE",
         "--shards", "YAO_SANDBOX_SHARDS", "--shard ", "YAO_SANDBOX_SHARD;",
         "--max-response-size", "YAO_SANDBOX_MAX_RESPONSE_SIZE",
+        "--warm-idle-cpu", "YAO_SANDBOX_WARM_IDLE_CPU", "--warm-idle-window", "YAO_SANDBOX_WARM_IDLE_WINDOW",
     };
     const char *u = sbx_settings_usage();
     CHECK(u != NULL);
@@ -279,6 +280,22 @@ TEST(flag_values_point_into_argv) {
     char *argv[] = {(char *)"ctl", (char *)"--kubeconfig", kc, NULL};
     CHECK_INT(sbx_settings_parse(3, argv, NULL, &o, err, sizeof(err)), 0);
     CHECK(o.kubeconfig == kc);
+}
+
+TEST(warm_idle_defaults_off_and_set_by_flag_or_env) {
+    struct sbx_settings o;
+    static const char *const none[] = {NULL};
+    static const char *const env[] = {"YAO_SANDBOX_WARM_IDLE_CPU", "50m", "YAO_SANDBOX_WARM_IDLE_WINDOW", "5m", NULL};
+    CHECK_INT(parse_with(none, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.warm_idle_cpu_millis, 0);
+    CHECK_INT(o.controller.defaults.warm_idle_window_ms, 30 * MIN);
+    CHECK_INT(parse_with(env, &o, NULL), 0);
+    CHECK_INT(o.controller.defaults.warm_idle_cpu_millis, 50);
+    CHECK_INT(o.controller.defaults.warm_idle_window_ms, 5 * MIN);
+    CHECK_INT(parse_with(env, &o, "--warm-idle-cpu=0", NULL), 0);
+    CHECK_INT(o.controller.defaults.warm_idle_cpu_millis, 0);
+    CHECK(parse_with(none, &o, "--warm-idle-cpu=lots", NULL) < 0);
+    CHECK(parse_with(none, &o, "--warm-idle-window=5ms", NULL) < 0);
 }
 
 TEST(flags_override_env) {

@@ -68,6 +68,9 @@ const (
 	ReasonNameConflict     = "NameConflict"
 	ReasonIdle             = "Idle"
 	ReasonPaused           = "Paused"
+	// ReasonWarmIdle: Running and Ready, but idle past its timeout with its CPU resized down
+	// to its class's spec.warmIdle.cpu until the next use (status.warmIdleSince).
+	ReasonWarmIdle = "WarmIdle"
 	// ReasonUserCapacityExceeded: the user's cap (the controller's, or its SandboxClass's
 	// maxRunningPerUser, which the message names) holds it.
 	ReasonUserCapacityExceeded = "UserCapacityExceeded"
@@ -232,7 +235,10 @@ type SandboxStatus struct {
 	RestartCount    int32             `json:"restartCount,omitempty"`
 	LastTermination *TerminationState `json:"lastTermination,omitempty"`
 	StoppedAt       *metav1.Time      `json:"stoppedAt,omitempty"`
-	LastUsedAt      *metav1.Time      `json:"lastUsedAt,omitempty"`
+	// WarmIdleSince: set while the sandbox is warm-idle (Ready reason WarmIdle): idle past
+	// its timeout, its pod kept with the CPU resized down; any use resizes it back up.
+	WarmIdleSince *metav1.Time `json:"warmIdleSince,omitempty"`
+	LastUsedAt    *metav1.Time `json:"lastUsedAt,omitempty"`
 	// IgnoredLastUsedAt quotes a last-used-at annotation that is not an RFC 3339 time.
 	IgnoredLastUsedAt  string `json:"ignoredLastUsedAt,omitempty"`
 	ObservedGeneration int64  `json:"observedGeneration,omitempty"`

@@ -685,6 +685,10 @@ func (in *SandboxStatus) DeepCopyInto(out *SandboxStatus) {
 		in, out := &in.StoppedAt, &out.StoppedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.WarmIdleSince != nil {
+		in, out := &in.WarmIdleSince, &out.WarmIdleSince
+		*out = (*in).DeepCopy()
+	}
 	if in.LastUsedAt != nil {
 		in, out := &in.LastUsedAt, &out.LastUsedAt
 		*out = (*in).DeepCopy()
