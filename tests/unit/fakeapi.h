@@ -80,7 +80,7 @@ struct fa_request {
 
 struct fa_fault {
     char method[8];       /* "" = any */
-    char path[512];       /* exact path (no query) */
+    char path[640];       /* exact path (no query) */
     int status;           /* 0 with drop */
     int retry_after_s;    /* -1: no header */
     int drop;             /* close the connection without an answer */
