@@ -62,7 +62,7 @@ MEM0=$(podf "$POD" '{.spec.containers[0].resources.limits.memory}/{.spec.contain
 kubectl -n $NS exec "$POD" -- sh -c 'echo keep-me > /workspace/keep.txt'
 check "idle past 24 x 1 s: WarmIdle" eventually 60 warm lr
 check "  phase Running, Ready True, status.warmIdleSince set" eval \
-    '[ "$(field lr .status.phase)/$(field lr "{.status.conditions[?(@.type==\"Ready\")].status}")" = Running/True ] && [ -n "$(field lr .status.warmIdleSince)" ]'
+    '[ "$(field lr .status.phase)/$(field lr ".status.conditions[?(@.type==\"Ready\")].status")" = Running/True ] && [ -n "$(field lr .status.warmIdleSince)" ]'
 check "  the same pod (uid), restartCount 0" eval \
     '[ "$(podf "$POD" "{.metadata.uid}")" = "$UID0" ] && [ "$(podf "$POD" "{.status.containerStatuses[0].restartCount}")" = 0 ]'
 check "  its CPU resized down to 50m (the pod's spec and the kubelet)" eventually 30 cpu_is "$POD" 50m
