@@ -1547,8 +1547,15 @@ def single_table(sc):
                 return d.get("status", "–")
             return f"{fmt(d['ready_p50_ms'])} ({fmt(d.get('ready_min_ms'))} – {fmt(d.get('ready_max_ms'))})"
         r = kd.get("ratio")
+        met = '' if kd.get('met') is None else ' ✓' if kd['met'] else ' ✗'
+        if kind == "wake-warm":   # its target: against ours' cold wake
+            v = kd.get("vs_cold_wake")
+            x = (kd.get("ours") or {}).get("exec_rt_p50_ms")
+            lines.append(f"| {kind} (first exec after it p50 {fmt(x)} ms) | {cell('floor')} | {cell('ours')} | – | "
+                         f"{fmt(r) + '×' if r is not None else '–'}; {fmt(v) + '× cold wake (≤ 0.1)' if v is not None else '–'}{met} |")
+            continue
         lines.append(f"| {kind} | {cell('floor')} | {cell('ours')} | {cell('agent_sandbox')} | "
-                     f"{fmt(r) + '×' if r is not None else '–'}{'' if kd.get('met') is None else ' ✓' if kd['met'] else ' ✗'} |")
+                     f"{fmt(r) + '×' if r is not None else '–'}{met} |")
     phases = [p[0] for p in single.PHASES] + ["claim Bound", "kubelet saw it running", "kubelet's E2E (from the "
                                                                        "whole-second creationTimestamp)",
                                                "ours: pod created"]
@@ -1697,7 +1704,10 @@ def run_scenario(args, api, name, workdir):
             sc["n"] = ns[0]
             sc["duration_s"] = rnd(time.monotonic() - t0, 1)
             sc["targets"] = [{"target": f"{kind} ready p50 ≤ 1.1× floor", "ratio": res["kinds"][kind]["ratio"],
-                              "met": res["kinds"][kind]["met"]} for kind in single.KINDS]
+                              "met": res["kinds"][kind]["met"]} for kind in single.KINDS if kind != "wake-warm"]
+            sc["targets"].append({"target": "wake-warm ready p50 ≤ 0.1× ours' cold wake",
+                                  "ratio": res["kinds"]["wake-warm"].get("vs_cold_wake"),
+                                  "met": res["kinds"]["wake-warm"]["met"]})
             print(f"scenario {name}:", flush=True)
             print(single_table(sc), flush=True)
             return sc

@@ -12,6 +12,14 @@ repetition):
           client's Touch write — → Running + Ready;  floor: a bare pod created again on the
           existing, Bound claim → Ready.
   resume  ours: spec.paused true (pod gone) → false → Running + Ready;  floor: as for wake.
+  wake-warm  ours: a session Sandbox of a class with spec.warmIdle (cpu 10m, window 1h) left
+          idle past its idleTimeout (2 s): warm-idle (Ready reason WarmIdle, the pod kept, its
+          CPU resized in place down to 10m), then touched, and at once the returning user's
+          first command (`kubectl exec … -- true`): ready_ms is touch → that exec answered (the
+          pod never stopped); awake_resized_ms touch → Ready without WarmIdle and the CPU back
+          as the kubelet reports it (its status trails the cgroup by about a second);
+          exec_rt_ms a second exec after that. Target: p50 ≤ 0.1 × ours' cold wake of the same
+          run (touch → Ready; its first exec would come after).  floor: as for wake.
 Times: this process's monotonic clock when the request is sent and when the watch event is
 read. Beside them, per start, what the node and the controller logged: the kubelet's
 "Observed pod startup duration", containerd's RunPodSandbox / CreateContainer /
@@ -32,7 +40,8 @@ import time
 # (class, image, resources, the peer's API group); a fresh `import bench` would have defaults.
 B = sys.modules["__main__"] if hasattr(sys.modules.get("__main__"), "floor_objects") else importlib.import_module("bench")
 
-KINDS = ("create", "wake", "resume")
+KINDS = ("create", "wake", "resume", "wake-warm")
+WARM_CPU = "10m"   # below the real node's 50m per sandbox, so warm-idle has something to give back
 ANN_LAST_USED = "sandbox.yaoapps.com/last-used-at"
 CLOCK_OFFSET = time.time() - time.monotonic()   # wall = monotonic + offset
 
@@ -117,6 +126,29 @@ class Tracker:
 
 def ours_ready(sb):
     return (sb.get("status") or {}).get("phase") == "Running" and B.cond_true(sb, "Ready")
+
+
+def ready_reason(sb):
+    return next((c.get("reason") for c in (sb.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "Ready"), None)
+
+
+def cpu_millis(q):
+    """A CPU quantity ("250m", "1", "0.5") -> millicores (None when absent)."""
+    if q is None:
+        return None
+    q = str(q)
+    return int(q[:-1]) if q.endswith("m") else int(round(float(q) * 1000))
+
+
+def pod_cpu_limit(pod):
+    """The sandbox container's CPU limit as the kubelet reports it applied (containerStatuses
+    resources), in millicores."""
+    for c in (pod.get("status") or {}).get("containerStatuses") or []:
+        lim = ((c.get("resources") or {}).get("limits") or {}).get("cpu")
+        if lim is not None:
+            return cpu_millis(lim)
+    return None
 
 
 def named(name):
@@ -228,6 +260,69 @@ class Single:
         log_sample(f"ours {kind}", s)
         return s
 
+    # ---- wake-warm (ours): a return to a warm-idle sandbox
+    def ours_warm_wake(self, tr, ns, i, cls):
+        name = f"warm-{i}"
+        body = B.ours_sandbox(name, 1000 + i, class_name=cls)
+        body["spec"].update(lifecycle="session", idleTimeout="1h")
+        t = time.monotonic()
+        self.api.must("POST", self.ours_path(ns), body)
+        _, sb = tr.first(t, "sandbox", lambda typ, o: o["metadata"]["name"] == name and ours_ready(o),
+                         self.timeout, f"{name}: Ready")
+        _, pod = tr.first(t, "pod", lambda typ, o: (o["metadata"].get("labels") or {}).get("sandbox.yaoapps.com/name")
+                          == name and B.pod_ready(o), self.timeout, f"{name}: pod Ready")
+        uid, pod_name, full = pod["metadata"]["uid"], pod["metadata"]["name"], cpu_millis(B.CPU)
+        if cpu_millis(WARM_CPU) >= full:
+            raise RuntimeError(f"wake-warm: the warm-idle floor {WARM_CPU} is not below the sandboxes' CPU {B.CPU}")
+        t = time.monotonic()
+        self.ours_patch(ns, name, {"spec": {"idleTimeout": "2s"}})
+        tr.first(t, "sandbox", lambda typ, o: o["metadata"]["name"] == name and ready_reason(o) == "WarmIdle",
+                 self.timeout, f"{name}: warm-idle")
+        tr.first(t, "pod", lambda typ, o: o["metadata"]["uid"] == uid and pod_cpu_limit(o) == cpu_millis(WARM_CPU),
+                 self.timeout, f"{name}: resized down to {WARM_CPU}")
+        t0 = time.monotonic()
+        self.ours_patch(ns, name, {"metadata": {"annotations": {ANN_LAST_USED: iso_now_ms()}}})
+        # the returning user's first command, sent at once: the pod never stopped
+        p = B.kubectl(["-n", ns, "exec", pod_name, "--", "true"], self.args.kubeconfig, check=False)
+        te = time.monotonic()
+        tw, _ = tr.first(t0, "sandbox", lambda typ, o: o["metadata"]["name"] == name and ours_ready(o)
+                         and ready_reason(o) != "WarmIdle", self.timeout, f"{name}: awake")
+        tp, pod2 = tr.first(t0, "pod", lambda typ, o: o["metadata"]["uid"] == uid and pod_cpu_limit(o) == full,
+                            self.timeout, f"{name}: resized back up")
+        t1 = time.monotonic()
+        p2 = B.kubectl(["-n", ns, "exec", pod_name, "--", "true"], self.args.kubeconfig, check=False)
+        exec_rt = (time.monotonic() - t1) * 1000
+        restarts = sum(c.get("restartCount", 0) for c in (pod2.get("status") or {}).get("containerStatuses") or [])
+        s = {"t0_wall": round(t0 + CLOCK_OFFSET, 3), "ns": ns, "pod": pod_name, "uid": uid,
+             "awake_ms": B.rnd((tw - t0) * 1000), "resized_ms": B.rnd((tp - t0) * 1000),
+             "ready_ms": B.rnd((te - t0) * 1000), "awake_resized_ms": B.rnd((max(tw, tp) - t0) * 1000),
+             "exec_rt_ms": B.rnd(exec_rt), "exec_ok": p.returncode == 0 and p2.returncode == 0,
+             "restart_count": restarts}
+        self.results["wake-warm"]["ours"].append(s)
+        log(f"ours wake-warm: {pod_name} first exec answered {s['ready_ms']} ms after the touch (awake and resized "
+            f"{s['awake_resized_ms']}, a second exec {s['exec_rt_ms']}, restarts {restarts})")
+        self.ours_patch(ns, name, {"spec": {"idleTimeout": "1h"}})
+        self.api.must("DELETE", self.ours_path(ns, name))
+        return s
+
+    def run_wake_warm(self, tr, ns):
+        """wake-warm beside the floor's restart, with a SandboxClass of this run."""
+        k, api = self.k, self.api
+        cls = f"{ns}-warmidle"
+        path = f"/apis/{B.OURS_GROUP}/sandboxclasses"
+        body = {"apiVersion": B.OURS_GROUP, "kind": "SandboxClass", "metadata": {"name": cls},
+                "spec": {"warmIdle": {"cpu": WARM_CPU, "window": "1h"}}}
+        api.must("POST", path, body)
+        try:
+            for i in range(k):
+                for who in (("floor", "ours") if i % 2 == 0 else ("ours", "floor")):
+                    if who == "floor":
+                        self.floor_restart(tr, ns, i, "wake-warm")
+                    else:
+                        self.ours_warm_wake(tr, ns, i, cls)
+        finally:
+            api.call("DELETE", f"{path}/{cls}")
+
     # ---- the passes
     def run_floor_and_ours(self):
         k, api = self.k, self.api
@@ -276,6 +371,12 @@ class Single:
                         t = time.monotonic()
                         self.ours_patch(ns, f"ours-{i}", {"spec": {"paused": True, "idleTimeout": "1h"}})
                         self.ours_wait_stopped(tr, t, f"ours-{i}", s["uid"], f"ours-{i} paused")
+            # wake-warm: its own failure (a plane without in-place resize) leaves the others
+            try:
+                self.run_wake_warm(tr, ns)
+            except Exception as e:  # noqa: BLE001 — reported with the kind
+                log(f"real-node-single: wake-warm failed: {e}")
+                self.warm_error = str(e)
         finally:
             tr.stop()
             if run.proc and run.proc.poll() is None:
@@ -509,17 +610,25 @@ def run(args, api, workdir, k, with_peer=True):
             if not samples and who == "agent_sandbox" and kind != "create":
                 continue
             d = summary(samples)
-            d["breakdown"] = annotate(samples, kubelet, cri, created)
+            # a warm wake starts no pod: the node's and controller's start logs say nothing of it
+            d["breakdown"] = {} if kind == "wake-warm" and who == "ours" else annotate(samples, kubelet, cri, created)
             d["samples"] = samples
+            err = errors.get(who) or errors.get("ours") or (getattr(sg, "warm_error", None)
+                                                            if kind == "wake-warm" else None)
             d["status"] = ("ok" if len(samples) == k else
-                           f"failed: {errors.get(who) or errors.get('ours') or 'incomplete'}" if samples or errors
-                           else "not run")
+                           f"failed: {err or 'incomplete'}" if samples or err else "not run")
             if who == "agent_sandbox" and not with_peer:
                 d["status"] = "not run (--only)"
             kinds[kind][who] = d
         f, o = kinds[kind]["floor"].get("ready_p50_ms"), kinds[kind]["ours"].get("ready_p50_ms")
         kinds[kind]["ratio"] = B.rnd(o / f, 2) if f and o else None
         kinds[kind]["met"] = None if kinds[kind]["ratio"] is None else kinds[kind]["ratio"] <= 1.1
+    # wake-warm's target is against ours' cold wake of the same run, not the floor
+    w, c = kinds["wake-warm"]["ours"].get("ready_p50_ms"), kinds["wake"]["ours"].get("ready_p50_ms")
+    kinds["wake-warm"]["vs_cold_wake"] = B.rnd(w / c, 3) if w and c else None
+    kinds["wake-warm"]["met"] = None if not (w and c) else w <= 0.1 * c
+    ex = [x["exec_rt_ms"] for x in kinds["wake-warm"]["ours"].get("samples") or []]
+    kinds["wake-warm"]["ours"]["exec_rt_p50_ms"] = B.rnd(statistics.median(ex)) if ex else None
     return {"kinds": kinds, "k": k, "stop": "long-running lifecycle, spec.idleTimeout 1s "
                                             "(stopped after 24 × idleTimeout without use), woken by a touch of "
                                             + ANN_LAST_USED,

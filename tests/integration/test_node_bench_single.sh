@@ -2,7 +2,8 @@
 # Benchmark smoke test of the single starts on the real node (scenario g, real-node-single):
 # bench/run at K = 1, the floor and yao-sandbox only, on the running plane (--no-up). Checks
 # that each kind (create, wake after an idle stop, resume) was measured for both with real
-# numbers, that the wake's Sandbox was stopped by its idle timeout (reason Idle), that the
+# numbers, that a return to a warm-idle sandbox (wake-warm: the pod kept, its CPU resized in
+# place) was measured with its first exec answered and no restart, that the wake's Sandbox was stopped by its idle timeout (reason Idle), that the
 # node's logs were read (containerd's RunPodSandbox and StartContainer, the kubelet's
 # observed running time, our controller's "pod created"), that the kwok nodes are
 # schedulable again and the real node cordoned as before, and that nothing of the run is
@@ -37,6 +38,11 @@ print(all(x.get(k) is not None for k in ('cri_sandbox_start_ms', 'cri_sandbox_do
     check "$kind/ours: the controller's pod-created line found" eq \
         "$(json "print(s['kinds']['$kind']['ours']['samples'][0].get('controller_pod_created_ms') is not None)")" True
 done
+check "wake-warm/ours: ok, one return to a warm-idle sandbox, its exec answered, no restart" eq "$(json "o = s['kinds']['wake-warm']['ours']; x = o['samples'][0]; \
+print(o['status'], o['count'], 0 < x['ready_ms'], x['exec_ok'], x['restart_count'])")" "ok 1 True True 0"
+check "wake-warm/floor: ok, one restart on the claim" eq "$(json "print(s['kinds']['wake-warm']['floor']['status'])")" ok
+check "wake-warm: compared with ours' cold wake" eq "$(json "print(s['kinds']['wake-warm']['vs_cold_wake'] > 0)")" True
+check "no SandboxClass of the run is left" eq "$(kubectl get sandboxclass -o name | grep -c 'yao-bench-single' || true)" 0
 check "the wake followed a stop by the idle timeout" eq "$(json 'print(s["stop_reasons"])')" "['Idle']"
 check "the create was measured on a fresh claim (floor: claim Bound seen)" eq \
     "$(json "print(s['kinds']['create']['floor']['samples'][0].get('bound_ms', 0) > 0)")" True
