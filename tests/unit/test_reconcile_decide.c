@@ -5,6 +5,7 @@
  * the pod: exit code, timeout, a lost pod) and their TTL, and
  * idle limits too large to multiply or add without saturating. */
 #include "check.h"
+#include "observed_fixtures.h"
 
 #include "sandbox/reconcile_decide.h"
 
@@ -33,37 +34,9 @@ static struct sbx_spec spec_of(enum sbx_lifecycle l) {
     return s;
 }
 
-/* Nothing exists yet, the sandbox was just created at now, capacity is free. */
-static struct sbx_observed fresh(int64_t now) {
-    struct sbx_observed o;
-    memset(&o, 0, sizeof(o));
-    o.now_ms = now;
-    o.created_ms = now;
-    o.generation = 1;
-    o.admitted = 1;
-    return o;
-}
+static struct sbx_observed fresh(int64_t now) { return observed_fresh(now); }
 
-/* Bound PVC and a Running pod that became Ready at started (the kubelet accepted it 20 s
- * earlier: image pull), already recorded in status.startedAt; time now. */
-static struct sbx_observed running(int64_t started, int64_t now) {
-    struct sbx_observed o = fresh(now);
-    o.created_ms = started - 25 * SEC;
-    o.pvc = SBX_OBJ_PRESENT;
-    o.pvc_bound = 1;
-    o.pod = SBX_OBJ_PRESENT;
-    o.pod_phase = "Running";
-    o.pod_ready = 1;
-    o.pod_ready_since_ms = started;
-    o.pod_started_ms = started - 20 * SEC;
-    o.ctr.present = 1;
-    o.ctr.ready = 1;
-    o.ctr.running_since_ms = started;
-    o.status_started_ms = started;
-    o.status_phase = "Running";
-    o.status_reason = SBX_REASON_READY;
-    return o;
-}
+static struct sbx_observed running(int64_t started, int64_t now) { return observed_running(started, now); }
 
 static struct sbx_decision decide(const struct sbx_spec *s, const struct sbx_observed *o) {
     struct sbx_decision d;

@@ -6,6 +6,7 @@
  * the kubelet cannot give its CPU back replaces the pod, and warm-idle sandboxes are the
  * first reclaimed. */
 #include "check.h"
+#include "observed_fixtures.h"
 
 #include "sandbox/capacity_decide.h"
 #include "sandbox/reconcile_decide.h"
@@ -34,25 +35,7 @@ static struct sbx_spec spec_warm(enum sbx_lifecycle l) {
 
 /* A Bound claim and a pod Ready since started, running with the spec's CPU; time now. */
 static struct sbx_observed running(const struct sbx_spec *s, int64_t started, int64_t now) {
-    struct sbx_observed o;
-    memset(&o, 0, sizeof(o));
-    o.now_ms = now;
-    o.created_ms = started - 25 * SEC;
-    o.generation = 1;
-    o.admitted = 1;
-    o.pvc = SBX_OBJ_PRESENT;
-    o.pvc_bound = 1;
-    o.pod = SBX_OBJ_PRESENT;
-    o.pod_phase = "Running";
-    o.pod_ready = 1;
-    o.pod_ready_since_ms = started;
-    o.pod_started_ms = started - 20 * SEC;
-    o.ctr.present = 1;
-    o.ctr.ready = 1;
-    o.ctr.running_since_ms = started;
-    o.status_started_ms = started;
-    o.status_phase = "Running";
-    o.status_reason = SBX_REASON_READY;
+    struct sbx_observed o = observed_running(started, now);
     o.pod_cpu_limit_millis = o.pod_cpu_allocated_millis = s->cpu_millis;
     o.pod_cpu_request_millis = s->cpu_request_millis;
     return o;
