@@ -987,6 +987,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     o->pod = sbx_child_state(ob->pod, &ob->pod_meta, uid);
     if (remove_predecessors_objects(ctl, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
     sbx_pod_observe(ob->pod, o);
+    o->pod_resize_api_refused = o->pod == SBX_OBJ_PRESENT && sbx_records_resize_was_refused(&ctl->records, uid, ob->pod_meta.uid);
     if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, cv, o, &p->spec);
     if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(ctl, id, sb, p, ob, err, errlen) < 0)
         return end_pass(res, -1, 0);
@@ -1214,6 +1215,19 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         int r = sbx_pod_resize_cpu(&ctl->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
                                    d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err, errlen);
         if (r == SBX_STALE) return end_pass(res, SBX_STALE, 0);
+        if (r == SBX_RESIZE_REFUSED) {
+            /* Never on this pod: noted, and the next pass (at once) acts as without
+             * warm-idle — the idle action, or a wake's replacement of the pod. */
+            char msg[KUBE_ERR_MAX + 128];
+            snprintf(msg, sizeof(msg), "the API server refused to resize the pod's CPU in place (pods/resize): %s; %s",
+                     err, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
+                                                              : "replacing the pod, the workspace is kept");
+            LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", id->key, ob->pod_name, err);
+            sbx_records_resize_refused(&ctl->records, uid, ob->pod_meta.uid);
+            sbx_event_record(&ctl->deps, sb, "Warning",
+                             (d->actions & SBX_ACT_RESIZE_DOWN) ? SBX_EVENT_WARM_IDLE_FAILED : SBX_EVENT_WAKE_FAILED, msg);
+            return end_pass(res, SBX_STALE, 0);
+        }
         if (r < 0) {
             char msg[KUBE_ERR_MAX + 96];
             snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err);

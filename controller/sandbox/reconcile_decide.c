@@ -176,12 +176,21 @@ static void builtin_image_hint(const struct sbx_spec *s, struct sbx_decision *d)
  * SBX_WARM_RELEASE_WINDOW_MS that no pod of the Sandbox has used: no status.startedAt or
  * stoppedAt, and a pod the kubelet never took (no startTime), left unscheduled by the
  * scheduler because of the volume's node affinity (it places the pod nowhere else). */
+/* Whether the scheduler's message says some node was refused for a PersistentVolume's node
+ * affinity. Its wording changed in Kubernetes 1.33 ("node(s) had volume node affinity
+ * conflict" before, "node(s) didn't match PersistentVolume's node affinity" since); both are
+ * recognized, as clusters of either age run the controller. */
+static int volume_node_affinity_refused(const char *message) {
+    return message && (strstr(message, "volume node affinity conflict") ||
+                       strstr(message, "didn't match PersistentVolume's node affinity"));
+}
+
 static int64_t warm_claim_stranded_in(const struct sbx_observed *o) {
     if (o->claim_adopted_ms <= 0 || o->pvc != SBX_OBJ_PRESENT || o->pod != SBX_OBJ_PRESENT || o->pod_started_ms ||
         o->status_started_ms || o->status_stopped_ms || o->now_ms - o->claim_adopted_ms > SBX_WARM_RELEASE_WINDOW_MS)
         return -1;
     if (!o->pod_unscheduled_reason || strcmp(o->pod_unscheduled_reason, "Unschedulable") != 0 ||
-        !o->pod_unscheduled_message || !strstr(o->pod_unscheduled_message, "volume node affinity conflict"))
+        !volume_node_affinity_refused(o->pod_unscheduled_message))
         return -1;
     int64_t since = o->pod_unscheduled_since_ms > 0 ? o->pod_unscheduled_since_ms : o->now_ms;
     int64_t left = since + SBX_WARM_STRANDED_MS - o->now_ms;
@@ -246,6 +255,7 @@ static int warm_idle_tier(const struct sbx_spec *s, const struct sbx_observed *o
     if (o->now_ms - deadline >= s->warm_idle_window_ms) return 0;   /* the window is over */
     int64_t req, lim;
     lifecycle_warm_idle_cpu(s, &req, &lim);
+    if (o->pod_resize_api_refused) return 0;   /* the Event was recorded when it was refused */
     if (resize_refused(o) && o->pod_cpu_limit_millis == lim) {
         d->warm_event = SBX_EVENT_WARM_IDLE_FAILED;
         snprintf(d->warm_event_message, sizeof(d->warm_event_message),
@@ -295,6 +305,13 @@ static void warm_idle_wake(const struct sbx_spec *s, const struct sbx_observed *
     }
     /* Asked back up (the pod's spec says the spec's CPU; warmIdleSince went with the wake)
      * and the kubelet says it cannot. */
+    if (was_warm && o->pod_resize_api_refused) {
+        /* the API server would not resize it back up (its Event recorded then) */
+        d->actions |= SBX_ACT_DELETE_POD;
+        say(d, "Creating", 0, SBX_REASON_NOT_READY,
+            "the API server refused to give the warm-idle pod its CPU back; replacing the pod, the workspace is kept%s", "");
+        return;
+    }
     if (o->pod_cpu_limit_millis == s->cpu_millis && resize_refused(o) && o->pod_cpu_allocated_millis > 0 &&
         o->pod_cpu_allocated_millis < s->cpu_millis) {
         d->actions |= SBX_ACT_DELETE_POD;

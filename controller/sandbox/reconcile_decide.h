@@ -121,6 +121,9 @@ struct sbx_observed {
      * warm-idle). */
     int64_t pod_cpu_limit_millis, pod_cpu_request_millis, pod_cpu_allocated_millis;
     const char *pod_resize_pending;
+    /* The API server refused to resize this pod at all (sandbox/resize.h: no in-place
+     * resize on its node or cluster, no RBAC for it), as the controller noted it. */
+    int pod_resize_api_refused;
     int64_t status_warm_idle_since_ms;
     /* The running cap: may this Sandbox have a pod? (already has one, or within the cap,
      * first in line). When not: its place in line (1 = next), or user_capped when its
@@ -165,7 +168,8 @@ enum sbx_action {
 #define SBX_EVENT_WAKE_FAILED "WarmIdleWakeFailed"
 
 /* An adopted warm claim's pod that cannot be scheduled because of its volume's node
- * (the scheduler's "volume node affinity conflict" on every other node) for this long
+ * (the scheduler's "volume node affinity conflict", or since 1.33 "didn't match
+ * PersistentVolume's node affinity", on every other node) for this long
  * gives the claim up, if no pod of the Sandbox ever started and the adoption is at most
  * SBX_WARM_RELEASE_WINDOW_MS old: the workspace is then as the provisioner made it. */
 #define SBX_WARM_STRANDED_MS 30000

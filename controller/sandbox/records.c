@@ -16,6 +16,7 @@ struct sbx_expectation {
 struct sbx_record {
     struct sbx_expectation *expect;   /* SBX_EXPECT_KINDS slots, by kind; NULL = none pending */
     struct sbx_gone *gone;            /* set once deleted */
+    char resize_refused_pod[64];      /* the pod whose resize the API server refused ("" = none) */
     char key[];                       /* "ns/name" */
 };
 
@@ -187,6 +188,23 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
     }
     pthread_mutex_unlock(&r->lock);
     return first;
+}
+
+void sbx_records_resize_refused(struct sbx_records *r, const char *uid, const char *pod_uid) {
+    if (!uid || !pod_uid) return;
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    if (rec) snprintf(rec->resize_refused_pod, sizeof(rec->resize_refused_pod), "%s", pod_uid);
+    pthread_mutex_unlock(&r->lock);
+}
+
+int sbx_records_resize_was_refused(struct sbx_records *r, const char *uid, const char *pod_uid) {
+    if (!uid || !pod_uid || !*pod_uid) return 0;
+    pthread_mutex_lock(&r->lock);
+    struct sbx_record *rec = strmap_get(&r->by_uid, uid);
+    int refused = rec && !strcmp(rec->resize_refused_pod, pod_uid);
+    pthread_mutex_unlock(&r->lock);
+    return refused;
 }
 
 void sbx_records_orphans_deleted(struct sbx_records *r, const char *uid, int64_t now_ms) {

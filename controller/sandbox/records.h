@@ -79,6 +79,13 @@ int64_t sbx_records_orphans_seen(struct sbx_records *r, const char *uid, int64_t
  * pass its own deletions queue (before the caches show them terminating) does not delete
  * them a second time. */
 void sbx_records_orphans_deleted(struct sbx_records *r, const char *uid, int64_t now_ms);
+/* The API server refused to resize the Sandbox uid's pod pod_uid in place (pods/resize: a
+ * node without in-place resize, a cluster without the subresource, no RBAC for it): the
+ * warm-idle tier is not tried again on that pod (a new pod is tried afresh; so is this one
+ * after a restart of the controller, once). */
+void sbx_records_resize_refused(struct sbx_records *r, const char *uid, const char *pod_uid);
+/* 1 when the Sandbox uid's pod pod_uid had its resize refused (above). */
+int sbx_records_resize_was_refused(struct sbx_records *r, const char *uid, const char *pod_uid);
 /* The deleted Sandbox uid's objects are all gone (now_ms): its record becomes a tombstone
  * (sbx_records_gone reports swept_ms), dropped SBX_RECORD_TOMBSTONE_MS later — tombstones
  * past that age are dropped by this call (its key leaves the index if it pointed to it). */

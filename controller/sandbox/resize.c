@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/objects.h"
 #include "sandbox/quantity.h"
@@ -40,6 +41,21 @@ static cJSON *resize_patch(const char *uid, const char *rv, int64_t request_mill
     return p;
 }
 
+/* After a 404 on the resize subresource: is pod ns/name (uid) still there? Then the 404
+ * was the subresource's (a cluster older than 1.33), not the pod's. A failed GET says no:
+ * the pass runs again and finds out. */
+static int pod_still_there(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid) {
+    char path[1024], err[256];
+    cJSON *pod = NULL;
+    sbx_core_path(path, sizeof(path), ns, "pods");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    long st = kube_get(deps->client, path, &pod, err, sizeof(err));
+    const char *got = st == 200 ? kj_str(pod, "metadata.uid") : NULL;
+    int there = got && !strcmp(got, uid);
+    cJSON_Delete(pod);
+    return there;
+}
+
 int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
                        const char *resource_version, int64_t request_millis, int64_t limit_millis, char *err,
                        size_t errlen) {
@@ -57,7 +73,9 @@ int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s/resize", name);
     long st = kube_strategic_patch(deps->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
-    if (st == 409 || st == 404) return SBX_STALE;
+    if (st == 409) return SBX_STALE;
+    if (st == 404) return pod_still_there(deps, ns, name, uid) ? SBX_RESIZE_REFUSED : SBX_STALE;
+    if (st == 400 || st == 403 || st == 405 || st == 422) return SBX_RESIZE_REFUSED;
     if (st != 200) return -1;
     LOGI("msg=\"pod resized\" pod=%s/%s cpu_request_m=%lld cpu_limit_m=%lld", ns, name, (long long)request_millis,
          (long long)limit_millis);

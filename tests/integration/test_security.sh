@@ -58,13 +58,23 @@ apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: SandboxClass
 metadata: {name: yao-it-sec-activity}
 spec: {activity: {cpu: 1m}}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: SandboxClass
+metadata: {name: yao-it-sec-warm}
+spec: {warmIdle: {cpu: 20m, window: 1h}, resources: {cpu: {default: 500m}}}
 YAML
-on_exit "kubectl delete sandboxclass yao-it-sec-activity --ignore-not-found"
+on_exit "kubectl delete sandboxclass yao-it-sec-activity yao-it-sec-warm --ignore-not-found"
 kubectl -n $NS apply -f - >/dev/null <<'YAML'
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
 metadata: {name: sec-g}
 spec: {userID: sec, chatID: g, lifecycle: session, idleTimeout: 2s, className: yao-it-sec-activity}
+---
+apiVersion: sandbox.yaoapps.com/v1alpha1
+kind: Sandbox
+metadata: {name: sec-w}
+spec: {userID: sec, chatID: w, lifecycle: long-running, idleTimeout: 1s, className: yao-it-sec-warm}
 ---
 apiVersion: sandbox.yaoapps.com/v1alpha1
 kind: Sandbox
@@ -109,6 +119,14 @@ check "idle session was removed" eventually 30 gone sec-c
 # kwok pods have no metrics: read at the deadline (metrics.k8s.io pods get), then acted on
 check "idle session of a class counting activity: its pod's metrics read at the deadline, then removed" \
     eventually 30 gone sec-g
+# a warm-idle class on a node without in-place resize (kwok's): the API server refuses the
+# resize (a pods/resize patch all the same), the controller says so once in a Warning Event
+# and acts on the idle deadline as without warm-idle (long-running: the pod stops)
+secw_refusals() { kubectl -n $NS get events --field-selector involvedObject.name=sec-w,reason=WarmIdleResizeFailed -o jsonpath='{.items[*].count}'; }
+check "a warm-idle class on a node without in-place resize: stopped at the idle deadline instead" \
+    eventually 60 phase_is $NS sec-w Stopped
+check "  after one refused resize (pods/resize patch), said in one Warning Event" eval \
+    '[ "$(secw_refusals)" = 1 ] && [ "$(grep -c "msg=\"pod resize refused\" sandbox=$NS/sec-w" "$LOG")" = 1 ]'
 lu_sec_d() { kubectl -n $NS get sandbox sec-d -o jsonpath='{.metadata.annotations.sandbox\.yaoapps\.com/last-used-at}'; }
 check "a last-used-at in the future was set to now (patch)" eventually 20 eval '[ "$(lu_sec_d)" != 2099-01-01T00:00:00Z ]'
 check "pod name conflict reported" eventually 20 reason_is $NS sec-clash NameConflict

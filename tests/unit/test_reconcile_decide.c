@@ -1556,6 +1556,14 @@ TEST(a_stranded_adopted_warm_claim_is_given_up) {
     k = o;
     k.status_stopped_ms = T0 + 2 * SEC;                    /* it ran and was stopped */
     CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));
+    /* the scheduler's wording since Kubernetes 1.33 gives the claim up the same way */
+    k = o;
+    k.pod_unscheduled_message =
+        "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match PersistentVolume's node affinity. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+    CHECK_INT(decide(&s, &k).actions, SBX_ACT_RELEASE_CLAIM);
+    k.pod_unscheduled_message = "0/3 nodes are available: 3 Insufficient cpu.";   /* room, not the volume */
+    CHECK_INT(decide(&s, &k).actions, 0);
     k = o;
     k.pod_started_ms = T0 + 2 * SEC;                       /* the kubelet took the pod */
     CHECK(!(decide(&s, &k).actions & SBX_ACT_RELEASE_CLAIM));

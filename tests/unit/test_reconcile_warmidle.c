@@ -168,6 +168,39 @@ TEST(a_resize_the_kubelet_refuses_falls_back_on_removal) {
     CHECK(!stored_exists(e, n.sb));
 }
 
+/* The API server will not resize this pod at all (422: its node has no in-place resize; 404
+ * with the pod there: no resize subresource, Kubernetes < 1.33): one try (with a Warning
+ * Event, seen by test_security on the plane), and the next pass, at once, acts on the idle deadline as without warm-idle. */
+static void api_refusal_falls_back(const char *name, const char *user, int status) {
+    struct env *e = env();
+    struct names n;
+    char resize[600];
+    if (!e || running(e, &n, name, user) < 0) { CHECK(!"running"); return; }
+    snprintf(resize, sizeof resize, "%s/resize", n.pod);
+    kj_now_offset_set(70 * 1000);
+    fakeapi_fault(&e->fa, "PATCH", resize, status, -1, 1);   /* once: it is not asked again */
+    size_t m = fakeapi_mark(&e->fa);
+    int64_t rq = 0;
+    CHECK_INT(pass(e, &n, &rq), 0);
+    CHECK(rq > 0 && rq <= 1000);                              /* looked at again at once */
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "PATCH", resize, status), 1);
+    CHECK_INT(fakeapi_count(&e->fa, m, "DELETE", n.pod), 0);
+    m = fakeapi_mark(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);
+    CHECK_INT(fakeapi_count(&e->fa, m, "PATCH", resize), 0);  /* not tried again on this pod */
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.pod, 200), 1);
+    CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", n.sb, 200), 1);
+    CHECK(!stored_exists(e, n.sb));
+}
+
+TEST(a_resize_the_api_server_refuses_falls_back_on_removal_at_once) {
+    api_refusal_falls_back("w-noresize", "gina", 422);
+}
+
+TEST(a_cluster_without_the_resize_subresource_falls_back_on_removal_at_once) {
+    api_refusal_falls_back("w-oldcluster", "hank", 404);
+}
+
 TEST(past_the_window_the_session_is_removed) {
     struct env *e = env();
     struct names n;
