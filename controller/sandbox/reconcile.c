@@ -701,11 +701,9 @@ static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, con
     return 1;
 }
 
-/* Destroying actions: made only on a Sandbox proven unchanged since the decision. */
-#define DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX | SBX_ACT_RELEASE_CLAIM)
 /* Fenced like a stop (the status recording it written first, conditional on the version
  * decided on): what destroys, and the warm-idle resize down, which takes a pod's CPU. */
-#define FENCED (DESTRUCTIVE | SBX_ACT_RESIZE_DOWN)
+#define FENCED (SBX_ACTS_DESTRUCTIVE | SBX_ACT_RESIZE_DOWN)
 
 /* ---- the pass: observe → resolve policy → admit → fence → act → report ---------------------
  *
@@ -1045,15 +1043,10 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
 
     /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
      * here, once per deadline reached (not every pass), before anything is destroyed. */
-    int idle_deadline = d->reason && ((!strcmp(d->reason, SBX_REASON_IDLE) && (d->actions & DESTRUCTIVE)) ||
-                                      (!strcmp(d->reason, SBX_REASON_WARM_IDLE) && (d->actions & SBX_ACT_RESIZE_DOWN)));
-    if (!p->governed && p->spec.activity_cpu_millis > 0 && idle_deadline && o->pod == SBX_OBJ_PRESENT &&
-        o->pod_phase && !strcmp(o->pod_phase, "Running")) {
-        /* A warm-idle pod is held at its floor: using more than half of it is at work. */
-        int64_t threshold = p->spec.activity_cpu_millis, half = o->pod_cpu_limit_millis / 2;
-        if (o->status_warm_idle_since_ms > 0 && half > 0 && half < threshold) threshold = half;
-        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name, threshold,
-                                     o->now_ms, err, errlen);
+    if (!p->governed && p->spec.activity_cpu_millis > 0 && lifecycle_at_idle_deadline(d) &&
+        o->pod == SBX_OBJ_PRESENT && o->pod_phase && !strcmp(o->pod_phase, "Running")) {
+        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name,
+                                     lifecycle_activity_threshold(&p->spec, o), o->now_ms, err, errlen);
         if (act < 0) return end_pass(res, -1, 0);
         if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? SBX_STALE : 0, 0);
     }
@@ -1156,13 +1149,10 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
             sbx_count(&ctl->counters.conflicts);
         }
     }
-    if ((d->actions & SBX_ACT_CREATE_POD) && o->pvc == SBX_OBJ_PRESENT &&
-        ((o->status_phase && !strcmp(o->status_phase, "Stopped")) ||
-         (o->status_reason && !strcmp(o->status_reason, SBX_REASON_WORKSPACE_BUSY)))) {
+    if (lifecycle_workspace_may_be_held(o, d)) {
         /* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume
          * client reading or writing its files): asked of the API server just before the
-         * pod would start on the claim, and only when it can be (it was Stopped, or
-         * already waits for one). */
+         * pod would start on the claim. */
         int busy = sbx_volume_helper_busy(&ctl->deps, ns, uid, err, errlen);
         if (busy < 0) return end_pass(res, -1, 0);
         if (busy) {

@@ -296,7 +296,15 @@ static void warm_idle_wake(const struct sbx_spec *s, const struct sbx_observed *
     int64_t req, lim;
     lifecycle_warm_idle_cpu(s, &req, &lim);
     int was_warm = o->status_warm_idle_since_ms > 0 || (lim > 0 && o->pod_cpu_limit_millis == lim);
-    if (was_warm && (o->pod_cpu_limit_millis != s->cpu_millis || o->pod_cpu_request_millis != s->cpu_request_millis)) {
+    int below_spec = was_warm && (o->pod_cpu_limit_millis != s->cpu_millis || o->pod_cpu_request_millis != s->cpu_request_millis);
+    if (below_spec && o->pod_resize_api_refused) {
+        /* the API server would not resize it back up (its Event recorded then) */
+        d->actions |= SBX_ACT_DELETE_POD;
+        say(d, "Creating", 0, SBX_REASON_NOT_READY,
+            "the API server refused to give the warm-idle pod its CPU back; replacing the pod, the workspace is kept%s", "");
+        return;
+    }
+    if (below_spec) {
         d->actions |= SBX_ACT_RESIZE_UP;
         d->resize_cpu_request_millis = s->cpu_request_millis;
         d->resize_cpu_limit_millis = s->cpu_millis;
@@ -305,13 +313,6 @@ static void warm_idle_wake(const struct sbx_spec *s, const struct sbx_observed *
     }
     /* Asked back up (the pod's spec says the spec's CPU; warmIdleSince went with the wake)
      * and the kubelet says it cannot. */
-    if (was_warm && o->pod_resize_api_refused) {
-        /* the API server would not resize it back up (its Event recorded then) */
-        d->actions |= SBX_ACT_DELETE_POD;
-        say(d, "Creating", 0, SBX_REASON_NOT_READY,
-            "the API server refused to give the warm-idle pod its CPU back; replacing the pod, the workspace is kept%s", "");
-        return;
-    }
     if (o->pod_cpu_limit_millis == s->cpu_millis && resize_refused(o) && o->pod_cpu_allocated_millis > 0 &&
         o->pod_cpu_allocated_millis < s->cpu_millis) {
         d->actions |= SBX_ACT_DELETE_POD;
@@ -697,4 +698,21 @@ static void decide(const struct sbx_spec *s, const struct sbx_observed *o, struc
         if (warm && d->requeue_after_ms <= 0) d->requeue_after_ms = 1;
     }
     if (!warm) warm_idle_wake(s, o, d);
+}
+
+int lifecycle_at_idle_deadline(const struct sbx_decision *d) {
+    return d->reason && ((!strcmp(d->reason, SBX_REASON_IDLE) && (d->actions & SBX_ACTS_DESTRUCTIVE)) ||
+                         (!strcmp(d->reason, SBX_REASON_WARM_IDLE) && (d->actions & SBX_ACT_RESIZE_DOWN)));
+}
+
+int64_t lifecycle_activity_threshold(const struct sbx_spec *s, const struct sbx_observed *o) {
+    int64_t threshold = s->activity_cpu_millis, half = o->pod_cpu_limit_millis / 2;
+    if (o->status_warm_idle_since_ms > 0 && half > 0 && half < threshold) threshold = half;
+    return threshold;
+}
+
+int lifecycle_workspace_may_be_held(const struct sbx_observed *o, const struct sbx_decision *d) {
+    return (d->actions & SBX_ACT_CREATE_POD) && o->pvc == SBX_OBJ_PRESENT &&
+           ((o->status_phase && !strcmp(o->status_phase, "Stopped")) ||
+            (o->status_reason && !strcmp(o->status_reason, SBX_REASON_WORKSPACE_BUSY)));
 }

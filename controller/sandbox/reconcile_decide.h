@@ -158,6 +158,8 @@ enum sbx_action {
     SBX_ACT_RESIZE_DOWN = 1 << 8,
     SBX_ACT_RESIZE_UP = 1 << 9,
 };
+/* The actions that destroy: made only on a Sandbox proven unchanged since the decision. */
+#define SBX_ACTS_DESTRUCTIVE (SBX_ACT_DELETE_POD | SBX_ACT_DELETE_PVC | SBX_ACT_DELETE_SANDBOX | SBX_ACT_RELEASE_CLAIM)
 
 /* Warm-idle: the Ready reason while the pod is kept with its CPU at the floor (phase
  * Running, Ready True: it runs and takes commands, slowly); the Events of a resize the
@@ -350,6 +352,21 @@ enum sbx_last_used lifecycle_last_used_check(const char *value, int64_t now_ms, 
  * to the floor would make every request equal its limit (Guaranteed), so the request
  * stays one millicore below the floor. 0 for both when warm-idle is off for s. */
 void lifecycle_warm_idle_cpu(const struct sbx_spec *s, int64_t *request_millis, int64_t *limit_millis);
+
+/* Does d act on an idle deadline — the idle action's destroying step (reason Idle), or the
+ * resize down into warm-idle? A class counting activity asks the pod's metrics then, once
+ * per deadline reached, before anything is taken from it. */
+int lifecycle_at_idle_deadline(const struct sbx_decision *d);
+
+/* The CPU (millicores) above which the pod counts as at work at that deadline: the class's
+ * spec.activity.cpu, or half the pod's CPU limit when it is warm-idle and that is less (a
+ * pod held at its floor cannot use the class's threshold). */
+int64_t lifecycle_activity_threshold(const struct sbx_spec *s, const struct sbx_observed *o);
+
+/* Before d's new pod starts on the workspace claim: may a volume helper pod hold it? Only
+ * when the Sandbox was Stopped (a helper may have been started on the idle claim) or
+ * already waits for one (WorkspaceBusy); the I/O side then asks the API server. */
+int lifecycle_workspace_may_be_held(const struct sbx_observed *o, const struct sbx_decision *d);
 
 /* Decide. Never fails; d is fully written. */
 void lifecycle_decide(const struct sbx_spec *s, const struct sbx_observed *o, struct sbx_decision *d);

@@ -297,6 +297,83 @@ TEST(infeasible_or_deferred_falls_back_on_the_idle_action_with_an_event) {
     CHECK_STR(d.warm_event, SBX_EVENT_WARM_IDLE_FAILED);
 }
 
+/* The API server refused the resize itself (noted by the I/O side, with its own Event): the
+ * idle action at once, no second try and no Event from the decision; a refused wake
+ * replaces the pod. */
+TEST(a_resize_the_api_server_refused_falls_back_at_once) {
+    struct sbx_spec s = spec_warm(SBX_SESSION);
+    struct sbx_observed o = running(&s, T0, T0 + 30 * MIN);
+    o.pod_resize_api_refused = 1;
+    struct sbx_decision d = decide(&s, &o);
+    CHECK_INT(d.actions, SBX_ACT_DELETE_POD | SBX_ACT_DELETE_SANDBOX);
+    CHECK_STR(d.reason, SBX_REASON_IDLE);
+    CHECK(d.warm_event == NULL);
+    /* the way up: the pod is replaced, the workspace kept */
+    o = running(&s, T0, T0 + 35 * MIN);
+    made_warm(&o, T0 + 30 * MIN);
+    o.last_used_annotation_ms = T0 + 35 * MIN - 2 * SEC;
+    o.pod_resize_api_refused = 1;
+    d = decide(&s, &o);
+    CHECK_INT(d.actions, SBX_ACT_DELETE_POD);
+    CHECK_STR(d.phase, "Creating");
+}
+
+/* ---- the predicates the I/O side asks ---------------------------------------------------- */
+
+TEST(the_idle_deadline_is_the_idle_actions_destroying_step_or_the_resize_down) {
+    struct sbx_spec s = spec_warm(SBX_SESSION);
+    struct sbx_observed o = running(&s, T0, T0 + 30 * MIN);
+    struct sbx_decision d = decide(&s, &o);                 /* warm-idle: resized down */
+    CHECK_INT(lifecycle_at_idle_deadline(&d), 1);
+    o = running(&s, T0, T0 + 40 * MIN);                      /* past the window: removed */
+    made_warm(&o, T0 + 30 * MIN);
+    d = decide(&s, &o);
+    CHECK_INT(lifecycle_at_idle_deadline(&d), 1);
+    o = running(&s, T0, T0 + 34 * MIN);                      /* warm-idle already: nothing */
+    made_warm(&o, T0 + 30 * MIN);
+    d = decide(&s, &o);
+    CHECK_INT(lifecycle_at_idle_deadline(&d), 0);
+    o = running(&s, T0, T0 + 10 * MIN);                      /* before the deadline */
+    d = decide(&s, &o);
+    CHECK_INT(lifecycle_at_idle_deadline(&d), 0);
+    s.paused = 1;                                            /* a stop that is not idleness */
+    d = decide(&s, &o);
+    CHECK(d.actions & SBX_ACT_DELETE_POD);
+    CHECK_INT(lifecycle_at_idle_deadline(&d), 0);
+}
+
+TEST(the_activity_threshold_is_halved_at_the_floor_only_when_lower) {
+    struct sbx_spec s = spec_warm(SBX_SESSION);
+    s.activity_cpu_millis = 50;
+    struct sbx_observed o = running(&s, T0, T0 + 30 * MIN);
+    CHECK_INT(lifecycle_activity_threshold(&s, &o), 50);     /* not warm-idle: the class's */
+    made_warm(&o, T0 + 30 * MIN);
+    CHECK_INT(lifecycle_activity_threshold(&s, &o), 25);     /* held at 50m: half of it */
+    s.activity_cpu_millis = 10;
+    CHECK_INT(lifecycle_activity_threshold(&s, &o), 10);     /* the class's is lower */
+}
+
+TEST(a_workspace_may_be_held_only_before_a_stopped_or_waiting_sandboxs_pod) {
+    struct sbx_observed o = observed_running(T0, T0 + MIN);
+    struct sbx_decision d;
+    memset(&d, 0, sizeof(d));
+    d.actions = SBX_ACT_CREATE_POD;
+    o.pvc = SBX_OBJ_PRESENT;
+    o.status_phase = "Stopped";
+    CHECK_INT(lifecycle_workspace_may_be_held(&o, &d), 1);
+    o.status_phase = "Creating";
+    o.status_reason = SBX_REASON_WORKSPACE_BUSY;
+    CHECK_INT(lifecycle_workspace_may_be_held(&o, &d), 1);
+    o.status_reason = SBX_REASON_CREATING;                   /* a first start: nothing held it */
+    CHECK_INT(lifecycle_workspace_may_be_held(&o, &d), 0);
+    o.status_phase = "Stopped";
+    d.actions = 0;                                           /* no pod to start */
+    CHECK_INT(lifecycle_workspace_may_be_held(&o, &d), 0);
+    d.actions = SBX_ACT_CREATE_POD;
+    o.pvc = SBX_OBJ_ABSENT;                                  /* a new claim */
+    CHECK_INT(lifecycle_workspace_may_be_held(&o, &d), 0);
+}
+
 TEST(a_pending_resize_without_a_verdict_keeps_warm_idle) {
     struct sbx_spec s = spec_warm(SBX_SESSION);
     struct sbx_observed o = running(&s, T0, T0 + 31 * MIN);
