@@ -124,9 +124,15 @@ void sbx_warm_free(struct sbx_warm *w) {
 void sbx_warm_queue_key(const char *ns, char *out, size_t n) { snprintf(out, n, "%s/%s", ns, SBX_WARM_QUEUE_NAME); }
 
 /* Queue the pool pass of ns. */
+/* Is ns one this controller serves? A controller started with --namespace keeps to it: a
+ * class's warmPool.namespaces naming others is for the controllers that serve those. */
+static int serves(const struct sbx_warm *w, const char *ns) {
+    return !w->deps->namespace_ || (ns && !strcmp(ns, w->deps->namespace_));
+}
+
 static void queue_pools(struct sbx_warm *w, const char *ns) {
     char key[320];
-    if (!ns) return;
+    if (!ns || !serves(w, ns)) return;
     sbx_warm_queue_key(ns, key, sizeof(key));
     queue_add(w->deps->queue, key);
 }
@@ -751,6 +757,10 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     int rc = -1;
     memset(&wants, 0, sizeof(wants));
     *requeue_ms = 0;
+    if (!serves(w, ns)) {
+        *requeue_ms = -1;   /* not ours: forget the key */
+        return 0;
+    }
     if (pool_wants(w, ns, &wants) < 0 || pool_snapshot(w, ns, NULL, &pc) < 0) {
         sbx_warm_wants_free(&wants);
         snprintf(err, errlen, "out of memory");

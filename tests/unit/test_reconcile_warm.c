@@ -136,3 +136,23 @@ TEST(adoption_lost_to_another_sandbox_makes_a_claim_of_its_own) {
     CHECK_INT(pass(e, &n, NULL), 0);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "POST", POD_COLL, 201), 1);
 }
+
+/* A controller started with --namespace keeps to it: a class whose warmPool.namespaces
+ * names another namespace makes no pool claim there (that namespace's controller does);
+ * its pool key, if queued, is forgotten. */
+TEST(a_namespaced_controller_makes_no_pool_claims_in_other_namespaces) {
+    struct env *e = env_tweaked(warm_one);
+    if (!e || seed_class(e, "pool-elsewhere",
+                         "\"workspace\":{\"storageClassName\":\"" SC_IMMEDIATE "\",\"warmPool\":{\"size\":2,"
+                         "\"namespaces\":[\"team-other\"]}}", 1) < 0) {
+        CHECK(!"class");
+        return;
+    }
+    size_t m = fakeapi_mark(&e->fa);
+    char err[512] = "";
+    int64_t rq = 0;
+    CHECK_INT(sbx_reconcile(e->ctl, "team-other/#warm", &rq, err, sizeof err), 0);
+    CHECK_INT(rq, -1);
+    CHECK_INT(fakeapi_count(&e->fa, m, "POST", "/api/v1/namespaces/team-other/persistentvolumeclaims"), 0);
+    CHECK_INT(fakeapi_count_writes(&e->fa, m), 0);   /* nothing written anywhere */
+}
