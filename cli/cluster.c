@@ -97,16 +97,10 @@ const char *cluster_phase(const cJSON *sb) {
 
 /* The Ready condition's reason and message (either may be NULL). */
 void cluster_ready(const cJSON *sb, const char **status, const char **reason, const char **message) {
-    const cJSON *conds = kj_path(sb, "status.conditions"), *cond;
-    *status = *reason = *message = NULL;
-    cJSON_ArrayForEach(cond, conds) {
-        const char *t = kj_str(cond, "type");
-        if (t && !strcmp(t, "Ready")) {
-            *status = kj_str(cond, "status");
-            *reason = kj_str(cond, "reason");
-            *message = kj_str(cond, "message");
-        }
-    }
+    const cJSON *ready = kj_condition(sb, "Ready");
+    *status = kj_str(ready, "status");
+    *reason = kj_str(ready, "reason");
+    *message = kj_str(ready, "message");
 }
 
 /* Remember what a session needs of the running Sandbox: the touch interval from the

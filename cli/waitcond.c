@@ -69,16 +69,6 @@ int wait_reason_is_permanent(const char *reason) {
     return 0;
 }
 
-/* The condition of that type, or NULL. */
-static const cJSON *condition(const cJSON *sb, const char *type) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kj_path(sb, "status.conditions")) {
-        const char *t = kj_str(c, "type");
-        if (t && !strcmp(t, type)) return c;
-    }
-    return NULL;
-}
-
 /* Does the target need the sandbox to run? */
 static int wants_run(const struct wait_for *w) {
     return w->kind == WAIT_RUNNING || w->kind == WAIT_STARTED ||
@@ -103,7 +93,7 @@ enum wait_verdict wait_judge(const struct wait_for *w, const cJSON *sb, const ch
         return WAIT_FAILED;
     }
     const char *phase = str_or(kj_str(sb, "status.phase"), "");
-    const cJSON *ready = condition(sb, "Ready");
+    const cJSON *ready = kj_condition(sb, "Ready");
     const char *rs = kj_str(ready, "status"), *reason = kj_str(ready, "reason"), *msg = kj_str(ready, "message");
     int paused = kj_bool(sb, "spec.paused", 0);
     int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
@@ -122,7 +112,7 @@ enum wait_verdict wait_judge(const struct wait_for *w, const cJSON *sb, const ch
     }
     switch (w->kind) {
     case WAIT_CONDITION: {
-        const char *st = kj_str(condition(sb, w->type), "status");
+        const char *st = kj_str(kj_condition(sb, w->type), "status");
         if (st && !strcmp(st, w->status)) return WAIT_MET;
         break;
     }

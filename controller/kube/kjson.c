@@ -7,6 +7,15 @@
 #include <string.h>
 #include <time.h>
 
+const cJSON *kj_condition(const cJSON *obj, const char *type) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, kj_path(obj, "status.conditions")) {
+        const char *t = kj_str(c, "type");
+        if (t && type && !strcmp(t, type)) return c;
+    }
+    return NULL;
+}
+
 const cJSON *kj_path(const cJSON *obj, const char *path) {
     char part[128];
     const char *p = path;

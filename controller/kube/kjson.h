@@ -22,6 +22,9 @@ int64_t kj_int(const cJSON *obj, const char *path, int64_t def);
 int kj_bool(const cJSON *obj, const char *path, int def);
 /* Value of one key of the map at path (labels, annotations), or NULL. */
 const char *kj_map_get(const cJSON *obj, const char *path, const char *key);
+/* The first of obj's status.conditions whose type is type (any kind: Pod, Sandbox,
+ * PersistentVolumeClaim...), or NULL. */
+const cJSON *kj_condition(const cJSON *obj, const char *type);
 
 /* Parse RFC 3339 ("2026-11-29T10:00:00Z", fractional seconds and offsets allowed) into
  * milliseconds since the epoch. 0 or -1. */

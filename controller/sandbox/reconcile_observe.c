@@ -222,16 +222,6 @@ static int64_t cpu_at(const cJSON *obj, const char *path) {
     return s && qty_parse_cpu(s, &m) == 0 ? m : 0;
 }
 
-/* The pod condition of that type, or NULL. */
-static const cJSON *condition(const cJSON *pod, const char *type) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kj_path(pod, "status.conditions")) {
-        const char *t = kj_str(c, "type");
-        if (t && !strcmp(t, type)) return c;
-    }
-    return NULL;
-}
-
 void sbx_termination_read(const cJSON *obj, struct sbx_termination *t) {
     memset(t, 0, sizeof(*t));
     if (!cJSON_IsObject(obj)) return;
@@ -261,7 +251,7 @@ cJSON *sbx_termination_json(const struct sbx_termination *t) {
 }
 
 void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
-    const cJSON *ready = condition(pod, "Ready"), *sched = condition(pod, "PodScheduled");
+    const cJSON *ready = kj_condition(pod, "Ready"), *sched = kj_condition(pod, "PodScheduled");
     const cJSON *c = sandbox_container(pod);
     const char *st;
     o->pod_phase = kj_str(pod, "status.phase");
@@ -275,7 +265,7 @@ void sbx_pod_observe(const cJSON *pod, struct sbx_observed *o) {
     o->pod_unscheduled_reason = st && !strcmp(st, "False") ? kj_str(sched, "reason") : NULL;
     o->pod_unscheduled_message = o->pod_unscheduled_reason ? kj_str(sched, "message") : NULL;
     o->pod_unscheduled_since_ms = o->pod_unscheduled_reason ? time_at(sched, "lastTransitionTime") : 0;
-    const cJSON *resize = condition(pod, "PodResizePending"), *sc = spec_container(pod);
+    const cJSON *resize = kj_condition(pod, "PodResizePending"), *sc = spec_container(pod);
     st = kj_str(resize, "status");
     o->pod_resize_pending = st && !strcmp(st, "True") ? kj_str(resize, "reason") : NULL;
     o->pod_cpu_limit_millis = cpu_at(sc, "resources.limits.cpu");

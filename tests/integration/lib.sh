@@ -104,7 +104,8 @@ install_manifests() {
 sa_kubeconfig() {
     local file=$1 sa=${2:-yao-sandbox-controller} ns=${3:-yao-sandbox-system} token
     token=$(kubectl -n "$ns" create token "$sa" --duration=2h) || return 1
-    cat > "$file" <<KC
+    # written aside and renamed into place: suites that run side by side may read it meanwhile
+    (umask 077 && cat > "$file.$$" <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -118,7 +119,7 @@ contexts:
   context: {cluster: local, user: $sa}
 current-context: local
 KC
-    chmod 600 "$file"
+    ) && mv -f "$file.$$" "$file"
 }
 
 CONTROLLER_PIDS=()

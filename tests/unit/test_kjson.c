@@ -58,6 +58,22 @@ TEST(path_lookup) {
     cJSON_Delete(d);
 }
 
+TEST(condition_by_type) {
+    cJSON *d = cJSON_Parse("{\"status\":{\"conditions\":[{\"status\":\"True\"},"
+                           "{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"},"
+                           "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"False\"}]}}");
+    CHECK(d != NULL);
+    CHECK_STR(kj_str(kj_condition(d, "PodScheduled"), "reason"), "Unschedulable");
+    CHECK_STR(kj_str(kj_condition(d, "Ready"), "status"), "True");   /* the first of the type */
+    CHECK(kj_condition(d, "Initialized") == NULL);
+    CHECK(kj_condition(d, NULL) == NULL);
+    CHECK(kj_condition(NULL, "Ready") == NULL);
+    cJSON *none = cJSON_Parse("{\"status\":{\"conditions\":{\"type\":\"Ready\"}}}");   /* not an array */
+    CHECK(kj_condition(none, "Ready") == NULL);
+    cJSON_Delete(none);
+    cJSON_Delete(d);
+}
+
 TEST(str_getter) {
     cJSON *d = doc();
     CHECK_STR(kj_str(d, "metadata.name"), "s1");
