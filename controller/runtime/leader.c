@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "kube/kjson.h"
 #include "base/log.h"
+#include "runtime/leaseview.h"
 
 struct leader_elector {
     struct kube_client *client;
@@ -169,9 +170,10 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         cJSON_Delete(lease);
         return -1;
     }
-    const char *holder = kj_str(lease, "spec.holderIdentity");
-    const char *renew = kj_str(lease, "spec.renewTime");
-    int64_t transitions = kj_int(lease, "spec.leaseTransitions", 0);
+    struct kube_lease_view v;
+    kube_lease_view_read(lease, &v);
+    const char *holder = v.holder, *renew = v.renew_time;
+    int64_t transitions = v.transitions;
     int ours = holder && !strcmp(holder, le->identity);
     if (!ours) {
         char record[512];
@@ -189,8 +191,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
     }
     /* A renewal keeps the term's acquireTime; a takeover starts a new term. */
     char acquired[64] = "";
-    if (ours && kj_str(lease, "spec.acquireTime"))
-        snprintf(acquired, sizeof(acquired), "%s", kj_str(lease, "spec.acquireTime"));
+    if (ours && v.acquire_time) snprintf(acquired, sizeof(acquired), "%s", v.acquire_time);
     set_spec(le, lease, !ours, transitions);
     if (acquired[0]) cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(lease, "spec"), "acquireTime", acquired);
     uint64_t gen = apply_labels(le, lease);
@@ -292,8 +293,9 @@ static void release(struct leader_elector *le) {
     int64_t deadline = clock_mono_ms() + (le->o.renew_deadline_ms < 5000 ? le->o.renew_deadline_ms : 5000);
     lease_path(le, path, sizeof(path), 1);
     if (arm(le, deadline) == 0 && kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
-        const char *holder = kj_str(lease, "spec.holderIdentity");
-        if (holder && !strcmp(holder, le->identity) && arm(le, deadline) == 0) {
+        struct kube_lease_view v;
+        kube_lease_view_read(lease, &v);
+        if (v.holder && !strcmp(v.holder, le->identity) && arm(le, deadline) == 0) {
             cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "holderIdentity", cJSON_CreateString(""));
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));

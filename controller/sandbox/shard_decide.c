@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "runtime/leaseview.h"
 #include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
@@ -87,11 +88,10 @@ static int in_family(const char *name, const char *base) {
 
 int sbx_shard_lease_blocks(const cJSON *lease, const char *base, const char *own_name, int shards, int64_t now_ms,
                            char *why, size_t whylen) {
-    const char *name = kj_str(lease, "metadata.name"), *holder = kj_str(lease, "spec.holderIdentity");
-    const char *renew = kj_str(lease, "spec.renewTime");
-    int64_t renewed = 0, duration_ms = kj_int(lease, "spec.leaseDurationSeconds", 0) * 1000;
-    if (!name || !in_family(name, base) || !holder || !*holder) return 0;
-    if (!renew || kj_time_parse(renew, &renewed) < 0 || renewed + duration_ms < now_ms) return 0;   /* expired */
+    struct kube_lease_view v;
+    kube_lease_view_read(lease, &v);
+    const char *name = v.name, *holder = v.holder;
+    if (!name || !in_family(name, base) || !kube_lease_held_at(&v, now_ms)) return 0;   /* free, or expired */
     const char *count = kj_map_get(lease, "metadata.labels", SBX_LABEL_SHARDS);
     const char *acting = kj_map_get(lease, "metadata.labels", SBX_LABEL_ACTING);
     char mine[16];

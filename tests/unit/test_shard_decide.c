@@ -5,6 +5,7 @@
  * and which objects a shard labels as its own when sharding is turned on or S changes. */
 #include "check.h"
 #include "kube/kjson.h"
+#include "runtime/leaseview.h"
 #include "sandbox/shard_decide.h"
 
 static uint64_t fnv(const char *s) { return sbx_fnv1a64(s, strlen(s), SBX_FNV1A64_INIT); }
@@ -212,5 +213,35 @@ TEST(a_replica_waits_while_another_shard_count_acts) {
     cJSON_Delete(l);
     l = lease_of("yao", "me", now - 1000, "1", "true");
     CHECK_INT(sbx_shard_lease_blocks(l, "yao", "yao", 1, now, why, sizeof why), 0);
+    cJSON_Delete(l);
+}
+
+/* The Lease view both readers share (runtime/leaseview.h): the fields as written, the
+ * renewal parsed, and "held" only with a holder renewed within its duration. */
+TEST(lease_view_reads_a_lease_once) {
+    cJSON *l = cJSON_Parse("{\"metadata\":{\"name\":\"yao-shard-it-shard-1\"},\"spec\":{\"holderIdentity\":\"pod-a\","
+                           "\"leaseDurationSeconds\":15,\"renewTime\":\"2026-11-29T10:00:00.000000Z\","
+                           "\"acquireTime\":\"2026-11-29T09:00:00.000000Z\",\"leaseTransitions\":3}}");
+    CHECK(l != NULL);
+    struct kube_lease_view v;
+    kube_lease_view_read(l, &v);
+    CHECK_STR(v.name, "yao-shard-it-shard-1");
+    CHECK_STR(v.holder, "pod-a");
+    CHECK_STR(v.acquire_time, "2026-11-29T09:00:00.000000Z");
+    CHECK_INT(v.renewed_ms, INT64_C(1795946400000));
+    CHECK_INT(v.duration_ms, 15000);
+    CHECK_INT(v.transitions, 3);
+    CHECK_INT(kube_lease_held_at(&v, INT64_C(1795946400000) + 15000), 1);
+    CHECK_INT(kube_lease_held_at(&v, INT64_C(1795946400000) + 15001), 0);   /* expired */
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(l, "spec"), "holderIdentity",
+                                           cJSON_CreateString(""));
+    kube_lease_view_read(l, &v);
+    CHECK_INT(kube_lease_held_at(&v, INT64_C(1795946400000)), 0);           /* released */
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(l, "spec"), "renewTime",
+                                           cJSON_CreateString("yesterday"));
+    kube_lease_view_read(l, &v);
+    CHECK_INT(v.renewed_ms, 0);
+    kube_lease_view_read(NULL, &v);
+    CHECK(v.name == NULL && v.holder == NULL && v.duration_ms == 0);
     cJSON_Delete(l);
 }
