@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/output.h"
+#include "cli/watchloop.h"
 #include "cli/waitcond.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
@@ -357,65 +358,47 @@ struct watch_print {
     struct printer *p;
     const struct args *a;
     const char *name;         /* get -w: only this one */
-    char rv[128];
-    int events, failed;
+    int failed;               /* printing failed (stdout gone) */
 };
 
-static int on_watch_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
+static int on_watch_event(void *ud, const char *type, const cJSON *obj) {
     struct watch_print *w = ud;
-    (void)event;
-    const char *rv = kj_str(obj, "metadata.resourceVersion");
-    if (rv) snprintf(w->rv, sizeof(w->rv), "%s", rv);
-    if (!strcmp(type, "BOOKMARK")) return 0;
-    w->events++;
+    (void)type;
     if (w->name && (!kj_str(obj, "metadata.name") || strcmp(kj_str(obj, "metadata.name"), w->name))) return 0;
     if (!w->name && !list_match(w->a, obj)) return 0;
     if (printer_one(w->p, obj) || printer_flush(w->p)) { w->failed = 1; return 1; }
     return 0;
 }
 
-/* Watch path (the collection, with its selectors in sel_query: "&fieldSelector=..."), from
- * rv, printing every change, until interrupted or stdout goes away. relist(ud) lists again
- * (and prints) when the watch expired, updating rv. */
-static int watch_and_print(struct cli *c, const char *base, struct watch_print *w, int (*relist)(struct cli *, void *),
-                           void *ud) {
-    int failures = 0;
-    for (;;) {
-        char path[4600], err[KUBE_ERR_MAX];
-        snprintf(path, sizeof(path), "%s", base);
-        kube_path_add_query(path, sizeof(path), "watch", "true");
-        kube_path_add_query(path, sizeof(path), "allowWatchBookmarks", "true");
-        kube_path_add_query(path, sizeof(path), "timeoutSeconds", "300");
-        if (w->rv[0]) kube_path_add_query(path, sizeof(path), "resourceVersion", w->rv);
-        w->events = 0;
-        enum kube_watch_end end = kube_watch(c->kc, path, on_watch_event, w, NULL, 0, err, sizeof(err));
-        if (w->failed) return errno == EPIPE ? 0 : 1;
-        if (end == KUBE_WATCH_EXPIRED) {
-            if (relist(c, ud)) return 1;
-            continue;
-        }
-        if (end == KUBE_WATCH_FAILED) {
-            if (++failures >= 3 && !w->events) return cli_fail("watching sandboxes: %s", err);
-            struct timespec ts = {1, 0};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        failures = 0;
-    }
+/* Watch base (the collection with its selectors) from rv, printing every change, until
+ * interrupted or stdout goes away; relist lists again (and prints) when the watch
+ * expired. A failed watch is tried again after a second, three times without an event. */
+static int watch_and_print(struct cli *c, const char *base, const char *rv, struct watch_print *w,
+                           int (*relist)(void *, struct cli_watch *, char *, size_t), void *ud) {
+    struct cli_watch cw = {.base = base, .on_event = on_watch_event, .relist = relist, .ud = ud,
+                           .max_failures = 3, .pause_ms = 1000};
+    char err[KUBE_ERR_MAX];
+    cli_watch_set_rv(&cw, rv);
+    enum cli_watch_end end = cli_watch_run(c->kc, &cw, err, sizeof(err));
+    if (w->failed) return errno == EPIPE ? 0 : 1;
+    if (end == CLI_WATCH_FAILED) return err[0] ? cli_fail("watching sandboxes: %s", err) : 1;
+    return 0;
 }
 
-struct get_state { struct printer *p; struct watch_print *w; const char *name; };
+struct get_state { struct cli *c; struct printer *p; struct watch_print *w; const char *name; };
 
 /* get -w after an expired watch: GET again and print it. */
-static int get_relist(struct cli *c, void *ud) {
+static int get_relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
     struct get_state *g = ud;
     cJSON *sb;
-    if (cluster_get(c, g->name, &sb)) return 1;
-    const char *rv = kj_str(sb, "metadata.resourceVersion");
-    snprintf(g->w->rv, sizeof(g->w->rv), "%s", rv ? rv : "");
+    err[0] = '\0';   /* cluster_get tells the user itself */
+    (void)errlen;
+    if (cluster_get(g->c, g->name, &sb)) return -1;
+    cli_watch_set_rv(cw, kj_str(sb, "metadata.resourceVersion"));
     int rc = printer_one(g->p, sb) || printer_flush(g->p);
     cJSON_Delete(sb);
-    return rc;
+    if (rc) g->w->failed = 1;
+    return rc ? -1 : 0;
 }
 
 /* get SANDBOX [-o json|yaml|wide|name|jsonpath=T] [-w] */
@@ -439,8 +422,8 @@ int cmd_get(struct cli *c) {
     struct printer p;
     printer_init(&p, a);
     struct watch_print w = {.p = &p, .a = a, .name = a->pos[0]};
-    const char *rv = kj_str(sb, "metadata.resourceVersion");
-    snprintf(w.rv, sizeof(w.rv), "%s", rv ? rv : "");
+    char rv[128];
+    snprintf(rv, sizeof(rv), "%s", kj_str(sb, "metadata.resourceVersion") ? kj_str(sb, "metadata.resourceVersion") : "");
     int rc = printer_one(&p, sb) || printer_flush(&p);
     cJSON_Delete(sb);
     if (!rc) {
@@ -448,8 +431,8 @@ int cmd_get(struct cli *c) {
         snprintf(base, sizeof(base), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
         snprintf(sel, sizeof(sel), "metadata.name=%s", a->pos[0]);
         kube_path_add_query(base, sizeof(base), "fieldSelector", sel);
-        struct get_state g = {&p, &w, a->pos[0]};
-        rc = watch_and_print(c, base, &w, get_relist, &g);
+        struct get_state g = {c, &p, &w, a->pos[0]};
+        rc = watch_and_print(c, base, rv, &w, get_relist, &g);
     }
     printer_free(&p);
     return rc;
@@ -505,19 +488,25 @@ static int list_all(struct cli *c, struct list_query *q, cJSON **out) {
     return 0;
 }
 
-struct list_state { struct printer *p; struct watch_print *w; struct list_query *q; };
+struct list_state { struct cli *c; struct printer *p; struct watch_print *w; struct list_query *q; };
 
 /* list -w after an expired watch: list again and print every row. */
-static int list_relist(struct cli *c, void *ud) {
+static int list_relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
     struct list_state *l = ud;
     cJSON *items;
-    if (list_all(c, l->q, &items)) return 1;
-    snprintf(l->w->rv, sizeof(l->w->rv), "%s", l->q->rv);
+    err[0] = '\0';   /* list_all tells the user itself */
+    (void)errlen;
+    if (list_all(l->c, l->q, &items)) return -1;
+    cli_watch_set_rv(cw, l->q->rv);
     const cJSON *sb;
     int rc = 0;
     cJSON_ArrayForEach(sb, items) if (!rc) rc = printer_one(l->p, sb);
     cJSON_Delete(items);
-    return rc || printer_flush(l->p);
+    if (rc || printer_flush(l->p)) {
+        l->w->failed = 1;
+        return -1;
+    }
+    return 0;
 }
 
 /* list: every page of Sandboxes; --user and --chat through the server-side field selector
@@ -565,9 +554,8 @@ int cmd_list(struct cli *c) {
     if (!rc && a->watch) {
         char base[4096];
         struct watch_print w = {.p = &p, .a = a};
-        snprintf(w.rv, sizeof(w.rv), "%s", q.rv);
-        struct list_state ls = {&p, &w, &q};
-        rc = list_base(c, &q, base, sizeof(base)) ? 1 : watch_and_print(c, base, &w, list_relist, &ls);
+        struct list_state ls = {c, &p, &w, &q};
+        rc = list_base(c, &q, base, sizeof(base)) ? 1 : watch_and_print(c, base, q.rv, &w, list_relist, &ls);
     }
     printer_free(&p);
     return rc;

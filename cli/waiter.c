@@ -17,6 +17,7 @@
 #include "cli/cluster.h"
 #include "cli/output.h"
 #include "cli/waitcond.h"
+#include "cli/watchloop.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
@@ -87,8 +88,8 @@ struct waiter {
     char progress[600], shown[600];
     char what[96];              /* wait_for_describe */
     cJSON *last;                /* the newest version seen (NULL: none, or gone) */
-    char rv[128];
-    int tty, events;
+    struct kube_client *kc;
+    int tty, list_failed;       /* list_failed: the last LIST failed (else the watch did) */
 };
 
 /* Judge one version (NULL: gone) and show the progress line when it changed. */
@@ -105,13 +106,8 @@ static void judge(struct waiter *x, const cJSON *sb) {
     }
 }
 
-static int on_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
+static int on_event(void *ud, const char *type, const cJSON *obj) {
     struct waiter *x = ud;
-    (void)event;
-    const char *rv = kj_str(obj, "metadata.resourceVersion");
-    if (rv) snprintf(x->rv, sizeof(x->rv), "%s", rv);
-    if (!strcmp(type, "BOOKMARK")) return 0;
-    x->events++;
     const char *name = kj_str(obj, "metadata.name");
     if (!name || strcmp(name, x->name)) return 0;
     if (!strcmp(type, "DELETED")) {
@@ -123,76 +119,47 @@ static int on_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
     return x->verdict != WAIT_PENDING;
 }
 
-/* LIST the one name: judge what is there (or that nothing is). 0, or -1 with err. */
-static int relist(struct cli *c, struct waiter *x, char *err, size_t errlen) {
-    char path[1024], sel[400];
-    snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
-    snprintf(sel, sizeof(sel), "metadata.name=%s", x->name);
-    kube_path_add_query(path, sizeof(path), "fieldSelector", sel);
+/* LIST the one name (the watch's own path): judge what is there (or that nothing is).
+ * 0 (watch on), 1 (a verdict), or -1 with err. */
+static int relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
+    struct waiter *x = ud;
     cJSON *list = NULL;
-    long st = kube_get(c->kc, path, &list, err, errlen);
-    if (st != 200 || !list) {
+    long st = kube_get(x->kc, cw->base, &list, err, errlen);
+    x->list_failed = st != 200 || !list;
+    if (x->list_failed) {
         cJSON_Delete(list);
         if (st == 200) snprintf(err, errlen, "listing sandboxes: empty answer");
         return -1;
     }
-    const char *rv = kj_str(list, "metadata.resourceVersion");
-    snprintf(x->rv, sizeof(x->rv), "%s", rv ? rv : "");
+    cli_watch_set_rv(cw, kj_str(list, "metadata.resourceVersion"));
     const cJSON *items = kj_path(list, "items");
     judge(x, items && items->child ? items->child : NULL);
     cJSON_Delete(list);
-    return 0;
+    return x->verdict != WAIT_PENDING;
 }
 
 int cluster_wait(struct cli *c, const char *name, const struct wait_for *w, const char *uid, int64_t timeout_ms,
                  cJSON **out) {
-    struct waiter x = {.name = name, .w = w, .tty = isatty(2)};
+    struct waiter x = {.name = name, .w = w, .kc = c->kc, .tty = isatty(2)};
     if (out) *out = NULL;
     if (uid) snprintf(x.uid, sizeof(x.uid), "%s", uid);
     wait_for_describe(w, x.what, sizeof(x.what));
     int64_t deadline = clock_mono_ms() + timeout_ms;
     struct deadline_timer t;
     if (timer_start(&t, c->kc, deadline)) return cli_fail("starting the wait's timer: %s", strerror(errno));
-    char err[KUBE_ERR_MAX] = "";
-    int rc = 0, failures = 0, need_list = 1;
-    while (!atomic_load(&t.stop)) {
-        if (need_list) {
-            if (relist(c, &x, err, sizeof(err))) {
-                if (atomic_load(&t.stop)) break;
-                rc = cli_fail("waiting for sandbox \"%s\": %s", name, err);
-                goto out;
-            }
-            need_list = 0;
-            if (x.verdict != WAIT_PENDING) break;
-        }
-        char path[1400], sel[400], tos[32];
-        int64_t left_s = (deadline - clock_mono_ms() + 999) / 1000;
-        snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
-        snprintf(sel, sizeof(sel), "metadata.name=%s", name);
-        snprintf(tos, sizeof(tos), "%lld", (long long)(left_s < 1 ? 1 : left_s > 300 ? 300 : left_s));
-        kube_path_add_query(path, sizeof(path), "fieldSelector", sel);
-        kube_path_add_query(path, sizeof(path), "watch", "true");
-        kube_path_add_query(path, sizeof(path), "allowWatchBookmarks", "true");
-        kube_path_add_query(path, sizeof(path), "timeoutSeconds", tos);
-        if (x.rv[0]) kube_path_add_query(path, sizeof(path), "resourceVersion", x.rv);
-        x.events = 0;
-        enum kube_watch_end end = kube_watch(c->kc, path, on_event, &x, &t.stop, 0, err, sizeof(err));
-        if (x.verdict != WAIT_PENDING) break;
-        if (atomic_load(&t.stop)) break;
-        if (end == KUBE_WATCH_EXPIRED) { need_list = 1; continue; }
-        if (end == KUBE_WATCH_FAILED) {
-            /* one failure may be a dropped connection: relist and watch again; two in a
-             * row without an event is the server refusing the watch */
-            if (++failures >= 2 && !x.events) {
-                rc = cli_fail("watching sandbox \"%s\": %s", name, err);
-                goto out;
-            }
-            need_list = 1;
-            struct timespec ts = {0, 300 * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        failures = 0;
+    char err[KUBE_ERR_MAX] = "", base[1024], sel[400];
+    int rc = 0;
+    snprintf(base, sizeof(base), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
+    snprintf(sel, sizeof(sel), "metadata.name=%s", name);
+    kube_path_add_query(base, sizeof(base), "fieldSelector", sel);
+    /* One failed watch may be a dropped connection: list again and watch on; two in a row
+     * without an event is the server refusing the watch. */
+    struct cli_watch cw = {.base = base, .on_event = on_event, .relist = relist, .ud = &x, .list_first = 1,
+                           .stop = &t.stop, .deadline_ms = deadline, .max_failures = 2, .pause_ms = 300,
+                           .relist_on_failure = 1};
+    if (cli_watch_run(c->kc, &cw, err, sizeof(err)) == CLI_WATCH_FAILED) {
+        rc = cli_fail("%s sandbox \"%s\": %s", x.list_failed ? "waiting for" : "watching", name, err);
+        goto out;
     }
     if (x.verdict == WAIT_MET) {
         if (out) { *out = x.last; x.last = NULL; }

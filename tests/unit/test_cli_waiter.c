@@ -79,3 +79,36 @@ TEST(a_stuck_sandbox_ends_the_wait_early) {
     CHECK(took >= 0 && took < 5000 * K);
     CHECK(sb == NULL);
 }
+
+/* The one watch loop (cli/watchloop.c): a watch too old (410) lists again and goes on from
+ * the new list; a watch the server keeps refusing (500, no event) is given up after two
+ * tries, each after a fresh list, with the server's message. */
+TEST(an_expired_watch_lists_again) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_in("expired", "phase=Running", 20000, &sb, &took), 0);
+    CHECK_STR(kj_str(sb, "metadata.resourceVersion"), "46");
+    cJSON_Delete(sb);
+    cJSON *log = fake_log(&fake);
+    const cJSON *e[6];
+    int n = fake_requests(log, "GET", "/apis/sandbox.yaoapps.com/v1alpha1/namespaces/expired/sandboxes", e, 6);
+    CHECK_INT(n, 3);   /* list, watch (410), list */
+    if (n == 3) {
+        CHECK_STR(fake_query(e[1], "resourceVersion"), "40");
+        CHECK(fake_query(e[2], "watch") == NULL);
+    }
+    cJSON_Delete(log);
+}
+
+TEST(a_refused_watch_is_given_up_after_two_tries) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_in("refused", "phase=Running", 20000, &sb, &took), 1);
+    CHECK(sb == NULL);
+    CHECK(took < 15000);   /* not the deadline: given up */
+    cJSON *log = fake_log(&fake);
+    const cJSON *e[8];
+    int n = fake_requests(log, "GET", "/apis/sandbox.yaoapps.com/v1alpha1/namespaces/refused/sandboxes", e, 8);
+    CHECK_INT(n, 4);   /* list, watch (500), list, watch (500) */
+    cJSON_Delete(log);
+}
