@@ -374,9 +374,9 @@ static int on_watch_event(void *ud, const char *type, const cJSON *obj) {
  * interrupted or stdout goes away; relist lists again (and prints) when the watch
  * expired. A failed watch is tried again after a second, three times without an event. */
 static int watch_and_print(struct cli *c, const char *base, const char *rv, struct watch_print *w,
-                           int (*relist)(void *, struct cli_watch *, char *, size_t), void *ud) {
-    struct cli_watch cw = {.base = base, .on_event = on_watch_event, .relist = relist, .ud = ud,
-                           .max_failures = 3, .pause_ms = 1000};
+                           int (*relist)(void *, struct cli_watch *, char *, size_t), void *list_ud) {
+    struct cli_watch cw = {.base = base, .on_event = on_watch_event, .event_ud = w, .relist = relist,
+                           .list_ud = list_ud, .max_failures = 3, .pause_ms = 1000};
     char err[KUBE_ERR_MAX];
     cli_watch_set_rv(&cw, rv);
     enum cli_watch_end end = cli_watch_run(c->kc, &cw, err, sizeof(err));

@@ -154,9 +154,9 @@ int cluster_wait(struct cli *c, const char *name, const struct wait_for *w, cons
     kube_path_add_query(base, sizeof(base), "fieldSelector", sel);
     /* One failed watch may be a dropped connection: list again and watch on; two in a row
      * without an event is the server refusing the watch. */
-    struct cli_watch cw = {.base = base, .on_event = on_event, .relist = relist, .ud = &x, .list_first = 1,
-                           .stop = &t.stop, .deadline_ms = deadline, .max_failures = 2, .pause_ms = 300,
-                           .relist_on_failure = 1};
+    struct cli_watch cw = {.base = base, .on_event = on_event, .event_ud = &x, .relist = relist, .list_ud = &x,
+                           .list_first = 1, .stop = &t.stop, .deadline_ms = deadline, .max_failures = 2,
+                           .pause_ms = 300, .relist_on_failure = 1};
     if (cli_watch_run(c->kc, &cw, err, sizeof(err)) == CLI_WATCH_FAILED) {
         rc = cli_fail("%s sandbox \"%s\": %s", x.list_failed ? "waiting for" : "watching", name, err);
         goto out;

@@ -25,7 +25,7 @@ static int on_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
     if (rv) cli_watch_set_rv(o->w, rv);
     if (!strcmp(type, "BOOKMARK")) return 0;
     o->events++;
-    if (o->w->on_event(o->w->ud, type, obj)) o->done = 1;
+    if (o->w->on_event(o->w->event_ud, type, obj)) o->done = 1;
     return o->done;
 }
 
@@ -41,7 +41,7 @@ enum cli_watch_end cli_watch_run(struct kube_client *kc, struct cli_watch *w, ch
     err[0] = '\0';
     while (!stopped(w)) {
         if (need_list) {
-            int r = w->relist(w->ud, w, err, errlen);
+            int r = w->relist(w->list_ud, w, err, errlen);
             if (r < 0) return stopped(w) ? CLI_WATCH_STOPPED : CLI_WATCH_FAILED;
             if (r > 0) return CLI_WATCH_DONE;
             need_list = 0;

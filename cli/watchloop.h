@@ -16,12 +16,14 @@
 struct cli_watch {
     const char *base;        /* the collection's path with its selectors (no watch query) */
     char rv[128];            /* watched from; updated by every event, and by relist */
-    /* Each event but bookmarks: nonzero ends the loop (CLI_WATCH_DONE). */
-    int (*on_event)(void *ud, const char *type, const cJSON *obj);
-    /* List again and set rv (cli_watch_set_rv): 0 watch on, 1 done (CLI_WATCH_DONE), -1
-     * failed (CLI_WATCH_FAILED, with err, or err "" when the callback told the user). */
-    int (*relist)(void *ud, struct cli_watch *w, char *err, size_t errlen);
-    void *ud;
+    /* Each event but bookmarks, with event_ud: nonzero ends the loop (CLI_WATCH_DONE). */
+    int (*on_event)(void *event_ud, const char *type, const cJSON *obj);
+    void *event_ud;
+    /* List again, with list_ud, and set rv (cli_watch_set_rv): 0 watch on, 1 done
+     * (CLI_WATCH_DONE), -1 failed (CLI_WATCH_FAILED, with err, or err "" when the callback
+     * told the user). */
+    int (*relist)(void *list_ud, struct cli_watch *w, char *err, size_t errlen);
+    void *list_ud;
     int list_first;          /* relist before the first watch */
     const atomic_int *stop;  /* set from another thread: end (CLI_WATCH_STOPPED); may be NULL */
     int64_t deadline_ms;     /* monotonic; each watch's timeoutSeconds ends by it (0: 300 s) */

@@ -5,11 +5,15 @@
  * that will not heal (an image that cannot be pulled) ends the wait early, whatever time
  * is left. Runs under ThreadSanitizer too (label unit-tsan): the deadline's stop flag and
  * kube_client_wake cross from the timer thread to the watch. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "../fake/fake.h"
+#include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/waitcond.h"
 #include "kube/kjson.h"
@@ -111,4 +115,53 @@ TEST(a_refused_watch_is_given_up_after_two_tries) {
     int n = fake_requests(log, "GET", "/apis/sandbox.yaoapps.com/v1alpha1/namespaces/refused/sandboxes", e, 8);
     CHECK_INT(n, 4);   /* list, watch (500), list, watch (500) */
     cJSON_Delete(log);
+}
+
+/* get -w (cli/cmd_sandbox.c over the same loop): the Sandbox now, then a line for each
+ * version the watch brings; a watch the server then keeps refusing ends it with exit 1
+ * after three tries. (The events once reached the relist's state instead of the printer:
+ * nothing was printed after the first line.) */
+TEST(get_watch_prints_every_change) {
+    if (!up()) { CHECK(!"the fake runs"); return; }
+    char dir[] = "/tmp/yao-getw-XXXXXX", kc[300], outp[300], doc[600];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    snprintf(doc, sizeof doc,
+             "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+             "clusters:\n- name: fake\n  cluster: {server: '%s', insecure-skip-tls-verify: %s}\n"
+             "contexts:\n- name: fake\n  context: {cluster: fake, namespace: getw, user: u}\n"
+             "users:\n- name: u\n  user: {}\n",
+             fake.server, fake.tls ? "true" : "false");
+    FILE *f = fopen(kc, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(doc, f);
+    fclose(f);
+    const char *pos[] = {"sb"};
+    struct args a = {.kubeconfig = kc, .watch = 1, .output = "jsonpath={.status.phase}{\"\\n\"}", .pos = pos, .npos = 1};
+    struct cli c = {.a = &a};
+    snprintf(c.ns, sizeof c.ns, "getw");
+    fflush(stdout);
+    int saved = dup(1), fd = open(outp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    CHECK(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    int rc = cmd_get(&c);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    kube_client_free(c.kc);
+    CHECK_INT(rc, 1);   /* the refused watches end it */
+    char got[256] = "";
+    f = fopen(outp, "r");
+    if (f) {
+        size_t n = fread(got, 1, sizeof got - 1, f);
+        got[n] = '\0';
+        fclose(f);
+    }
+    CHECK_STR(got, "Creating\nRunning\nStopped\n");
+    unlink(outp);
+    unlink(kc);
+    rmdir(dir);
 }
