@@ -59,11 +59,12 @@ void wait_for_describe(const struct wait_for *w, char *out, size_t n) {
 
 int wait_reason_is_permanent(const char *reason) {
     static const char *const permanent[] = {
-        "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "Unschedulable",
+        "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
         "InvalidSpec", "NameConflict", "WorkspaceSourceForbidden", "WorkspaceSourceIncompatible",
         "WorkspaceCopyFailed",
     };
     if (!reason) return 0;
+    if (!strcmp(reason, "Unschedulable")) return 2;
     for (size_t i = 0; i < sizeof(permanent) / sizeof(*permanent); i++)
         if (!strcmp(reason, permanent[i])) return 1;
     return 0;
@@ -138,9 +139,10 @@ enum wait_verdict wait_judge(const struct wait_for *w, const cJSON *sb, const ch
         return WAIT_FAILED;
     }
     if (!wants_run(w)) return WAIT_PENDING;
-    if (wait_reason_is_permanent(reason)) {
+    int permanent = wait_reason_is_permanent(reason);
+    if (permanent) {
         snprintf(why, whylen, "cannot start: %s%s%s", reason, msg && *msg ? ": " : "", msg ? msg : "");
-        return WAIT_FAILED;
+        return permanent == 2 ? WAIT_FAILING : WAIT_FAILED;
     }
     if (paused && !w->starting) {
         snprintf(why, whylen, "is paused (spec.paused); start it with '" "yao-sandbox start %s'", str_or(kj_str(sb, "metadata.name"), "NAME"));

@@ -136,7 +136,6 @@ TEST(what_will_not_heal_ends_the_wait_with_the_reason) {
         {"Creating", "ImagePullBackOff", "Back-off pulling image \"nope:1\"", "cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\""},
         {"Creating", "ErrImagePull", "pull access denied", "cannot start: ErrImagePull: pull access denied"},
         {"Creating", "InvalidImageName", "bad", "cannot start: InvalidImageName: bad"},
-        {"Pending", "Unschedulable", "0/2 nodes are available", "cannot start: Unschedulable: 0/2 nodes are available"},
         {"Pending", "InvalidSpec", "spec.image: empty", "cannot start: InvalidSpec: spec.image: empty"},
         {"Pending", "NameConflict", NULL, "cannot start: NameConflict"},
         {"Failed", "Failed", "the command exited with code 7", "has finished (phase Failed): the command exited with code 7"},
@@ -189,4 +188,22 @@ TEST(what_will_not_heal_ends_the_wait_with_the_reason) {
     cJSON_Delete(o);
     CHECK_INT(wait_reason_is_permanent("ContainerCreating"), 0);
     CHECK_INT(wait_reason_is_permanent(NULL), 0);
+}
+
+/* The scheduler's refusal is judged on caches that may be a moment behind (a PVC created
+ * just before the pod: "persistentvolumeclaim ... not found"): WAIT_FAILING, which the
+ * waiter turns into a failure only once it has held (test_cli_waiter.c). */
+TEST(the_schedulers_refusal_is_failing_not_failed) {
+    char why[300], prog[300];
+    cJSON *o = sb("Creating", "False", "Unschedulable", "0/3 nodes are available: persistentvolumeclaim \"w\" not found.", 0, NULL);
+    CHECK_INT(wait_judge(parsed("condition=Ready"), o, "u-1", why, sizeof(why), prog, sizeof(prog)), WAIT_FAILING);
+    CHECK_STR(why, "cannot start: Unschedulable: 0/3 nodes are available: persistentvolumeclaim \"w\" not found.");
+    struct wait_for st = {.kind = WAIT_STARTED};
+    CHECK_INT(wait_judge(&st, o, "u-1", why, sizeof(why), prog, sizeof(prog)), WAIT_FAILING);
+    CHECK_STR(prog, "Creating, Ready=False (Unschedulable: 0/3 nodes are available: persistentvolumeclaim \"w\" not found.)");
+    /* a wait that does not need it to run is not concerned */
+    CHECK_INT(wait_judge(parsed("phase=Stopped"), o, "u-1", why, sizeof(why), prog, sizeof(prog)), WAIT_PENDING);
+    CHECK_INT(wait_reason_is_permanent("Unschedulable"), 2);
+    CHECK_INT(wait_reason_is_permanent("ImagePullBackOff"), 1);
+    cJSON_Delete(o);
 }

@@ -3,7 +3,8 @@
  * meets the wait ends it at once with that version; a silent watch is ended by the timer
  * thread at the deadline, not by the server's timeoutSeconds; a Sandbox stuck in a way
  * that will not heal (an image that cannot be pulled) ends the wait early, whatever time
- * is left. Runs under ThreadSanitizer too (label unit-tsan): the deadline's stop flag and
+ * is left; the scheduler's refusal does so only once it has held for the grace. Runs under
+ * ThreadSanitizer too (label unit-tsan): the deadline's stop flag and
  * kube_client_wake cross from the timer thread to the watch. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,12 +25,14 @@ FAKE_SHARED("cli_waiter.json")
 
 /* cluster_wait for sandbox "sb" in namespace ns until --for=spec (at most timeout_ms);
  * its return code, *out, and how long it took in *took_ms. -1 when the fake is not up. */
-static int wait_in(const char *ns, const char *spec, int64_t timeout_ms, cJSON **out, long long *took_ms) {
+static int wait_graced(const char *ns, const char *spec, int grace_ms, int64_t timeout_ms, cJSON **out,
+                       long long *took_ms) {
     struct wait_for w;
     char err[256];
     *out = NULL;
     *took_ms = -1;
     if (wait_for_parse(spec, &w, err, sizeof(err)) != 0) { CHECK(!"wait_for_parse"); return -1; }
+    w.refusal_grace_ms = grace_ms;
     struct cli c = {0};
     c.kc = up() ? fake_client(&fake) : NULL;
     if (!c.kc) { CHECK(!"the fake runs"); return -1; }
@@ -39,6 +42,10 @@ static int wait_in(const char *ns, const char *spec, int64_t timeout_ms, cJSON *
     *took_ms = clock_mono_ms() - t0;
     kube_client_free(c.kc);
     return rc;
+}
+
+static int wait_in(const char *ns, const char *spec, int64_t timeout_ms, cJSON **out, long long *took_ms) {
+    return wait_graced(ns, spec, 0, timeout_ms, out, took_ms);
 }
 
 TEST(a_version_that_meets_the_wait_ends_it) {
@@ -81,6 +88,30 @@ TEST(a_stuck_sandbox_ends_the_wait_early) {
     CHECK_INT(wait_in("stuck", "phase=Running", 20000, &sb, &took), 1);
     fprintf(stderr, "  gave up after %lld ms (deadline 20 s)\n", took);
     CHECK(took >= 0 && took < 5000 * K);
+    CHECK(sb == NULL);
+}
+
+/* The scheduler's refusal seen a moment after the pod was made (its cache had not seen the
+ * PVC yet) is not the end: the watch then brings Running. (It once ended logs -f and
+ * create --wait with "cannot start: Unschedulable ... not found".) */
+TEST(a_refusal_that_heals_does_not_end_the_wait) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_graced("healed", "phase=Running", 4000 * K, 20000 * K, &sb, &took), 0);
+    fprintf(stderr, "  met after %lld ms\n", took);
+    CHECK_STR(kj_str(sb, "metadata.resourceVersion"), "71");
+    cJSON_Delete(sb);
+}
+
+/* A refusal that holds for the grace ends the wait then, with the scheduler's words, long
+ * before the deadline; the timer wakes the silent watch for it. */
+TEST(a_refusal_that_holds_ends_the_wait_after_the_grace) {
+    cJSON *sb;
+    long long took;
+    CHECK_INT(wait_graced("refusing", "phase=Running", 600, 20000, &sb, &took), 1);
+    fprintf(stderr, "  gave up after %lld ms (grace 600 ms, deadline 20 s)\n", took);
+    CHECK(took >= 600);
+    CHECK(took < 5000 * K);
     CHECK(sb == NULL);
 }
 
