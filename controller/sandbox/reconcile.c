@@ -1147,6 +1147,14 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
             o->pvc = SBX_OBJ_FOREIGN;
             lifecycle_decide(&p->spec, o, d);
             sbx_count(&ctl->counters.conflicts);
+        } else if (p->spec.workspace_from && ob->src.copy) {
+            /* A fork's claim that a copy fills, made just now: no pod on it before the
+             * copy is done. The next pass makes the copier in the slot admitted for the pod
+             * (or it waits in line for one). (The pod was once made in this same pass and
+             * ran on the claim while the copier filled it.) */
+            o->pvc = SBX_OBJ_PRESENT;
+            o->workspace_copy = SBX_COPY_WAITING;
+            lifecycle_decide(&p->spec, o, d);
         }
     }
     if (lifecycle_workspace_may_be_held(o, d)) {
