@@ -40,7 +40,7 @@ set(YAO_TSAN_UNITS
   test_cli_waiter test_config test_credplugin test_events test_exec_end test_exec test_fairness
   test_httpd test_informer_faults test_leader_faults test_portforward test_queue test_rest_cancel
   test_tunnel test_watch_faults test_wsstream
-  test_reconcile_binder test_reconcile_cleanup test_reconcile_expose test_reconcile_fork test_reconcile_lifecycle test_reconcile_metrics test_reconcile_reclaim
+  test_reconcile_binder test_reconcile_cleanup test_reconcile_expose test_reconcile_fork test_reconcile_lifecycle test_reconcile_metrics test_reconcile_reclaim test_reconcile_shard
   test_reconcile_warm test_reconcile_warmidle test_reconcile_workers)
 set(YAO_TSAN_STARTS_THREADS
   "pthread_create|exec_peer\\.h|fakeapi\\.h|reconcile_env\\.h|informer_start|leader_start|httpd_start|kube_recorder_new|kube_exec\\(|kube_portforward\\(|sbx_controller_run|cluster_wait")
