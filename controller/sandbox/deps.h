@@ -4,7 +4,7 @@
  * Event recorder, the per-Sandbox records, the caches of the kinds it watches, the
  * outcome counters and the flag defaults. Handles only: the controller owns everything
  * here and outlives every subsystem; a subsystem owns its own state and never sees the
- * controller itself (sandbox/reconcile.c), which sits above all of them. */
+ * controller itself (sandbox/controller.c), which sits above all of them. */
 #ifndef YAO_SANDBOX_DEPS_H
 #define YAO_SANDBOX_DEPS_H
 

@@ -1,7 +1,7 @@
 /* sandbox/objects.h — small pure helpers on the Kubernetes objects the controller reads and
  * writes, shared by every part of sandbox/: API paths of the kinds it owns, RFC 3339
  * timestamps written to objects, the metadata of any object (struct sbx_meta). No
- * controller state, no I/O: they sit below reconcile.c and every subsystem it makes. */
+ * controller state, no I/O: they sit below the controller, its pass and every subsystem. */
 #ifndef YAO_SANDBOX_OBJECTS_H
 #define YAO_SANDBOX_OBJECTS_H
 

@@ -1,15 +1,12 @@
-/* sandbox/reconcile.c — the controller (see reconcile.h), the one file that knows it.
- * Data flows one way: watch → cache → handlers → queue key → a worker → the pass
- * (gate → resolve policy → observe → admit → fence → act → report) → requeue at the next
- * deadline. Here: the informers and their handlers, the workers, the pass's stages.
- * It makes the subsystems and hands each struct sbx_deps (deps.h): the running cap
- * (capacity.c, reclaim.c), SandboxClasses (class.c), warm pools (warm.c), a deleted
- * Sandbox's orphans (orphans.c), /metrics (metrics.c); the stages act through the
- * modules below: status, Events and last-used-at (status.c), the owned objects' state,
+/* sandbox/reconcile.c — the reconcile pass over one Sandbox (see pass.h): gate → resolve
+ * policy → observe → admit → fence → act → report → requeue at the next deadline. It
+ * takes a narrow environment (struct sbx_pass_env), never the controller, and acts through
+ * the modules below: status, Events and last-used-at (status.c), the owned objects' state,
  * lookup and creation (children.c), forks (fork.c), the Service and NetworkPolicy
- * (expose.c), preconditioned writes (owned.c), StorageClasses (storage.c). None of them
- * sees struct sbx_controller, and the build fails if one calls back up here. */
-#include "sandbox/reconcile.h"
+ * (expose.c), preconditioned writes (owned.c), StorageClasses (storage.c), the running
+ * cap (capacity.c), warm pools (warm.c), a deleted Sandbox's orphans (orphans.c). The
+ * decisions are reconcile_decide.c's; the manager that calls the pass is controller.c. */
+#include "sandbox/pass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,46 +15,27 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/heap.h"
-#include "kube/events.h"
-#include "kube/kjson.h"
 #include "base/log.h"
+#include "kube/kjson.h"
 #include "sandbox/activity.h"
-#include "sandbox/builders.h"
 #include "sandbox/capacity.h"
-#include "sandbox/claimview.h"
 #include "sandbox/children.h"
-#include "sandbox/class.h"
 #include "sandbox/expose.h"
 #include "sandbox/fork.h"
 #include "sandbox/hostalias.h"
-#include "sandbox/metrics.h"
-#include "sandbox/objects.h"
-#include "sandbox/orphans.h"
-#include "sandbox/orphans_decide.h"
-#include "sandbox/owned.h"
 #include "sandbox/naming.h"
+#include "sandbox/orphans.h"
+#include "sandbox/owned.h"
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
 #include "sandbox/reconcile_observe.h"
 #include "sandbox/resize.h"
 #include "sandbox/sandboxview.h"
-#include "sandbox/shapes.h"
-#include "sandbox/shard.h"
-#include "sandbox/shard_decide.h"
 #include "sandbox/status.h"
 #include "sandbox/storage.h"
-#include "sandbox/terminating.h"
 #include "sandbox/volhelper.h"
 #include "sandbox/warm.h"
-#include "sandbox/warm_decide.h"
-#include "sandbox/warmbinder.h"
-#include "sandbox/workspacecopy.h"
 
-
-
-/* How long the controller waits for the StorageClass cache before it starts anyway. */
-#define CLASS_SYNC_WAIT_MS 5000
 /* After a conditional write found the Sandbox changed, look again this soon at the
  * latest (the watch delivers the newer version, which queues the key by itself). */
 #define STALE_REQUEUE_MS 50
@@ -66,508 +44,25 @@
  * Sandboxes as it frees). */
 #define QUEUE_REFRESH_MS 10000
 
-/* The controller: what it hands its subsystems (deps), the subsystems, the workers. */
-struct sbx_controller {
-    struct sbx_controller_options opt;
-    struct sbx_deps deps;            /* client, queue, recorder, records, caches, counters */
-    struct sbx_counters counters;  /* deps.counters */
-    struct sbx_records records;    /* deps.records: one record per Sandbox, by UID (records.h) */
-    struct sbx_shard_labels shard_labels;   /* deps.shard_label when sharded */
-    struct sbx_capacity *capacity; /* the running cap (capacity.h) */
-    struct sbx_classes *sandbox_classes;   /* SandboxClasses and Namespaces (class.h) */
-    struct sbx_warm *warm;         /* warm workspaces (warm.h) */
-    struct sbx_metrics *metrics;   /* per-phase counts and start timings (metrics.h) */
-    pthread_t *threads;
-    atomic_int nthreads;           /* workers started: also read by /readyz (probe thread) */
-    atomic_int stopping;           /* set by sbx_controller_stop */
-    pthread_mutex_t lock;          /* guards the pass counts and latencies, and the trim fields */
-    uint64_t reconciles, errors;
-    uint64_t latency_buckets[12];  /* le 1,2,5,10,25,50,100,250,500,1000,2500,+Inf ms */
-    double latency_sum_ms;
-    uint64_t passes_since_trim;    /* reconciles since the heap was last trimmed */
-    int64_t trimmed_ms;            /* when (monotonic) */
-    struct sbx_terminating *terminating;   /* namespaces being deleted (terminating.h) */
-    /* The API server addresses this controller knows (the in-cluster
-     * KUBERNETES_SERVICE_HOST when it is an IP): excepted from the egress of an isolated
-     * sandbox unless its class allows the API server (sandbox/netpol.h). */
-    struct sbx_cidr apiserver[1];
-    size_t napiserver;
-};
-
-
-/* ---- paths ------------------------------------------------------------------------- */
-
-/* Collection path of sandboxes in ns (or all namespaces when ns is NULL). */
-static void sandboxes_path(char *out, size_t n, const char *ns) {
-    if (ns) snprintf(out, n, "/apis/%s/v1alpha1/namespaces/%s/%s", SBX_GROUP, ns, SBX_PLURAL);
-    else snprintf(out, n, "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_PLURAL);
-}
-
-/* Split "ns/name" into its parts (in place copies). 0 or -1. */
-static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t namelen) {
-    const char *slash = strchr(key, '/');
-    if (!slash || (size_t)(slash - key) >= nslen || strlen(slash + 1) >= namelen) return -1;
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = 0;
-    strcpy(name, slash + 1);
-    return 0;
-}
-
-/* ---- informer handlers --------------------------------------------------------------- */
-
-/* A Sandbox changed: the running cap learns of it, and it is queued. A deleted one
- * leaves, in its record, the names of what it owned, so its orphans are found by name. */
-static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    struct sbx_controller *ctl = ud;
-    struct sbx_sandbox_view ov, cv;   /* parsed once for every subsystem; they live for this call */
-    sbx_sandbox_view_parse(old, &ov);
-    sbx_sandbox_view_parse(cur, &cv);
-    const struct sbx_sandbox_view *o = old ? &ov : NULL, *c = cur ? &cv : NULL;
-    sbx_capacity_on_sandbox(ctl->capacity, key, o, c);
-    sbx_warm_on_sandbox(ctl->warm, o, c);
-    sbx_metrics_on_sandbox(ctl->metrics, o, c);
-    if (!cur && ov.meta.uid)
-        sbx_orphans_deleted(&ctl->deps, ctl->warm, key, ov.meta.uid, ov.user_id, ov.chat_id, NULL);
-    queue_add(ctl->deps.queue, key);
-}
-
-/* An object with the controller's labels and no owner left (orphans_decide.h): its
- * namespace's ownerless sweep is queued. */
-static void note_ownerless(struct sbx_controller *ctl, const cJSON *cur) {
-    if (!sbx_orphan_ownerless(cur)) return;
-    char skey[512];
-    snprintf(skey, sizeof(skey), "%s/%s", kj_str(kj_path(cur, "metadata"), "namespace"), SBX_ORPHANS_QUEUE_NAME);
-    queue_add(ctl->deps.queue, skey);
-}
-
-/* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
- * queued. */
-static void on_owned_kind(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const struct sbx_meta *m,
-                          int gone) {
-    /* The name label may be sanitised; the controller ownerReference has the exact name. */
-    const char *ns = m->namespace_, *owner = m->sandbox_owner;
-    if (m->sandbox_owner_uid && m->uid) sbx_records_observed(&ctl->records, m->sandbox_owner_uid, kind_of, m->uid);
-    if (ns && owner) {
-        char skey[512];
-        snprintf(skey, sizeof(skey), "%s/%s", ns, owner);
-        if (gone || m->deleting) sbx_orphans_note(&ctl->deps, ctl->warm, skey, m, kind_of == SBX_EXPECT_CLAIM);
-        queue_add(ctl->deps.queue, skey);
-    }
-}
-
-/* on_owned_kind for the object of an informer event (cur, else old). */
-static void on_owned_object(struct sbx_controller *ctl, enum sbx_expect_kind kind_of, const cJSON *old,
-                            const cJSON *cur) {
-    struct sbx_meta m;
-    note_ownerless(ctl, cur);
-    sbx_meta_read(cur ? cur : old, &m);
-    on_owned_kind(ctl, kind_of, &m, !cur);
-}
-
-/* A PVC changed: the warm-workspace index first (which claim each Sandbox owns, the
- * pool claims), so the pass it queues finds an adopted claim by its owner. */
-static void on_pvc(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    struct sbx_claim_view ov, cv;   /* parsed once; they live for this call */
-    sbx_claim_view_parse(old, &ov);
-    sbx_claim_view_parse(cur, &cv);
-    sbx_warm_on_pvc(((struct sbx_controller *)ud)->warm, old ? &ov : NULL, cur ? &cv : NULL);
-    note_ownerless(ud, cur);
-    on_owned_kind(ud, SBX_EXPECT_CLAIM, cur ? &cv.meta : &ov.meta, !cur);
-}
-
-/* A Service changed: as a PVC. */
-static void on_service(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    on_owned_object(ud, SBX_EXPECT_SERVICE, old, cur);
-}
-
-/* A NetworkPolicy changed: as a PVC. */
-static void on_netpol(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    on_owned_object(ud, SBX_EXPECT_NETPOL, old, cur);
-}
-
-/* A Pod changed: as a PVC, and the running cap counts the slot it holds; one that went
- * away (or started terminating) wakes the first in line (sandbox/capacity.c). */
-static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
-    struct sbx_controller *ctl = ud;
-    const cJSON *obj = cur ? cur : old;
-    struct sbx_meta m;
-    sbx_meta_read(obj, &m);
-    note_ownerless(ctl, cur);
-    if (sbx_meta_annotation(&m, SBX_ANN_BINDS_CLAIM)) {
-        /* A warm pool's binder (no sandbox pod): the pool pass looks after it. */
-        sbx_warm_on_binder_pod(ctl->warm, old, cur);
-        return;
-    }
-    const char *copy_for = sbx_meta_annotation(&m, SBX_ANN_COPY_FOR);
-    if (copy_for) {
-        /* A fork's copier (no sandbox pod): its Sandbox looks at the copy's progress. */
-        char skey[512];
-        const char *ns = m.namespace_, *cuid = m.uid;
-        const cJSON *r;
-        cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
-            if (kj_str(r, "uid") && cuid) sbx_records_observed(&ctl->records, kj_str(r, "uid"), SBX_EXPECT_COPIER, cuid);
-        }
-        /* It holds its Sandbox's running slot as the sandbox pod would. */
-        sbx_capacity_on_pod(ctl->capacity, old, cur);
-        if (ns) {
-            snprintf(skey, sizeof(skey), "%s/%s", ns, copy_for);
-            queue_add(ctl->deps.queue, skey);
-        }
-        return;
-    }
-    /* The running cap counts the pod before its Sandbox is queued: the pass the queue starts
-     * must find the slot held by the pod, not only by the reservation it ends. */
-    sbx_capacity_on_pod(ctl->capacity, old, cur);
-    on_owned_kind(ctl, SBX_EXPECT_POD, &m, !cur);
-}
-
-/* A SandboxClass changed (its Sandboxes are queued already, class.c): the warm pools
- * follow it. */
-static void on_sandbox_class(void *ud, const cJSON *old, const cJSON *cur) {
-    struct sbx_controller *ctl = ud;
-    sbx_warm_on_class(ctl->warm, old, cur);
-}
-
-/* ---- controller lifecycle ------------------------------------------------------------ */
-
-struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sbx_controller_options *o,
-                                          char *err, size_t errlen) {
-    char path[1024];
-    struct sbx_controller *ctl = calloc(1, sizeof(*ctl));
-    if (!ctl) { snprintf(err, errlen, "out of memory"); return NULL; }
-    ctl->deps.client = c;
-    ctl->opt = *o;
-    if (ctl->opt.workers < 1) ctl->opt.workers = 4;
-    if (!ctl->opt.field_manager) ctl->opt.field_manager = "yao-sandbox-controller";
-    pthread_mutex_init(&ctl->lock, NULL);
-    sbx_records_init(&ctl->records);
-    ctl->terminating = sbx_terminating_new();
-    ctl->deps.records = &ctl->records;
-    ctl->deps.counters = &ctl->counters;
-    ctl->deps.defaults = &ctl->opt.defaults;
-    ctl->deps.namespace_ = ctl->opt.namespace_;
-    ctl->deps.queue = queue_new(5, 1000 * 1000);
-    /* Watching every namespace: one namespace's reconciles never take every worker (one
-     * stuck behind a slow webhook or quota there leaves the others served); while they
-     * are quick, the last worker helps too (a busy namespace alone keeps all busy). */
-    if (ctl->deps.queue && !o->namespace_ && ctl->opt.workers > 1)
-        queue_set_namespace_limit(ctl->deps.queue, ctl->opt.workers - 1, 1);
-    ctl->opt.events_client = NULL;     /* the recorder owns it from here */
-    if (o->events_client) {
-        struct kube_recorder_options ro = {.component = "yao-sandbox-controller"};
-        ctl->deps.recorder = kube_recorder_new(o->events_client, &ro);
-        if (!ctl->deps.recorder) LOGW("msg=\"no event recorder (out of memory): Events are not recorded\"");
-    }
-
-    /* Sharding: this replica caches only its shard's Sandboxes (a client-side filter:
-     * Sandboxes are created by users and carry no shard label), and selects its owned
-     * objects by the label it puts on them (server-side: other shards' are never sent). */
-    ctl->deps.shard_key[0] = ctl->opt.shards > 1 ? ctl->opt.shards : 1;
-    ctl->deps.shard_key[1] = ctl->opt.shards > 1 ? ctl->opt.shard : 0;
-    sandboxes_path(path, sizeof(path), o->namespace_);
-    struct informer_options io = {.path = path, .on_change = on_sandbox, .ud = ctl};
-    if (ctl->opt.shards > 1) {
-        sbx_shard_labels_init(&ctl->shard_labels, ctl->opt.shards, ctl->opt.shard);
-        ctl->deps.shard_label = &ctl->shard_labels;
-        io.filter = sbx_shard_keep;
-        io.filter_ud = ctl->deps.shard_key;
-    }
-    ctl->deps.sandboxes = informer_new(c, &io);
-
-    /* Owned objects are selected by the project's own label (every one carries it), not
-     * by app.kubernetes.io/managed-by, which any workload may use; what counts for the
-     * running cap is decided by the controller ownerReference (sandbox/capacity.c). */
-    char selector[128];
-    sbx_shard_selector(SBX_LABEL_NAME, ctl->deps.shard_key[0], ctl->deps.shard_key[1], selector, sizeof(selector));
-    sbx_core_path(path, sizeof(path), o->namespace_, "pods");
-    io = (struct informer_options){.path = path, .label_selector = selector, .on_change = on_pod,
-                                   .ud = ctl, .transform = sbx_pod_shrink};
-    ctl->deps.pods = informer_new(c, &io);
-    sbx_core_path(path, sizeof(path), o->namespace_, "persistentvolumeclaims");
-    io.path = path;
-    io.on_change = on_pvc;
-    io.transform = sbx_pvc_shrink;
-    ctl->deps.pvcs = informer_new(c, &io);
-    sbx_core_path(path, sizeof(path), o->namespace_, "services");
-    io.path = path;
-    io.on_change = on_service;
-    io.transform = sbx_service_shrink;
-    ctl->deps.services = informer_new(c, &io);
-    sbx_core_path(path, sizeof(path), o->namespace_, "networkpolicies");
-    io.path = path;
-    io.on_change = on_netpol;
-    io.transform = informer_strip_metadata;   /* the spec is what is compared: kept whole */
-    ctl->deps.netpols = informer_new(c, &io);
-    /* In a cluster, the API server's Service address (an IP there) is the one the
-     * controller knows; its endpoints' host addresses it does not (docs/security.md). */
-    const char *host = getenv("KUBERNETES_SERVICE_HOST");
-    char cidr[80];
-    if (host && strlen(host) < 64) {
-        snprintf(cidr, sizeof(cidr), "%s/%d", host, strchr(host, ':') ? 128 : 32);
-        if (sbx_cidr_parse(cidr, &ctl->apiserver[0], NULL, 0) == 0) ctl->napiserver = 1;
-    }
-
-    /* StorageClasses are cluster-scoped, and only read: nothing is queued when they change. */
-    io = (struct informer_options){.path = "/apis/storage.k8s.io/v1/storageclasses",
-                                   .transform = sbx_storage_class_shrink};
-    ctl->deps.storage_classes = informer_new(c, &io);
-
-    /* The subsystems, each handed the deps (and the warm pools the class cache). */
-    ctl->capacity = sbx_capacity_new(&ctl->deps, &ctl->opt.limits);
-    ctl->metrics = sbx_metrics_new();
-    ctl->sandbox_classes = sbx_classes_new(&ctl->deps, on_sandbox_class, ctl);
-    ctl->warm = ctl->sandbox_classes ? sbx_warm_new(&ctl->deps, ctl->sandbox_classes, ctl->opt.warm_workspaces) : NULL;
-    if (!ctl->deps.queue || !ctl->terminating || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
-        !ctl->deps.pvcs || !ctl->deps.services || !ctl->deps.netpols || !ctl->deps.storage_classes ||
-        !ctl->sandbox_classes || !ctl->warm) {
-        snprintf(err, errlen, "out of memory");
-        sbx_controller_free(ctl);
-        return NULL;
-    }
-    return ctl;
-}
-
-/* Record one reconcile's latency in the histogram. */
-static void observe_latency(struct sbx_controller *ctl, double ms, int failed) {
-    static const double bounds[11] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500};
-    int b = 0;
-    while (b < 11 && ms > bounds[b]) b++;
-    pthread_mutex_lock(&ctl->lock);
-    ctl->reconciles++;
-    if (failed) ctl->errors++;
-    ctl->latency_buckets[b]++;
-    ctl->latency_sum_ms += ms;
-    pthread_mutex_unlock(&ctl->lock);
-}
-
-void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out) {
-    memset(out, 0, sizeof(*out));
-    pthread_mutex_lock(&ctl->lock);
-    out->reconciles = ctl->reconciles;
-    out->errors = ctl->errors;
-    memcpy(out->latency_buckets, ctl->latency_buckets, sizeof(out->latency_buckets));
-    out->latency_sum_ms = ctl->latency_sum_ms;
-    pthread_mutex_unlock(&ctl->lock);
-    const struct sbx_counters *c = &ctl->counters;
-    out->status_writes = atomic_load(&c->status_writes);
-    out->creates = atomic_load(&c->creates);
-    out->deletes = atomic_load(&c->deletes);
-    out->conflicts = atomic_load(&c->conflicts);
-    out->events = atomic_load(&c->events);
-    out->runs_started = atomic_load(&c->runs_started);
-    out->runs_finished = atomic_load(&c->runs_finished);
-    out->reclaims = atomic_load(&c->reclaims);
-    out->warm_adoptions = atomic_load(&c->warm_adoptions);
-    out->warm_misses = atomic_load(&c->warm_misses);
-}
-
-int sbx_controller_metrics(struct sbx_controller *ctl, int is_leader, struct dynbuf *out) {
-    struct sbx_metrics_sources src = {.deps = &ctl->deps, .warm = ctl->warm,
-                                      .sandbox_classes = sbx_classes_cache(ctl->sandbox_classes)};
-    sbx_controller_stats(ctl, &src.stats);
-    return sbx_metrics_render(ctl->metrics, &src, is_leader, out);
-}
-
-struct informer *sbx_controller_cache(struct sbx_controller *ctl, enum sbx_cache which) {
-    switch (which) {
-    case SBX_CACHE_SANDBOXES: return ctl->deps.sandboxes;
-    case SBX_CACHE_PODS: return ctl->deps.pods;
-    case SBX_CACHE_PVCS: return ctl->deps.pvcs;
-    case SBX_CACHE_SANDBOX_CLASSES: return sbx_classes_cache(ctl->sandbox_classes);
-    }
-    return NULL;
-}
-
-int sbx_controller_records_events(struct sbx_controller *ctl) { return ctl->deps.recorder != NULL; }
-
-/* After a burst of work (a bring-up of many Sandboxes, a relist), the heap is full of
- * free chunks between the small cached objects, and glibc gives back only the top of
- * each arena: once the queue has run dry, return the free pages inside too (as after a
- * list, runtime/informer.c). At most every TRIM_EVERY_MS, and only after TRIM_AFTER
- * passes: an idle controller never trims. */
-#define TRIM_AFTER 64
-#define TRIM_EVERY_MS 10000
-static void trim_when_idle(struct sbx_controller *ctl) {
-    int64_t now = clock_mono_ms();
-    int trim = 0;
-    pthread_mutex_lock(&ctl->lock);
-    ctl->passes_since_trim++;
-    if (ctl->passes_since_trim >= TRIM_AFTER && now - ctl->trimmed_ms >= TRIM_EVERY_MS && queue_len(ctl->deps.queue) == 0) {
-        ctl->passes_since_trim = 0;
-        ctl->trimmed_ms = now;
-        trim = 1;
-    }
-    pthread_mutex_unlock(&ctl->lock);
-    if (trim) heap_trim();
-}
-
-/* A worker: take keys until shutdown. */
-static void *worker(void *arg) {
-    struct sbx_controller *ctl = arg;
-    char *key;
-    while ((key = queue_get(ctl->deps.queue))) {
-        char err[KUBE_ERR_MAX] = "";
-        int64_t requeue = 0;
-        int64_t t0 = clock_mono_us();
-        int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
-        observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
-        if (rc < 0 && sbx_terminating_refused(err)) {
-            LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
-            char ns[256], name[256];
-            if (split_key(key, ns, sizeof(ns), name, sizeof(name)) == 0)
-                sbx_terminating_note(ctl->terminating, ns, clock_mono_ms());
-            queue_forget(ctl->deps.queue, key);
-        } else if (rc < 0) {
-            LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
-                queue_failures(ctl->deps.queue, key) + 1, err);
-            queue_add_rate_limited(ctl->deps.queue, key);
-        } else {
-            LOGD("msg=\"reconciled\" sandbox=%s rc=%d requeue_ms=%lld", key, rc, (long long)requeue);
-            queue_forget(ctl->deps.queue, key);
-            if (requeue > 0) queue_add_after(ctl->deps.queue, key, requeue);
-            else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->deps.queue, key, ctl->opt.resync_ms);
-            /* requeue < 0: the Sandbox and all it owned are gone; the key is not queued again */
-        }
-        queue_done(ctl->deps.queue, key);
-        free(key);
-        trim_when_idle(ctl);
-    }
-    return NULL;
-}
-
-static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const atomic_int *stop);
-
-int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *stop) {
-    /* A namespaced install's Role cannot grant the cluster-scoped StorageClass read: ask
-     * once, and without it go on with binding modes unknown instead of a relist that is
-     * refused every 30 s. */
-    char perr[KUBE_ERR_MAX];
-    long probe = kube_get(ctl->deps.client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, perr, sizeof(perr));
-    int classes_on = probe != 403 && probe != 401;
-    if (!classes_on)
-        LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
-             "waits for its claim as on an Immediate class\" status=%ld", probe);
-    /* NetworkPolicies: only a definite "no" (an upgrade that kept the old RBAC) turns them
-     * off, as for SandboxClasses; the workers then refuse isolated classes (InvalidSpec)
-     * instead of waiting forever for a cache that is refused every relist. */
-    char np_path[512];
-    sbx_core_path(np_path, sizeof(np_path) - 16, ctl->opt.namespace_, "networkpolicies");
-    strcat(np_path, "?limit=1");
-    probe = kube_get(ctl->deps.client, np_path, NULL, perr, sizeof(perr));
-    ctl->deps.netpols_on = !(probe == 401 || probe == 403 || probe == 404);
-    if (!ctl->deps.netpols_on)
-        LOGW("msg=\"NetworkPolicies are not readable (no RBAC for networking.k8s.io networkpolicies): a Sandbox of a "
-             "class with spec.network.mode isolated is InvalidSpec; apply the current RBAC and restart the "
-             "controller\" status=%ld", probe);
-    /* Sharded: take over (label) this shard's objects made without its label, before the
-     * label-selected informers list. On failure the controller does not start (exits and
-     * is restarted) rather than run blind to objects it owns. */
-    if (ctl->deps.shard_label && sbx_shard_migrate(&ctl->deps, stop, perr, sizeof(perr)) < 0) {
-        if (stop && atomic_load(stop)) return -1;
-        LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
-        return -1;
-    }
-    return sbx_controller_sync(ctl, classes_on, stop);
-}
-
-/* Start the informers and wait for their caches (the StorageClass cache only a while). */
-static int sbx_controller_sync(struct sbx_controller *ctl, int classes_on, const atomic_int *stop) {
-    if (informer_start(ctl->deps.pods) < 0 || informer_start(ctl->deps.pvcs) < 0 || informer_start(ctl->deps.services) < 0 ||
-        (ctl->deps.netpols_on && informer_start(ctl->deps.netpols) < 0) ||
-        informer_start(ctl->deps.sandboxes) < 0 ||
-        (classes_on && informer_start(ctl->deps.storage_classes) < 0) || sbx_classes_start(ctl->sandbox_classes) < 0)
-        return -1;
-    /* The StorageClass cache is waited for only a while: without it (a namespaced install
-     * cannot be granted cluster-scoped reads by its Role) every class counts as unknown and
-     * a new pod waits for its claim as on an Immediate class. */
-    int waited = 0;
-    while (!(informer_synced(ctl->deps.pods) && informer_synced(ctl->deps.pvcs) && informer_synced(ctl->deps.services) &&
-             (!ctl->deps.netpols_on || informer_synced(ctl->deps.netpols)) &&
-             informer_synced(ctl->deps.sandboxes) && sbx_classes_synced(ctl->sandbox_classes) &&
-             (!classes_on || informer_synced(ctl->deps.storage_classes) || waited >= CLASS_SYNC_WAIT_MS))) {
-        if (stop && atomic_load(stop)) return -1;
-        usleep(20000);
-        waited += 20;
-    }
-    LOGI("msg=\"caches synced\" sandboxes=%zu pods=%zu pvcs=%zu storageclasses=%zu%s", informer_count(ctl->deps.sandboxes),
-        informer_count(ctl->deps.pods), informer_count(ctl->deps.pvcs), informer_count(ctl->deps.storage_classes),
-        informer_synced(ctl->deps.storage_classes) ? "" : " (StorageClasses not readable yet: binding modes unknown)");
-    return 0;
-}
-
-int sbx_controller_run(struct sbx_controller *ctl, const atomic_int *stop) {
-    if (sbx_controller_start_caches(ctl, stop) < 0) return -1;
-    ctl->threads = calloc((size_t)ctl->opt.workers, sizeof(pthread_t));
-    if (!ctl->threads) return -1;
-    for (int i = 0; i < ctl->opt.workers; i++) {
-        if (pthread_create(&ctl->threads[i], NULL, worker, ctl) != 0) break;
-        ctl->nthreads++;
-    }
-    return ctl->nthreads > 0 ? 0 : -1;
-}
-
-int sbx_controller_ready(struct sbx_controller *ctl) { return atomic_load(&ctl->nthreads) > 0; }
-
-void sbx_controller_stop(struct sbx_controller *ctl) {
-    if (!ctl) return;
-    atomic_store(&ctl->stopping, 1);
-    if (ctl->deps.queue) queue_shutdown(ctl->deps.queue);
-    /* The stop flag of every request: a worker in a slow call or a back-off returns now. */
-    kube_client_cancel(ctl->deps.client);
-    for (int i = 0; i < ctl->nthreads; i++) pthread_join(ctl->threads[i], NULL);
-    ctl->nthreads = 0;
-    if (ctl->deps.sandboxes) informer_stop(ctl->deps.sandboxes);
-    if (ctl->deps.pods) informer_stop(ctl->deps.pods);
-    if (ctl->deps.pvcs) informer_stop(ctl->deps.pvcs);
-    if (ctl->deps.services) informer_stop(ctl->deps.services);
-    if (ctl->deps.netpols) informer_stop(ctl->deps.netpols);
-    if (ctl->deps.storage_classes) informer_stop(ctl->deps.storage_classes);
-    sbx_classes_stop(ctl->sandbox_classes);
-    if (ctl->deps.recorder && kube_recorder_flush(ctl->deps.recorder, SBX_EVENT_FLUSH_MS) < 0)
-        LOGW("msg=\"events still waiting after the flush deadline\" deadline_ms=%d", SBX_EVENT_FLUSH_MS);
-}
-
-void sbx_controller_free(struct sbx_controller *ctl) {
-    if (!ctl) return;
-    sbx_controller_stop(ctl);
-    informer_free(ctl->deps.sandboxes);
-    informer_free(ctl->deps.pods);
-    informer_free(ctl->deps.pvcs);
-    informer_free(ctl->deps.services);
-    informer_free(ctl->deps.netpols);
-    informer_free(ctl->deps.storage_classes);
-    sbx_classes_free(ctl->sandbox_classes);
-    queue_free(ctl->deps.queue);
-    kube_recorder_free(ctl->deps.recorder);
-    sbx_records_free(&ctl->records);
-    sbx_terminating_free(ctl->terminating);
-    sbx_capacity_free(ctl->capacity);
-    sbx_metrics_free(ctl->metrics);
-    sbx_warm_free(ctl->warm);
-    pthread_mutex_destroy(&ctl->lock);
-    free(ctl->threads);
-    free(ctl);
-}
-
 /* ---- observing ------------------------------------------------------------------------ */
 
 /* How the workspace claim binds. Its class is the claim's own spec.storageClassName, else
  * the one the spec asks for, else the cluster's default class; it binds late when that
  * StorageClass says volumeBindingMode: WaitForFirstConsumer. */
-static enum sbx_binding claim_binding(struct sbx_controller *ctl, const struct sbx_claim_view *pvc,
+static enum sbx_binding claim_binding(struct sbx_pass_env *env, const struct sbx_claim_view *pvc,
                                      const struct sbx_spec *spec) {
     const char *name = pvc->obj ? pvc->storage_class : spec->storage_class;
-    return sbx_storage_class_binding(&ctl->deps, name, NULL, 0);
+    return sbx_storage_class_binding(env->deps, name, NULL, 0);
 }
 
 /* The request, capacity and expandability of the Sandbox's claim pvc, into o; for a fork
  * (spec->workspace_from), the size it was cloned at (its annotation; a fork made by an
  * earlier controller: its request, as a fork never shrinks below its source). */
-static void observe_claim_size(struct sbx_controller *ctl, const struct sbx_claim_view *pvc, struct sbx_observed *o,
+static void observe_claim_size(struct sbx_pass_env *env, const struct sbx_claim_view *pvc, struct sbx_observed *o,
                                const struct sbx_spec *spec) {
     o->claim_request_bytes = pvc->request_bytes;
     o->claim_capacity_bytes = pvc->capacity_bytes;
-    o->claim_expandable = sbx_storage_class_expands(&ctl->deps, pvc->storage_class);
+    o->claim_expandable = sbx_storage_class_expands(env->deps, pvc->storage_class);
     o->claim_cloned_bytes = 0;
     if (spec->workspace_from) {
         if (!pvc->cloned_size) o->claim_cloned_bytes = o->claim_request_bytes;
@@ -576,7 +71,7 @@ static void observe_claim_size(struct sbx_controller *ctl, const struct sbx_clai
 }
 
 /* Raise the claim's storage request to bytes (merge patch). 0 or -1. */
-static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *claim, int64_t bytes,
+static int expand_claim(struct sbx_pass_env *env, const char *ns, const char *claim, int64_t bytes,
                         char *err, size_t errlen) {
     char path[1024], size[32];
     if (qty_format_memory(bytes, size, sizeof(size))) { snprintf(err, errlen, "bad workspace size"); return -1; }
@@ -590,7 +85,7 @@ static int expand_claim(struct sbx_controller *ctl, const char *ns, const char *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    long st = kube_merge_patch(ctl->deps.client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(env->deps->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     return st == 200 || st == 404 ? 0 : -1;
 }
@@ -612,7 +107,7 @@ static int predecessor_owned(const struct sbx_meta *m, const char *sandbox, cons
  * can be using it, the claim is deleted (uid precondition), and the Sandbox adopts no pool
  * claim for a while: the next pass makes a cold claim, bound where its pod is scheduled.
  * 0 (done, or nothing to do now) or -1. */
-static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const char *key, const char *uid,
+static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const char *key, const char *uid,
                               const char *pod_name, const char *claim, const char *claim_uid, char *err,
                               size_t errlen) {
     char path[1024];
@@ -620,7 +115,7 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
     if (!claim_uid) return 0;
     sbx_core_path(path, sizeof(path), ns, "pods");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
-    long st = kube_get(ctl->deps.client, path, &pod, err, errlen);
+    long st = kube_get(env->deps->client, path, &pod, err, errlen);
     if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
     if (st == 200) {
         struct sbx_meta pm;
@@ -631,16 +126,16 @@ static int release_warm_claim(struct sbx_controller *ctl, const char *ns, const 
             cJSON_Delete(pod);
             return 0;
         }
-        long d = sbx_delete_preconditioned(&ctl->deps, path, pm.uid, pm.resource_version, err, errlen);
+        long d = sbx_delete_preconditioned(env->deps, path, pm.uid, pm.resource_version, err, errlen);
         cJSON_Delete(pod);
-        if (d == 409) { sbx_count(&ctl->counters.conflicts); return 0; }
+        if (d == 409) { sbx_count(&env->counters->conflicts); return 0; }
         if (d != 200 && d != 202 && d != 404) return -1;
-        sbx_count(&ctl->counters.deletes);
+        sbx_count(&env->counters->deletes);
     } else {
         cJSON_Delete(pod);
     }
-    if (sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
-    sbx_warm_note_released(ctl->warm, uid);
+    if (sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
+    sbx_warm_note_released(env->warm, uid);
     LOGI("msg=\"warm claim released\" sandbox=%s claim=%s", key, claim);
     return 0;
 }
@@ -657,12 +152,12 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
 
 /* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
-static int invalid_without_pod(struct sbx_controller *ctl, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
+static int invalid_without_pod(struct sbx_pass_env *env, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
                                const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
-    sbx_capacity_class(ctl->capacity, uid, NULL, 0, 0);   /* no class: its pod (if any) counts in none */
-    sbx_capacity_reclaimable(ctl->capacity, uid, NULL, NULL, 0);
-    sbx_capacity_release(ctl->capacity, uid, 1);   /* it wants no pod until the spec is fixed */
-    return sbx_status_report_invalid(&ctl->deps, ns, name, sb, reason, why, err, errlen);
+    sbx_capacity_class(env->capacity, uid, NULL, 0, 0);   /* no class: its pod (if any) counts in none */
+    sbx_capacity_reclaimable(env->capacity, uid, NULL, NULL, 0);
+    sbx_capacity_release(env->capacity, uid, 1);   /* it wants no pod until the spec is fixed */
+    return sbx_status_report_invalid(env->deps, ns, name, sb, reason, why, err, errlen);
 }
 
 /* A running pod whose Sandbox's spec can no longer be applied goes on under the policy
@@ -683,21 +178,21 @@ static void govern(struct sbx_decision *d, const struct sbx_observed *o, const c
  * count, and not in this one's cache)? Then an adoption would give it a second workspace:
  * refused, logged, a Warning Event (the create path that follows finds that claim). Only a
  * Sandbox that had a claim asks the API server; a new one costs nothing. */
-static int controls_unseen_claim(struct sbx_controller *ctl, const char *ns, const struct sbx_sandbox_view *sb, const char *uid) {
+static int controls_unseen_claim(struct sbx_pass_env *env, const char *ns, const struct sbx_sandbox_view *sb, const char *uid) {
     const char *had = sb->workspace_claim;
     char path[1024], rerr[KUBE_ERR_MAX], msg[512];
     if (!had) return 0;
     cJSON *pvc = NULL;
     sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
-    long st = kube_get(ctl->deps.client, path, &pvc, rerr, sizeof(rerr));
+    long st = kube_get(env->deps->client, path, &pvc, rerr, sizeof(rerr));
     int ours = st == 200 && sbx_child_state_of(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
     LOGW("msg=\"warm adoption refused: the Sandbox still controls its claim, which this replica's cache does not "
          "show\" sandbox=%s/%s claim=%s", ns, sb->meta.name, had);
     snprintf(msg, sizeof(msg), "no warm claim adopted: the sandbox still has its workspace claim %.200s", had);
-    sbx_event_record(&ctl->deps, sb, "Warning", "WarmAdoptionRefused", msg);
+    sbx_event_record(env->deps, sb, "Warning", "WarmAdoptionRefused", msg);
     return 1;
 }
 
@@ -759,17 +254,17 @@ static enum stage_end end_pass(struct pass_result *res, int rc, int64_t requeue_
 
 /* Before anything: a Sandbox being deleted, or in a namespace being deleted, is not
  * served. */
-static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                 struct pass_result *res, char *err, size_t errlen) {
     if (sb->meta.deleting) {
-        sbx_capacity_release(ctl->capacity, id->uid, 1);
+        sbx_capacity_release(env->capacity, id->uid, 1);
         return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
     }
-    if (sbx_records_seen(&ctl->records, id->key, id->uid) < 0) {
+    if (sbx_records_seen(env->records, id->key, id->uid) < 0) {
         snprintf(err, errlen, "out of memory");
         return end_pass(res, -1, 0);
     }
-    int64_t held = sbx_terminating_left(ctl->terminating, id->ns, clock_mono_ms());
+    int64_t held = sbx_terminating_left(env->terminating, id->ns, clock_mono_ms());
     if (held > 0) {
         /* Its namespace is being deleted: nothing to create or report; look again after
          * the hold (level-triggered: a namespace that is not going after all is served). */
@@ -782,19 +277,19 @@ static enum stage_end pass_gate(struct sbx_controller *ctl, const struct pass_id
 /* The policy: the Sandbox's class, the effective spec and network. A spec that cannot be
  * applied is governed by the one its last valid pass recorded while a pod of it runs (see
  * govern); without one the Sandbox waits, InvalidSpec, with no pod. */
-static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_resolve_policy(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                           struct policy *p, struct pass_result *res, char *err, size_t errlen) {
     struct sbx_class cls;
     int have_class = 0;
     p->why_reason = SBX_REASON_INVALID;
-    int bad = sbx_class_for(ctl->sandbox_classes, sb, &cls, &have_class, &p->why_reason, p->why, sizeof(p->why)) < 0 ||
-              sbx_class_resolve(sb->obj, have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why, sizeof(p->why)) < 0;
+    int bad = sbx_class_for(env->sandbox_classes, sb, &cls, &have_class, &p->why_reason, p->why, sizeof(p->why)) < 0 ||
+              sbx_class_resolve(sb->obj, have_class ? &cls : NULL, env->defaults, &p->spec, p->why, sizeof(p->why)) < 0;
     if (!bad) {
         p->have_spec = 1;   /* resolved: freed at the end whatever follows */
         if (have_class && !sbx_class_allows_lifecycle(&cls, &p->spec, p->why, sizeof(p->why))) {
             p->why_reason = SBX_REASON_LIFECYCLE_NOT_ALLOWED;
             bad = 1;
-        } else if (!sbx_class_allows_secrets(have_class ? &cls : NULL, &ctl->opt.defaults, &p->spec, p->why,
+        } else if (!sbx_class_allows_secrets(have_class ? &cls : NULL, env->defaults, &p->spec, p->why,
                                              sizeof(p->why))) {
             p->why_reason = SBX_REASON_SECRET_NOT_ALLOWED;
             bad = 1;
@@ -803,7 +298,7 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
     if (!bad) {
         bad = sbx_network_resolve(sb->obj, have_class ? &cls.network : NULL, have_class ? cls.name : NULL, &p->net, p->why,
                                   sizeof(p->why)) < 0;
-        if (!bad && p->net.mode == SBX_NET_ISOLATED && !ctl->deps.netpols_on) {
+        if (!bad && p->net.mode == SBX_NET_ISOLATED && !env->deps->netpols_on) {
             snprintf(p->why, sizeof(p->why), "spec.className: SandboxClass \"%.253s\" has spec.network.mode isolated, "
                      "but the controller cannot manage NetworkPolicies (no RBAC for networking.k8s.io "
                      "networkpolicies)", cls.name);
@@ -817,7 +312,7 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         char nerr[256];
         size_t dropped = 0;
         if (sbx_network_narrow(sb->obj, &cls.network, cls.name, &narrowed, &dropped, nerr, sizeof(nerr)) == 0 &&
-            (narrowed.mode != SBX_NET_ISOLATED || ctl->deps.netpols_on)) {
+            (narrowed.mode != SBX_NET_ISOLATED || env->deps->netpols_on)) {
             sbx_network_free(&p->net);
             p->net = narrowed;
             p->governed_net = 1;
@@ -829,13 +324,13 @@ static enum stage_end pass_resolve_policy(struct sbx_controller *ctl, const stru
         if (!p->governed_net) sbx_network_free(&p->net);
         p->have_spec = 0;
         char rerr[256];
-        if (sbx_spec_recorded(sb->obj, &ctl->opt.defaults, &p->spec, rerr, sizeof(rerr)) < 0)
-            return end_pass(res, invalid_without_pod(ctl, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err,
+        if (sbx_spec_recorded(sb->obj, env->defaults, &p->spec, rerr, sizeof(rerr)) < 0)
+            return end_pass(res, invalid_without_pod(env, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err,
                                                      errlen), 0);
         p->have_spec = p->governed = 1;
     }
     p->have_spec = 1;
-    sbx_capacity_class(ctl->capacity, id->uid, p->spec.class_name, p->spec.max_running_per_user,
+    sbx_capacity_class(env->capacity, id->uid, p->spec.class_name, p->spec.max_running_per_user,
                        p->spec.per_user_across_namespaces);
     return GO_ON;
 }
@@ -863,7 +358,7 @@ static void observe_sandbox(const struct sbx_sandbox_view *sb, struct sbx_observ
 /* What a deleted predecessor of this name left is removed now (uid precondition), not
  * after the garbage collector's discovery resync (30 s for a new CRD): a Sandbox deleted
  * and created again does not wait for it. 0 or -1. */
-static int remove_predecessors_objects(struct sbx_controller *ctl, const struct pass_ids *id, struct observation *ob,
+static int remove_predecessors_objects(struct sbx_pass_env *env, const struct pass_ids *id, struct observation *ob,
                                        char *err, size_t errlen) {
     const struct sbx_meta *left[4] = {&ob->pod_meta, &ob->claim_view.meta, &ob->svc_meta, &ob->np_meta};
     enum sbx_object_state *state[4] = {&ob->o.pod, &ob->o.pvc, &ob->svc_state, &ob->np_state};
@@ -873,7 +368,7 @@ static int remove_predecessors_objects(struct sbx_controller *ctl, const struct 
         const char *lname = left[i]->name, *luid = left[i]->uid;
         if (!lname || !luid) continue;
         if (!left[i]->deleting) {
-            if (sbx_delete_owned(&ctl->deps, id->ns, left_res[i], lname, luid, err, errlen) < 0) return -1;
+            if (sbx_delete_owned(env->deps, id->ns, left_res[i], lname, luid, err, errlen) < 0) return -1;
             LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", id->key, left_res[i],
                  lname);
         }
@@ -885,14 +380,14 @@ static int remove_predecessors_objects(struct sbx_controller *ctl, const struct 
 /* Is the running pod built from another template than the spec's now (or under another
  * SandboxClass than the Sandbox's now: spec.className changed, or the namespace's default
  * class did)? 0 or -1 (out of memory). */
-static int observe_pod_template(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                 const struct policy *p, struct observation *ob, char *err, size_t errlen) {
     const char *have = sbx_meta_annotation(&ob->pod_meta, SBX_ANN_TEMPLATE_HASH);
     const char *built_class = sbx_pod_built_class(ob->pod ? &ob->pod_meta : NULL, sb);
     if (built_class && strcmp(built_class, p->spec.class_name ? p->spec.class_name : "") != 0)
         ob->o.pod_template_outdated = 1;
     if (!have || ob->o.pod_template_outdated) return 0;
-    struct sbx_owner me = {.name = id->name, .namespace_ = id->ns, .uid = id->uid, .shard = ctl->deps.shard_label};
+    struct sbx_owner me = {.name = id->name, .namespace_ = id->ns, .uid = id->uid, .shard = env->deps->shard_label};
     cJSON *want = sbx_build_pod(&me, &p->spec, ob->pod_name, ob->claim);
     struct sbx_meta wm;
     sbx_meta_read(want, &wm);
@@ -911,28 +406,28 @@ static int observe_pod_template(struct sbx_controller *ctl, const struct pass_id
  * status and last-used-at say, a fork's source and copy. Ends the pass while what was just
  * created is not in the cache yet, on a last-used-at in the future (rewritten), and when
  * the Sandbox cannot be served at all (no pod name, another user's workspace). */
-static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                    const struct policy *p, struct observation *ob, struct pass_result *res, char *err,
                                    size_t errlen) {
     char okey[512];
     const char *ns = id->ns, *uid = id->uid;
     struct sbx_observed *o = &ob->o;
     if (sbx_name_pod(p->spec.user_id, p->spec.chat_id, ob->pod_name, sizeof(ob->pod_name)) < 0) {
-        sbx_capacity_release(ctl->capacity, uid, 1);
-        return end_pass(res, sbx_status_report_invalid(&ctl->deps, ns, id->name, sb, NULL,
+        sbx_capacity_release(env->capacity, uid, 1);
+        return end_pass(res, sbx_status_report_invalid(env->deps, ns, id->name, sb, NULL,
                                                        "spec.userID and spec.chatID must not be empty", err, errlen),
                         0);
     }
     /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
      * the one its IDs name. */
-    if (!sbx_warm_claim_of(ctl->warm, uid, ob->claim, sizeof(ob->claim)))
+    if (!sbx_warm_claim_of(env->warm, uid, ob->claim, sizeof(ob->claim)))
         sbx_claim_name(ob->pod_name, ob->claim, sizeof(ob->claim));
     snprintf(okey, sizeof(okey), "%s/%s", ns, ob->pod_name);
-    ob->pod = informer_get(ctl->deps.pods, okey);
-    ob->svc = informer_get(ctl->deps.services, okey);   /* the Service is named like the pod */
-    ob->np = informer_get(ctl->deps.netpols, okey);     /* and the NetworkPolicy too */
+    ob->pod = informer_get(env->deps->pods, okey);
+    ob->svc = informer_get(env->deps->services, okey);   /* the Service is named like the pod */
+    ob->np = informer_get(env->deps->netpols, okey);     /* and the NetworkPolicy too */
     snprintf(okey, sizeof(okey), "%s/%s", ns, ob->claim);
-    ob->pvc = informer_get(ctl->deps.pvcs, okey);
+    ob->pvc = informer_get(env->deps->pvcs, okey);
     sbx_meta_read(ob->pod, &ob->pod_meta);
     sbx_meta_read(ob->svc, &ob->svc_meta);
     sbx_meta_read(ob->np, &ob->np_meta);
@@ -942,7 +437,7 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     if (p->governed && sbx_child_state(ob->pod, &ob->pod_meta, uid) != SBX_OBJ_PRESENT &&
         !(p->spec.lifecycle == SBX_ONE_SHOT && sb->run.finished)) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
-        return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
+        return end_pass(res, invalid_without_pod(env, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
     }
 
     int64_t now = kj_now_ms();
@@ -950,8 +445,8 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
      * our own status write): wait for the watch, which queues the key when it shows the
      * object, rather than POST it again. */
     int64_t expecting = 0, e;
-    if (!ob->pod && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_POD, now)) > expecting) expecting = e;
-    if (!ob->pvc && (e = sbx_records_expecting(&ctl->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
+    if (!ob->pod && (e = sbx_records_expecting(env->records, uid, SBX_EXPECT_POD, now)) > expecting) expecting = e;
+    if (!ob->pvc && (e = sbx_records_expecting(env->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
     if (expecting > 0) {
         LOGD("msg=\"waiting for the cache to show what was just created\" sandbox=%s", id->key);
         return end_pass(res, 0, expecting);
@@ -963,11 +458,11 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     case SBX_LAST_USED_FUTURE: {
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
          * client's newer touch wins), so it cannot keep the sandbox alive forever. */
-        int rc = sbx_last_used_rewrite(&ctl->deps, ns, id->name, sb, lu, now, err, errlen);
+        int rc = sbx_last_used_rewrite(env->deps, ns, id->name, sb, lu, now, err, errlen);
         return end_pass(res, rc, rc == 0 ? STALE_REQUEUE_MS : 0);   /* the watch brings the rewritten value */
     }
     case SBX_LAST_USED_INVALID:
-        sbx_last_used_warn_invalid(&ctl->deps, sb, lu);
+        sbx_last_used_warn_invalid(env->deps, sb, lu);
         break;
     default:
         break;
@@ -980,33 +475,33 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
     o->claim_adopted_ms = cv->adopted_ms;
     /* An adopted claim given up moments ago, its deletion not in the cache yet: gone for
      * this pass (no new pod on it). */
-    if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(ctl->warm, uid))
+    if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(env->warm, uid))
         o->pvc = SBX_OBJ_TERMINATING;
     o->pod = sbx_child_state(ob->pod, &ob->pod_meta, uid);
-    if (remove_predecessors_objects(ctl, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
+    if (remove_predecessors_objects(env, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
     sbx_pod_observe(ob->pod, o);
-    o->pod_resize_api_refused = o->pod == SBX_OBJ_PRESENT && sbx_records_resize_was_refused(&ctl->records, uid, ob->pod_meta.uid);
-    if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(ctl, cv, o, &p->spec);
-    if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(ctl, id, sb, p, ob, err, errlen) < 0)
+    o->pod_resize_api_refused = o->pod == SBX_OBJ_PRESENT && sbx_records_resize_was_refused(env->records, uid, ob->pod_meta.uid);
+    if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(env, cv, o, &p->spec);
+    if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(env, id, sb, p, ob, err, errlen) < 0)
         return end_pass(res, -1, 0);
-    if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(ctl, cv, &p->spec);
+    if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(env, cv, &p->spec);
     if (p->spec.workspace_from && o->pvc == SBX_OBJ_ABSENT && !p->governed) {
         ob->src_why[0] = '\0';
-        o->workspace_source_reason = sbx_fork_source(&ctl->deps, ctl->warm, ns, &p->spec, &ob->src, &ob->src_pvc,
+        o->workspace_source_reason = sbx_fork_source(env->deps, env->warm, ns, &p->spec, &ob->src, &ob->src_pvc,
                                                      ob->src_why, sizeof(ob->src_why));
         o->workspace_source_message = ob->src_why;
         if (o->workspace_source_reason && (!strcmp(o->workspace_source_reason, SBX_REASON_WS_SOURCE_FORBIDDEN) ||
                                            !strcmp(o->workspace_source_reason, SBX_REASON_INVALID))) {
             /* Another user's workspace, or a clone beyond the class's ceiling: not a wait
              * but a spec that cannot be applied (no claim is made). */
-            return end_pass(res, invalid_without_pod(ctl, ns, id->name, sb, uid, o->workspace_source_reason,
+            return end_pass(res, invalid_without_pod(env, ns, id->name, sb, uid, o->workspace_source_reason,
                                                      ob->src_why, err, errlen), 0);
         }
     }
     if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
         if (cv->fork_from && !cv->fork_copied) {
-            struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-            if (sbx_fork_fill(&ctl->deps, ctl->capacity, ns, sb, &me, &p->spec, cv, o, ob->copy_msg,
+            struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = env->deps->shard_label};
+            if (sbx_fork_fill(env->deps, env->capacity, ns, sb, &me, &p->spec, cv, o, ob->copy_msg,
                               sizeof(ob->copy_msg), err, errlen) < 0)
                 return end_pass(res, -1, 0);
         }
@@ -1017,35 +512,35 @@ static enum stage_end pass_observe(struct sbx_controller *ctl, const struct pass
 /* Admit: the decision (lifecycle_decide, governed when the spec is the recorded one), a
  * slot of the running cap for a pod it wants, what reclaim may make room, and, at an idle
  * deadline of a class that counts activity, whether the pod is at work after all. */
-static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_admit(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, struct observation *ob, struct verdict *v,
                                  struct pass_result *res, char *err, size_t errlen) {
     struct sbx_observed *o = &ob->o;
     struct sbx_decision *d = &v->d;
     const char *uid = id->uid;
     o->admitted = o->pod != SBX_OBJ_ABSENT;
-    if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_pod_seen(ctl->capacity, uid, ob->pod);
+    if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_pod_seen(env->capacity, uid, ob->pod);
     lifecycle_decide(&p->spec, o, d);
     if (p->governed) govern(d, o, p->why_reason, p->why);
     if (d->wants_pod && o->pod == SBX_OBJ_ABSENT && o->pvc != SBX_OBJ_FOREIGN) {
-        o->admitted = sbx_capacity_admit(ctl->capacity, uid, p->spec.max_running_per_user, o->now_ms,
+        o->admitted = sbx_capacity_admit(env->capacity, uid, p->spec.max_running_per_user, o->now_ms,
                                          &o->queue_position, &o->user_capped, &o->class_capped);
         lifecycle_decide(&p->spec, o, d);
     } else if (!d->wants_pod && o->workspace_copy != SBX_COPY_RUNNING) {
         /* (A running copy keeps its reservation: its copier, made in this pass, holds the
          * slot once the cache shows it.) */
-        sbx_capacity_release(ctl->capacity, uid, 1);
+        sbx_capacity_release(env->capacity, uid, 1);
     }
-    sbx_capacity_reclaimable(ctl->capacity, uid, &p->spec, d, o->pod == SBX_OBJ_PRESENT);
+    sbx_capacity_reclaimable(env->capacity, uid, &p->spec, d, o->pod == SBX_OBJ_PRESENT);
     /* In line for the global cap: idle sandboxes of classes that allow it may make room. */
     if (!o->admitted && o->pod == SBX_OBJ_ABSENT && d->wants_pod && o->queue_position > 0)
-        v->reclaim_at = sbx_capacity_reclaim(ctl->capacity, o->now_ms);
+        v->reclaim_at = sbx_capacity_reclaim(env->capacity, o->now_ms);
 
     /* An idle deadline of a class that counts activity: a pod at work is not idle. Asked
      * here, once per deadline reached (not every pass), before anything is destroyed. */
     if (!p->governed && p->spec.activity_cpu_millis > 0 && lifecycle_at_idle_deadline(d) &&
         o->pod == SBX_OBJ_PRESENT && o->pod_phase && !strcmp(o->pod_phase, "Running")) {
-        int act = sbx_activity_probe(&ctl->deps, id->ns, id->name, sb, ob->pod_name,
+        int act = sbx_activity_probe(env->deps, id->ns, id->name, sb, ob->pod_name,
                                      lifecycle_activity_threshold(&p->spec, o), o->now_ms, err, errlen);
         if (act < 0) return end_pass(res, -1, 0);
         if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? SBX_STALE : 0, 0);
@@ -1056,7 +551,7 @@ static enum stage_end pass_admit(struct sbx_controller *ctl, const struct pass_i
 /* Write the status the decision describes, with the Events of its transition. fence_rv:
  * conditional on that version and always sent (the fence); new_rv receives the version it
  * made. 0, SBX_STALE or -1. */
-static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb, const struct policy *p,
+static int write_status(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb, const struct policy *p,
                         const struct observation *ob, const struct sbx_decision *d, const char *fence_rv,
                         char *new_rv, size_t new_rv_len, char *err, size_t errlen) {
     cJSON *st = sbx_status_desired(sb, d, ob->pod, ob->pod_name, ob->claim, ob->o.now_ms);
@@ -1068,11 +563,11 @@ static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, c
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int rc = sbx_status_write(&ctl->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);
+    int rc = sbx_status_write(env->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);
     cJSON_Delete(st);
     if (rc != 0) return rc;   /* SBX_STALE: changed since; decide again on the newer version */
-    sbx_event_transition(&ctl->deps, sb, &ob->o, d, ob->pod_name);
-    sbx_event_invalid(&ctl->deps, sb, d);
+    sbx_event_transition(env->deps, sb, &ob->o, d, ob->pod_name);
+    sbx_event_invalid(env->deps, sb, d);
     return 0;
 }
 
@@ -1082,7 +577,7 @@ static int write_status(struct sbx_controller *ctl, const struct pass_ids *id, c
  * makes it fail (decide again, on a fresh read); one accepted after it finds the stop
  * recorded and wakes the sandbox, because the Sandbox DELETE of the report stage is
  * conditional on the version this write produced. */
-static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_fence(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, const struct observation *ob, struct verdict *v,
                                  struct pass_result *res, char *err, size_t errlen) {
     if (!(v->d.actions & FENCED)) return GO_ON;
@@ -1091,11 +586,11 @@ static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_i
         snprintf(err, errlen, "sandbox %s has no resourceVersion", id->key);
         return end_pass(res, -1, 0);
     }
-    int rc = write_status(ctl, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err, errlen);
+    int rc = write_status(env, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err, errlen);
     if (rc != 0) return end_pass(res, rc, 0);
     v->fenced = 1;
     if (v->d.run.finished) {
-        sbx_count(&ctl->counters.runs_finished);
+        sbx_count(&env->counters->runs_finished);
         LOGI("msg=\"run finished\" sandbox=%s exit_code=%d", id->key, v->d.run.exit_code);
     }
     return GO_ON;
@@ -1104,24 +599,24 @@ static enum stage_end pass_fence(struct sbx_controller *ctl, const struct pass_i
 /* Act: the NetworkPolicy first (an isolated sandbox's pod starts only once it is in
  * place), a warm claim adopted or a claim made, the pod, a claim grown, what the decision
  * deletes (fenced), an adopted claim given up, the Service. */
-static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                const struct policy *p, struct observation *ob, struct verdict *v,
                                struct pass_result *res, char *err, size_t errlen) {
     struct sbx_observed *o = &ob->o;
     struct sbx_decision *d = &v->d;
     const char *ns = id->ns, *uid = id->uid;
-    struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = ctl->deps.shard_label};
-    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && ctl->deps.netpols_on && (!p->governed || p->governed_net) &&
-        sbx_expose_netpol(&ctl->deps, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
-                          ob->np_state, ctl->apiserver, ctl->napiserver, err, errlen) < 0) {
-        if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(ctl->capacity, uid, 0);
+    struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = env->deps->shard_label};
+    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && env->deps->netpols_on && (!p->governed || p->governed_net) &&
+        sbx_expose_netpol(env->deps, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
+                          ob->np_state, env->apiserver, env->napiserver, err, errlen) < 0) {
+        if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(env->capacity, uid, 0);
         return end_pass(res, -1, 0);
     }
-    if ((d->actions & SBX_ACT_CREATE_PVC) && !p->spec.workspace_from && !controls_unseen_claim(ctl, ns, sb, uid)) {
+    if ((d->actions & SBX_ACT_CREATE_PVC) && !p->spec.workspace_from && !controls_unseen_claim(env, ns, sb, uid)) {
         /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
          * PATCH), and the pod can start in this very pass. */
         cJSON *adopted = NULL;
-        int a = sbx_warm_adopt(ctl->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err, errlen);
+        int a = sbx_warm_adopt(env->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err, errlen);
         if (a < 0) return end_pass(res, -1, 0);
         if (a == 1) {
             cJSON_Delete(ob->pvc);
@@ -1131,7 +626,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
             o->pvc_bound = 1;
             o->pvc_age_ms = 0;
             o->claim_binding = SBX_BINDING_UNKNOWN;
-            observe_claim_size(ctl, &ob->claim_view, o, &p->spec);
+            observe_claim_size(env, &ob->claim_view, o, &p->spec);
             lifecycle_decide(&p->spec, o, d);
         }
     }
@@ -1139,14 +634,14 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
         cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&owner, &p->spec, ob->pod_name, ob->claim)
                      : ob->src.claim ? sbx_build_pvc_from(&owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
-        int r = obj ? sbx_child_create(&ctl->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
+        int r = obj ? sbx_child_create(env->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
                     : -1;
         cJSON_Delete(obj);
         if (r < 0) return end_pass(res, -1, 0);
         if (r == 1) {
             o->pvc = SBX_OBJ_FOREIGN;
             lifecycle_decide(&p->spec, o, d);
-            sbx_count(&ctl->counters.conflicts);
+            sbx_count(&env->counters->conflicts);
         } else if (p->spec.workspace_from && ob->src.copy) {
             /* A fork's claim that a copy fills, made just now: no pod on it before the
              * copy is done. The next pass makes the copier in the slot admitted for the pod
@@ -1161,7 +656,7 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         /* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume
          * client reading or writing its files): asked of the API server just before the
          * pod would start on the claim. */
-        int busy = sbx_volume_helper_busy(&ctl->deps, ns, uid, err, errlen);
+        int busy = sbx_volume_helper_busy(env->deps, ns, uid, err, errlen);
         if (busy < 0) return end_pass(res, -1, 0);
         if (busy) {
             o->workspace_helper = 1;
@@ -1172,45 +667,45 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
         /* The class's host aliases at the API server's addresses of the moment, on a
          * shallow copy of the spec (the copy owns only what it adds). */
         struct sbx_spec with_hosts = p->spec;
-        if (sbx_host_aliases_resolve(&ctl->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err,
+        if (sbx_host_aliases_resolve(env->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err,
                                      errlen) < 0) {
-            sbx_event_record(&ctl->deps, sb, "Warning", "HostAliasUnresolved", err);
-            sbx_capacity_release(ctl->capacity, uid, 0);
+            sbx_event_record(env->deps, sb, "Warning", "HostAliasUnresolved", err);
+            sbx_capacity_release(env->capacity, uid, 0);
             return end_pass(res, -1, 0);
         }
         cJSON *obj = sbx_build_pod(&owner, &with_hosts, ob->pod_name, ob->claim);
         cJSON_Delete(with_hosts.host_aliases_resolved);
-        int r = obj ? sbx_child_create(&ctl->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
+        int r = obj ? sbx_child_create(env->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
         cJSON_Delete(obj);
         if (r < 0) {
-            sbx_capacity_release(ctl->capacity, uid, 0);
+            sbx_capacity_release(env->capacity, uid, 0);
             return end_pass(res, -1, 0);
         }
         if (r == 1) {
-            sbx_capacity_release(ctl->capacity, uid, 1);
+            sbx_capacity_release(env->capacity, uid, 1);
             o->pod = SBX_OBJ_FOREIGN;
             lifecycle_decide(&p->spec, o, d);
-            sbx_count(&ctl->counters.conflicts);
+            sbx_count(&env->counters->conflicts);
         } else {
             LOGI("msg=\"pod created\" sandbox=%s pod=%s", id->key, ob->pod_name);
             d->observed_generation = o->generation;   /* the pod just built from this spec */
-            if (p->spec.lifecycle == SBX_ONE_SHOT) sbx_count(&ctl->counters.runs_started);
+            if (p->spec.lifecycle == SBX_ONE_SHOT) sbx_count(&env->counters->runs_started);
         }
     }
     if (((d->actions & SBX_ACT_EXPAND_PVC) &&
-         expand_claim(ctl, ns, ob->claim, p->spec.workspace_bytes, err, errlen) < 0) ||
+         expand_claim(env, ns, ob->claim, p->spec.workspace_bytes, err, errlen) < 0) ||
         ((d->actions & SBX_ACT_DELETE_POD) &&
-         sbx_delete_owned(&ctl->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err, errlen) < 0) ||
+         sbx_delete_owned(env->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err, errlen) < 0) ||
         ((d->actions & SBX_ACT_DELETE_PVC) &&
-         sbx_delete_owned(&ctl->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err,
+         sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err,
                           errlen) < 0) ||
         ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
-         release_warm_claim(ctl, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err,
+         release_warm_claim(env, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err,
                             errlen) < 0))
         return end_pass(res, -1, 0);
     if (d->actions & (SBX_ACT_RESIZE_DOWN | SBX_ACT_RESIZE_UP)) {
         /* Warm-idle: the CPU down to the floor (fenced above) or back up (a wake). */
-        int r = sbx_pod_resize_cpu(&ctl->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
+        int r = sbx_pod_resize_cpu(env->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
                                    d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err, errlen);
         if (r == SBX_STALE) return end_pass(res, SBX_STALE, 0);
         if (r == SBX_RESIZE_REFUSED) {
@@ -1221,20 +716,20 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
                      err, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
                                                               : "replacing the pod, the workspace is kept");
             LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", id->key, ob->pod_name, err);
-            sbx_records_resize_refused(&ctl->records, uid, ob->pod_meta.uid);
-            sbx_event_record(&ctl->deps, sb, "Warning",
+            sbx_records_resize_refused(env->records, uid, ob->pod_meta.uid);
+            sbx_event_record(env->deps, sb, "Warning",
                              (d->actions & SBX_ACT_RESIZE_DOWN) ? SBX_EVENT_WARM_IDLE_FAILED : SBX_EVENT_WAKE_FAILED, msg);
             return end_pass(res, SBX_STALE, 0);
         }
         if (r < 0) {
             char msg[KUBE_ERR_MAX + 96];
             snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err);
-            sbx_event_record(&ctl->deps, sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
+            sbx_event_record(env->deps, sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
             return end_pass(res, -1, 0);
         }
     }
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
-        sbx_expose_service(&ctl->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
+        sbx_expose_service(env->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
         return end_pass(res, -1, 0);
     return GO_ON;
 }
@@ -1242,17 +737,17 @@ static enum stage_end pass_act(struct sbx_controller *ctl, const struct pass_ids
 /* Report: the status (unless the fence wrote it), the Sandbox removed when the decision
  * says so (conditional on the fence's version: a touch since wakes it instead), and when
  * to look again. Always ends the pass. */
-static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
+static enum stage_end pass_report(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                   const struct policy *p, const struct observation *ob, const struct verdict *v,
                                   struct pass_result *res, char *err, size_t errlen) {
     const struct sbx_observed *o = &ob->o;
     const struct sbx_decision *d = &v->d;
     if (!v->fenced) {
-        int rc = write_status(ctl, id, sb, p, ob, d, NULL, NULL, 0, err, errlen);
+        int rc = write_status(env, id, sb, p, ob, d, NULL, NULL, 0, err, errlen);
         if (rc != 0) return end_pass(res, rc, 0);
     }
     if (d->actions & SBX_ACT_DELETE_SANDBOX) {
-        long st = sbx_sandbox_delete(&ctl->deps, id->ns, id->name, id->uid, v->rv, err, errlen);
+        long st = sbx_sandbox_delete(env->deps, id->ns, id->name, id->uid, v->rv, err, errlen);
         if (st == 409) {
             /* Written to since the stop was recorded (a touch): it wakes instead. */
             LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", id->key);
@@ -1260,7 +755,7 @@ static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_
         }
         if (st != 200 && st != 202 && st != 404) return end_pass(res, -1, 0);
         if (st != 404) {
-            sbx_event_record(&ctl->deps, sb, "Normal", "Removed", d->message);
+            sbx_event_record(env->deps, sb, "Normal", "Removed", d->message);
             LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", id->key, d->reason);
         }
     }
@@ -1276,7 +771,7 @@ static enum stage_end pass_report(struct sbx_controller *ctl, const struct pass_
 
 /* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
  * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
-static int reconcile_object(struct sbx_controller *ctl, const char *key, const char *ns, const char *name,
+static int reconcile_object(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
                             const struct sbx_sandbox_view *sb, int64_t *requeue_ms, char *err, size_t errlen) {
     struct pass_ids id = {.key = key, .ns = ns, .name = name, .uid = sb->meta.uid};
     struct pass_result res = {.rc = -1, .requeue_ms = 0};
@@ -1289,13 +784,13 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     if (!id.uid) {
         snprintf(err, errlen, "sandbox %s has no uid", key);
         res.rc = -1;
-    } else if (pass_gate(ctl, &id, sb, &res, err, errlen) == GO_ON &&
-               pass_resolve_policy(ctl, &id, sb, &p, &res, err, errlen) == GO_ON &&
-               pass_observe(ctl, &id, sb, &p, &ob, &res, err, errlen) == GO_ON &&
-               pass_admit(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
-               pass_fence(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
-               pass_act(ctl, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON) {
-        pass_report(ctl, &id, sb, &p, &ob, &v, &res, err, errlen);
+    } else if (pass_gate(env, &id, sb, &res, err, errlen) == GO_ON &&
+               pass_resolve_policy(env, &id, sb, &p, &res, err, errlen) == GO_ON &&
+               pass_observe(env, &id, sb, &p, &ob, &res, err, errlen) == GO_ON &&
+               pass_admit(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
+               pass_fence(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
+               pass_act(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON) {
+        pass_report(env, &id, sb, &p, &ob, &v, &res, err, errlen);
     }
     if (p.have_spec) sbx_spec_free(&p.spec);
     sbx_network_free(&p.net);
@@ -1308,32 +803,25 @@ static int reconcile_object(struct sbx_controller *ctl, const char *key, const c
     return res.rc;
 }
 
-int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
-    char ns[256], name[256];
+int sbx_pass_reconcile(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
+                       int64_t *requeue_ms, char *err, size_t errlen) {
     *requeue_ms = 0;
-    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
-    if (!strcmp(name, SBX_WARM_QUEUE_NAME)) {
-        int64_t held = sbx_terminating_left(ctl->terminating, ns, clock_mono_ms());
-        if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
-        return sbx_warm_reconcile(ctl->warm, ns, requeue_ms, err, errlen);
-    }
-    if (!strcmp(name, SBX_ORPHANS_QUEUE_NAME)) return sbx_orphans_sweep_ownerless(&ctl->deps, ns, requeue_ms, err, errlen);
-    cJSON *sb = informer_get(ctl->deps.sandboxes, key);
+    cJSON *sb = informer_get(env->deps->sandboxes, key);
     int rc;
     if (!sb) {
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
          * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. (Its
          * record's reservation ended with the deletion.) */
-        return sbx_orphans_sweep(&ctl->deps, key, ns, name, requeue_ms, err, errlen);
+        return sbx_orphans_sweep(env->deps, key, ns, name, requeue_ms, err, errlen);
     }
     struct sbx_sandbox_view view;   /* parsed once for the whole pass; it points into sb */
     sbx_sandbox_view_parse(sb, &view);
-    rc = reconcile_object(ctl, key, ns, name, &view, requeue_ms, err, errlen);
+    rc = reconcile_object(env, key, ns, name, &view, requeue_ms, err, errlen);
     cJSON_Delete(sb);
     if (rc == SBX_STALE) {
         /* The cache was behind the API server: nothing was destroyed; decide again on the
          * newer version once the cache has it. */
-        sbx_count(&ctl->counters.conflicts);
+        sbx_count(&env->counters->conflicts);
         LOGI("msg=\"sandbox changed since the decision; deciding again\" sandbox=%s", key);
         *requeue_ms = STALE_REQUEUE_MS;
         rc = 0;

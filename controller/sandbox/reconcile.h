@@ -1,7 +1,8 @@
 /* sandbox/reconcile.h — the controller's API: make it (informers for Sandboxes, the Pods,
  * PVCs, Services and NetworkPolicies it owns and the StorageClasses their claims use, the
  * work queue, the subsystems), run its workers, run one pass, read its stats, metrics and
- * caches, stop it. The controller itself is opaque (reconcile.c). The decisions are in
+ * caches, stop it. The controller itself is opaque (controller.c, the manager; one Sandbox's
+ * pass is reconcile.c, see pass.h). The decisions are in
  * sandbox/reconcile_decide.c; object shapes in sandbox/builders.c. */
 #ifndef YAO_SANDBOX_RECONCILE_H
 #define YAO_SANDBOX_RECONCILE_H
@@ -36,7 +37,7 @@ struct sbx_controller_options {
     struct kube_client *events_client;
 };
 
-/* The controller (reconcile.c). Opaque: its subsystems are handed what they need
+/* The controller (controller.c). Opaque: its subsystems are handed what they need
  * (sandbox/env.h) and never see it. */
 struct sbx_controller;
 
