@@ -26,10 +26,14 @@ check "bench/run --scenario real-node-single (K = 1) exits 0" eq "$rc" 0
 json() { python3 -c "import json,sys; d=json.load(open('$OUT')); s=d['scenarios']['real-node-single']; $1" 2>&1; }
 check "results JSON is written with only this scenario" eq "$(json 'print(sorted(d["scenarios"]))')" "['real-node-single']"
 check "it ran on local-path, K = 1" eq "$(json 'print(s["storage_class"], s["k"])')" "local-path 1"
+# Ready after its pod: the bench sees the pod and the Sandbox on two watch streams, which
+# may deliver a few ms out of order (seen: the Sandbox's Ready 2 ms before the pod's on the
+# bench's side, while the controller wrote it after its own cache had the pod Ready); a
+# Sandbox Ready more than 100 ms before its pod is a wrong status, and fails.
 for kind in create wake resume; do
     for who in floor ours; do
         check "$kind/$who: ok, one start, Ready after its pod" eq "$(json "o = s['kinds']['$kind']['$who']; x = o['samples'][0]; \
-print(o['status'], o['count'], 0 < x['pod_ms'] <= x['pod_ready_ms'] <= x['ready_ms'])")" "ok 1 True"
+print(o['status'], o['count'], 0 < x['pod_ms'] <= x['pod_ready_ms'] <= x['ready_ms'] + 100)")" "ok 1 True"
         check "$kind/$who: containerd's sandbox and container start and the kubelet's running time found" eq \
             "$(json "x = s['kinds']['$kind']['$who']['samples'][0]; \
 print(all(x.get(k) is not None for k in ('cri_sandbox_start_ms', 'cri_sandbox_done_ms', 'cri_start_done_ms', 'kubelet_running_ms')))")" True
