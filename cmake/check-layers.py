@@ -8,6 +8,21 @@ of `all`): a file may include its own layer and those below it, never one above.
     sandbox   base, kube, runtime       (the controller's decisions and its reconcile pass)
     cmd, cli  any of the above (cli also its own files)
 
+Inside sandbox/ the same holds for three floors, by include:
+
+    model     base, kube/kjson.h, other model files (spec, builders, naming, quantity, the
+              typed views, objects, netpol, selector, oneshot, records, starts, terminating,
+              workspacecopy, warmbinder): what a Sandbox and its objects are
+    decide    the above, runtime/leaseview.h, other decide files (<concern>_decide,
+              reconcile_observe, shapes): pure decisions, no I/O header
+    I/O       anything below (the subsystems handed struct sbx_deps, the pass)
+
+and only the manager (controller.c, and its settings) includes the controller's API
+(reconcile.h), only it and the pass (reconcile.c) include the pass's environment (pass.h);
+KNOWN_FLOOR_EXCEPTIONS names the wrong-way includes there were when this was first
+checked, each with what it takes from above. The CLI may use
+sandbox/'s model and decide files, never its I/O.
+
 Prints each wrong-way include as file:line and exits 1.
 
 With --archive LIB (run after the library is built): the same order, and no circle, in
@@ -34,6 +49,93 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/')
 
 
 LAYER_ORDER = ["base", "kube", "runtime", "sandbox", "cmd"]
+
+# The floors inside sandbox/ (by file name without .c/.h; see the docstring).
+SANDBOX_MODEL = {"spec", "builders", "naming", "quantity", "sandboxview", "claimview", "objects", "netpol",
+                 "selector", "oneshot", "records", "starts", "terminating", "workspacecopy", "warmbinder"}
+SANDBOX_DECIDE_EXTRA = {"reconcile_observe", "shapes"}
+PURE_BELOW = {"kube/kjson.h"}
+# The wrong-way includes there were when the floors were first checked (2026-12-06), each
+# with what it needs from the floor above; the list only shrinks (a new one fails the
+# build, and one fixed must leave it).
+KNOWN_FLOOR_EXCEPTIONS = {
+    ("controller/sandbox/builders.c", "sandbox/shard_decide.h"): "the shard label names",
+    ("controller/sandbox/claimview.c", "sandbox/warm_decide.h"): "the warm-pool label and annotation names",
+    ("controller/sandbox/warmbinder.c", "sandbox/warm_decide.h"): "the warm-pool label name",
+    ("controller/sandbox/sandboxview.c", "sandbox/activity_decide.h"): "the last-activity annotation name",
+    ("controller/sandbox/sandboxview.c", "sandbox/reconcile_observe.h"): "sbx_termination_read",
+    ("controller/sandbox/sandboxview.h", "sandbox/reconcile_decide.h"): "struct sbx_termination, a decision type",
+    ("controller/sandbox/reconcile_observe.c", "runtime/informer.h"): "informer_strip_metadata, a pure helper",
+    ("controller/sandbox/shapes.c", "runtime/informer.h"): "informer_strip_metadata, a pure helper",
+}
+INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([a-z_]+/[a-z_0-9]+\.h)"')
+
+
+def sandbox_floor(stem):
+    if stem in SANDBOX_MODEL:
+        return "model"
+    if stem.endswith("_decide") or stem in SANDBOX_DECIDE_EXTRA:
+        return "decide"
+    return "io"
+
+
+def header_floor(inc):
+    """The floor of an included header: (layer, floor or None)."""
+    layer, name = inc.split("/", 1)
+    return layer, sandbox_floor(name[:-2]) if layer == "sandbox" else None
+
+
+def include_allowed(floor, inc):
+    """May a file of sandbox floor `floor` (or "cli") include inc?"""
+    layer, hf = header_floor(inc)
+    if floor == "io":
+        return True
+    if layer == "base" or inc in PURE_BELOW:
+        return True
+    if floor == "decide" and inc == "runtime/leaseview.h":
+        return True
+    if layer != "sandbox":
+        return floor == "cli"   # the CLI's own kube/runtime use is the folder rule's
+    return hf == "model" or (hf == "decide" and floor in ("decide", "cli"))
+
+
+def check_floors():
+    """The floors inside sandbox/ and the CLI's use of sandbox/. Number of wrong includes."""
+    bad = 0
+    seen_known = set()
+    sources = [("controller/sandbox", n) for n in sorted(os.listdir(os.path.join(ROOT, "controller/sandbox")))]
+    sources += [("cli", n) for n in sorted(os.listdir(os.path.join(ROOT, "cli")))]
+    for folder, name in sources:
+        if not name.endswith((".c", ".h")):
+            continue
+        stem = name[:-2]
+        floor = "cli" if folder == "cli" else sandbox_floor(stem)
+        for n, line in enumerate(open(os.path.join(ROOT, folder, name), encoding="utf-8", errors="replace"), 1):
+            m = INCLUDE_PATH.match(line)
+            if not m:
+                continue
+            inc = m.group(1)
+            if folder != "cli" and inc == "sandbox/%s.h" % stem:
+                continue   # its own header
+            why = None
+            known = (folder + "/" + name, inc) in KNOWN_FLOOR_EXCEPTIONS
+            if known:
+                seen_known.add((folder + "/" + name, inc))
+            if inc == "sandbox/reconcile.h" and folder != "cli" and stem not in ("controller", "settings"):
+                why = "only the manager (controller.c) and its settings include the controller's API"
+            elif inc == "sandbox/pass.h" and folder != "cli" and stem not in ("controller", "reconcile"):
+                why = "only controller.c and reconcile.c include the pass's environment"
+            elif floor == "cli" and inc.startswith("sandbox/") and header_floor(inc)[1] == "io":
+                why = "the CLI uses sandbox/'s model and decide files, never its I/O"
+            elif floor != "cli" and not include_allowed(floor, inc) and not known:
+                why = "a %s file includes %s, a %s" % (floor, inc, "file of the I/O floor" if header_floor(inc)[1] in (None, "io") else header_floor(inc)[1] + " file")
+            if why:
+                bad += 1
+                print("%s/%s:%d: %s" % (folder, name, n, why))
+    for gone in sorted(set(KNOWN_FLOOR_EXCEPTIONS) - seen_known):
+        bad += 1
+        print("%s: no longer includes %s: remove it from KNOWN_FLOOR_EXCEPTIONS" % gone)
+    return bad
 
 
 def module_layers():
@@ -146,6 +248,7 @@ def main():
                     bad += 1
                     print("%s/%s:%d: %s/ is above %s/ (allowed: %s)" % (folder, name, n, m.group(1),
                           folder.split("/")[-1], ", ".join(sorted(allowed))))
+    bad += check_floors()
     if bad:
         print("%d wrong-way includes in %d files" % (bad, checked))
         return 1
