@@ -55,18 +55,13 @@ SANDBOX_MODEL = {"spec", "builders", "naming", "quantity", "sandboxview", "claim
                  "selector", "oneshot", "records", "starts", "terminating", "workspacecopy", "warmbinder"}
 SANDBOX_DECIDE_EXTRA = {"reconcile_observe", "shapes"}
 PURE_BELOW = {"kube/kjson.h"}
-# The wrong-way includes there were when the floors were first checked (2026-12-06), each
-# with what it needs from the floor above; the list only shrinks (a new one fails the
-# build, and one fixed must leave it).
+# The wrong-way includes left from when the floors were first checked (2026-12-06: eight;
+# six fixed the same day by moving label names to spec.h and the metadata stripping to
+# kube/kjson), each with what it needs from the floor above; the list only shrinks (a new
+# one fails the build, and one fixed must leave it).
 KNOWN_FLOOR_EXCEPTIONS = {
-    ("controller/sandbox/builders.c", "sandbox/shard_decide.h"): "the shard label names",
-    ("controller/sandbox/claimview.c", "sandbox/warm_decide.h"): "the warm-pool label and annotation names",
-    ("controller/sandbox/warmbinder.c", "sandbox/warm_decide.h"): "the warm-pool label name",
-    ("controller/sandbox/sandboxview.c", "sandbox/activity_decide.h"): "the last-activity annotation name",
     ("controller/sandbox/sandboxview.c", "sandbox/reconcile_observe.h"): "sbx_termination_read",
     ("controller/sandbox/sandboxview.h", "sandbox/reconcile_decide.h"): "struct sbx_termination, a decision type",
-    ("controller/sandbox/reconcile_observe.c", "runtime/informer.h"): "informer_strip_metadata, a pure helper",
-    ("controller/sandbox/shapes.c", "runtime/informer.h"): "informer_strip_metadata, a pure helper",
 }
 INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([a-z_]+/[a-z_0-9]+\.h)"')
 

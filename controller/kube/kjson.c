@@ -16,6 +16,13 @@ const cJSON *kj_condition(const cJSON *obj, const char *type) {
     return NULL;
 }
 
+void kj_strip_metadata(cJSON *obj) {
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, "kubectl.kubernetes.io/last-applied-configuration");
+}
+
 const cJSON *kj_path(const cJSON *obj, const char *path) {
     char part[128];
     const char *p = path;

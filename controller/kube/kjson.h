@@ -26,6 +26,10 @@ const char *kj_map_get(const cJSON *obj, const char *path, const char *key);
  * PersistentVolumeClaim...), or NULL. */
 const cJSON *kj_condition(const cJSON *obj, const char *type);
 
+/* Drop metadata.managedFields and the last-applied annotation of obj (what no reader of a
+ * cached object needs): the informers' default transform. */
+void kj_strip_metadata(cJSON *obj);
+
 /* Parse RFC 3339 ("2026-11-29T10:00:00Z", fractional seconds and offsets allowed) into
  * milliseconds since the epoch. 0 or -1. */
 int kj_time_parse(const char *s, int64_t *ms);

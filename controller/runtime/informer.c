@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/heap.h"
+#include "kube/kjson.h"
 #include "base/errfmt.h"
 #include "kube/watch.h"
 #include "base/backoff.h"
@@ -69,13 +70,6 @@ int informer_key(const cJSON *obj, char *out, size_t outlen) {
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
-void informer_strip_metadata(cJSON *obj) {
-    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
-    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
-    cJSON_DeleteItemFromObjectCaseSensitive(ann, "kubectl.kubernetes.io/last-applied-configuration");
-}
-
 struct informer *informer_new(struct kube_client *c, const struct informer_options *o) {
     struct informer *inf = calloc(1, sizeof(*inf));
     if (!inf) return NULL;
@@ -84,7 +78,7 @@ struct informer *informer_new(struct kube_client *c, const struct informer_optio
     inf->selector = o->label_selector ? strdup(o->label_selector) : NULL;
     inf->on_change = o->on_change;
     inf->ud = o->ud;
-    inf->transform = o->transform ? o->transform : informer_strip_metadata;
+    inf->transform = o->transform ? o->transform : kj_strip_metadata;
     inf->filter = o->filter;
     inf->filter_ud = o->filter_ud;
     inf->page_size = o->page_size > 0 ? o->page_size : 500;

@@ -96,7 +96,5 @@ int informer_decode_list(const char *text, size_t len, int (*fn)(void *ud, cJSON
 /* "namespace/name" (or "name" for cluster-scoped) of an object into out. 0 or -1. */
 int informer_key(const cJSON *obj, char *out, size_t outlen);
 
-/* Drop metadata.managedFields and the last-applied annotation: the default transform. */
-void informer_strip_metadata(cJSON *obj);
 
 #endif

@@ -15,10 +15,9 @@
 
 #include <cjson/cJSON.h>
 
-/* Written by the controller with the last-used-at it refreshes: when and what was seen,
- * e.g. "2026-12-02T01:23:45Z cpu=250m threshold=100m window=15s". status.lastActivity and
- * the Event say the same. */
-#define SBX_ANN_LAST_ACTIVITY "sandbox.yaoapps.com/last-activity"
+#include "sandbox/spec.h"
+
+/* SBX_ANN_LAST_ACTIVITY, written with the last-used-at it refreshes: spec.h. */
 #define SBX_REASON_ACTIVE "ActiveAtIdleDeadline"
 
 /* A metrics.k8s.io CPU quantity ("12345678n", "250u", "5m", "1", "0.5") in nanocores. 0, or

@@ -19,7 +19,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/oneshot.h"
 #include "sandbox/quantity.h"
-#include "sandbox/shard_decide.h"
+#include "sandbox/spec.h"
 
 #define SBX_GRACE_SECONDS 10
 #define SBX_VOLUME_NAME "workspace"

@@ -6,7 +6,6 @@
 #include "kube/kjson.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
-#include "sandbox/warm_decide.h"
 #include "sandbox/warmbinder.h"
 #include "sandbox/workspacecopy.h"
 

@@ -267,7 +267,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     sbx_core_path(path, sizeof(path), o->namespace_, "networkpolicies");
     io.path = path;
     io.on_change = on_netpol;
-    io.transform = informer_strip_metadata;   /* the spec is what is compared: kept whole */
+    io.transform = kj_strip_metadata;   /* the spec is what is compared: kept whole */
     ctl->deps.netpols = informer_new(c, &io);
     /* In a cluster, the API server's Service address (an IP there) is the one the
      * controller knows; its endpoints' host addresses it does not (docs/security.md). */

@@ -7,7 +7,6 @@
 
 
 #include "kube/kjson.h"
-#include "runtime/informer.h"
 #include "sandbox/quantity.h"
 #include "sandbox/spec.h"
 
@@ -181,7 +180,7 @@ static cJSON *slim_status(const cJSON *pod) {
 
 void sbx_pod_shrink(cJSON *pod) {
     if (!cJSON_IsObject(pod)) return;
-    informer_strip_metadata(pod);
+    kj_strip_metadata(pod);
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
     if (spec) {
         cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "sandbox/activity_decide.h"
 #include "sandbox/reconcile_observe.h"
 #include "sandbox/spec.h"
 

@@ -2,7 +2,7 @@
  * shapes.h; a Pod's shape is reconcile_observe.c's, a StorageClass's storage.c's). */
 #include "sandbox/shapes.h"
 
-#include "runtime/informer.h"
+#include "kube/kjson.h"
 
 /* Move src[key] (if there) into a new object path under dst ("spec" → "resources" → ...). */
 static void carry(cJSON *dst, const cJSON *src, const char *const *path, int depth) {
@@ -27,7 +27,7 @@ void sbx_pvc_shrink(cJSON *pvc) {
         {"status", "phase"}, {"status", "capacity", "storage"},
     };
     static const int depth[] = {2, 4, 2, 3};
-    informer_strip_metadata(pvc);
+    kj_strip_metadata(pvc);
     cJSON *slim = cJSON_CreateObject();
     if (!slim) return;
     for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) carry(slim, pvc, keep[i], depth[i]);
@@ -45,7 +45,7 @@ void sbx_pvc_shrink(cJSON *pvc) {
  * ports, selector and clusterIP. */
 void sbx_service_shrink(cJSON *svc) {
     static const char *const keep[][2] = {{"spec", "ports"}, {"spec", "selector"}, {"spec", "clusterIP"}};
-    informer_strip_metadata(svc);
+    kj_strip_metadata(svc);
     cJSON *slim = cJSON_CreateObject();
     if (!slim) return;
     for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) carry(slim, svc, keep[i], 2);

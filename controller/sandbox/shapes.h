@@ -1,6 +1,6 @@
 /* sandbox/shapes.h — the informer transforms of the PVC and Service caches: each object is
  * cut to what the controller reads before it is stored (managedFields and the
- * last-applied annotation go too, informer_strip_metadata), so the caches stay small.
+ * last-applied annotation go too, kj_strip_metadata), so the caches stay small.
  * Pure. */
 #ifndef YAO_SANDBOX_SHAPES_H
 #define YAO_SANDBOX_SHAPES_H

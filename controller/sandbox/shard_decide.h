@@ -11,10 +11,8 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
-#define SBX_LABEL_SHARD "sandbox.yaoapps.com/shard"
-/* The S the shard label was computed for: objects of another S (or none) are found with
- * one selector (SBX_LABEL_SHARDS!=S), and never seen by a shard's informers meanwhile. */
-#define SBX_LABEL_SHARDS "sandbox.yaoapps.com/shards"
+#include "sandbox/spec.h"   /* SBX_LABEL_SHARD, SBX_LABEL_SHARDS, struct sbx_shard_labels */
+
 #define SBX_SHARDS_MAX 1024
 
 /* FNV-1a, 64 bits, of n bytes. */
@@ -32,8 +30,7 @@ int sbx_shard_of_sandbox(const cJSON *sandbox, int shards);
  * {shards, shard}? Non-zero to keep it. */
 int sbx_shard_keep(void *ud, const cJSON *sandbox);
 
-/* The two label values an owned object of a sharded install carries. */
-struct sbx_shard_labels { char shard[8], shards[8]; };
+/* The two label values an owned object of a sharded install carries (spec.h). */
 void sbx_shard_labels_init(struct sbx_shard_labels *l, int shards, int shard);
 
 /* The label selector of the owned kinds' informers: SBX_LABEL_NAME alone when shards <= 1

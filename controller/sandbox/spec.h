@@ -43,6 +43,23 @@
 /* On the pod: its own name, for the Service's selector (the name label is sanitised and
  * could be shared by two Sandboxes; a pod name is unique in its namespace). */
 #define SBX_LABEL_POD "sandbox.yaoapps.com/pod"
+/* Sharding (shard_decide.h): the shard an owned object belongs to, and the shard count S
+ * the label was computed for: objects of another S (or none) are found with one selector
+ * (SBX_LABEL_SHARDS!=S), and never seen by a shard's informers meanwhile. */
+#define SBX_LABEL_SHARD "sandbox.yaoapps.com/shard"
+#define SBX_LABEL_SHARDS "sandbox.yaoapps.com/shards"
+/* The two label values an owned object of a sharded install carries. */
+struct sbx_shard_labels { char shard[8], shards[8]; };
+/* Warm pools (warm_decide.h). On a pool claim: the pool's key (sbx_warm_key), removed when
+ * a Sandbox adopts it. On an adopted pool claim: when it was adopted (RFC 3339); a claim
+ * adopted moments ago that no sandbox pod has used yet may be given up when its volume's
+ * node cannot take the Sandbox's pod (reconcile_decide.h, SBX_ACT_RELEASE_CLAIM). */
+#define SBX_LABEL_WARM_POOL "sandbox.yaoapps.com/warm-pool"
+#define SBX_ANN_WARM_ADOPTED "sandbox.yaoapps.com/warm-adopted-at"
+/* Activity (activity_decide.h): written by the controller with the last-used-at it
+ * refreshes: when and what was seen, e.g. "2026-12-02T01:23:45Z cpu=250m threshold=100m
+ * window=15s". status.lastActivity and the Event say the same. */
+#define SBX_ANN_LAST_ACTIVITY "sandbox.yaoapps.com/last-activity"
 
 enum sbx_lifecycle {
     SBX_ONE_SHOT,

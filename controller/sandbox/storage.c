@@ -22,7 +22,7 @@ void sbx_storage_class_shrink(cJSON *sc) {
     if (keep_md) cJSON_AddItemToObject(sc, "metadata", keep_md);
     if (mode) cJSON_AddItemToObject(sc, "volumeBindingMode", mode);
     if (expand) cJSON_AddItemToObject(sc, "allowVolumeExpansion", expand);
-    informer_strip_metadata(sc);
+    kj_strip_metadata(sc);
 }
 
 struct default_class_ctx { char name[256]; int found; };

@@ -16,12 +16,7 @@
 #include "sandbox/builders.h"
 #include "sandbox/spec.h"
 
-/* On a pool claim: the pool's key (sbx_warm_key). Removed when a Sandbox adopts it. */
-#define SBX_LABEL_WARM_POOL "sandbox.yaoapps.com/warm-pool"
-/* On an adopted pool claim: when it was adopted (RFC 3339). A claim adopted moments ago
- * that no sandbox pod has used yet may be given up when its volume's node cannot take the
- * Sandbox's pod (reconcile_decide.h, SBX_ACT_RELEASE_CLAIM). */
-#define SBX_ANN_WARM_ADOPTED "sandbox.yaoapps.com/warm-adopted-at"
+/* SBX_LABEL_WARM_POOL and SBX_ANN_WARM_ADOPTED, on pool claims: spec.h. */
 /* generateName of pool claims (the adopted claim keeps its name). */
 #define SBX_WARM_NAME_PREFIX "yao-warm-"
 /* The access mode of every workspace claim (sbx_build_pvc), part of a pool's shape. */

@@ -7,7 +7,7 @@
 
 #include "sandbox/builders.h"
 #include "sandbox/quantity.h"
-#include "sandbox/warm_decide.h"
+#include "sandbox/spec.h"
 
 /* The binder's uid and gid: "nobody", a non-root uid every image accepts (the binder
  * writes nothing, so the volume's ownership is left as the provisioner made it). */
