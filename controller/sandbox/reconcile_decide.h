@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sandbox/spec.h"
+#include "sandbox/termination.h"   /* struct sbx_termination */
 
 /* How claims of a StorageClass bind (its volumeBindingMode), as far as the controller knows. */
 enum sbx_binding { SBX_BINDING_UNKNOWN = 0, SBX_BINDING_AT_ONCE, SBX_BINDING_LATE };
@@ -21,16 +22,6 @@ enum sbx_object_state {
     SBX_OBJ_FOREIGN,      /* the name is taken by an object this Sandbox does not own */
 };
 
-/* One termination of the sandbox container (a containerStatus's state.terminated or
- * lastState.terminated, or status.lastTermination as last written). */
-struct sbx_termination {
-    int present;
-    const char *reason;              /* OOMKilled, Error, Completed, ... (NULL if none) */
-    int exit_code;
-    int64_t finished_ms;             /* 0 = unknown */
-    int64_t started_ms;              /* state.terminated.startedAt (0 = unknown) */
-    const char *message;             /* state.terminated.message (the run's framed tails), or NULL */
-};
 
 /* The sandbox container's status in the pod (the container named SBX_CONTAINER_NAME). */
 struct sbx_container_status {

@@ -39,12 +39,5 @@ int sbx_pod_placed(const cJSON *pod);
 const char *sbx_pod_node(const cJSON *pod);
 const char *sbx_pod_ip(const cJSON *pod);
 
-/* A termination from {reason, exitCode, startedAt, finishedAt, message} (a containerStatus's
- * state.terminated, or a Sandbox's status.lastTermination); NULL → not present. Strings
- * point into obj. */
-void sbx_termination_read(const cJSON *obj, struct sbx_termination *t);
-/* status.lastTermination as a new object {reason, exitCode, finishedAt}; NULL when t is
- * not present or on ENOMEM. */
-cJSON *sbx_termination_json(const struct sbx_termination *t);
 
 #endif

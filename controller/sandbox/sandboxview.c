@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "sandbox/reconcile_observe.h"
+#include "sandbox/termination.h"
 #include "sandbox/spec.h"
 
 static int64_t time_of(const cJSON *obj, const char *path) {

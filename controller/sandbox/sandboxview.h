@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "sandbox/objects.h"
-#include "sandbox/reconcile_decide.h"
+#include "sandbox/termination.h"
 
 /* One condition of status.conditions (all NULL when absent). */
 struct sbx_condition_view {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reconcile_env.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/workspacecopy.h"
 
 /* The uid of the stored Sandbox at path, into out ("" when none). */
