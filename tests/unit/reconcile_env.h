@@ -15,6 +15,7 @@
 #include "sandbox/builders.h"
 #include "sandbox/naming.h"
 #include "sandbox/reconcile.h"
+#include "sandbox/reconcile_decide.h"
 #include "sandbox/spec.h"
 
 #define NS "t"
