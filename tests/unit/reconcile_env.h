@@ -125,6 +125,16 @@ static inline int cache_current(struct env *e, struct informer *inf, const char 
     return same;
 }
 
+/* Wait (at most 10 s) until the controller's pod cache shows the pod at path (any pod of
+ * NS: a copier, one not labelled for a shard yet) as the store has it. 1 when it does. */
+static inline int pod_cached(struct env *e, const char *path) {
+    char key[300];
+    snprintf(key, sizeof key, NS "/%s", strrchr(path, '/') + 1);
+    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
+        if (cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), key, path)) return 1;
+    return 0;
+}
+
 /* Wait (at most 10 s) until the controller's caches show the Sandbox, its pod and its
  * claim as the store has them. 1 when they do. */
 static inline int settle(struct env *e, const struct names *n) {

@@ -25,15 +25,6 @@ static void copier_path(struct env *e, const char *sb_path, char *out, size_t n)
     snprintf(out, n, POD_COLL "/%s", name);
 }
 
-/* Wait until the controller's pod cache shows the copier at path as the store has it. */
-static int copier_settled(struct env *e, const char *path) {
-    char key[300];
-    snprintf(key, sizeof key, NS "/%s", strrchr(path, '/') + 1);
-    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), key, path)) return 1;
-    return 0;
-}
-
 /* The source: Sandbox src of user fu, its pod running on node-1, its claim bound. */
 static int source_running(struct env *e, struct names *src) {
     names_of(src, "src", "fu", "a");
@@ -92,7 +83,7 @@ TEST(a_fork_of_the_users_own_sandbox_is_copied_before_it_runs) {
     CHECK_INT(fakeapi_count(&e->fa, mark, "POST", POD_COLL), 0);
     /* the copier succeeds: the claim is marked filled, the copier goes, the pod comes */
     CHECK_INT(copier_ended(e, cp, "Succeeded", 0, "copied"), 0);
-    CHECK(copier_settled(e, cp));
+    CHECK(pod_cached(e, cp));
     CHECK_INT(pass(e, &fk, NULL), 0);
     claim = fakeapi_get(&e->fa, fk.pvc);
     CHECK(kj_map_get(claim, "metadata.annotations", SBX_ANN_FORK_COPIED) != NULL);
@@ -150,7 +141,7 @@ TEST(a_failed_copy_is_reported_and_replaced_only_after_the_retry_time) {
     for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, &fk, NULL), 0);
     CHECK(stored_exists(e, cp));
     CHECK_INT(copier_ended(e, cp, "Failed", 1, "cp: no space left on device"), 0);
-    CHECK(copier_settled(e, cp));
+    CHECK(pod_cached(e, cp));
     size_t mark = fakeapi_mark(&e->fa);
     CHECK_INT(pass(e, &fk, NULL), 0);
     CHECK_STR(ready_reason(e, fk.sb, buf, sizeof buf), SBX_REASON_WS_COPY_FAILED);

@@ -115,13 +115,6 @@ TEST(the_sandbox_cache_holds_only_this_shards_users) {
     cJSON_Delete(got);
 }
 
-/* Does the pod cache show the pod at path (key ns/name) as the store has it, within 10 s? */
-static int cache_current_within(struct env *e, const char *key, const char *path) {
-    for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end; env_sleep_ms(5))
-        if (cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PODS), key, path)) return 1;
-    return 0;
-}
-
 /* One pass once the Sandbox cache has it (the pod is not in this shard's cache until it is
  * labelled, so reconcile_env.h's pass would wait for it in vain). */
 static int pass_now(struct env *e, const struct names *n) {
@@ -152,9 +145,7 @@ TEST(a_pod_of_its_own_found_by_a_409_is_labelled_not_made_twice) {
     CHECK_INT(fakeapi_count_status(&e->fa, mark, "POST", POD_COLL, 409), 1);
     CHECK_STR(shard_labels(e, n.pod, buf, sizeof buf), "0/2");
     /* then it is in the cache, and the next pass makes no pod */
-    char pod_key[300];
-    snprintf(pod_key, sizeof pod_key, NS "/%s", n.pod_name);
-    CHECK(cache_current_within(e, pod_key, n.pod));
+    CHECK(pod_cached(e, n.pod));
     mark = fakeapi_mark(&e->fa);
     pass_now(e, &n);
     CHECK_INT(fakeapi_count(&e->fa, mark, "POST", POD_COLL), 0);
