@@ -53,7 +53,7 @@ LAYER_ORDER = ["base", "kube", "runtime", "sandbox", "cmd"]
 # The floors inside sandbox/ (by file name without .c/.h; see the docstring).
 SANDBOX_MODEL = {"spec", "builders", "naming", "quantity", "sandboxview", "claimview", "objects", "netpol",
                  "selector", "oneshot", "records", "starts", "terminating", "termination", "workspacecopy",
-                 "warmbinder"}
+                 "warmbinder", "workkey"}
 SANDBOX_DECIDE_EXTRA = {"reconcile_observe", "shapes"}
 PURE_BELOW = {"kube/kjson.h"}
 # Wrong-way includes let through, each with what it takes from the floor above: none now

@@ -32,6 +32,7 @@
 #include "sandbox/terminating.h"
 #include "sandbox/warm.h"
 #include "sandbox/warmbinder.h"
+#include "sandbox/workkey.h"
 #include "sandbox/workspacecopy.h"
 
 /* How long the controller waits for the StorageClass cache before it starts anyway. */
@@ -74,16 +75,6 @@ static void sandboxes_path(char *out, size_t n, const char *ns) {
     else snprintf(out, n, "/apis/%s/v1alpha1/%s", SBX_GROUP, SBX_PLURAL);
 }
 
-/* Split "ns/name" into its parts (in place copies). 0 or -1. */
-static int split_key(const char *key, char *ns, size_t nslen, char *name, size_t namelen) {
-    const char *slash = strchr(key, '/');
-    if (!slash || (size_t)(slash - key) >= nslen || strlen(slash + 1) >= namelen) return -1;
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = 0;
-    strcpy(name, slash + 1);
-    return 0;
-}
-
 /* ---- informer handlers --------------------------------------------------------------- */
 
 /* A Sandbox changed: the running cap learns of it, and it is queued. A deleted one
@@ -106,9 +97,10 @@ static void on_sandbox(void *ud, const char *key, const cJSON *old, const cJSON 
  * namespace's ownerless sweep is queued. */
 static void note_ownerless(struct sbx_controller *ctl, const cJSON *cur) {
     if (!sbx_orphan_ownerless(cur)) return;
-    char skey[512];
-    snprintf(skey, sizeof(skey), "%s/%s", kj_str(kj_path(cur, "metadata"), "namespace"), SBX_ORPHANS_QUEUE_NAME);
-    queue_add(ctl->deps.queue, skey);
+    char skey[SBX_WORK_KEY_MAX];
+    if (sbx_work_key_format(SBX_WORK_OWNERLESS, kj_str(kj_path(cur, "metadata"), "namespace"), NULL, skey,
+                            sizeof(skey)) == 0)
+        queue_add(ctl->deps.queue, skey);
 }
 
 /* A Pod or PVC we own changed: a create expectation for it is met, and its Sandbox is
@@ -389,9 +381,8 @@ static void *worker(void *arg) {
         observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
         if (rc < 0 && sbx_terminating_refused(err)) {
             LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
-            char ns[256], name[256];
-            if (split_key(key, ns, sizeof(ns), name, sizeof(name)) == 0)
-                sbx_terminating_note(ctl->terminating, ns, clock_mono_ms());
+            struct sbx_work_key k;
+            if (sbx_work_key_parse(key, &k) == 0) sbx_terminating_note(ctl->terminating, k.ns, clock_mono_ms());
             queue_forget(ctl->deps.queue, key);
         } else if (rc < 0) {
             LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
@@ -526,14 +517,23 @@ void sbx_controller_free(struct sbx_controller *ctl) {
 }
 
 int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
-    char ns[256], name[256];
+    struct sbx_work_key k;
     *requeue_ms = 0;
-    if (split_key(key, ns, sizeof(ns), name, sizeof(name)) < 0) return 0;
-    if (!strcmp(name, SBX_WARM_QUEUE_NAME)) {
-        int64_t held = sbx_terminating_left(ctl->terminating, ns, clock_mono_ms());
-        if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
-        return sbx_warm_reconcile(ctl->warm, ns, requeue_ms, err, errlen);
+    if (sbx_work_key_parse(key, &k) < 0) {
+        LOGW("msg=\"not a work key: dropped\" key=\"%.300s\"", key);
+        *requeue_ms = -1;
+        return 0;
     }
-    if (!strcmp(name, SBX_ORPHANS_QUEUE_NAME)) return sbx_orphans_sweep_ownerless(&ctl->deps, ns, requeue_ms, err, errlen);
-    return sbx_pass_reconcile(&ctl->pass, key, ns, name, requeue_ms, err, errlen);
+    switch (k.kind) {
+    case SBX_WORK_WARM_POOL: {
+        int64_t held = sbx_terminating_left(ctl->terminating, k.ns, clock_mono_ms());
+        if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
+        return sbx_warm_reconcile(ctl->warm, k.ns, requeue_ms, err, errlen);
+    }
+    case SBX_WORK_OWNERLESS:
+        return sbx_orphans_sweep_ownerless(&ctl->deps, k.ns, requeue_ms, err, errlen);
+    case SBX_WORK_SANDBOX:
+        break;
+    }
+    return sbx_pass_reconcile(&ctl->pass, key, k.ns, k.name, requeue_ms, err, errlen);
 }

@@ -32,8 +32,8 @@ void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const 
 /* Delete the objects of namespace ns in the pod, claim, Service and NetworkPolicy caches
  * that sbx_orphan_ownerless names (labelled by the controller, no owner left: e.g. after
  * `kubectl delete sandbox --cascade=orphan`), each with its uid as a precondition. Run when
- * the informers show such an object (the queue key NS/SBX_ORPHANS_QUEUE_NAME): at once,
- * with no grace, since no garbage collector will come for them. *requeue_ms is 0, or a
+ * the informers show such an object (its work key, SBX_WORK_OWNERLESS of ns: workkey.h):
+ * at once, with no grace, since no garbage collector will come for them. *requeue_ms is 0, or a
  * short wait when more were found than one pass deletes. 0 or -1 (a failed delete: the
  * queue retries with backoff). */
 int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int64_t *requeue_ms, char *err,

@@ -5,10 +5,6 @@
 
 #include <cjson/cJSON.h>
 
-/* The queue key name (after "NS/") of a namespace's ownerless sweep: no Sandbox can be
- * named so ('#' is not allowed in an object name). */
-#define SBX_ORPHANS_QUEUE_NAME "#ownerless"
-
 /* Is obj (a pod, claim, Service or NetworkPolicy) one the controller made for a Sandbox,
  * left with no owner at all? Labelled app.kubernetes.io/managed-by=yao-sandbox with a
  * non-empty sandbox.yaoapps.com/name, not in a warm pool (sandbox.yaoapps.com/warm-pool:

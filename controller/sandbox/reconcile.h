@@ -58,7 +58,8 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
 void sbx_controller_stop(struct sbx_controller *ctl);
 void sbx_controller_free(struct sbx_controller *ctl);
 
-/* One reconcile pass for "namespace/name". 0 on success (*requeue_ms > 0 asks to look
+/* One pass for a work key (sandbox/workkey.h): a Sandbox's "namespace/name", or a
+ * namespace's warm pool or ownerless sweep; a text that is no key is dropped. 0 on success (*requeue_ms > 0 asks to look
  * again after that long; < 0 says the Sandbox and everything it owned are gone: the key
  * leaves the queue for good, not even the resync brings it back), -1 on failure (err
  * set; the caller backs off). */

@@ -28,6 +28,7 @@
 #include "sandbox/owned.h"
 #include "sandbox/storage.h"
 #include "sandbox/warmbinder.h"
+#include "sandbox/workkey.h"
 
 /* A pool claim as the index keeps it (owned strings). */
 struct pool_entry {
@@ -121,20 +122,17 @@ void sbx_warm_free(struct sbx_warm *w) {
     free(w);
 }
 
-void sbx_warm_queue_key(const char *ns, char *out, size_t n) { snprintf(out, n, "%s/%s", ns, SBX_WARM_QUEUE_NAME); }
-
-/* Queue the pool pass of ns. */
 /* Is ns one this controller serves? A controller started with --namespace keeps to it: a
  * class's warmPool.namespaces naming others is for the controllers that serve those. */
 static int serves(const struct sbx_warm *w, const char *ns) {
     return !w->deps->namespace_ || (ns && !strcmp(ns, w->deps->namespace_));
 }
 
+/* Queue the pool pass of ns. */
 static void queue_pools(struct sbx_warm *w, const char *ns) {
-    char key[320];
+    char key[SBX_WORK_KEY_MAX];
     if (!ns || !serves(w, ns)) return;
-    sbx_warm_queue_key(ns, key, sizeof(key));
-    queue_add(w->deps->queue, key);
+    if (sbx_work_key_format(SBX_WORK_WARM_POOL, ns, NULL, key, sizeof(key)) == 0) queue_add(w->deps->queue, key);
 }
 
 /* Is the claim an unadopted pool claim? Its pool key, or NULL. */

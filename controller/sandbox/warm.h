@@ -16,16 +16,11 @@
 #include "sandbox/class.h"
 #include "sandbox/deps.h"
 
-/* The name of a namespace's pool pass in the work queue: "<ns>/#warm" (no Sandbox can
- * be named so). */
-#define SBX_WARM_QUEUE_NAME "#warm"
-
 struct sbx_warm;
 /* The index (empty). Pools follow classes (through classes); unclassed_pool is
  * --warm-workspaces, the pool of Sandboxes of no class (0: none). NULL: out of memory. */
 struct sbx_warm *sbx_warm_new(const struct sbx_deps *deps, struct sbx_classes *classes, int unclassed_pool);
 void sbx_warm_free(struct sbx_warm *w);
-void sbx_warm_queue_key(const char *ns, char *out, size_t n);
 /* Informer handlers: a PVC, a Sandbox, a SandboxClass changed. The PVC handler runs
  * before the Sandbox of an adopted claim is queued, so its pass finds the claim. */
 void sbx_warm_on_pvc(struct sbx_warm *w, const struct sbx_claim_view *old, const struct sbx_claim_view *cur);

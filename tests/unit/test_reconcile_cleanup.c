@@ -9,6 +9,7 @@
  * connections on a create (not idempotent) fail the pass, whose retry then creates. */
 #include "reconcile_env.h"
 #include "sandbox/orphans_decide.h"
+#include "sandbox/workkey.h"
 
 /* The sweep's grace (orphans.c SWEEP_GRACE_MS) and a little more. */
 #define PAST_GRACE_MS 31000
@@ -154,7 +155,9 @@ TEST(ownerless_objects_are_deleted_at_once) {
 
     size_t m = fakeapi_mark(&e->fa);
     int64_t rq = -5;
-    CHECK_INT(sbx_reconcile(e->ctl, NS "/" SBX_ORPHANS_QUEUE_NAME, &rq, err, sizeof err), 0);
+    char sweep[SBX_WORK_KEY_MAX];
+    CHECK_INT(sbx_work_key_format(SBX_WORK_OWNERLESS, NS, NULL, sweep, sizeof sweep), 0);
+    CHECK_INT(sbx_reconcile(e->ctl, sweep, &rq, err, sizeof err), 0);
     CHECK_INT(rq, 0);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", POD_COLL "/orph-pod", 200), 1);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", PVC_COLL "/orph-pvc", 200), 1);
