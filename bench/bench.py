@@ -35,7 +35,8 @@ import urllib.parse
 
 IMAGE = "yao-sandbox/sandbox:latest"     # same image string for all three
 PULL_POLICY = None                       # kwok pulls nothing; the real node: IfNotPresent
-CPU = "250m"                             # requests == limits, as our controller sets them
+CPU = "250m"                             # the CPU limit
+CPU_REQUEST = CPU                        # requests == limits, as our controller sets them by default
 MEMORY = "256Mi"
 WORKSPACE = "1Gi"
 STORAGE_CLASS = "yao-test"
@@ -206,7 +207,7 @@ def pod_spec(env_name, user, chat, claim=None, mount=True):
             **({"imagePullPolicy": PULL_POLICY} if PULL_POLICY else {}),
             "env": [{"name": "YAO_SANDBOX_NAME", "value": env_name}, {"name": "YAO_USER_ID", "value": user},
                     {"name": "YAO_CHAT_ID", "value": chat}],
-            "resources": {"limits": {"cpu": CPU, "memory": MEMORY}, "requests": {"cpu": CPU, "memory": MEMORY}},
+            "resources": {"limits": {"cpu": CPU, "memory": MEMORY}, "requests": {"cpu": CPU_REQUEST, "memory": MEMORY}},
             **({"volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}]} if mount else {}),
             "securityContext": {"allowPrivilegeEscalation": False, "privileged": False,
                                 "readOnlyRootFilesystem": False, "capabilities": {"drop": ["ALL"]}},
@@ -228,6 +229,8 @@ def ours_sandbox(name, i, class_name=None):
           "spec": {"userID": "bench", "chatID": f"c{i:05d}", "image": IMAGE, "lifecycle": "persistent",
                    "resources": {"cpu": CPU, "memory": MEMORY},
                    "workspace": {"size": WORKSPACE, "storageClassName": STORAGE_CLASS}}}
+    if CPU_REQUEST != CPU:
+        sb["spec"]["resources"]["requests"] = {"cpu": CPU_REQUEST, "memory": MEMORY}
     if class_name:
         sb["spec"]["className"] = class_name
     return sb
@@ -638,7 +641,8 @@ INTERVALS = [("create→sandbox", None, "sandbox_exists"), ("sandbox→pod", "sa
 
 class Run:
     """One measured run of one config. `who` is floor, ours or agent_sandbox; in the warm-pool
-    scenario also agent_sandbox_warm. scn: the scenario (dict, see SCENARIOS)."""
+    scenario also agent_sandbox_warm; in real-node-local-path also floor_bound (bare pods on
+    claims made and bound before the burst). scn: the scenario (dict, see SCENARIOS)."""
 
     def __init__(self, args, api, who, n, tag, scn=None):
         self.args, self.api, self.who, self.n = args, api, who, n
@@ -646,6 +650,7 @@ class Run:
         self.ns = f"yao-bench-{tag}"
         self.names = [f"sb-{i:05d}" for i in range(n)]
         self.peer = who.startswith("agent_sandbox")
+        self.bare = who in ("floor", "floor_bound")       # no controller: the pods themselves
         self.warm = bool(self.scn.get("warm"))
         self.claims = self.warm and self.peer            # the peer through SandboxClaims
         # the peer's claim carries the workspace (a cold start) — except where the template
@@ -720,7 +725,7 @@ class Run:
                     self._stage("pod_scheduled", k, t)
                 if pod_ready(p):
                     self._stage("pod_ready", k, t)
-            if self.who == "floor" and k is not None and typ != "DELETED" and k not in self.ready_t and pod_ready(p):
+            if self.bare and k is not None and typ != "DELETED" and k not in self.ready_t and pod_ready(p):
                 self.ready_t[k] = t
             self.changed.notify_all()
 
@@ -911,9 +916,11 @@ class Run:
                 raise w.error
         warm_class = None
         try:
-            if self.who != "floor":
+            if not self.bare:
                 self.start_controller(workdir)
-            if self.ours_warm:
+            if self.who == "floor_bound":
+                self.bind_floor_claims()
+            elif self.ours_warm:
                 warm_class = f"yao-bench-warm-{random.randrange(16**6):06x}"
                 self.fill_ours_pool(warm_class)
             elif self.claims:
@@ -974,6 +981,49 @@ class Run:
         self.result["pool_fill_s"] = rnd(time.monotonic() - t0, 3)
         log(f"ours: warm pool of {k} Bound claims in {self.result['pool_fill_s']} s")
 
+    def bind_floor_claims(self):
+        """floor_bound: the N claims made and bound before the burst, as a warm pool's are. On
+        a WaitForFirstConsumer class (local-path) a claim binds only for a pod that uses it,
+        so one short-lived binder pod per claim (the workspace mounted, `true`, never
+        restarted) is scheduled, the claims wait for Bound, and the binders are deleted and
+        gone before the burst. pool_fill_s: first claim created → all N Bound, binders gone."""
+        api, ns, n = self.api, self.ns, self.n
+        t0 = time.monotonic()
+        binders = []
+        for i, name in enumerate(self.names):
+            objs, _ = floor_objects(ns, name, i)
+            claim_path, claim = objs[0]
+            api.must("POST", claim_path, claim)
+            spec = pod_spec(f"{name}-bind", "bench", f"c{i:05d}", claim["metadata"]["name"])
+            spec["restartPolicy"] = "Never"
+            spec["containers"][0]["command"] = ["true"]
+            api.must("POST", f"/api/v1/namespaces/{ns}/pods",
+                     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-bind"}, "spec": spec})
+            binders.append(f"{name}-bind")
+        deadline = t0 + max(120.0, 0.6 * n) + 60
+        while True:
+            items = api.must("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+            bound = [p for p in items if (p.get("status") or {}).get("phase") == "Bound"]
+            if len(bound) >= n:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"floor_bound: {len(bound)}/{n} claims Bound after {time.monotonic() - t0:.0f} s")
+            time.sleep(0.5)
+        for b in binders:
+            st, obj = api.call("DELETE", f"/api/v1/namespaces/{ns}/pods/{b}?gracePeriodSeconds=0")
+            if st not in (200, 202, 404):
+                raise RuntimeError(f"floor_bound: deleting binder {b}: HTTP {st}: {str(obj)[:200]}")
+        while True:
+            left = [p["metadata"]["name"] for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]]
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"floor_bound: binder pods {left[:3]} still there after {time.monotonic() - t0:.0f} s")
+            time.sleep(0.2)
+        self.result["pool_size"] = n
+        self.result["pool_fill_s"] = rnd(time.monotonic() - t0, 3)
+        log(f"floor_bound: {n} claims Bound, binders gone, in {self.result['pool_fill_s']} s")
+
     def fill_peer_pool(self):
         """The peer's warm pool: SandboxTemplate + SandboxWarmPool of K; wait until
         status.readyReplicas ≥ K. pool_fill_s: pool created → K Ready."""
@@ -1017,11 +1067,13 @@ class Run:
         # ---- create burst
         def create(c, item):
             i, name = item
-            if self.who == "floor":
+            if self.bare:
                 objs, _ = floor_objects(ns, name, i)
+                if self.who == "floor_bound":
+                    objs = objs[1:]     # the claim is there and Bound (bind_floor_claims)
                 with self.lock:
                     self.created[name] = time.monotonic()
-                if a.floor_after_bound:
+                if a.floor_after_bound and self.who == "floor":
                     objs = objs[:1]     # the pod follows once the claim is Bound (pod_feeder)
                 for path, body in objs:
                     st, obj = api.call("POST", path, body, conn=c)
@@ -1089,7 +1141,7 @@ class Run:
 
         # ---- delete burst
         def delete(c, name):
-            if self.who == "floor":
+            if self.bare:
                 _, paths = floor_objects(ns, name, 0)
             else:
                 paths = [f"{cr_path}/{name}"]
@@ -1316,11 +1368,11 @@ SCENARIOS = {
                   "about": "warm pools on the slow class: ours (warm workspaces) vs the peer's "
                            "SandboxWarmPool + SandboxClaim with and without a workspace"},
     "real-node-single": {"letter": "g", "storage_class": "local-path", "n": [5], "real_node": True, "single": True,
-                         "n_arg": "single_k",
+                         "n_arg": "single_k", "cpu": "500m", "cpu_request": "150m", "memory": "256Mi",
                          "about": "single starts on the real node, one at a time, each beside the floor: create, "
                                   "wake (idle-stopped, touched), resume (spec.paused); K repetitions"},
     "real-node-local-path": {"letter": "h", "storage_class": "local-path", "n": [10], "real_node": True, "warm": True,
-                             "template_workspace": True, "n_arg": "local_path_n",
+                             "template_workspace": True, "n_arg": "local_path_n", "floor_bound": True,
                              "about": "a new chat on local-path (WaitForFirstConsumer) on the real node: the floor, "
                                       "ours with a warm pool, the peer's SandboxWarmPool whose template has a "
                                       "volumeClaimTemplate on local-path"},
@@ -1328,7 +1380,10 @@ SCENARIOS = {
 # measured elsewhere (bench/scale.py, bench/results/scale.json), folded in by report.py
 EXTERNAL_SCENARIOS = {"scale-10k": {"letter": "f", "about": "N = 10,000 on kwok (bench/scale.py)"}}
 REAL_NODE_IMAGE = "yao-sandbox/sandbox:0.1.0"   # in the plane's registry (tests/cluster/node/images)
-REAL_NODE_CPU, REAL_NODE_MEMORY = "50m", "64Mi"  # 20 of them fit the 2-CPU node
+# the real node's sandboxes: 20 of them fit the 2-CPU node (scenarios d, h); g names a size an
+# agent's sandbox has (a 50m limit throttles even an exec): a 500m limit, 150m requested, so its
+# 2 K = 10 pods of the floor and ours that stand at once fit the node
+REAL_NODE_CPU, REAL_NODE_MEMORY = "50m", "64Mi"
 
 
 def parse_scenarios(spec):
@@ -1361,12 +1416,15 @@ def real_node_image(kubeconfig):
 
 def configure(args, scn):
     """Set the object shapes for a scenario (module globals used by the object builders)."""
-    global STORAGE_CLASS, IMAGE, PULL_POLICY, CPU, MEMORY
+    global STORAGE_CLASS, IMAGE, PULL_POLICY, CPU, CPU_REQUEST, MEMORY
     STORAGE_CLASS = args.storage_class or scn["storage_class"]
     if scn.get("real_node"):
-        IMAGE, PULL_POLICY, CPU, MEMORY = real_node_image(args.kubeconfig), "IfNotPresent", REAL_NODE_CPU, REAL_NODE_MEMORY
+        IMAGE, PULL_POLICY = real_node_image(args.kubeconfig), "IfNotPresent"
+        CPU, MEMORY = scn.get("cpu", REAL_NODE_CPU), scn.get("memory", REAL_NODE_MEMORY)
+        CPU_REQUEST = scn.get("cpu_request", CPU)
     else:
         IMAGE, PULL_POLICY, CPU, MEMORY = "yao-sandbox/sandbox:latest", None, "250m", "256Mi"
+        CPU_REQUEST = CPU
 
 
 def storage_class_exists(api, name):
@@ -1412,6 +1470,8 @@ class RealNodeOnly:
 
 def configs_of(scn):
     order = ["floor", "ours", "agent_sandbox"]
+    if scn.get("floor_bound"):
+        order.insert(1, "floor_bound")
     if scn.get("warm") and not scn.get("template_workspace"):
         order.append("agent_sandbox_warm")
     return order
@@ -1549,9 +1609,11 @@ def single_table(sc):
         r = kd.get("ratio")
         met = '' if kd.get('met') is None else ' ✓' if kd['met'] else ' ✗'
         if kind == "wake-warm":   # its target: against ours' cold wake
-            v = kd.get("vs_cold_wake")
-            x = (kd.get("ours") or {}).get("exec_rt_p50_ms")
-            lines.append(f"| {kind} (first exec after it p50 {fmt(x)} ms) | {cell('floor')} | {cell('ours')} | – | "
+            v, fc = kd.get("vs_cold_wake"), kd.get("first_command_vs_cold")
+            o = kd.get("ours") or {}
+            lines.append(f"| {kind} (touch → Ready; the first command answered p50 {fmt(o.get('first_exec_p50_ms'))} ms, "
+                         f"{fmt(fc) + '×' if fc is not None else '–'} the cold wake's Ready + first command; a later "
+                         f"exec {fmt(o.get('exec_rt_p50_ms'))} ms) | {cell('floor')} | {cell('ours')} | – | "
                          f"{fmt(r) + '×' if r is not None else '–'}; {fmt(v) + '× cold wake (≤ 0.1)' if v is not None else '–'}{met} |")
             continue
         lines.append(f"| {kind} | {cell('floor')} | {cell('ours')} | {cell('agent_sandbox')} | "
@@ -1585,6 +1647,10 @@ def scenario_targets(sc):
     if sc.get("scenario") == "real-node-local-path":   # issue 25, item 3 (the peer: its warm pool)
         checks[0:0] = [("ready p50 ≤ 0.3× floor", ratio(o.get("ready_p50_ms"), f.get("ready_p50_ms")), 0.3),
                        ("ready p50 ≤ peer warm pool", ratio(o.get("ready_p50_ms"), p.get("ready_p50_ms")), 1.0)]
+        if "floor_bound" in sc:   # issue 36, item 3: against bare pods on claims bound before the burst
+            fb = sc["floor_bound"]
+            checks.insert(2, ("all-ready ≤ 1.1× floor on bound claims",
+                              ratio(o.get("all_ready_s"), fb.get("all_ready_s")), 1.1))
     return [{"target": name, "ratio": rnd(r, 2), "met": None if r is None else r <= lim} for name, r, lim in checks]
 
 
@@ -1611,7 +1677,7 @@ def main():
     ap.add_argument("--local-path-n", type=int, default=0, help="N of real-node-local-path (default 10)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--only", default="",
-                    help="comma-separated subset of floor,ours,agent_sandbox,agent_sandbox_warm (diagnosis)")
+                    help="comma-separated subset of floor,floor_bound,ours,agent_sandbox,agent_sandbox_warm (diagnosis)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--workers", type=int, default=4, help="our controller's --workers")
     ap.add_argument("--peer-workers", type=int, default=0,
@@ -1665,7 +1731,8 @@ def run_scenario(args, api, name, workdir):
     else:
         ns = sorted(set([args.real_node_n] if scn.get("real_node") else (args.n or scn["n"])))
     sc = {"scenario": name, "about": scn["about"], "peer_version": PEER_VERSION, "storage_class": STORAGE_CLASS,
-          "image": IMAGE, "cpu": CPU, "memory": MEMORY, "rounds": args.rounds, "n": max(ns)}
+          "image": IMAGE, "cpu": CPU, "cpu_request": CPU_REQUEST, "memory": MEMORY, "rounds": args.rounds,
+          "n": max(ns)}
     skip_all = None
     if not storage_class_exists(api, STORAGE_CLASS):
         skip_all = f"skipped: StorageClass {STORAGE_CLASS} is not on this plane"

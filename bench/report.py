@@ -122,6 +122,16 @@ def scenarios_table(doc):
                          f"{fmt(p.get('ready_p50_ms'))} ms: {ratio_cell(o.get('ready_p50_ms'), p.get('ready_p50_ms'))}"
                          f" (target ≤ 1×){mark(y['met'] if y else None)}; pools filled in: ours "
                          f"{fmt(o.get('pool_fill_s'))} s, peer {fmt(p.get('pool_fill_s'))} s")
+            fb = s.get("floor_bound")
+            if fb and fb.get("status", "ok") == "ok":
+                z = t.get("all-ready ≤ 1.1× floor on bound claims")
+                notes.append(f"{name}: all {s.get('n')} Ready ours {fmt(o.get('all_ready_s'))} s, bare pods on claims "
+                             f"bound before the burst {fmt(fb.get('all_ready_s'))} s (ready p50 "
+                             f"{fmt(fb.get('ready_p50_ms'))} ms): {ratio_cell(o.get('all_ready_s'), fb.get('all_ready_s'))}"
+                             f" (target ≤ 1.1×){mark(z['met'] if z else None)}; its claims bound in "
+                             f"{fmt(fb.get('pool_fill_s'))} s")
+            elif fb:
+                notes.append(f"{name}: floor_bound {fb.get('status')}")
         if s.get("duration_s") is not None:
             notes.append(f"{name}: took {fmt(s['duration_s'])} s ({s.get('rounds', '?')} round(s))")
         if s.get("date") and s.get("date") != doc.get("date"):

@@ -12,14 +12,17 @@ repetition):
           client's Touch write — → Running + Ready;  floor: a bare pod created again on the
           existing, Bound claim → Ready.
   resume  ours: spec.paused true (pod gone) → false → Running + Ready;  floor: as for wake.
-  wake-warm  ours: a session Sandbox of a class with spec.warmIdle (cpu 10m, window 1h) left
-          idle past its idleTimeout (2 s): warm-idle (Ready reason WarmIdle, the pod kept, its
-          CPU resized in place down to 10m), then touched, and at once the returning user's
-          first command (`kubectl exec … -- true`): ready_ms is touch → that exec answered (the
-          pod never stopped); awake_resized_ms touch → Ready without WarmIdle and the CPU back
-          as the kubelet reports it (its status trails the cgroup by about a second);
-          exec_rt_ms a second exec after that. Target: p50 ≤ 0.1 × ours' cold wake of the same
-          run (touch → Ready; its first exec would come after).  floor: as for wake.
+  wake-warm  ours: a session Sandbox of a class with spec.warmIdle (cpu 50m, window 1h) left
+          idle past its idleTimeout (10 s): warm-idle (Ready reason WarmIdle, the pod kept, its
+          CPU resized in place down to 50m and the kubelet done with it), 3 s later touched, and
+          at once the returning user's first command (`kubectl exec … -- true`): ready_ms is
+          touch → Ready without WarmIdle, as for the cold wake (the pod never stopped; its CPU
+          back at the kubelet ~50 ms after the controller's resize); first_exec_ms touch → that
+          exec answered; awake_resized_ms touch → Ready and the CPU back as the kubelet's status
+          reports it (its status trails the cgroup by about a second); exec_rt_ms a second exec
+          after that. Target: ready p50 ≤ 0.1 × ours' cold wake of the same run; beside it the
+          first command: first_exec_ms against the cold wake's Ready plus its first exec
+          (first_exec_rt_ms, sent once the cold wake is Ready).  floor: as for wake.
 Times: this process's monotonic clock when the request is sent and when the watch event is
 read. Beside them, per start, what the node and the controller logged: the kubelet's
 "Observed pod startup duration", containerd's RunPodSandbox / CreateContainer /
@@ -41,7 +44,8 @@ import time
 B = sys.modules["__main__"] if hasattr(sys.modules.get("__main__"), "floor_objects") else importlib.import_module("bench")
 
 KINDS = ("create", "wake", "resume", "wake-warm")
-WARM_CPU = "10m"   # below the real node's 50m per sandbox, so warm-idle has something to give back
+RETURN_AFTER_S = 3.0   # wake-warm: from the pod's warm-idle resize done to the touch
+WARM_CPU = "50m"   # the README's example floor: a tenth of the scenario's 500m limit (150m requested)
 ANN_LAST_USED = "sandbox.yaoapps.com/last-used-at"
 CLOCK_OFFSET = time.time() - time.monotonic()   # wall = monotonic + offset
 
@@ -139,6 +143,13 @@ def cpu_millis(q):
         return None
     q = str(q)
     return int(q[:-1]) if q.endswith("m") else int(round(float(q) * 1000))
+
+
+def resize_in_flight(pod):
+    """Is a resize of the pod still pending or in progress at the kubelet (the conditions
+    PodResizePending / PodResizeInProgress, 1.33+)?"""
+    return any(c.get("type") in ("PodResizePending", "PodResizeInProgress") and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
 
 
 def pod_cpu_limit(pod):
@@ -256,6 +267,11 @@ class Single:
         self.ours_patch(ns, name, patch)
         s = self._observe(tr, t0, "ours", ours_pod_of(name), "sandbox",
                           lambda typ, o: o["metadata"]["name"] == name and ours_ready(o))
+        if kind == "wake":
+            # the returning user's first command, sent once Ready is seen: beside wake-warm's
+            t1 = time.monotonic()
+            p = B.kubectl(["-n", ns, "exec", s["pod"], "--", "true"], self.args.kubeconfig, check=False)
+            s["first_exec_rt_ms"] = B.rnd((time.monotonic() - t1) * 1000) if p.returncode == 0 else None
         self.results[kind]["ours"].append(s)
         log_sample(f"ours {kind}", s)
         return s
@@ -275,11 +291,16 @@ class Single:
         if cpu_millis(WARM_CPU) >= full:
             raise RuntimeError(f"wake-warm: the warm-idle floor {WARM_CPU} is not below the sandboxes' CPU {B.CPU}")
         t = time.monotonic()
-        self.ours_patch(ns, name, {"spec": {"idleTimeout": "2s"}})
+        # 10 s: long enough that the touch's measures end before the next idle deadline
+        self.ours_patch(ns, name, {"spec": {"idleTimeout": "10s"}})
         tr.first(t, "sandbox", lambda typ, o: o["metadata"]["name"] == name and ready_reason(o) == "WarmIdle",
                  self.timeout, f"{name}: warm-idle")
-        tr.first(t, "pod", lambda typ, o: o["metadata"]["uid"] == uid and pod_cpu_limit(o) == cpu_millis(WARM_CPU),
-                 self.timeout, f"{name}: resized down to {WARM_CPU}")
+        tr.first(t, "pod", lambda typ, o: o["metadata"]["uid"] == uid and pod_cpu_limit(o) == cpu_millis(WARM_CPU)
+                 and not resize_in_flight(o), self.timeout, f"{name}: resized down to {WARM_CPU}, the kubelet done")
+        # the user comes back later, not within the kubelet's last status update of the resize
+        # (a touch 0.1 s after it met the kubelet still busy with it: every first exec then
+        # took about a second)
+        time.sleep(RETURN_AFTER_S)
         t0 = time.monotonic()
         self.ours_patch(ns, name, {"metadata": {"annotations": {ANN_LAST_USED: iso_now_ms()}}})
         # the returning user's first command, sent at once: the pod never stopped
@@ -294,13 +315,14 @@ class Single:
         exec_rt = (time.monotonic() - t1) * 1000
         restarts = sum(c.get("restartCount", 0) for c in (pod2.get("status") or {}).get("containerStatuses") or [])
         s = {"t0_wall": round(t0 + CLOCK_OFFSET, 3), "ns": ns, "pod": pod_name, "uid": uid,
-             "awake_ms": B.rnd((tw - t0) * 1000), "resized_ms": B.rnd((tp - t0) * 1000),
-             "ready_ms": B.rnd((te - t0) * 1000), "awake_resized_ms": B.rnd((max(tw, tp) - t0) * 1000),
+             "ready_ms": B.rnd((tw - t0) * 1000), "resized_ms": B.rnd((tp - t0) * 1000),
+             "first_exec_ms": B.rnd((te - t0) * 1000), "awake_resized_ms": B.rnd((max(tw, tp) - t0) * 1000),
              "exec_rt_ms": B.rnd(exec_rt), "exec_ok": p.returncode == 0 and p2.returncode == 0,
              "restart_count": restarts}
         self.results["wake-warm"]["ours"].append(s)
-        log(f"ours wake-warm: {pod_name} first exec answered {s['ready_ms']} ms after the touch (awake and resized "
-            f"{s['awake_resized_ms']}, a second exec {s['exec_rt_ms']}, restarts {restarts})")
+        log(f"ours wake-warm: {pod_name} Ready (awake) {s['ready_ms']} ms after the touch, its first exec answered "
+            f"{s['first_exec_ms']} ms after it (awake and resized as the kubelet reports it {s['awake_resized_ms']}, "
+            f"a second exec {s['exec_rt_ms']}, restarts {restarts})")
         self.ours_patch(ns, name, {"spec": {"idleTimeout": "1h"}})
         self.api.must("DELETE", self.ours_path(ns, name))
         return s
@@ -627,8 +649,17 @@ def run(args, api, workdir, k, with_peer=True):
     w, c = kinds["wake-warm"]["ours"].get("ready_p50_ms"), kinds["wake"]["ours"].get("ready_p50_ms")
     kinds["wake-warm"]["vs_cold_wake"] = B.rnd(w / c, 3) if w and c else None
     kinds["wake-warm"]["met"] = None if not (w and c) else w <= 0.1 * c
-    ex = [x["exec_rt_ms"] for x in kinds["wake-warm"]["ours"].get("samples") or []]
-    kinds["wake-warm"]["ours"]["exec_rt_p50_ms"] = B.rnd(statistics.median(ex)) if ex else None
+    def p50(kind, key):
+        v = [x[key] for x in kinds[kind]["ours"].get("samples") or [] if x.get(key) is not None]
+        return B.rnd(statistics.median(v)) if v else None
+    ww, wc = kinds["wake-warm"]["ours"], kinds["wake"]["ours"]
+    ww["exec_rt_p50_ms"], ww["first_exec_p50_ms"] = p50("wake-warm", "exec_rt_ms"), p50("wake-warm", "first_exec_ms")
+    wc["first_exec_rt_p50_ms"] = p50("wake", "first_exec_rt_ms")
+    # the returning user's first command answered: touch → exec answered (warm), against
+    # touch → Ready and then the exec's round trip (cold)
+    cold_cmd = c + wc["first_exec_rt_p50_ms"] if c and wc["first_exec_rt_p50_ms"] else None
+    kinds["wake-warm"]["first_command_vs_cold"] = (B.rnd(ww["first_exec_p50_ms"] / cold_cmd, 3)
+                                                   if cold_cmd and ww["first_exec_p50_ms"] else None)
     return {"kinds": kinds, "k": k, "stop": "long-running lifecycle, spec.idleTimeout 1s "
                                             "(stopped after 24 × idleTimeout without use), woken by a touch of "
                                             + ANN_LAST_USED,

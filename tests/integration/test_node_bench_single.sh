@@ -42,8 +42,10 @@ print(all(x.get(k) is not None for k in ('cri_sandbox_start_ms', 'cri_sandbox_do
     check "$kind/ours: the controller's pod-created line found" eq \
         "$(json "print(s['kinds']['$kind']['ours']['samples'][0].get('controller_pod_created_ms') is not None)")" True
 done
-check "wake-warm/ours: ok, one return to a warm-idle sandbox, its exec answered, no restart" eq "$(json "o = s['kinds']['wake-warm']['ours']; x = o['samples'][0]; \
-print(o['status'], o['count'], 0 < x['ready_ms'], x['exec_ok'], x['restart_count'])")" "ok 1 True True 0"
+check "wake-warm/ours: ok, one return to a warm-idle sandbox: Ready, its exec answered, no restart" eq "$(json "o = s['kinds']['wake-warm']['ours']; x = o['samples'][0]; \
+print(o['status'], o['count'], 0 < x['ready_ms'], 0 < x['first_exec_ms'], x['exec_ok'], x['restart_count'])")" "ok 1 True True True 0"
+check "wake/ours: the first command after the cold wake answered, and compared" eq "$(json "print(s['kinds']['wake']['ours']['samples'][0]['first_exec_rt_ms'] > 0, \
+s['kinds']['wake-warm']['first_command_vs_cold'] > 0)")" "True True"
 check "wake-warm/floor: ok, one restart on the claim" eq "$(json "print(s['kinds']['wake-warm']['floor']['status'])")" ok
 check "wake-warm: compared with ours' cold wake" eq "$(json "print(s['kinds']['wake-warm']['vs_cold_wake'] > 0)")" True
 check "no SandboxClass of the run is left" eq "$(kubectl get sandboxclass -o name | grep -c 'yao-bench-single' || true)" 0
