@@ -181,6 +181,7 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
     /* The running cap counts the pod before its Sandbox is queued: the pass the queue starts
      * must find the slot held by the pod, not only by the reservation it ends. */
     sbx_capacity_on_pod(ctl->capacity, old, cur);
+    sbx_warm_on_sandbox_pod(ctl->warm, old, cur);
     on_owned_kind(ctl, SBX_EXPECT_POD, &m, !cur);
 }
 

@@ -61,6 +61,10 @@ struct sbx_warm {
     /* Sandbox uid -> (intptr_t) until when (ms) it adopts no pool claim: it gave one up
      * (SBX_ACT_RELEASE_CLAIM) and waits for that claim to go, then makes a cold one. */
     struct strmap released;
+    /* The refill's yield to starts in flight (warm_decide.h): per namespace, its sandbox
+     * pods starting (a count kept by the pod handler), since when its refill waits, and
+     * its last adoption (ms); all (intptr_t), absent = 0. */
+    struct strmap starting, yielding, adopted_at;
 };
 
 /* A binder pod as the index keeps it. */
@@ -106,6 +110,9 @@ struct sbx_warm *sbx_warm_new(const struct sbx_deps *deps, struct sbx_classes *c
     strmap_init(&w->wanted);
     strmap_init(&w->binders);
     strmap_init(&w->released);
+    strmap_init(&w->starting);
+    strmap_init(&w->yielding);
+    strmap_init(&w->adopted_at);
     return w;
 }
 
@@ -118,6 +125,9 @@ void sbx_warm_free(struct sbx_warm *w) {
     strmap_clear(&w->wanted, free);
     strmap_clear(&w->binders, binder_entry_free);
     strmap_clear(&w->released, NULL);
+    strmap_clear(&w->starting, NULL);
+    strmap_clear(&w->yielding, NULL);
+    strmap_clear(&w->adopted_at, NULL);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }
@@ -133,6 +143,53 @@ static void queue_pools(struct sbx_warm *w, const char *ns) {
     char key[SBX_WORK_KEY_MAX];
     if (!ns || !serves(w, ns)) return;
     if (sbx_work_key_format(SBX_WORK_WARM_POOL, ns, NULL, key, sizeof(key)) == 0) queue_add(w->deps->queue, key);
+}
+
+/* Set a per-namespace number (absent = 0). Called with the lock held. */
+static void ns_number_set(struct strmap *m, const char *ns, int64_t v) {
+    if (v == 0) {
+        strmap_remove(m, ns);
+    } else if (strmap_put(m, ns, (void *)(intptr_t)v, NULL) < 0) {
+        LOGW("msg=\"warm pool: out of memory keeping the refill's yield\" namespace=%s", ns);
+    }
+}
+
+void sbx_warm_on_sandbox_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
+    int was = old && sbx_warm_pod_starting(old), is = cur && sbx_warm_pod_starting(cur);
+    const char *ns = kj_str(cJSON_GetObjectItemCaseSensitive(cur ? cur : old, "metadata"), "namespace");
+    if (was == is || !ns) return;
+    int ended = 0;
+    pthread_mutex_lock(&w->lock);
+    int64_t n = (intptr_t)strmap_get(&w->starting, ns) + (is ? 1 : -1);
+    ns_number_set(&w->starting, ns, n > 0 ? n : 0);
+    if (is) ns_number_set(&w->adopted_at, ns, 0);   /* the adopted claim's pod is counted now */
+    ended = n <= 0 && strmap_get(&w->yielding, ns) != NULL;
+    pthread_mutex_unlock(&w->lock);
+    if (ended) queue_pools(w, ns);   /* the last start is over: the waiting refill goes now */
+}
+
+/* How long the refill of ns waits for starts in flight (0: not at all); see warm_decide.h. */
+static int64_t refill_wait(struct sbx_warm *w, const char *ns) {
+    int64_t now = kj_now_ms();
+    pthread_mutex_lock(&w->lock);
+    int64_t adopted = (intptr_t)strmap_get(&w->adopted_at, ns);
+    int starting = strmap_get(&w->starting, ns) != NULL || (adopted && now - adopted < SBX_WARM_ADOPT_SETTLE_MS);
+    int64_t since = (intptr_t)strmap_get(&w->yielding, ns);
+    int was_waiting = since > 0;
+    int64_t wait = sbx_warm_refill_wait(starting, &since, now);
+    ns_number_set(&w->yielding, ns, since);
+    pthread_mutex_unlock(&w->lock);
+    if (wait > 0 && !was_waiting)
+        LOGI("msg=\"warm pool: the refill waits for the sandbox pods starting\" namespace=%s max_ms=%d", ns,
+             SBX_WARM_REFILL_YIELD_MAX_MS);
+    return wait;
+}
+
+/* The refill's yield is over for ns (nothing to refill). */
+static void refill_done(struct sbx_warm *w, const char *ns) {
+    pthread_mutex_lock(&w->lock);
+    ns_number_set(&w->yielding, ns, 0);
+    pthread_mutex_unlock(&w->lock);
 }
 
 /* Is the claim an unadopted pool claim? Its pool key, or NULL. */
@@ -780,6 +837,22 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     size_t *idx = calloc(pc.n + 1, sizeof(*idx)), *del = calloc(pc.n + 1, sizeof(*del));
     if (!claims || !idx || !del) { snprintf(err, errlen, "out of memory"); goto out; }
     int wanted_any = 0;
+    /* The refill (claims to make, pending claims of a late pool to bind) yields to starts in
+     * flight; what is in excess is deleted all the same. Asked only when there is one. */
+    int64_t wait = 0;
+    int refill = 0;
+    for (size_t i = 0; i < wants.n && !refill; i++) {
+        if (wants.v[i].size <= 0) continue;
+        int live = 0, pending = 0;
+        for (size_t j = 0; j < pc.n; j++) {
+            if (strcmp(pc.v[j].key, wants.v[i].key) != 0 || pc.v[j].terminating) continue;
+            live++;
+            if (!pc.v[j].bound) pending++;
+        }
+        refill = live < wants.v[i].size || (late[i] && pending > 0);
+    }
+    if (refill) wait = refill_wait(w, ns);
+    else refill_done(w, ns);
     for (size_t k = 0; k < nkeys; k++) {
         const struct sbx_warm_want *want = sbx_warm_wants_find(&wants, keys[k]);
         size_t n = 0, ndel = 0;
@@ -793,6 +866,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
         int size = want ? want->size : 0;
         if (size > 0) wanted_any = 1;
         int create = sbx_warm_plan(size, claims, n, del, &ndel);
+        if (wait > 0) create = 0;
         for (size_t j = 0; j < ndel; j++) {
             if (delete_pool_claim(w, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
             pc.v[idx[del[j]]].terminating = 1;   /* no binder for it below */
@@ -831,11 +905,11 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     /* The binders: one per pending claim of a WaitForFirstConsumer pool, none left over.
      * (Claims created above get theirs in the pass their watch event queues.) */
     for (size_t i = 0; i < wants.n; i++)
-        if (late[i] && wants.v[i].size > 0 && bind_pool(w, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
+        if (!wait && late[i] && wants.v[i].size > 0 && bind_pool(w, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
     if (sweep_binders(w, ns, &wants, late, &pc, err, errlen) < 0) goto out;
     /* Nothing wanted and nothing left: the key leaves the queue until a Sandbox, a class
      * or a pool claim brings it back. */
-    *requeue_ms = !wanted_any && pc.n == 0 ? -1 : 0;
+    *requeue_ms = wait > 0 ? wait : !wanted_any && pc.n == 0 ? -1 : 0;
     rc = 0;
 out:
     free(claims);
@@ -914,6 +988,9 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
             *adopted = out;
             LOGI("msg=\"warm pool: claim adopted\" sandbox=%s/%s claim=%s pool=%s", ns, owner->name, e->name, key);
             sbx_count(&w->deps->counters->warm_adoptions);
+            pthread_mutex_lock(&w->lock);
+            ns_number_set(&w->adopted_at, ns, kj_now_ms());   /* its pod is being made: see refill_wait */
+            pthread_mutex_unlock(&w->lock);
             queue_pools(w, ns);   /* refill */
             rc = 1;
             goto out;

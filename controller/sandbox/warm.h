@@ -32,6 +32,10 @@ void sbx_warm_note_released(struct sbx_warm *w, const char *uid);
 int sbx_warm_released(struct sbx_warm *w, const char *uid);
 /* A binder pod (SBX_ANN_BINDS_CLAIM) changed in the pod cache: index it, queue its pool pass. */
 void sbx_warm_on_binder_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur);
+/* A sandbox pod changed in the pod cache: the namespace's count of pods starting
+ * (sbx_warm_pod_starting) follows, for the refill's yield; the last one ending queues the
+ * pool pass that waits for it. */
+void sbx_warm_on_sandbox_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur);
 /* The claim the Sandbox uid controls, as the cache shows it, when it has a name of its
  * own (adopted): 1 with its name in out, or 0 (its claim, if any, is the one its IDs
  * name). */

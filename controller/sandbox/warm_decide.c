@@ -224,3 +224,25 @@ err:
     cJSON_Delete(patch);
     return NULL;
 }
+
+int sbx_warm_pod_starting(const cJSON *pod) {
+    /* (label keys have dots: read as map keys, not paths) */
+    const char *by = kj_map_get(pod, "metadata.labels", SBX_LABEL_MANAGED_BY);
+    const char *name = kj_map_get(pod, "metadata.labels", SBX_LABEL_NAME);
+    if (!by || strcmp(by, SBX_MANAGED_BY) != 0 || !name || !*name ||
+        kj_map_get(pod, "metadata.labels", SBX_LABEL_WARM_POOL) || kj_str(pod, "metadata.deletionTimestamp"))
+        return 0;
+    const char *ready = kj_str(kj_condition(pod, "Ready"), "status");
+    return !ready || strcmp(ready, "True") != 0;
+}
+
+int64_t sbx_warm_refill_wait(int starting, int64_t *since_ms, int64_t now_ms) {
+    if (!starting) {
+        *since_ms = 0;
+        return 0;
+    }
+    if (*since_ms <= 0) *since_ms = now_ms;
+    int64_t left = *since_ms + SBX_WARM_REFILL_YIELD_MAX_MS - now_ms;
+    if (left <= 0) return 0;   /* waited long enough: the pool refills beside the starts */
+    return left < SBX_WARM_REFILL_RECHECK_MS ? left : SBX_WARM_REFILL_RECHECK_MS;
+}

@@ -90,6 +90,28 @@ int sbx_warm_claim_fits(const struct sbx_spec *s, const char *claim_class, const
  * the class garbage-collects its unadopted claims. NULL on ENOMEM. */
 cJSON *sbx_warm_build_claim(const char *ns, const struct sbx_warm_want *want);
 
+/* The refill yields to starts in flight. A pool's claims and binder pods (on a
+ * WaitForFirstConsumer class each binder, and the provisioner's helper pod, is a real
+ * container start) compete with the sandbox pods a burst of new chats is starting on the
+ * same nodes. So a pool pass that would make or bind claims waits while its namespace has
+ * sandbox pods starting (or a claim was adopted and its pod is not in the cache yet, for
+ * at most SBX_WARM_ADOPT_SETTLE_MS), looking again every SBX_WARM_REFILL_RECHECK_MS (and at once when the last start
+ * ends), for at most SBX_WARM_REFILL_YIELD_MAX_MS from when it first waited; after that it
+ * refills beside whatever still starts (a pod that cannot start does not hold the pool up
+ * for longer). */
+#define SBX_WARM_REFILL_RECHECK_MS 1000
+#define SBX_WARM_REFILL_YIELD_MAX_MS 30000
+#define SBX_WARM_ADOPT_SETTLE_MS 2000
+
+/* Is pod a sandbox pod still starting: the controller's (managed-by yao-sandbox, a
+ * Sandbox's name label), not a pool's binder, not being deleted, not Ready? 1 or 0. */
+int sbx_warm_pod_starting(const cJSON *pod);
+
+/* Should a refill wait? starting: sandbox pods starting (or a claim just adopted) in the
+ * namespace. *since_ms: when this namespace's pool first waited (0: it is not waiting),
+ * kept by the caller and updated here. 0: refill now; > 0: look again after that long. */
+int64_t sbx_warm_refill_wait(int starting, int64_t *since_ms, int64_t now_ms);
+
 /* The merge patch that moves pool claim `claim` (at resourceVersion rv) to the Sandbox o
  * with spec s: the labels and annotations its own claim would carry (sbx_build_pvc),
  * SBX_LABEL_WARM_POOL removed, SBX_ANN_WARM_ADOPTED = now_ms, ownerReferences replaced by

@@ -169,8 +169,18 @@ TEST(an_adopted_claim_whose_node_cannot_take_the_pod_is_given_up_for_a_cold_one)
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", path, 200), 1);
     CHECK(!stored_exists(e, path));
 
-    /* A Bound pool claim is there again, but the Sandbox makes a cold claim of its own. */
-    char refill[256], rpath[512] = "";
+    /* A Bound pool claim is there again, but the Sandbox makes a cold claim of its own.
+     * (The pool refills once the pod cache no longer shows the pod it deleted starting.) */
+    char refill[256], rpath[512] = "", pkey[300];
+    struct names first;   /* the Sandbox that made the pool wanted: its pod runs by now */
+    names_of(&first, "s-first", "kim", "c1");
+    CHECK_INT(pod_running(e, first.pod, 0), 0);
+    CHECK(pod_cached(e, first.pod));
+    snprintf(pkey, sizeof pkey, NS "/%s", strrchr(n.pod, '/') + 1);
+    for (int64_t end = clock_mono_ms() + 10000;
+         clock_mono_ms() < end && (informer_has(sbx_controller_cache(e->ctl, SBX_CACHE_PODS), pkey) ||
+                                   !informer_quiescent(sbx_controller_cache(e->ctl, SBX_CACHE_PODS)));)
+        env_sleep_ms(5);
     pool_pass(e);
     pool_claim(e, refill, sizeof refill);
     CHECK(refill[0] != '\0');

@@ -7,6 +7,7 @@
  * own created; the pool pass refills; an adoption refused with 409 (another Sandbox took
  * the claim first) falls back to a claim of its own. */
 #include "reconcile_env.h"
+#include "sandbox/warm_decide.h"
 
 /* The flag defaults' class is SC_IMMEDIATE here, which binds at once (pools of a
  * WaitForFirstConsumer class, bound by binder pods: test_reconcile_binder.c). */
@@ -95,11 +96,21 @@ TEST(new_sandbox_adopts_the_bound_pool_claim_and_the_pool_refills) {
     CHECK_STR(stored_str(e, n.sb, "status.phase", v, sizeof v), "Creating");
     CHECK_STR(stored_str(e, n.sb, "status.workspaceClaim", v, sizeof v), claim);
 
-    /* The adopted claim is no longer the pool's: the pool pass makes a new one. */
-    char key[300];
+    /* The adopted claim is no longer the pool's, but the refill yields to the pod starting
+     * on it: the pool pass makes nothing and looks again within a second. */
+    char key[300], err[512] = "";
     snprintf(key, sizeof key, NS "/%s", claim);
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end && !cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), key, path);)
         env_sleep_ms(5);
+    CHECK(pod_cached(e, n.pod));
+    m = fakeapi_mark(&e->fa);
+    int64_t rq = 0;
+    CHECK_INT(sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err), 0);
+    CHECK_INT(fakeapi_count(&e->fa, m, "POST", PVC_COLL), 0);
+    CHECK(rq > 0 && rq <= SBX_WARM_REFILL_RECHECK_MS);
+    /* Its pod Ready: the pool pass makes a new one. */
+    CHECK_INT(pod_running(e, n.pod, 0), 0);
+    CHECK(pod_cached(e, n.pod));
     m = fakeapi_mark(&e->fa);
     CHECK_INT(pool_pass(e), 0);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "POST", PVC_COLL, 201), 1);

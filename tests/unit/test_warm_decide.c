@@ -217,3 +217,49 @@ TEST(adoption_patch_moves_ownership_under_a_precondition) {
     struct sbx_owner nouid = {.name = "box"};
     CHECK(sbx_warm_adopt_patch(&nouid, &s, "c", "1", 0) == NULL);
 }
+
+/* The refill's yield to starts in flight: a sandbox pod not Ready counts as starting; a
+ * binder, a pod being deleted, a Ready one, or another controller's do not. */
+TEST(a_pod_starts_until_it_is_ready) {
+    const char *tmpl = "{\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":\"%s\","
+                       "\"sandbox.yaoapps.com/name\":\"%s\"%s}%s},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+                       "\"status\":\"%s\"}]}}";
+    struct { const char *by, *name, *extra_label, *extra_md, *ready; int starting; } cases[] = {
+        {"yao-sandbox", "s1", "", "", "False", 1},
+        {"yao-sandbox", "s1", "", "", "True", 0},
+        {"yao-sandbox", "s1", ",\"sandbox.yaoapps.com/warm-pool\":\"ws-1\"", "", "False", 0},   /* a binder */
+        {"yao-sandbox", "s1", "", ",\"deletionTimestamp\":\"2026-12-06T10:00:00Z\"", "False", 0},
+        {"someone-else", "s1", "", "", "False", 0},
+        {"yao-sandbox", "", "", "", "False", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[1024];
+        snprintf(text, sizeof text, tmpl, cases[i].by, cases[i].name, cases[i].extra_label, cases[i].extra_md,
+                 cases[i].ready);
+        cJSON *pod = cJSON_Parse(text);
+        CHECK(pod != NULL);
+        CHECK_INT(sbx_warm_pod_starting(pod), cases[i].starting);
+        cJSON_Delete(pod);
+    }
+    cJSON *no_status = cJSON_Parse("{\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":\"yao-sandbox\","
+                                   "\"sandbox.yaoapps.com/name\":\"s1\"}}}");
+    CHECK_INT(sbx_warm_pod_starting(no_status), 1);   /* just made: no status yet */
+    cJSON_Delete(no_status);
+    CHECK_INT(sbx_warm_pod_starting(NULL), 0);
+}
+
+TEST(the_refill_waits_for_starts_at_most_its_bound) {
+    int64_t since = 0, t0 = 1000000;
+    CHECK_INT(sbx_warm_refill_wait(0, &since, t0), 0);   /* nothing starting: refill now */
+    CHECK_INT(since, 0);
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0), SBX_WARM_REFILL_RECHECK_MS);
+    CHECK_INT(since, t0);
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0 + 5000), SBX_WARM_REFILL_RECHECK_MS);
+    CHECK_INT(since, t0);   /* from when it first waited */
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0 + SBX_WARM_REFILL_YIELD_MAX_MS - 300), 300);
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0 + SBX_WARM_REFILL_YIELD_MAX_MS), 0);   /* bound reached */
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0 + 2 * SBX_WARM_REFILL_YIELD_MAX_MS), 0);   /* and stays so */
+    CHECK_INT(sbx_warm_refill_wait(0, &since, t0 + 2 * SBX_WARM_REFILL_YIELD_MAX_MS), 0);   /* starts over */
+    CHECK_INT(since, 0);
+    CHECK_INT(sbx_warm_refill_wait(1, &since, t0 + 3 * SBX_WARM_REFILL_YIELD_MAX_MS), SBX_WARM_REFILL_RECHECK_MS);
+}
