@@ -956,8 +956,8 @@ class Run:
     def fill_ours_pool(self, cls):
         """Our warm workspaces: a SandboxClass with warmPool.size K; the pool exists for a
         namespace that has Sandboxes of the class, so one seed Sandbox goes first; then wait
-        until K Bound claims that no Sandbox controls are waiting. pool_fill_s: seed created →
-        K Bound."""
+        until K Bound claims that no Sandbox controls are waiting and no binder pod is left.
+        pool_fill_s: seed created → K Bound, binders gone."""
         api, ns, k = self.api, self.ns, self.pool_size()
         api.must("POST", f"/apis/{OURS_GROUP}/sandboxclasses", ours_warm_class(cls, k))
         t0 = time.monotonic()
@@ -971,11 +971,15 @@ class Run:
                     and not p["metadata"].get("deletionTimestamp")
                     and not any(o.get("kind") == "Sandbox" and o.get("controller")
                                 for o in p["metadata"].get("ownerReferences") or [])]
-            if len(free) >= k:
+            # ... and settled: the binder pods of a WaitForFirstConsumer pool gone (each is
+            # deleted once its claim is Bound), as floor_bound's are before its burst
+            binders = [p["metadata"]["name"] for p in api.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+                       if p["metadata"]["name"].endswith("-binder")] if len(free) >= k else None
+            if len(free) >= k and not binders:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ours: warm pool has {len(free)}/{k} Bound unowned claims after "
-                                   f"{time.monotonic() - t0:.0f} s")
+                                   f"{time.monotonic() - t0:.0f} s" + (f", binders left {binders[:3]}" if binders else ""))
             time.sleep(0.5)
         self.result["pool_size"] = k
         self.result["pool_fill_s"] = rnd(time.monotonic() - t0, 3)
