@@ -6,6 +6,8 @@
 #                 create the sample Sandbox and exec into it
 BUILD ?= build
 JOBS ?= 2
+# ctest's slots: the suites' two lanes on the plane (tests/tests.cmake) and the unit tests
+TEST_JOBS ?= 3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build test unit demo images bench chaos plane-up plane-down clean
@@ -24,7 +26,7 @@ build: configure
 test: build
 	@tests/cluster/build all
 	@bench/run --build-only
-	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 1800
+	@cd $(BUILD) && ctest -j $(TEST_JOBS) --output-on-failure --timeout 1800
 
 unit: build
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure -L '^unit'

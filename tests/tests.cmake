@@ -151,6 +151,20 @@ if(YAO_CLUSTER_TESTS)
     add_test(NAME cluster.gvisor_build COMMAND ${CMAKE_SOURCE_DIR}/tests/cluster/gvisor)
     set_tests_properties(cluster.gvisor_build PROPERTIES LABELS cluster TIMEOUT 2400)
   endif()
+  # Two lanes on the one plane. A suite of the kwok lane keeps to its own namespaces and a
+  # controller run with --namespace, and changes nothing cluster-wide another suite reads;
+  # one of the node lane does too, and pins its pods to the real node by namespace
+  # (lib.sh: use_real_node, pin_namespace), so a kwok suite and a real-node suite can run
+  # at the same time, each holding its lane's lock. Every other suite holds both: it makes
+  # a default SandboxClass (class, policy, helm), restarts parts of the plane (chaos,
+  # controller), runs a controller over every namespace (operate, security, tenancy, the
+  # in-cluster ones of helm, node_incluster, node_yao, the demo's), or swaps the nodes'
+  # cordons (bench_smoke, node_bench_single, use_real_node --whole-node).
+  set(YAO_KWOK_LANE auth churn cli cli_verbs events exec fork goclient hostile keepalive
+    lifecycle netpol orphans plane shard warm)
+  set(YAO_NODE_LANE node_activity node_agents node_bridge node_cli node_docs node_exec
+    node_fork node_goclient node_gvisor node_netpol node_ports node_registry node_resize
+    node_sandbox node_warm node_warmidle node_yaovolume)
   file(GLOB YAO_INTEGRATION_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_*.sh)
   foreach(script ${YAO_INTEGRATION_TESTS})
     get_filename_component(name ${script} NAME_WE)
@@ -158,20 +172,29 @@ if(YAO_CLUSTER_TESTS)
       continue()
     endif()
     add_test(NAME cluster.${name} COMMAND bash ${script})
-    if(name STREQUAL "test_node_gvisor")
-      set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
-        DEPENDS cluster.gvisor_build RESOURCE_LOCK plane ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 900)
-      continue()
-    endif()
     if(name STREQUAL "test_node_token_rotation")
       # ~11 minutes of waiting for a token to expire: runs beside the other suites (it
       # keeps to its own release and namespaces), after the chaos run that restarts the
       # plane's components.
       set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
         DEPENDS cluster.test_chaos ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 1200)
+      continue()
+    endif()
+    string(REGEX REPLACE "^test_" "" suite ${name})
+    if(suite IN_LIST YAO_KWOK_LANE)
+      set(lane kwok)
+      set(locks plane-kwok)
+    elseif(suite IN_LIST YAO_NODE_LANE)
+      set(lane node)
+      set(locks plane-node)
     else()
-      set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
-        RESOURCE_LOCK plane ENVIRONMENT "${YAO_PLANE_ENV}" TIMEOUT 900)
+      set(lane all)
+      set(locks "plane-kwok;plane-node")
+    endif()
+    set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
+      RESOURCE_LOCK "${locks}" ENVIRONMENT "${YAO_PLANE_ENV};YAO_SUITE_LANE=${lane}" TIMEOUT 900)
+    if(name STREQUAL "test_node_gvisor")
+      set_tests_properties(cluster.${name} PROPERTIES DEPENDS cluster.gvisor_build)
     endif()
   endforeach()
 endif()

@@ -10,13 +10,18 @@ export KUBECONFIG=$YAO_PLANE_DIR/kubeconfig
 [ -f "$KUBECONFIG" ] || { echo "no local plane: run tests/cluster/up first" >&2; exit 1; }
 
 # The nodes' default: yao-node cordoned, the kwok nodes schedulable. A suite that was killed
-# (ctest's timeout is a SIGKILL: no exit trap runs) may have left use_real_node's swap in
-# place, which would send the next suite's pods to the real node: put the default back.
-# (test_node_token_rotation runs beside the other suites and sets LIB_KEEP_CORDONS: it
-# pins its pods with a toleration and must not touch the cordons of the suite running.)
+# (ctest's timeout is a SIGKILL: no exit trap runs) may have left a cordon of its own in
+# place (use_real_node --whole-node's swap, test_warm's cordon of a kwok node), which would
+# send the next suite's pods elsewhere: put the default back. ctest runs the suites in two
+# lanes on the one plane (tests/tests.cmake: YAO_SUITE_LANE): a real-node suite (lane
+# "node") pins its pods by namespace and may run beside a kwok suite (lane "kwok"), so it
+# leaves the kwok nodes' cordons to the kwok suite running. (test_node_token_rotation runs
+# beside every suite and sets LIB_KEEP_CORDONS: it pins its pods with a toleration.)
 if [ -z "${LIB_KEEP_CORDONS:-}" ] && kubectl get node yao-node >/dev/null 2>&1; then
     kubectl cordon yao-node >/dev/null 2>&1
-    kubectl get nodes -l type=kwok -o name 2>/dev/null | xargs -r kubectl uncordon >/dev/null 2>&1
+    if [ "${YAO_SUITE_LANE:-}" != node ]; then
+        kubectl get nodes -l type=kwok -o name 2>/dev/null | xargs -r kubectl uncordon >/dev/null 2>&1
+    fi
 fi
 
 PASSED=0
@@ -78,11 +83,13 @@ finish() {
     [ "$FAILED" = 0 ]
 }
 
-# fresh_namespace NAME — (re)create a namespace and remove it at the end.
+# fresh_namespace NAME — (re)create a namespace and remove it at the end. After
+# use_real_node every pod of the namespace lands on the real node (pin_namespace).
 fresh_namespace() {
     kubectl delete namespace "$1" --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
     kubectl create namespace "$1" >/dev/null
     on_exit "kubectl delete namespace $1 --wait=false"
+    if [ -n "${PIN_TO_REAL_NODE:-}" ]; then pin_namespace "$1"; fi
 }
 
 # install_manifests — the CRD and the plain manifests, exactly as a user applies them, but
@@ -186,10 +193,14 @@ print(h % int(sys.argv[3]))' "$1" "$2" "$3"
 
 # --- the real node (tests/cluster/up --real-node) -------------------------------------------
 # Suites that need real containers call use_real_node: it fails when the plane has no real
-# node, uncordons yao-node and cordons the kwok nodes so every new pod lands on the real
-# node, and puts both back at exit. (The other suites leave yao-node cordoned: kwok nodes
-# stay the default, e.g. for scale work.) Their workspaces are on the real node's
-# StorageClass local-path (rancher/local-path-provisioner, tests/cluster/local-path), what
+# node and otherwise pins every namespace the suite then makes with fresh_namespace to the
+# real node (pin_namespace). yao-node stays cordoned: kwok nodes stay the default for every
+# other pod (e.g. for scale work), so a kwok suite can run beside a real-node one. A suite
+# whose pods live in namespaces it does not make itself (a chart's, the demo's) calls
+# use_real_node --whole-node instead: it uncordons yao-node and cordons the kwok nodes, so
+# every new pod lands on the real node, and puts both back at exit (it cannot run beside
+# another suite: tests/tests.cmake gives it the whole plane). Their workspaces are on the
+# real node's StorageClass local-path (rancher/local-path-provisioner, tests/cluster/local-path), what
 # kind and k3s users have: the controllers they start take it as their default
 # (YAO_SANDBOX_STORAGE_CLASS), an in-cluster one gets it from the chart
 # (sandboxDefaults.storageClass=$NODE_STORAGE_CLASS). Their images come from the plane's
@@ -225,12 +236,31 @@ use_real_node() {
     IMAGE_TAG=$(sed -n 's/^project(yao-sandbox VERSION \([0-9.]*\).*/\1/p' "$SRC_DIR/CMakeLists.txt")
     NODE_SANDBOX_IMAGE=$NODE_REGISTRY/yao-sandbox/sandbox:$IMAGE_TAG
     export YAO_SANDBOX_STORAGE_CLASS=$NODE_STORAGE_CLASS YAO_SANDBOX_IMAGE=$NODE_SANDBOX_IMAGE
+    NODE_IP=$(cat "$YAO_PLANE_DIR/node-ip")
+    if [ "${1:-}" != --whole-node ]; then
+        PIN_TO_REAL_NODE=1
+        return 0
+    fi
+    if [ "${YAO_SUITE_LANE:-}" = node ]; then
+        echo "use_real_node --whole-node swaps the cordons: this suite cannot run in the node lane (tests/tests.cmake)" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
     local kwok
     kwok=$(kubectl get nodes -l type=kwok -o name | tr '\n' ' ')   # one line: on_exit evals it
     # shellcheck disable=SC2086
     kubectl cordon $kwok >/dev/null && kubectl uncordon "$REAL_NODE" >/dev/null || return 1
     on_exit "kubectl cordon $REAL_NODE; kubectl uncordon $kwok"
-    NODE_IP=$(cat "$YAO_PLANE_DIR/node-ip")
+}
+# pin_namespace NS — every pod made in NS from now on runs on the real node, though it stays
+# cordoned: the API server's admission plugins PodNodeSelector and PodTolerationRestriction
+# (tests/cluster/up) add the namespace's node selector and a toleration of the cordon to
+# each pod, whoever makes it (the controller, a ReplicaSet, kubectl run).
+pin_namespace() {
+    kubectl annotate --overwrite namespace "$1" \
+        "scheduler.alpha.kubernetes.io/node-selector=kubernetes.io/hostname=$REAL_NODE" \
+        'scheduler.alpha.kubernetes.io/defaultTolerations=[{"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"}]' \
+        >/dev/null
 }
 # node_allow_port PORT — let pods open connections to PORT on the node (the node's guard,
 # in the mangle table, drops every other connection from pods to the host); removed at exit.

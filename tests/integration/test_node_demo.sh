@@ -7,7 +7,7 @@
 # that container, and afterwards the plane is still up, the demo's namespace goes and the
 # real node is cordoned again. Then the same demo once more (a user's second run).
 . "$(dirname "$0")/lib.sh"
-use_real_node
+use_real_node --whole-node
 LOG=$BUILD_DIR/test-node-demo.log
 : > "$LOG"
 

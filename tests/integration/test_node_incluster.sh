@@ -9,7 +9,7 @@
 # containers. A second replica waits on the Lease and takes over when the leader's pod is
 # deleted.
 . "$(dirname "$0")/lib.sh"
-use_real_node
+use_real_node --whole-node
 CHART=$SRC_DIR/charts/yao-sandbox
 REL=yao-sandbox-node
 RNS=yao-sandbox-node

@@ -17,7 +17,7 @@
 #     namespace can; the sandbox reaches Yao but not another namespace's pods;
 #   - the Yao server's address changed in the class (helm upgrade) reaches new pods.
 . "$(dirname "$0")/lib.sh"
-use_real_node
+use_real_node --whole-node
 CHART=$SRC_DIR/charts/yao-sandbox
 REL=yao-sandbox-yao
 RNS=yao-sandbox-yao
