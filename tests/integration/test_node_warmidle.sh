@@ -70,8 +70,11 @@ check "  in the kernel: CFS quota 5000 us per 100 ms" eventually 20 eval '[ "$(q
 echo "    requests.cpu now: $(podf "$POD" '{.spec.containers[0].resources.requests.cpu}'), memory limit: $(podf "$POD" '{.spec.containers[0].resources.limits.memory}')"
 check "  memory kept as it was ($MEM0)" eq "$(podf "$POD" '{.spec.containers[0].resources.limits.memory}/{.spec.containers[0].resources.requests.memory}')" "$MEM0"
 check "  the files kept" eq "$(kubectl -n $NS exec "$POD" -- cat /workspace/keep.txt)" keep-me
-check "  kubectl get ysb -o wide shows WarmIdle and the time" eval \
-    "kubectl -n $NS get ysb lr -o wide | grep -q WarmIdle && kubectl -n $NS get ysb lr -o wide | head -1 | grep -q WARM-IDLE-SINCE"
+# (read whole, then searched: a `kubectl | grep -q` pipe under pipefail fails whenever grep
+# has quit before kubectl's last write — SIGPIPE — which a loaded machine makes likely)
+wide() { local out; out=$(kubectl -n $NS get ysb lr -o wide) || return 1
+    grep -q WarmIdle <<<"$out" && head -1 <<<"$out" | grep -q WARM-IDLE-SINCE; }
+check "  kubectl get ysb -o wide shows WarmIdle and the time" wide
 check "  an Event WarmIdle" eventually 10 eval \
     "kubectl -n $NS get events --field-selector involvedObject.name=lr,reason=WarmIdle -o name | grep -q ."
 
