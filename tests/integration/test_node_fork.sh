@@ -67,7 +67,7 @@ check "  the 0600 file kept its mode and owner" eq "$(sx lp-b -- stat -c '%a %u'
 check "  times kept" eq "$(sx lp-b -- stat -c %Y /workspace/d/e/f.txt)" "$A_MTIME"
 check "  the source is unchanged" eq "$(sx lp-a -- sh -c 'md5sum /workspace/big.bin | cut -d" " -f1; ls /workspace | wc -l' | tr '\n' ' ')" "$A_SUM 4 "
 check "  an Event says the workspace was copied" eventually 20 sh -c "kubectl -n $NS get events --field-selector involvedObject.name=lp-b -o jsonpath='{.items[*].reason}' | grep -q WorkspaceCopied"
-check "  and the copier pod is gone" eventually 30 eval "[ \"\$(kubectl -n $NS get pods -o name | grep -c yao-copy-)\" = 0 ]"
+check "  and the copier pod is gone" eventually 90 eval "[ \"\$(kubectl -n $NS get pods -o name | grep -c yao-copy-)\" = 0 ]"
 check "  the fork's writes stay in the fork" eq "$(sx lp-b -- sh -c 'echo b > /workspace/b.txt' >/dev/null; sx lp-a -- sh -c 'ls /workspace/b.txt 2>/dev/null || echo absent')" absent
 # A copy that cannot read the source (a file its owner made unreadable): reported, no pod.
 sx lp-a -- sh -c 'echo locked > /workspace/locked.txt && chmod 000 /workspace/locked.txt' >/dev/null
