@@ -9,6 +9,7 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/children.h"
+#include "sandbox/claimview.h"
 #include "sandbox/naming.h"
 #include "sandbox/objects.h"
 #include "sandbox/owned.h"
@@ -116,6 +117,23 @@ static void source_node(const struct sbx_deps *deps, const char *ns, const char 
     cJSON_Delete(sb);
 }
 
+/* Whether the claim, read fresh from the API server, is filled already (SBX_ANN_FORK_COPIED)
+ * or cannot be read: the pass saw it unfilled in the cache, which may be behind the pass
+ * that finished the copy and deleted its copier. A second copier would copy the source
+ * again over the workspace the sandbox then writes. 1 = do not start a copier now. */
+static int claim_filled_or_unknown(const struct sbx_deps *deps, const char *ns, const char *claim) {
+    char path[1024], rerr[256];
+    cJSON *fresh = NULL;
+    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", claim);
+    long st = kube_get(deps->client, path, &fresh, rerr, sizeof(rerr));
+    struct sbx_claim_view cv;
+    sbx_claim_view_parse(fresh, &cv);
+    int filled = st != 200 || cv.fork_copied != NULL;
+    cJSON_Delete(fresh);
+    return filled;
+}
+
 int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const char *ns, const struct sbx_sandbox_view *sb,
                   const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_claim_view *pvc,
                   struct sbx_observed *o, char *msg, size_t msglen, char *err, size_t errlen) {
@@ -140,6 +158,7 @@ int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const c
     }
     if (!pod) {
         if (sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_COPIER, kj_now_ms()) > 0) goto out;
+        if (!claim || claim_filled_or_unknown(deps, ns, claim)) goto out;   /* its echo brings the next pass */
         /* A copier runs in the Sandbox's running slot: none without one (its user's caps and
          * the global cap hold during copies). The pass's admission says where it waits. */
         int pos, user_capped, class_capped;
