@@ -124,8 +124,7 @@ static void source_node(const struct sbx_deps *deps, const char *ns, const char 
 static int claim_filled_or_unknown(const struct sbx_deps *deps, const char *ns, const char *claim) {
     char path[1024], rerr[256];
     cJSON *fresh = NULL;
-    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", claim);
+    sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
     long st = kube_get(deps->client, path, &fresh, rerr, sizeof(rerr));
     struct sbx_claim_view cv;
     sbx_claim_view_parse(fresh, &cv);

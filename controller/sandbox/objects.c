@@ -13,6 +13,12 @@ void sbx_core_path(char *out, size_t n, const char *ns, const char *resource) {
     else snprintf(out, n, "%s/%s", api, resource);
 }
 
+void sbx_object_path(char *out, size_t n, const char *ns, const char *resource, const char *name) {
+    sbx_core_path(out, n, ns, resource);
+    size_t used = strlen(out);
+    if (used < n) snprintf(out + used, n - used, "/%s", name);
+}
+
 void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms) {
     char t[40];
     if (ms <= 0) return;

@@ -14,6 +14,8 @@
  * one ("pods", "persistentvolumeclaims", "services"), or "networkpolicies"
  * (networking.k8s.io/v1). */
 void sbx_core_path(char *out, size_t n, const char *ns, const char *resource);
+/* The path of one object of such a resource: the collection's path and /name. */
+void sbx_object_path(char *out, size_t n, const char *ns, const char *resource, const char *name);
 /* Add an RFC 3339 timestamp member k to o (nothing when ms is 0 or less). */
 void sbx_add_time_ms(cJSON *o, const char *k, int64_t ms);
 

@@ -9,16 +9,10 @@
 
 #include "sandbox/objects.h"
 
-/* ns/resource/name as an API path. */
-static void object_path(char *out, size_t n, const char *ns, const char *resource, const char *name) {
-    sbx_core_path(out, n, ns, resource);
-    snprintf(out + strlen(out), n - strlen(out), "/%s", name);
-}
-
 int sbx_delete_owned(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
                      const char *uid, char *err, size_t errlen) {
     char path[1024];
-    object_path(path, sizeof(path), ns, resource, name);
+    sbx_object_path(path, sizeof(path), ns, resource, name);
     long st = kube_delete(deps->client, path, uid, err, errlen);
     if (st == 200 || st == 202 || st == 404 || st == 409) {
         sbx_count(&deps->counters->deletes);
@@ -48,7 +42,7 @@ static int send_owned_patch(const struct sbx_deps *deps, const char *ns, const c
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    object_path(path, sizeof(path), ns, resource, name);
+    sbx_object_path(path, sizeof(path), ns, resource, name);
     long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
     cJSON_Delete(patch);
     return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;

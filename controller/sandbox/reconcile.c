@@ -75,8 +75,7 @@ static int expand_claim(struct sbx_pass_env *env, const char *ns, const char *cl
                         char *err, size_t errlen) {
     char path[1024], size[32];
     if (qty_format_memory(bytes, size, sizeof(size))) { snprintf(err, errlen, "bad workspace size"); return -1; }
-    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", claim);
+    sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
     cJSON *patch = cJSON_CreateObject();
     cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "resources"),
                                          "requests");
@@ -113,8 +112,7 @@ static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const ch
     char path[1024];
     cJSON *pod = NULL;
     if (!claim_uid) return 0;
-    sbx_core_path(path, sizeof(path), ns, "pods");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pod_name);
+    sbx_object_path(path, sizeof(path), ns, "pods", pod_name);
     long st = kube_get(env->deps->client, path, &pod, err, errlen);
     if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
     if (st == 200) {
@@ -183,8 +181,7 @@ static int controls_unseen_claim(struct sbx_pass_env *env, const char *ns, const
     char path[1024], rerr[KUBE_ERR_MAX], msg[512];
     if (!had) return 0;
     cJSON *pvc = NULL;
-    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", had);
+    sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", had);
     long st = kube_get(env->deps->client, path, &pvc, rerr, sizeof(rerr));
     int ours = st == 200 && sbx_child_state_of(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);

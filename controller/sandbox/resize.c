@@ -47,8 +47,7 @@ static cJSON *resize_patch(const char *uid, const char *rv, int64_t request_mill
 static int pod_still_there(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid) {
     char path[1024], err[256];
     cJSON *pod = NULL;
-    sbx_core_path(path, sizeof(path), ns, "pods");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+    sbx_object_path(path, sizeof(path), ns, "pods", name);
     long st = kube_get(deps->client, path, &pod, err, sizeof(err));
     const char *got = st == 200 ? kj_str(pod, "metadata.uid") : NULL;
     int there = got && !strcmp(got, uid);

@@ -550,8 +550,7 @@ static void pool_forget(struct sbx_warm *w, const char *ns, const char *name) {
 static int delete_pool_claim(struct sbx_warm *w, const char *ns, const struct pool_entry *e, char *err,
                              size_t errlen) {
     char path[1024];
-    sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
+    sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", e->name);
     long st = sbx_delete_preconditioned(w->deps, path, e->uid, e->rv, err, errlen);
     if (st == 200 || st == 202 || st == 404) {
         sbx_count(&w->deps->counters->deletes);
@@ -785,8 +784,7 @@ static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_wa
         }
         if (keep) continue;
         char path[1024], bkey[512];
-        sbx_core_path(path, sizeof(path), ns, "pods");
-        snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", l.v[j].pod);
+        sbx_object_path(path, sizeof(path), ns, "pods", l.v[j].pod);
         long st = sbx_delete_preconditioned(w->deps, path, l.v[j].uid, NULL, err, errlen);
         if (st == 200 || st == 202 || st == 404) {
             sbx_count(&w->deps->counters->deletes);
@@ -971,8 +969,7 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
         char path[1024];
         cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv, kj_now_ms()), *out = NULL;
         if (!patch) { rc = -1; snprintf(err, errlen, "out of memory"); goto out; }
-        sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-        snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", e->name);
+        sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", e->name);
         long st = kube_merge_patch(w->deps->client, path, patch, &out, err, errlen);
         cJSON_Delete(patch);
         if (st == 200) {
