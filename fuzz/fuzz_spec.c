@@ -98,8 +98,9 @@ static void check_accepted(const cJSON *sb, const struct sbx_spec *s) {
         cJSON_GetObjectItemCaseSensitive(ctr, "resources"), "limits");
     FUZZ_ASSERT(qty_parse_memory(str_at(lim, "memory"), &v) == 0 && v == s->memory_bytes);
     FUZZ_ASSERT(qty_parse_cpu(str_at(lim, "cpu"), &v) == 0 && v == s->cpu_millis);
+    /* YAO_SANDBOX_NAME, YAO_USER_ID, YAO_CHAT_ID, spec.env, then a one-shot's run.env */
     FUZZ_ASSERT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ctr, "env")) ==
-                (int)(3 + s->nenv));
+                (int)(3 + s->nenv + (s->lifecycle == SBX_ONE_SHOT ? s->run.nenv : 0)));
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "spec"),
                                          "resources"), "requests");
