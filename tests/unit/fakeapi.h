@@ -108,6 +108,8 @@ struct fakeapi {
     pthread_t *conns;
     int *conn_fds;
     size_t nconns, capconns;
+    struct fa_where held[4];   /* collections whose watch events wait (fakeapi_hold) */
+    size_t nheld;
 };
 
 /* ---- small helpers ------------------------------------------------------------------ */
@@ -663,6 +665,15 @@ static inline int fa_client_gone(int fd) {
 }
 
 /* Stream the collection's events after rv until timeout_s, the client goes or stop. */
+/* Must a watcher of collection c wait before event e (e is c's, in a held collection)?
+ * Others' events pass; c's later ones wait behind it, keeping the order. */
+static inline int fa_event_waits(const struct fakeapi *fa, const struct fa_event *e, const struct fa_where *c) {
+    if (!fa_in_collection(&e->at, c)) return 0;
+    for (size_t i = 0; i < fa->nheld; i++)
+        if (fa_in_collection(&e->at, &fa->held[i])) return 1;
+    return 0;
+}
+
 static inline int fa_watch(struct fakeapi *fa, int fd, const struct fa_where *c, const char *sel, long rv, long timeout_s) {
     const char *head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     if (fa_send_all(fd, head, strlen(head)) < 0) return -1;
@@ -671,7 +682,7 @@ static inline int fa_watch(struct fakeapi *fa, int fd, const struct fa_where *c,
     pthread_mutex_lock(&fa->lock);
     while (next < fa->nevents && fa->events[next].rv <= rv) next++;
     for (;;) {
-        while (next < fa->nevents) {
+        while (next < fa->nevents && !fa_event_waits(fa, &fa->events[next], c)) {
             struct fa_event *e = &fa->events[next++];
             if (!fa_in_collection(&e->at, c) || !fa_selector_matches(e->obj, sel)) continue;
             char sz[32];
@@ -695,7 +706,7 @@ static inline int fa_watch(struct fakeapi *fa, int fd, const struct fa_where *c,
         ts.tv_nsec += 500 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&fa->changed, &fa->lock, &ts);
-        if (next >= fa->nevents && fa_client_gone(fd)) { pthread_mutex_unlock(&fa->lock); return -1; }
+        if ((next >= fa->nevents || fa_event_waits(fa, &fa->events[next], c)) && fa_client_gone(fd)) { pthread_mutex_unlock(&fa->lock); return -1; }
     }
     pthread_mutex_unlock(&fa->lock);
     return fa_send_all(fd, "0\r\n\r\n", 5);
@@ -926,6 +937,27 @@ static inline int fakeapi_seed(struct fakeapi *fa, const char *collection, const
     int rc = fa_find(fa, &w) ? -1 : 0;
     if (rc == 0) fa_store_new(fa, &w, obj, 1);
     else cJSON_Delete(obj);
+    pthread_mutex_unlock(&fa->lock);
+    return rc;
+}
+
+/* Hold (on) or release (off) the watch events of collection path: while held, a watcher
+ * of it stops before its next event there, as an informer behind the server would; its
+ * reads (GET, LIST) see the store. Released, the events flow in order. 0, or -1. */
+static inline int fakeapi_hold(struct fakeapi *fa, const char *collection, int on) {
+    struct fa_where w;
+    if (fa_parse_path(collection, &w) < 0 || w.name[0]) return -1;
+    pthread_mutex_lock(&fa->lock);
+    size_t i = 0;
+    while (i < fa->nheld && !(fa_in_collection(&w, &fa->held[i]) && !strcmp(w.ns, fa->held[i].ns))) i++;
+    int rc = 0;
+    if (on && i == fa->nheld) {
+        if (fa->nheld < sizeof fa->held / sizeof fa->held[0]) fa->held[fa->nheld++] = w;
+        else rc = -1;
+    } else if (!on && i < fa->nheld) {
+        fa->held[i] = fa->held[--fa->nheld];
+    }
+    pthread_cond_broadcast(&fa->changed);
     pthread_mutex_unlock(&fa->lock);
     return rc;
 }

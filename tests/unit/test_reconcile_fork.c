@@ -162,3 +162,48 @@ TEST(a_failed_copy_is_reported_and_replaced_only_after_the_retry_time) {
     CHECK(!stored_exists(e, fk.pod));
     kj_now_offset_set(0);
 }
+
+/* One pass over n without waiting for the caches (one of them is held behind the store). */
+static int pass_unsettled(struct env *e, const struct names *n) {
+    char err[1024] = "";
+    int64_t rq = 0;
+    int rc = sbx_reconcile(e->ctl, n->key, &rq, err, sizeof err);
+    if (rc < 0) fprintf(stderr, "  pass %s: %s\n", n->key, err);
+    return rc;
+}
+
+/* The claim cache behind the pass that marked the claim filled and deleted the copier (seen
+ * under load: a second copier 14 ms after the first finished, copying the source again over
+ * the fork's workspace while its pod started): the next pass reads the claim fresh before it
+ * makes a copier, and makes none. */
+TEST(a_claim_cache_behind_a_finished_copy_makes_no_second_copier) {
+    struct env *e = env();
+    struct names src, fk;
+    CHECK(e != NULL);
+    if (!e || source_running(e, &src) < 0) { CHECK(!"the source runs"); return; }
+    names_of(&fk, "fk3", "fu", "d");
+    CHECK_INT(seed_sandbox(e, "fk3", "fu", "d", FROM_SRC, NULL), 0);
+    char cp[512];
+    copier_path(e, fk.sb, cp, sizeof cp);
+    for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, &fk, NULL), 0);
+    CHECK(stored_exists(e, cp));
+    CHECK_INT(copier_ended(e, cp, "Succeeded", 0, "copied"), 0);
+    CHECK(pod_cached(e, cp));
+    CHECK_INT(fakeapi_hold(&e->fa, PVC_COLL, 1), 0);
+    CHECK_INT(pass(e, &fk, NULL), 0);   /* settles (claim still unmarked), marks it, deletes the copier */
+    cJSON *claim = fakeapi_get(&e->fa, fk.pvc);
+    CHECK(kj_map_get(claim, "metadata.annotations", SBX_ANN_FORK_COPIED) != NULL);
+    cJSON_Delete(claim);
+    CHECK(!stored_exists(e, cp));
+    CHECK(pod_cached(e, cp));           /* the copier's deletion is seen; the claim's mark is not */
+    size_t mark = fakeapi_mark(&e->fa);
+    CHECK_INT(pass_unsettled(e, &fk), 0);
+    CHECK_INT(pass_unsettled(e, &fk), 0);
+    CHECK_INT(fakeapi_count(&e->fa, mark, "POST", POD_COLL), 0);
+    CHECK(!stored_exists(e, cp));
+    /* the mark arrives: the sandbox pod comes, still no copier */
+    CHECK_INT(fakeapi_hold(&e->fa, PVC_COLL, 0), 0);
+    for (int i = 0; i < 3 && !stored_exists(e, fk.pod); i++) CHECK_INT(pass(e, &fk, NULL), 0);
+    CHECK(stored_exists(e, fk.pod));
+    CHECK(!stored_exists(e, cp));
+}
