@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/jsonpath.h"
+#include "base/errfmt.h"
 
 enum step_kind { S_FIELD, S_WILD, S_INDEX, S_SLICE, S_RECURSE, S_FILTER };
 enum filter_op { F_EXISTS, F_EQ, F_NE, F_LT, F_LE, F_GT, F_GE };
@@ -83,7 +84,7 @@ struct parser {
 };
 
 static int fail_at(struct parser *ps, size_t at, const char *what) {
-    if (!ps->failed) snprintf(ps->err, ps->errlen, "jsonpath: %s at offset %zu", what, at);
+    if (!ps->failed) errfmt(ps->err, ps->errlen, "jsonpath: %s at offset %zu", what, at);
     ps->failed = 1;
     return -1;
 }
@@ -396,7 +397,7 @@ int jsonpath_compile(const char *tmpl, struct jsonpath **out, char *err, size_t 
     struct parser ps = {.s = tmpl, .err = err, .errlen = errlen};
     *out = NULL;
     struct jsonpath *jp = calloc(1, sizeof(*jp));
-    if (!jp) { snprintf(err, errlen, "jsonpath: out of memory"); return -1; }
+    if (!jp) { errfmt(err, errlen, "jsonpath: out of memory"); return -1; }
     if (parse_nodes(&ps, 0, &jp->nodes, &jp->n)) {
         jsonpath_free(jp);
         return -1;

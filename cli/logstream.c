@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/dynbuf.h"
+#include "base/errfmt.h"
 #include "cli/fdio.h"
 #include "cli/logstream.h"
 #include "kube/rest.h"
@@ -49,7 +50,7 @@ static long attempt(struct kube_client *kc, const char *path, struct stream *s, 
     CURL *h = curl_easy_init();
     long status = 0;
     *cc_out = CURLE_OK;
-    if (!h || !url) { snprintf(err, errlen, "out of memory"); goto out; }
+    if (!h || !url) { errfmt(err, errlen, "out of memory"); goto out; }
     if (kube_client_setup_handle(kc, h, &hdrs, err, errlen) < 0) goto out;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -62,16 +63,16 @@ static long attempt(struct kube_client *kc, const char *path, struct stream *s, 
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     kube_client_count(kc, "GET", status);
     if (s->write_failed) {
-        snprintf(err, errlen, "writing output: %s", strerror(s->write_errno));
+        errfmt(err, errlen, "writing output: %s", strerror(s->write_errno));
         status = s->write_errno == EPIPE ? CLI_STREAM_CLOSED : 0;
     } else if (cc != CURLE_OK) {
-        snprintf(err, errlen, "GET %s: %s", path, curl_easy_strerror((CURLcode)cc));
+        errfmt(err, errlen, "GET %s: %s", path, curl_easy_strerror((CURLcode)cc));
         status = 0;
     } else if (status >= 300) {
         cJSON *st = cJSON_ParseWithLength(s->error_body.data ? s->error_body.data : "", s->error_body.len);
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(st, "message");
-        snprintf(err, errlen, "%s", cJSON_IsString(msg) ? msg->valuestring : "");
-        if (!err[0]) snprintf(err, errlen, "HTTP %ld", status);
+        errfmt(err, errlen, "%s", cJSON_IsString(msg) ? msg->valuestring : "");
+        if (!err[0]) errfmt(err, errlen, "HTTP %ld", status);
         cJSON_Delete(st);
     }
 out:

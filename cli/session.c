@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "cli/cluster.h"
 #include "cli/exec_decide.h"
 #include "cli/fdio.h"
@@ -177,7 +178,7 @@ int session_run(struct cli *c, const char *pod, const char *const *argv, size_t 
     int rc = kube_exec(c->kc, &o, &r);
     session_toucher_stop(&t);
     if (rc < 0) {
-        snprintf(err, errlen, "%s", x->why[0] ? x->why : r.err);
+        errfmt(err, errlen, "%s", x->why[0] ? x->why : r.err);
         return -1;
     }
     *code = r.exit_code;

@@ -432,22 +432,22 @@ static int ut_header(struct cli_untar *u) {
 /* Start extracting into o->dest_dir (see header). */
 struct cli_untar *cli_untar_new(const struct cli_untar_options *o, char *err, size_t errlen) {
     if ((o->from == NULL) != (o->to == NULL)) {
-        snprintf(err, errlen, "from and to go together");
+        errfmt(err, errlen, "from and to go together");
         return NULL;
     }
     struct cli_untar *u = calloc(1, sizeof(*u));
-    if (!u) { snprintf(err, errlen, "out of memory"); return NULL; }
+    if (!u) { errfmt(err, errlen, "out of memory"); return NULL; }
     u->destfd = -1;
     u->out_fd = -1;
     dynbuf_init(&u->meta, TAR_PAX_MAX);
     if (o->from && (!(u->from = strdup(o->from)) || !(u->to = strdup(o->to)))) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         cli_untar_free(u);
         return NULL;
     }
     u->destfd = open(o->dest_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (u->destfd < 0) {
-        snprintf(err, errlen, "%s: %s", o->dest_dir, strerror(errno));
+        errfmt(err, errlen, "%s: %s", o->dest_dir, strerror(errno));
         cli_untar_free(u);
         return NULL;
     }

@@ -306,17 +306,17 @@ struct cli_tar_src *cli_tar_src_new(const char *local_path, const char *name,
     char clean[PATH_MAX];
     struct stat st;
     if (!name || cli_path_clean_rel(name, clean, sizeof(clean)) != 0 || !*clean || strcmp(clean, name)) {
-        snprintf(err, errlen, "invalid archive name \"%s\"", name ? name : "");
+        errfmt(err, errlen, "invalid archive name \"%s\"", name ? name : "");
         return NULL;
     }
     if (stat(local_path, &st) < 0) {
-        snprintf(err, errlen, "%s: %s", local_path, strerror(errno));
+        errfmt(err, errlen, "%s: %s", local_path, strerror(errno));
         return NULL;
     }
     struct cli_tar_src *s = calloc(1, sizeof(*s));
     if (!s || !(s->root_path = strdup(local_path)) || !(s->root_name = strdup(name))) {
         if (s) { free(s->root_path); free(s); }
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return NULL;
     }
     dynbuf_init(&s->pend, TAR_HEADERS_MAX);

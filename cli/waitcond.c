@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "cli/waitcond.h"
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 
 static const char *const phases[] = {"Pending", "Creating", "Running", "Stopping", "Stopped", "Succeeded", "Failed"};
@@ -11,7 +12,7 @@ static const char *const phases[] = {"Pending", "Creating", "Running", "Stopping
 int wait_for_parse(const char *s, struct wait_for *w, char *err, size_t errlen) {
     memset(w, 0, sizeof(*w));
     if (!s || !*s) {
-        snprintf(err, errlen, "--for is required: condition=Ready, condition=TYPE=STATUS, phase=PHASE or delete");
+        errfmt(err, errlen, "--for is required: condition=Ready, condition=TYPE=STATUS, phase=PHASE or delete");
         return -1;
     }
     if (!strcmp(s, "delete")) { w->kind = WAIT_DELETE; return 0; }
@@ -19,13 +20,13 @@ int wait_for_parse(const char *s, struct wait_for *w, char *err, size_t errlen) 
         const char *t = s + 10, *eq = strchr(t, '=');
         size_t tl = eq ? (size_t)(eq - t) : strlen(t);
         if (tl == 0 || tl >= sizeof(w->type)) {
-            snprintf(err, errlen, "--for=%s: a condition type such as Ready", s);
+            errfmt(err, errlen, "--for=%s: a condition type such as Ready", s);
             return -1;
         }
         memcpy(w->type, t, tl);
         const char *st = eq ? eq + 1 : "True";
         if (strcasecmp(st, "True") && strcasecmp(st, "False") && strcasecmp(st, "Unknown")) {
-            snprintf(err, errlen, "--for=%s: the status is True, False or Unknown", s);
+            errfmt(err, errlen, "--for=%s: the status is True, False or Unknown", s);
             return -1;
         }
         snprintf(w->status, sizeof(w->status), "%s", !strcasecmp(st, "True") ? "True" : !strcasecmp(st, "False") ? "False" : "Unknown");
@@ -39,10 +40,10 @@ int wait_for_parse(const char *s, struct wait_for *w, char *err, size_t errlen) 
                 snprintf(w->phase, sizeof(w->phase), "%s", phases[i]);
                 return 0;
             }
-        snprintf(err, errlen, "--for=%s: unknown phase (Pending, Creating, Running, Stopping, Stopped, Succeeded, Failed)", s);
+        errfmt(err, errlen, "--for=%s: unknown phase (Pending, Creating, Running, Stopping, Stopped, Succeeded, Failed)", s);
         return -1;
     }
-    snprintf(err, errlen, "--for=%s: expected condition=TYPE[=STATUS], phase=PHASE or delete", s);
+    errfmt(err, errlen, "--for=%s: expected condition=TYPE[=STATUS], phase=PHASE or delete", s);
     return -1;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "cli/cluster.h"
 #include "cli/output.h"
 #include "cli/waitcond.h"
@@ -178,7 +179,7 @@ static int relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
     x->list_failed = st != 200 || !list;
     if (x->list_failed) {
         cJSON_Delete(list);
-        if (st == 200) snprintf(err, errlen, "listing sandboxes: empty answer");
+        if (st == 200) errfmt(err, errlen, "listing sandboxes: empty answer");
         return -1;
     }
     cli_watch_set_rv(cw, kj_str(list, "metadata.resourceVersion"));

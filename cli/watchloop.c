@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "kube/watch.h"
 
@@ -54,7 +55,7 @@ enum cli_watch_end cli_watch_run(struct kube_client *kc, struct cli_watch *w, ch
             kube_path_add_query(path, sizeof(path), "allowWatchBookmarks", "true") < 0 ||
             kube_path_add_query(path, sizeof(path), "timeoutSeconds", tos) < 0 ||
             (w->rv[0] && kube_path_add_query(path, sizeof(path), "resourceVersion", w->rv) < 0)) {
-            snprintf(err, errlen, "the watch's path is too long");
+            errfmt(err, errlen, "the watch's path is too long");
             return CLI_WATCH_FAILED;
         }
         struct one_watch o = {.w = w};

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "base/dynbuf.h"
+#include "base/errfmt.h"
 #include "kube/wsconn.h"
 #include "kube/wsstream.h"
 
@@ -251,13 +252,13 @@ static int conclude(struct session *s, int rc, const struct kube_wss_result *res
         char msg[sizeof(r->err)];
         int code = -1;
         if (s->demux.status_overflow) {
-            if (rc == 0) snprintf(r->err, sizeof(r->err), "exec: the status from the server exceeds %zu bytes",
+            if (rc == 0) errfmt(r->err, sizeof(r->err), "exec: the status from the server exceeds %zu bytes",
                                   sizeof(s->demux.status) - 1);
             return -1;
         }
         if (kube_exec_parse_status(s->demux.status, s->demux.status_len, &code, msg, sizeof(msg)) < 0) {
             /* the server's verdict outranks transport noise after it */
-            snprintf(r->err, sizeof(r->err), "exec: %.*s", (int)sizeof(r->err) - 7, msg);
+            errfmt(r->err, sizeof(r->err), "exec: %.*s", (int)sizeof(r->err) - 7, msg);
             return -1;
         }
         if (rc < 0) return -1;    /* a consumer aborted, or stdin failed */
@@ -266,7 +267,7 @@ static int conclude(struct session *s, int rc, const struct kube_wss_result *res
         return 0;
     }
     if (rc == 0)   /* (not established is a failure of the stream) */
-        snprintf(r->err, sizeof(r->err), "exec: the connection closed before the command's status arrived%s%s",
+        errfmt(r->err, sizeof(r->err), "exec: the connection closed before the command's status arrived%s%s",
                  res->close_reason, res->send_failed ? " (it stopped taking stdin)" : "");
     return -1;
 }
@@ -284,20 +285,20 @@ static int exec_once(struct kube_client *c, const struct kube_exec_options *o, s
     r->exit_code = -1;
     dynbuf_init(&path, EXEC_MAX_URI);
     if (!c || !o || !o->namespace_ || !o->namespace_[0] || !o->pod || !o->pod[0] || !o->argv || !o->argc) {
-        snprintf(r->err, sizeof(r->err), "exec: namespace, pod and a command are required");
+        errfmt(r->err, sizeof(r->err), "exec: namespace, pod and a command are required");
         goto out;
     }
     for (size_t i = 0; i < o->argc; i++)
         if (!o->argv[i]) {
-            snprintf(r->err, sizeof(r->err), "exec: argv[%zu] is NULL", i);
+            errfmt(r->err, sizeof(r->err), "exec: argv[%zu] is NULL", i);
             goto out;
         }
     if (o->use_stdin_fd && o->read_stdin) {
-        snprintf(r->err, sizeof(r->err), "exec: stdin from both read_stdin and stdin_fd");
+        errfmt(r->err, sizeof(r->err), "exec: stdin from both read_stdin and stdin_fd");
         goto out;
     }
     if (o->use_stdin_fd && (o->stdin_fd < 0 || fcntl(o->stdin_fd, F_GETFD) < 0)) {
-        snprintf(r->err, sizeof(r->err), "exec: stdin_fd %d is not an open file descriptor", o->stdin_fd);
+        errfmt(r->err, sizeof(r->err), "exec: stdin_fd %d is not an open file descriptor", o->stdin_fd);
         goto out;
     }
     struct kube_config *cfg = kube_client_config(c);
@@ -313,13 +314,13 @@ static int exec_once(struct kube_client *c, const struct kube_exec_options *o, s
     int want_stdout = o->on_stdout || (!want_stdin && !want_stderr);
     if (build_path(o, &path, want_stdin, want_stdout, want_stderr, tty) < 0 ||
         ep.prefix_len + path.len > EXEC_MAX_URI) {   /* (the buffer keeps a NUL after its bytes) */
-        snprintf(r->err, sizeof(r->err), "exec: the command is too long for one request (the URL may have at most "
+        errfmt(r->err, sizeof(r->err), "exec: the command is too long for one request (the URL may have at most "
                  "%u bytes once encoded); pass long scripts on stdin", EXEC_MAX_URI);
         goto out;
     }
 
     if (!(s = calloc(1, sizeof(*s)))) {
-        snprintf(r->err, sizeof(r->err), "exec: out of memory");
+        errfmt(r->err, sizeof(r->err), "exec: out of memory");
         goto out;
     }
     s->o = o;
@@ -350,7 +351,7 @@ static int exec_once(struct kube_client *c, const struct kube_exec_options *o, s
 out:
     free(s);
     dynbuf_free(&path);
-    if (rc < 0 && !r->err[0]) snprintf(r->err, sizeof(r->err), "exec: failed");
+    if (rc < 0 && !r->err[0]) errfmt(r->err, sizeof(r->err), "exec: failed");
     return rc;
 }
 

@@ -212,14 +212,14 @@ static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struc
 
     memset(r, 0, sizeof(*r));
     if (!c || !o || !o->namespace_ || !o->namespace_[0] || !o->pod || !o->pod[0] || !o->port || o->fd < 0) {
-        snprintf(r->err, sizeof(r->err), "port-forward: namespace, pod, port and a local connection are required");
+        errfmt(r->err, sizeof(r->err), "port-forward: namespace, pod, port and a local connection are required");
         return -1;
     }
     opt = *o;
     if (!opt.stop) opt.stop = &never;
     struct kube_config *cfg = kube_client_config(c);
     if (kube_pf_path(o->namespace_, o->pod, o->port, path, sizeof(path)) < 0) {
-        snprintf(r->err, sizeof(r->err), "port-forward: namespace or pod name too long");
+        errfmt(r->err, sizeof(r->err), "port-forward: namespace or pod name too long");
         return -1;
     }
     memset(&s, 0, sizeof(s));
@@ -245,11 +245,11 @@ static int pf_once(struct kube_client *c, const struct kube_pf_options *o, struc
     r->bytes_to_pod = res.input_bytes;
     if (s.demux.error_len) {
         /* The pod's side failed: its words outrank transport noise. */
-        snprintf(r->err, sizeof(r->err), "port-forward: %s%s", s.demux.error, s.demux.error_truncated ? " (cut)" : "");
+        errfmt(r->err, sizeof(r->err), "port-forward: %s%s", s.demux.error, s.demux.error_truncated ? " (cut)" : "");
         return -1;
     }
     if (rc == 0 && res.send_failed && !s.local_gone) {
-        snprintf(r->err, sizeof(r->err), "port-forward: the connection to the API server broke while sending%s",
+        errfmt(r->err, sizeof(r->err), "port-forward: the connection to the API server broke while sending%s",
                  res.close_reason);
         return -1;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "kube/ndjson.h"
 
 struct watch_ctx {
@@ -54,7 +55,7 @@ static int on_line(void *ud, char *line, size_t len) {
     struct watch_ctx *w = ud;
     cJSON *ev = kube_watch_parse_event(line, len);
     if (!ev) {
-        snprintf(w->err, w->errlen, "watch: malformed event (%zu bytes)", len);
+        errfmt(w->err, w->errlen, "watch: malformed event (%zu bytes)", len);
         w->end = KUBE_WATCH_FAILED;
         w->decided = 1;
         return 1;
@@ -64,7 +65,7 @@ static int on_line(void *ud, char *line, size_t len) {
     int rc = 0;
     if (!strcmp(type, "ERROR")) {
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(obj, "message");
-        snprintf(w->err, w->errlen, "watch: %s", cJSON_IsString(msg) ? msg->valuestring : "error event");
+        errfmt(w->err, w->errlen, "watch: %s", cJSON_IsString(msg) ? msg->valuestring : "error event");
         w->end = kube_watch_status_is_expired(obj) ? KUBE_WATCH_EXPIRED : KUBE_WATCH_FAILED;
         w->decided = 1;
         rc = 1;
@@ -88,7 +89,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud) {
     }
     int rc = ndjson_feed(&w->split, p, len, on_line, w);
     if (rc < 0) {
-        snprintf(w->err, w->errlen, "watch: event larger than %u bytes", KUBE_WATCH_MAX_LINE);
+        errfmt(w->err, w->errlen, "watch: event larger than %u bytes", KUBE_WATCH_MAX_LINE);
         w->end = KUBE_WATCH_FAILED;
         w->decided = 1;
         return 0;
@@ -136,8 +137,8 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     err[0] = 0;
     ndjson_init(&w.split, KUBE_WATCH_MAX_LINE);
     dynbuf_init(&w.error_body, 64 * 1024);
-    if (!h) { snprintf(err, errlen, "watch: out of memory"); goto out; }
-    if (!(url = kube_client_url(c, path))) { snprintf(err, errlen, "watch: out of memory"); goto out; }
+    if (!h) { errfmt(err, errlen, "watch: out of memory"); goto out; }
+    if (!(url = kube_client_url(c, path))) { errfmt(err, errlen, "watch: out of memory"); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, err, errlen) < 0) goto out;
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -166,19 +167,19 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
     if (w.decided) {
         end = w.end;
     } else if (w.stalled && status == 200) {
-        snprintf(err, errlen, "watch %s: quiet (no byte for %ld s)", path, stall_s);
+        errfmt(err, errlen, "watch %s: quiet (no byte for %ld s)", path, stall_s);
         end = KUBE_WATCH_QUIET;
     } else if (w.stalled) {
-        snprintf(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no answer for %ld s)", path, stall_s);
+        errfmt(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no answer for %ld s)", path, stall_s);
     } else if (cc != CURLE_OK) {
-        snprintf(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
+        errfmt(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
     } else if (status == 410) {
-        snprintf(err, errlen, "watch: 410 Gone");
+        errfmt(err, errlen, "watch: 410 Gone");
         end = KUBE_WATCH_EXPIRED;
     } else if (status >= 300) {
         cJSON *st = cJSON_ParseWithLength(w.error_body.data ? w.error_body.data : "", w.error_body.len);
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(st, "message");
-        snprintf(err, errlen, "watch %s: HTTP %ld%s%s", path, status, cJSON_IsString(msg) ? ": " : "",
+        errfmt(err, errlen, "watch %s: HTTP %ld%s%s", path, status, cJSON_IsString(msg) ? ": " : "",
                  cJSON_IsString(msg) ? msg->valuestring : "");
         if (st && kube_watch_status_is_expired(st)) end = KUBE_WATCH_EXPIRED;
         cJSON_Delete(st);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 
 #define HTTPD_DEADLINE_MS 1000     /* accept → last byte sent, per request */
 #define HTTPD_MAX_CONNS 64         /* open connections at once */
@@ -193,7 +194,7 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     char host[256] = "", port[16] = "";
     const char *colon = strrchr(addr, ':');
     if (!colon || !colon[1] || (size_t)(colon - addr) >= sizeof(host) || strlen(colon + 1) >= sizeof(port)) {
-        snprintf(err, errlen, "metrics address \"%s\" is not host:port", addr);
+        errfmt(err, errlen, "metrics address \"%s\" is not host:port", addr);
         return NULL;
     }
     memcpy(host, addr, (size_t)(colon - addr));
@@ -207,12 +208,12 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     char *endp;
     long portnum = strtol(port, &endp, 10);
     if (*endp || portnum < 0 || portnum > 65535) {
-        snprintf(err, errlen, "metrics address \"%s\": bad port", addr);
+        errfmt(err, errlen, "metrics address \"%s\": bad port", addr);
         return NULL;
     }
     pthread_once(&log_once, log_setup);
     struct httpd *h = calloc(1, sizeof(*h));
-    if (!h) { snprintf(err, errlen, "out of memory"); return NULL; }
+    if (!h) { errfmt(err, errlen, "out of memory"); return NULL; }
     h->fn = fn;
     h->ud = ud;
 
@@ -222,7 +223,7 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     info.user = h;
     info.fd_limit_per_thread = HTTPD_MAX_CONNS + 8;  /* + the listener and lws' own pipes */
     if (!(h->ctx = lws_create_context(&info))) {
-        snprintf(err, errlen, "metrics server: could not create the HTTP context");
+        errfmt(err, errlen, "metrics server: could not create the HTTP context");
         free(h);
         return NULL;
     }
@@ -245,7 +246,7 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     }
     info.iface = host[0] ? host : NULL;
     if (!(h->vh = lws_create_vhost(h->ctx, &info))) {
-        snprintf(err, errlen, "metrics address \"%s\": cannot listen there", addr);
+        errfmt(err, errlen, "metrics address \"%s\": cannot listen there", addr);
         lws_context_destroy(h->ctx);
         free(h);
         return NULL;
@@ -255,7 +256,7 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     if (pthread_create(&h->thread, NULL, run, h) != 0) {
         lws_context_destroy(h->ctx);
         free(h);
-        snprintf(err, errlen, "could not start the metrics thread");
+        errfmt(err, errlen, "could not start the metrics thread");
         return NULL;
     }
     return h;

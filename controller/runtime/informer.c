@@ -417,11 +417,11 @@ static int do_list(struct informer *inf, char *err, size_t errlen) {
         cJSON *page = NULL;
         long unused;
         if (atomic_load(&inf->stop)) {   /* a long (or endless) pagination must not delay informer_stop */
-            snprintf(err, errlen, "list %s: stopped", inf->path);
+            errfmt(err, errlen, "list %s: stopped", inf->path);
             goto out;
         }
         if (build_path(inf, path, sizeof(path), 0, cont, &unused) < 0) {
-            snprintf(err, errlen, "list %s: path too long", inf->path);
+            errfmt(err, errlen, "list %s: path too long", inf->path);
             goto out;
         }
         struct kube_response resp;

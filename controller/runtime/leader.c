@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "runtime/leaseview.h"
@@ -157,7 +158,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
             *sent_ms = clock_mono_ms();
             st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
         } else {
-            snprintf(err, sizeof(err), "renew deadline passed");
+            errfmt(err, sizeof(err), "renew deadline passed");
         }
         cJSON_Delete(obj);
         if (st == 201) { atomic_store(&le->labels_written, gen); return 1; }
@@ -200,7 +201,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         *sent_ms = clock_mono_ms();
         st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
     } else {
-        snprintf(err, sizeof(err), "renew deadline passed");
+        errfmt(err, sizeof(err), "renew deadline passed");
     }
     cJSON_Delete(lease);
     if (st == 200) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/activity_decide.h"
@@ -39,7 +40,7 @@ int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *
         return 0;
     }
     const char *rv = sb->meta.resource_version;
-    if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
+    if (!rv) { errfmt(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
     kj_time_format(now, t, sizeof(t));
     snprintf(note, sizeof(note), "%s %s", t, desc);
     cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
@@ -47,7 +48,7 @@ int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *
     if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t) ||
         !cJSON_AddStringToObject(ann, SBX_ANN_LAST_ACTIVITY, note)) {
         cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);

@@ -6,6 +6,7 @@
  * the key's reconciler: a Sandbox's pass (reconcile.c, through struct sbx_pass_env), a
  * namespace's warm pool (warm.c) or its ownerless-object sweep (orphans.c) → requeue. No
  * module below sees struct sbx_controller; the build fails if one calls back up here. */
+#include "base/errfmt.h"
 #include "sandbox/reconcile.h"
 
 #include <stdio.h>
@@ -198,7 +199,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
                                           char *err, size_t errlen) {
     char path[1024];
     struct sbx_controller *ctl = calloc(1, sizeof(*ctl));
-    if (!ctl) { snprintf(err, errlen, "out of memory"); return NULL; }
+    if (!ctl) { errfmt(err, errlen, "out of memory"); return NULL; }
     ctl->deps.client = c;
     ctl->opt = *o;
     if (ctl->opt.workers < 1) ctl->opt.workers = 4;
@@ -284,7 +285,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->deps.queue || !ctl->terminating || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
         !ctl->deps.pvcs || !ctl->deps.services || !ctl->deps.netpols || !ctl->deps.storage_classes ||
         !ctl->sandbox_classes || !ctl->warm) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         sbx_controller_free(ctl);
         return NULL;
     }

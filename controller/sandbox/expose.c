@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "base/log.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
@@ -31,7 +32,7 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
         return 0;
     }
     cJSON *want = sbx_build_service(owner, spec, pod_name);
-    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!want) { errfmt(err, errlen, "out of memory"); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
@@ -59,7 +60,7 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
             r = sbx_patch_owned_spec(deps, ns, "services", pod_name, sm.uid, part, err, errlen);
         else {
             cJSON_Delete(part);
-            snprintf(err, errlen, "out of memory");
+            errfmt(err, errlen, "out of memory");
         }
         cJSON_Delete(ports);      /* what was not added */
         cJSON_Delete(selector);
@@ -99,17 +100,17 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
         return 0;
     }
     if (state == SBX_OBJ_TERMINATING) {
-        snprintf(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
+        errfmt(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
         return -1;
     }
     if (state == SBX_OBJ_FOREIGN) {
         sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
                          "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-        snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        errfmt(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         return -1;
     }
     cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, apiserver, napiserver);
-    if (!want) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!want) { errfmt(err, errlen, "out of memory"); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {
@@ -120,7 +121,7 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
             sbx_count(&deps->counters->conflicts);
             sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
                              "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-            snprintf(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+            errfmt(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         }
         if (r != 0) rc = -1;
         else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);

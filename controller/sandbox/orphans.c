@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/builders.h"
@@ -198,7 +199,7 @@ int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int
 
     *requeue_ms = 0;
     if (!o) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < sizeof(caches) / sizeof(caches[0]) && rc == 0; i++) {

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/errfmt.h"
 #include "sandbox/objects.h"
 
 int sbx_delete_owned(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
@@ -39,7 +40,7 @@ static int send_owned_patch(const struct sbx_deps *deps, const char *ns, const c
     char path[1024];
     if (!ok) {
         cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     sbx_object_path(path, sizeof(path), ns, resource, name);
@@ -76,16 +77,16 @@ long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, co
         (!rv || cJSON_AddStringToObject(pre, "resourceVersion", rv)))
         body = cJSON_PrintUnformatted(opts);
     cJSON_Delete(opts);
-    if (!body) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!body) { errfmt(err, errlen, "out of memory"); return -1; }
     struct kube_response resp;
     int rc = kube_request(deps->client, "DELETE", path, "application/json", body, strlen(body), &resp);
     free(body);
     long st = rc < 0 ? -1 : resp.status;
-    if (rc < 0) snprintf(err, errlen, "DELETE %s: %s", path, resp.err);
+    if (rc < 0) errfmt(err, errlen, "DELETE %s: %s", path, resp.err);
     else if (st >= 300 && st != 404 && st != 409) {
         char msg[KUBE_ERR_MAX];
         kube_response_message(&resp, msg, sizeof(msg));
-        snprintf(err, errlen, "DELETE %s: %s", path, msg);
+        errfmt(err, errlen, "DELETE %s: %s", path, msg);
     }
     kube_response_free(&resp);
     return st;

@@ -6,6 +6,7 @@
  * (expose.c), preconditioned writes (owned.c), StorageClasses (storage.c), the running
  * cap (capacity.c), warm pools (warm.c), a deleted Sandbox's orphans (orphans.c). The
  * decisions are reconcile_decide.c's; the manager that calls the pass is controller.c. */
+#include "base/errfmt.h"
 #include "sandbox/pass.h"
 
 #include <stdio.h>
@@ -74,14 +75,14 @@ static void observe_claim_size(struct sbx_pass_env *env, const struct sbx_claim_
 static int expand_claim(struct sbx_pass_env *env, const char *ns, const char *claim, int64_t bytes,
                         char *err, size_t errlen) {
     char path[1024], size[32];
-    if (qty_format_memory(bytes, size, sizeof(size))) { snprintf(err, errlen, "bad workspace size"); return -1; }
+    if (qty_format_memory(bytes, size, sizeof(size))) { errfmt(err, errlen, "bad workspace size"); return -1; }
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
     cJSON *patch = cJSON_CreateObject();
     cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "resources"),
                                          "requests");
     if (!req || !cJSON_AddStringToObject(req, "storage", size)) {
         cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     long st = kube_merge_patch(env->deps->client, path, patch, NULL, err, errlen);
@@ -258,7 +259,7 @@ static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids 
         return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
     }
     if (sbx_records_seen(env->records, id->key, id->uid) < 0) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return end_pass(res, -1, 0);
     }
     int64_t held = sbx_terminating_left(env->terminating, id->ns, clock_mono_ms());
@@ -391,7 +392,7 @@ static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids 
     const char *h = sbx_meta_annotation(&wm, SBX_ANN_TEMPLATE_HASH);
     if (!h) {
         cJSON_Delete(want);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     ob->o.pod_template_outdated = strcmp(have, h) != 0;
@@ -557,7 +558,7 @@ static int write_status(struct sbx_pass_env *env, const struct pass_ids *id, con
         st = NULL;
     }
     if (!st) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     int rc = sbx_status_write(env->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);
@@ -580,7 +581,7 @@ static enum stage_end pass_fence(struct sbx_pass_env *env, const struct pass_ids
     if (!(v->d.actions & FENCED)) return GO_ON;
     const char *cur_rv = sb->meta.resource_version;
     if (!cur_rv) {
-        snprintf(err, errlen, "sandbox %s has no resourceVersion", id->key);
+        errfmt(err, errlen, "sandbox %s has no resourceVersion", id->key);
         return end_pass(res, -1, 0);
     }
     int rc = write_status(env, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err, errlen);
@@ -779,7 +780,7 @@ static int reconcile_object(struct sbx_pass_env *env, const char *key, const cha
     memset(&ob, 0, sizeof(ob));
     memset(&v, 0, sizeof(v));
     if (!id.uid) {
-        snprintf(err, errlen, "sandbox %s has no uid", key);
+        errfmt(err, errlen, "sandbox %s has no uid", key);
         res.rc = -1;
     } else if (pass_gate(env, &id, sb, &res, err, errlen) == GO_ON &&
                pass_resolve_policy(env, &id, sb, &p, &res, err, errlen) == GO_ON &&

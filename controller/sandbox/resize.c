@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "base/log.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
@@ -60,12 +61,12 @@ int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *
                        size_t errlen) {
     char path[1024];
     if (!uid || !resource_version) {
-        snprintf(err, errlen, "pod %s/%s: no uid or resourceVersion to resize it on", ns, name);
+        errfmt(err, errlen, "pod %s/%s: no uid or resourceVersion to resize it on", ns, name);
         return -1;
     }
     cJSON *patch = resize_patch(uid, resource_version, request_millis, limit_millis);
     if (!patch) {
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     sbx_core_path(path, sizeof(path), ns, "pods");

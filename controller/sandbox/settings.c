@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "kube/rest.h"
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
@@ -89,11 +90,11 @@ static int check_defaults(const struct sbx_settings *o, const char *src, const c
     struct sbx_spec s;
     char why[256];
     int rc;
-    if (!sb) { snprintf(err, errlen, "%s: out of memory", src); return -1; }
+    if (!sb) { errfmt(err, errlen, "%s: out of memory", src); return -1; }
     rc = sbx_spec_parse(sb, &o->controller.defaults, &s, why, sizeof(why));
     cJSON_Delete(sb);
     if (rc == 0) { sbx_spec_free(&s); return 0; }
-    snprintf(err, errlen, "%s: \"%s\" cannot be a Sandbox default: %s", src, val, why);
+    errfmt(err, errlen, "%s: \"%s\" cannot be a Sandbox default: %s", src, val, why);
     return -1;
 }
 
@@ -129,7 +130,7 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
                  char *err, size_t errlen) {
     struct sbx_defaults *d = &o->controller.defaults;
     int64_t v;
-#define BAD(what) do { snprintf(err, errlen, "%s: %s \"%s\"", src, what, val); return -1; } while (0)
+#define BAD(what) do { errfmt(err, errlen, "%s: %s \"%s\"", src, what, val); return -1; } while (0)
     if (!strcmp(name, "kubeconfig")) o->kubeconfig = val;
     else if (!strcmp(name, "namespace")) o->controller.namespace_ = *val ? val : NULL;
     else if (!strcmp(name, "image")) { if (!*val) BAD("empty image"); d->image = val; d->image_builtin = 0; }
@@ -230,7 +231,7 @@ static int apply(struct sbx_settings *o, const char *name, const char *val, cons
             BAD("not a log level (debug, info, warn, error)");
         o->log_level = val;
     } else {
-        snprintf(err, errlen, "unknown flag --%s (see --help)", name);
+        errfmt(err, errlen, "unknown flag --%s (see --help)", name);
         return -1;
     }
 #undef BAD
@@ -251,14 +252,14 @@ static int check_requests(const struct sbx_settings *o, char *err, size_t errlen
     if (o->memory_request_set && d->memory_request_bytes > d->memory_bytes) {
         qty_format_memory(d->memory_request_bytes, req, sizeof(req));
         qty_format_memory(d->memory_bytes, lim, sizeof(lim));
-        snprintf(err, errlen, "memory request %s (--memory-request / YAO_SANDBOX_MEMORY_REQUEST) is above "
+        errfmt(err, errlen, "memory request %s (--memory-request / YAO_SANDBOX_MEMORY_REQUEST) is above "
                  "the memory limit %s (--memory / YAO_SANDBOX_MEMORY)", req, lim);
         return -1;
     }
     if (o->cpu_request_set && d->cpu_request_millis > d->cpu_millis) {
         qty_format_cpu(d->cpu_request_millis, req, sizeof(req));
         qty_format_cpu(d->cpu_millis, lim, sizeof(lim));
-        snprintf(err, errlen, "cpu request %s (--cpu-request / YAO_SANDBOX_CPU_REQUEST) is above "
+        errfmt(err, errlen, "cpu request %s (--cpu-request / YAO_SANDBOX_CPU_REQUEST) is above "
                  "the cpu limit %s (--cpu / YAO_SANDBOX_CPU)", req, lim);
         return -1;
     }
@@ -314,19 +315,19 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
         if (!strcmp(a, "--leader-elect") || !strcmp(a, "--leader-elect=true")) { o->leader_elect = 1; continue; }
         if (!strcmp(a, "--leader-elect=false")) { o->leader_elect = 0; continue; }
         if (strncmp(a, "--", 2) != 0) {
-            snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", a);
+            errfmt(err, errlen, "unexpected argument \"%s\" (see --help)", a);
             return -1;
         }
         char name[64];
         const char *eq = strchr(a, '='), *val;
         size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (n >= sizeof(name)) { snprintf(err, errlen, "unknown flag %s", a); return -1; }
+        if (n >= sizeof(name)) { errfmt(err, errlen, "unknown flag %s", a); return -1; }
         memcpy(name, a + 2, n);
         name[n] = 0;
         if (eq) {
             val = eq + 1;
         } else {
-            if (i + 1 >= argc) { snprintf(err, errlen, "flag --%s needs a value", name); return -1; }
+            if (i + 1 >= argc) { errfmt(err, errlen, "flag --%s needs a value", name); return -1; }
             val = argv[++i];
         }
         char src[80];
@@ -335,7 +336,7 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
     }
     if (check_requests(o, err, errlen) < 0) return -1;
     if (o->controller.shard >= o->controller.shards) {
-        snprintf(err, errlen, "--shard %d (YAO_SANDBOX_SHARD) is not below --shards %d (YAO_SANDBOX_SHARDS)",
+        errfmt(err, errlen, "--shard %d (YAO_SANDBOX_SHARD) is not below --shards %d (YAO_SANDBOX_SHARDS)",
                  o->controller.shard, o->controller.shards);
         return -1;
     }
@@ -346,13 +347,13 @@ int sbx_settings_parse(int argc, char **argv, sbx_getenv_fn env, struct sbx_sett
         int n = snprintf(o->lease_name_shard, sizeof(o->lease_name_shard), "%s-shard-%d", o->lease_name,
                          o->controller.shard);
         if (n < 0 || (size_t)n >= sizeof(o->lease_name_shard) || n > 253) {
-            snprintf(err, errlen, "--lease-name too long for a shard suffix");
+            errfmt(err, errlen, "--lease-name too long for a shard suffix");
             return -1;
         }
         o->lease_name = o->lease_name_shard;
     }
     if (o->renew_deadline_ms >= o->lease_duration_ms || o->retry_period_ms >= o->renew_deadline_ms) {
-        snprintf(err, errlen, "leader election needs retry-period < renew-deadline < lease-duration");
+        errfmt(err, errlen, "leader election needs retry-period < renew-deadline < lease-duration");
         return -1;
     }
     return 0;

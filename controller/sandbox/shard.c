@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/objects.h"
@@ -59,7 +60,7 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char 
                 kube_path_add_query(path, sizeof(path), "limit", "500") < 0 ||
                 (cont && kube_path_add_query(path, sizeof(path), "continue", cont) < 0)) {
                 free(cont);
-                snprintf(err, errlen, "shard migration: path too long");
+                errfmt(err, errlen, "shard migration: path too long");
                 return -1;
             }
             free(cont);
@@ -71,7 +72,7 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char 
             cJSON_ArrayForEach(it, kj_path(list, "items")) {
                 if (stop && atomic_load(stop)) {
                     cJSON_Delete(list);
-                    snprintf(err, errlen, "stopped");
+                    errfmt(err, errlen, "stopped");
                     return -1;
                 }
                 seen++;
@@ -82,7 +83,7 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char 
             const char *next = kj_str(list, "metadata.continue");
             if (next && *next && !(cont = strdup(next))) {
                 cJSON_Delete(list);
-                snprintf(err, errlen, "out of memory");
+                errfmt(err, errlen, "out of memory");
                 return -1;
             }
             cJSON_Delete(list);

@@ -904,7 +904,7 @@ int sbx_spec_recorded(const cJSON *sandbox, const struct sbx_defaults *d, struct
         d = &builtin;
     }
     if (!user || !chat || strlen(user) > SBX_ID_MAX_CHARS * 4 || strlen(chat) > SBX_ID_MAX_CHARS * 4) {
-        snprintf(err, errlen, "spec.userID and spec.chatID: required, at most %d characters", SBX_ID_MAX_CHARS);
+        errfmt(err, errlen, "spec.userID and spec.chatID: required, at most %d characters", SBX_ID_MAX_CHARS);
         return -1;
     }
     out->user_id = strdup(user);
@@ -913,7 +913,7 @@ int sbx_spec_recorded(const cJSON *sandbox, const struct sbx_defaults *d, struct
     out->class_name = v ? strdup(v) : NULL;
     if (!out->user_id || !out->chat_id || (v && !out->class_name)) {
         sbx_spec_free(out);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     v = rec_str(sandbox, "status", "lifecycle");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/objects.h"
@@ -106,13 +107,13 @@ int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const cha
                              const char *value, int64_t now, char *err, size_t errlen) {
     char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
     const char *rv = sb->meta.resource_version;
-    if (!rv) { snprintf(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
+    if (!rv) { errfmt(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
     kj_time_format_micro(now, t, sizeof(t));
     cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
     if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
         cJSON_Delete(patch);
-        snprintf(err, errlen, "out of memory");
+        errfmt(err, errlen, "out of memory");
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
@@ -309,13 +310,13 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
         if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
     }
     cJSON *patch = cJSON_CreateObject();
-    if (!patch) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!patch) { errfmt(err, errlen, "out of memory"); return -1; }
     const char *rv = fence_rv ? fence_rv : sb->meta.resource_version;
     if (rv) {
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
         if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv)) {
             cJSON_Delete(patch);
-            snprintf(err, errlen, "out of memory");
+            errfmt(err, errlen, "out of memory");
             return -1;
         }
     }
@@ -372,7 +373,7 @@ int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const
     d.restart_count = -1;
     d.last_termination = sb->last_termination;
     cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
-    if (!st) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!st) { errfmt(err, errlen, "out of memory"); return -1; }
     int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
     cJSON_Delete(st);
     if (rc == 0) sbx_event_invalid(deps, sb, &d);
