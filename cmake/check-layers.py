@@ -23,7 +23,10 @@ KNOWN_FLOOR_EXCEPTIONS would name a wrong-way include let through, with what it 
 from above (none now). The CLI may use
 sandbox/'s model and decide files, never its I/O.
 
-Prints each wrong-way include as file:line and exits 1.
+Outside the typed views (PATH_READ_VIEWS), a field read by dotted path ("status.podIP")
+fails too, but for the reads counted in KNOWN_PATH_READS, which may only go down.
+
+Prints each wrong-way include or read as file:line and exits 1.
 
 With --archive LIB (run after the library is built): the same order, and no circle, in
 what the code really calls. Each object file of LIB is one module (controller/<layer>/X.c);
@@ -130,6 +133,60 @@ def check_floors():
     for gone in sorted(set(KNOWN_FLOOR_EXCEPTIONS) - seen_known):
         bad += 1
         print("%s: no longer includes %s: remove it from KNOWN_FLOOR_EXCEPTIONS" % gone)
+    return bad
+
+
+# Reading an object's fields by dotted path ("status.podIP") belongs to the typed views, where
+# each kind's fields are read once with their rules: the Sandbox (sandboxview.c), its claim
+# (claimview.c), a pod as the pass observes it (reconcile_observe.c), any object's metadata
+# (objects.c: struct sbx_meta, labels and annotations by key), a Lease (runtime/leaseview.c),
+# and kube/kjson.c that implements the reads. Everywhere else in the controller and the CLI
+# a dotted read fails the build, but for the counts below: reads made before the rule, per
+# file, which may only go down (a file with fewer fails until its count is lowered).
+PATH_READ = re.compile(r'\bkj_\w+\([^;]*?"([A-Za-z]\w*\.[A-Za-z][\w.]*)"')
+PATH_READ_VIEWS = {"controller/sandbox/sandboxview.c", "controller/sandbox/claimview.c",
+                   "controller/sandbox/reconcile_observe.c", "controller/sandbox/objects.c",
+                   "controller/runtime/leaseview.c", "controller/kube/kjson.c"}
+KNOWN_PATH_READS = {
+    "controller/sandbox/reconcile.c": 1,        # a Service's spec.clusterIP
+    "controller/sandbox/activity_decide.c": 1,  # a PodMetrics container's usage.cpu
+    "controller/sandbox/warm.c": 1,             # a SandboxClass's spec.workspace.warmPool.namespaces
+    "controller/sandbox/shard.c": 1,            # a list's metadata.continue
+    "cli/cmd_sandbox.c": 58,
+    "cli/describe.c": 46,
+    "cli/waitcond.c": 7,
+    "cli/cluster.c": 6,
+    "cli/cmd_exec.c": 5,
+    "cli/waiter.c": 4,
+    "cli/cmd_observe.c": 3,
+    "cli/session.c": 2,
+    "cli/watchloop.c": 1,
+}
+
+
+def check_path_reads():
+    """Dotted path reads outside the views. Number of files over (or under) their count."""
+    bad = 0
+    for folder in ("controller/base", "controller/kube", "controller/runtime", "controller/sandbox",
+                   "controller/cmd", "cli"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            rel = folder + "/" + name
+            if not name.endswith((".c", ".h")) or rel in PATH_READ_VIEWS:
+                continue
+            reads = []
+            for n, line in enumerate(open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace"), 1):
+                reads += ["%s:%d: reads %s" % (rel, n, m.group(1)) for m in PATH_READ.finditer(line)]
+            known = KNOWN_PATH_READS.get(rel, 0)
+            if len(reads) > known:
+                bad += 1
+                print("\n".join(reads))
+                print("%s: %d dotted path reads outside the typed views (allowed %d): read the field through "
+                      "the kind's view (sandboxview, claimview, reconcile_observe, objects' sbx_meta, leaseview)"
+                      % (rel, len(reads), known))
+            elif len(reads) < known:
+                bad += 1
+                print("%s: %d dotted path reads, fewer than the %d in KNOWN_PATH_READS: lower the count"
+                      % (rel, len(reads), known))
     return bad
 
 
@@ -244,8 +301,9 @@ def main():
                     print("%s/%s:%d: %s/ is above %s/ (allowed: %s)" % (folder, name, n, m.group(1),
                           folder.split("/")[-1], ", ".join(sorted(allowed))))
     bad += check_floors()
+    bad += check_path_reads()
     if bad:
-        print("%d wrong-way includes in %d files" % (bad, checked))
+        print("%d wrong-way includes or dotted path reads in %d files" % (bad, checked))
         return 1
     return 0
 

@@ -59,7 +59,7 @@ static const char *slot_owner(const cJSON *pod) {
     if (!pod || m.deleting) return NULL;
     if (sbx_meta_annotation(&m, SBX_ANN_COPY_FOR)) {
         const cJSON *r;
-        cJSON_ArrayForEach(r, kj_path(pod, "metadata.ownerReferences")) {
+        cJSON_ArrayForEach(r, m.owner_refs) {
             const char *kind = kj_str(r, "kind");
             if (kind && !strcmp(kind, SBX_KIND)) return kj_str(r, "uid");
         }

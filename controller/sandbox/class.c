@@ -17,6 +17,7 @@
 #include "kube/kjson.h"
 #include "base/log.h"
 #include "sandbox/class_decide.h"
+#include "sandbox/objects.h"
 #include "sandbox/reconcile_decide.h"
 
 /* Namespaces are cached with their name and labels only. */
@@ -51,7 +52,10 @@ static int requeue_of_namespace(void *ud, const char *key, const cJSON *sb) {
  * its Sandboxes are queued. */
 static void on_namespace(void *ud, const char *key, const cJSON *old, const cJSON *cur) {
     struct sbx_classes *c = ud;
-    const cJSON *a = kj_path(old, "metadata.labels"), *b = kj_path(cur, "metadata.labels");
+    struct sbx_meta ma, mb;
+    sbx_meta_read(old, &ma);
+    sbx_meta_read(cur, &mb);
+    const cJSON *a = ma.labels, *b = mb.labels;
     if (old && cur && ((!a && !b) || (a && b && cJSON_Compare(a, b, 1)))) return;
     struct ns_requeue r = {c, key, strlen(key)};
     informer_foreach(c->deps->sandboxes, requeue_of_namespace, &r);
@@ -143,19 +147,18 @@ int sbx_classes_synced(struct sbx_classes *c) {
            (informer_synced(c->classes) && (!c->namespaces_on || informer_synced(c->namespaces)));
 }
 
-struct default_pick { char name[256]; char created[64]; int n; };
+struct default_pick { char name[256]; int64_t created_ms; int n; };
 
 /* The newest class marked default (as Kubernetes picks among default StorageClasses);
  * equal creation times: the smaller name. */
 static int pick_default(void *ud, const char *key, const cJSON *obj) {
     struct default_pick *p = ud;
     if (!sbx_class_is_default(obj)) return 0;
-    const char *ts = kj_str(obj, "metadata.creationTimestamp");
-    if (!ts) ts = "";
-    int cmp = strcmp(ts, p->created);
-    if (!p->n || cmp > 0 || (cmp == 0 && strcmp(key, p->name) < 0)) {
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    if (!p->n || m.created_ms > p->created_ms || (m.created_ms == p->created_ms && strcmp(key, p->name) < 0)) {
         snprintf(p->name, sizeof(p->name), "%s", key);
-        snprintf(p->created, sizeof(p->created), "%s", ts);
+        p->created_ms = m.created_ms;
     }
     p->n++;
     return 0;
@@ -176,10 +179,12 @@ int sbx_class_for(struct sbx_classes *c, const struct sbx_sandbox_view *sb, stru
         return -1;
     }
     cJSON *nsobj = c->namespaces_on && ns ? informer_get(c->namespaces, ns) : NULL;
-    const cJSON *labels = kj_path(nsobj, "metadata.labels");
+    struct sbx_meta nsm;
+    sbx_meta_read(nsobj, &nsm);
+    const cJSON *labels = nsm.labels;
     if (!name) {
         /* The namespace's own default first (set by whoever may label Namespaces). */
-        const char *v = kj_map_get(nsobj, "metadata.labels", SBX_LABEL_NAMESPACE_CLASS);
+        const char *v = sbx_meta_label(&nsm, SBX_LABEL_NAMESPACE_CLASS);
         if (v && *v) {
             snprintf(ns_default, sizeof(ns_default), "%s", v);
             name = ns_default;
@@ -222,7 +227,9 @@ void sbx_classes_foreach(struct sbx_classes *c, int (*visit)(void *ud, const cha
 int sbx_classes_allow_namespace(struct sbx_classes *c, const struct sbx_class *cls, const char *ns, char *why,
                                 size_t whylen) {
     cJSON *nsobj = c->namespaces_on && ns ? informer_get(c->namespaces, ns) : NULL;
-    int ok = sbx_class_allows_namespace(cls, ns, kj_path(nsobj, "metadata.labels"), c->namespaces_on, why, whylen);
+    struct sbx_meta nsm;
+    sbx_meta_read(nsobj, &nsm);
+    int ok = sbx_class_allows_namespace(cls, ns, nsm.labels, c->namespaces_on, why, whylen);
     cJSON_Delete(nsobj);
     return ok;
 }

@@ -7,6 +7,7 @@
  * namespace's warm pool (warm.c) or its ownerless-object sweep (orphans.c) → requeue. No
  * module below sees struct sbx_controller; the build fails if one calls back up here. */
 #include "base/errfmt.h"
+#include "sandbox/objects.h"
 #include "sandbox/reconcile.h"
 
 #include <stdio.h>
@@ -168,7 +169,7 @@ static void on_pod(void *ud, const char *key, const cJSON *old, const cJSON *cur
         char skey[512];
         const char *ns = m.namespace_, *cuid = m.uid;
         const cJSON *r;
-        cJSON_ArrayForEach(r, kj_path(obj, "metadata.ownerReferences")) {
+        cJSON_ArrayForEach(r, m.owner_refs) {
             if (kj_str(r, "uid") && cuid) sbx_records_observed(&ctl->records, kj_str(r, "uid"), SBX_EXPECT_COPIER, cuid);
         }
         /* It holds its Sandbox's running slot as the sandbox pod would. */

@@ -48,8 +48,9 @@ void sbx_meta_read(const cJSON *obj, struct sbx_meta *m) {
     const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
     m->labels = cJSON_IsObject(labels) ? labels : NULL;
     m->annotations = cJSON_IsObject(ann) ? ann : NULL;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(md, "ownerReferences")) {
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(md, "ownerReferences"), *r;
+    m->owner_refs = cJSON_IsArray(refs) ? refs : NULL;
+    cJSON_ArrayForEach(r, m->owner_refs) {
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller"))) continue;
         m->controller_uid = str_member(r, "uid");
         break;   /* one controller at most */

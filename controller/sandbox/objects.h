@@ -31,6 +31,7 @@ struct sbx_meta {
     /* The uid of its controller ownerReference (any kind), and the name and uid of that
      * reference when it is a Sandbox of this API group (sbx_sandbox_controller_ref). */
     const char *controller_uid, *sandbox_owner, *sandbox_owner_uid;
+    const cJSON *owner_refs;            /* every ownerReference (a JSON array), or NULL */
 };
 /* Read obj's metadata into m (all absent when obj is NULL). */
 void sbx_meta_read(const cJSON *obj, struct sbx_meta *m);

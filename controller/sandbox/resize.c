@@ -50,7 +50,9 @@ static int pod_still_there(const struct sbx_deps *deps, const char *ns, const ch
     cJSON *pod = NULL;
     sbx_object_path(path, sizeof(path), ns, "pods", name);
     long st = kube_get(deps->client, path, &pod, err, sizeof(err));
-    const char *got = st == 200 ? kj_str(pod, "metadata.uid") : NULL;
+    struct sbx_meta m;
+    sbx_meta_read(st == 200 ? pod : NULL, &m);
+    const char *got = m.uid;
     int there = got && !strcmp(got, uid);
     cJSON_Delete(pod);
     return there;

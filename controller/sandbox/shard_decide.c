@@ -7,6 +7,7 @@
 
 #include "kube/kjson.h"
 #include "runtime/leaseview.h"
+#include "sandbox/objects.h"
 #include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
@@ -92,8 +93,9 @@ int sbx_shard_lease_blocks(const cJSON *lease, const char *base, const char *own
     kube_lease_view_read(lease, &v);
     const char *name = v.name, *holder = v.holder;
     if (!name || !in_family(name, base) || !kube_lease_held_at(&v, now_ms)) return 0;   /* free, or expired */
-    const char *count = kj_map_get(lease, "metadata.labels", SBX_LABEL_SHARDS);
-    const char *acting = kj_map_get(lease, "metadata.labels", SBX_LABEL_ACTING);
+    struct sbx_meta m;
+    sbx_meta_read(lease, &m);
+    const char *count = sbx_meta_label(&m, SBX_LABEL_SHARDS), *acting = sbx_meta_label(&m, SBX_LABEL_ACTING);
     char mine[16];
     snprintf(mine, sizeof(mine), "%d", shards > 1 ? shards : 1);
     if (count ? !strcmp(count, mine) || !acting || strcmp(acting, "true") != 0 : !strcmp(name, own_name)) return 0;

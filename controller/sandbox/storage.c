@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "sandbox/objects.h"
 #include "sandbox/workspacecopy.h"
 
 void sbx_storage_class_shrink(cJSON *sc) {
@@ -30,8 +31,10 @@ struct default_class_ctx { char name[256]; int found; };
 /* The class marked default (the GA annotation, or the beta one). */
 static int find_default_class(void *ud, const char *key, const cJSON *sc) {
     struct default_class_ctx *c = ud;
-    const char *ga = kj_map_get(sc, "metadata.annotations", "storageclass.kubernetes.io/is-default-class");
-    const char *beta = kj_map_get(sc, "metadata.annotations", "storageclass.beta.kubernetes.io/is-default-class");
+    struct sbx_meta m;
+    sbx_meta_read(sc, &m);
+    const char *ga = sbx_meta_annotation(&m, "storageclass.kubernetes.io/is-default-class");
+    const char *beta = sbx_meta_annotation(&m, "storageclass.beta.kubernetes.io/is-default-class");
     if ((ga && !strcmp(ga, "true")) || (beta && !strcmp(beta, "true"))) {
         snprintf(c->name, sizeof(c->name), "%s", key);
         c->found = 1;

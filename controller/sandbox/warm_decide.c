@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
+#include "sandbox/objects.h"
 #include "sandbox/quantity.h"
 
 /* FNV-1a, 64 bits, over n bytes, continuing from h. */
@@ -226,11 +227,11 @@ err:
 }
 
 int sbx_warm_pod_starting(const cJSON *pod) {
-    /* (label keys have dots: read as map keys, not paths) */
-    const char *by = kj_map_get(pod, "metadata.labels", SBX_LABEL_MANAGED_BY);
-    const char *name = kj_map_get(pod, "metadata.labels", SBX_LABEL_NAME);
-    if (!by || strcmp(by, SBX_MANAGED_BY) != 0 || !name || !*name ||
-        kj_map_get(pod, "metadata.labels", SBX_LABEL_WARM_POOL) || kj_str(pod, "metadata.deletionTimestamp"))
+    struct sbx_meta m;
+    sbx_meta_read(pod, &m);
+    const char *by = sbx_meta_label(&m, SBX_LABEL_MANAGED_BY), *name = sbx_meta_label(&m, SBX_LABEL_NAME);
+    if (!by || strcmp(by, SBX_MANAGED_BY) != 0 || !name || !*name || sbx_meta_label(&m, SBX_LABEL_WARM_POOL) ||
+        m.deleting)
         return 0;
     const char *ready = kj_str(kj_condition(pod, "Ready"), "status");
     return !ready || strcmp(ready, "True") != 0;
