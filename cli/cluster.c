@@ -15,6 +15,7 @@
 #include "sandbox/naming.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
 /* Sandbox names are DNS subdomains (the controller's one validator, sandbox/naming.h):
@@ -91,8 +92,9 @@ int cluster_patch(struct cli *c, const char *name, int touch, int paused, int qu
 
 /* status.phase, "" when not set yet. */
 const char *cluster_phase(const cJSON *sb) {
-    const char *p = kj_str(sb, "status.phase");
-    return p ? p : "";
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    return v.phase ? v.phase : "";
 }
 
 /* The Ready condition's reason and message (either may be NULL). */
@@ -107,7 +109,9 @@ void cluster_ready(const cJSON *sb, const char **status, const char **reason, co
  * policy it publishes (cli/keepalive.h), its pod and the pod's start. */
 static void note_running(struct cli *c, const cJSON *sb) {
     c->touch_interval_ms = cli_touch_interval_of(sb);
-    const char *pod = kj_str(sb, "status.podName"), *started = kj_str(sb, "status.startedAt");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *pod = v.pod_name, *started = v.started_text;
     snprintf(c->pod, sizeof(c->pod), "%s", pod ? pod : "");
     snprintf(c->pod_started, sizeof(c->pod_started), "%s", started ? started : "");
 }
@@ -118,13 +122,14 @@ int cluster_ensure_running(struct cli *c, const char *name, cJSON **out) {
     cJSON *sb;
     *out = NULL;
     if (cluster_get(c, name, &sb)) return 1;
-    if (kj_path(sb, "metadata.deletionTimestamp")) {
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    if (v.meta.deleting) {
         cJSON_Delete(sb);
         return cli_fail("sandbox \"%s\" is being deleted", name);
     }
-    const char *phase = cluster_phase(sb), *pod = kj_str(sb, "status.podName");
-    int paused = kj_bool(sb, "spec.paused", 0);
-    int running = !strcmp(phase, "Running") && pod && *pod && !paused;
+    int paused = v.paused;
+    int running = sbx_sandbox_phase_is(&v, "Running") && v.pod_name && *v.pod_name && !paused;
     if (cluster_patch(c, name, 1, paused ? 0 : -1, 0, NULL)) { cJSON_Delete(sb); return 1; }
     if (running) {
         note_running(c, sb);

@@ -15,9 +15,9 @@
 #include "cli/cluster.h"
 #include "cli/exec_decide.h"
 #include "cli/session.h"
-#include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/quantity.h"
+#include "sandbox/sandboxview.h"
 
 static struct termios saved_tio;
 static int tio_saved;
@@ -46,13 +46,14 @@ static int sandbox_view(struct cli *c, const char *name, cJSON **sb, struct cli_
         *sb = NULL;
         return -1;
     }
-    const char *rs, *msg;
-    cluster_ready(*sb, &rs, &v->reason, &msg);
-    v->deleting = kj_path(*sb, "metadata.deletionTimestamp") != NULL;
-    v->paused = kj_bool(*sb, "spec.paused", 0);
-    v->phase = kj_str(*sb, "status.phase");
-    v->pod = kj_str(*sb, "status.podName");
-    v->started = kj_str(*sb, "status.startedAt");
+    struct sbx_sandbox_view sv;
+    sbx_sandbox_view_parse(*sb, &sv);
+    v->reason = sv.ready.reason;
+    v->deleting = sv.meta.deleting;
+    v->paused = sv.paused;
+    v->phase = sv.phase;
+    v->pod = sv.pod_name;
+    v->started = sv.started_text;
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "sandbox/quantity.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
 #define NAME_PREFIX "sandbox." SBX_GROUP "/"
@@ -99,7 +100,9 @@ int cmd_logs(struct cli *c) {
         struct wait_for w = {.kind = WAIT_STARTED};
         if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
     }
-    const char *pod = kj_str(sb, "status.podName");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *pod = v.pod_name;
     if (!pod || !*pod) {
         int rc = logs_from_status(c, sb, name, tail);
         cJSON_Delete(sb);
@@ -131,7 +134,9 @@ int cmd_describe(struct cli *c) {
     cJSON *sb;
     if (cluster_get(c, name, &sb)) return 1;
     char path[1200], sel[600], err[KUBE_ERR_MAX];
-    const char *uid = kj_str(sb, "metadata.uid");
+    struct sbx_meta m;
+    sbx_meta_read(sb, &m);
+    const char *uid = m.uid;
     snprintf(sel, sizeof(sel), "involvedObject.kind=" SBX_KIND ",involvedObject.name=%s%s%s", name, uid ? ",involvedObject.uid=" : "",
              uid ? uid : "");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", c->ns);

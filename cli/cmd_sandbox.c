@@ -21,6 +21,7 @@
 #include "sandbox/naming.h"
 #include "sandbox/quantity.h"
 #include "sandbox/reconcile_decide.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
 /* How kubectl -o name names a Sandbox: resource.group/NAME. */
@@ -94,11 +95,16 @@ static int find_pair(struct cli *c, cJSON **out) {
         return -1;
     }
     const cJSON *it, *best = NULL;
+    int64_t best_ms = 0;
     cJSON_ArrayForEach(it, kj_path(list, "items")) {
-        const char *u = kj_str(it, "spec.userID"), *ch = kj_str(it, "spec.chatID");
-        if (!u || !ch || strcmp(u, a->user) || strcmp(ch, a->chat) || kj_path(it, "metadata.deletionTimestamp")) continue;
-        const char *t = kj_str(it, "metadata.creationTimestamp"), *bt = best ? kj_str(best, "metadata.creationTimestamp") : NULL;
-        if (!best || (t && bt && strcmp(t, bt) < 0)) best = it;   /* RFC 3339 UTC sorts as text */
+        struct sbx_sandbox_view v;
+        sbx_sandbox_view_parse(it, &v);
+        if (!v.user_id || !v.chat_id || strcmp(v.user_id, a->user) || strcmp(v.chat_id, a->chat) || v.meta.deleting)
+            continue;
+        if (!best || (v.meta.created_ms && best_ms && v.meta.created_ms < best_ms)) {   /* the oldest */
+            best = it;
+            best_ms = v.meta.created_ms;
+        }
     }
     if (best) *out = cJSON_Duplicate(best, 1);
     cJSON_Delete(list);
@@ -126,7 +132,9 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
         cluster_sandbox_path(c, name, path, sizeof(path));
         long st = kube_get(c->kc, path, &sb, err, sizeof(err));
         if (st == 200 && sb) {
-            const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID");
+            struct sbx_sandbox_view v;
+            sbx_sandbox_view_parse(sb, &v);
+            const char *u = v.user_id, *ch = v.chat_id;
             if (!u || !ch || strcmp(u, a->user) || strcmp(ch, a->chat)) {
                 int rc = cli_fail(SBX_REASON_CONFLICT ": sandbox \"%s\" in namespace \"%s\" belongs to (user \"%s\", "
                               "chat \"%s\"), not to (user \"%s\", chat \"%s\")", name, c->ns, u ? u : "",
@@ -134,9 +142,9 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
                 cJSON_Delete(sb);
                 return rc;
             }
-            if (!kj_path(sb, "metadata.deletionTimestamp")) { *out = sb; return 0; }
+            if (!v.meta.deleting) { *out = sb; return 0; }
             char uid[128];
-            snprintf(uid, sizeof(uid), "%s", kj_str(sb, "metadata.uid") ? kj_str(sb, "metadata.uid") : "");
+            snprintf(uid, sizeof(uid), "%s", v.meta.uid ? v.meta.uid : "");
             cJSON_Delete(sb);
             if (isatty(2)) fprintf(stderr, PROG ": sandbox \"%s\" is being deleted; waiting for it to be gone...\n", name);
             if (wait_gone(c, name, uid)) return 1;
@@ -147,7 +155,9 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
         int found = find_pair(c, out);
         if (found < 0) return 1;
         if (found) {
-            snprintf(name, namelen, "%s", kj_str(*out, "metadata.name") ? kj_str(*out, "metadata.name") : "");
+            struct sbx_meta m;
+            sbx_meta_read(*out, &m);
+            snprintf(name, namelen, "%s", m.name ? m.name : "");
             return 0;
         }
         cJSON *obj = new_sandbox(a, name);
@@ -194,7 +204,9 @@ int cmd_create(struct cli *c) {
     cJSON *sb;
     int created;
     if (get_or_create(c, name, sizeof(name), &sb, &created)) return 1;
-    int paused = kj_bool(sb, "spec.paused", 0), stopped = !strcmp(cluster_phase(sb), "Stopped");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    int paused = v.paused, stopped = sbx_sandbox_phase_is(&v, "Stopped");
     cJSON_Delete(sb);
     if (isatty(2)) fprintf(stderr, PROG ": sandbox \"%s\" %s\n", name, created ? "created" : "exists");
     printf("%s\n", name);
@@ -212,67 +224,65 @@ int cmd_create(struct cli *c) {
 
 /* When the sandbox was last used: the newer of status.lastUsedAt and the annotation.
  * 0 with *ms and *text, or -1. */
-static int last_used(const cJSON *sb, int64_t *ms, const char **text) {
-    const char *a = kj_str(sb, "status.lastUsedAt"), *b = kj_map_get(sb, "metadata.annotations", SBX_ANN_LAST_USED);
-    int64_t ta = 0, tb = 0;
-    int ha = a && kj_time_parse(a, &ta) == 0, hb = b && kj_time_parse(b, &tb) == 0;
+static int last_used(const struct sbx_sandbox_view *v, int64_t *ms, const char **text) {
+    const char *a = v->last_used_text, *b = v->last_used_at;
+    int64_t ta = v->last_used_ms, tb = 0;
+    int ha = ta != 0, hb = b && kj_time_parse(b, &tb) == 0;
     if (!ha && !hb) return -1;
     if (ha && (!hb || ta >= tb)) { *ms = ta; *text = a; } else { *ms = tb; *text = b; }
     return 0;
 }
 
-/* The readable `get` view (wide adds spec and status details). */
-/* The lifecycle in force: spec.lifecycle when set (the newest word), else the one the
- * controller resolved and recorded (status.lifecycle: the class's or its own default). */
-static const char *lifecycle_of(const cJSON *sb) {
-    const char *l = kj_str(sb, "spec.lifecycle");
-    return l && *l ? l : kj_str(sb, "status.lifecycle");
+/* Age of a creation time (ms; 0 unknown) into out. */
+static void age_of(int64_t created_ms, char *out, size_t n) {
+    if (!created_ms) { snprintf(out, n, "<unknown>"); return; }
+    out_human_age(kj_now_ms() - created_ms, out, n);
 }
 
+/* The readable `get` view (wide adds spec and status details). */
 static int print_summary(const cJSON *sb, int wide) {
-    const char *rs, *reason, *msg;
-    cluster_ready(sb, &rs, &reason, &msg);
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *rs = v.ready.status, *reason = v.ready.reason, *msg = v.ready.message;
     char age[32], lu[96] = "-";
-    out_age_at(sb, "metadata.creationTimestamp", age, sizeof(age));
+    age_of(v.meta.created_ms, age, sizeof(age));
     const char *last;
     int64_t t;
-    if (last_used(sb, &t, &last) == 0) {
+    if (last_used(&v, &t, &last) == 0) {
         char ago[32];
         out_human_age(kj_now_ms() - t, ago, sizeof(ago));
         snprintf(lu, sizeof(lu), "%s (%s ago)", last, ago);
     }
-    printf("Name:         %s\n", out_or_dash(kj_str(sb, "metadata.name")));
-    printf("Namespace:    %s\n", out_or_dash(kj_str(sb, "metadata.namespace")));
-    printf("User:         %s\n", out_or_dash(kj_str(sb, "spec.userID")));
-    printf("Chat:         %s\n", out_or_dash(kj_str(sb, "spec.chatID")));
-    printf("Lifecycle:    %s\n", out_or_dash(lifecycle_of(sb)));
-    printf("Paused:       %s\n", kj_bool(sb, "spec.paused", 0) ? "true" : "false");
-    printf("Phase:        %s\n", out_or_dash(kj_str(sb, "status.phase")));
-    printf("Pod:          %s\n", out_or_dash(kj_str(sb, "status.podName")));
-    printf("Pod IP:       %s\n", out_or_dash(kj_str(sb, "status.podIP")));
-    printf("Node:         %s\n", out_or_dash(kj_str(sb, "status.nodeName")));
+    printf("Name:         %s\n", out_or_dash(v.meta.name));
+    printf("Namespace:    %s\n", out_or_dash(v.meta.namespace_));
+    printf("User:         %s\n", out_or_dash(v.user_id));
+    printf("Chat:         %s\n", out_or_dash(v.chat_id));
+    printf("Lifecycle:    %s\n", out_or_dash(sbx_sandbox_lifecycle(&v)));
+    printf("Paused:       %s\n", v.paused ? "true" : "false");
+    printf("Phase:        %s\n", out_or_dash(v.phase));
+    printf("Pod:          %s\n", out_or_dash(v.pod_name));
+    printf("Pod IP:       %s\n", out_or_dash(v.pod_ip));
+    printf("Node:         %s\n", out_or_dash(v.node_name));
     printf("Ready:        %s%s%s%s\n", out_or_dash(rs), reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
     if (msg && *msg) printf("Message:      %s\n", msg);
     printf("Last used:    %s\n", lu);
     printf("Age:          %s\n", age);
     if (wide) {
-        const char *mount = kj_str(sb, "spec.workspace.mountPath");
-        printf("Image:        %s\n", out_or_dash(kj_str(sb, "spec.image")));
-        printf("Idle timeout: %s\n", out_or_dash(kj_str(sb, "spec.idleTimeout")));
-        printf("Memory:       %s\n", out_or_dash(kj_str(sb, "spec.resources.memory")));
-        printf("CPU:          %s\n", out_or_dash(kj_str(sb, "spec.resources.cpu")));
-        printf("Workspace:    %s (mounted at %s)\n", out_or_dash(kj_str(sb, "status.workspaceClaim")),
-               mount ? mount : DEFAULT_ROOT);
-        printf("Started:      %s\n", out_or_dash(kj_str(sb, "status.startedAt")));
-        printf("Stopped:      %s\n", out_or_dash(kj_str(sb, "status.stoppedAt")));
-        const cJSON *run = kj_path(sb, "status.run");
-        if (run) {
-            printf("Run:          exit code %lld, started %s, finished %s\n", (long long)kj_int(run, "exitCode", -1),
-                   out_or_dash(kj_str(run, "startedAt")), out_or_dash(kj_str(run, "finishedAt")));
+        printf("Image:        %s\n", out_or_dash(v.image));
+        printf("Idle timeout: %s\n", out_or_dash(v.idle_timeout));
+        printf("Memory:       %s\n", out_or_dash(v.memory));
+        printf("CPU:          %s\n", out_or_dash(v.cpu));
+        printf("Workspace:    %s (mounted at %s)\n", out_or_dash(v.workspace_claim),
+               v.mount_path ? v.mount_path : DEFAULT_ROOT);
+        printf("Started:      %s\n", out_or_dash(v.started_text));
+        printf("Stopped:      %s\n", out_or_dash(v.stopped_text));
+        if (v.run.present) {
+            printf("Run:          exit code %d, started %s, finished %s\n", v.run.exit_code,
+                   out_or_dash(v.run.started_text), out_or_dash(v.run.finished_text));
         }
-        const cJSON *conds = kj_path(sb, "status.conditions"), *cond;
-        if (conds && conds->child) printf("Conditions:\n");
-        cJSON_ArrayForEach(cond, conds) {
+        const cJSON *cond;
+        if (v.conditions && v.conditions->child) printf("Conditions:\n");
+        cJSON_ArrayForEach(cond, v.conditions) {
             printf("  %-10s %-6s %-18s %s\n", out_or_dash(kj_str(cond, "type")), out_or_dash(kj_str(cond, "status")),
                    out_or_dash(kj_str(cond, "reason")), kj_str(cond, "message") ? kj_str(cond, "message") : "");
         }
@@ -283,10 +293,12 @@ static int print_summary(const cJSON *sb, int wide) {
 /* Whether a Sandbox passes the list filters. User and chat are selected by the API server
  * (field selector); they are checked here again all the same. */
 static int list_match(const struct args *a, const cJSON *sb) {
-    const char *u = kj_str(sb, "spec.userID"), *ch = kj_str(sb, "spec.chatID"), *l = lifecycle_of(sb);
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *u = v.user_id, *ch = v.chat_id, *l = sbx_sandbox_lifecycle(&v);
     if (a->user && (!u || strcmp(u, a->user))) return 0;
     if (a->chat && (!ch || strcmp(ch, a->chat))) return 0;
-    if (a->phase && strcasecmp(cluster_phase(sb), a->phase)) return 0;
+    if (a->phase && strcasecmp(v.phase ? v.phase : "", a->phase)) return 0;
     if (a->lifecycle && (!l || strcmp(l, a->lifecycle))) return 0;
     return 1;
 }
@@ -315,19 +327,25 @@ static void printer_row(struct printer *p, const cJSON *sb) {
         out_table_add(&p->t, p->all_ns ? hdr : hdr + 1);
     }
     p->rows_printed = 1;
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
     char age[32], lu[32] = "-";
-    out_age_at(sb, "metadata.creationTimestamp", age, sizeof(age));
+    age_of(v.meta.created_ms, age, sizeof(age));
     const char *last;
     int64_t tm;
-    if (last_used(sb, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
-    const char *rs, *reason, *msg;
-    cluster_ready(sb, &rs, &reason, &msg);
-    const char *row[] = {kj_str(sb, "metadata.namespace"), kj_str(sb, "metadata.name"),
-                         out_or_dash(kj_str(sb, "spec.userID")), out_or_dash(kj_str(sb, "spec.chatID")),
-                         out_or_dash(lifecycle_of(sb)), out_or_dash(kj_str(sb, "status.phase")),
-                         out_or_dash(kj_str(sb, "status.podName")), out_or_dash(rs), out_or_dash(reason), age,
-                         out_or_dash(kj_str(sb, "status.podIP")), out_or_dash(kj_str(sb, "status.nodeName")), lu};
+    if (last_used(&v, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
+    const char *row[] = {v.meta.namespace_, v.meta.name, out_or_dash(v.user_id), out_or_dash(v.chat_id),
+                         out_or_dash(sbx_sandbox_lifecycle(&v)), out_or_dash(v.phase), out_or_dash(v.pod_name),
+                         out_or_dash(v.ready.status), out_or_dash(v.ready.reason), age, out_or_dash(v.pod_ip),
+                         out_or_dash(v.node_name), lu};
     out_table_add(&p->t, p->all_ns ? row : row + 1);
+}
+
+/* -o name: sandbox/NAME. 0, or 1 when stdout failed. */
+static int print_name(const cJSON *sb) {
+    struct sbx_meta m;
+    sbx_meta_read(sb, &m);
+    return printf(NAME_PREFIX "%s\n", m.name ? m.name : "") < 0;
 }
 
 /* Print one Sandbox in the chosen format (a table row is kept until printer_flush). */
@@ -338,7 +356,7 @@ static int printer_one(struct printer *p, const cJSON *sb) {
         if (p->yaml_docs++) fputs("---\n", stdout);
         return out_yaml(sb);
     }
-    if (o && !strcmp(o, "name")) return printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0;
+    if (o && !strcmp(o, "name")) return print_name(sb);
     if (out_is_jsonpath(o)) return out_jsonpath(o, sb);
     printer_row(p, sb);
     return 0;
@@ -364,7 +382,9 @@ struct watch_print {
 static int on_watch_event(void *ud, const char *type, const cJSON *obj) {
     struct watch_print *w = ud;
     (void)type;
-    if (w->name && (!kj_str(obj, "metadata.name") || strcmp(kj_str(obj, "metadata.name"), w->name))) return 0;
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    if (w->name && (!m.name || strcmp(m.name, w->name))) return 0;
     if (!w->name && !list_match(w->a, obj)) return 0;
     if (printer_one(w->p, obj) || printer_flush(w->p)) { w->failed = 1; return 1; }
     return 0;
@@ -394,7 +414,9 @@ static int get_relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) 
     err[0] = '\0';   /* cluster_get tells the user itself */
     (void)errlen;
     if (cluster_get(g->c, g->name, &sb)) return -1;
-    cli_watch_set_rv(cw, kj_str(sb, "metadata.resourceVersion"));
+    struct sbx_meta m;
+    sbx_meta_read(sb, &m);
+    cli_watch_set_rv(cw, m.resource_version);
     int rc = printer_one(g->p, sb) || printer_flush(g->p);
     cJSON_Delete(sb);
     if (rc) g->w->failed = 1;
@@ -412,7 +434,7 @@ int cmd_get(struct cli *c) {
     if (!a->watch) {
         int rc = !o ? print_summary(sb, 0) : !strcmp(o, "json") ? out_json(sb)
                : !strcmp(o, "yaml") ? out_yaml(sb)
-               : !strcmp(o, "name") ? (printf(NAME_PREFIX "%s\n", kj_str(sb, "metadata.name")) < 0)
+               : !strcmp(o, "name") ? print_name(sb)
                : out_is_jsonpath(o) ? out_jsonpath(o, sb)
                : print_summary(sb, 1);
         cJSON_Delete(sb);
@@ -423,7 +445,9 @@ int cmd_get(struct cli *c) {
     printer_init(&p, a);
     struct watch_print w = {.p = &p, .a = a, .name = a->pos[0]};
     char rv[128];
-    snprintf(rv, sizeof(rv), "%s", kj_str(sb, "metadata.resourceVersion") ? kj_str(sb, "metadata.resourceVersion") : "");
+    struct sbx_meta m;
+    sbx_meta_read(sb, &m);
+    snprintf(rv, sizeof(rv), "%s", m.resource_version ? m.resource_version : "");
     int rc = printer_one(&p, sb) || printer_flush(&p);
     cJSON_Delete(sb);
     if (!rc) {
@@ -573,7 +597,9 @@ int cmd_start(struct cli *c) {
     if (c->a->wait) {
         struct wait_for w = {.kind = WAIT_RUNNING, .starting = 1};
         if (cluster_wait(c, name, &w, NULL, c->start_timeout_ms, &sb)) return 1;
-        printf("sandbox/%s running (pod %s)\n", name, kj_str(sb, "status.podName"));
+        struct sbx_sandbox_view v;
+        sbx_sandbox_view_parse(sb, &v);
+        printf("sandbox/%s running (pod %s)\n", name, out_or_dash(v.pod_name));
         cJSON_Delete(sb);
     } else {
         printf("sandbox/%s starting\n", name);
@@ -620,9 +646,10 @@ int cmd_delete(struct cli *c) {
         char path[640], err[KUBE_ERR_MAX];
         cJSON *sb;
         if (cluster_get(c, name, &sb)) { rc = 1; continue; }
-        const char *uid = kj_str(sb, "metadata.uid");
-        snprintf(uids[i], sizeof(uids[i]), "%s", uid ? uid : "");
-        int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
+        struct sbx_meta m;
+        sbx_meta_read(sb, &m);
+        snprintf(uids[i], sizeof(uids[i]), "%s", m.uid ? m.uid : "");
+        int deleting = m.deleting;
         cJSON_Delete(sb);
         if (!deleting) {
             cluster_sandbox_path(c, name, path, sizeof(path));

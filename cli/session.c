@@ -25,7 +25,7 @@
 #include "cli/session.h"
 #include "base/dynbuf.h"
 #include "kube/exec.h"
-#include "kube/kjson.h"
+#include "sandbox/sandboxview.h"
 #include "sandbox/spec.h"
 
 /* exec stdout: extract, capture or stream it. Non-zero aborts the session. */
@@ -195,7 +195,9 @@ void session_remote_message(const struct dynbuf *b, char *out, size_t n) {
  * with '-' (so it is never taken for an option). Caller frees. */
 char *session_path(const struct cli *c, const cJSON *sb, const char *path) {
     const char *root = c->a->root ? c->a->root : getenv("YAO_SANDBOX_ROOT");
-    if (!root || !*root) root = kj_str(sb, "spec.workspace.mountPath");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    if (!root || !*root) root = v.mount_path;
     if (!root || !*root) root = DEFAULT_ROOT;
     char *p = cli_path_join(root, path);
     if (p && p[0] == '-') {
@@ -232,7 +234,9 @@ int session_file_setup(struct cli *c, const char *path, char *pod, size_t podlen
     *file = NULL;
     if (cluster_connect(c)) return 1;
     if (cluster_ensure_running(c, c->a->pos[0], &sb)) return 1;
-    snprintf(pod, podlen, "%s", kj_str(sb, "status.podName"));
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    snprintf(pod, podlen, "%s", v.pod_name ? v.pod_name : "");
     *file = session_path(c, sb, path ? path : "");
     cJSON_Delete(sb);
     return *file ? 0 : cli_fail("out of memory");

@@ -6,6 +6,7 @@
 #include "cli/waitcond.h"
 #include "base/errfmt.h"
 #include "kube/kjson.h"
+#include "sandbox/sandboxview.h"
 
 static const char *const phases[] = {"Pending", "Creating", "Running", "Stopping", "Stopped", "Succeeded", "Failed"};
 
@@ -87,19 +88,20 @@ enum wait_verdict wait_judge(const struct wait_for *w, const cJSON *sb, const ch
     if (!why) { why = dummy_why; whylen = sizeof(dummy_why); }
     if (!progress) { progress = dummy_prog; proglen = sizeof(dummy_prog); }
     why[0] = progress[0] = 0;
-    const char *their_uid = kj_str(sb, "metadata.uid");
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    const char *their_uid = v.meta.uid;
     int gone = !sb || (uid && *uid && their_uid && strcmp(uid, their_uid));
     if (gone) {
         if (w->kind == WAIT_DELETE) return WAIT_MET;
         snprintf(why, whylen, "was deleted");
         return WAIT_FAILED;
     }
-    const char *phase = str_or(kj_str(sb, "status.phase"), "");
-    const cJSON *ready = kj_condition(sb, "Ready");
-    const char *rs = kj_str(ready, "status"), *reason = kj_str(ready, "reason"), *msg = kj_str(ready, "message");
-    int paused = kj_bool(sb, "spec.paused", 0);
-    int deleting = kj_path(sb, "metadata.deletionTimestamp") != NULL;
-    const char *pod = kj_str(sb, "status.podName");
+    const char *phase = str_or(v.phase, "");
+    const char *rs = v.ready.status, *reason = v.ready.reason, *msg = v.ready.message;
+    int paused = v.paused;
+    int deleting = v.meta.deleting;
+    const char *pod = v.pod_name;
 
     /* the progress line: "Creating, Ready=False (ContainerCreating: pulling ...)" */
     char shortmsg[96] = "";
@@ -146,13 +148,13 @@ enum wait_verdict wait_judge(const struct wait_for *w, const cJSON *sb, const ch
         return permanent == 2 ? WAIT_FAILING : WAIT_FAILED;
     }
     if (paused && !w->starting) {
-        snprintf(why, whylen, "is paused (spec.paused); start it with '" "yao-sandbox start %s'", str_or(kj_str(sb, "metadata.name"), "NAME"));
+        snprintf(why, whylen, "is paused (spec.paused); start it with '" "yao-sandbox start %s'", str_or(v.meta.name, "NAME"));
         return WAIT_FAILED;
     }
     if (!strcmp(phase, "Stopped") && !w->starting) {
         snprintf(why, whylen, "is stopped%s%s%s%s%s; start it with 'yao-sandbox start %s'", reason ? " (" : "",
                  reason ? reason : "", reason && msg && *msg ? ": " : "", reason && msg ? msg : "", reason ? ")" : "",
-                 str_or(kj_str(sb, "metadata.name"), "NAME"));
+                 str_or(v.meta.name, "NAME"));
         return WAIT_FAILED;
     }
     return WAIT_PENDING;

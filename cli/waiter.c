@@ -24,6 +24,7 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
+#include "sandbox/objects.h"
 #include "sandbox/spec.h"
 
 /* Sets *stop and wakes the client's transfers at the deadline, and once at wake_ms. */
@@ -144,7 +145,9 @@ static int decided(const struct waiter *x) { return x->verdict == WAIT_MET || x-
 
 /* Judge one version (NULL: gone) and show the progress line when it changed. */
 static void judge(struct waiter *x, const cJSON *sb) {
-    const char *uid = kj_str(sb, "metadata.uid");
+    struct sbx_meta m;
+    sbx_meta_read(sb, &m);
+    const char *uid = m.uid;
     if (sb && !x->uid[0] && uid) snprintf(x->uid, sizeof(x->uid), "%s", uid);
     x->verdict = wait_judge(x->w, sb, x->uid, x->why, sizeof(x->why), x->progress, sizeof(x->progress));
     hold_refusal(x);
@@ -159,10 +162,12 @@ static void judge(struct waiter *x, const cJSON *sb) {
 
 static int on_event(void *ud, const char *type, const cJSON *obj) {
     struct waiter *x = ud;
-    const char *name = kj_str(obj, "metadata.name");
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    const char *name = m.name;
     if (!name || strcmp(name, x->name)) return 0;
     if (!strcmp(type, "DELETED")) {
-        const char *uid = kj_str(obj, "metadata.uid");
+        const char *uid = m.uid;
         if (!x->uid[0] || !uid || !strcmp(uid, x->uid)) judge(x, NULL);
     } else {
         judge(x, obj);

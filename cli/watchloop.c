@@ -7,8 +7,8 @@
 
 #include "base/clock.h"
 #include "base/errfmt.h"
-#include "kube/kjson.h"
 #include "kube/watch.h"
+#include "sandbox/objects.h"
 
 void cli_watch_set_rv(struct cli_watch *w, const char *rv) {
     snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");
@@ -22,8 +22,9 @@ struct one_watch {
 static int on_event(void *ud, const char *type, cJSON *obj, cJSON *event) {
     struct one_watch *o = ud;
     (void)event;
-    const char *rv = kj_str(obj, "metadata.resourceVersion");
-    if (rv) cli_watch_set_rv(o->w, rv);
+    struct sbx_meta m;
+    sbx_meta_read(obj, &m);
+    if (m.resource_version) cli_watch_set_rv(o->w, m.resource_version);
     if (!strcmp(type, "BOOKMARK")) return 0;
     o->events++;
     if (o->w->on_event(o->w->event_ud, type, obj)) o->done = 1;

@@ -7,9 +7,11 @@
 #include "sandbox/termination.h"
 #include "sandbox/spec.h"
 
-static int64_t time_of(const cJSON *obj, const char *path) {
+/* The time at obj.path in ms (0 when absent or unparseable); *text (may be NULL) as written. */
+static int64_t time_of(const cJSON *obj, const char *path, const char **text) {
     int64_t ms;
     const char *s = kj_str(obj, path);
+    if (text) *text = s;
     return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
 }
 
@@ -35,6 +37,11 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     v->class_name = kj_str(sb, "spec.className");
     v->lifecycle = kj_str(sb, "spec.lifecycle");
     v->paused = kj_bool(sb, "spec.paused", 0);
+    v->image = kj_str(sb, "spec.image");
+    v->idle_timeout = kj_str(sb, "spec.idleTimeout");
+    v->memory = kj_str(sb, "spec.resources.memory");
+    v->cpu = kj_str(sb, "spec.resources.cpu");
+    v->mount_path = kj_str(sb, "spec.workspace.mountPath");
 
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(sb, "status");
     if (!cJSON_IsObject(st)) return;
@@ -45,10 +52,12 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     v->status_lifecycle = kj_str(st, "lifecycle");
     v->status_class_name = kj_str(st, "className");
     v->ignored_last_used_at = kj_str(st, "ignoredLastUsedAt");
-    v->last_used_ms = time_of(st, "lastUsedAt");
-    v->started_ms = time_of(st, "startedAt");
-    v->stopped_ms = time_of(st, "stoppedAt");
-    v->warm_idle_since_ms = time_of(st, "warmIdleSince");
+    v->pod_ip = kj_str(st, "podIP");
+    v->node_name = kj_str(st, "nodeName");
+    v->last_used_ms = time_of(st, "lastUsedAt", &v->last_used_text);
+    v->started_ms = time_of(st, "startedAt", &v->started_text);
+    v->stopped_ms = time_of(st, "stoppedAt", &v->stopped_text);
+    v->warm_idle_since_ms = time_of(st, "warmIdleSince", NULL);
     v->observed_generation = kj_int(st, "observedGeneration", 0);
     sbx_termination_read(kj_path(st, "lastTermination"), &v->last_termination);
 
@@ -69,11 +78,11 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(st, "run");
     if (cJSON_IsObject(run)) {
         v->run.present = 1;
-        v->run.started_ms = time_of(run, "startedAt");
-        if (kj_str(run, "finishedAt")) {
+        v->run.started_ms = time_of(run, "startedAt", &v->run.started_text);
+        v->run.finished_ms = time_of(run, "finishedAt", &v->run.finished_text);
+        if (v->run.finished_text) {
             v->run.finished = 1;
             v->run.exit_code = (int)kj_int(run, "exitCode", -1);
-            v->run.finished_ms = time_of(run, "finishedAt");
         }
     }
 }

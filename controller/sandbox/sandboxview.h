@@ -33,10 +33,14 @@ struct sbx_sandbox_view {
     /* spec: the fields read outside spec.c */
     const char *user_id, *chat_id, *class_name, *lifecycle;   /* NULL when absent */
     int paused;                       /* spec.paused is true */
+    /* spec, as written, for showing (the CLI): image, idleTimeout, resources, workspace's mountPath */
+    const char *image, *idle_timeout, *memory, *cpu, *mount_path;
     /* status */
     const cJSON *status;              /* the status object or NULL: what a status write diffs and keeps */
     const char *phase, *pod_name, *workspace_claim, *status_lifecycle, *status_class_name;
     const char *ignored_last_used_at; /* status.ignoredLastUsedAt */
+    const char *pod_ip, *node_name;   /* status.podIP, status.nodeName */
+    const char *last_used_text, *started_text, *stopped_text;   /* the times as written */
     int64_t last_used_ms, started_ms, stopped_ms;   /* 0 when absent or unparseable */
     int64_t warm_idle_since_ms;       /* status.warmIdleSince (0: not warm-idle) */
     int64_t observed_generation;      /* 0 when absent */
@@ -48,6 +52,7 @@ struct sbx_sandbox_view {
         int finished;                 /* it has finishedAt */
         int exit_code;                /* -1 when finished without one */
         int64_t started_ms, finished_ms;   /* 0 when absent or unparseable */
+        const char *started_text, *finished_text;   /* as written */
     } run;
 };
 

@@ -26,8 +26,11 @@ static const char *const FULL =
     "\"labels\":{\"app\":\"x\"},"
     "\"annotations\":{\"sandbox.yaoapps.com/last-used-at\":\"2026-05-28T20:27:00Z\","
     "\"sandbox.yaoapps.com/last-activity\":\"2026-05-28T20:27:00Z cpu 300m\"}},"
-    "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"className\":\"gpu\",\"lifecycle\":\"session\",\"paused\":true},"
-    "\"status\":{\"phase\":\"Running\",\"podName\":\"p-1\",\"workspaceClaim\":\"p-1-workspace\","
+    "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"className\":\"gpu\",\"lifecycle\":\"session\",\"paused\":true,"
+    "\"image\":\"img:1\",\"idleTimeout\":\"30m\",\"resources\":{\"memory\":\"1Gi\",\"cpu\":\"500m\"},"
+    "\"workspace\":{\"mountPath\":\"/w\"}},"
+    "\"status\":{\"phase\":\"Running\",\"podName\":\"p-1\",\"podIP\":\"10.0.0.7\",\"nodeName\":\"n-1\","
+    "\"workspaceClaim\":\"p-1-workspace\","
     "\"lifecycle\":\"long-running\",\"className\":\"gpu-old\",\"ignoredLastUsedAt\":\"yesterday\","
     "\"lastUsedAt\":\"2026-05-28T20:27:00Z\",\"startedAt\":\"2026-05-28T20:26:41Z\",\"stoppedAt\":\"2026-05-28T20:20:00Z\","
     "\"observedGeneration\":6,"
@@ -61,7 +64,17 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK_STR(v.class_name, "gpu");
     CHECK_STR(v.lifecycle, "session");
     CHECK_INT(v.paused, 1);
+    CHECK_STR(v.image, "img:1");
+    CHECK_STR(v.idle_timeout, "30m");
+    CHECK_STR(v.memory, "1Gi");
+    CHECK_STR(v.cpu, "500m");
+    CHECK_STR(v.mount_path, "/w");
     CHECK(v.status == cJSON_GetObjectItem(o, "status"));
+    CHECK_STR(v.pod_ip, "10.0.0.7");
+    CHECK_STR(v.node_name, "n-1");
+    CHECK_STR(v.last_used_text, "2026-05-28T20:27:00Z");
+    CHECK_STR(v.started_text, "2026-05-28T20:26:41Z");
+    CHECK_STR(v.stopped_text, "2026-05-28T20:20:00Z");
     CHECK_STR(v.phase, "Running");
     CHECK_STR(v.pod_name, "p-1");
     CHECK_STR(v.workspace_claim, "p-1-workspace");
@@ -81,6 +94,8 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK_INT(v.run.exit_code, 3);
     CHECK_INT(v.run.started_ms, T(1));
     CHECK_INT(v.run.finished_ms, T(10));
+    CHECK_STR(v.run.started_text, "2026-05-28T20:26:41Z");
+    CHECK_STR(v.run.finished_text, "2026-05-28T20:26:50Z");
     CHECK_INT(v.ready.present, 1);
     CHECK_STR(v.ready.status, "True");
     CHECK_STR(v.ready.reason, "Running");
