@@ -166,6 +166,22 @@ def named(name):
     return lambda typ, o: typ != "DELETED" and o["metadata"]["name"] == name
 
 
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+def scheduling_events(api, ns, uid):
+    """The scheduler's Events about the pod uid: how often it failed to schedule and the first
+    reason given (a pod waiting for its claim shows here), -> dict for the sample."""
+    st, body = api.call("GET", f"/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.uid%3D{uid}")
+    if st != 200:
+        return {}
+    failed = [e for e in body.get("items") or [] if e.get("reason") == "FailedScheduling"]
+    out = {"failed_scheduling": sum(int(e.get("count") or 1) for e in failed)}
+    if failed:
+        out["failed_scheduling_first"] = (failed[0].get("message") or "")[:200]
+    return out
+
+
 def ours_pod_of(name):
     return lambda typ, o: typ == "ADDED" and (o["metadata"].get("labels") or {}).get("sandbox.yaoapps.com/name") == name
 
@@ -196,13 +212,22 @@ class Single:
         else:
             tr2, _ = tr.first(t0, ready_kind, ready_pred, self.timeout, f"{who}: Ready")
             s["ready_ms"] = B.rnd((tr2 - t0) * 1000)
+        if pvc_name == "auto":   # ours: the claim is the pod's name + -workspace
+            pvc_name = f"{name}-workspace"
         if pvc_name:
-            try:
-                tb, _ = tr.first(t0, "pvc", lambda typ, o: o["metadata"]["name"] == pvc_name
-                                 and (o.get("status") or {}).get("phase") == "Bound", 1, f"{who}: claim bound")
-                s["bound_ms"] = B.rnd((tb - t0) * 1000)
-            except RuntimeError:
-                pass   # bound before t0 (a restart on an existing claim)
+            # the claim's milestones: created, the scheduler's node chosen (WaitForFirstConsumer:
+            # the selected-node annotation, which starts the provisioner), Bound
+            milestones = (("claim_ms", lambda o: True),
+                          ("selected_node_ms", lambda o: SELECTED_NODE in (o["metadata"].get("annotations") or {})),
+                          ("bound_ms", lambda o: (o.get("status") or {}).get("phase") == "Bound"))
+            for key, pred in milestones:
+                try:
+                    tb, _ = tr.first(t0, "pvc", lambda typ, o, pred=pred: o["metadata"]["name"] == pvc_name
+                                     and pred(o), 1, f"{who}: {key}")
+                    s[key] = B.rnd((tb - t0) * 1000)
+                except RuntimeError:
+                    pass   # before t0 (a restart on an existing claim)
+        s.update(scheduling_events(self.api, s["ns"], uid))
         return s
 
     def _gone(self, tr, since, uid, what):
@@ -251,7 +276,7 @@ class Single:
         t0 = time.monotonic()
         self.api.must("POST", self.ours_path(ns), body)
         s = self._observe(tr, t0, "ours", ours_pod_of(name), "sandbox",
-                          lambda typ, o: o["metadata"]["name"] == name and ours_ready(o), pvc_name=None, sb_name=name)
+                          lambda typ, o: o["metadata"]["name"] == name and ours_ready(o), pvc_name="auto", sb_name=name)
         self.results["create"]["ours"].append(s)
         log_sample("ours create", s)
         return s
@@ -444,8 +469,12 @@ class Single:
 
 
 def log_sample(what, s):
+    claim = "".join(f", {label} {s[key]}" for key, label in (("claim_ms", "claim created"),
+                                                            ("selected_node_ms", "node selected"),
+                                                            ("bound_ms", "claim Bound")) if key in s)
+    failed = f", FailedScheduling x{s['failed_scheduling']}" if s.get("failed_scheduling") else ""
     log(f"{what}: {s['pod']} Ready in {s['ready_ms']} ms (pod exists {s['pod_ms']}, scheduled {s['scheduled_ms']}, "
-        f"pod Ready {s['pod_ready_ms']}{', claim Bound ' + str(s['bound_ms']) if 'bound_ms' in s else ''})")
+        f"pod Ready {s['pod_ready_ms']}{claim}{failed})")
 
 
 def log(msg):
@@ -591,7 +620,8 @@ def annotate(samples, kubelet, cri, created):
         vals = [s[at[b]] - (0 if a is None else s[at[a]]) for s in samples
                 if s.get(at[b]) is not None and (a is None or s.get(at[a]) is not None)]
         out[label] = B.rnd(statistics.median(vals)) if vals else None
-    for key in ("kubelet_e2e_ms", "kubelet_running_ms", "controller_pod_created_ms", "bound_ms"):
+    for key in ("kubelet_e2e_ms", "kubelet_running_ms", "controller_pod_created_ms", "claim_ms", "selected_node_ms",
+                "bound_ms", "failed_scheduling"):
         vals = [s[key] for s in samples if s.get(key) is not None]
         out[key] = B.rnd(statistics.median(vals)) if vals else None
     return out
@@ -645,6 +675,20 @@ def run(args, api, workdir, k, with_peer=True):
         f, o = kinds[kind]["floor"].get("ready_p50_ms"), kinds[kind]["ours"].get("ready_p50_ms")
         kinds[kind]["ratio"] = B.rnd(o / f, 2) if f and o else None
         kinds[kind]["met"] = None if kinds[kind]["ratio"] is None else kinds[kind]["ratio"] <= 1.1
+    # create: on a WaitForFirstConsumer class both go the same way (claim, pod, node chosen at
+    # once, the provisioner, the scheduler's bind poll at whole seconds), so the start times
+    # fall in whole-second modes; what the controller adds is before the claim and the pod exist
+    cr = kinds["create"]
+    def p50s(who, key):
+        v = [x[key] for x in cr[who].get("samples") or [] if x.get(key) is not None]
+        return statistics.median(v) if v else None
+    added = {}
+    for key in ("claim_ms", "pod_ms"):
+        f, o = p50s("floor", key), p50s("ours", key)
+        added[key] = B.rnd(o - f) if f is not None and o is not None else None
+    cr["ours_added_ms"] = added
+    cr["modes_s"] = {who: sorted(round(x["ready_ms"] / 1000) for x in cr[who].get("samples") or [])
+                     for who in ("floor", "ours")}
     # wake-warm's target is against ours' cold wake of the same run, not the floor
     w, c = kinds["wake-warm"]["ours"].get("ready_p50_ms"), kinds["wake"]["ours"].get("ready_p50_ms")
     kinds["wake-warm"]["vs_cold_wake"] = B.rnd(w / c, 3) if w and c else None
