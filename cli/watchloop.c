@@ -67,7 +67,7 @@ enum cli_watch_end cli_watch_run(struct kube_client *kc, struct cli_watch *w, ch
             need_list = 1;
             continue;
         }
-        if (end == KUBE_WATCH_FAILED) {
+        if (end == KUBE_WATCH_FAILED || end == KUBE_WATCH_UNANSWERED) {
             if (++failures >= w->max_failures && !o.events) return CLI_WATCH_FAILED;
             need_list = w->relist_on_failure;
             pause_ms(w->pause_ms);

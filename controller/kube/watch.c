@@ -170,7 +170,8 @@ enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_wat
         errfmt(err, errlen, "watch %s: quiet (no byte for %ld s)", path, stall_s);
         end = KUBE_WATCH_QUIET;
     } else if (w.stalled) {
-        errfmt(err, errlen, "watch %s: " KUBE_WATCH_STALLED " (no answer for %ld s)", path, stall_s);
+        errfmt(err, errlen, "watch %s: stalled (no answer for %ld s)", path, stall_s);
+        end = KUBE_WATCH_UNANSWERED;
     } else if (cc != CURLE_OK) {
         errfmt(err, errlen, "watch %s: %s", path, curl_easy_strerror(cc));
     } else if (status == 410) {

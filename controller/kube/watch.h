@@ -21,6 +21,8 @@ enum kube_watch_end {
                               * server sends no bookmarks) or a dead connection; watch
                               * again from the last RV (a dead one fails to reconnect) */
     KUBE_WATCH_FAILED = -1,  /* transport error, HTTP error, malformed stream: back off, retry */
+    KUBE_WATCH_UNANSWERED = -2,   /* no answer at all for stall_s (no status line): a stuck
+                                   * connection or server; back off and retry, as FAILED */
 };
 
 /* Called per event with its type ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and its
@@ -32,8 +34,8 @@ typedef int (*kube_watch_fn)(void *ud, const char *type, cJSON *object, cJSON *e
  * resourceVersion). Blocks until the stream ends; *stop is seen at once when the setter
  * then calls kube_client_wake(c), else within about a second.
  * stall_s: give up when no byte arrives for that long (0 = never): KUBE_WATCH_QUIET once
- * the server answered, else KUBE_WATCH_FAILED with KUBE_WATCH_STALLED in err. */
-#define KUBE_WATCH_STALLED "stalled"
+ * the server answered, else KUBE_WATCH_UNANSWERED. err says why for every end but
+ * CLOSED and STOPPED. */
 enum kube_watch_end kube_watch(struct kube_client *c, const char *path, kube_watch_fn fn,
                                void *ud, const atomic_int *stop, long stall_s,
                                char *err, size_t errlen);

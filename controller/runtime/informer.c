@@ -587,9 +587,10 @@ static void *run(void *arg) {
             failures = 0;
             LOGD("msg=\"watch quiet; watching again\" path=%s silent_s=%d", inf->path, inf->stall_s);
             break;
+        case KUBE_WATCH_UNANSWERED:
         case KUBE_WATCH_FAILED: {
             stat_inc(inf, &inf->stats.errors);
-            if (strstr(err, KUBE_WATCH_STALLED)) stat_inc(inf, &inf->stats.stalls);
+            if (end == KUBE_WATCH_UNANSWERED) stat_inc(inf, &inf->stats.stalls);
             if (!atomic_load(&inf->stop))
                 LOGW("msg=\"watch failed\" path=%s err=\"%s\"", inf->path, err);
             int64_t d = backoff_exponential_ms(failures++, 800, 30000);
