@@ -97,14 +97,6 @@ const char *cluster_phase(const cJSON *sb) {
     return v.phase ? v.phase : "";
 }
 
-/* The Ready condition's reason and message (either may be NULL). */
-void cluster_ready(const cJSON *sb, const char **status, const char **reason, const char **message) {
-    const cJSON *ready = kj_condition(sb, "Ready");
-    *status = kj_str(ready, "status");
-    *reason = kj_str(ready, "reason");
-    *message = kj_str(ready, "message");
-}
-
 /* Remember what a session needs of the running Sandbox: the touch interval from the
  * policy it publishes (cli/keepalive.h), its pod and the pod's start. */
 static void note_running(struct cli *c, const cJSON *sb) {

@@ -25,8 +25,6 @@ int cluster_get(struct cli *c, const char *name, cJSON **out);
 int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet, cJSON **answer);
 /* status.phase, "" when not set yet. */
 const char *cluster_phase(const cJSON *sb);
-/* The Ready condition's status, reason and message (each may be NULL). */
-void cluster_ready(const cJSON *sb, const char **status, const char **reason, const char **message);
 
 struct wait_for;
 /* Wait for the Sandbox by watching it (cli/waiter.c) until w is met, at most timeout_ms;

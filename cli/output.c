@@ -34,14 +34,6 @@ void out_human_age(int64_t ms, char *out, size_t n) {
     else snprintf(out, n, "%lldy", s / (365LL * 86400));
 }
 
-/* Age of an RFC 3339 timestamp at path, or "<unknown>". */
-void out_age_at(const cJSON *obj, const char *path, char *out, size_t n) {
-    int64_t t;
-    const char *s = kj_str(obj, path);
-    if (!s || kj_time_parse(s, &t) < 0) { snprintf(out, n, "<unknown>"); return; }
-    out_human_age(kj_now_ms() - t, out, n);
-}
-
 /* A JSON string literal (quoted, escaped) for s. */
 static void json_quote(struct dynbuf *b, const char *s) {
     cJSON *tmp = cJSON_CreateString(s);

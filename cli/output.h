@@ -10,8 +10,6 @@
 
 /* Human age like kubectl: 45s, 3m20s, 25m, 3h20m, 20h, 3d4h, 30d, 2y. */
 void out_human_age(int64_t ms, char *out, size_t n);
-/* Age of the RFC 3339 timestamp at path, or "<unknown>". */
-void out_age_at(const cJSON *obj, const char *path, char *out, size_t n);
 /* Print a JSON value to stdout, indented four spaces a level as kubectl does. 0, or 1 when
  * stdout fails (error printed). */
 int out_json(const cJSON *v);
