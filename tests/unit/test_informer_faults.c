@@ -569,6 +569,24 @@ TEST(quiet_watches_are_reopened_at_once) {
     }
 }
 
+/* A watch the server never answers (no status line for the stall limit) is no quiet
+ * resource: the informer counts a stall and an error, and backs off before the next one
+ * (KUBE_WATCH_UNANSWERED, told apart by its kind, not its message). */
+TEST(unanswered_watches_count_as_stalls_and_back_off) {
+    struct run r;
+    struct seen_requests q;
+    if (run_start_with(&r, "unanswered", NULL, 1) != 0) { CHECK(!"informer started"); run_stop(&r); return; }
+    WAIT_FOR((requests(&r, &q), q.watches >= 2), 8000);
+    struct informer_stats s = stats(&r);
+    run_stop(&r);
+    requests(&r, &q);
+    CHECK(q.watches >= 2);
+    CHECK(s.stalls >= 1);
+    CHECK(s.errors >= 1);
+    CHECK_INT(s.stalls, s.errors);   /* every error here was a stall */
+    if (q.watches >= 2) CHECK(q.start[1] - q.start[0] >= 1.5);   /* 1 s of silence, then a backoff */
+}
+
 static atomic_int stop_flag;
 
 static void *raise_stop(void *arg) {
