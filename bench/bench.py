@@ -192,7 +192,7 @@ class Watch(threading.Thread):
 # Objects of equal shape
 # --------------------------------------------------------------------------------------------
 def pod_spec(env_name, user, chat, claim=None, mount=True):
-    """The pod our controller builds (controller/sandbox/builders.c), reproduced for the peer's
+    """The pod our controller builds (controller/sandbox/model/builders.c), reproduced for the peer's
     podTemplate and for the floor, so admission, scheduling and kwok see the same shape."""
     spec = {
         "restartPolicy": "Always",

@@ -637,7 +637,7 @@ def oneshot_body(name, i):
 
 class StandInKubelet:
     """kwok runs no containers: each one-shot run pod (its command carries the yao-run
-    wrapper, see controller/sandbox/oneshot.h) is finished as the kubelet would report it as
+    wrapper, see controller/sandbox/model/oneshot.h) is finished as the kubelet would report it as
     soon as it is Running: phase Succeeded, state.terminated with exit code 0 and the
     wrapper's termination message for the output "scale\\n"."""
 

@@ -12,13 +12,13 @@
 #include "cli/output.h"
 #include "cli/waitcond.h"
 #include "kube/config.h"
-#include "sandbox/naming.h"
+#include "sandbox/model/naming.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/spec.h"
 
-/* Sandbox names are DNS subdomains (the controller's one validator, sandbox/naming.h):
+/* Sandbox names are DNS subdomains (the controller's one validator, sandbox/model/naming.h):
  * checked before they go into a URL. */
 int cluster_valid_name(const char *s) { return sbx_is_dns_subdomain(s); }
 

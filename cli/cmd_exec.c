@@ -16,8 +16,8 @@
 #include "cli/exec_decide.h"
 #include "cli/session.h"
 #include "kube/rest.h"
-#include "sandbox/quantity.h"
-#include "sandbox/sandboxview.h"
+#include "sandbox/model/quantity.h"
+#include "sandbox/model/sandboxview.h"
 
 static struct termios saved_tio;
 static int tio_saved;

@@ -18,9 +18,9 @@
 #include "cli/waitcond.h"
 #include "kube/kjson.h"
 #include "kube/rest.h"
-#include "sandbox/quantity.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/quantity.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/spec.h"
 
 #define NAME_PREFIX "sandbox." SBX_GROUP "/"
 #define DEFAULT_WAIT_TIMEOUT_MS (30 * 1000)   /* kubectl wait's */

@@ -18,11 +18,11 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
-#include "sandbox/naming.h"
-#include "sandbox/quantity.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/naming.h"
+#include "sandbox/model/quantity.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/spec.h"
 
 /* How kubectl -o name names a Sandbox: resource.group/NAME. */
 #define NAME_PREFIX "sandbox." SBX_GROUP "/"

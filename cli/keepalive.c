@@ -3,7 +3,7 @@
 #include "cli/keepalive.h"
 
 #include "kube/kjson.h"
-#include "sandbox/quantity.h"
+#include "sandbox/model/quantity.h"
 
 int64_t cli_touch_interval_ms(int64_t window_ms) {
     if (window_ms <= 0) return CLI_TOUCH_MAX_MS;

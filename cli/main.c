@@ -26,8 +26,8 @@
 #include "cli/completion.h"
 #include "cli/fdio.h"
 #include "kube/rest.h"
-#include "sandbox/quantity.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/quantity.h"
+#include "sandbox/model/spec.h"
 
 #define DEFAULT_START_TIMEOUT_MS (120 * 1000)
 

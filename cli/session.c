@@ -25,8 +25,8 @@
 #include "cli/session.h"
 #include "base/dynbuf.h"
 #include "kube/exec.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/spec.h"
 
 /* exec stdout: extract, capture or stream it. Non-zero aborts the session. */
 static int x_out(void *ud, const char *p, size_t n) {

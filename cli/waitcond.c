@@ -6,7 +6,7 @@
 #include "cli/waitcond.h"
 #include "base/errfmt.h"
 #include "kube/kjson.h"
-#include "sandbox/sandboxview.h"
+#include "sandbox/model/sandboxview.h"
 
 static const char *const phases[] = {"Pending", "Creating", "Running", "Stopping", "Stopped", "Succeeded", "Failed"};
 

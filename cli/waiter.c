@@ -24,8 +24,8 @@
 #include "kube/kjson.h"
 #include "kube/rest.h"
 #include "kube/watch.h"
-#include "sandbox/objects.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/objects.h"
+#include "sandbox/model/spec.h"
 
 /* Sets *stop and wakes the client's transfers at the deadline, and once at wake_ms. */
 struct deadline_timer {

@@ -8,7 +8,7 @@
 #include "base/clock.h"
 #include "base/errfmt.h"
 #include "kube/watch.h"
-#include "sandbox/objects.h"
+#include "sandbox/model/objects.h"
 
 void cli_watch_set_rv(struct cli_watch *w, const char *rv) {
     snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");

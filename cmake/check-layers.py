@@ -8,20 +8,23 @@ of `all`): a file may include its own layer and those below it, never one above.
     sandbox   base, kube, runtime       (the controller's decisions and its reconcile pass)
     cmd, cli  any of the above (cli also its own files)
 
-Inside sandbox/ the same holds for three floors, by include:
+Inside sandbox/ the same holds for its floors, one folder each, by include:
 
-    model     base, kube/kjson.h, other model files (spec, builders, naming, quantity, the
+    model/    base, kube/kjson.h, other model files (spec, builders, naming, quantity, the
               typed views, objects, netpol, selector, oneshot, records, starts, terminating,
-              termination, workspacecopy, warmbinder): what a Sandbox and its objects are
-    decide    the above, runtime/leaseview.h, other decide files (<concern>_decide,
+              termination, workspacecopy, warmbinder, workkey): what a Sandbox and its
+              objects are
+    decide/   the above, runtime/leaseview.h, other decide files (<concern>_decide,
               reconcile_observe, shapes): pure decisions, no I/O header
-    I/O       anything below (the subsystems handed struct sbx_deps, the pass)
+    io/       anything below (the subsystems handed struct sbx_deps)
+    manager/  anything: the manager (controller.c, settings.c) and the pass it runs
+              (reconcile.c, pass.h)
 
 and only the manager (controller.c, and its settings) includes the controller's API
 (reconcile.h), only it and the pass (reconcile.c) include the pass's environment (pass.h);
+no file of io/ includes one of manager/; a file in sandbox/ itself, outside the four, fails.
 KNOWN_FLOOR_EXCEPTIONS would name a wrong-way include let through, with what it takes
-from above (none now). The CLI may use
-sandbox/'s model and decide files, never its I/O.
+from above (none now). The CLI may use sandbox/'s model and decide files, never the rest.
 
 Outside the typed views (PATH_READ_VIEWS), a field read by dotted path ("status.podIP")
 fails too, but for the reads counted in KNOWN_PATH_READS, which may only go down.
@@ -53,11 +56,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/')
 
 LAYER_ORDER = ["base", "kube", "runtime", "sandbox", "cmd"]
 
-# The floors inside sandbox/ (by file name without .c/.h; see the docstring).
-SANDBOX_MODEL = {"spec", "builders", "naming", "quantity", "sandboxview", "claimview", "objects", "netpol",
-                 "selector", "oneshot", "records", "starts", "terminating", "termination", "workspacecopy",
-                 "warmbinder", "workkey"}
-SANDBOX_DECIDE_EXTRA = {"reconcile_observe", "shapes"}
+# The floors inside sandbox/: its folders, lowest first (see the docstring).
+SANDBOX_FLOORS = ["model", "decide", "io", "manager"]
 PURE_BELOW = {"kube/kjson.h"}
 # Wrong-way includes let through, each with what it takes from the floor above: none now
 # (the eight found when the floors were first checked, 2026-12-06, were fixed the same day:
@@ -66,28 +66,27 @@ PURE_BELOW = {"kube/kjson.h"}
 # until it is removed.
 KNOWN_FLOOR_EXCEPTIONS = {
 }
-INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([a-z_]+/[a-z_0-9]+\.h)"')
-
-
-def sandbox_floor(stem):
-    if stem in SANDBOX_MODEL:
-        return "model"
-    if stem.endswith("_decide") or stem in SANDBOX_DECIDE_EXTRA:
-        return "decide"
-    return "io"
+INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([a-z_]+(?:/[a-z_0-9]+)+\.h)"')
 
 
 def header_floor(inc):
-    """The floor of an included header: (layer, floor or None)."""
-    layer, name = inc.split("/", 1)
-    return layer, sandbox_floor(name[:-2]) if layer == "sandbox" else None
+    """The floor of an included header: (layer, floor or None); "sandbox/io/warm.h" is
+    ("sandbox", "io"), a header of sandbox/ outside the floors ("sandbox", "?")."""
+    parts = inc.split("/")
+    if parts[0] != "sandbox":
+        return parts[0], None
+    return "sandbox", parts[1] if len(parts) == 3 and parts[1] in SANDBOX_FLOORS else "?"
 
 
 def include_allowed(floor, inc):
     """May a file of sandbox floor `floor` (or "cli") include inc?"""
     layer, hf = header_floor(inc)
-    if floor == "io":
+    if hf == "?":
+        return False
+    if floor == "manager":
         return True
+    if floor == "io":
+        return hf != "manager"
     if layer == "base" or inc in PURE_BELOW:
         return True
     if floor == "decide" and inc == "runtime/leaseview.h":
@@ -97,36 +96,52 @@ def include_allowed(floor, inc):
     return hf == "model" or (hf == "decide" and floor in ("decide", "cli"))
 
 
+def sandbox_sources():
+    """(folder, file name, floor) of every .c/.h under controller/sandbox/ and cli/; a file
+    of sandbox/ outside its floor folders has floor "?"."""
+    out = []
+    top = os.path.join(ROOT, "controller/sandbox")
+    for entry in sorted(os.listdir(top)):
+        path = os.path.join(top, entry)
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                out.append(("controller/sandbox/" + entry, name, entry if entry in SANDBOX_FLOORS else "?"))
+        else:
+            out.append(("controller/sandbox", entry, "?"))
+    out += [("cli", n, "cli") for n in sorted(os.listdir(os.path.join(ROOT, "cli")))]
+    return [x for x in out if x[1].endswith((".c", ".h"))]
+
+
 def check_floors():
     """The floors inside sandbox/ and the CLI's use of sandbox/. Number of wrong includes."""
     bad = 0
     seen_known = set()
-    sources = [("controller/sandbox", n) for n in sorted(os.listdir(os.path.join(ROOT, "controller/sandbox")))]
-    sources += [("cli", n) for n in sorted(os.listdir(os.path.join(ROOT, "cli")))]
-    for folder, name in sources:
-        if not name.endswith((".c", ".h")):
-            continue
+    for folder, name, floor in sandbox_sources():
         stem = name[:-2]
-        floor = "cli" if folder == "cli" else sandbox_floor(stem)
+        if floor == "?":
+            bad += 1
+            print("%s/%s: sandbox/'s files live in its floor folders (%s)" % (folder, name, ", ".join(SANDBOX_FLOORS)))
+            continue
         for n, line in enumerate(open(os.path.join(ROOT, folder, name), encoding="utf-8", errors="replace"), 1):
             m = INCLUDE_PATH.match(line)
             if not m:
                 continue
             inc = m.group(1)
-            if folder != "cli" and inc == "sandbox/%s.h" % stem:
+            if folder != "cli" and inc == "sandbox/%s/%s.h" % (floor, stem):
                 continue   # its own header
             why = None
             known = (folder + "/" + name, inc) in KNOWN_FLOOR_EXCEPTIONS
             if known:
                 seen_known.add((folder + "/" + name, inc))
-            if inc == "sandbox/reconcile.h" and folder != "cli" and stem not in ("controller", "settings"):
+            if inc == "sandbox/manager/reconcile.h" and folder != "cli" and stem not in ("controller", "settings"):
                 why = "only the manager (controller.c) and its settings include the controller's API"
-            elif inc == "sandbox/pass.h" and folder != "cli" and stem not in ("controller", "reconcile"):
+            elif inc == "sandbox/manager/pass.h" and folder != "cli" and stem not in ("controller", "reconcile"):
                 why = "only controller.c and reconcile.c include the pass's environment"
-            elif floor == "cli" and inc.startswith("sandbox/") and header_floor(inc)[1] == "io":
-                why = "the CLI uses sandbox/'s model and decide files, never its I/O"
+            elif floor == "cli" and inc.startswith("sandbox/") and header_floor(inc)[1] not in ("model", "decide"):
+                why = "the CLI uses sandbox/'s model and decide files, never the rest"
             elif floor != "cli" and not include_allowed(floor, inc) and not known:
-                why = "a %s file includes %s, a %s" % (floor, inc, "file of the I/O floor" if header_floor(inc)[1] in (None, "io") else header_floor(inc)[1] + " file")
+                hf = header_floor(inc)[1]
+                why = "a %s file includes %s, %s" % (floor, inc, "a file of a floor above" if hf else "of a layer above")
             if why:
                 bad += 1
                 print("%s/%s:%d: %s" % (folder, name, n, why))
@@ -144,14 +159,14 @@ def check_floors():
 # a dotted read fails the build, but for the counts below: reads made before the rule, per
 # file, which may only go down (a file with fewer fails until its count is lowered).
 PATH_READ = re.compile(r'\bkj_\w+\([^;]*?"([A-Za-z]\w*\.[A-Za-z][\w.]*)"')
-PATH_READ_VIEWS = {"controller/sandbox/sandboxview.c", "controller/sandbox/claimview.c",
-                   "controller/sandbox/reconcile_observe.c", "controller/sandbox/objects.c",
+PATH_READ_VIEWS = {"controller/sandbox/model/sandboxview.c", "controller/sandbox/model/claimview.c",
+                   "controller/sandbox/decide/reconcile_observe.c", "controller/sandbox/model/objects.c",
                    "controller/runtime/leaseview.c", "controller/kube/kjson.c"}
 KNOWN_PATH_READS = {
-    "controller/sandbox/reconcile.c": 1,        # a Service's spec.clusterIP
-    "controller/sandbox/activity_decide.c": 1,  # a PodMetrics container's usage.cpu
-    "controller/sandbox/warm.c": 1,             # a SandboxClass's spec.workspace.warmPool.namespaces
-    "controller/sandbox/shard.c": 1,            # a list's metadata.continue
+    "controller/sandbox/manager/reconcile.c": 1,        # a Service's spec.clusterIP
+    "controller/sandbox/decide/activity_decide.c": 1,  # a PodMetrics container's usage.cpu
+    "controller/sandbox/io/warm.c": 1,             # a SandboxClass's spec.workspace.warmPool.namespaces
+    "controller/sandbox/io/shard.c": 1,            # a list's metadata.continue
     "cli/cmd_sandbox.c": 2,                     # a list's metadata.continue and resourceVersion
     "cli/describe.c": 46,                       # describe prints the whole object
     "cli/waiter.c": 1,                          # a list's metadata.resourceVersion
@@ -164,9 +179,8 @@ def check_path_reads():
     bad = 0
     for folder in ("controller/base", "controller/kube", "controller/runtime", "controller/sandbox",
                    "controller/cmd", "cli"):
-        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
-            rel = folder + "/" + name
-            if not name.endswith((".c", ".h")) or rel in PATH_READ_VIEWS:
+        for rel in source_files(folder):
+            if rel in PATH_READ_VIEWS:
                 continue
             reads = []
             for n, line in enumerate(open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace"), 1):
@@ -185,14 +199,23 @@ def check_path_reads():
     return bad
 
 
+def source_files(folder):
+    """The .c and .h files under folder (relative to the root; sandbox/'s floor folders
+    included), sorted."""
+    out = []
+    for d, subdirs, names in os.walk(os.path.join(ROOT, folder)):
+        subdirs.sort()
+        out += [os.path.relpath(os.path.join(d, n), ROOT) for n in sorted(names) if n.endswith((".c", ".h"))]
+    return out
+
+
 def module_layers():
     """Object name (X.c.o) -> its layer, from the source tree."""
     layers = {}
     for layer in LAYER_ORDER:
-        d = os.path.join(ROOT, "controller", layer)
-        for name in os.listdir(d):
-            if name.endswith(".c"):
-                layers[name + ".o"] = layer
+        for rel in source_files("controller/" + layer):
+            if rel.endswith(".c"):
+                layers[os.path.basename(rel) + ".o"] = layer
     return layers
 
 
@@ -283,12 +306,10 @@ def main():
         return check_archive(sys.argv[2])
     bad = checked = 0
     for folder, allowed in ALLOWED.items():
-        d = os.path.join(ROOT, folder)
-        for name in sorted(os.listdir(d)):
-            if not name.endswith((".c", ".h")):
-                continue
+        for rel in source_files(folder):
             checked += 1
-            path = os.path.join(d, name)
+            name = rel[len(folder) + 1:]
+            path = os.path.join(ROOT, rel)
             for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
                 m = INCLUDE.match(line)
                 if m and m.group(1) not in allowed:

@@ -1,5 +1,5 @@
 /* fuzz/fuzz_cidr.c — sbx_cidr_parse, sbx_cidr_format and sbx_cidr_contains
- * (controller/sandbox/netpol.c) on two arbitrary strings.
+ * (controller/sandbox/model/netpol.c) on two arbitrary strings.
  *
  * Input: two strings separated by a NUL byte (a missing one is empty). Properties:
  *   - an accepted CIDR is in canonical form: never an IPv6 range inside ::ffff:0:0/96 or
@@ -12,7 +12,7 @@
  * (tests/cidrref/cidrref.go compares the same functions with Go's net/netip.) */
 #include "fuzz.h"
 
-#include "sandbox/netpol.h"
+#include "sandbox/model/netpol.h"
 
 static int ref_bit(const unsigned char *a, int i) { return (a[i / 8] >> (7 - i % 8)) & 1; }
 

@@ -13,7 +13,7 @@
  *   - sbx_label_value gives a valid label value, the input itself when already valid. */
 #include "fuzz.h"
 
-#include "sandbox/naming.h"
+#include "sandbox/model/naming.h"
 
 /* Reference DNS-1123 label check. */
 static int ref_dns_label(const char *s) {

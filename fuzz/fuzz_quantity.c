@@ -1,4 +1,4 @@
-/* fuzz/fuzz_quantity.c — the unit parsers and formatters of sandbox/quantity.c.
+/* fuzz/fuzz_quantity.c — the unit parsers and formatters of sandbox/model/quantity.c.
  *
  * The input, as a C string, goes through qty_parse_memory/cpu/duration and, as a
  * differential oracle, through independent reference parsers written from quantity.h with
@@ -11,7 +11,7 @@
 
 #include <inttypes.h>
 
-#include "sandbox/quantity.h"
+#include "sandbox/model/quantity.h"
 
 typedef unsigned __int128 u128;
 

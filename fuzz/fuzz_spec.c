@@ -8,10 +8,10 @@
  * and the objects' JSON re-parses to the same tree. */
 #include "fuzz.h"
 
-#include "sandbox/builders.h"
-#include "sandbox/naming.h"
-#include "sandbox/quantity.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/model/naming.h"
+#include "sandbox/model/quantity.h"
+#include "sandbox/model/spec.h"
 
 /* Valid Kubernetes label value: <= 63 of [A-Za-z0-9._-], alnum at both ends, or empty. */
 static int label_value_ok(const char *s) {

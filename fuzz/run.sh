@@ -32,12 +32,12 @@ sources() {
     case $1 in
     ndjson)     client_library ;;
     kubeconfig) client_library ;;
-    spec)       echo $(base_library) kube/kjson.c sandbox/spec.c sandbox/builders.c sandbox/naming.c sandbox/quantity.c ;;
+    spec)       echo $(base_library) kube/kjson.c sandbox/model/spec.c sandbox/model/builders.c sandbox/model/naming.c sandbox/model/quantity.c ;;
     exec_demux) client_library ;;
     wsframe)    echo $(base_library) kube/wsframe.c ;;
-    quantity)   echo $(base_library) sandbox/quantity.c ;;
-    naming)     echo $(base_library) sandbox/naming.c ;;
-    cidr)       echo $(base_library) kube/kjson.c sandbox/netpol.c sandbox/spec.c sandbox/builders.c sandbox/naming.c sandbox/quantity.c ;;
+    quantity)   echo $(base_library) sandbox/model/quantity.c ;;
+    naming)     echo $(base_library) sandbox/model/naming.c ;;
+    cidr)       echo $(base_library) kube/kjson.c sandbox/model/netpol.c sandbox/model/spec.c sandbox/model/builders.c sandbox/model/naming.c sandbox/model/quantity.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

@@ -18,10 +18,10 @@
 #include "runtime/httpd.h"
 #include "runtime/leader.h"
 #include "base/log.h"
-#include "sandbox/metrics.h"
-#include "sandbox/reconcile.h"
-#include "sandbox/settings.h"
-#include "sandbox/shard_decide.h"
+#include "sandbox/io/metrics.h"
+#include "sandbox/manager/reconcile.h"
+#include "sandbox/manager/settings.h"
+#include "sandbox/decide/shard_decide.h"
 
 /* Set by SIGTERM/SIGINT, read by the main loop and (as its stop flag) sbx_controller_run.
  * The handler runs on whichever thread the signal lands on (an informer's, a worker's, the
@@ -108,7 +108,7 @@ static int leases_block(struct kube_client *c, const struct sbx_settings *s, con
     return blocked;
 }
 
-/* Re-sharding without a stop (sandbox/shard_decide.h, sbx_shard_lease_blocks): a leader acts only
+/* Re-sharding without a stop (sandbox/decide/shard_decide.h, sbx_shard_lease_blocks): a leader acts only
  * once no replica of another --shards acts, and says so on its Lease (SBX_LABEL_ACTING)
  * before it checks a last time; two that said so at once both step back for a random
  * while. 0 to act, -1 on a stop or a lost lease. */

@@ -4,7 +4,7 @@
  * identical occurrence (merge PATCH of count and lastTimestamp) or POSTs a new Event.
  * The queue, the Events written and the buckets are all bounded (queue_max, cache_max
  * with least-recently-used eviction). This file does not decide what is worth an Event:
- * that is the caller's (sandbox/status.c). */
+ * that is the caller's (sandbox/io/status.c). */
 #include "kube/events.h"
 
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* runtime/leaseview.h — a coordination.k8s.io/v1 Lease read once into a typed view: who
  * holds it, when it was renewed, for how long it holds. Read by the leader election
- * (leader.c) and by the shard barrier (sandbox/shard_decide.c). The strings point into the
+ * (leader.c) and by the shard barrier (sandbox/decide/shard_decide.c). The strings point into the
  * Lease object and live as long as it does. No I/O. */
 #ifndef YAO_RUNTIME_LEASEVIEW_H
 #define YAO_RUNTIME_LEASEVIEW_H

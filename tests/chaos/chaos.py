@@ -132,7 +132,7 @@ def play_kubelet():
     """kwok runs no containers: finish each one-shot pod (its run is the pod's own process)
     as the kubelet would report it, a moment after it is Running: phase Succeeded and
     state.terminated with exit code 0 and the wrapper's termination message (stdout of
-    "echo chaos N"; see controller/sandbox/oneshot.h)."""
+    "echo chaos N"; see controller/sandbox/model/oneshot.h)."""
     import base64, threading
     def run():
         kapi = Api()

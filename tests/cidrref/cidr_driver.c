@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sandbox/netpol.h"
+#include "sandbox/model/netpol.h"
 
 int main(void) {
     char line[512];

@@ -1,4 +1,4 @@
-// tests/cidrref/cidrref.go — sbx_cidr_parse and sbx_cidr_contains (controller/sandbox/netpol.c)
+// tests/cidrref/cidrref.go — sbx_cidr_parse and sbx_cidr_contains (controller/sandbox/model/netpol.c)
 // against a reference built on Go's net/netip, and against what Go's net.ParseCIDR (which
 // most network plugins use) makes of each accepted CIDR.
 //

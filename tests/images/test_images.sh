@@ -116,7 +116,7 @@ expect "sandbox: image USER is 1000:1000" "1000:1000" "$(cfg "$SANDBOX" .User)"
 expect "sandbox: WORKDIR is /workspace" "/workspace" "$(cfg "$SANDBOX" .WorkingDir)"
 entrypoint=$(cfg "$SANDBOX" .Entrypoint)
 # The image idles with the same script the controller puts into the pod's command.
-idle=$(sed -n 's/^#define SBX_IDLE_SCRIPT "\(.*\)"$/\1/p' "$ROOT/controller/sandbox/spec.h" 2>/dev/null)
+idle=$(sed -n 's/^#define SBX_IDLE_SCRIPT "\(.*\)"$/\1/p' "$ROOT/controller/sandbox/model/spec.h" 2>/dev/null)
 if [ -n "$idle" ]; then
     expect "sandbox: ENTRYPOINT idles with the controller's SBX_IDLE_SCRIPT" \
         "$(jq -cn --arg s "$idle" '["/bin/sh","-c",$s]')" "$entrypoint"

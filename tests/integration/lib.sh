@@ -182,7 +182,7 @@ reason_is() { [ "$(sandbox_reason "$1" "$2")" = "$3" ]; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # shard_hash NAMESPACE USER SHARDS — the shard of a user's Sandboxes: FNV-1a 64 of
-# "namespace/user" mod SHARDS, computed here independently of controller/sandbox/shard_decide.c.
+# "namespace/user" mod SHARDS, computed here independently of controller/sandbox/decide/shard_decide.c.
 shard_hash() {
     python3 -c 'import sys
 h = 0xcbf29ce484222325

@@ -21,7 +21,7 @@ if [ ! -x "$PROBE" ]; then
     # shellcheck disable=SC2046
     cc -std=c11 -O2 -D_GNU_SOURCE -DYAO_VERSION='"test"' -I"$SRC_DIR/controller" \
         "$SRC_DIR/tests/integration/exec_probe.c" "$SRC_DIR"/controller/base/*.c "$SRC_DIR"/controller/kube/*.c \
-        "$SRC_DIR"/controller/runtime/*.c "$SRC_DIR"/controller/sandbox/*.c \
+        "$SRC_DIR"/controller/runtime/*.c "$SRC_DIR"/controller/sandbox/*/*.c \
         $(pkg-config --cflags --libs libcurl libcjson yaml-0.1 openssl libwebsockets) -lpthread -lm \
         -o "$PROBE" || { echo "cannot build exec_probe"; FAILED=1; finish; exit 1; }
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Go client module (clients/go) on the real plane: `go test ./...` with the unit tests
-# (naming cross-checked against controller/sandbox/naming.c, exec argv, the listing
+# (naming cross-checked against controller/sandbox/model/naming.c, exec argv, the listing
 # script under the local tools and busybox, the touch throttle) and the integration tests
 # (clients/go/sandbox/integration_test.go, clients/go/yaoruntime/integration_test.go),
 # which run against this plane as a ServiceAccount bound to the yao-sandbox-editor role

@@ -194,7 +194,7 @@ sec_class none 10.1.0.0/16
 check "mode none deletes the NetworkPolicy" eventually 20 eval '! kubectl -n $NS get networkpolicy yao-sb-sec-g >/dev/null 2>&1'
 stop_traced $STRACE
 # Sharding turned on over these objects: the shard of user "sec" labels its pods and
-# claims (patch on pods and claims; sandbox/shard.c) before it serves them.
+# claims (patch on pods and claims; sandbox/io/shard.c) before it serves them.
 SEC_SHARD=$(python3 -c 'h = 0xcbf29ce484222325
 for b in b"'$NS'/sec":
     h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

@@ -1,5 +1,5 @@
 /* tests/unit/observed_fixtures.h — what the lifecycle decision's unit tests observe
- * (sandbox/reconcile_decide.h struct sbx_observed): a Sandbox just created, and one running
+ * (sandbox/decide/reconcile_decide.h struct sbx_observed): a Sandbox just created, and one running
  * with a Bound claim and a Ready pod. Header-only. */
 #ifndef YAO_TEST_OBSERVED_FIXTURES_H
 #define YAO_TEST_OBSERVED_FIXTURES_H
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sandbox/reconcile_decide.h"
+#include "sandbox/decide/reconcile_decide.h"
 
 /* Nothing exists yet, the sandbox was just created at now, capacity is free. */
 static inline struct sbx_observed observed_fresh(int64_t now) {

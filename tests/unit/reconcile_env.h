@@ -1,5 +1,5 @@
 /* tests/unit/reconcile_env.h — what the test_reconcile_*.c suites share: a controller
- * (sandbox/reconcile.h) on the in-process fake API server (fakeapi.h) with its caches
+ * (sandbox/manager/reconcile.h) on the in-process fake API server (fakeapi.h) with its caches
  * synced and no workers, so each test runs single passes (sbx_reconcile) and asserts on
  * the requests they made and the objects they left. The test plays the other parties:
  * the user (creates, patches, deletes Sandboxes), the kubelet (pod status) and the
@@ -12,11 +12,11 @@
 #include "fakeapi.h"
 #include "kube/kjson.h"
 #include "runtime/informer.h"
-#include "sandbox/builders.h"
-#include "sandbox/naming.h"
-#include "sandbox/reconcile.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/model/naming.h"
+#include "sandbox/manager/reconcile.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/model/spec.h"
 
 #define NS "t"
 #define SBX_COLL "/apis/sandbox.yaoapps.com/v1alpha1/namespaces/" NS "/sandboxes"
@@ -258,7 +258,7 @@ static inline const char *precondition(const cJSON *delete_body, const char *fie
 /* Pool claims carry this label until a Sandbox adopts one. */
 #define WARM_SEL "sandbox.yaoapps.com/warm-pool"
 
-/* One pool pass of NS (sandbox/warm.c). Its return code. */
+/* One pool pass of NS (sandbox/io/warm.c). Its return code. */
 static inline int pool_pass(struct env *e) {
     char err[512] = "";
     int64_t rq = 0;

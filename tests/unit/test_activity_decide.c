@@ -1,13 +1,13 @@
-/* tests/unit/test_activity_decide.c — activity-aware idle, the pure half (sandbox/activity_decide.c):
+/* tests/unit/test_activity_decide.c — activity-aware idle, the pure half (sandbox/decide/activity_decide.c):
  * metrics.k8s.io CPU quantities in every unit metrics-server writes, a PodMetrics summed over
  * its containers, the threshold (strictly above), an old sample saying nothing, bad input
- * refused with a reason; and a SandboxClass's spec.activity.cpu (sandbox/class_decide.c). */
+ * refused with a reason; and a SandboxClass's spec.activity.cpu (sandbox/decide/class_decide.c). */
 #include "check.h"
 
 #include <string.h>
 
-#include "sandbox/activity_decide.h"
-#include "sandbox/class_decide.h"
+#include "sandbox/decide/activity_decide.h"
+#include "sandbox/decide/class_decide.h"
 
 TEST(cpu_quantities_in_every_unit_metrics_server_writes) {
     int64_t nc;

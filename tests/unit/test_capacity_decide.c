@@ -1,4 +1,4 @@
-/* tests/unit/test_capacity_decide.c — the running cap's bookkeeping (sandbox/capacity_decide.c): only
+/* tests/unit/test_capacity_decide.c — the running cap's bookkeeping (sandbox/decide/capacity_decide.c): only
  * pods controlled by a cached Sandbox hold a slot (a stranger's labelled pod does not), a
  * Sandbox holds one slot however many pods name it, reservations expire, three users are
  * served round-robin (fewest slots held first, in turn between equals, oldest first within
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "sandbox/capacity_decide.h"
+#include "sandbox/decide/capacity_decide.h"
 
 #define FAR 1000000000LL   /* a reservation that does not expire during the test */
 

@@ -1,4 +1,4 @@
-/* tests/unit/test_claimview.c — the claim view (sandbox/claimview.c): every field of a
+/* tests/unit/test_claimview.c — the claim view (sandbox/model/claimview.c): every field of a
  * workspace claim (size, class, phase, the annotations and label the controller reads)
  * and of its metadata, pointing into the object; a missing, NULL or non-object claim reads
  * as no claim; wrong types read as absent; quantities that do not parse read as 0 bytes
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sandbox/claimview.h"
+#include "sandbox/model/claimview.h"
 
 static cJSON *parse(const char *js) {
     cJSON *o = cJSON_Parse(js);

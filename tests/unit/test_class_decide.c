@@ -1,12 +1,12 @@
 /* tests/unit/test_class_decide.c — SandboxClass parsing and the resolution of a Sandbox's
- * effective spec under its class (sandbox/class_decide.c): class defaults over flag
+ * effective spec under its class (sandbox/decide/class_decide.c): class defaults over flag
  * defaults, every ceiling with its exact InvalidSpec message, placement and runtime into
- * the pod, env from Secrets (sandbox/spec.c). */
+ * the pod, env from Secrets (sandbox/model/spec.c). */
 #include "check.h"
 
-#include "sandbox/builders.h"
-#include "sandbox/class_decide.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/class_decide.h"
+#include "sandbox/model/spec.h"
 
 #define GIB (INT64_C(1) << 30)
 #define MIB (INT64_C(1) << 20)

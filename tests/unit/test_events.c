@@ -9,7 +9,7 @@
 #include "check.h"
 #include "../fake/fake.h"
 #include "kube/events.h"
-#include "sandbox/naming.h"
+#include "sandbox/model/naming.h"
 
 #define K FAKE_K
 

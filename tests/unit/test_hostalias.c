@@ -1,13 +1,13 @@
-/* tests/unit/test_hostalias.c — a SandboxClass's spec.hostAliases (sandbox/hostalias_decide.c):
+/* tests/unit/test_hostalias.c — a SandboxClass's spec.hostAliases (sandbox/decide/hostalias_decide.c):
  * what the class may say, the pod's hostAliases built from literal addresses and Services'
  * cluster IPs, the class parser's message, and the pod builder (the aliases land in the pod,
  * outside the template hash). */
 #include "check.h"
 
-#include "sandbox/builders.h"
-#include "sandbox/class_decide.h"
-#include "sandbox/hostalias_decide.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/class_decide.h"
+#include "sandbox/decide/hostalias_decide.h"
+#include "sandbox/model/spec.h"
 
 static cJSON *parse(const char *text) {
     cJSON *o = cJSON_Parse(text);

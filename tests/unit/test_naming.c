@@ -3,7 +3,7 @@
  * 200- and 500-char IDs, path-like IDs, cuts that land on '-', and 20000 (user, chat)
  * pairs — adversarial ones included — that must all map to distinct valid DNS labels. */
 #include "check.h"
-#include "sandbox/naming.h"
+#include "sandbox/model/naming.h"
 
 /* Pod name for (u, c) into a static buffer, "(error)" on failure. */
 static const char *pod(const char *u, const char *c) {

@@ -1,14 +1,14 @@
-/* tests/unit/test_netpol.c — a Sandbox's network policy (sandbox/netpol.c): CIDR parsing,
+/* tests/unit/test_netpol.c — a Sandbox's network policy (sandbox/model/netpol.c): CIDR parsing,
  * canonical text and containment (IPv4 and IPv6), the class's spec.network, a Sandbox's
  * narrowing of its egress CIDRs with the exact InvalidSpec messages, the except lists
  * (the class's egressExcept, metadata, API server) and the NetworkPolicy the builder makes
  * (egressTo peers, the shipped default class's), and the comparison with a stored policy. */
 #include "check.h"
 
-#include "sandbox/builders.h"
-#include "sandbox/class_decide.h"
-#include "sandbox/netpol.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/class_decide.h"
+#include "sandbox/model/netpol.h"
+#include "sandbox/model/spec.h"
 
 static struct sbx_cidr cidr(const char *s) {
     struct sbx_cidr c;

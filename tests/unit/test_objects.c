@@ -1,9 +1,9 @@
-/* tests/unit/test_objects.c — the pure object helpers (sandbox/objects.c): API paths of the
+/* tests/unit/test_objects.c — the pure object helpers (sandbox/model/objects.c): API paths of the
  * owned kinds (core and networking.k8s.io, namespaced and not), timestamps written to
  * objects (0 and less are not written), the metadata of any object read once. */
 #include "check.h"
 
-#include "sandbox/objects.h"
+#include "sandbox/model/objects.h"
 
 TEST(paths_of_the_owned_kinds) {
     char p[256];

@@ -1,4 +1,4 @@
-/* tests/unit/test_oneshot.c — a one-shot run's wrapper (sandbox/oneshot.h) run for real
+/* tests/unit/test_oneshot.c — a one-shot run's wrapper (sandbox/model/oneshot.h) run for real
  * under /bin/sh with this machine's tools (and under busybox's when it is installed), and
  * its termination message read back: exit codes, separate stdout/stderr tails, truncation,
  * argv passed exactly, a SIGTERM passed on; unframed messages and damaged frames. */
@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/oneshot.h"
+#include "sandbox/model/oneshot.h"
 
 /* Run the wrapper with argv under shell (NULL-terminated shell prefix, e.g. {"/bin/sh",
  * NULL}); the message file's contents into msg (malloc'd), the exit status returned

@@ -1,10 +1,10 @@
 /* tests/unit/test_orphans_decide.c — which objects with the controller's labels have no
- * owner left (sandbox/orphans_decide.c): the state `kubectl delete sandbox --cascade=orphan`
+ * owner left (sandbox/decide/orphans_decide.c): the state `kubectl delete sandbox --cascade=orphan`
  * leaves a sandbox's pod, claim, Service, NetworkPolicy and a fork's copier in, and the
  * objects that look alike but are owned or the warm pool's. */
 #include "check.h"
 
-#include "sandbox/orphans_decide.h"
+#include "sandbox/decide/orphans_decide.h"
 
 /* An object: metadata members md inside {"metadata":{...}}. */
 static int ownerless(const char *md) {

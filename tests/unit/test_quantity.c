@@ -2,7 +2,7 @@
  * Go spellings; exact fractions; overflow edges; junk) and canonical formatting, with a
  * format → parse round trip. */
 #include "check.h"
-#include "sandbox/quantity.h"
+#include "sandbox/model/quantity.h"
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_reconcile_binder.c — warm pools of a WaitForFirstConsumer class
- * (sandbox/warm.c, warmbinder.c) through single passes against the in-process fake API
+ * (sandbox/io/warm.c, warmbinder.c) through single passes against the in-process fake API
  * server (fakeapi.h, reconcile_env.h), with --warm-workspaces 1 on the default class,
  * which binds at the first consumer: the pool pass makes a pending pool claim, then one
  * binder pod for it (its claim as a volume, owned by the claim), never a second; once the
@@ -10,9 +10,9 @@
  * instead of adopting the pool's next one. */
 #include "reconcile_env.h"
 
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/warm_decide.h"
-#include "sandbox/warmbinder.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/decide/warm_decide.h"
+#include "sandbox/model/warmbinder.h"
 
 static void warm_late(struct sbx_controller_options *o) {
     o->warm_workspaces = 1;   /* the default StorageClass "local": WaitForFirstConsumer */

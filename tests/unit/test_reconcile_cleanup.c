@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_cleanup.c — single reconcile passes (sandbox/reconcile.c,
+/* tests/unit/test_reconcile_cleanup.c — single reconcile passes (sandbox/manager/reconcile.c,
  * orphans.c, status.c) against the in-process fake API server (fakeapi.h,
  * reconcile_env.h): what a deleted Sandbox owned is swept after the garbage collector's
  * grace period, with uid preconditions, and then the key is dropped; a pod of our labels
@@ -8,8 +8,8 @@
  * retried after the wait, 500 on a status PATCH (idempotent) is retried, 500 and dropped
  * connections on a create (not idempotent) fail the pass, whose retry then creates. */
 #include "reconcile_env.h"
-#include "sandbox/orphans_decide.h"
-#include "sandbox/workkey.h"
+#include "sandbox/decide/orphans_decide.h"
+#include "sandbox/model/workkey.h"
 
 /* The sweep's grace (orphans.c SWEEP_GRACE_MS) and a little more. */
 #define PAST_GRACE_MS 31000

@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_decide.c — the pure decision function (sandbox/reconcile_decide.c), rule by
+/* tests/unit/test_reconcile_decide.c — the pure decision function (sandbox/decide/reconcile_decide.c), rule by
  * rule of SPEC §4: name conflicts, bringing up PVC and pod, waiting states, exact
  * requeue deadlines per lifecycle, session removal, long-running stop and wake-up,
  * paused/unpaused, the running cap, pod replacement, one-shot runs (their result read from
@@ -7,7 +7,7 @@
 #include "check.h"
 #include "observed_fixtures.h"
 
-#include "sandbox/reconcile_decide.h"
+#include "sandbox/decide/reconcile_decide.h"
 
 #define SEC INT64_C(1000)
 #define MIN (60 * SEC)

@@ -1,5 +1,5 @@
 /* tests/unit/test_reconcile_expose.c — what a Sandbox shows of itself on the network
- * (sandbox/expose.c) in single passes on the fake API server (reconcile_env.h): its Service
+ * (sandbox/io/expose.c) in single passes on the fake API server (reconcile_env.h): its Service
  * follows spec.service (made, its ports patched when they change, deleted with a uid
  * precondition when turned off), and a Service of its name that is someone else's is left
  * alone (the sandbox runs without one, a Warning says why). An isolated class's

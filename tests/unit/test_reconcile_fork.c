@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_fork.c — a fork's workspace (spec.workspace.from; sandbox/fork.c)
+/* tests/unit/test_reconcile_fork.c — a fork's workspace (spec.workspace.from; sandbox/io/fork.c)
  * in single passes on the fake API server (reconcile_env.h), the test playing the kubelet:
  * a fork of the user's own Sandbox gets a claim that names its source, a copier pod on the
  * source pod's node (the StorageClass does not clone) and no sandbox pod until the copier
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "reconcile_env.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/workspacecopy.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/model/workspacecopy.h"
 
 /* The uid of the stored Sandbox at path, into out ("" when none). */
 static const char *uid_of(struct env *e, const char *path, char *out, size_t n) {

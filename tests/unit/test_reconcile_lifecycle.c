@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_lifecycle.c — single reconcile passes (sandbox/reconcile.c,
+/* tests/unit/test_reconcile_lifecycle.c — single reconcile passes (sandbox/manager/reconcile.c,
  * status.c) against the in-process fake API server (fakeapi.h, reconcile_env.h), one per
  * decision of a Sandbox's life: create (claim + pod + status), a second pass that changes
  * nothing, Running once the pod is Ready; stop by spec.paused and wake by clearing it;

@@ -1,5 +1,5 @@
 /* tests/unit/test_reconcile_metrics.c — the controller's Prometheus exposition
- * (sandbox/metrics.c, through sbx_controller_metrics) read as a scraper reads it, while
+ * (sandbox/io/metrics.c, through sbx_controller_metrics) read as a scraper reads it, while
  * single passes on the fake API server (reconcile_env.h) move a Sandbox from nothing to
  * Running and away: the per-phase counts follow the Sandbox cache, the pod and claim the
  * pass made are counted as creates and as POSTs, the create → Ready histogram gets its

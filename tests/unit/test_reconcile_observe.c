@@ -1,5 +1,5 @@
 /* tests/unit/test_reconcile_observe.c — the slim cached Pod and what the controller observes in
- * it (sandbox/reconcile_observe.c): shrinking keeps exactly what sbx_pod_observe reads (the same
+ * it (sandbox/decide/reconcile_observe.c): shrinking keeps exactly what sbx_pod_observe reads (the same
  * observations before and after), drops the rest, cuts long kubelet messages safely and
  * survives allocation failure; real kubelet-shaped pods (tests/unit/data/pod/: an image
  * that cannot be pulled, an OOMKilled container crash-looping next to a sidecar, an
@@ -9,9 +9,9 @@
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/oneshot.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/reconcile_observe.h"
+#include "sandbox/model/oneshot.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/decide/reconcile_observe.h"
 
 /* 2026-11-29T10:00:00Z */
 #define T0 INT64_C(1795946400000)

@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_reclaim.c — a SandboxClass's spec.reclaim (sandbox/reclaim.c,
+/* tests/unit/test_reconcile_reclaim.c — a SandboxClass's spec.reclaim (sandbox/io/reclaim.c,
  * capacity.c) through single passes against the in-process fake API server (fakeapi.h,
  * reconcile_env.h), with a running cap of 1: a Sandbox that waits in line (Pending,
  * CapacityExceeded) has the idle running Sandbox of a reclaimable class stopped for

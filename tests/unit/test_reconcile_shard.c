@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_shard.c — the I/O side of sharding (sandbox/shard.c) on the fake
+/* tests/unit/test_reconcile_shard.c — the I/O side of sharding (sandbox/io/shard.c) on the fake
  * API server (reconcile_env.h), a controller serving shard 0 of 2: at its start it labels
  * the objects made before sharding that are its own (a pod of one of its users, a
  * warm-pool claim, which shard 0 takes) with a uid precondition, and leaves alone what is
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "reconcile_env.h"
-#include "sandbox/shard_decide.h"
+#include "sandbox/decide/shard_decide.h"
 
 #define SHARDS 2
 #define ME 0

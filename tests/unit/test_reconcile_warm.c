@@ -1,4 +1,4 @@
-/* tests/unit/test_reconcile_warm.c — warm workspaces (sandbox/warm.c) through single
+/* tests/unit/test_reconcile_warm.c — warm workspaces (sandbox/io/warm.c) through single
  * passes against the in-process fake API server (fakeapi.h, reconcile_env.h), with
  * --warm-workspaces 1: the namespace's pool pass creates a pool claim once a Sandbox
  * without a class is there; a new Sandbox adopts the Bound pool claim with one PATCH
@@ -7,7 +7,7 @@
  * own created; the pool pass refills; an adoption refused with 409 (another Sandbox took
  * the claim first) falls back to a claim of its own. */
 #include "reconcile_env.h"
-#include "sandbox/warm_decide.h"
+#include "sandbox/decide/warm_decide.h"
 
 /* The flag defaults' class is SC_IMMEDIATE here, which binds at once (pools of a
  * WaitForFirstConsumer class, bound by binder pods: test_reconcile_binder.c). */

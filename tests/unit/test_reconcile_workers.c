@@ -20,7 +20,7 @@
 
 #include "base/clock.h"
 #include "reconcile_env.h"
-#include "sandbox/warm_decide.h"
+#include "sandbox/decide/warm_decide.h"
 
 #define SANDBOXES 24
 #define USERS 4

@@ -1,10 +1,10 @@
-/* tests/unit/test_records.c — one record per Sandbox keyed by UID (sandbox/records.c): a
+/* tests/unit/test_records.c — one record per Sandbox keyed by UID (sandbox/model/records.c): a
  * same-named successor starts from nothing (no inherited expectation or names), a deleted
  * Sandbox keeps the names of what it owned until swept, then stays a tombstone for a minute, create expectations are met by the cache or expire,
  * a record at rest is small (heap per record, plain build), nothing leaks. (One-shot runs keep no state here: their result comes from the pod.) */
 #include "check.h"
 
-#include "sandbox/records.h"
+#include "sandbox/model/records.h"
 
 TEST(a_successor_of_the_same_name_inherits_nothing) {
     struct sbx_records r;

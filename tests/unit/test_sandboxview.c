@@ -1,4 +1,4 @@
-/* tests/unit/test_sandboxview.c — the Sandbox view (sandbox/sandboxview.c): every field read
+/* tests/unit/test_sandboxview.c — the Sandbox view (sandbox/model/sandboxview.c): every field read
  * from a full Sandbox, and pointing into it (nothing copied); an empty, NULL or non-object
  * Sandbox reads as all absent; members of the wrong JSON type read as absent; unicode and
  * 500-character values come through whole; unparseable times read as 0; the first condition
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "sandbox/activity_decide.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/spec.h"
+#include "sandbox/decide/activity_decide.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/spec.h"
 
 static cJSON *parse(const char *js) {
     cJSON *o = cJSON_Parse(js);

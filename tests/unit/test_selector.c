@@ -1,9 +1,9 @@
-/* tests/unit/test_selector.c — label selectors (sandbox/selector.c): validation messages
+/* tests/unit/test_selector.c — label selectors (sandbox/model/selector.c): validation messages
  * and matching as the API server means it (matchLabels, In, NotIn, Exists, DoesNotExist;
  * an empty selector selects everything, NotIn and DoesNotExist select a missing label). */
 #include "check.h"
 
-#include "sandbox/selector.h"
+#include "sandbox/model/selector.h"
 
 static cJSON *json(const char *text) {
     cJSON *o = cJSON_Parse(text);

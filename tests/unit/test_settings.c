@@ -1,4 +1,4 @@
-/* tests/unit/test_settings.c — controller configuration (sandbox/settings.c): built-in
+/* tests/unit/test_settings.c — controller configuration (sandbox/manager/settings.c): built-in
  * defaults, every YAO_SANDBOX_* variable (through a fake getenv backed by a table),
  * flags over environment, "--flag=value" and "--flag value", boolean and help/version
  * flags, errors that name the offending flag or variable, the lease timing order, and
@@ -7,8 +7,8 @@
 
 #include <stdarg.h>
 
-#include "sandbox/settings.h"
-#include "sandbox/spec.h"
+#include "sandbox/manager/settings.h"
+#include "sandbox/model/spec.h"
 
 #define SEC INT64_C(1000)
 #define MIN (60 * SEC)

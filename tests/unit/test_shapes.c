@@ -1,4 +1,4 @@
-/* tests/unit/test_shapes.c — what the PVC and Service caches keep (sandbox/shapes.c):
+/* tests/unit/test_shapes.c — what the PVC and Service caches keep (sandbox/decide/shapes.c):
  * metadata without managedFields and the last-applied annotation, and only the fields the
  * controller reads; an object without them stays valid; nothing else survives. */
 #include "check.h"
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kube/kjson.h"
-#include "sandbox/shapes.h"
+#include "sandbox/decide/shapes.h"
 
 static cJSON *parse(const char *js) {
     cJSON *o = cJSON_Parse(js);

@@ -6,7 +6,7 @@
 #include "check.h"
 #include "kube/kjson.h"
 #include "runtime/leaseview.h"
-#include "sandbox/shard_decide.h"
+#include "sandbox/decide/shard_decide.h"
 
 static uint64_t fnv(const char *s) { return sbx_fnv1a64(s, strlen(s), SBX_FNV1A64_INIT); }
 

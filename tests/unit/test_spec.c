@@ -1,18 +1,18 @@
-/* tests/unit/test_spec.c — the Sandbox API in C (sandbox/spec.c): defaults, parsing of
+/* tests/unit/test_spec.c — the Sandbox API in C (sandbox/model/spec.c): defaults, parsing of
  * every field, one readable error per invalid input; and the exact shape of the PVC and
- * Pod the controller builds (sandbox/builders.c). Fixtures: tests/unit/data/spec/ ($YAO_TEST_DATA, else next
+ * Pod the controller builds (sandbox/model/builders.c). Fixtures: tests/unit/data/spec/ ($YAO_TEST_DATA, else next
  * to this file). */
 #include "check.h"
 
-#include "sandbox/builders.h"
-#include "sandbox/oneshot.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/model/oneshot.h"
 
 #include <stdarg.h>
 
 #include "kube/kjson.h"
-#include "sandbox/naming.h"
-#include "sandbox/shard_decide.h"
-#include "sandbox/spec.h"
+#include "sandbox/model/naming.h"
+#include "sandbox/decide/shard_decide.h"
+#include "sandbox/model/spec.h"
 
 #define GIB (INT64_C(1) << 30)
 #define MIB (INT64_C(1) << 20)

@@ -1,4 +1,4 @@
-/* tests/unit/test_starts.c — the create → Ready and wake histograms (sandbox/starts.c): a
+/* tests/unit/test_starts.c — the create → Ready and wake histograms (sandbox/model/starts.c): a
  * create is timed from first sight (or its creationTimestamp when made while no controller
  * ran), a wake from leaving Stopped, each once, by lifecycle and class; a pod replaced under
  * a Running Sandbox, a start under way at a restart, a deletion, a finished one-shot and a
@@ -10,8 +10,8 @@
 
 #include "base/dynbuf.h"
 #include "kube/kjson.h"
-#include "sandbox/sandboxview.h"
-#include "sandbox/starts.h"
+#include "sandbox/model/sandboxview.h"
+#include "sandbox/model/starts.h"
 
 #define T0 1000000   /* monotonic ms */
 #define WALL 1780000000000LL   /* 2026-05-28T20:26:40Z */

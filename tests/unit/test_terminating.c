@@ -1,4 +1,4 @@
-/* tests/unit/test_terminating.c — namespaces being deleted (sandbox/terminating.c): the
+/* tests/unit/test_terminating.c — namespaces being deleted (sandbox/model/terminating.c): the
  * refusal is recognised only in the API server's words, a note holds the namespace's
  * passes for SBX_TERMINATING_HOLD_MS from the last refusal, an expired hold is forgotten,
  * other namespaces (and odd names) are not held. */
@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "sandbox/terminating.h"
+#include "sandbox/model/terminating.h"
 
 #define NOW 5000000   /* monotonic ms */
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_termination.c — one termination of the sandbox container
- * (sandbox/termination.c): read from a container status's state.terminated (every field,
+ * (sandbox/model/termination.c): read from a container status's state.terminated (every field,
  * times in ms), nothing from NULL or a non-object, and written back as
  * status.lastTermination {reason, exitCode, finishedAt} that reads the same. */
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "kube/kjson.h"
-#include "sandbox/termination.h"
+#include "sandbox/model/termination.h"
 
 TEST(a_terminated_state_is_read_whole) {
     cJSON *o = cJSON_Parse("{\"reason\":\"OOMKilled\",\"exitCode\":137,\"startedAt\":\"2026-12-06T01:00:00Z\","

@@ -1,9 +1,9 @@
-/* tests/unit/test_volhelper.c — the volume helper guard (sandbox/volhelper_decide.c): which
+/* tests/unit/test_volhelper.c — the volume helper guard (sandbox/decide/volhelper_decide.c): which
  * pod holds a stopped Sandbox's workspace (Yao's Volume client's yao-vol-<uid>, owned by
  * that Sandbox, still running), and its name. */
 #include "check.h"
 
-#include "sandbox/volhelper_decide.h"
+#include "sandbox/decide/volhelper_decide.h"
 
 static cJSON *pod(const char *component, const char *owner_uid, const char *phase) {
     char text[1024];

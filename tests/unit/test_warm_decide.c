@@ -1,12 +1,12 @@
-/* tests/unit/test_warm_decide.c — warm workspaces, the pure part (sandbox/warm_decide.c): pool
+/* tests/unit/test_warm_decide.c — warm workspaces, the pure part (sandbox/decide/warm_decide.c): pool
  * keys by shape, merging the pools a namespace wants, how many claims to create or
  * delete, the order a Sandbox tries pool claims in, which claims fit a spec, the pool
  * claim and the adoption patch. */
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/builders.h"
-#include "sandbox/warm_decide.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/warm_decide.h"
 
 #define GIB (INT64_C(1) << 30)
 

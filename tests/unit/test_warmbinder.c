@@ -1,5 +1,5 @@
 /* tests/unit/test_warmbinder.c — the binder pod of a pending pool claim of a
- * WaitForFirstConsumer class (sandbox/warmbinder.c): it asks for what a sandbox of the class
+ * WaitForFirstConsumer class (sandbox/model/warmbinder.c): it asks for what a sandbox of the class
  * asks for and may run where it may run, is admissible under the restricted Pod Security
  * Standard, uses the claim as a volume (that is what binds it), goes with its claim (owner
  * reference, not a controller one), never preempts, and prefers nodes that hold fewer of the
@@ -7,9 +7,9 @@
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/builders.h"
-#include "sandbox/warm_decide.h"
-#include "sandbox/warmbinder.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/warm_decide.h"
+#include "sandbox/model/warmbinder.h"
 
 static struct sbx_spec pool_spec(void) {
     struct sbx_spec s;

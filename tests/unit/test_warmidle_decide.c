@@ -1,5 +1,5 @@
 /* tests/unit/test_warmidle_decide.c — the warm-idle tier in the pure decision
- * (sandbox/reconcile_decide.c) and in the reclaim order (sandbox/capacity_decide.c): at
+ * (sandbox/decide/reconcile_decide.c) and in the reclaim order (sandbox/decide/capacity_decide.c): at
  * the idle deadline a running pod is kept with its CPU resized down to the class's floor,
  * the lifecycle's idle action follows only once the window is over, a use resizes it back
  * up, a resize the kubelet refuses falls back on the idle action with an Event, a wake
@@ -8,8 +8,8 @@
 #include "check.h"
 #include "observed_fixtures.h"
 
-#include "sandbox/capacity_decide.h"
-#include "sandbox/reconcile_decide.h"
+#include "sandbox/decide/capacity_decide.h"
+#include "sandbox/decide/reconcile_decide.h"
 
 #define SEC INT64_C(1000)
 #define MIN (60 * SEC)

@@ -1,11 +1,11 @@
-/* tests/unit/test_workkey.c — the work queue's typed keys (sandbox/workkey.c): each kind
+/* tests/unit/test_workkey.c — the work queue's typed keys (sandbox/model/workkey.c): each kind
  * written and read back the same; a Sandbox's name is never taken for a namespace pass; what
  * is no key (no '/', empty or too long parts, an unknown '#' name) is refused; a key that
  * does not fit is refused whole. */
 #include <string.h>
 
 #include "check.h"
-#include "sandbox/workkey.h"
+#include "sandbox/model/workkey.h"
 
 TEST(each_kind_reads_back_as_written) {
     static const enum sbx_work_kind kinds[] = {SBX_WORK_SANDBOX, SBX_WORK_WARM_POOL, SBX_WORK_OWNERLESS};

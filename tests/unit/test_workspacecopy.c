@@ -1,5 +1,5 @@
-/* tests/unit/test_workspacecopy.c — a fork filled by a copy (sandbox/workspacecopy.c and
- * the decisions in sandbox/reconcile_decide.c): the copier pod is admissible under the restricted
+/* tests/unit/test_workspacecopy.c — a fork filled by a copy (sandbox/model/workspacecopy.c and
+ * the decisions in sandbox/decide/reconcile_decide.c): the copier pod is admissible under the restricted
  * Pod Security Standard, mounts the source read-only and the new claim, keeps modes, times
  * and links (cp -a), is bounded in time, is no sandbox pod (no controller reference), lands
  * on the source pod's node when one runs; which StorageClasses clone; the fork's claim
@@ -7,9 +7,9 @@
 #include "check.h"
 
 #include "kube/kjson.h"
-#include "sandbox/builders.h"
-#include "sandbox/reconcile_decide.h"
-#include "sandbox/workspacecopy.h"
+#include "sandbox/model/builders.h"
+#include "sandbox/decide/reconcile_decide.h"
+#include "sandbox/model/workspacecopy.h"
 
 static struct sbx_spec fork_spec(void) {
     struct sbx_spec s;

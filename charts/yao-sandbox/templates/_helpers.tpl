@@ -142,7 +142,7 @@ what the controller calls, and nothing more. Kept equal to manifests/20-rbac.yam
   verbs: [get, list, watch, create, delete]
 # a grown spec.workspace.size raises the claim's storage request (where the class
 # allows volume expansion); with --shards > 1 the shard label is added to a pod or claim
-# made before sharding was turned on (sandbox/shard.c)
+# made before sharding was turned on (sandbox/io/shard.c)
 - apiGroups: [""]
   resources: [pods, persistentvolumeclaims]
   verbs: [patch]

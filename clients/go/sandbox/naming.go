@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The naming rules of controller/sandbox/naming.c, byte for byte: the Go client and the
+// The naming rules of controller/sandbox/model/naming.c, byte for byte: the Go client and the
 // controller must agree on the pod name of every (user, chat), because the client names
 // the Sandbox after it (the canonical name) and finds the pod by it. A test compiles the
 // C file and compares both on a table and on random IDs.

@@ -79,7 +79,7 @@ func TestNamingTable(t *testing.T) {
 	}
 }
 
-// TestNamingCrossCheck compiles controller/sandbox/naming.c with testdata/naming_driver.c
+// TestNamingCrossCheck compiles controller/sandbox/model/naming.c with testdata/naming_driver.c
 // and compares it with the Go rules on the table and on random IDs (ASCII edge bytes,
 // UTF-8, lengths around every cut).
 func TestNamingCrossCheck(t *testing.T) {
@@ -87,7 +87,7 @@ func TestNamingCrossCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(src, "sandbox", "naming.c")); err != nil {
+	if _, err := os.Stat(filepath.Join(src, "sandbox", "model", "naming.c")); err != nil {
 		t.Skipf("controller sources not found next to the module: %v", err)
 	}
 	cc := os.Getenv("CC")
@@ -99,7 +99,7 @@ func TestNamingCrossCheck(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "naming_driver")
 	out, err := exec.Command(cc, "-std=c11", "-O1", "-I", src, "-o", bin, "testdata/naming_driver.c",
-		filepath.Join(src, "sandbox", "naming.c"), "-lcrypto").CombinedOutput()
+		filepath.Join(src, "sandbox", "model", "naming.c"), "-lcrypto").CombinedOutput()
 	if err != nil {
 		t.Fatalf("compiling the C naming rules: %v\n%s", err, out)
 	}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Well-known names shared with the controller (controller/sandbox/spec.h).
+// Well-known names shared with the controller (controller/sandbox/model/spec.h).
 const (
 	// AnnotationLastUsedAt is the RFC 3339 time a client last used the sandbox; the
 	// controller's idle clock counts from the newest of it and status.startedAt.

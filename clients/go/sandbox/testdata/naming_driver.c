@@ -1,4 +1,4 @@
-/* naming_driver.c — runs the controller's naming rules (controller/sandbox/naming.c) for
+/* naming_driver.c — runs the controller's naming rules (controller/sandbox/model/naming.c) for
  * the Go client's cross-check test (naming_test.go). Each input line is
  * "HEX(user),HEX(chat)"; each output line is "POD-NAME LABEL(user) LABEL(chat)", or
  * "ERROR" when sbx_name_pod refuses the pair. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox/naming.h"
+#include "sandbox/model/naming.h"
 
 /* Decode hex in place; returns 0, or -1 on a bad digit. */
 static int unhex(char *s) {

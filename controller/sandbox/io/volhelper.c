@@ -1,0 +1,25 @@
+/* sandbox/io/volhelper.c — asks the API server whether a volume helper pod holds a
+ * Sandbox's workspace (see volhelper.h). */
+#include "sandbox/io/volhelper.h"
+
+#include <stdio.h>
+
+#include "base/errfmt.h"
+#include "kube/rest.h"
+#include "sandbox/decide/volhelper_decide.h"
+
+int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const char *uid, char *err, size_t errlen) {
+    char name[128], path[512], rerr[256];
+    if (sbx_volume_helper_name(uid, name, sizeof name) < 0) return 0;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    cJSON *pod = NULL;
+    long st = kube_get(deps->client, path, &pod, rerr, sizeof rerr);
+    if (st == 404) return 0;
+    if (st != 200) {
+        cJSON_Delete(pod);
+        return errfmt(err, errlen, "reading pod %s/%s: %s", ns, name, rerr);
+    }
+    int busy = sbx_volume_helper_holds(pod, uid);
+    cJSON_Delete(pod);
+    return busy;
+}

@@ -1,0 +1,96 @@
+/* sandbox/model/sandboxview.c — the one place a Sandbox is read by path (see sandboxview.h). */
+#include "sandbox/model/sandboxview.h"
+
+#include <string.h>
+
+#include "kube/kjson.h"
+#include "sandbox/model/termination.h"
+#include "sandbox/model/spec.h"
+
+/* The time at obj.path in ms (0 when absent or unparseable); *text (may be NULL) as written. */
+static int64_t time_of(const cJSON *obj, const char *path, const char **text) {
+    int64_t ms;
+    const char *s = kj_str(obj, path);
+    if (text) *text = s;
+    return s && kj_time_parse(s, &ms) == 0 ? ms : 0;
+}
+
+static void condition_read(const cJSON *c, struct sbx_condition_view *out) {
+    out->present = 1;
+    out->status = kj_str(c, "status");
+    out->reason = kj_str(c, "reason");
+    out->message = kj_str(c, "message");
+    out->last_transition = kj_str(c, "lastTransitionTime");
+}
+
+void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
+    memset(v, 0, sizeof(*v));
+    v->run.exit_code = -1;
+    v->obj = sb;
+    if (!cJSON_IsObject(sb)) return;
+    sbx_meta_read(sb, &v->meta);
+    v->last_used_at = sbx_meta_annotation(&v->meta, SBX_ANN_LAST_USED);
+    v->last_activity = sbx_meta_annotation(&v->meta, SBX_ANN_LAST_ACTIVITY);
+
+    v->user_id = kj_str(sb, "spec.userID");
+    v->chat_id = kj_str(sb, "spec.chatID");
+    v->class_name = kj_str(sb, "spec.className");
+    v->lifecycle = kj_str(sb, "spec.lifecycle");
+    v->paused = kj_bool(sb, "spec.paused", 0);
+    v->image = kj_str(sb, "spec.image");
+    v->idle_timeout = kj_str(sb, "spec.idleTimeout");
+    v->memory = kj_str(sb, "spec.resources.memory");
+    v->cpu = kj_str(sb, "spec.resources.cpu");
+    v->mount_path = kj_str(sb, "spec.workspace.mountPath");
+
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    if (!cJSON_IsObject(st)) return;
+    v->status = st;
+    v->phase = kj_str(st, "phase");
+    v->pod_name = kj_str(st, "podName");
+    v->workspace_claim = kj_str(st, "workspaceClaim");
+    v->status_lifecycle = kj_str(st, "lifecycle");
+    v->status_class_name = kj_str(st, "className");
+    v->ignored_last_used_at = kj_str(st, "ignoredLastUsedAt");
+    v->pod_ip = kj_str(st, "podIP");
+    v->node_name = kj_str(st, "nodeName");
+    v->last_used_ms = time_of(st, "lastUsedAt", &v->last_used_text);
+    v->started_ms = time_of(st, "startedAt", &v->started_text);
+    v->stopped_ms = time_of(st, "stoppedAt", &v->stopped_text);
+    v->warm_idle_since_ms = time_of(st, "warmIdleSince", NULL);
+    v->observed_generation = kj_int(st, "observedGeneration", 0);
+    sbx_termination_read(kj_path(st, "lastTermination"), &v->last_termination);
+
+    const cJSON *conds = cJSON_GetObjectItemCaseSensitive(st, "conditions"), *c;
+    if (cJSON_IsArray(conds)) {
+        v->conditions = conds;
+        cJSON_ArrayForEach(c, conds) {
+            const char *type = kj_str(c, "type");
+            struct sbx_condition_view *to = !type ? NULL
+                                            : !strcmp(type, "Ready")     ? &v->ready
+                                            : !strcmp(type, "Workspace") ? &v->workspace
+                                            : !strcmp(type, "Accepted")  ? &v->accepted
+                                                                         : NULL;
+            if (to && !to->present) condition_read(c, to);   /* the first of each type */
+        }
+    }
+
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(st, "run");
+    if (cJSON_IsObject(run)) {
+        v->run.present = 1;
+        v->run.started_ms = time_of(run, "startedAt", &v->run.started_text);
+        v->run.finished_ms = time_of(run, "finishedAt", &v->run.finished_text);
+        if (v->run.finished_text) {
+            v->run.finished = 1;
+            v->run.exit_code = (int)kj_int(run, "exitCode", -1);
+        }
+    }
+}
+
+const char *sbx_sandbox_lifecycle(const struct sbx_sandbox_view *v) {
+    return v->lifecycle && *v->lifecycle ? v->lifecycle : v->status_lifecycle;
+}
+
+int sbx_sandbox_phase_is(const struct sbx_sandbox_view *v, const char *want) {
+    return v->phase && !strcmp(v->phase, want);
+}
