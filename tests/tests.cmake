@@ -191,6 +191,11 @@ if(YAO_CLUSTER_TESTS)
       set(lane all)
       set(locks "plane-kwok;plane-node")
     endif()
+    if(name STREQUAL "test_node_agents")
+      # images/build.sh builds the agent images on the sandbox base image the image suite
+      # builds and tags too: never at the same time
+      list(APPEND locks images)
+    endif()
     set_tests_properties(cluster.${name} PROPERTIES FIXTURES_REQUIRED plane LABELS cluster
       RESOURCE_LOCK "${locks}" ENVIRONMENT "${YAO_PLANE_ENV};YAO_SUITE_LANE=${lane}" TIMEOUT 900)
     if(name STREQUAL "test_node_gvisor")
