@@ -8,6 +8,7 @@
 #include "cli/describe.h"
 #include "cli/output.h"
 #include "kube/kjson.h"
+#include "sandbox/model/sandboxview.h"
 
 /* "KEY:" padded to the value column at this indent. */
 static void field(struct dynbuf *b, int indent, const char *key, const char *value) {
@@ -148,31 +149,33 @@ static void events_section(struct dynbuf *b, const cJSON *events, int64_t now_ms
 
 int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct dynbuf *b) {
     char v[2048];
-    field(b, 0, "Name", kj_str(sb, "metadata.name"));
-    field(b, 0, "Namespace", kj_str(sb, "metadata.namespace"));
-    map_field(b, "Labels", kj_path(sb, "metadata.labels"));
-    map_field(b, "Annotations", kj_path(sb, "metadata.annotations"));
+    struct sbx_sandbox_view sv;
+    sbx_sandbox_view_parse(sb, &sv);
+    field(b, 0, "Name", sv.meta.name);
+    field(b, 0, "Namespace", sv.meta.namespace_);
+    map_field(b, "Labels", sv.meta.labels);
+    map_field(b, "Annotations", sv.meta.annotations);
     field(b, 0, "API Version", kj_str(sb, "apiVersion"));
     field(b, 0, "Kind", kj_str(sb, "kind"));
     time_field(b, 0, "Created", kj_str(sb, "metadata.creationTimestamp"), now_ms);
     time_field(b, 0, "Deleting Since", kj_str(sb, "metadata.deletionTimestamp"), now_ms);
 
     dynbuf_append_str(b, "Spec:\n");
-    field(b, 2, "User ID", kj_str(sb, "spec.userID"));
-    field(b, 2, "Chat ID", kj_str(sb, "spec.chatID"));
-    const char *lc = kj_str(sb, "spec.lifecycle");
+    field(b, 2, "User ID", sv.user_id);
+    field(b, 2, "Chat ID", sv.chat_id);
+    const char *lc = sv.lifecycle;
     field(b, 2, "Lifecycle", lc && *lc ? lc : "<default>");
-    field(b, 2, "Class", kj_str(sb, "spec.className") ? kj_str(sb, "spec.className") : "<default>");
-    field(b, 2, "Image", kj_str(sb, "spec.image") ? kj_str(sb, "spec.image") : "<default>");
-    field(b, 2, "Paused", kj_bool(sb, "spec.paused", 0) ? "true" : "false");
-    field_if(b, 2, "Idle Timeout", kj_str(sb, "spec.idleTimeout"));
-    const char *mem = kj_str(sb, "spec.resources.memory"), *cpu = kj_str(sb, "spec.resources.cpu");
+    field(b, 2, "Class", sv.class_name ? sv.class_name : "<default>");
+    field(b, 2, "Image", sv.image ? sv.image : "<default>");
+    field(b, 2, "Paused", sv.paused ? "true" : "false");
+    field_if(b, 2, "Idle Timeout", sv.idle_timeout);
+    const char *mem = sv.memory, *cpu = sv.cpu;
     if (mem || cpu) {
         snprintf(v, sizeof(v), "%s%s%s%s%s", mem ? "memory " : "", mem ? mem : "", mem && cpu ? ", " : "",
                  cpu ? "cpu " : "", cpu ? cpu : "");
         field(b, 2, "Resources", v);
     }
-    const char *wsz = kj_str(sb, "spec.workspace.size"), *mp = kj_str(sb, "spec.workspace.mountPath"),
+    const char *wsz = kj_str(sb, "spec.workspace.size"), *mp = sv.mount_path,
                *wsc = kj_str(sb, "spec.workspace.storageClassName");
     if (wsz || mp || wsc) {
         snprintf(v, sizeof(v), "%s%s%s%s%s%s", wsz ? "size " : "", wsz ? wsz : "", mp ? (wsz ? ", at " : "at ") : "",
@@ -215,19 +218,19 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     }
 
     dynbuf_append_str(b, "Status:\n");
-    field(b, 2, "Phase", kj_str(sb, "status.phase"));
-    field_if(b, 2, "Lifecycle", kj_str(sb, "status.lifecycle"));
-    field_if(b, 2, "Class", kj_str(sb, "status.className"));
-    const char *pod = kj_str(sb, "status.podName"), *ip = kj_str(sb, "status.podIP"), *node = kj_str(sb, "status.nodeName");
+    field(b, 2, "Phase", sv.phase);
+    field_if(b, 2, "Lifecycle", sv.status_lifecycle);
+    field_if(b, 2, "Class", sv.status_class_name);
+    const char *pod = sv.pod_name, *ip = sv.pod_ip, *node = sv.node_name;
     if (pod) {
         snprintf(v, sizeof(v), "%s%s%s%s%s%s", pod, ip || node ? " (" : "", ip ? ip : "", ip && node ? ", node " : node ? "node " : "",
                  node ? node : "", ip || node ? ")" : "");
         field(b, 2, "Pod", v);
     }
-    field_if(b, 2, "Workspace Claim", kj_str(sb, "status.workspaceClaim"));
-    time_field(b, 2, "Started", kj_str(sb, "status.startedAt"), now_ms);
-    time_field(b, 2, "Stopped", kj_str(sb, "status.stoppedAt"), now_ms);
-    time_field(b, 2, "Last Used", kj_str(sb, "status.lastUsedAt"), now_ms);
+    field_if(b, 2, "Workspace Claim", sv.workspace_claim);
+    time_field(b, 2, "Started", sv.started_text, now_ms);
+    time_field(b, 2, "Stopped", sv.stopped_text, now_ms);
+    time_field(b, 2, "Last Used", sv.last_used_text, now_ms);
     field_if(b, 2, "Idle Timeout", kj_str(sb, "status.idleTimeout"));
     field_if(b, 2, "Reclaim After", kj_str(sb, "status.reclaimAfter"));
     time_field(b, 2, "Idle At", kj_str(sb, "status.idleAt"), now_ms);
@@ -243,7 +246,7 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     }
     const cJSON *og = kj_path(sb, "status.observedGeneration");
     if (cJSON_IsNumber(og)) {
-        snprintf(v, sizeof(v), "%lld (generation %lld)", (long long)og->valuedouble, (long long)kj_int(sb, "metadata.generation", 0));
+        snprintf(v, sizeof(v), "%lld (generation %lld)", (long long)og->valuedouble, (long long)sv.meta.generation);
         field(b, 2, "Observed Generation", v);
     }
     const cJSON *srun = kj_path(sb, "status.run");
@@ -251,15 +254,15 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
         dynbuf_append_str(b, "  Run:\n");
         const cJSON *code = kj_path(srun, "exitCode");
         if (cJSON_IsNumber(code)) { snprintf(v, sizeof(v), "%lld", (long long)code->valuedouble); field(b, 4, "Exit Code", v); }
-        time_field(b, 4, "Started", kj_str(srun, "startedAt"), now_ms);
-        time_field(b, 4, "Finished", kj_str(srun, "finishedAt"), now_ms);
+        time_field(b, 4, "Started", sv.run.started_text, now_ms);
+        time_field(b, 4, "Finished", sv.run.finished_text, now_ms);
         if (kj_bool(srun, "truncated", 0))
             field(b, 4, "Output", "the last 1400 bytes of each stream (the whole output: yao-sandbox logs)");
         text_block(b, 4, "Stdout", kj_str(srun, "stdout"));
         text_block(b, 4, "Stderr", kj_str(srun, "stderr"));
     }
 
-    const cJSON *conds = kj_path(sb, "status.conditions");
+    const cJSON *conds = sv.conditions;
     if (conds && conds->child) {
         struct rows r = {.ncols = 5};
         r.cells[r.n][0] = "Type"; r.cells[r.n][1] = "Status"; r.cells[r.n][2] = "Reason";

@@ -168,7 +168,7 @@ KNOWN_PATH_READS = {
     "controller/sandbox/io/warm.c": 1,             # a SandboxClass's spec.workspace.warmPool.namespaces
     "controller/sandbox/io/shard.c": 1,            # a list's metadata.continue
     "cli/cmd_sandbox.c": 2,                     # a list's metadata.continue and resourceVersion
-    "cli/describe.c": 46,                       # describe prints the whole object
+    "cli/describe.c": 18,                       # the fields describe alone shows (ports, env, run, ...)
     "cli/waiter.c": 1,                          # a list's metadata.resourceVersion
     "cli/cmd_observe.c": 1,                     # status.run's kept output (stdout, stderr)
 }
