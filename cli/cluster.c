@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "cli/cluster.h"
+#include "base/errfmt.h"
 #include "cli/keepalive.h"
 #include "cli/output.h"
 #include "cli/waitcond.h"
@@ -69,7 +70,7 @@ int cluster_get(struct cli *c, const char *name, cJSON **out) {
 int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet, cJSON **answer) {
     char path[640], err[KUBE_ERR_MAX], now[40];
     cJSON *p = cJSON_CreateObject();
-    if (!p) return cli_fail("out of memory");
+    if (!p) return cli_fail(ERR_OOM);
     if (touch) {
         kj_time_format(kj_now_ms(), now, sizeof(now));
         cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");

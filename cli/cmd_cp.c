@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/paths.h"
@@ -62,7 +63,7 @@ static int cp_in(struct cli *c, const char *local, const char *rpath) {
     if (!lbase) { rc = cli_fail("cp: cannot copy \"%s\"", local); goto out; }
     /* Before anything is sent: tar is there, and either PATH is a directory (the source
      * goes inside under its own name) or its parent is (PATH names the copy). */
-    if (cli_path_split(file, &rdir, &rname) < 0) { rc = cli_fail("out of memory"); goto out; }
+    if (cli_path_split(file, &rdir, &rname) < 0) { rc = cli_fail(ERR_OOM); goto out; }
     const char *check[] = {"sh", "-c", CLI_CP_IN_CHECK, "sh", file, rdir};
     struct dynbuf what, cerr;
     dynbuf_init(&what, 64);
@@ -85,7 +86,7 @@ static int cp_in(struct cli *c, const char *local, const char *rpath) {
         free(rname);
         rdir = strdup(file);
         rname = strdup(lbase);
-        if (!rdir || !rname) { rc = cli_fail("out of memory"); goto out; }
+        if (!rdir || !rname) { rc = cli_fail(ERR_OOM); goto out; }
     }
     char err[512];
     struct cli_tar_src *src = cli_tar_src_new(local, rname, note_stderr, "cp", err, sizeof(err));
@@ -111,7 +112,7 @@ static int cp_out(struct cli *c, const char *rpath, const char *local) {
     char pod[256], *file, *rdir = NULL, *rname = NULL, *ldir = NULL, *lname = NULL;
     if (session_file_setup(c, rpath, pod, sizeof(pod), &file)) return 1;
     int rc = 0, code = 0;
-    if (cli_path_split(file, &rdir, &rname) < 0) { rc = cli_fail("out of memory"); goto out; }
+    if (cli_path_split(file, &rdir, &rname) < 0) { rc = cli_fail(ERR_OOM); goto out; }
     struct stat st;
     const char *dest, *to;
     const char *from = strcmp(rname, ".") ? rname : "";

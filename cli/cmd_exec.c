@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/exec_decide.h"
@@ -88,7 +89,7 @@ int cmd_exec(struct cli *c) {
         if (!eq || eq == a->env[i]) return cli_usage_error("-e wants NAME=VALUE, got \"%s\"", a->env[i]);
     }
     if (cli_exec_argv(a->cmdv, a->ncmd, a->env, a->nenv, a->workdir, &argv, &argc) < 0)
-        return cli_fail("out of memory");
+        return cli_fail(ERR_OOM);
     if (cluster_connect(c)) { free(argv); return 1; }
     cJSON *sb;
     if (cluster_ensure_running(c, name, &sb)) { free(argv); return 1; }

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/dynbuf.h"
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/describe.h"
@@ -148,7 +149,7 @@ int cmd_describe(struct cli *c) {
     dynbuf_init(&b, 64u << 20);
     int rc = describe_render(sb, events, kj_now_ms(), &b);
     if (rc == 0 && cli_write_all(1, b.data ? b.data : "", b.len) < 0) rc = cli_fail("writing output: %s", strerror(errno));
-    else if (rc) rc = cli_fail("out of memory");
+    else if (rc) rc = cli_fail(ERR_OOM);
     if (st != 200) fprintf(stderr, PROG ": reading the Events of sandbox \"%s\": %s\n", name, err);
     dynbuf_free(&b);
     cJSON_Delete(list);

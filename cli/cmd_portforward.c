@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/session.h"
@@ -106,7 +107,7 @@ int cmd_port_forward(struct cli *c) {
     struct in_addr probe;
     if (n == 0) return cli_usage_error("no port given: " PROG " port-forward SANDBOX [LOCAL:]PORT...");
     if (inet_pton(AF_INET, addr, &probe) != 1) return cli_usage_error("invalid --address \"%s\" (an IPv4 address)", addr);
-    if (!(ls = calloc(n, sizeof(*ls)))) return cli_fail("out of memory");
+    if (!(ls = calloc(n, sizeof(*ls)))) return cli_fail(ERR_OOM);
     for (size_t i = 0; i < n; i++) {
         ls[i].fd = -1;
         if (kube_pf_parse_mapping(a->pos[i + 1], &ls[i].local, &ls[i].remote) < 0) {
@@ -142,7 +143,7 @@ int cmd_port_forward(struct cli *c) {
     struct session_toucher t;
     session_toucher_start(&t, c, name);
     struct pollfd *pf = calloc(n + 1, sizeof(*pf));
-    rc = pf ? 0 : cli_fail("out of memory");
+    rc = pf ? 0 : cli_fail(ERR_OOM);
     while (pf && !atomic_load(&pf_stop)) {
         for (size_t i = 0; i < n; i++) pf[i] = (struct pollfd){ls[i].fd, POLLIN, 0};
         pf[n] = (struct pollfd){pf_wake[0], POLLIN, 0};

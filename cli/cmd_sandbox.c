@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/cluster.h"
 #include "cli/output.h"
@@ -108,7 +109,7 @@ static int find_pair(struct cli *c, cJSON **out) {
     }
     if (best) *out = cJSON_Duplicate(best, 1);
     cJSON_Delete(list);
-    if (best && !*out) { cli_fail("out of memory"); return -1; }
+    if (best && !*out) { cli_fail(ERR_OOM); return -1; }
     return best ? 1 : 0;
 }
 
@@ -164,7 +165,7 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
         snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
         st = obj ? kube_create(c->kc, path, obj, out, err, sizeof(err)) : -1;
         cJSON_Delete(obj);
-        if (!obj) return cli_fail("out of memory");
+        if (!obj) return cli_fail(ERR_OOM);
         if (st >= 200 && st < 300 && *out) { *created = 1; return 0; }
         cJSON_Delete(*out);
         *out = NULL;
@@ -639,7 +640,7 @@ int cmd_delete(struct cli *c) {
         if (!cluster_valid_name(a->pos[i])) return cli_usage_error("invalid sandbox name \"%s\"", a->pos[i]);
     if (cluster_connect(c)) return 1;
     char (*uids)[128] = calloc(a->npos, sizeof(*uids));
-    if (!uids) return cli_fail("out of memory");
+    if (!uids) return cli_fail(ERR_OOM);
     int rc = 0;
     for (size_t i = 0; i < a->npos; i++) {
         const char *name = a->pos[i];

@@ -165,7 +165,7 @@ static cJSON *parse_literal(struct parser *ps, size_t *i, size_t end) {
         int bad;
         size_t at = *i;
         char *t = parse_quoted(s, i, end, &bad);
-        if (!t) { fail_at(ps, at, bad ? "unterminated string" : "out of memory"); return NULL; }
+        if (!t) { fail_at(ps, at, bad ? "unterminated string" : ERR_OOM); return NULL; }
         cJSON *v = cJSON_CreateString(t);
         free(t);
         return v;
@@ -222,7 +222,7 @@ static int parse_bracket(struct parser *ps, size_t *i, size_t end, struct step *
         int bad;
         st->kind = S_FIELD;
         st->name = parse_quoted(s, i, end, &bad);
-        if (!st->name) return fail_at(ps, at, bad ? "unterminated string" : "out of memory");
+        if (!st->name) return fail_at(ps, at, bad ? "unterminated string" : ERR_OOM);
     } else if (*i < end && s[*i] == '*') {
         st->kind = S_WILD;
         (*i)++;
@@ -255,7 +255,7 @@ static int parse_bracket(struct parser *ps, size_t *i, size_t end, struct step *
 static struct path *parse_path(struct parser *ps, size_t *i, size_t end, int in_filter) {
     const char *s = ps->s;
     struct path *p = calloc(1, sizeof(*p));
-    if (!p) { fail_at(ps, *i, "out of memory"); return NULL; }
+    if (!p) { fail_at(ps, *i, ERR_OOM); return NULL; }
     if (*i < end && s[*i] == '$') { p->from_root = 1; (*i)++; }
     else if (*i < end && s[*i] == '@') (*i)++;
     int first = 1;
@@ -306,7 +306,7 @@ static struct path *parse_path(struct parser *ps, size_t *i, size_t end, int in_
     }
     return p;
 oom:
-    fail_at(ps, *i, "out of memory");
+    fail_at(ps, *i, ERR_OOM);
 bad:
     path_free(p);
     return NULL;
@@ -337,7 +337,7 @@ static int parse_nodes(struct parser *ps, int depth, struct node **out, size_t *
             }
             nd.kind = N_TEXT;
             nd.text = strndup(s + ps->pos, k - ps->pos);
-            if (!nd.text || add_node(out, nout, nd)) { free(nd.text); return fail_at(ps, ps->pos, "out of memory"); }
+            if (!nd.text || add_node(out, nout, nd)) { free(nd.text); return fail_at(ps, ps->pos, ERR_OOM); }
             ps->pos = k;
             continue;
         }
@@ -365,9 +365,9 @@ static int parse_nodes(struct parser *ps, int depth, struct node **out, size_t *
             int bad;
             nd.kind = N_TEXT;
             nd.text = parse_quoted(s, &i, end, &bad);
-            if (!nd.text) return fail_at(ps, open, bad ? "unterminated string" : "out of memory");
+            if (!nd.text) return fail_at(ps, open, bad ? "unterminated string" : ERR_OOM);
             if (i != end) { free(nd.text); return fail_at(ps, i, "text after a quoted string"); }
-            if (add_node(out, nout, nd)) { free(nd.text); return fail_at(ps, open, "out of memory"); }
+            if (add_node(out, nout, nd)) { free(nd.text); return fail_at(ps, open, ERR_OOM); }
             continue;
         }
         int range = end - i > 6 && !strncmp(s + i, "range", 5) && isspace((unsigned char)s[i + 5]);
@@ -386,7 +386,7 @@ static int parse_nodes(struct parser *ps, int depth, struct node **out, size_t *
         if (add_node(out, nout, nd)) {
             path_free(nd.path);
             nodes_free(nd.body, nd.nbody);
-            return fail_at(ps, open, "out of memory");
+            return fail_at(ps, open, ERR_OOM);
         }
     }
     if (depth > 0) return fail_at(ps, len, "{range} without {end}");

@@ -50,7 +50,7 @@ static long attempt(struct kube_client *kc, const char *path, struct stream *s, 
     CURL *h = curl_easy_init();
     long status = 0;
     *cc_out = CURLE_OK;
-    if (!h || !url) { errfmt(err, errlen, "out of memory"); goto out; }
+    if (!h || !url) { errfmt_oom(err, errlen); goto out; }
     if (kube_client_setup_handle(kc, h, &hdrs, err, errlen) < 0) goto out;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "base/dynbuf.h"
 #include "cli/cluster.h"
@@ -375,7 +376,7 @@ int cmd_completion(struct cli *c) {
         dynbuf_free(&b);
         return cli_usage_error("unknown shell \"%s\" (bash or zsh)", c->a->pos[0]);
     }
-    if (rc < 0) rc = cli_fail("out of memory");
+    if (rc < 0) rc = cli_fail(ERR_OOM);
     else if (cli_write_all(1, b.data, b.len) < 0) rc = cli_fail("writing output: %s", strerror(errno));
     dynbuf_free(&b);
     return rc;
@@ -414,7 +415,7 @@ int main(int argc, char **argv) {
     const char **pos = calloc((size_t)argc, sizeof(char *));
     const char **env = calloc((size_t)argc, sizeof(char *));
     const char **groups = calloc((size_t)argc, sizeof(char *));
-    if (!rest || !pos || !env || !groups) return cli_fail("out of memory");
+    if (!rest || !pos || !env || !groups) return cli_fail(ERR_OOM);
     int nrest = 0;
     for (int i = 1; i < argc; i++) if (i != ci) rest[nrest++] = argv[i];
     struct args a = {.cmd = cmd->name, .pos = pos, .env = env, .as_groups = groups};

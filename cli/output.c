@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/errfmt.h"
 #include "cli/cli.h"
 #include "cli/fdio.h"
 #include "cli/jsonpath.h"
@@ -190,7 +191,7 @@ int out_jsonpath(const char *o, const cJSON *v) {
     if (jsonpath_compile(o + 9, &jp, err, sizeof(err)) < 0) return cli_fail("%s", err);
     struct dynbuf b;
     dynbuf_init(&b, SIZE_MAX);
-    int rc = jsonpath_render(jp, v, &b) < 0 ? cli_fail("out of memory")
+    int rc = jsonpath_render(jp, v, &b) < 0 ? cli_fail(ERR_OOM)
            : cli_write_all(1, b.data ? b.data : "", b.len) < 0 ? cli_fail("writing output: %s", strerror(errno)) : 0;
     dynbuf_free(&b);
     jsonpath_free(jp);
@@ -203,7 +204,7 @@ void out_table_add(struct out_table *t, const char *const *row) {
     if (t->nrows == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 32;
         t->cells = realloc(t->cells, t->cap * t->ncols * sizeof(char *));
-        if (!t->cells) { cli_fail("out of memory"); exit(1); }
+        if (!t->cells) { cli_fail(ERR_OOM); exit(1); }
     }
     for (size_t i = 0; i < t->ncols; i++) t->cells[t->nrows * t->ncols + i] = strdup(row[i] ? row[i] : "");
     t->nrows++;

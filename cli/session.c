@@ -239,5 +239,5 @@ int session_file_setup(struct cli *c, const char *path, char *pod, size_t podlen
     snprintf(pod, podlen, "%s", v.pod_name ? v.pod_name : "");
     *file = session_path(c, sb, path ? path : "");
     cJSON_Delete(sb);
-    return *file ? 0 : cli_fail("out of memory");
+    return *file ? 0 : cli_fail(ERR_OOM);
 }

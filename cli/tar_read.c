@@ -129,11 +129,11 @@ static int ut_defer_dir(struct cli_untar *u, const char *rel, unsigned mode) {
     if (u->ndirs == u->capdirs) {
         size_t ncap = u->capdirs ? u->capdirs * 2 : 16;
         struct ut_dir *nd = realloc(u->dirs, ncap * sizeof(*nd));
-        if (!nd) return ut_fail(u, "out of memory");
+        if (!nd) return ut_fail(u, ERR_OOM);
         u->dirs = nd;
         u->capdirs = ncap;
     }
-    if (!(u->dirs[u->ndirs].rel = strdup(rel))) return ut_fail(u, "out of memory");
+    if (!(u->dirs[u->ndirs].rel = strdup(rel))) return ut_fail(u, ERR_OOM);
     u->dirs[u->ndirs++].mode = mode;
     return 0;
 }
@@ -154,14 +154,14 @@ static int ut_create(struct cli_untar *u, char type, const char *name, const cha
     char *clean = malloc(nl), *mapped = NULL, *lclean = NULL, *lmapped = NULL;
     int rc = 0, outside = 0, pfd = -1, tfd = -1;
     const char *base = NULL, *tbase = NULL;
-    if (!clean) return ut_fail(u, "out of memory");
+    if (!clean) return ut_fail(u, ERR_OOM);
     int cr = cli_path_clean_rel(name, clean, nl);
     if (cr == -1) { ut_reject(u, name, "absolute path"); goto out; }
     if (cr == -2) { ut_reject(u, name, "path contains \"..\""); goto out; }
-    if (cr != 0) { rc = ut_fail(u, "out of memory"); goto out; }
+    if (cr != 0) { rc = ut_fail(u, ERR_OOM); goto out; }
     mapped = ut_map(u, clean, &outside);
     if (outside) { ut_reject(u, name, "not part of the requested path"); goto out; }
-    if (!mapped) { rc = ut_fail(u, "out of memory"); goto out; }
+    if (!mapped) { rc = ut_fail(u, ERR_OOM); goto out; }
     if (!*mapped) {
         if (type != '5') ut_reject(u, name, "names the destination itself");
         goto out;
@@ -210,12 +210,12 @@ static int ut_create(struct cli_untar *u, char type, const char *name, const cha
     }
     case '1': {
         size_t ll = strlen(link) + 1;
-        if (!(lclean = malloc(ll))) { rc = ut_fail(u, "out of memory"); goto out; }
+        if (!(lclean = malloc(ll))) { rc = ut_fail(u, ERR_OOM); goto out; }
         int lr = cli_path_clean_rel(link, lclean, ll);
         if (lr != 0 || !*lclean) { ut_reject(u, name, "hard link points outside the destination"); goto out; }
         lmapped = ut_map(u, lclean, &outside);
         if (outside || (lmapped && !*lmapped)) { ut_reject(u, name, "hard link points outside the destination"); goto out; }
-        if (!lmapped) { rc = ut_fail(u, "out of memory"); goto out; }
+        if (!lmapped) { rc = ut_fail(u, ERR_OOM); goto out; }
         if ((tfd = ut_open_parent(u, lmapped, 0, &tbase)) < 0) {
             if (errno == ENOENT) { ut_reject(u, name, "hard link target is missing"); goto out; }
             rc = ut_walk_failed(u, name, lmapped);
@@ -301,7 +301,7 @@ static int ut_meta_done(struct cli_untar *u) {
     if (u->meta_type == 'L' || u->meta_type == 'K') {
         size_t len = strnlen(p, n);
         if (set_str(u->meta_type == 'L' ? &u->long_name : &u->long_link, p, len) < 0)
-            return ut_fail(u, "out of memory");
+            return ut_fail(u, ERR_OOM);
     } else if (u->meta_type == 'x') {
         size_t off = 0;
         while (off < n) {
@@ -331,7 +331,7 @@ static int ut_meta_done(struct cli_untar *u) {
                 u->pax_size = v;
                 u->have_pax_size = 1;
             }
-            if (rc < 0) return ut_fail(u, "out of memory");
+            if (rc < 0) return ut_fail(u, ERR_OOM);
             off += len;
         }
     }   /* 'g': global records are not used */
@@ -420,7 +420,7 @@ static int ut_header(struct cli_untar *u) {
     else link = field_str(h + 157, 100);
     ut_clear_pending(u);
     int rc;
-    if (!name || !link) rc = ut_fail(u, "out of memory");
+    if (!name || !link) rc = ut_fail(u, ERR_OOM);
     else if (!*name) { ut_reject(u, "", "empty name"); rc = 0; }
     else rc = ut_create(u, type, name, link, (unsigned)mode);
     free(name);
@@ -436,12 +436,12 @@ struct cli_untar *cli_untar_new(const struct cli_untar_options *o, char *err, si
         return NULL;
     }
     struct cli_untar *u = calloc(1, sizeof(*u));
-    if (!u) { errfmt(err, errlen, "out of memory"); return NULL; }
+    if (!u) { errfmt_oom(err, errlen); return NULL; }
     u->destfd = -1;
     u->out_fd = -1;
     dynbuf_init(&u->meta, TAR_PAX_MAX);
     if (o->from && (!(u->from = strdup(o->from)) || !(u->to = strdup(o->to)))) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         cli_untar_free(u);
         return NULL;
     }
@@ -479,7 +479,7 @@ int cli_untar_feed(struct cli_untar *u, const void *data, size_t len) {
         if (u->remaining > 0) {
             size_t k = u->remaining < len ? (size_t)u->remaining : len;
             if (u->meta_type) {
-                if (dynbuf_append(&u->meta, p, k) < 0) return ut_fail(u, "out of memory");
+                if (dynbuf_append(&u->meta, p, k) < 0) return ut_fail(u, ERR_OOM);
             } else if (u->out_fd >= 0 && cli_write_all(u->out_fd, p, k) < 0) {
                 return ut_fail(u, "write: %s", strerror(errno));
             }

@@ -240,7 +240,7 @@ static int emit(struct cli_tar_src *s, const char *path, const char *name, int f
             return src_fail(s, "%s: name too long", path);
         }
         free(s->fd_path);
-        if (!(s->fd_path = strdup(path))) { close(fd); return src_fail(s, "out of memory"); }
+        if (!(s->fd_path = strdup(path))) { close(fd); return src_fail(s, ERR_OOM); }
         s->fd = fd;
         s->remaining = (uint64_t)st.st_size;
         s->pad = tar_pad_of(s->remaining);
@@ -248,7 +248,7 @@ static int emit(struct cli_tar_src *s, const char *path, const char *name, int f
     }
     if (S_ISDIR(st.st_mode)) {
         char *dname = cli_path_append(name, "");   /* "name/" */
-        if (!dname) return src_fail(s, "out of memory");
+        if (!dname) return src_fail(s, ERR_OOM);
         int rc = cli_tar_header(&s->pend, dname, '5', mode, 0, st.st_mtime, NULL);
         free(dname);
         if (rc < 0) return src_fail(s, "%s: name too long", path);
@@ -288,14 +288,14 @@ static int next_entry(struct cli_tar_src *s) {
         const char *kid = top->kids[top->next++];
         char *path = cli_path_append(top->path, kid);
         char *name = cli_path_append(top->name, kid);
-        int rc = path && name ? emit(s, path, name, 0) : src_fail(s, "out of memory");
+        int rc = path && name ? emit(s, path, name, 0) : src_fail(s, ERR_OOM);
         free(path);
         free(name);
         if (rc == 1) continue;
         return rc;
     }
     static const char trailer[2 * TAR_BLOCK];
-    if (dynbuf_append(&s->pend, trailer, sizeof(trailer)) < 0) return src_fail(s, "out of memory");
+    if (dynbuf_append(&s->pend, trailer, sizeof(trailer)) < 0) return src_fail(s, ERR_OOM);
     s->done = 1;
     return 0;
 }
@@ -316,7 +316,7 @@ struct cli_tar_src *cli_tar_src_new(const char *local_path, const char *name,
     struct cli_tar_src *s = calloc(1, sizeof(*s));
     if (!s || !(s->root_path = strdup(local_path)) || !(s->root_name = strdup(name))) {
         if (s) { free(s->root_path); free(s); }
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return NULL;
     }
     dynbuf_init(&s->pend, TAR_HEADERS_MAX);

@@ -18,6 +18,10 @@ int errfmt(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+int errfmt_oom(char *err, size_t errlen) {
+    return errfmt(err, errlen, "%s", ERR_OOM);
+}
+
 /* errfmt, then control bytes (and DEL) → '?'. */
 int errfmt_line(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;

@@ -12,6 +12,10 @@
  * Nothing is written when err is NULL or errlen 0. Returns -1, so a failing function can
  * `return errfmt(err, errlen, "...", ...);`. */
 int errfmt(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The one spelling of an allocation failure, for messages built elsewhere (cli_fail). */
+#define ERR_OOM "out of memory"
+/* errfmt(err, errlen, ERR_OOM). Returns -1. */
+int errfmt_oom(char *err, size_t errlen);
 /* errfmt with a va_list, for helpers that record more than the message. Returns -1. */
 int errfmt_v(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 /* errfmt for messages that quote untrusted text (a document's names and values, which may

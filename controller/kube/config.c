@@ -1372,7 +1372,7 @@ int kube_config_auth(struct kube_config *c, struct kube_auth *a, char *err, size
     if (c->cert_pem && c->key_pem) {
         if (!(a->cert_pem = malloc(c->cert_len + 1)) || !(a->key_pem = malloc(c->key_len + 1))) {
             kube_auth_free(a);
-            return errfmt(err, errlen, "out of memory");
+            return errfmt_oom(err, errlen);
         }
         memcpy(a->cert_pem, c->cert_pem, c->cert_len);
         a->cert_pem[c->cert_len] = 0;
@@ -1411,18 +1411,18 @@ int kube_config_set_impersonation(struct kube_config *c, const char *user, const
     if (user) {
         char *u;
         if (!*user) return errfmt(err, errlen, "--as: the user name is empty");
-        if (!(u = strdup(user))) return errfmt(err, errlen, "out of memory");
+        if (!(u = strdup(user))) return errfmt_oom(err, errlen);
         free(c->impersonate_user);
         c->impersonate_user = u;
     }
     if (ngroups) {
         char **g = calloc(ngroups + 1, sizeof(char *));
-        if (!g) return errfmt(err, errlen, "out of memory");
+        if (!g) return errfmt_oom(err, errlen);
         for (size_t i = 0; i < ngroups; i++)
             if (!groups[i] || !*groups[i] || !(g[i] = strdup(groups[i]))) {
                 kcfg_free_list(g, ngroups);
                 return errfmt(err, errlen, groups[i] && !*groups[i] ? "--as-group: the group name is empty"
-                                                                   : "out of memory");
+                                                                   : ERR_OOM);
             }
         kcfg_free_list(c->impersonate_groups, c->n_impersonate_groups);
         c->impersonate_groups = g;

@@ -101,7 +101,7 @@ int kube_exec_credential_parse(const char *text, size_t len, const char *api_ver
     }
     if ((token && !(out->token = strdup(token))) ||
         (cert && (!(out->cert_pem = strdup(cert)) || !(out->key_pem = strdup(key))))) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         goto out;
     }
     if (cert) {
@@ -326,7 +326,7 @@ int kube_credplugin_get(struct kube_credplugin *p, struct kube_exec_credential *
         }
         p->runs++;
     }
-    if (rc == 0 && cred_copy(&p->cred, out) < 0) rc = errfmt(err, errlen, "out of memory");
+    if (rc == 0 && cred_copy(&p->cred, out) < 0) rc = errfmt_oom(err, errlen);
     if (p->mu_ready) pthread_mutex_unlock(&p->mu);
     return rc;
 }

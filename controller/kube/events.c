@@ -332,7 +332,7 @@ static long patch_count(struct kube_recorder *r, const struct written *w, uint64
     char path[512];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", w->ns, w->name);
     cJSON *patch = cJSON_CreateObject();
-    if (!patch) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!patch) { errfmt_oom(err, errlen); return -1; }
     cJSON_AddNumberToObject(patch, "count", (double)total);
     cJSON_AddStringToObject(patch, "lastTimestamp", last);
     long st = kube_merge_patch(r->client, path, patch, NULL, err, errlen);
@@ -347,7 +347,7 @@ static long post_event(struct kube_recorder *r, const struct pending *p, const c
     kj_time_format(p->first_wall_ms, first, sizeof(first));
     kj_time_format(p->last_wall_ms, last, sizeof(last));
     cJSON *ev = cJSON_CreateObject();
-    if (!ev) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!ev) { errfmt_oom(err, errlen); return -1; }
     cJSON_AddStringToObject(ev, "apiVersion", "v1");
     cJSON_AddStringToObject(ev, "kind", "Event");
     cJSON *md = cJSON_AddObjectToObject(ev, "metadata");

@@ -421,10 +421,10 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
         *headers = l;
     }
     kube_config_free_lines(imp);
-    if (oom) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
+    if (oom) { kube_auth_free(&auth); errfmt_oom(err, errlen); return -1; }
     char *ca;
     size_t ca_len;
-    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
+    if (kube_config_ca(k, 0, &ca, &ca_len) < 0) { kube_auth_free(&auth); errfmt_oom(err, errlen); return -1; }
     if (ca) {                      /* the current bundle: a rotated file is picked up */
         struct curl_blob blob = {ca, ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
@@ -433,7 +433,7 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     if (c->connect_to) {
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
         struct curl_slist *l = curl_slist_append(*headers, c->host_header);
-        if (!l) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
+        if (!l) { kube_auth_free(&auth); errfmt_oom(err, errlen); return -1; }
         *headers = l;
     }
     if (auth.cert_pem && auth.key_pem) {
@@ -457,13 +457,13 @@ int kube_client_setup_handle(struct kube_client *c, void *curl_easy, struct curl
     if (token) {
         size_t n = strlen(token) + sizeof("Authorization: Bearer ");
         char *hdr = malloc(n);
-        if (!hdr) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
+        if (!hdr) { kube_auth_free(&auth); errfmt_oom(err, errlen); return -1; }
         snprintf(hdr, n, "Authorization: Bearer %s", token);
         struct curl_slist *l = curl_slist_append(*headers, hdr);
         /* Wipe the copies: tokens live only as long as the request needs them. */
         memset(hdr, 0, n);
         free(hdr);
-        if (!l) { kube_auth_free(&auth); errfmt(err, errlen, "out of memory"); return -1; }
+        if (!l) { kube_auth_free(&auth); errfmt_oom(err, errlen); return -1; }
         *headers = l;
     }
     kube_auth_free(&auth);
@@ -511,10 +511,10 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     int rc = -1;
 
     dynbuf_init(&r.body, c->max_body);
-    if (pool_take(c, &k) < 0) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    if (pool_take(c, &k) < 0) { errfmt_oom(resp->err, sizeof(resp->err)); goto out; }
     h = k.easy;
     curl_easy_reset(h);
-    if (!(url = kube_client_url(c, path))) { errfmt(resp->err, sizeof(resp->err), "out of memory"); goto out; }
+    if (!(url = kube_client_url(c, path))) { errfmt_oom(resp->err, sizeof(resp->err)); goto out; }
     if (kube_client_setup_handle(c, h, &hdrs, resp->err, sizeof(resp->err)) < 0) goto out;
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     if (content_type) {
@@ -564,7 +564,7 @@ static int do_once(struct kube_client *c, const char *method, const char *path,
     kube_client_count(c, method, resp->status);
     resp->len = r.body.len;
     resp->body = dynbuf_take(&r.body);
-    if (!resp->body) { errfmt(resp->err, sizeof(resp->err), "out of memory"); resp->status = 0; goto out; }
+    if (!resp->body) { errfmt_oom(resp->err, sizeof(resp->err)); resp->status = 0; goto out; }
     *retry_after_s = r.retry_after_s;
     rc = 0;
 out:
@@ -748,7 +748,7 @@ long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
 long kube_delete(struct kube_client *c, const char *path, const char *uid,
                  char *err, size_t errlen) {
     cJSON *opts = cJSON_CreateObject();
-    if (!opts) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!opts) { errfmt_oom(err, errlen); return -1; }
     cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
     cJSON_AddStringToObject(opts, "apiVersion", "v1");
     cJSON_AddStringToObject(opts, "propagationPolicy", "Background");

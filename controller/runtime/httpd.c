@@ -213,7 +213,7 @@ struct httpd *httpd_start(const char *addr, httpd_handler_fn fn, void *ud, char 
     }
     pthread_once(&log_once, log_setup);
     struct httpd *h = calloc(1, sizeof(*h));
-    if (!h) { errfmt(err, errlen, "out of memory"); return NULL; }
+    if (!h) { errfmt_oom(err, errlen); return NULL; }
     h->fn = fn;
     h->ud = ud;
 

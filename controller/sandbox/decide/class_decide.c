@@ -95,7 +95,7 @@ static int cls_string(struct cls_ctx *c, const cJSON *obj, const char *key, cons
     if (strlen(v->valuestring) > SBX_CLASS_NAME_MAX * 4)
         return cls_fail(c, "%s: too long", path);
     *out = strdup(v->valuestring);
-    return *out ? 0 : cls_fail(c, "out of memory");
+    return *out ? 0 : cls_fail(c, ERR_OOM);
 }
 
 /* Optional array of non-empty strings into out. */
@@ -113,12 +113,12 @@ static int cls_strv(struct cls_ctx *c, const cJSON *obj, const char *key, const 
         return cls_fail(c, "%s: at most %d elements", path, SBX_CLASS_PREFIXES_MAX);
     if (n == 0) return 0;
     out->v = calloc(n, sizeof *out->v);
-    if (!out->v) return cls_fail(c, "out of memory");
+    if (!out->v) return cls_fail(c, ERR_OOM);
     cJSON_ArrayForEach(it, arr) {
         if (!cJSON_IsString(it) || !*it->valuestring)
             return cls_fail(c, "%s[%zu]: must be a non-empty string", path, out->n);
         out->v[out->n] = strdup(it->valuestring);
-        if (!out->v[out->n]) return cls_fail(c, "out of memory");
+        if (!out->v[out->n]) return cls_fail(c, ERR_OOM);
         out->n++;
     }
     return 0;
@@ -184,7 +184,7 @@ static int cls_json(struct cls_ctx *c, const cJSON *spec, const char *key, int a
     }
     if ((array ? cJSON_GetArraySize(v) : (v->child != NULL)) == 0) return 0;
     *out = cJSON_Duplicate(v, 1);
-    return *out ? 0 : cls_fail(c, "out of memory");
+    return *out ? 0 : cls_fail(c, ERR_OOM);
 }
 
 /* spec.workspace.warmPool: {size: 0-1000, namespaces: [names]} (sandbox/decide/warm_decide.h). */
@@ -212,7 +212,7 @@ static int cls_scope(struct cls_ctx *c, const cJSON *spec, struct sbx_class *k) 
         if (sbx_selector_validate(sel, "spec.allowedNamespaces.selector", err, sizeof err) != 0)
             return cls_fail(c, "%s", err);
         k->namespace_selector = cJSON_Duplicate(sel, 1);
-        if (!k->namespace_selector) return cls_fail(c, "out of memory");
+        if (!k->namespace_selector) return cls_fail(c, ERR_OOM);
     }
     lcs = cls_member(spec, "allowedLifecycles");
     if (!lcs) return 0;
@@ -243,7 +243,7 @@ static int cls_parse(struct cls_ctx *c, const cJSON *obj, struct sbx_class *k) {
     if (!name || !*name) return cls_fail(c, "metadata.name: required");
     c->name = name;
     k->name = strdup(name);
-    if (!k->name) return cls_fail(c, "out of memory");
+    if (!k->name) return cls_fail(c, ERR_OOM);
     if (cls_object(c, obj, "spec", "spec", &spec)) return -1;
 
     if (cls_object(c, spec, "image", "spec.image", &img)) return -1;

@@ -111,7 +111,7 @@ cJSON *sbx_host_aliases_build(const cJSON *aliases, const char *const *ips, char
     return out;
 oom:
     cJSON_Delete(out);
-    errfmt(err, errlen, "out of memory");
+    errfmt_oom(err, errlen);
     return NULL;
 }
 

@@ -48,7 +48,7 @@ int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *
     if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t) ||
         !cJSON_AddStringToObject(ann, SBX_ANN_LAST_ACTIVITY, note)) {
         cJSON_Delete(patch);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);

@@ -32,7 +32,7 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
         return 0;
     }
     cJSON *want = sbx_build_service(owner, spec, pod_name);
-    if (!want) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!want) { errfmt_oom(err, errlen); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
@@ -60,7 +60,7 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
             r = sbx_patch_owned_spec(deps, ns, "services", pod_name, sm.uid, part, err, errlen);
         else {
             cJSON_Delete(part);
-            errfmt(err, errlen, "out of memory");
+            errfmt_oom(err, errlen);
         }
         cJSON_Delete(ports);      /* what was not added */
         cJSON_Delete(selector);
@@ -110,7 +110,7 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
         return -1;
     }
     cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, apiserver, napiserver);
-    if (!want) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!want) { errfmt_oom(err, errlen); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {

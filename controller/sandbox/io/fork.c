@@ -171,7 +171,7 @@ int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const c
         cJSON *obj = sbx_build_copier(owner, spec, copier, deps->defaults->image ? deps->defaults->image
                                                                                    : SBX_DEFAULT_IMAGE,
                                       source, claim, node[0] ? node : NULL);
-        if (!obj) { errfmt(err, errlen, "out of memory"); rc = -1; goto out; }
+        if (!obj) { errfmt_oom(err, errlen); rc = -1; goto out; }
         cJSON *made = NULL;
         sbx_core_path(path, sizeof(path), ns, "pods");
         long st = kube_create(deps->client, path, obj, &made, err, errlen);

@@ -199,7 +199,7 @@ int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int
 
     *requeue_ms = 0;
     if (!o) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     for (size_t i = 0; i < sizeof(caches) / sizeof(caches[0]) && rc == 0; i++) {

@@ -40,7 +40,7 @@ static int send_owned_patch(const struct sbx_deps *deps, const char *ns, const c
     char path[1024];
     if (!ok) {
         cJSON_Delete(patch);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     sbx_object_path(path, sizeof(path), ns, resource, name);
@@ -77,7 +77,7 @@ long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, co
         (!rv || cJSON_AddStringToObject(pre, "resourceVersion", rv)))
         body = cJSON_PrintUnformatted(opts);
     cJSON_Delete(opts);
-    if (!body) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!body) { errfmt_oom(err, errlen); return -1; }
     struct kube_response resp;
     int rc = kube_request(deps->client, "DELETE", path, "application/json", body, strlen(body), &resp);
     free(body);

@@ -68,7 +68,7 @@ int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *
     }
     cJSON *patch = resize_patch(uid, resource_version, request_millis, limit_millis);
     if (!patch) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     sbx_core_path(path, sizeof(path), ns, "pods");

@@ -83,7 +83,7 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char 
             const char *next = kj_str(list, "metadata.continue");
             if (next && *next && !(cont = strdup(next))) {
                 cJSON_Delete(list);
-                errfmt(err, errlen, "out of memory");
+                errfmt_oom(err, errlen);
                 return -1;
             }
             cJSON_Delete(list);

@@ -113,7 +113,7 @@ int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const cha
     cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
     if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
         cJSON_Delete(patch);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
@@ -310,13 +310,13 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
         if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
     }
     cJSON *patch = cJSON_CreateObject();
-    if (!patch) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!patch) { errfmt_oom(err, errlen); return -1; }
     const char *rv = fence_rv ? fence_rv : sb->meta.resource_version;
     if (rv) {
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
         if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv)) {
             cJSON_Delete(patch);
-            errfmt(err, errlen, "out of memory");
+            errfmt_oom(err, errlen);
             return -1;
         }
     }
@@ -373,7 +373,7 @@ int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const
     d.restart_count = -1;
     d.last_termination = sb->last_termination;
     cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
-    if (!st) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!st) { errfmt_oom(err, errlen); return -1; }
     int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
     cJSON_Delete(st);
     if (rc == 0) sbx_event_invalid(deps, sb, &d);

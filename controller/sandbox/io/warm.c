@@ -636,7 +636,7 @@ static int want_spec(struct sbx_warm *w, const struct sbx_warm_want *want, struc
                      size_t whylen) {
     cJSON *sb = cJSON_Parse(POOL_PROBE_SANDBOX);
     int rc = -1;
-    if (!sb) { snprintf(why, whylen, "out of memory"); return -1; }
+    if (!sb) { errfmt_oom(why, whylen); return -1; }
     if (!want->owner_class) {
         rc = sbx_spec_parse(sb, w->deps->defaults, out, why, whylen);
     } else {
@@ -696,7 +696,7 @@ static int bind_pool(struct sbx_warm *w, const char *ns, const struct sbx_warm_w
     int rc = 0, have_spec = 0;
     struct sbx_spec spec;
     int64_t now = kj_now_ms();
-    if (!node) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (!node) { errfmt_oom(err, errlen); return -1; }
     for (size_t i = 0; i < pc->n; i++)
         if (!strcmp(pc->v[i].key, want->key) && !pc->v[i].terminating) node[n++] = pc->v[i].node;
     size_t navoid = sbx_binder_crowded_nodes(node, n, avoid, SBX_BINDER_AVOID_MAX);
@@ -721,7 +721,7 @@ static int bind_pool(struct sbx_warm *w, const char *ns, const struct sbx_warm_w
             cJSON_Delete(pod);
             pod = NULL;
         }
-        if (!pod) { errfmt(err, errlen, "out of memory"); rc = -1; break; }
+        if (!pod) { errfmt_oom(err, errlen); rc = -1; break; }
         sbx_core_path(path, sizeof(path), ns, "pods");
         long st = kube_create(w->deps->client, path, pod, &made, err, errlen);
         cJSON_Delete(pod);
@@ -775,7 +775,7 @@ static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_wa
     pthread_mutex_lock(&w->lock);
     strmap_foreach(&w->binders, collect_binder, &l);
     pthread_mutex_unlock(&w->lock);
-    if (l.failed) { free(l.v); errfmt(err, errlen, "out of memory"); return -1; }
+    if (l.failed) { free(l.v); errfmt_oom(err, errlen); return -1; }
     for (size_t j = 0; j < l.n && rc == 0; j++) {
         int keep = 0;
         for (size_t i = 0; i < pc->n && !keep; i++) {
@@ -817,7 +817,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     }
     if (pool_wants(w, ns, &wants) < 0 || pool_snapshot(w, ns, NULL, &pc) < 0) {
         sbx_warm_wants_free(&wants);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     int late[SBX_WARM_WANTS_MAX] = {0};
@@ -834,7 +834,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     }
     struct sbx_warm_claim *claims = calloc(pc.n + 1, sizeof(*claims));
     size_t *idx = calloc(pc.n + 1, sizeof(*idx)), *del = calloc(pc.n + 1, sizeof(*del));
-    if (!claims || !idx || !del) { errfmt(err, errlen, "out of memory"); goto out; }
+    if (!claims || !idx || !del) { errfmt_oom(err, errlen); goto out; }
     int wanted_any = 0;
     /* The refill (claims to make, pending claims of a late pool to bind) yields to starts in
      * flight; what is in excess is deleted all the same. Asked only when there is one. */
@@ -882,7 +882,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
                 cJSON_Delete(obj);
                 obj = NULL;
             }
-            if (!obj) { errfmt(err, errlen, "out of memory"); goto out; }
+            if (!obj) { errfmt_oom(err, errlen); goto out; }
             sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
             long st = kube_create(w->deps->client, path, obj, &made, err, errlen);
             cJSON_Delete(obj);
@@ -950,14 +950,14 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
     struct pool_copy pc;
     *adopted = NULL;
     if (!sbx_warm_sandbox_key(spec, key) || sbx_warm_released(w, owner->uid)) return 0;
-    if (pool_snapshot(w, ns, key, &pc) < 0) { errfmt(err, errlen, "out of memory"); return -1; }
+    if (pool_snapshot(w, ns, key, &pc) < 0) { errfmt_oom(err, errlen); return -1; }
     int rc = 0, tries = 0;
     struct sbx_warm_claim *claims = NULL;
     size_t *order = NULL;
     if (pc.n == 0) goto out;
     claims = calloc(pc.n, sizeof(*claims));
     order = calloc(pc.n, sizeof(*order));
-    if (!claims || !order) { rc = -1; errfmt(err, errlen, "out of memory"); goto out; }
+    if (!claims || !order) { rc = -1; errfmt_oom(err, errlen); goto out; }
     for (size_t i = 0; i < pc.n; i++)
         claims[i] = (struct sbx_warm_claim){.name = pc.v[i].name, .uid = pc.v[i].uid, .rv = pc.v[i].rv,
                                             .bound = pc.v[i].bound, .terminating = pc.v[i].terminating,
@@ -969,7 +969,7 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
         tries++;
         char path[1024];
         cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv, kj_now_ms()), *out = NULL;
-        if (!patch) { rc = -1; errfmt(err, errlen, "out of memory"); goto out; }
+        if (!patch) { rc = -1; errfmt_oom(err, errlen); goto out; }
         sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", e->name);
         long st = kube_merge_patch(w->deps->client, path, patch, &out, err, errlen);
         cJSON_Delete(patch);

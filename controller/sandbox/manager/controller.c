@@ -200,7 +200,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
                                           char *err, size_t errlen) {
     char path[1024];
     struct sbx_controller *ctl = calloc(1, sizeof(*ctl));
-    if (!ctl) { errfmt(err, errlen, "out of memory"); return NULL; }
+    if (!ctl) { errfmt_oom(err, errlen); return NULL; }
     ctl->deps.client = c;
     ctl->opt = *o;
     if (ctl->opt.workers < 1) ctl->opt.workers = 4;
@@ -286,7 +286,7 @@ struct sbx_controller *sbx_controller_new(struct kube_client *c, const struct sb
     if (!ctl->deps.queue || !ctl->terminating || !ctl->capacity || !ctl->metrics || !ctl->deps.sandboxes || !ctl->deps.pods ||
         !ctl->deps.pvcs || !ctl->deps.services || !ctl->deps.netpols || !ctl->deps.storage_classes ||
         !ctl->sandbox_classes || !ctl->warm) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         sbx_controller_free(ctl);
         return NULL;
     }

@@ -82,7 +82,7 @@ static int expand_claim(struct sbx_pass_env *env, const char *ns, const char *cl
                                          "requests");
     if (!req || !cJSON_AddStringToObject(req, "storage", size)) {
         cJSON_Delete(patch);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     long st = kube_merge_patch(env->deps->client, path, patch, NULL, err, errlen);
@@ -259,7 +259,7 @@ static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids 
         return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
     }
     if (sbx_records_seen(env->records, id->key, id->uid) < 0) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return end_pass(res, -1, 0);
     }
     int64_t held = sbx_terminating_left(env->terminating, id->ns, clock_mono_ms());
@@ -392,7 +392,7 @@ static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids 
     const char *h = sbx_meta_annotation(&wm, SBX_ANN_TEMPLATE_HASH);
     if (!h) {
         cJSON_Delete(want);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     ob->o.pod_template_outdated = strcmp(have, h) != 0;
@@ -558,7 +558,7 @@ static int write_status(struct sbx_pass_env *env, const struct pass_ids *id, con
         st = NULL;
     }
     if (!st) {
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     int rc = sbx_status_write(env->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);

@@ -137,7 +137,7 @@ static int np_cidrs(const cJSON *arr, const char *field, struct sbx_cidr **v, si
     if (count > SBX_NETPOL_CIDRS_MAX) return errfmt(err, errlen, "%s: at most %d CIDRs", field, SBX_NETPOL_CIDRS_MAX);
     if (!count) return 0;
     *v = calloc(count, sizeof **v);
-    if (!*v) return errfmt(err, errlen, "out of memory");
+    if (!*v) return errfmt_oom(err, errlen);
     cJSON_ArrayForEach(it, arr) {
         if (!cJSON_IsString(it)) return errfmt(err, errlen, "%s[%zu]: must be a string", field, *n);
         if (sbx_cidr_parse(it->valuestring, &(*v)[*n], why, sizeof why) != 0)
@@ -163,10 +163,10 @@ static int np_selector(const cJSON *sel, const char *field, cJSON **out, char *e
     cJSON_ArrayForEach(kv, ml)
         if (!cJSON_IsString(kv)) return errfmt(err, errlen, "%s.matchLabels.%.64s: must be a string", field, kv->string);
     *out = cJSON_CreateObject();
-    if (!*out) return errfmt(err, errlen, "out of memory");
+    if (!*out) return errfmt_oom(err, errlen);
     if ((ml && ml->child && !cJSON_AddItemToObject(*out, "matchLabels", cJSON_Duplicate(ml, 1))) ||
         (me && me->child && !cJSON_AddItemToObject(*out, "matchExpressions", cJSON_Duplicate(me, 1))))
-        return errfmt(err, errlen, "out of memory");
+        return errfmt_oom(err, errlen);
     return 0;
 }
 
@@ -185,7 +185,7 @@ static int np_peers(const cJSON *arr, const char *key, cJSON **out, char *err, s
         return errfmt(err, errlen, "spec.network.%s: at most %d peers", key, SBX_NETPOL_PEERS_MAX);
     if (!cJSON_GetArraySize(arr)) return 0;
     *out = cJSON_CreateArray();
-    if (!*out) return errfmt(err, errlen, "out of memory");
+    if (!*out) return errfmt_oom(err, errlen);
     cJSON_ArrayForEach(it, arr) {
         cJSON *peer;
         int n = 0;
@@ -197,7 +197,7 @@ static int np_peers(const cJSON *arr, const char *key, cJSON **out, char *err, s
         peer = cJSON_CreateObject();
         if (!peer || !cJSON_AddItemToArray(*out, peer)) {
             cJSON_Delete(peer);
-            return errfmt(err, errlen, "out of memory");
+            return errfmt_oom(err, errlen);
         }
         for (int k = 0; k < 2; k++) {
             const cJSON *sel = np_member(it, keys[k]);
@@ -210,7 +210,7 @@ static int np_peers(const cJSON *arr, const char *key, cJSON **out, char *err, s
             }
             if (!cJSON_AddItemToObject(peer, keys[k], copy)) {
                 cJSON_Delete(copy);
-                return errfmt(err, errlen, "out of memory");
+                return errfmt_oom(err, errlen);
             }
             n++;
         }
@@ -227,7 +227,7 @@ static int np_default_except(struct sbx_network *out, char *err, size_t errlen) 
     size_t n = sizeof ranges / sizeof *ranges;
 
     out->except = calloc(n, sizeof *out->except);
-    if (!out->except) return errfmt(err, errlen, "out of memory");
+    if (!out->except) return errfmt_oom(err, errlen);
     for (size_t i = 0; i < n; i++)
         if (sbx_cidr_parse(ranges[i], &out->except[i], err, errlen) != 0) return -1;
     out->nexcept = n;

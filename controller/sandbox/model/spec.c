@@ -913,7 +913,7 @@ int sbx_spec_recorded(const cJSON *sandbox, const struct sbx_defaults *d, struct
     out->class_name = v ? strdup(v) : NULL;
     if (!out->user_id || !out->chat_id || (v && !out->class_name)) {
         sbx_spec_free(out);
-        errfmt(err, errlen, "out of memory");
+        errfmt_oom(err, errlen);
         return -1;
     }
     v = rec_str(sandbox, "status", "lifecycle");
