@@ -123,7 +123,7 @@ int cmd_logs(struct cli *c) {
     else if (st == 404) rc = logs_from_status(c, sb, name, tail);   /* the pod went meanwhile */
     else if (st == 0) rc = cli_fail("reading the log of pod %s: %s", pod, err);
     else if (st >= 300) rc = cli_fail("reading the log of pod %s (sandbox \"%s\", phase %s): %s", pod, name,
-                                      *cluster_phase(sb) ? cluster_phase(sb) : "none", err);
+                                      v.phase && *v.phase ? v.phase : "none", err);
     cJSON_Delete(sb);
     return rc;
 }

@@ -39,6 +39,16 @@ static int source_running(struct env *e, struct names *src) {
 
 #define FROM_SRC ",\"lifecycle\":\"persistent\",\"workspace\":{\"from\":{\"sandbox\":\"src\"}}"
 
+/* A fork of src (Sandbox name of user fu, chat), passed until its copier exists; cp
+ * receives the copier's path. */
+static void fork_copying(struct env *e, struct names *fk, const char *name, const char *chat, char *cp, size_t n) {
+    names_of(fk, name, "fu", chat);
+    CHECK_INT(seed_sandbox(e, name, "fu", chat, FROM_SRC, NULL), 0);
+    copier_path(e, fk->sb, cp, n);
+    for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, fk, NULL), 0);
+    CHECK(stored_exists(e, cp));
+}
+
 /* Play the kubelet on the copier at path: ended with phase, the container's exit code and
  * message. */
 static int copier_ended(struct env *e, const char *path, const char *phase, int code, const char *message) {
@@ -56,11 +66,8 @@ TEST(a_fork_of_the_users_own_sandbox_is_copied_before_it_runs) {
     struct names src, fk;
     CHECK(e != NULL);
     if (!e || source_running(e, &src) < 0) { CHECK(!"the source runs"); return; }
-    names_of(&fk, "fk", "fu", "b");
-    CHECK_INT(seed_sandbox(e, "fk", "fu", "b", FROM_SRC, NULL), 0);
     char cp[512], buf[512];
-    copier_path(e, fk.sb, cp, sizeof cp);
-    for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, &fk, NULL), 0);
+    fork_copying(e, &fk, "fk", "b", cp, sizeof cp);
     /* its claim names the source's; a copier fills it, on the node the source's pod runs on */
     cJSON *claim = fakeapi_get(&e->fa, fk.pvc);
     CHECK(claim != NULL);
@@ -134,12 +141,8 @@ TEST(a_failed_copy_is_reported_and_replaced_only_after_the_retry_time) {
     struct names src, fk;
     CHECK(e != NULL);
     if (!e || source_running(e, &src) < 0) { CHECK(!"the source runs"); return; }
-    names_of(&fk, "fk2", "fu", "c");
-    CHECK_INT(seed_sandbox(e, "fk2", "fu", "c", FROM_SRC, NULL), 0);
     char cp[512], buf[512];
-    copier_path(e, fk.sb, cp, sizeof cp);
-    for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, &fk, NULL), 0);
-    CHECK(stored_exists(e, cp));
+    fork_copying(e, &fk, "fk2", "c", cp, sizeof cp);
     CHECK_INT(copier_ended(e, cp, "Failed", 1, "cp: no space left on device"), 0);
     CHECK(pod_cached(e, cp));
     size_t mark = fakeapi_mark(&e->fa);
@@ -163,15 +166,6 @@ TEST(a_failed_copy_is_reported_and_replaced_only_after_the_retry_time) {
     kj_now_offset_set(0);
 }
 
-/* One pass over n without waiting for the caches (one of them is held behind the store). */
-static int pass_unsettled(struct env *e, const struct names *n) {
-    char err[1024] = "";
-    int64_t rq = 0;
-    int rc = sbx_reconcile(e->ctl, n->key, &rq, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "  pass %s: %s\n", n->key, err);
-    return rc;
-}
-
 /* The claim cache behind the pass that marked the claim filled and deleted the copier (seen
  * under load: a second copier 14 ms after the first finished, copying the source again over
  * the fork's workspace while its pod started): the next pass reads the claim fresh before it
@@ -181,12 +175,8 @@ TEST(a_claim_cache_behind_a_finished_copy_makes_no_second_copier) {
     struct names src, fk;
     CHECK(e != NULL);
     if (!e || source_running(e, &src) < 0) { CHECK(!"the source runs"); return; }
-    names_of(&fk, "fk3", "fu", "d");
-    CHECK_INT(seed_sandbox(e, "fk3", "fu", "d", FROM_SRC, NULL), 0);
     char cp[512];
-    copier_path(e, fk.sb, cp, sizeof cp);
-    for (int i = 0; i < 3 && !stored_exists(e, cp); i++) CHECK_INT(pass(e, &fk, NULL), 0);
-    CHECK(stored_exists(e, cp));
+    fork_copying(e, &fk, "fk3", "d", cp, sizeof cp);
     CHECK_INT(copier_ended(e, cp, "Succeeded", 0, "copied"), 0);
     CHECK(pod_cached(e, cp));
     CHECK_INT(fakeapi_hold(&e->fa, PVC_COLL, 1), 0);
@@ -197,8 +187,8 @@ TEST(a_claim_cache_behind_a_finished_copy_makes_no_second_copier) {
     CHECK(!stored_exists(e, cp));
     CHECK(pod_cached(e, cp));           /* the copier's deletion is seen; the claim's mark is not */
     size_t mark = fakeapi_mark(&e->fa);
-    CHECK_INT(pass_unsettled(e, &fk), 0);
-    CHECK_INT(pass_unsettled(e, &fk), 0);
+    CHECK_INT(pass_now(e, &fk, NULL), 0);
+    CHECK_INT(pass_now(e, &fk, NULL), 0);
     CHECK_INT(fakeapi_count(&e->fa, mark, "POST", POD_COLL), 0);
     CHECK(!stored_exists(e, cp));
     /* the mark arrives: the sandbox pod comes, still no copier */
