@@ -54,21 +54,23 @@ int cluster_connect(struct cli *c) {
 
 /* GET the Sandbox. 0 with *out, or 1 (error printed). */
 int cluster_get(struct cli *c, const char *name, cJSON **out) {
-    char path[640], err[KUBE_ERR_MAX];
+    char path[640];
+    struct kube_error err;
     cluster_sandbox_path(c, name, path, sizeof(path));
     *out = NULL;
-    long st = kube_get(c->kc, path, out, err, sizeof(err));
+    long st = kube_get(c->kc, path, out, &err);
     if (st == 200 && *out) return 0;
     cJSON_Delete(*out);
     *out = NULL;
     if (st == 404) return cli_fail("sandbox \"%s\" not found in namespace \"%s\"", name, c->ns);
-    return cli_fail("getting sandbox \"%s\": %s", name, err);
+    return cli_fail("getting sandbox \"%s\": %s", name, err.message);
 }
 
 /* Merge-patch the Sandbox: last-used-at = now (touch), and spec.paused when paused >= 0;
  * the Sandbox as patched into *answer when answer is not NULL. */
 int cluster_patch(struct cli *c, const char *name, int touch, int paused, int quiet, cJSON **answer) {
-    char path[640], err[KUBE_ERR_MAX], now[40];
+    char path[640], now[40];
+    struct kube_error err;
     cJSON *p = cJSON_CreateObject();
     if (!p) return cli_fail(ERR_OOM);
     if (touch) {
@@ -79,7 +81,7 @@ int cluster_patch(struct cli *c, const char *name, int touch, int paused, int qu
     if (paused >= 0) cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "paused", paused);
     cluster_sandbox_path(c, name, path, sizeof(path));
     if (answer) *answer = NULL;
-    long st = kube_merge_patch(c->kc, path, p, answer, err, sizeof(err));
+    long st = kube_merge_patch(c->kc, path, p, answer, &err);
     cJSON_Delete(p);
     if (st >= 200 && st < 300) return 0;
     if (answer) {
@@ -88,7 +90,7 @@ int cluster_patch(struct cli *c, const char *name, int touch, int paused, int qu
     }
     if (quiet) return 1;
     if (st == 404) return cli_fail("sandbox \"%s\" not found in namespace \"%s\"", name, c->ns);
-    return cli_fail("updating sandbox \"%s\": %s", name, err);
+    return cli_fail("updating sandbox \"%s\": %s", name, err.message);
 }
 
 /* status.phase, "" when not set yet. */

@@ -31,11 +31,12 @@ static void tty_restore(void) {
 /* The Sandbox as the CLI sees it now, for cli_sandbox_stopped; *sb is kept for the
  * strings (caller deletes). 0, or -1 when it could not be read (then nothing is known). */
 static int sandbox_view(struct cli *c, const char *name, cJSON **sb, struct cli_sandbox_view *v) {
-    char path[640], err[KUBE_ERR_MAX];
+    char path[640];
+    struct kube_error err;
     memset(v, 0, sizeof(*v));
     *sb = NULL;
     cluster_sandbox_path(c, name, path, sizeof(path));
-    long st = kube_get(c->kc, path, sb, err, sizeof(err));
+    long st = kube_get(c->kc, path, sb, &err);
     if (st == 404) {
         cJSON_Delete(*sb);
         *sb = NULL;

@@ -134,7 +134,8 @@ int cmd_describe(struct cli *c) {
     if (cluster_connect(c)) return 1;
     cJSON *sb;
     if (cluster_get(c, name, &sb)) return 1;
-    char path[1200], sel[600], err[KUBE_ERR_MAX];
+    char path[1200], sel[600];
+    struct kube_error err;
     struct sbx_meta m;
     sbx_meta_read(sb, &m);
     const char *uid = m.uid;
@@ -143,14 +144,14 @@ int cmd_describe(struct cli *c) {
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", c->ns);
     kube_path_add_query(path, sizeof(path), "fieldSelector", sel);
     cJSON *list = NULL;
-    long st = kube_get(c->kc, path, &list, err, sizeof(err));
+    long st = kube_get(c->kc, path, &list, &err);
     const cJSON *events = st == 200 ? kj_path(list, "items") : NULL;
     struct dynbuf b;
     dynbuf_init(&b, 64u << 20);
     int rc = describe_render(sb, events, kj_now_ms(), &b);
     if (rc == 0 && cli_write_all(1, b.data ? b.data : "", b.len) < 0) rc = cli_fail("writing output: %s", strerror(errno));
     else if (rc) rc = cli_fail(ERR_OOM);
-    if (st != 200) fprintf(stderr, PROG ": reading the Events of sandbox \"%s\": %s\n", name, err);
+    if (st != 200) fprintf(stderr, PROG ": reading the Events of sandbox \"%s\": %s\n", name, err.message);
     dynbuf_free(&b);
     cJSON_Delete(list);
     cJSON_Delete(sb);

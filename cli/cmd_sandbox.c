@@ -80,7 +80,8 @@ static int selector_add(char *out, size_t n, const char *field, const char *valu
  * -1 on error (printed). */
 static int find_pair(struct cli *c, cJSON **out) {
     const struct args *a = c->a;
-    char fsel[1200] = "", path[2048], err[KUBE_ERR_MAX];
+    char fsel[1200] = "", path[2048];
+    struct kube_error err;
     *out = NULL;
     if (selector_add(fsel, sizeof(fsel), "spec.userID", a->user) < 0 ||
         selector_add(fsel, sizeof(fsel), "spec.chatID", a->chat) < 0)
@@ -88,11 +89,11 @@ static int find_pair(struct cli *c, cJSON **out) {
     snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
     if (kube_path_add_query(path, sizeof(path), "fieldSelector", fsel) < 0) return 0;
     cJSON *list = NULL;
-    long st = kube_get(c->kc, path, &list, err, sizeof(err));
+    long st = kube_get(c->kc, path, &list, &err);
     if (st == 400) { cJSON_Delete(list); return 0; }
     if (st != 200 || !list) {
         cJSON_Delete(list);
-        cli_fail("looking up the sandbox of (user \"%s\", chat \"%s\"): %s", a->user, a->chat, err);
+        cli_fail("looking up the sandbox of (user \"%s\", chat \"%s\"): %s", a->user, a->chat, err.message);
         return -1;
     }
     const cJSON *it, *best = NULL;
@@ -123,7 +124,8 @@ static int find_pair(struct cli *c, cJSON **out) {
  * say. 0 with *out and *created, or 1 (error printed). */
 static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out, int *created) {
     const struct args *a = c->a;
-    char path[640], err[KUBE_ERR_MAX];
+    char path[640];
+    struct kube_error err;
     *out = NULL;
     *created = 0;
     for (int attempt = 0;; attempt++) {
@@ -131,7 +133,7 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
             return cli_fail("sandbox \"%s\": created and deleted under us ten times in a row", name);
         cJSON *sb = NULL;
         cluster_sandbox_path(c, name, path, sizeof(path));
-        long st = kube_get(c->kc, path, &sb, err, sizeof(err));
+        long st = kube_get(c->kc, path, &sb, &err);
         if (st == 200 && sb) {
             struct sbx_sandbox_view v;
             sbx_sandbox_view_parse(sb, &v);
@@ -152,7 +154,7 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
             continue;
         }
         cJSON_Delete(sb);
-        if (st != 404) return cli_fail("getting sandbox \"%s\": %s", name, err);
+        if (st != 404) return cli_fail("getting sandbox \"%s\": %s", name, err.message);
         int found = find_pair(c, out);
         if (found < 0) return 1;
         if (found) {
@@ -163,13 +165,13 @@ static int get_or_create(struct cli *c, char *name, size_t namelen, cJSON **out,
         }
         cJSON *obj = new_sandbox(a, name);
         snprintf(path, sizeof(path), "/apis/" SBX_API_VERSION "/namespaces/%s/" SBX_PLURAL, c->ns);
-        st = obj ? kube_create(c->kc, path, obj, out, err, sizeof(err)) : -1;
+        st = obj ? kube_create(c->kc, path, obj, out, &err) : -1;
         cJSON_Delete(obj);
         if (!obj) return cli_fail(ERR_OOM);
         if (st >= 200 && st < 300 && *out) { *created = 1; return 0; }
         cJSON_Delete(*out);
         *out = NULL;
-        if (st != 409) return cli_fail("creating sandbox \"%s\": %s", name, err);
+        if (st != 409) return cli_fail("creating sandbox \"%s\": %s", name, err.message);
         /* someone else created it between our GET and POST: read it (loop) */
     }
 }
@@ -485,7 +487,8 @@ static int list_all(struct cli *c, struct list_query *q, cJSON **out) {
     char cont[1024] = "";
     *out = NULL;
     do {
-        char path[4096], err[KUBE_ERR_MAX];
+        char path[4096];
+        struct kube_error err;
         if (list_base(c, q, path, sizeof(path))) { cJSON_Delete(items); return 1; }
         kube_path_add_query(path, sizeof(path), "limit", "500");
         if (cont[0] && kube_path_add_query(path, sizeof(path), "continue", cont) < 0) {
@@ -493,12 +496,12 @@ static int list_all(struct cli *c, struct list_query *q, cJSON **out) {
             return cli_fail("continue token too long");
         }
         cJSON *list = NULL;
-        long st = kube_get(c->kc, path, &list, err, sizeof(err));
+        long st = kube_get(c->kc, path, &list, &err);
         if (st != 200 || !list) {
             cJSON_Delete(list);
             cJSON_Delete(items);
             return cli_fail("listing sandboxes%s: %s", st == 400 && q->fsel[0] && !a->selector ? " by spec.userID/spec.chatID (the CRD's "
-                        "selectableFields need Kubernetes 1.32)" : st == 400 && a->selector ? " with -l" : "", err);
+                        "selectableFields need Kubernetes 1.32)" : st == 400 && a->selector ? " with -l" : "", err.message);
         }
         cJSON *its = cJSON_DetachItemFromObjectCaseSensitive(list, "items"), *it;
         while (its && (it = cJSON_DetachItemViaPointer(its, its->child)))
@@ -644,7 +647,8 @@ int cmd_delete(struct cli *c) {
     int rc = 0;
     for (size_t i = 0; i < a->npos; i++) {
         const char *name = a->pos[i];
-        char path[640], err[KUBE_ERR_MAX];
+        char path[640];
+        struct kube_error err;
         cJSON *sb;
         if (cluster_get(c, name, &sb)) { rc = 1; continue; }
         struct sbx_meta m;
@@ -654,14 +658,14 @@ int cmd_delete(struct cli *c) {
         cJSON_Delete(sb);
         if (!deleting) {
             cluster_sandbox_path(c, name, path, sizeof(path));
-            long st = kube_delete(c->kc, path, uids[i][0] ? uids[i] : NULL, err, sizeof(err));
+            long st = kube_delete(c->kc, path, uids[i][0] ? uids[i] : NULL, &err);
             if (st == 409) {
                 rc = cli_fail("sandbox \"%s\" was replaced meanwhile (a new one of that name): not deleted", name);
                 uids[i][0] = 0;
                 continue;
             }
             if (st != 404 && (st < 200 || st >= 300)) {
-                rc = cli_fail("deleting sandbox \"%s\": %s", name, err);
+                rc = cli_fail("deleting sandbox \"%s\": %s", name, err.message);
                 uids[i][0] = 0;
                 continue;
             }

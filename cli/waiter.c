@@ -180,11 +180,12 @@ static int on_event(void *ud, const char *type, const cJSON *obj) {
 static int relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
     struct waiter *x = ud;
     cJSON *list = NULL;
-    long st = kube_get(x->kc, cw->base, &list, err, errlen);
+    struct kube_error ke;
+    long st = kube_get(x->kc, cw->base, &list, &ke);
     x->list_failed = st != 200 || !list;
     if (x->list_failed) {
         cJSON_Delete(list);
-        if (st == 200) errfmt(err, errlen, "listing sandboxes: empty answer");
+        errfmt(err, errlen, "%s", st == 200 ? "listing sandboxes: empty answer" : ke.message);
         return -1;
     }
     cli_watch_set_rv(cw, kj_str(list, "metadata.resourceVersion"));

@@ -86,13 +86,14 @@ static void nap(int64_t ms) {
  * them (a Role from before the rule: 401/403). */
 static int leases_block(struct kube_client *c, const struct sbx_settings *s, const char *lease_ns, char *why,
                         size_t whylen) {
-    char path[512], err[KUBE_ERR_MAX];
+    char path[512];
+    struct kube_error err;
     cJSON *list = NULL;
     /* All Leases: one of a controller from before the shards label has none. */
     snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases", lease_ns);
-    long st = kube_get(c, path, &list, err, sizeof(err));
+    long st = kube_get(c, path, &list, &err);
     if (st != 200) {
-        snprintf(why, whylen, "listing the Leases of %.200s failed: %.250s", lease_ns, err);
+        snprintf(why, whylen, "listing the Leases of %.200s failed: %.250s", lease_ns, err.message);
         cJSON_Delete(list);
         return st == 401 || st == 403 ? -2 : -1;
     }

@@ -328,26 +328,26 @@ static void count(struct kube_recorder *r, uint64_t *field, uint64_t n) {
 
 /* PATCH the Event w with the new count and lastTimestamp. The HTTP status or -1. */
 static long patch_count(struct kube_recorder *r, const struct written *w, uint64_t total, const char *last,
-                        char *err, size_t errlen) {
+                        struct kube_error *err) {
     char path[512];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", w->ns, w->name);
     cJSON *patch = cJSON_CreateObject();
-    if (!patch) { errfmt_oom(err, errlen); return -1; }
+    if (!patch) return kube_error_oom(err);
     cJSON_AddNumberToObject(patch, "count", (double)total);
     cJSON_AddStringToObject(patch, "lastTimestamp", last);
-    long st = kube_merge_patch(r->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(r->client, path, patch, NULL, err);
     cJSON_Delete(patch);
     return st;
 }
 
 /* POST a new Event for p named name. The HTTP status or -1. */
-static long post_event(struct kube_recorder *r, const struct pending *p, const char *name, char *err,
-                       size_t errlen) {
+static long post_event(struct kube_recorder *r, const struct pending *p, const char *name,
+                       struct kube_error *err) {
     char first[40], last[40], path[512];
     kj_time_format(p->first_wall_ms, first, sizeof(first));
     kj_time_format(p->last_wall_ms, last, sizeof(last));
     cJSON *ev = cJSON_CreateObject();
-    if (!ev) { errfmt_oom(err, errlen); return -1; }
+    if (!ev) return kube_error_oom(err);
     cJSON_AddStringToObject(ev, "apiVersion", "v1");
     cJSON_AddStringToObject(ev, "kind", "Event");
     cJSON *md = cJSON_AddObjectToObject(ev, "metadata");
@@ -369,14 +369,15 @@ static long post_event(struct kube_recorder *r, const struct pending *p, const c
     cJSON_AddStringToObject(src, "component", r->component);
     cJSON_AddStringToObject(ev, "reportingComponent", r->component);
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", p->ns);
-    long st = kube_create(r->client, path, ev, NULL, err, errlen);
+    long st = kube_create(r->client, path, ev, NULL, err);
     cJSON_Delete(ev);
     return st;
 }
 
 /* Write one queued entry (writer thread, no lock held). */
 static void write_one(struct kube_recorder *r, struct pending *p) {
-    char err[KUBE_ERR_MAX] = "", last[40];
+    struct kube_error err = {0};
+    char last[40];
     int64_t now = clock_mono_ms();
     struct kube_object_ref ref = {p->api_version, p->kind, p->ns, p->name, p->uid};
     if (!p->ns || !p->ns[0] || strlen(p->ns) >= sizeof(((struct written *)0)->ns)) {
@@ -396,7 +397,7 @@ static void write_one(struct kube_recorder *r, struct pending *p) {
     struct written *w = (struct written *)lru_get(&r->written, p->key);
     if (w && now - w->first_mono_ms < r->opt.window_ms) {
         kj_time_format(p->last_wall_ms, last, sizeof(last));
-        long st = patch_count(r, w, w->count + p->count, last, err, sizeof(err));
+        long st = patch_count(r, w, w->count + p->count, last, &err);
         if (st == 200) {
             w->count += p->count;
             pthread_mutex_lock(&r->lock);
@@ -408,7 +409,7 @@ static void write_one(struct kube_recorder *r, struct pending *p) {
         if (st != 404) {
             count(r, &r->stats.failed, p->count);
             LOGW("msg=\"could not update event\" object=%s/%s reason=%s err=\"%s\"", p->ns, p->name ? p->name : "",
-                 p->reason ? p->reason : "", err);
+                 p->reason ? p->reason : "", err.message);
             return;
         }
         /* The Event went (its TTL, or deleted): a new one follows. */
@@ -419,11 +420,11 @@ static void write_one(struct kube_recorder *r, struct pending *p) {
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t unique = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + atomic_fetch_add(&r->seq, 1);
     kube_event_name(p->name, unique, name, sizeof(name));
-    long st = post_event(r, p, name, err, sizeof(err));
+    long st = post_event(r, p, name, &err);
     if (st != 201 && st != 200) {
         count(r, &r->stats.failed, p->count);
         LOGW("msg=\"could not record event\" object=%s/%s reason=%s err=\"%s\"", p->ns, p->name ? p->name : "",
-             p->reason ? p->reason : "", err);
+             p->reason ? p->reason : "", err.message);
         return;
     }
     w = (struct written *)lru_add(&r->written, p->key, sizeof(*w));

@@ -675,33 +675,135 @@ void kube_response_message(const struct kube_response *r, char *out, size_t outl
     cJSON_Delete(st);
 }
 
+/* metav1.StatusReason spellings, with the HTTP status each is the usual reason of (0: none). */
+static const struct { enum kube_reason reason; const char *name; long status; } reasons[] = {
+    {KUBE_REASON_BAD_REQUEST, "BadRequest", 400},
+    {KUBE_REASON_UNAUTHORIZED, "Unauthorized", 401},
+    {KUBE_REASON_FORBIDDEN, "Forbidden", 403},
+    {KUBE_REASON_NOT_FOUND, "NotFound", 404},
+    {KUBE_REASON_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405},
+    {KUBE_REASON_ALREADY_EXISTS, "AlreadyExists", 0},      /* 409, told apart by the Status */
+    {KUBE_REASON_CONFLICT, "Conflict", 409},
+    {KUBE_REASON_GONE, "Gone", 0},
+    {KUBE_REASON_EXPIRED, "Expired", 410},
+    {KUBE_REASON_REQUEST_ENTITY_TOO_LARGE, "RequestEntityTooLarge", 413},
+    {KUBE_REASON_UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", 415},
+    {KUBE_REASON_INVALID, "Invalid", 422},
+    {KUBE_REASON_TOO_MANY_REQUESTS, "TooManyRequests", 429},
+    {KUBE_REASON_INTERNAL_ERROR, "InternalError", 500},
+    {KUBE_REASON_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503},
+    {KUBE_REASON_SERVER_TIMEOUT, "ServerTimeout", 0},
+    {KUBE_REASON_TIMEOUT, "Timeout", 504},
+    {KUBE_REASON_NAMESPACE_TERMINATING, "NamespaceTerminating", 0},
+};
+
+const char *kube_reason_name(enum kube_reason r) {
+    if (r == KUBE_REASON_NONE) return "";
+    if (r == KUBE_REASON_TRANSPORT) return "Transport";
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (reasons[i].reason == r) return reasons[i].name;
+    return "Unknown";
+}
+
+/* Does the Status carry the namespace lifecycle admission's cause? */
+static int namespace_terminating_cause(const cJSON *status) {
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(status, "details");
+    const cJSON *causes = details ? cJSON_GetObjectItemCaseSensitive(details, "causes") : NULL;
+    const cJSON *cause;
+    cJSON_ArrayForEach(cause, causes) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(cause, "reason");
+        if (cJSON_IsString(r) && !strcmp(r->valuestring, "NamespaceTerminating")) return 1;
+    }
+    return 0;
+}
+
+enum kube_reason kube_reason_of(long status, const char *body, size_t len) {
+    if (status <= 0) return KUBE_REASON_TRANSPORT;
+    if (status < 300) return KUBE_REASON_NONE;
+    cJSON *st = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    const cJSON *kind = st ? cJSON_GetObjectItemCaseSensitive(st, "kind") : NULL;
+    const cJSON *reason = st ? cJSON_GetObjectItemCaseSensitive(st, "reason") : NULL;
+    enum kube_reason r = KUBE_REASON_UNKNOWN;
+    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "Status")) {
+        if (status == 403 && namespace_terminating_cause(st)) {
+            cJSON_Delete(st);
+            return KUBE_REASON_NAMESPACE_TERMINATING;
+        }
+        for (size_t i = 0; cJSON_IsString(reason) && i < sizeof(reasons) / sizeof(reasons[0]); i++)
+            if (!strcmp(reasons[i].name, reason->valuestring)) {
+                cJSON_Delete(st);
+                return reasons[i].reason;
+            }
+    }
+    cJSON_Delete(st);
+    /* No Status, or a reason of its own (a proxy's answer, an aggregated API): the status's
+     * usual reason. */
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        if (reasons[i].status == status) return reasons[i].reason;
+    if (status == 502 || status == 503) return KUBE_REASON_SERVICE_UNAVAILABLE;
+    if (status >= 500) return KUBE_REASON_INTERNAL_ERROR;
+    return r;
+}
+
+void kube_error_from_response(const struct kube_response *r, const char *method, const char *path,
+                              struct kube_error *e) {
+    if (!e) return;
+    char msg[KUBE_ERR_MAX];
+    kube_response_message(r, msg, sizeof(msg));
+    e->status = r->status;
+    e->reason = kube_reason_of(r->status, r->body, r->len);
+    if (r->status == 0)
+        errfmt(e->message, sizeof(e->message), "%s", msg);   /* the transport error names the request */
+    else
+        errfmt(e->message, sizeof(e->message), "%s %s: %s", method, path, msg);
+}
+
+int kube_error_set(struct kube_error *e, const char *fmt, ...) {
+    if (!e) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    e->status = 0;
+    e->reason = KUBE_REASON_NONE;
+    errfmt_v(e->message, sizeof(e->message), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int kube_error_oom(struct kube_error *e) {
+    return kube_error_set(e, "%s", ERR_OOM);
+}
+
+void kube_error_clear(struct kube_error *e) {
+    if (!e) return;
+    e->status = 0;
+    e->reason = KUBE_REASON_NONE;
+    e->message[0] = '\0';
+}
+
 /* Shared body of the JSON calls: send, classify, parse the answer. */
 static long json_call(struct kube_client *c, const char *method, const char *path,
-                      const char *content_type, const cJSON *obj, cJSON **out,
-                      char *err, size_t errlen) {
+                      const char *content_type, const cJSON *obj, cJSON **out, struct kube_error *e) {
     char *body = NULL;
     struct kube_response resp;
     if (out) *out = NULL;
     if (obj) {
         body = cJSON_PrintUnformatted(obj);
-        if (!body) { errfmt(err, errlen, "%s %s: out of memory", method, path); return -1; }
+        if (!body) return kube_error_set(e, "%s %s: %s", method, path, ERR_OOM);
     }
     int rc = kube_request(c, method, path, content_type, body, body ? strlen(body) : 0, &resp);
     free(body);
     if (rc < 0) {
-        errfmt(err, errlen, "%s", resp.err);
+        kube_error_from_response(&resp, method, path, e);
         kube_response_free(&resp);
         return -1;
     }
     long status = resp.status;
     if (status >= 300) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        errfmt(err, errlen, "%s %s: %s", method, path, msg);
+        kube_error_from_response(&resp, method, path, e);
     } else if (out) {
         *out = cJSON_ParseWithLength(resp.body, resp.len);
         if (!*out) {
-            errfmt(err, errlen, "%s %s: malformed JSON in response", method, path);
+            kube_error_set(e, "%s %s: malformed JSON in response", method, path);
             status = -1;
         }
     }
@@ -709,46 +811,41 @@ static long json_call(struct kube_client *c, const char *method, const char *pat
     return status;
 }
 
-long kube_get(struct kube_client *c, const char *path, cJSON **out, char *err, size_t errlen) {
-    return json_call(c, "GET", path, NULL, NULL, out, err, errlen);
+long kube_get(struct kube_client *c, const char *path, cJSON **out, struct kube_error *e) {
+    return json_call(c, "GET", path, NULL, NULL, out, e);
 }
 
-long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
-                 char *err, size_t errlen) {
-    return json_call(c, "POST", path, "application/json", obj, out, err, errlen);
+long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out, struct kube_error *e) {
+    return json_call(c, "POST", path, "application/json", obj, out, e);
 }
 
-long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch,
-                      cJSON **out, char *err, size_t errlen) {
-    return json_call(c, "PATCH", path, "application/merge-patch+json", patch, out, err, errlen);
+long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch, cJSON **out,
+                      struct kube_error *e) {
+    return json_call(c, "PATCH", path, "application/merge-patch+json", patch, out, e);
 }
 
-long kube_strategic_patch(struct kube_client *c, const char *path, const cJSON *patch,
-                          cJSON **out, char *err, size_t errlen) {
-    return json_call(c, "PATCH", path, "application/strategic-merge-patch+json", patch, out, err, errlen);
+long kube_strategic_patch(struct kube_client *c, const char *path, const cJSON *patch, cJSON **out,
+                          struct kube_error *e) {
+    return json_call(c, "PATCH", path, "application/strategic-merge-patch+json", patch, out, e);
 }
 
-long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
-                  char *err, size_t errlen) {
-    return json_call(c, "PUT", path, "application/json", obj, out, err, errlen);
+long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out, struct kube_error *e) {
+    return json_call(c, "PUT", path, "application/json", obj, out, e);
 }
 
-long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
-                const char *field_manager, cJSON **out, char *err, size_t errlen) {
+long kube_apply(struct kube_client *c, const char *path, const cJSON *obj, const char *field_manager, cJSON **out,
+                struct kube_error *e) {
     char full[2048];
     snprintf(full, sizeof(full), "%s", path);
     if (kube_path_add_query(full, sizeof(full), "fieldManager", field_manager) < 0 ||
-        kube_path_add_query(full, sizeof(full), "force", "true") < 0) {
-        errfmt(err, errlen, "apply %s: path too long", path);
-        return -1;
-    }
-    return json_call(c, "PATCH", full, "application/apply-patch+yaml", obj, out, err, errlen);
+        kube_path_add_query(full, sizeof(full), "force", "true") < 0)
+        return kube_error_set(e, "apply %s: path too long", path);
+    return json_call(c, "PATCH", full, "application/apply-patch+yaml", obj, out, e);
 }
 
-long kube_delete(struct kube_client *c, const char *path, const char *uid,
-                 char *err, size_t errlen) {
+long kube_delete(struct kube_client *c, const char *path, const char *uid, struct kube_error *e) {
     cJSON *opts = cJSON_CreateObject();
-    if (!opts) { errfmt_oom(err, errlen); return -1; }
+    if (!opts) return kube_error_oom(e);
     cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
     cJSON_AddStringToObject(opts, "apiVersion", "v1");
     cJSON_AddStringToObject(opts, "propagationPolicy", "Background");
@@ -756,7 +853,7 @@ long kube_delete(struct kube_client *c, const char *path, const char *uid,
         cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
         if (pre) cJSON_AddStringToObject(pre, "uid", uid);
     }
-    long st = json_call(c, "DELETE", path, "application/json", opts, NULL, err, errlen);
+    long st = json_call(c, "DELETE", path, "application/json", opts, NULL, e);
     cJSON_Delete(opts);
     return st;
 }

@@ -105,28 +105,80 @@ void kube_response_free(struct kube_response *r);
  * else the HTTP status line or the transport error. Writes into out. */
 void kube_response_message(const struct kube_response *r, char *out, size_t outlen);
 
+/* The Kubernetes reason of a failed request (metav1.StatusReason, and the one cause the
+ * controller acts on), for callers to test by kind, never by message text. */
+enum kube_reason {
+    KUBE_REASON_NONE = 0,              /* no failure, or one of the caller's own (no request) */
+    KUBE_REASON_TRANSPORT,             /* no answer: connection, timeout, too large, cancelled, fenced */
+    KUBE_REASON_UNKNOWN,               /* an answer >= 300 whose reason is none of these */
+    KUBE_REASON_BAD_REQUEST,
+    KUBE_REASON_UNAUTHORIZED,
+    KUBE_REASON_FORBIDDEN,
+    KUBE_REASON_NOT_FOUND,
+    KUBE_REASON_METHOD_NOT_ALLOWED,
+    KUBE_REASON_ALREADY_EXISTS,
+    KUBE_REASON_CONFLICT,
+    KUBE_REASON_GONE,
+    KUBE_REASON_EXPIRED,
+    KUBE_REASON_REQUEST_ENTITY_TOO_LARGE,
+    KUBE_REASON_UNSUPPORTED_MEDIA_TYPE,
+    KUBE_REASON_INVALID,
+    KUBE_REASON_TOO_MANY_REQUESTS,
+    KUBE_REASON_INTERNAL_ERROR,
+    KUBE_REASON_SERVICE_UNAVAILABLE,
+    KUBE_REASON_SERVER_TIMEOUT,
+    KUBE_REASON_TIMEOUT,
+    /* Forbidden because the namespace is being deleted: the namespace lifecycle admission's
+     * cause (details.causes[].reason "NamespaceTerminating"), not RBAC. */
+    KUBE_REASON_NAMESPACE_TERMINATING,
+};
+
+/* A failed request, typed: the HTTP status (0: no answer, or the caller's own failure),
+ * the reason, and a one-line message for people ("METHOD path: HTTP 403: ..."). */
+struct kube_error {
+    long status;
+    enum kube_reason reason;
+    char message[KUBE_ERR_MAX];
+};
+
+/* The reason of an answer: the Status object's reason (and its NamespaceTerminating
+ * cause) when body is one, else the HTTP status's usual reason. Pure; body may be NULL. */
+enum kube_reason kube_reason_of(long status, const char *body, size_t len);
+/* The metav1.StatusReason spelling of r ("NotFound"), for logs and metrics. */
+const char *kube_reason_name(enum kube_reason r);
+/* The typed error of a failed response (status >= 300, or no answer), its message
+ * prefixed with "METHOD path: ". */
+void kube_error_from_response(const struct kube_response *r, const char *method, const char *path,
+                              struct kube_error *e);
+/* A failure of the caller's own (no request, or one it judges itself): status 0, reason
+ * NONE, the formatted message. e may be NULL. Returns -1. */
+int kube_error_set(struct kube_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* kube_error_set(e, ERR_OOM). Returns -1. */
+int kube_error_oom(struct kube_error *e);
+/* Clear e (no failure). */
+void kube_error_clear(struct kube_error *e);
+
 /* JSON conveniences. Each returns the HTTP status (200, 201, 404, 409, ...) or -1 on a
- * transport error; on any status >= 300 or -1, err holds a one-line message. When out is
- * non-NULL and the call succeeded, *out receives the parsed response object (caller
- * deletes). */
-long kube_get(struct kube_client *c, const char *path, cJSON **out, char *err, size_t errlen);
+ * transport error; on any status >= 300 or -1, *e (may be NULL) holds the typed error.
+ * When out is non-NULL and the call succeeded, *out receives the parsed response object
+ * (caller deletes). */
+long kube_get(struct kube_client *c, const char *path, cJSON **out, struct kube_error *e);
 long kube_create(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
-                 char *err, size_t errlen);
+                 struct kube_error *e);
 long kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch,
-                      cJSON **out, char *err, size_t errlen);
+                      cJSON **out, struct kube_error *e);
 /* Strategic merge patch (built-in kinds only: lists such as a pod's containers merge by
  * their key, e.g. the container name). */
 long kube_strategic_patch(struct kube_client *c, const char *path, const cJSON *patch,
-                          cJSON **out, char *err, size_t errlen);
+                          cJSON **out, struct kube_error *e);
 long kube_replace(struct kube_client *c, const char *path, const cJSON *obj, cJSON **out,
-                  char *err, size_t errlen);
+                  struct kube_error *e);
 /* Server-side apply (application/apply-patch+yaml; JSON is valid YAML) with force. */
 long kube_apply(struct kube_client *c, const char *path, const cJSON *obj,
-                const char *field_manager, cJSON **out, char *err, size_t errlen);
+                const char *field_manager, cJSON **out, struct kube_error *e);
 /* DELETE with propagationPolicy=Background; uid (may be NULL) becomes a precondition so
  * a same-named successor is never deleted by mistake. 404 counts as success (returns 404). */
-long kube_delete(struct kube_client *c, const char *path, const char *uid,
-                 char *err, size_t errlen);
+long kube_delete(struct kube_client *c, const char *path, const char *uid, struct kube_error *e);
 
 /* Append "?"/"&" + key=url-encoded(value) to a path buffer. Returns 0 or -1 on overflow. */
 int kube_path_add_query(char *path, size_t pathlen, const char *key, const char *value);

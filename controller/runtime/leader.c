@@ -138,11 +138,12 @@ static int arm(struct leader_elector *le, int64_t deadline_ms) {
  * now (*sent_ms = when the successful write was sent), 0 = someone else does, -1 = could
  * not tell in time (API error, throttled, stalled). */
 static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, int64_t *sent_ms) {
-    char path[512], err[KUBE_ERR_MAX];
+    char path[512];
+    struct kube_error err;
     cJSON *lease = NULL;
     lease_path(le, path, sizeof(path), 1);
     if (arm(le, deadline_ms) < 0) return -1;
-    long st = kube_get(le->client, path, &lease, err, sizeof(err));
+    long st = kube_get(le->client, path, &lease, &err);
     if (st == 404) {
         cJSON *obj = cJSON_CreateObject();
         cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1");
@@ -156,18 +157,18 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         st = -1;
         if (arm(le, deadline_ms) == 0) {
             *sent_ms = clock_mono_ms();
-            st = kube_create(le->client, path, obj, NULL, err, sizeof(err));
+            st = kube_create(le->client, path, obj, NULL, &err);
         } else {
-            errfmt(err, sizeof(err), "renew deadline passed");
+            kube_error_set(&err, "renew deadline passed");
         }
         cJSON_Delete(obj);
         if (st == 201) { atomic_store(&le->labels_written, gen); return 1; }
         if (st == 409) return 0;
-        LOGW("msg=\"lease create failed\" err=\"%s\"", err);
+        LOGW("msg=\"lease create failed\" err=\"%s\"", err.message);
         return -1;
     }
     if (st != 200) {
-        LOGW("msg=\"lease get failed\" err=\"%s\"", err);
+        LOGW("msg=\"lease get failed\" err=\"%s\"", err.message);
         cJSON_Delete(lease);
         return -1;
     }
@@ -199,9 +200,9 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
     st = -1;
     if (arm(le, deadline_ms) == 0) {
         *sent_ms = clock_mono_ms();
-        st = kube_replace(le->client, path, lease, NULL, err, sizeof(err));
+        st = kube_replace(le->client, path, lease, NULL, &err);
     } else {
-        errfmt(err, sizeof(err), "renew deadline passed");
+        kube_error_set(&err, "renew deadline passed");
     }
     cJSON_Delete(lease);
     if (st == 200) {
@@ -210,7 +211,7 @@ static int try_acquire_or_renew(struct leader_elector *le, int64_t deadline_ms, 
         return 1;
     }
     if (st == 409) return 0; /* someone else updated it first */
-    LOGW("msg=\"lease update failed\" err=\"%s\"", err);
+    LOGW("msg=\"lease update failed\" err=\"%s\"", err.message);
     return -1;
 }
 
@@ -289,21 +290,22 @@ int leader_start(struct leader_elector *le) {
 /* Give the lease up: clear the holder so a standby takes over without waiting. The writes
  * carry the fetched resourceVersion, so a lease someone else took meanwhile is left alone. */
 static void release(struct leader_elector *le) {
-    char path[512], err[KUBE_ERR_MAX];
+    char path[512];
+    struct kube_error err;
     cJSON *lease = NULL;
     int64_t deadline = clock_mono_ms() + (le->o.renew_deadline_ms < 5000 ? le->o.renew_deadline_ms : 5000);
     lease_path(le, path, sizeof(path), 1);
-    if (arm(le, deadline) == 0 && kube_get(le->client, path, &lease, err, sizeof(err)) == 200) {
+    if (arm(le, deadline) == 0 && kube_get(le->client, path, &lease, &err) == 200) {
         struct kube_lease_view v;
         kube_lease_view_read(lease, &v);
         if (v.holder && !strcmp(v.holder, le->identity) && arm(le, deadline) == 0) {
             cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "holderIdentity", cJSON_CreateString(""));
             cJSON_ReplaceItemInObjectCaseSensitive(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));
-            if (kube_replace(le->client, path, lease, NULL, err, sizeof(err)) == 200)
+            if (kube_replace(le->client, path, lease, NULL, &err) == 200)
                 LOGI("msg=\"released the lease\" lease=%s/%s", le->ns, le->name);
             else
-                LOGW("msg=\"could not release the lease\" err=\"%s\"", err);
+                LOGW("msg=\"could not release the lease\" err=\"%s\"", err.message);
         }
     }
     cJSON_Delete(lease);

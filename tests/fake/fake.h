@@ -176,10 +176,10 @@ static inline struct kube_client *fake_client(const struct fake *f) {
 static inline cJSON *fake_log(const struct fake *f) {
     struct kube_client *c = fake_client(f);
     cJSON *log = NULL;
-    char err[512];
+    struct kube_error err;
     if (!c) return NULL;
-    if (kube_get(c, "/__log", &log, err, sizeof err) != 200) {
-        fprintf(stderr, "fake: /__log: %s\n", err);
+    if (kube_get(c, "/__log", &log, &err) != 200) {
+        fprintf(stderr, "fake: /__log: %s\n", err.message);
         cJSON_Delete(log);
         log = NULL;
     }

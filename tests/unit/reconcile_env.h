@@ -149,15 +149,22 @@ static inline int settle(struct env *e, const struct names *n) {
     return 0;
 }
 
+/* An outcome as the suites assert it: -1 failed, else 0 with *requeue_ms (may be NULL)
+ * the wait it asked for (after: N ms, forget: -1, done: 0). A stale outcome never leaves
+ * a pass (it is decided again after a short wait): 1, which no assertion expects. */
+static inline int outcome_rc(struct sbx_outcome r, const struct kube_error *err, const char *key,
+                             int64_t *requeue_ms) {
+    if (requeue_ms) *requeue_ms = r.kind == SBX_OUTCOME_AFTER ? r.after_ms : r.kind == SBX_OUTCOME_FORGET ? -1 : 0;
+    if (r.kind == SBX_OUTCOME_FAILED) fprintf(stderr, "  pass %s: %s\n", key, err->message);
+    return r.kind == SBX_OUTCOME_FAILED ? -1 : r.kind == SBX_OUTCOME_STALE ? 1 : 0;
+}
+
 /* One pass over the Sandbox of n as the caches are now (a test that holds one behind the
- * store). Its return code; *requeue_ms (may be NULL) the requeue it asked for. */
+ * store). See outcome_rc. */
 static inline int pass_now(struct env *e, const struct names *n, int64_t *requeue_ms) {
-    char err[1024] = "";
-    int64_t rq = 0;
-    int rc = sbx_reconcile(e->ctl, n->key, &rq, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "  pass %s: %s\n", n->key, err);
-    if (requeue_ms) *requeue_ms = rq;
-    return rc;
+    struct kube_error err;
+    kube_error_clear(&err);
+    return outcome_rc(sbx_reconcile(e->ctl, n->key, &err), &err, n->key, requeue_ms);
 }
 
 /* One pass over the Sandbox of n once the caches show the store. */
@@ -263,13 +270,11 @@ static inline const char *precondition(const cJSON *delete_body, const char *fie
 /* Pool claims carry this label until a Sandbox adopts one. */
 #define WARM_SEL "sandbox.yaoapps.com/warm-pool"
 
-/* One pool pass of NS (sandbox/io/warm.c). Its return code. */
+/* One pool pass of NS (sandbox/io/warm.c). See outcome_rc. */
 static inline int pool_pass(struct env *e) {
-    char err[512] = "";
-    int64_t rq = 0;
-    int rc = sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err);
-    if (rc < 0) fprintf(stderr, "  pool pass: %s\n", err);
-    return rc;
+    struct kube_error err;
+    kube_error_clear(&err);
+    return outcome_rc(sbx_reconcile(e->ctl, NS "/#warm", &err), &err, NS "/#warm", NULL);
 }
 
 /* The name of the one pool claim in the store not yet adopted (out "" when none or

@@ -93,7 +93,8 @@ static void tokens_seen(struct fake *f, const char *method, const char *path, ch
 }
 
 TEST(rotated_token_file_is_reread_on_401) {
-    char err[KUBE_ERR_MAX] = "", seen[256];
+    char seen[256];
+    struct kube_error kerr = {0};
     cJSON *out = NULL;
     if (!up(&plain, &plain_up, 0)) { CHECK(0); return; }
     put("token", "tok-old\n");
@@ -105,7 +106,7 @@ TEST(rotated_token_file_is_reread_on_401) {
     if (!c) return;
     /* The token rotates; the server already refuses the old one (its Secret is gone). */
     put("token", "tok-new\n");
-    CHECK_INT(kube_get(c, PODS "/guarded", &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(c, PODS "/guarded", &out, &kerr), 200);
     tokens_seen(&plain, "GET", PODS "/guarded", seen, sizeof seen);
     CHECK_STR(seen, "tok-old,tok-new");          /* one 401, one retry */
     cJSON_Delete(out);
@@ -119,7 +120,7 @@ TEST(rotated_token_file_is_reread_on_401) {
     if (!c) { CHECK(0); return; }
     put("token", "tok-new\n");
     cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"made\"}}");
-    CHECK_INT(kube_create(c, PODS, pod, NULL, err, sizeof err), 201);
+    CHECK_INT(kube_create(c, PODS, pod, NULL, &kerr), 201);
     tokens_seen(&plain, "POST", PODS, seen, sizeof seen);
     CHECK_STR(seen, "tok-old,tok-new");
     cJSON_Delete(pod);
@@ -127,7 +128,8 @@ TEST(rotated_token_file_is_reread_on_401) {
 }
 
 TEST(static_token_401_is_not_retried) {
-    char err[KUBE_ERR_MAX] = "", seen[256];
+    char seen[256];
+    struct kube_error kerr = {0};
     cJSON *out = NULL;
     if (!up(&plain, &plain_up, 0)) { CHECK(0); return; }
     cJSON *log = fake_log(&plain);
@@ -139,7 +141,7 @@ TEST(static_token_401_is_not_retried) {
         "users:\n- name: u\n  user: {token: tok-static}\n"
         "contexts:\n- name: x\n  context: {cluster: x, user: u}\n", plain.server);
     if (!c) { CHECK(0); return; }
-    CHECK_INT(kube_get(c, PODS "/guarded", &out, err, sizeof err), 401);
+    CHECK_INT(kube_get(c, PODS "/guarded", &out, &kerr), 401);
     log = fake_log(&plain);
     CHECK_INT(fake_requests(log, "GET", PODS "/guarded", e, 1), before + 1);
     cJSON_Delete(log);
@@ -181,6 +183,7 @@ static struct kube_client *tls_client(const char *server_name) {
 
 TEST(tls_server_name_is_honoured_by_rest_and_watch) {
     char err[KUBE_ERR_MAX] = "";
+    struct kube_error kerr = {0};
     cJSON *out = NULL;
     int events = 0;
     if (!up(&tls, &tls_up, 1)) { CHECK(0); return; }
@@ -188,13 +191,13 @@ TEST(tls_server_name_is_honoured_by_rest_and_watch) {
     /* The certificate names fake.test only: 127.0.0.1 does not match ... */
     struct kube_client *c = tls_client(NULL);
     if (!c) { CHECK(0); return; }
-    CHECK_INT(kube_get(c, PODS "/open", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/open", &out, &kerr), -1);
     kube_client_free(c);
     /* ... unless the client verifies the name given as tls-server-name. */
     c = tls_client("fake.test");
     if (!c) { CHECK(0); return; }
-    CHECK_INT(kube_get(c, PODS "/open", &out, err, sizeof err), 200);
-    if (err[0] && !out) fprintf(stderr, "  %s\n", err);
+    CHECK_INT(kube_get(c, PODS "/open", &out, &kerr), 200);
+    if (kerr.message[0] && !out) fprintf(stderr, "  %s\n", kerr.message);
     cJSON_Delete(out);
     out = NULL;
     CHECK_INT(kube_watch(c, PODS "?watch=true", count_event, &events, NULL, 5, err, sizeof err), KUBE_WATCH_FAILED);
@@ -203,21 +206,21 @@ TEST(tls_server_name_is_honoured_by_rest_and_watch) {
     /* A wrong name is refused. */
     c = tls_client("other.test");
     if (!c) { CHECK(0); return; }
-    CHECK_INT(kube_get(c, PODS "/open", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/open", &out, &kerr), -1);
     kube_client_free(c);
 }
 
 TEST(rotated_ca_bundle_is_picked_up) {
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error kerr = {0};
     cJSON *out = NULL;
     if (!up(&tls, &tls_up, 1)) { CHECK(0); return; }
     put_file("ca.crt", "other-ca.crt");          /* the server's CA is not (yet) trusted */
     struct kube_client *c = tls_client("fake.test");
     if (!c) { CHECK(0); return; }
-    CHECK_INT(kube_get(c, PODS "/open", &out, err, sizeof err), -1);
-    CHECK(strstr(err, "certificate") || strstr(err, "SSL"));
+    CHECK_INT(kube_get(c, PODS "/open", &out, &kerr), -1);
+    CHECK(strstr(kerr.message, "certificate") || strstr(kerr.message, "SSL"));
     put_file("ca.crt", "ca.crt");                /* the bundle is rotated on disk */
-    CHECK_INT(kube_get(c, PODS "/open", &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(c, PODS "/open", &out, &kerr), 200);
     cJSON_Delete(out);
     kube_client_free(c);
 }

@@ -29,10 +29,11 @@ static void *worker(void *p) {
     struct shared *s = p;
     char *key;
     while ((key = queue_get(s->q))) {
-        char path[256], err[KUBE_ERR_MAX];
+        char path[256];
+        struct kube_error err;
         const char *slash = strchr(key, '/');
         snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/configmaps/x", (int)(slash - key), key);
-        long st = kube_get(s->c, path, NULL, err, sizeof(err));
+        long st = kube_get(s->c, path, NULL, &err);
         pthread_mutex_lock(&s->lock);
         if (!strncmp(key, "fast/", 5)) {
             if (st == 200) s->fast_done++;

@@ -35,12 +35,12 @@ static int run_start(struct run *r, const char *name, const char *identity) {
     memset(r, 0, sizeof(*r));
     if (!up() || !(r->lease_client = fake_client(&fake)) || !(r->workers = fake_client(&fake))) return -1;
     /* Warm both clients up (connections, curl's first-use costs) off the clock. */
-    char err[KUBE_ERR_MAX];
+    struct kube_error kerr = {0};
     cJSON *out = NULL;
-    kube_get(r->lease_client, PODS, &out, err, sizeof err);
+    kube_get(r->lease_client, PODS, &out, &kerr);
     cJSON_Delete(out);
     out = NULL;
-    kube_get(r->workers, PODS, &out, err, sizeof err);
+    kube_get(r->workers, PODS, &out, &kerr);
     cJSON_Delete(out);
     struct leader_options o = {
         .namespace_ = "t", .name = name, .identity = identity, .lease_duration_ms = 1500 * K,
@@ -77,15 +77,15 @@ static long long time_to_loss(struct run *r, long ms) {
 
 /* After the loss: no write leaves, reads still work. */
 static void check_fenced(struct run *r) {
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error kerr = {0};
     cJSON *out = NULL, *pod = cJSON_Parse("{\"metadata\":{\"name\":\"late\"}}");
     CHECK(!leader_fence_ok(r->le));
     CHECK(!leader_is_leader(r->le));
     int before = count("POST", PODS);
-    CHECK_INT(kube_create(r->workers, PODS, pod, NULL, err, sizeof err), -1);
-    CHECK(strstr(err, KUBE_FENCED_MSG) != NULL);
+    CHECK_INT(kube_create(r->workers, PODS, pod, NULL, &kerr), -1);
+    CHECK(strstr(kerr.message, KUBE_FENCED_MSG) != NULL);
     CHECK_INT(count("POST", PODS), before);           /* refused without a request */
-    CHECK_INT(kube_get(r->workers, PODS, &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(r->workers, PODS, &out, &kerr), 200);
     cJSON_Delete(out);
     cJSON_Delete(pod);
 }
@@ -120,27 +120,27 @@ TEST(stalled_lease_ends_leadership_by_the_renew_deadline) {
 
 TEST(steady_leader_keeps_leading_and_writes_pass) {
     struct run r;
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error kerr = {0};
     cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"ok\"}}");
     CHECK_INT(run_start(&r, "steady", "me"), 0);
     fake_sleep_ms(2500 * K);                  /* well past lease and renew deadline */
     CHECK(r.stopped_ms == 0);
     CHECK(leader_is_leader(r.le));
     CHECK(leader_fence_remaining_ms(r.le) > RENEW / 2);
-    CHECK_INT(kube_create(r.workers, PODS, pod, NULL, err, sizeof err), 201);
+    CHECK_INT(kube_create(r.workers, PODS, pod, NULL, &kerr), 201);
     cJSON_Delete(pod);
     run_free(&r);
 }
 
 TEST(a_write_never_outlives_the_fence) {
     struct run r;
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error kerr = {0};
     cJSON *pod = cJSON_Parse("{}");
     CHECK_INT(run_start(&r, "steady", "me"), 0);
     /* The server holds the write 5 s; the client's own timeout is 30 s; the fence ends at
      * most one renew deadline (1 s) after the last renewal. */
     long long t0 = clock_mono_ms();
-    CHECK_INT(kube_create(r.workers, PODS "/slow-write", pod, NULL, err, sizeof err), -1);
+    CHECK_INT(kube_create(r.workers, PODS "/slow-write", pod, NULL, &kerr), -1);
     long long took = clock_mono_ms() - t0;
     fprintf(stderr, "  slow write cut after %lld ms\n", took);
     CHECK(took <= RENEW + SLACK);
@@ -153,9 +153,9 @@ struct writer { struct kube_client *c; long long done_ms; };
 /* Thread: one slow write. */
 static void *slow_write(void *arg) {
     struct writer *w = arg;
-    char err[KUBE_ERR_MAX];
+    struct kube_error kerr = {0};
     cJSON *pod = cJSON_Parse("{}");
-    kube_create(w->c, PODS "/slow-write", pod, NULL, err, sizeof err);
+    kube_create(w->c, PODS "/slow-write", pod, NULL, &kerr);
     w->done_ms = clock_mono_ms();
     cJSON_Delete(pod);
     return NULL;

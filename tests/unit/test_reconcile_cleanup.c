@@ -149,16 +149,15 @@ TEST(ownerless_objects_are_deleted_at_once) {
     CHECK_INT(seed_labelled(e, PVC_COLL, "PersistentVolumeClaim", "pool-pvc", 1, NULL), 0);
     CHECK(cached(e, NS "/orph-pod", NS "/orph-pvc"));
     CHECK(cached(e, NS "/owned-pod", NS "/pool-pvc"));
-    char pod_uid[64], pvc_uid[64], err[512] = "";
+    char pod_uid[64], pvc_uid[64];
+    struct kube_error err;
     uid_of(e, POD_COLL "/orph-pod", pod_uid, sizeof pod_uid);
     uid_of(e, PVC_COLL "/orph-pvc", pvc_uid, sizeof pvc_uid);
 
     size_t m = fakeapi_mark(&e->fa);
-    int64_t rq = -5;
     char sweep[SBX_WORK_KEY_MAX];
     CHECK_INT(sbx_work_key_format(SBX_WORK_OWNERLESS, NS, NULL, sweep, sizeof sweep), 0);
-    CHECK_INT(sbx_reconcile(e->ctl, sweep, &rq, err, sizeof err), 0);
-    CHECK_INT(rq, 0);
+    CHECK_INT(sbx_reconcile(e->ctl, sweep, &err).kind, SBX_OUTCOME_DONE);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", POD_COLL "/orph-pod", 200), 1);
     CHECK_INT(fakeapi_count_status(&e->fa, m, "DELETE", PVC_COLL "/orph-pvc", 200), 1);
     CHECK_INT(fakeapi_count_writes(&e->fa, m), 2);

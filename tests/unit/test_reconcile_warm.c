@@ -98,16 +98,17 @@ TEST(new_sandbox_adopts_the_bound_pool_claim_and_the_pool_refills) {
 
     /* The adopted claim is no longer the pool's, but the refill yields to the pod starting
      * on it: the pool pass makes nothing and looks again within a second. */
-    char key[300], err[512] = "";
+    char key[300];
+    struct kube_error err;
     snprintf(key, sizeof key, NS "/%s", claim);
     for (int64_t end = clock_mono_ms() + 10000; clock_mono_ms() < end && !cache_current(e, sbx_controller_cache(e->ctl, SBX_CACHE_PVCS), key, path);)
         env_sleep_ms(5);
     CHECK(pod_cached(e, n.pod));
     m = fakeapi_mark(&e->fa);
-    int64_t rq = 0;
-    CHECK_INT(sbx_reconcile(e->ctl, NS "/#warm", &rq, err, sizeof err), 0);
+    struct sbx_outcome r = sbx_reconcile(e->ctl, NS "/#warm", &err);
+    CHECK_INT(r.kind, SBX_OUTCOME_AFTER);
     CHECK_INT(fakeapi_count(&e->fa, m, "POST", PVC_COLL), 0);
-    CHECK(rq > 0 && rq <= SBX_WARM_REFILL_RECHECK_MS);
+    CHECK(r.after_ms > 0 && r.after_ms <= SBX_WARM_REFILL_RECHECK_MS);
     /* Its pod Ready: the pool pass makes a new one. */
     CHECK_INT(pod_running(e, n.pod, 0), 0);
     CHECK(pod_cached(e, n.pod));
@@ -160,10 +161,8 @@ TEST(a_namespaced_controller_makes_no_pool_claims_in_other_namespaces) {
         return;
     }
     size_t m = fakeapi_mark(&e->fa);
-    char err[512] = "";
-    int64_t rq = 0;
-    CHECK_INT(sbx_reconcile(e->ctl, "team-other/#warm", &rq, err, sizeof err), 0);
-    CHECK_INT(rq, -1);
+    struct kube_error err;
+    CHECK_INT(sbx_reconcile(e->ctl, "team-other/#warm", &err).kind, SBX_OUTCOME_FORGET);
     CHECK_INT(fakeapi_count(&e->fa, m, "POST", "/api/v1/namespaces/team-other/persistentvolumeclaims"), 0);
     CHECK_INT(fakeapi_count_writes(&e->fa, m), 0);   /* nothing written anywhere */
 }

@@ -21,13 +21,13 @@ struct call {
     struct kube_client *c;
     const char *path;
     long status;
-    char err[KUBE_ERR_MAX];
+    struct kube_error err;
     long long ended_ms;
 };
 
 static void *do_get(void *p) {
     struct call *k = p;
-    k->status = kube_get(k->c, k->path, NULL, k->err, sizeof(k->err));
+    k->status = kube_get(k->c, k->path, NULL, &k->err);
     k->ended_ms = clock_mono_ms();
     return NULL;
 }
@@ -70,7 +70,7 @@ TEST(cancel_ends_a_stalled_request) {
     fprintf(stderr, "  stalled GET returned %lld ms after the cancel\n", after);
     CHECK(after < 100 * K);
     CHECK_INT(k.status, -1);
-    CHECK(strstr(k.err, KUBE_CANCELLED_MSG) != NULL);
+    CHECK(strstr(k.err.message, KUBE_CANCELLED_MSG) != NULL);
 }
 
 TEST(cancel_ends_a_retry_after_wait) {
@@ -97,15 +97,16 @@ TEST(cancelled_client_sends_nothing) {
     if (!c) { CHECK(c != NULL); return; }
     kube_client_cancel(c);
     CHECK(kube_client_cancelled(c));
-    char err[KUBE_ERR_MAX];
+    struct kube_error kerr = {0};
     const cJSON *e[8];
     cJSON *before = fake_log(&fake);
     int n0 = fake_requests(before, NULL, "/api/v1/namespaces/fast/configmaps/x", e, 8);
     cJSON_Delete(before);
     long long t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, "/api/v1/namespaces/fast/configmaps/x", NULL, err, sizeof(err)), -1);
+    CHECK_INT(kube_get(c, "/api/v1/namespaces/fast/configmaps/x", NULL, &kerr), -1);
     CHECK(clock_mono_ms() - t0 < 50 * K);
-    CHECK(strstr(err, KUBE_CANCELLED_MSG) != NULL);
+    CHECK(strstr(kerr.message, KUBE_CANCELLED_MSG) != NULL);
+    CHECK_INT(kerr.reason, KUBE_REASON_TRANSPORT);
     cJSON *after = fake_log(&fake);
     CHECK_INT(fake_requests(after, NULL, "/api/v1/namespaces/fast/configmaps/x", e, 8), n0);
     cJSON_Delete(after);
@@ -115,23 +116,23 @@ TEST(cancelled_client_sends_nothing) {
 TEST(deadline_bounds_retries_and_waits) {
     struct kube_client *c = up() ? fake_client(&fake) : NULL;
     if (!c) { CHECK(c != NULL); return; }
-    char err[KUBE_ERR_MAX];
+    struct kube_error kerr = {0};
     kube_client_set_deadline(c, 1000);
     /* Retry-After: 30 would be waited for (5 attempts: 2 min); the deadline forbids it */
     long long t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/throttled", NULL, err, sizeof(err)), 429);
+    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/throttled", NULL, &kerr), 429);
     long long took = clock_mono_ms() - t0;
     fprintf(stderr, "  429 + Retry-After: 30 with a 1 s deadline: %lld ms\n", took);
     CHECK(took < 1000);   /* (the deadline itself, also under valgrind) */
     /* a stall of 10 s: the attempt's timeout is cut to the deadline */
     t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/stall", NULL, err, sizeof(err)), -1);
+    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/stall", NULL, &kerr), -1);
     took = clock_mono_ms() - t0;
     fprintf(stderr, "  10 s stall with a 1 s deadline: %lld ms\n", took);
     CHECK(took >= 900 && took < 1500 * K);
     /* back-off: 503s retried while the deadline allows, never past it */
     t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/unavailable", NULL, err, sizeof(err)), 503);
+    CHECK_INT(kube_get(c, "/api/v1/namespaces/t/pods/unavailable", NULL, &kerr), 503);
     took = clock_mono_ms() - t0;
     CHECK(took < 1200 * K);
     kube_client_free(c);
@@ -142,10 +143,10 @@ TEST(connections_are_reused_after_the_change) {
      * row still work and answer promptly. */
     struct kube_client *c = up() ? fake_client(&fake) : NULL;
     if (!c) { CHECK(c != NULL); return; }
-    char err[KUBE_ERR_MAX];
+    struct kube_error kerr = {0};
     long long t0 = clock_mono_ms();
     int ok = 0;
-    for (int i = 0; i < 50; i++) ok += kube_get(c, "/api/v1/namespaces/fast/configmaps/x", NULL, err, sizeof(err)) == 200;
+    for (int i = 0; i < 50; i++) ok += kube_get(c, "/api/v1/namespaces/fast/configmaps/x", NULL, &kerr) == 200;
     CHECK_INT(ok, 50);
     fprintf(stderr, "  50 GETs: %lld ms\n", clock_mono_ms() - t0);
     kube_client_free(c);

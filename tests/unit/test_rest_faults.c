@@ -33,25 +33,25 @@ static int seen(const char *method, const char *path, double *t, int max) {
 
 TEST(fake_server_answers) {
     struct kube_client *c = client(1, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     CHECK(c != NULL);
     if (!c) return;
     /* No route: the fake's own 404 Status, message surfaced. */
-    CHECK_INT(kube_get(c, PODS "/nothing-here", &out, err, sizeof err), 404);
+    CHECK_INT(kube_get(c, PODS "/nothing-here", &out, &err), 404);
     CHECK(out == NULL);
-    CHECK(strstr(err, "HTTP 404: no fake route for GET") != NULL);
+    CHECK(strstr(err.message, "HTTP 404: no fake route for GET") != NULL);
     kube_client_free(c);
 }
 
 TEST(retry_after_429_waits_then_succeeds) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
     long long t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, PODS "/retry-after", &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(c, PODS "/retry-after", &out, &err), 200);
     long long took = clock_mono_ms() - t0;
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"), "name")),
               "retry-after");
@@ -65,11 +65,11 @@ TEST(retry_after_429_waits_then_succeeds) {
 
 TEST(status_503_then_200_is_retried) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
-    CHECK_INT(kube_get(c, PODS "/unavailable", &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(c, PODS "/unavailable", &out, &err), 200);
     CHECK(out != NULL);
     CHECK_INT(seen("GET", PODS "/unavailable", t, 8), 2);
     CHECK(t[1] - t[0] >= 0.15);    /* exponential backoff starts at 200 ms */
@@ -79,18 +79,18 @@ TEST(status_503_then_200_is_retried) {
 
 TEST(status_500_retried_for_get_not_for_post) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL, *pod = cJSON_Parse("{\"metadata\":{\"name\":\"flaky-post\"}}");
     double t[8];
     if (!c) { CHECK(c != NULL); cJSON_Delete(pod); return; }
-    CHECK_INT(kube_get(c, PODS "/flaky", &out, err, sizeof err), 200);
+    CHECK_INT(kube_get(c, PODS "/flaky", &out, &err), 200);
     CHECK_INT(seen("GET", PODS "/flaky", t, 8), 2);
     cJSON_Delete(out);
     out = NULL;
 
-    CHECK_INT(kube_create(c, PODS "/flaky-post", pod, &out, err, sizeof err), 500);
+    CHECK_INT(kube_create(c, PODS "/flaky-post", pod, &out, &err), 500);
     CHECK(out == NULL);
-    CHECK(strstr(err, "HTTP 500: boom on create") != NULL);
+    CHECK(strstr(err.message, "HTTP 500: boom on create") != NULL);
     CHECK_INT(seen("POST", PODS "/flaky-post", t, 8), 1);
     cJSON_Delete(pod);
     kube_client_free(c);
@@ -98,11 +98,11 @@ TEST(status_500_retried_for_get_not_for_post) {
 
 TEST(status_503_on_post_is_retried) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL, *pod = cJSON_Parse("{\"metadata\":{\"name\":\"busy-post\"}}");
     double t[8];
     if (!c) { CHECK(c != NULL); cJSON_Delete(pod); return; }
-    CHECK_INT(kube_create(c, PODS "/busy-post", pod, &out, err, sizeof err), 201);
+    CHECK_INT(kube_create(c, PODS "/busy-post", pod, &out, &err), 201);
     CHECK(out != NULL);
     CHECK_INT(seen("POST", PODS "/busy-post", t, 8), 2);
     cJSON_Delete(out);
@@ -112,26 +112,27 @@ TEST(status_503_on_post_is_retried) {
 
 TEST(status_429_forever_returns_after_the_attempts) {
     struct kube_client *c = client(3, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
-    CHECK_INT(kube_get(c, PODS "/always-429", &out, err, sizeof err), 429);
+    CHECK_INT(kube_get(c, PODS "/always-429", &out, &err), 429);
     CHECK(out == NULL);
-    CHECK(strstr(err, "HTTP 429: still too many") != NULL);
+    CHECK(strstr(err.message, "HTTP 429: still too many") != NULL);
+    CHECK_INT(err.reason, KUBE_REASON_TOO_MANY_REQUESTS);
     CHECK_INT(seen("GET", PODS "/always-429", t, 8), 3);
     kube_client_free(c);
 }
 
 TEST(truncated_json_body_is_malformed) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = (cJSON *)1;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
-    CHECK_INT(kube_get(c, PODS "/truncated", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/truncated", &out, &err), -1);
     CHECK(out == NULL);
-    CHECK(strstr(err, "malformed JSON") != NULL);
+    CHECK(strstr(err.message, "malformed JSON") != NULL);
     CHECK_INT(seen("GET", PODS "/truncated", t, 8), 1);   /* a 200 is never retried */
     kube_client_free(c);
 }
@@ -139,7 +140,8 @@ TEST(truncated_json_body_is_malformed) {
 TEST(connection_reset_mid_body_is_a_transport_error) {
     struct kube_client *c = client(3, 0);
     struct kube_response r;
-    char err[KUBE_ERR_MAX] = "", msg[KUBE_ERR_MAX];
+    char msg[KUBE_ERR_MAX];
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
@@ -151,23 +153,25 @@ TEST(connection_reset_mid_body_is_a_transport_error) {
     kube_response_free(&r);
     CHECK_INT(seen("GET", PODS "/reset", t, 8), 3);        /* every attempt used */
 
-    CHECK_INT(kube_get(c, PODS "/reset", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/reset", &out, &err), -1);
     CHECK(out == NULL);
-    CHECK(strstr(err, PODS "/reset") != NULL);
+    CHECK(strstr(err.message, PODS "/reset") != NULL);
+    CHECK_INT(err.status, 0);
+    CHECK_INT(err.reason, KUBE_REASON_TRANSPORT);
     kube_client_free(c);
 }
 
 TEST(stall_past_the_timeout_fails_in_bounds) {
     struct kube_client *c = client(2, 300);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
     long long t0 = clock_mono_ms();
-    CHECK_INT(kube_get(c, PODS "/stall", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/stall", &out, &err), -1);
     long long took = clock_mono_ms() - t0;
     CHECK(out == NULL);
-    CHECK(strstr(err, "imeout") != NULL);                   /* curl: "Timeout was reached" */
+    CHECK(strstr(err.message, "imeout") != NULL);                   /* curl: "Timeout was reached" */
     /* two attempts of 300 ms and a 200 ms backoff, far below the 3 s stall */
     CHECK(took >= 600);
     CHECK(took < 2900);            /* below even one 3 s stall: both attempts timed out */
@@ -178,7 +182,7 @@ TEST(stall_past_the_timeout_fails_in_bounds) {
 TEST(body_over_the_limit_is_refused) {
     struct kube_client *c = client(3, 0);
     struct kube_response r;
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL;
     double t[8];
     if (!c) { CHECK(c != NULL); return; }
@@ -190,9 +194,9 @@ TEST(body_over_the_limit_is_refused) {
     /* Refusing is final: the same body would come again. */
     CHECK_INT(seen("GET", PODS "/huge", t, 8), 1);
 
-    CHECK_INT(kube_get(c, PODS "/huge", &out, err, sizeof err), -1);
+    CHECK_INT(kube_get(c, PODS "/huge", &out, &err), -1);
     CHECK(out == NULL);
-    CHECK(strstr(err, "larger than 67108864 bytes") != NULL);
+    CHECK(strstr(err.message, "larger than 67108864 bytes") != NULL);
 
     /* No Content-Length: refused while reading, at the limit. */
     CHECK_INT(kube_request(c, "GET", PODS "/huge-chunked", NULL, NULL, 0, &r), -1);
@@ -205,18 +209,29 @@ TEST(body_over_the_limit_is_refused) {
 
 TEST(status_message_is_surfaced) {
     struct kube_client *c = client(5, 0);
-    char err[KUBE_ERR_MAX] = "";
+    struct kube_error err = {0};
     cJSON *out = NULL, *pod = cJSON_Parse("{\"metadata\":{\"name\":\"dup\"}}");
     if (!c) { CHECK(c != NULL); cJSON_Delete(pod); return; }
-    CHECK_INT(kube_get(c, PODS "/missing", &out, err, sizeof err), 404);
+    CHECK_INT(kube_get(c, PODS "/missing", &out, &err), 404);
     CHECK(out == NULL);
-    CHECK_STR(err, "GET " PODS "/missing: HTTP 404: pods \"missing\" not found");
+    CHECK_STR(err.message, "GET " PODS "/missing: HTTP 404: pods \"missing\" not found");
+    CHECK_INT(err.status, 404);
+    CHECK_INT(err.reason, KUBE_REASON_NOT_FOUND);
 
-    CHECK_INT(kube_create(c, PODS, pod, &out, err, sizeof err), 409);
-    CHECK_STR(err, "POST " PODS ": HTTP 409: pods \"dup\" already exists");
+    CHECK_INT(kube_create(c, PODS, pod, &out, &err), 409);
+    CHECK_STR(err.message, "POST " PODS ": HTTP 409: pods \"dup\" already exists");
+    CHECK_INT(err.reason, KUBE_REASON_ALREADY_EXISTS);   /* a 409 that is no Conflict */
 
-    CHECK_INT(kube_get(c, PODS "/plain-403", &out, err, sizeof err), 403);
-    CHECK_STR(err, "GET " PODS "/plain-403: HTTP 403");
+    /* A namespace being deleted is told by the admission's cause, never by the words. */
+    CHECK_INT(kube_create(c, "/api/v1/namespaces/gone/pods", pod, &out, &err), 403);
+    CHECK_INT(err.reason, KUBE_REASON_NAMESPACE_TERMINATING);
+    CHECK(strstr(err.message, "because it is being terminated") != NULL);
+    CHECK_INT(kube_create(c, "/api/v1/namespaces/rbac/pods", pod, &out, &err), 403);
+    CHECK_INT(err.reason, KUBE_REASON_FORBIDDEN);
+
+    CHECK_INT(kube_get(c, PODS "/plain-403", &out, &err), 403);
+    CHECK_STR(err.message, "GET " PODS "/plain-403: HTTP 403");
+    CHECK_INT(err.reason, KUBE_REASON_FORBIDDEN);   /* no Status: the status's usual reason */
     cJSON_Delete(pod);
     kube_client_free(c);
 }
@@ -224,12 +239,12 @@ TEST(status_message_is_surfaced) {
 TEST(counts_by_verb_and_class) {
     struct kube_client *c = client(2, 0);
     struct kube_request_counts n;
-    char err[KUBE_ERR_MAX];
+    struct kube_error err;
     cJSON *out = NULL;
     if (!c) { CHECK(c != NULL); return; }
-    kube_get(c, PODS "/always-429", &out, err, sizeof err);   /* 2 × 4xx */
-    kube_get(c, PODS "/missing", &out, err, sizeof err);      /* 1 × 4xx */
-    kube_get(c, PODS "/reset", &out, err, sizeof err);        /* 2 × transport */
+    kube_get(c, PODS "/always-429", &out, &err);   /* 2 × 4xx */
+    kube_get(c, PODS "/missing", &out, &err);      /* 1 × 4xx */
+    kube_get(c, PODS "/reset", &out, &err);        /* 2 × transport */
     kube_client_counts(c, &n);
     CHECK_INT(n.by_verb[KUBE_VERB_GET][4], 3);
     CHECK_INT(n.by_verb[KUBE_VERB_GET][0], 2);

@@ -1,5 +1,5 @@
-/* tests/unit/test_terminating.c — namespaces being deleted (sandbox/model/terminating.c): the
- * refusal is recognised only in the API server's words, a note holds the namespace's
+/* tests/unit/test_terminating.c — namespaces being deleted (sandbox/model/terminating.c): a
+ * note (the refusal itself is a typed reason: test_rest_reason.c) holds the namespace's
  * passes for SBX_TERMINATING_HOLD_MS from the last refusal, an expired hold is forgotten,
  * other namespaces (and odd names) are not held. */
 #include "check.h"
@@ -9,15 +9,6 @@
 #include "sandbox/model/terminating.h"
 
 #define NOW 5000000   /* monotonic ms */
-
-TEST(the_refusal_is_recognised_in_the_api_servers_words_only) {
-    CHECK(sbx_terminating_refused("POST /api/v1/namespaces/t/pods: HTTP 403: pods \"yao-sb-a-b\" is forbidden: unable "
-                                  "to create new content in namespace t because it is being terminated"));
-    CHECK(!sbx_terminating_refused("POST /api/v1/namespaces/t/pods: HTTP 403: pods is forbidden: User cannot create"));
-    CHECK(!sbx_terminating_refused("HTTP 409: because it is being terminated"));
-    CHECK(!sbx_terminating_refused(""));
-    CHECK(!sbx_terminating_refused(NULL));
-}
 
 TEST(a_note_holds_the_namespace_from_the_last_refusal) {
     struct sbx_terminating *t = sbx_terminating_new();

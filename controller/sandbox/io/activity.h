@@ -18,6 +18,6 @@
 #define SBX_ACTIVE 2
 int sbx_activity_probe(const struct sbx_deps *deps, const char *ns, const char *name,
                        const struct sbx_sandbox_view *sb,
-                       const char *pod_name, int64_t threshold_millis, int64_t now, char *err, size_t errlen);
+                       const char *pod_name, int64_t threshold_millis, int64_t now, struct kube_error *err);
 
 #endif

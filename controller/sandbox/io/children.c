@@ -24,12 +24,13 @@ enum sbx_object_state sbx_child_state_of(const cJSON *obj, const char *uid) {
 
 cJSON *sbx_cached_or_read(const struct sbx_deps *deps, struct informer *inf, const char *ns, const char *api,
                           const char *resource, const char *name) {
-    char key[512], path[1024], rerr[KUBE_ERR_MAX];
+    char key[512], path[1024];
+    struct kube_error rerr;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     cJSON *obj = informer_get(inf, key), *list = NULL;
     if (obj || !deps->shard_label) return obj;
     snprintf(path, sizeof(path), "%s/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", api, ns, resource, name);
-    if (kube_get(deps->client, path, &list, rerr, sizeof(rerr)) == 200) {
+    if (kube_get(deps->client, path, &list, &rerr) == 200) {
         const cJSON *items = kj_path(list, "items");
         if (cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1) obj = cJSON_DetachItemFromArray((cJSON *)items, 0);
     }
@@ -38,11 +39,11 @@ cJSON *sbx_cached_or_read(const struct sbx_deps *deps, struct informer *inf, con
 }
 
 int sbx_child_create(const struct sbx_deps *deps, const char *ns, const char *resource, enum sbx_expect_kind kind,
-                     cJSON *obj, const char *name, const char *uid, char *err, size_t errlen) {
+                     cJSON *obj, const char *name, const char *uid, struct kube_error *err) {
     char path[1024];
     cJSON *made = NULL;
     sbx_core_path(path, sizeof(path), ns, resource);
-    long st = kube_create(deps->client, path, obj, &made, err, errlen);
+    long st = kube_create(deps->client, path, obj, &made, err);
     if (st == 201 || st == 200) {
         struct sbx_meta mm;
         sbx_meta_read(made, &mm);
@@ -56,13 +57,13 @@ int sbx_child_create(const struct sbx_deps *deps, const char *ns, const char *re
     /* Already exists: ours (the cache is behind) or a stranger's? */
     cJSON *existing = NULL;
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-    st = kube_get(deps->client, path, &existing, err, errlen);
+    st = kube_get(deps->client, path, &existing, err);
     if (st != 200) { cJSON_Delete(existing); return -1; }
     enum sbx_object_state s = sbx_child_state_of(existing, uid);
     /* Ours but not in the cache: sharded, and made without this shard's label (by a
      * replica not sharded yet): labelled now, the watch then shows it. */
     int rc = s == SBX_OBJ_FOREIGN ? 1 : 0;
-    if (!rc && sbx_shard_adopt_existing(deps, resource, existing, err, errlen) < 0) rc = -1;
+    if (!rc && sbx_shard_adopt_existing(deps, resource, existing, err) < 0) rc = -1;
     cJSON_Delete(existing);
     return rc;
 }

@@ -32,7 +32,7 @@ cJSON *sbx_cached_or_read(const struct sbx_deps *deps, struct informer *inf, con
  * is created is expected (kind, records.h) until the cache shows it, so that an echo of
  * the Sandbox's own status write does not POST it again. */
 int sbx_child_create(const struct sbx_deps *deps, const char *ns, const char *resource, enum sbx_expect_kind kind,
-                     cJSON *obj, const char *name, const char *uid, char *err, size_t errlen);
+                     cJSON *obj, const char *name, const char *uid, struct kube_error *err);
 /* The SandboxClass a pod of Sandbox sb was built under ("" = none): its SBX_ANN_CLASS; a
  * pod made by an earlier controller has none: the class the Sandbox's status last
  * recorded. NULL when neither tells (taken as the current class); pod NULL: no pod. */

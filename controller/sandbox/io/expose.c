@@ -16,12 +16,12 @@
 
 int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
                        const struct sbx_owner *owner, const struct sbx_spec *spec, const char *pod_name,
-                       const cJSON *svc, enum sbx_object_state state, char *err, size_t errlen) {
+                       const cJSON *svc, enum sbx_object_state state, struct kube_error *err) {
     struct sbx_meta sm;
     sbx_meta_read(svc, &sm);
     if (!spec->service) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(deps, ns, "services", pod_name, sm.uid, err, errlen) < 0) return -1;
+        if (sbx_delete_owned(deps, ns, "services", pod_name, sm.uid, err) < 0) return -1;
         LOGI("msg=\"service deleted (spec.service.enabled is off)\" sandbox=%s/%s service=%s", ns, owner->name, pod_name);
         return 0;
     }
@@ -32,13 +32,13 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
         return 0;
     }
     cJSON *want = sbx_build_service(owner, spec, pod_name);
-    if (!want) { errfmt_oom(err, errlen); return -1; }
+    if (!want) { kube_error_oom(err); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_SERVICE, kj_now_ms()) > 0) {
         /* created by an earlier pass; the cache has not shown it yet: no second POST */
     } else if (state == SBX_OBJ_ABSENT) {
-        int r = sbx_child_create(deps, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err, errlen);
+        int r = sbx_child_create(deps, ns, "services", SBX_EXPECT_SERVICE, want, pod_name, owner->uid, err);
         if (r < 0) rc = -1;
         else if (r == 1) {
             sbx_count(&deps->counters->conflicts);
@@ -57,10 +57,10 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
         int r = -1;
         if (part && cJSON_AddItemToObject(part, "ports", ports) && (ports = NULL, 1) &&
             cJSON_AddItemToObject(part, "selector", selector) && (selector = NULL, 1))
-            r = sbx_patch_owned_spec(deps, ns, "services", pod_name, sm.uid, part, err, errlen);
+            r = sbx_patch_owned_spec(deps, ns, "services", pod_name, sm.uid, part, err);
         else {
             cJSON_Delete(part);
-            errfmt_oom(err, errlen);
+            kube_error_oom(err);
         }
         cJSON_Delete(ports);      /* what was not added */
         cJSON_Delete(selector);
@@ -74,8 +74,7 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
 int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
                       const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_network *net,
                       const char *pod_name, const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
-                      enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, char *err,
-                      size_t errlen) {
+                      enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, struct kube_error *err) {
     struct sbx_meta nm;
     sbx_meta_read(np, &nm);
     /* A pod built under another class (spec.className changed) still runs, or is still
@@ -93,42 +92,42 @@ int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct 
     }
     if (net->mode != SBX_NET_ISOLATED) {
         if (state != SBX_OBJ_PRESENT) return 0;
-        if (sbx_delete_owned(deps, ns, "networkpolicies", pod_name, nm.uid, err, errlen) < 0)
+        if (sbx_delete_owned(deps, ns, "networkpolicies", pod_name, nm.uid, err) < 0)
             return -1;
         LOGI("msg=\"network policy deleted (the class's network mode is none)\" sandbox=%s/%s networkpolicy=%s", ns,
              owner->name, pod_name);
         return 0;
     }
     if (state == SBX_OBJ_TERMINATING) {
-        errfmt(err, errlen, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
+        kube_error_set(err, "the sandbox's NetworkPolicy %s is being deleted; waiting to create it again", pod_name);
         return -1;
     }
     if (state == SBX_OBJ_FOREIGN) {
         sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
                          "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-        errfmt(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+        kube_error_set(err, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         return -1;
     }
     cJSON *want = sbx_build_netpol(owner, spec, net, pod_name, apiserver, napiserver);
-    if (!want) { errfmt_oom(err, errlen); return -1; }
+    if (!want) { kube_error_oom(err); return -1; }
     int rc = 0;
     if (state == SBX_OBJ_ABSENT &&
         sbx_records_expecting(deps->records, owner->uid, SBX_EXPECT_NETPOL, kj_now_ms()) > 0) {
         /* created by an earlier pass; the cache has not shown it yet: no second POST */
     } else if (state == SBX_OBJ_ABSENT) {
-        int r = sbx_child_create(deps, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err, errlen);
+        int r = sbx_child_create(deps, ns, "networkpolicies", SBX_EXPECT_NETPOL, want, pod_name, owner->uid, err);
         if (r == 1) {
             sbx_count(&deps->counters->conflicts);
             sbx_event_record(deps, sb, "Warning", "NetworkPolicyNameConflict",
                              "a NetworkPolicy of the sandbox's name belongs to someone else; the pod waits");
-            errfmt(err, errlen, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
+            kube_error_set(err, "NetworkPolicy %s/%s belongs to someone else", ns, pod_name);
         }
         if (r != 0) rc = -1;
         else LOGI("msg=\"network policy created\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
     } else if (!sbx_netpol_matches(np, want)) {
         /* Its whole spec; the uid precondition keeps a same-named successor's policy safe. */
         int r = sbx_patch_owned_spec(deps, ns, "networkpolicies", pod_name, nm.uid,
-                                     cJSON_DetachItemFromObjectCaseSensitive(want, "spec"), err, errlen);
+                                     cJSON_DetachItemFromObjectCaseSensitive(want, "spec"), err);
         if (r < 0) rc = -1;
         else if (r == 0) LOGI("msg=\"network policy updated\" sandbox=%s/%s networkpolicy=%s", ns, owner->name, pod_name);
     }

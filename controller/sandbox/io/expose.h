@@ -23,7 +23,7 @@
  * ours makes no failure (the sandbox runs without it). 0 or -1 (err). */
 int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
                        const struct sbx_owner *owner, const struct sbx_spec *spec, const char *pod_name,
-                       const cJSON *svc, enum sbx_object_state state, char *err, size_t errlen);
+                       const cJSON *svc, enum sbx_object_state state, struct kube_error *err);
 
 /* The NetworkPolicy pod_name of Sandbox sb (owner), wanted when net->mode is isolated;
  * its egress excepts the API server addresses apiserver[0..napiserver) unless the class
@@ -35,7 +35,6 @@ int sbx_expose_service(const struct sbx_deps *deps, const char *ns, const struct
 int sbx_expose_netpol(const struct sbx_deps *deps, const char *ns, const struct sbx_sandbox_view *sb,
                       const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_network *net,
                       const char *pod_name, const cJSON *pod, const struct sbx_meta *pod_meta, const cJSON *np,
-                      enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, char *err,
-                      size_t errlen);
+                      enum sbx_object_state state, const struct sbx_cidr *apiserver, size_t napiserver, struct kube_error *err);
 
 #endif

@@ -123,10 +123,11 @@ static void source_node(const struct sbx_deps *deps, const char *ns, const char 
  * that finished the copy and deleted its copier. A second copier would copy the source
  * again over the workspace the sandbox then writes. 1 = do not start a copier now. */
 static int claim_filled_or_unknown(const struct sbx_deps *deps, const char *ns, const char *claim) {
-    char path[1024], rerr[256];
+    char path[1024];
+    struct kube_error rerr;
     cJSON *fresh = NULL;
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
-    long st = kube_get(deps->client, path, &fresh, rerr, sizeof(rerr));
+    long st = kube_get(deps->client, path, &fresh, &rerr);
     struct sbx_claim_view cv;
     sbx_claim_view_parse(fresh, &cv);
     int filled = st != 200 || cv.fork_copied != NULL;
@@ -136,7 +137,7 @@ static int claim_filled_or_unknown(const struct sbx_deps *deps, const char *ns, 
 
 int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const char *ns, const struct sbx_sandbox_view *sb,
                   const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_claim_view *pvc,
-                  struct sbx_observed *o, char *msg, size_t msglen, char *err, size_t errlen) {
+                  struct sbx_observed *o, char *msg, size_t msglen, struct kube_error *err) {
     char copier[96], okey[600], path[1024], node[256];
     const char *claim = pvc->meta.name, *claim_uid = pvc->meta.uid, *source = pvc->fork_from;
     sbx_copier_name(owner->uid, copier, sizeof(copier));
@@ -171,10 +172,10 @@ int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const c
         cJSON *obj = sbx_build_copier(owner, spec, copier, deps->defaults->image ? deps->defaults->image
                                                                                    : SBX_DEFAULT_IMAGE,
                                       source, claim, node[0] ? node : NULL);
-        if (!obj) { errfmt_oom(err, errlen); rc = -1; goto out; }
+        if (!obj) { kube_error_oom(err); rc = -1; goto out; }
         cJSON *made = NULL;
         sbx_core_path(path, sizeof(path), ns, "pods");
-        long st = kube_create(deps->client, path, obj, &made, err, errlen);
+        long st = kube_create(deps->client, path, obj, &made, err);
         cJSON_Delete(obj);
         if (st == 201 || st == 200) {
             struct sbx_meta mm;
@@ -201,15 +202,14 @@ int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const c
         kj_time_format(kj_now_ms(), t, sizeof(t));
         if (!claim || !claim_uid ||
             sbx_patch_owned_map(deps, ns, "persistentvolumeclaims", claim, claim_uid, "annotations", 1,
-                                (const char *const[]){SBX_ANN_FORK_COPIED}, (const char *const[]){t}, err,
-                                errlen) < 0) {
+                                (const char *const[]){SBX_ANN_FORK_COPIED}, (const char *const[]){t}, err) < 0) {
             rc = -1;
             goto out;
         }
         LOGI("msg=\"workspace copied\" sandbox=%s/%s claim=%s source=%s", ns, owner->name, claim, source);
         sbx_capacity_keep(cap, owner->uid);   /* the copier's slot passes to the sandbox pod */
         sbx_event_record(deps, sb, "Normal", "WorkspaceCopied", msg);
-        if (pod_uid && sbx_delete_owned(deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+        if (pod_uid && sbx_delete_owned(deps, ns, "pods", copier, pod_uid, err) < 0) rc = -1;
         goto out;   /* the claim's echo brings the pass that makes the pod */
     }
     if (co.pod_phase && !strcmp(co.pod_phase, "Failed")) {
@@ -226,7 +226,7 @@ int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const c
         int64_t ended = t->finished_ms ? t->finished_ms : pm.created_ms;
         if (kj_now_ms() - ended >= SBX_COPY_RETRY_MS && pod_uid) {
             LOGW("msg=\"workspace copy failed; trying again\" sandbox=%s/%s copier=%s", ns, owner->name, copier);
-            if (sbx_delete_owned(deps, ns, "pods", copier, pod_uid, err, errlen) < 0) rc = -1;
+            if (sbx_delete_owned(deps, ns, "pods", copier, pod_uid, err) < 0) rc = -1;
         }
         goto out;
     }

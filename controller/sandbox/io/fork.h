@@ -45,6 +45,6 @@ const char *sbx_fork_source(const struct sbx_deps *deps, struct sbx_warm *warm, 
  * points to). 0 or -1 (err). */
 int sbx_fork_fill(const struct sbx_deps *deps, struct sbx_capacity *cap, const char *ns, const struct sbx_sandbox_view *sb,
                   const struct sbx_owner *owner, const struct sbx_spec *spec, const struct sbx_claim_view *pvc,
-                  struct sbx_observed *o, char *msg, size_t msglen, char *err, size_t errlen);
+                  struct sbx_observed *o, char *msg, size_t msglen, struct kube_error *err);
 
 #endif

@@ -11,7 +11,7 @@
 #include "kube/rest.h"
 #include "sandbox/decide/hostalias_decide.h"
 
-int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, cJSON **out, char *err, size_t errlen) {
+int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, cJSON **out, struct kube_error *err) {
     const char *ips[SBX_HOST_ALIASES_MAX] = {0};
     cJSON *svcs[SBX_HOST_ALIASES_MAX] = {0};
     const cJSON *e;
@@ -20,18 +20,19 @@ int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, 
     *out = NULL;
     if (!aliases || cJSON_GetArraySize(aliases) == 0) return 0;
     if (cJSON_GetArraySize(aliases) > SBX_HOST_ALIASES_MAX)
-        return errfmt(err, errlen, "spec.hostAliases: at most %d entries", SBX_HOST_ALIASES_MAX);
+        return kube_error_set(err, "spec.hostAliases: at most %d entries", SBX_HOST_ALIASES_MAX);
     cJSON_ArrayForEach(e, aliases) {
         const cJSON *svc = cJSON_GetObjectItemCaseSensitive(e, "service");
         if (cJSON_IsObject(svc)) {
             const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(svc, "namespace"));
             const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(svc, "name"));
-            char path[512], rerr[256];
+            char path[512];
+            struct kube_error rerr;
             snprintf(path, sizeof path, "/api/v1/namespaces/%s/services/%s", ns ? ns : "", name ? name : "");
-            long st = kube_get(deps->client, path, &svcs[i], rerr, sizeof rerr);
+            long st = kube_get(deps->client, path, &svcs[i], &rerr);
             if (st != 200) {
-                errfmt(err, errlen, "spec.hostAliases[%d]: cannot read Service %s/%s: %s%s", i, ns, name,
-                       st == 404 ? "not found" : rerr,
+                kube_error_set(err, "spec.hostAliases[%d]: cannot read Service %s/%s: %s%s", i, ns, name,
+                       st == 404 ? "not found" : rerr.message,
                        st == 403 ? " (the controller needs get on services in that namespace: the chart's "
                                    "sandboxClass.serverNamespaces grants it)" : "");
                 goto out;
@@ -40,7 +41,9 @@ int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, 
         }
         i++;
     }
-    *out = sbx_host_aliases_build(aliases, ips, err, errlen);
+    char why[KUBE_ERR_MAX];
+    *out = sbx_host_aliases_build(aliases, ips, why, sizeof why);
+    if (!*out) kube_error_set(err, "%s", why);
     rc = *out ? 0 : -1;
 out:
     for (int j = 0; j < SBX_HOST_ALIASES_MAX; j++) cJSON_Delete(svcs[j]);

@@ -14,6 +14,6 @@
  * needs `get` on Services in the Service's namespace: the chart grants it in
  * sandboxClass.serverNamespaces). 0, or -1 with err (a Service missing, headless or
  * unreadable: the pod is not created without its names). */
-int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, cJSON **out, char *err, size_t errlen);
+int sbx_host_aliases_resolve(const struct sbx_deps *deps, const cJSON *aliases, cJSON **out, struct kube_error *err);
 
 #endif

@@ -97,10 +97,10 @@ void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const 
 
 /* The Sandbox ns/name no longer exists: once its objects have outlived the grace period,
  * delete the pods, PVCs, Services and NetworkPolicies it controlled (uid preconditions keep a same-named
- * successor's objects safe). *requeue_ms asks to look again when the grace ends, or is
- * -1 once nothing of it is left: the key then leaves the queue for good. */
-int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
-                         int64_t *requeue_ms, char *err, size_t errlen) {
+ * successor's objects safe). After: look again when the grace ends; forget once nothing
+ * of it is left (the key leaves the queue for good). */
+struct sbx_outcome sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
+                                     struct kube_error *err) {
 #define KINDS 4
     static const char *const resources[KINDS] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     struct informer *caches[KINDS] = {deps->pods, deps->pvcs, deps->services, deps->netpols};
@@ -112,8 +112,7 @@ int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *
     if (known && names.swept_ms) {
         /* Swept already (a tombstone): this pass is an echo of the deletions the sweep
          * waited for. (The garbage collector deletes what a race may still create.) */
-        *requeue_ms = -1;
-        return 0;
+        return sbx_forget();
     }
     if (known && names.pod[0]) {
         /* The usual case: the names are known, two cache lookups. */
@@ -139,25 +138,20 @@ int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *
     if (o[0].n + o[1].n + o[2].n + o[3].n == 0) {
         /* Nothing left: a tombstone keeps the next echo from walking again. */
         sbx_records_swept(deps->records, uid, kj_now_ms());
-        *requeue_ms = -1;
-        return 0;
+        return sbx_forget();
     }
     int64_t now = kj_now_ms();
     int64_t first = sbx_records_orphans_seen(deps->records, uid, now);
-    if (now - first < SWEEP_GRACE_MS) {
-        *requeue_ms = SWEEP_GRACE_MS - (now - first);
-        return 0;
-    }
+    if (now - first < SWEEP_GRACE_MS) return sbx_after(SWEEP_GRACE_MS - (now - first));
     for (int i = 0; i < KINDS; i++)
         for (int j = 0; j < o[i].n; j++) {
-            if (sbx_delete_owned(deps, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err, errlen) < 0) return -1;
+            if (sbx_delete_owned(deps, ns, resources[i], o[i].found[j].name, o[i].found[j].uid, err) < 0) return sbx_failed();
             LOGI("msg=\"deleted orphan\" sandbox=%s/%s %s=%s", ns, name, resources[i], o[i].found[j].name);
         }
     /* Look once more after another grace: deleted objects leave the cache (or show their
      * deletionTimestamp), then the record goes. */
     sbx_records_orphans_deleted(deps->records, uid, kj_now_ms());
-    *requeue_ms = SWEEP_GRACE_MS;
-    return 0;
+    return sbx_after(SWEEP_GRACE_MS);
 #undef KINDS
 }
 
@@ -190,17 +184,15 @@ static int find_ownerless(void *ud, const char *key, const cJSON *obj) {
     return 0;
 }
 
-int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int64_t *requeue_ms, char *err,
-                                size_t errlen) {
+struct sbx_outcome sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, struct kube_error *err) {
     static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     struct informer *caches[] = {deps->pods, deps->pvcs, deps->services, deps->netpols};
     struct ownerless_ctx *o = calloc(1, sizeof(*o));
     int rc = 0, more = 0;
 
-    *requeue_ms = 0;
     if (!o) {
-        errfmt_oom(err, errlen);
-        return -1;
+        kube_error_oom(err);
+        return sbx_failed();
     }
     for (size_t i = 0; i < sizeof(caches) / sizeof(caches[0]) && rc == 0; i++) {
         memset(o, 0, sizeof(*o));
@@ -209,7 +201,7 @@ int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int
         if (caches[i]) informer_foreach(caches[i], find_ownerless, o);
         more |= o->more;
         for (int j = 0; j < o->n; j++) {
-            if (sbx_delete_owned(deps, ns, resources[i], o->found[j].name, o->found[j].uid, err, errlen) < 0) {
+            if (sbx_delete_owned(deps, ns, resources[i], o->found[j].name, o->found[j].uid, err) < 0) {
                 rc = -1;
                 break;
             }
@@ -218,6 +210,6 @@ int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int
         }
     }
     free(o);
-    if (rc == 0 && more) *requeue_ms = 1000;   /* the next batch, once these deletions echo */
-    return rc;
+    if (rc < 0) return sbx_failed();
+    return more ? sbx_after(1000) : sbx_done();   /* the next batch, once these deletions echo */
 }

@@ -11,11 +11,12 @@
 
 #include "sandbox/io/deps.h"
 #include "sandbox/io/warm.h"
+#include "sandbox/model/outcome.h"
 
-/* The Sandbox ns/name is gone: sweep what it owned after a grace period; *requeue_ms
- * asks to look again, or is -1 once nothing is left (drop the key). 0 or -1. */
-int sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
-                      int64_t *requeue_ms, char *err, size_t errlen);
+/* The Sandbox ns/name is gone: sweep what it owned after a grace period. After (look
+ * again when the grace ends), forget once nothing is left (drop the key), or failed. */
+struct sbx_outcome sbx_orphans_sweep(const struct sbx_deps *deps, const char *key, const char *ns, const char *name,
+                                     struct kube_error *err);
 /* The Sandbox key (uid) is deleted: its record keeps the names of the pod and claim it
  * owned (user, chat from it or from an object it owned; own_claim: the claim's name when
  * the object is that claim; else an adopted claim's name from warm), so the sweep looks
@@ -33,10 +34,9 @@ void sbx_orphans_note(const struct sbx_deps *deps, struct sbx_warm *warm, const 
  * that sbx_orphan_ownerless names (labelled by the controller, no owner left: e.g. after
  * `kubectl delete sandbox --cascade=orphan`), each with its uid as a precondition. Run when
  * the informers show such an object (its work key, SBX_WORK_OWNERLESS of ns: workkey.h):
- * at once, with no grace, since no garbage collector will come for them. *requeue_ms is 0, or a
- * short wait when more were found than one pass deletes. 0 or -1 (a failed delete: the
+ * at once, with no grace, since no garbage collector will come for them. Done, after a
+ * short wait when more were found than one pass deletes, or failed (a failed delete: the
  * queue retries with backoff). */
-int sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, int64_t *requeue_ms, char *err,
-                                size_t errlen);
+struct sbx_outcome sbx_orphans_sweep_ownerless(const struct sbx_deps *deps, const char *ns, struct kube_error *err);
 
 #endif

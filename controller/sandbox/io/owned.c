@@ -11,10 +11,10 @@
 #include "sandbox/model/objects.h"
 
 int sbx_delete_owned(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
-                     const char *uid, char *err, size_t errlen) {
+                     const char *uid, struct kube_error *err) {
     char path[1024];
     sbx_object_path(path, sizeof(path), ns, resource, name);
-    long st = kube_delete(deps->client, path, uid, err, errlen);
+    long st = kube_delete(deps->client, path, uid, err);
     if (st == 200 || st == 202 || st == 404 || st == 409) {
         sbx_count(&deps->counters->deletes);
         return 0;
@@ -36,38 +36,38 @@ static cJSON *uid_patch(const char *uid, cJSON **md) {
 /* Send patch (deleted here) to ns/resource/name when ok, else report ENOMEM. 0 patched,
  * 1 gone or replaced (404, 409), -1. */
 static int send_owned_patch(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
-                            cJSON *patch, int ok, char *err, size_t errlen) {
+                            cJSON *patch, int ok, struct kube_error *err) {
     char path[1024];
     if (!ok) {
         cJSON_Delete(patch);
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
     sbx_object_path(path, sizeof(path), ns, resource, name);
-    long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(deps->client, path, patch, NULL, err);
     cJSON_Delete(patch);
     return st == 200 ? 0 : st == 404 || st == 409 ? 1 : -1;
 }
 
 int sbx_patch_owned_map(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
                         const char *uid, const char *map, size_t n, const char *const *keys,
-                        const char *const *values, char *err, size_t errlen) {
+                        const char *const *values, struct kube_error *err) {
     cJSON *md = NULL, *m = NULL, *patch = uid_patch(uid, &md);
     int ok = patch && (m = cJSON_AddObjectToObject(md, map));
     for (size_t i = 0; ok && i < n; i++) ok = cJSON_AddStringToObject(m, keys[i], values[i]) != NULL;
-    return send_owned_patch(deps, ns, resource, name, patch, ok, err, errlen);
+    return send_owned_patch(deps, ns, resource, name, patch, ok, err);
 }
 
 int sbx_patch_owned_spec(const struct sbx_deps *deps, const char *ns, const char *resource, const char *name,
-                         const char *uid, cJSON *spec, char *err, size_t errlen) {
+                         const char *uid, cJSON *spec, struct kube_error *err) {
     cJSON *md, *patch = uid_patch(uid, &md);
     int ok = patch && spec && cJSON_AddItemToObject(patch, "spec", spec);
     if (!ok) cJSON_Delete(spec);   /* not in the patch: ours to free */
-    return send_owned_patch(deps, ns, resource, name, patch, ok, err, errlen);
+    return send_owned_patch(deps, ns, resource, name, patch, ok, err);
 }
 
 long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, const char *uid, const char *rv,
-                               char *err, size_t errlen) {
+                               struct kube_error *err) {
     cJSON *opts = cJSON_CreateObject(), *pre;
     char *body = NULL;
     if (opts && cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
@@ -77,17 +77,12 @@ long sbx_delete_preconditioned(const struct sbx_deps *deps, const char *path, co
         (!rv || cJSON_AddStringToObject(pre, "resourceVersion", rv)))
         body = cJSON_PrintUnformatted(opts);
     cJSON_Delete(opts);
-    if (!body) { errfmt_oom(err, errlen); return -1; }
+    if (!body) { kube_error_oom(err); return -1; }
     struct kube_response resp;
     int rc = kube_request(deps->client, "DELETE", path, "application/json", body, strlen(body), &resp);
     free(body);
     long st = rc < 0 ? -1 : resp.status;
-    if (rc < 0) errfmt(err, errlen, "DELETE %s: %s", path, resp.err);
-    else if (st >= 300 && st != 404 && st != 409) {
-        char msg[KUBE_ERR_MAX];
-        kube_response_message(&resp, msg, sizeof(msg));
-        errfmt(err, errlen, "DELETE %s: %s", path, msg);
-    }
+    if (rc < 0 || (st >= 300 && st != 404 && st != 409)) kube_error_from_response(&resp, "DELETE", path, err);
     kube_response_free(&resp);
     return st;
 }

@@ -121,7 +121,8 @@ fail:
 /* Reclaim v on a fresh read. 1 when it was stopped, 0 when the read said no (or it changed
  * meanwhile), -1 on an error. */
 static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, const struct sbx_reclaim_victim *v, int64_t now) {
-    char ns[256], name[256], path[1024], err[KUBE_ERR_MAX], msg[512], okey[520];
+    char ns[256], name[256], path[1024], msg[512], okey[520];
+    struct kube_error err;
     const char *slash = strchr(v->key, '/');
     cJSON *sb = NULL, *pod = NULL, *st = NULL;
     int rc = -1;
@@ -133,10 +134,10 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", SBX_GROUP, ns,
              SBX_PLURAL, name);
     cJSON *list = NULL;
-    long code = kube_get(deps->client, path, &list, err, sizeof(err));
+    long code = kube_get(deps->client, path, &list, &err);
     if (code != 200 || !list) {
         cJSON_Delete(list);
-        LOGW("msg=\"reclaim: reading the Sandbox failed\" sandbox=%s err=\"%s\"", v->key, err);
+        LOGW("msg=\"reclaim: reading the Sandbox failed\" sandbox=%s err=\"%s\"", v->key, err.message);
         goto out;
     }
     const cJSON *items = kj_path(list, "items");
@@ -175,15 +176,15 @@ static int reclaim_one(const struct sbx_deps *deps, struct sbx_slots *slots, con
                  "next use starts it again", idle_s);
     st = reclaimed_status(&sv, last_used, now, msg);
     if (!st) goto out;
-    int w = sbx_status_write(deps, ns, name, &sv, st, sv.meta.resource_version, NULL, 0, err, sizeof(err));
+    int w = sbx_status_write(deps, ns, name, &sv, st, sv.meta.resource_version, NULL, 0, &err);
     if (w == SBX_STALE) {
         LOGI("msg=\"reclaim: the Sandbox changed since it was read; not reclaimed\" sandbox=%s", v->key);
         rc = 0;
         goto out;
     }
-    if (w != 0) { LOGW("msg=\"reclaim: recording the stop failed\" sandbox=%s err=\"%s\"", v->key, err); goto out; }
-    if (sbx_delete_owned(deps, ns, "pods", pod_name, pod_uid, err, sizeof(err)) < 0)
-        LOGW("msg=\"reclaim: deleting the pod failed (its pass deletes it)\" sandbox=%s err=\"%s\"", v->key, err);
+    if (w != 0) { LOGW("msg=\"reclaim: recording the stop failed\" sandbox=%s err=\"%s\"", v->key, err.message); goto out; }
+    if (sbx_delete_owned(deps, ns, "pods", pod_name, pod_uid, &err) < 0)
+        LOGW("msg=\"reclaim: deleting the pod failed (its pass deletes it)\" sandbox=%s err=\"%s\"", v->key, err.message);
     sbx_event_record(deps, &sv, "Normal", SBX_REASON_RECLAIMED, msg);
     sbx_count(&deps->counters->reclaims);
     LOGI("msg=\"sandbox reclaimed\" sandbox=%s idle_s=%ld class=\"%s\"", v->key, idle_s, v->cls);

@@ -46,10 +46,11 @@ static cJSON *resize_patch(const char *uid, const char *rv, int64_t request_mill
  * was the subresource's (a cluster older than 1.33), not the pod's. A failed GET says no:
  * the pass runs again and finds out. */
 static int pod_still_there(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid) {
-    char path[1024], err[256];
+    char path[1024];
+    struct kube_error err;
     cJSON *pod = NULL;
     sbx_object_path(path, sizeof(path), ns, "pods", name);
-    long st = kube_get(deps->client, path, &pod, err, sizeof(err));
+    long st = kube_get(deps->client, path, &pod, &err);
     struct sbx_meta m;
     sbx_meta_read(st == 200 ? pod : NULL, &m);
     const char *got = m.uid;
@@ -59,21 +60,20 @@ static int pod_still_there(const struct sbx_deps *deps, const char *ns, const ch
 }
 
 int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
-                       const char *resource_version, int64_t request_millis, int64_t limit_millis, char *err,
-                       size_t errlen) {
+                       const char *resource_version, int64_t request_millis, int64_t limit_millis, struct kube_error *err) {
     char path[1024];
     if (!uid || !resource_version) {
-        errfmt(err, errlen, "pod %s/%s: no uid or resourceVersion to resize it on", ns, name);
+        kube_error_set(err, "pod %s/%s: no uid or resourceVersion to resize it on", ns, name);
         return -1;
     }
     cJSON *patch = resize_patch(uid, resource_version, request_millis, limit_millis);
     if (!patch) {
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
     sbx_core_path(path, sizeof(path), ns, "pods");
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s/resize", name);
-    long st = kube_strategic_patch(deps->client, path, patch, NULL, err, errlen);
+    long st = kube_strategic_patch(deps->client, path, patch, NULL, err);
     cJSON_Delete(patch);
     if (st == 409) return SBX_STALE;
     if (st == 404) return pod_still_there(deps, ns, name, uid) ? SBX_RESIZE_REFUSED : SBX_STALE;

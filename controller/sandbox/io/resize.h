@@ -19,7 +19,6 @@
  * retried with backoff). */
 #define SBX_RESIZE_REFUSED 2
 int sbx_pod_resize_cpu(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
-                       const char *resource_version, int64_t request_millis, int64_t limit_millis, char *err,
-                       size_t errlen);
+                       const char *resource_version, int64_t request_millis, int64_t limit_millis, struct kube_error *err);
 
 #endif

@@ -20,27 +20,26 @@
 
 /* Put this shard's label on obj (in ns/resource), with its uid as a precondition (a
  * successor of the same name is left alone). 0 (labelled, gone, or replaced) or -1. */
-static int label_one(const struct sbx_deps *deps, const char *resource, const cJSON *obj, char *err, size_t errlen) {
+static int label_one(const struct sbx_deps *deps, const char *resource, const cJSON *obj, struct kube_error *err) {
     struct sbx_meta m;
     sbx_meta_read(obj, &m);
     const char *ns = m.namespace_, *name = m.name, *uid = m.uid;
     if (!ns || !name || !uid) return 0;
     static const char *const keys[] = {SBX_LABEL_SHARD, SBX_LABEL_SHARDS};
     const char *const values[] = {deps->shard_label->shard, deps->shard_label->shards};
-    int rc = sbx_patch_owned_map(deps, ns, resource, name, uid, "labels", 2, keys, values, err, errlen);
+    int rc = sbx_patch_owned_map(deps, ns, resource, name, uid, "labels", 2, keys, values, err);
     if (rc == 0)
         LOGI("msg=\"shard: labelled as this shard's\" shard=%s shards=%s %s=%s/%s", deps->shard_label->shard,
              deps->shard_label->shards, resource, ns, name);
     return rc < 0 ? -1 : 0;
 }
 
-int sbx_shard_adopt_existing(const struct sbx_deps *deps, const char *resource, const cJSON *obj, char *err,
-                             size_t errlen) {
+int sbx_shard_adopt_existing(const struct sbx_deps *deps, const char *resource, const cJSON *obj, struct kube_error *err) {
     if (!deps->shard_label || !sbx_shard_should_adopt(obj, deps->shard_key[0], deps->shard_key[1])) return 0;
-    return label_one(deps, resource, obj, err, errlen);
+    return label_one(deps, resource, obj, err);
 }
 
-int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char *err, size_t errlen) {
+int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, struct kube_error *err) {
     static const char *const resources[] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
     if (!deps->shard_label) return 0;
     char selector[160];
@@ -60,30 +59,30 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, char 
                 kube_path_add_query(path, sizeof(path), "limit", "500") < 0 ||
                 (cont && kube_path_add_query(path, sizeof(path), "continue", cont) < 0)) {
                 free(cont);
-                errfmt(err, errlen, "shard migration: path too long");
+                kube_error_set(err, "shard migration: path too long");
                 return -1;
             }
             free(cont);
             cont = NULL;
             cJSON *list = NULL;
-            long st = kube_get(deps->client, path, &list, err, errlen);
+            long st = kube_get(deps->client, path, &list, err);
             if (st != 200) { cJSON_Delete(list); return -1; }
             const cJSON *it;
             cJSON_ArrayForEach(it, kj_path(list, "items")) {
                 if (stop && atomic_load(stop)) {
                     cJSON_Delete(list);
-                    errfmt(err, errlen, "stopped");
+                    kube_error_set(err, "stopped");
                     return -1;
                 }
                 seen++;
                 if (!sbx_shard_should_adopt(it, deps->shard_key[0], deps->shard_key[1])) continue;
-                if (label_one(deps, resources[r], it, err, errlen) < 0) { cJSON_Delete(list); return -1; }
+                if (label_one(deps, resources[r], it, err) < 0) { cJSON_Delete(list); return -1; }
                 labelled++;
             }
             const char *next = kj_str(list, "metadata.continue");
             if (next && *next && !(cont = strdup(next))) {
                 cJSON_Delete(list);
-                errfmt_oom(err, errlen);
+                kube_error_oom(err);
                 return -1;
             }
             cJSON_Delete(list);

@@ -104,20 +104,20 @@ static void quote_value(const char *v, char *out, size_t outlen) {
  * patch conditional on the version read (a 409 means a client wrote meanwhile: that
  * value is looked at next), and say so in a Warning Event. 0, SBX_STALE or -1. */
 int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
-                             const char *value, int64_t now, char *err, size_t errlen) {
+                             const char *value, int64_t now, struct kube_error *err) {
     char path[1024], t[48], q[LAST_USED_QUOTE_MAX * 2 + 8], msg[512];
     const char *rv = sb->meta.resource_version;
-    if (!rv) { errfmt(err, errlen, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
+    if (!rv) { kube_error_set(err, "sandbox %s/%s has no resourceVersion", ns, name); return -1; }
     kj_time_format_micro(now, t, sizeof(t));
     cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
     if (!ann || !cJSON_AddStringToObject(md, "resourceVersion", rv) || !cJSON_AddStringToObject(ann, SBX_ANN_LAST_USED, t)) {
         cJSON_Delete(patch);
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    long st = kube_merge_patch(deps->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(deps->client, path, patch, NULL, err);
     cJSON_Delete(patch);
     if (st == 409 || st == 404) return SBX_STALE;
     if (st != 200) return -1;
@@ -301,7 +301,7 @@ cJSON *sbx_status_desired(const struct sbx_sandbox_view *sb, const struct sbx_de
  * a fenced write found the Sandbox gone), or -1. */
 int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *name,
                         const struct sbx_sandbox_view *sb, cJSON *st, const char *fence_rv, char *new_rv, size_t new_rv_len,
-                        char *err, size_t errlen) {
+                        struct kube_error *err) {
     const cJSON *cur = sb->status;
     if (new_rv && new_rv_len) snprintf(new_rv, new_rv_len, "%s", fence_rv ? fence_rv : "");
     if (!fence_rv && cur && cJSON_Compare(cur, st, 1)) return 0;
@@ -310,13 +310,13 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
         if (!cJSON_GetObjectItemCaseSensitive(st, k->string)) cJSON_AddNullToObject(st, k->string);
     }
     cJSON *patch = cJSON_CreateObject();
-    if (!patch) { errfmt_oom(err, errlen); return -1; }
+    if (!patch) { kube_error_oom(err); return -1; }
     const char *rv = fence_rv ? fence_rv : sb->meta.resource_version;
     if (rv) {
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
         if (!md || !cJSON_AddStringToObject(md, "resourceVersion", rv)) {
             cJSON_Delete(patch);
-            errfmt_oom(err, errlen);
+            kube_error_oom(err);
             return -1;
         }
     }
@@ -324,7 +324,7 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s/status", SBX_GROUP, ns, SBX_PLURAL, name);
     cJSON *out = NULL;
-    long rc = kube_merge_patch(deps->client, path, patch, fence_rv ? &out : NULL, err, errlen);
+    long rc = kube_merge_patch(deps->client, path, patch, fence_rv ? &out : NULL, err);
     cJSON_Delete(patch);
     if (rc == 200 && fence_rv && new_rv && new_rv_len) {
         struct sbx_meta written;   /* the Sandbox as the write left it */
@@ -343,10 +343,10 @@ int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *na
  * to it since the decision (a touch after the stop was recorded wakes it instead). The
  * HTTP status (200/202 deleted, 404 already gone, 409 changed), or -1. */
 long sbx_sandbox_delete(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
-                           const char *rv, char *err, size_t errlen) {
+                           const char *rv, struct kube_error *err) {
     char path[1024];
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/namespaces/%s/%s/%s", SBX_GROUP, ns, SBX_PLURAL, name);
-    return sbx_delete_preconditioned(deps, path, uid, rv, err, errlen);
+    return sbx_delete_preconditioned(deps, path, uid, rv, err);
 }
 
 /* The spec cannot be applied (d->invalid_reason set): a Warning Event when the Accepted
@@ -359,7 +359,7 @@ void sbx_event_invalid(const struct sbx_deps *deps, const struct sbx_sandbox_vie
 
 /* Status for a spec the controller cannot act on (and no pod of an earlier spec runs). */
 int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
-                              const char *reason, const char *why, char *err, size_t errlen) {
+                              const char *reason, const char *why, struct kube_error *err) {
     struct sbx_decision d;
     memset(&d, 0, sizeof(d));
     d.phase = "Pending";
@@ -373,8 +373,8 @@ int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const
     d.restart_count = -1;
     d.last_termination = sb->last_termination;
     cJSON *st = sbx_status_desired(sb, &d, NULL, NULL, NULL, kj_now_ms());
-    if (!st) { errfmt_oom(err, errlen); return -1; }
-    int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err, errlen);
+    if (!st) { kube_error_oom(err); return -1; }
+    int rc = sbx_status_write(deps, ns, name, sb, st, NULL, NULL, 0, err);
     cJSON_Delete(st);
     if (rc == 0) sbx_event_invalid(deps, sb, &d);
     return rc;

@@ -26,7 +26,7 @@ void sbx_event_transition(const struct sbx_deps *deps, const struct sbx_sandbox_
 /* last-used-at in the future: rewritten to now (conditional on sb's version), with a
  * Warning Event. 0, SBX_STALE or -1. */
 int sbx_last_used_rewrite(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
-                          const char *value, int64_t now, char *err, size_t errlen);
+                          const char *value, int64_t now, struct kube_error *err);
 /* last-used-at unparseable: a Warning Event (once per value); the annotation is ignored. */
 void sbx_last_used_warn_invalid(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const char *value);
 /* The status the decision d describes (pod, pod_name, claim as observed). NULL: out of memory. */
@@ -37,15 +37,15 @@ cJSON *sbx_status_desired(const struct sbx_sandbox_view *sb, const struct sbx_de
  * receives the version after a fenced write. 0, SBX_STALE (409, or a fenced write found
  * the Sandbox gone), or -1. */
 int sbx_status_write(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb, cJSON *st,
-                     const char *fence_rv, char *new_rv, size_t new_rv_len, char *err, size_t errlen);
+                     const char *fence_rv, char *new_rv, size_t new_rv_len, struct kube_error *err);
 /* DELETE the Sandbox ns/name if it still has uid and resourceVersion rv. The HTTP status
  * (200/202 deleted, 404 already gone, 409 changed), or -1. */
 long sbx_sandbox_delete(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid,
-                        const char *rv, char *err, size_t errlen);
+                        const char *rv, struct kube_error *err);
 /* Status Pending, Ready=False/InvalidSpec, Accepted=False/reason (NULL: InvalidSpec) with
  * the message why; a Warning Event when that is new. */
 int sbx_status_report_invalid(const struct sbx_deps *deps, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
-                              const char *reason, const char *why, char *err, size_t errlen);
+                              const char *reason, const char *why, struct kube_error *err);
 /* A Warning Event of d->invalid_reason when the Accepted condition says something new. */
 void sbx_event_invalid(const struct sbx_deps *deps, const struct sbx_sandbox_view *sb, const struct sbx_decision *d);
 

@@ -8,16 +8,16 @@
 #include "kube/rest.h"
 #include "sandbox/decide/volhelper_decide.h"
 
-int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const char *uid, char *err, size_t errlen) {
-    char name[128], path[512], rerr[256];
+int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const char *uid, struct kube_error *err) {
+    char name[128], path[512];
     if (sbx_volume_helper_name(uid, name, sizeof name) < 0) return 0;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
     cJSON *pod = NULL;
-    long st = kube_get(deps->client, path, &pod, rerr, sizeof rerr);
+    long st = kube_get(deps->client, path, &pod, err);
     if (st == 404) return 0;
     if (st != 200) {
         cJSON_Delete(pod);
-        return errfmt(err, errlen, "reading pod %s/%s: %s", ns, name, rerr);
+        return -1;
     }
     int busy = sbx_volume_helper_holds(pod, uid);
     cJSON_Delete(pod);

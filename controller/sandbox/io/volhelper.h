@@ -11,6 +11,6 @@
  * does (no such pod, or one that ended or is not a helper of it), -1 with err when the
  * API server could not be asked. Read from the API server, not a cache: the controller's
  * pod informer sees only its own pods, and a helper made a moment ago must count. */
-int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const char *uid, char *err, size_t errlen);
+int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const char *uid, struct kube_error *err);
 
 #endif

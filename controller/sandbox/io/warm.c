@@ -548,11 +548,10 @@ static void pool_forget(struct sbx_warm *w, const char *ns, const char *name) {
 /* DELETE the pool claim e if it is still at e->rv (uid and resourceVersion
  * preconditions: one adopted since is never deleted). 0 (deleted, gone, or changed: 409)
  * or -1. */
-static int delete_pool_claim(struct sbx_warm *w, const char *ns, const struct pool_entry *e, char *err,
-                             size_t errlen) {
+static int delete_pool_claim(struct sbx_warm *w, const char *ns, const struct pool_entry *e, struct kube_error *err) {
     char path[1024];
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", e->name);
-    long st = sbx_delete_preconditioned(w->deps, path, e->uid, e->rv, err, errlen);
+    long st = sbx_delete_preconditioned(w->deps, path, e->uid, e->rv, err);
     if (st == 200 || st == 202 || st == 404) {
         sbx_count(&w->deps->counters->deletes);
         LOGI("msg=\"warm pool: claim deleted\" namespace=%s pool=%s claim=%s", ns, e->key, e->name);
@@ -690,13 +689,13 @@ static void expect_binder(struct sbx_warm *w, const char *ns, const char *claim,
 /* One binder pod per pending claim of the WaitForFirstConsumer pool want of ns (pc: the
  * pool claims of ns). A spec that cannot be resolved binds nothing (logged). 0 or -1. */
 static int bind_pool(struct sbx_warm *w, const char *ns, const struct sbx_warm_want *want,
-                     const struct pool_copy *pc, char *err, size_t errlen) {
+                     const struct pool_copy *pc, struct kube_error *err) {
     const char **node = calloc(pc->n + 1, sizeof(*node)), *avoid[SBX_BINDER_AVOID_MAX];
     size_t n = 0;
     int rc = 0, have_spec = 0;
     struct sbx_spec spec;
     int64_t now = kj_now_ms();
-    if (!node) { errfmt_oom(err, errlen); return -1; }
+    if (!node) { kube_error_oom(err); return -1; }
     for (size_t i = 0; i < pc->n; i++)
         if (!strcmp(pc->v[i].key, want->key) && !pc->v[i].terminating) node[n++] = pc->v[i].node;
     size_t navoid = sbx_binder_crowded_nodes(node, n, avoid, SBX_BINDER_AVOID_MAX);
@@ -721,9 +720,9 @@ static int bind_pool(struct sbx_warm *w, const char *ns, const struct sbx_warm_w
             cJSON_Delete(pod);
             pod = NULL;
         }
-        if (!pod) { errfmt_oom(err, errlen); rc = -1; break; }
+        if (!pod) { kube_error_oom(err); rc = -1; break; }
         sbx_core_path(path, sizeof(path), ns, "pods");
-        long st = kube_create(w->deps->client, path, pod, &made, err, errlen);
+        long st = kube_create(w->deps->client, path, pod, &made, err);
         cJSON_Delete(pod);
         if (st == 201 || st == 200) {
             sbx_count(&w->deps->counters->creates);
@@ -769,13 +768,13 @@ static int collect_binder(void *ud, const char *key, void *value) {
  * pool that is not bound ahead (late[k] says which wants are). uid precondition: a pod
  * made again under the name since is not deleted blind. 0 or -1. */
 static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_warm_wants *wants,
-                         const int *late, const struct pool_copy *pc, char *err, size_t errlen) {
+                         const int *late, const struct pool_copy *pc, struct kube_error *err) {
     struct binder_list l = {.ns = ns};
     int rc = 0;
     pthread_mutex_lock(&w->lock);
     strmap_foreach(&w->binders, collect_binder, &l);
     pthread_mutex_unlock(&w->lock);
-    if (l.failed) { free(l.v); errfmt_oom(err, errlen); return -1; }
+    if (l.failed) { free(l.v); kube_error_oom(err); return -1; }
     for (size_t j = 0; j < l.n && rc == 0; j++) {
         int keep = 0;
         for (size_t i = 0; i < pc->n && !keep; i++) {
@@ -786,7 +785,7 @@ static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_wa
         if (keep) continue;
         char path[1024], bkey[512];
         sbx_object_path(path, sizeof(path), ns, "pods", l.v[j].pod);
-        long st = sbx_delete_preconditioned(w->deps, path, l.v[j].uid, NULL, err, errlen);
+        long st = sbx_delete_preconditioned(w->deps, path, l.v[j].uid, NULL, err);
         if (st == 200 || st == 202 || st == 404) {
             sbx_count(&w->deps->counters->deletes);
             snprintf(bkey, sizeof(bkey), "%s/%s", ns, l.v[j].claim);
@@ -805,20 +804,16 @@ static int sweep_binders(struct sbx_warm *w, const char *ns, const struct sbx_wa
     return rc;
 }
 
-int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, char *err, size_t errlen) {
+struct sbx_outcome sbx_warm_reconcile(struct sbx_warm *w, const char *ns, struct kube_error *err) {
     struct sbx_warm_wants wants;
     struct pool_copy pc;
-    int rc = -1;
+    struct sbx_outcome res = sbx_failed();
     memset(&wants, 0, sizeof(wants));
-    *requeue_ms = 0;
-    if (!serves(w, ns)) {
-        *requeue_ms = -1;   /* not ours: forget the key */
-        return 0;
-    }
+    if (!serves(w, ns)) return sbx_forget();   /* not ours: forget the key */
     if (pool_wants(w, ns, &wants) < 0 || pool_snapshot(w, ns, NULL, &pc) < 0) {
         sbx_warm_wants_free(&wants);
-        errfmt_oom(err, errlen);
-        return -1;
+        kube_error_oom(err);
+        return sbx_failed();
     }
     int late[SBX_WARM_WANTS_MAX] = {0};
     for (size_t i = 0; i < wants.n; i++) late[i] = pool_binds_late(w, &wants.v[i]);
@@ -834,7 +829,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     }
     struct sbx_warm_claim *claims = calloc(pc.n + 1, sizeof(*claims));
     size_t *idx = calloc(pc.n + 1, sizeof(*idx)), *del = calloc(pc.n + 1, sizeof(*del));
-    if (!claims || !idx || !del) { errfmt_oom(err, errlen); goto out; }
+    if (!claims || !idx || !del) { kube_error_oom(err); goto out; }
     int wanted_any = 0;
     /* The refill (claims to make, pending claims of a late pool to bind) yields to starts in
      * flight; what is in excess is deleted all the same. Asked only when there is one. */
@@ -867,7 +862,7 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
         int create = sbx_warm_plan(size, claims, n, del, &ndel);
         if (wait > 0) create = 0;
         for (size_t j = 0; j < ndel; j++) {
-            if (delete_pool_claim(w, ns, &pc.v[idx[del[j]]], err, errlen) < 0) goto out;
+            if (delete_pool_claim(w, ns, &pc.v[idx[del[j]]], err) < 0) goto out;
             pc.v[idx[del[j]]].terminating = 1;   /* no binder for it below */
         }
         for (int j = 0; j < create; j++) {
@@ -882,9 +877,9 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
                 cJSON_Delete(obj);
                 obj = NULL;
             }
-            if (!obj) { errfmt_oom(err, errlen); goto out; }
+            if (!obj) { kube_error_oom(err); goto out; }
             sbx_core_path(path, sizeof(path), ns, "persistentvolumeclaims");
-            long st = kube_create(w->deps->client, path, obj, &made, err, errlen);
+            long st = kube_create(w->deps->client, path, obj, &made, err);
             cJSON_Delete(obj);
             if (st != 201 && st != 200) { cJSON_Delete(made); goto out; }
             sbx_count(&w->deps->counters->creates);
@@ -904,19 +899,18 @@ int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, 
     /* The binders: one per pending claim of a WaitForFirstConsumer pool, none left over.
      * (Claims created above get theirs in the pass their watch event queues.) */
     for (size_t i = 0; i < wants.n; i++)
-        if (!wait && late[i] && wants.v[i].size > 0 && bind_pool(w, ns, &wants.v[i], &pc, err, errlen) < 0) goto out;
-    if (sweep_binders(w, ns, &wants, late, &pc, err, errlen) < 0) goto out;
+        if (!wait && late[i] && wants.v[i].size > 0 && bind_pool(w, ns, &wants.v[i], &pc, err) < 0) goto out;
+    if (sweep_binders(w, ns, &wants, late, &pc, err) < 0) goto out;
     /* Nothing wanted and nothing left: the key leaves the queue until a Sandbox, a class
      * or a pool claim brings it back. */
-    *requeue_ms = wait > 0 ? wait : !wanted_any && pc.n == 0 ? -1 : 0;
-    rc = 0;
+    res = wait > 0 ? sbx_after(wait) : !wanted_any && pc.n == 0 ? sbx_forget() : sbx_done();
 out:
     free(claims);
     free(idx);
     free(del);
     pool_copy_free(&pc);
     sbx_warm_wants_free(&wants);
-    return rc;
+    return res;
 }
 
 /* ---- adoption ---------------------------------------------------------------------------- */
@@ -944,20 +938,19 @@ int sbx_warm_released(struct sbx_warm *w, const char *uid) {
 #define ADOPT_TRIES 4
 
 int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *owner,
-                   const struct sbx_spec *spec, cJSON **adopted, char *claim, size_t claimlen, char *err,
-                   size_t errlen) {
+                   const struct sbx_spec *spec, cJSON **adopted, char *claim, size_t claimlen, struct kube_error *err) {
     char key[SBX_WARM_KEY_LEN];
     struct pool_copy pc;
     *adopted = NULL;
     if (!sbx_warm_sandbox_key(spec, key) || sbx_warm_released(w, owner->uid)) return 0;
-    if (pool_snapshot(w, ns, key, &pc) < 0) { errfmt_oom(err, errlen); return -1; }
+    if (pool_snapshot(w, ns, key, &pc) < 0) { kube_error_oom(err); return -1; }
     int rc = 0, tries = 0;
     struct sbx_warm_claim *claims = NULL;
     size_t *order = NULL;
     if (pc.n == 0) goto out;
     claims = calloc(pc.n, sizeof(*claims));
     order = calloc(pc.n, sizeof(*order));
-    if (!claims || !order) { rc = -1; errfmt_oom(err, errlen); goto out; }
+    if (!claims || !order) { rc = -1; kube_error_oom(err); goto out; }
     for (size_t i = 0; i < pc.n; i++)
         claims[i] = (struct sbx_warm_claim){.name = pc.v[i].name, .uid = pc.v[i].uid, .rv = pc.v[i].rv,
                                             .bound = pc.v[i].bound, .terminating = pc.v[i].terminating,
@@ -969,9 +962,9 @@ int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *o
         tries++;
         char path[1024];
         cJSON *patch = sbx_warm_adopt_patch(owner, spec, e->name, e->rv, kj_now_ms()), *out = NULL;
-        if (!patch) { rc = -1; errfmt_oom(err, errlen); goto out; }
+        if (!patch) { rc = -1; kube_error_oom(err); goto out; }
         sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", e->name);
-        long st = kube_merge_patch(w->deps->client, path, patch, &out, err, errlen);
+        long st = kube_merge_patch(w->deps->client, path, patch, &out, err);
         cJSON_Delete(patch);
         if (st == 200) {
             /* Expected as the Sandbox's claim until the watch shows it so: a pass before

@@ -13,6 +13,7 @@
 #include "sandbox/model/sandboxview.h"
 
 #include "sandbox/model/builders.h"
+#include "sandbox/model/outcome.h"
 #include "sandbox/io/class.h"
 #include "sandbox/io/deps.h"
 
@@ -43,13 +44,13 @@ int sbx_warm_claim_of(struct sbx_warm *w, const char *uid, char *out, size_t out
 /* Unadopted pool claims in the index (all namespaces), not being deleted: Bound, and
  * not yet (provisioning). */
 void sbx_warm_stats(struct sbx_warm *w, unsigned *bound, unsigned *pending);
-/* The pool pass of namespace ns: create and delete pool claims. *requeue_ms -1 when no
- * pool is wanted there and none is left. 0 or -1. */
-int sbx_warm_reconcile(struct sbx_warm *w, const char *ns, int64_t *requeue_ms, char *err, size_t errlen);
+/* The pool pass of namespace ns: create and delete pool claims. Forget when no pool is
+ * wanted there and none is left; done, after (a claim in the making), or failed. */
+struct sbx_outcome sbx_warm_reconcile(struct sbx_warm *w, const char *ns, struct kube_error *err);
 /* A new Sandbox (owner, resolved spec) without a claim: adopt a Bound claim of its pool
  * in ns with one conditional PATCH. 1 adopted (*adopted the patched claim, the caller
  * deletes it; its name in claim), 0 none to adopt (make its own), -1 error (err). */
 int sbx_warm_adopt(struct sbx_warm *w, const char *ns, const struct sbx_owner *owner, const struct sbx_spec *spec,
-                   cJSON **adopted, char *claim, size_t claimlen, char *err, size_t errlen);
+                   cJSON **adopted, char *claim, size_t claimlen, struct kube_error *err);
 
 #endif

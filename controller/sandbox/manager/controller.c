@@ -377,26 +377,30 @@ static void *worker(void *arg) {
     struct sbx_controller *ctl = arg;
     char *key;
     while ((key = queue_get(ctl->deps.queue))) {
-        char err[KUBE_ERR_MAX] = "";
-        int64_t requeue = 0;
+        struct kube_error err;
+        kube_error_clear(&err);
         int64_t t0 = clock_mono_us();
-        int rc = sbx_reconcile(ctl, key, &requeue, err, sizeof(err));
-        observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, rc < 0);
-        if (rc < 0 && sbx_terminating_refused(err)) {
-            LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key, err);
+        struct sbx_outcome res = sbx_reconcile(ctl, key, &err);
+        int failed = res.kind == SBX_OUTCOME_FAILED;
+        observe_latency(ctl, (double)(clock_mono_us() - t0) / 1e3, failed);
+        if (failed && err.reason == KUBE_REASON_NAMESPACE_TERMINATING) {
+            LOGI("msg=\"namespace is being deleted: not retried; its passes wait\" sandbox=%s err=\"%s\"", key,
+                 err.message);
             struct sbx_work_key k;
             if (sbx_work_key_parse(key, &k) == 0) sbx_terminating_note(ctl->terminating, k.ns, clock_mono_ms());
             queue_forget(ctl->deps.queue, key);
-        } else if (rc < 0) {
-            LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u err=\"%s\"", key,
-                queue_failures(ctl->deps.queue, key) + 1, err);
+        } else if (failed) {
+            LOGW("msg=\"reconcile failed\" sandbox=%s failures=%u status=%ld reason=%s err=\"%s\"", key,
+                 queue_failures(ctl->deps.queue, key) + 1, err.status, kube_reason_name(err.reason), err.message);
             queue_add_rate_limited(ctl->deps.queue, key);
         } else {
-            LOGD("msg=\"reconciled\" sandbox=%s rc=%d requeue_ms=%lld", key, rc, (long long)requeue);
+            LOGD("msg=\"reconciled\" sandbox=%s outcome=%s after_ms=%lld", key, sbx_outcome_name(res.kind),
+                 (long long)res.after_ms);
             queue_forget(ctl->deps.queue, key);
-            if (requeue > 0) queue_add_after(ctl->deps.queue, key, requeue);
-            else if (requeue == 0 && ctl->opt.resync_ms > 0) queue_add_after(ctl->deps.queue, key, ctl->opt.resync_ms);
-            /* requeue < 0: the Sandbox and all it owned are gone; the key is not queued again */
+            if (res.kind == SBX_OUTCOME_AFTER) queue_add_after(ctl->deps.queue, key, res.after_ms);
+            else if (res.kind == SBX_OUTCOME_DONE && ctl->opt.resync_ms > 0)
+                queue_add_after(ctl->deps.queue, key, ctl->opt.resync_ms);
+            /* forget: the Sandbox and all it owned are gone; the key is not queued again */
         }
         queue_done(ctl->deps.queue, key);
         free(key);
@@ -411,8 +415,8 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
     /* A namespaced install's Role cannot grant the cluster-scoped StorageClass read: ask
      * once, and without it go on with binding modes unknown instead of a relist that is
      * refused every 30 s. */
-    char perr[KUBE_ERR_MAX];
-    long probe = kube_get(ctl->deps.client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, perr, sizeof(perr));
+    struct kube_error perr;
+    long probe = kube_get(ctl->deps.client, "/apis/storage.k8s.io/v1/storageclasses?limit=1", NULL, &perr);
     int classes_on = probe != 403 && probe != 401;
     if (!classes_on)
         LOGI("msg=\"StorageClasses are not readable with this controller's role; binding modes unknown: a new pod "
@@ -423,7 +427,7 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
     char np_path[512];
     sbx_core_path(np_path, sizeof(np_path) - 16, ctl->opt.namespace_, "networkpolicies");
     strcat(np_path, "?limit=1");
-    probe = kube_get(ctl->deps.client, np_path, NULL, perr, sizeof(perr));
+    probe = kube_get(ctl->deps.client, np_path, NULL, &perr);
     ctl->deps.netpols_on = !(probe == 401 || probe == 403 || probe == 404);
     if (!ctl->deps.netpols_on)
         LOGW("msg=\"NetworkPolicies are not readable (no RBAC for networking.k8s.io networkpolicies): a Sandbox of a "
@@ -432,9 +436,9 @@ int sbx_controller_start_caches(struct sbx_controller *ctl, const atomic_int *st
     /* Sharded: take over (label) this shard's objects made without its label, before the
      * label-selected informers list. On failure the controller does not start (exits and
      * is restarted) rather than run blind to objects it owns. */
-    if (ctl->deps.shard_label && sbx_shard_migrate(&ctl->deps, stop, perr, sizeof(perr)) < 0) {
+    if (ctl->deps.shard_label && sbx_shard_migrate(&ctl->deps, stop, &perr) < 0) {
         if (stop && atomic_load(stop)) return -1;
-        LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr);
+        LOGE("msg=\"shard: labelling this shard's objects failed\" err=\"%s\"", perr.message);
         return -1;
     }
     return sbx_controller_sync(ctl, classes_on, stop);
@@ -519,24 +523,22 @@ void sbx_controller_free(struct sbx_controller *ctl) {
     free(ctl);
 }
 
-int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms, char *err, size_t errlen) {
+struct sbx_outcome sbx_reconcile(struct sbx_controller *ctl, const char *key, struct kube_error *err) {
     struct sbx_work_key k;
-    *requeue_ms = 0;
     if (sbx_work_key_parse(key, &k) < 0) {
         LOGW("msg=\"not a work key: dropped\" key=\"%.300s\"", key);
-        *requeue_ms = -1;
-        return 0;
+        return sbx_forget();
     }
     switch (k.kind) {
     case SBX_WORK_WARM_POOL: {
         int64_t held = sbx_terminating_left(ctl->terminating, k.ns, clock_mono_ms());
-        if (held > 0) { *requeue_ms = held; return 0; }   /* no pool to keep in a namespace going */
-        return sbx_warm_reconcile(ctl->warm, k.ns, requeue_ms, err, errlen);
+        if (held > 0) return sbx_after(held);   /* no pool to keep in a namespace going */
+        return sbx_warm_reconcile(ctl->warm, k.ns, err);
     }
     case SBX_WORK_OWNERLESS:
-        return sbx_orphans_sweep_ownerless(&ctl->deps, k.ns, requeue_ms, err, errlen);
+        return sbx_orphans_sweep_ownerless(&ctl->deps, k.ns, err);
     case SBX_WORK_SANDBOX:
         break;
     }
-    return sbx_pass_reconcile(&ctl->pass, key, k.ns, k.name, requeue_ms, err, errlen);
+    return sbx_pass_reconcile(&ctl->pass, key, k.ns, k.name, err);
 }

@@ -13,6 +13,7 @@
 #include "sandbox/io/class.h"
 #include "sandbox/io/deps.h"
 #include "sandbox/model/netpol.h"
+#include "sandbox/model/outcome.h"
 #include "sandbox/model/records.h"
 #include "sandbox/model/spec.h"
 #include "sandbox/model/terminating.h"
@@ -33,10 +34,11 @@ struct sbx_pass_env {
 };
 
 /* The pass over the Sandbox ns/name (key) as the cache has it; a Sandbox gone from the
- * cache has its orphans swept. 0 (*requeue_ms: > 0 look again then, < 0 forget the key,
- * 0 the resync) or -1 with err. A Sandbox found changed since the decision is decided
- * again on the next version (0, a short requeue). */
-int sbx_pass_reconcile(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
-                       int64_t *requeue_ms, char *err, size_t errlen);
+ * cache has its orphans swept. Done (the resync looks again), after N ms, forget the key,
+ * or failed (err says why, its reason whether the namespace is being deleted). A Sandbox
+ * found changed since the decision is decided again on the next version (after a short
+ * wait): the pass never answers stale. */
+struct sbx_outcome sbx_pass_reconcile(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
+                                      struct kube_error *err);
 
 #endif

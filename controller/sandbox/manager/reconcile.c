@@ -73,19 +73,19 @@ static void observe_claim_size(struct sbx_pass_env *env, const struct sbx_claim_
 
 /* Raise the claim's storage request to bytes (merge patch). 0 or -1. */
 static int expand_claim(struct sbx_pass_env *env, const char *ns, const char *claim, int64_t bytes,
-                        char *err, size_t errlen) {
+                        struct kube_error *err) {
     char path[1024], size[32];
-    if (qty_format_memory(bytes, size, sizeof(size))) { errfmt(err, errlen, "bad workspace size"); return -1; }
+    if (qty_format_memory(bytes, size, sizeof(size))) { kube_error_set(err, "bad workspace size"); return -1; }
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
     cJSON *patch = cJSON_CreateObject();
     cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "resources"),
                                          "requests");
     if (!req || !cJSON_AddStringToObject(req, "storage", size)) {
         cJSON_Delete(patch);
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
-    long st = kube_merge_patch(env->deps->client, path, patch, NULL, err, errlen);
+    long st = kube_merge_patch(env->deps->client, path, patch, NULL, err);
     cJSON_Delete(patch);
     return st == 200 || st == 404 ? 0 : -1;
 }
@@ -108,13 +108,12 @@ static int predecessor_owned(const struct sbx_meta *m, const char *sandbox, cons
  * claim for a while: the next pass makes a cold claim, bound where its pod is scheduled.
  * 0 (done, or nothing to do now) or -1. */
 static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const char *key, const char *uid,
-                              const char *pod_name, const char *claim, const char *claim_uid, char *err,
-                              size_t errlen) {
+                              const char *pod_name, const char *claim, const char *claim_uid, struct kube_error *err) {
     char path[1024];
     cJSON *pod = NULL;
     if (!claim_uid) return 0;
     sbx_object_path(path, sizeof(path), ns, "pods", pod_name);
-    long st = kube_get(env->deps->client, path, &pod, err, errlen);
+    long st = kube_get(env->deps->client, path, &pod, err);
     if (st != 200 && st != 404) { cJSON_Delete(pod); return -1; }
     if (st == 200) {
         struct sbx_meta pm;
@@ -125,7 +124,7 @@ static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const ch
             cJSON_Delete(pod);
             return 0;
         }
-        long d = sbx_delete_preconditioned(env->deps, path, pm.uid, pm.resource_version, err, errlen);
+        long d = sbx_delete_preconditioned(env->deps, path, pm.uid, pm.resource_version, err);
         cJSON_Delete(pod);
         if (d == 409) { sbx_count(&env->counters->conflicts); return 0; }
         if (d != 200 && d != 202 && d != 404) return -1;
@@ -133,7 +132,7 @@ static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const ch
     } else {
         cJSON_Delete(pod);
     }
-    if (sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", claim, claim_uid, err, errlen) < 0) return -1;
+    if (sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", claim, claim_uid, err) < 0) return -1;
     sbx_warm_note_released(env->warm, uid);
     LOGI("msg=\"warm claim released\" sandbox=%s claim=%s", key, claim);
     return 0;
@@ -152,11 +151,11 @@ static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *
 /* The spec cannot be applied and no pod of an earlier spec runs: the Sandbox holds no
  * slot and waits, Pending/InvalidSpec, with the Accepted condition saying why. */
 static int invalid_without_pod(struct sbx_pass_env *env, const char *ns, const char *name, const struct sbx_sandbox_view *sb,
-                               const char *uid, const char *reason, const char *why, char *err, size_t errlen) {
+                               const char *uid, const char *reason, const char *why, struct kube_error *err) {
     sbx_capacity_class(env->capacity, uid, NULL, 0, 0);   /* no class: its pod (if any) counts in none */
     sbx_capacity_reclaimable(env->capacity, uid, NULL, NULL, 0);
     sbx_capacity_release(env->capacity, uid, 1);   /* it wants no pod until the spec is fixed */
-    return sbx_status_report_invalid(env->deps, ns, name, sb, reason, why, err, errlen);
+    return sbx_status_report_invalid(env->deps, ns, name, sb, reason, why, err);
 }
 
 /* A running pod whose Sandbox's spec can no longer be applied goes on under the policy
@@ -179,11 +178,12 @@ static void govern(struct sbx_decision *d, const struct sbx_observed *o, const c
  * Sandbox that had a claim asks the API server; a new one costs nothing. */
 static int controls_unseen_claim(struct sbx_pass_env *env, const char *ns, const struct sbx_sandbox_view *sb, const char *uid) {
     const char *had = sb->workspace_claim;
-    char path[1024], rerr[KUBE_ERR_MAX], msg[512];
+    char path[1024], msg[512];
+    struct kube_error rerr;
     if (!had) return 0;
     cJSON *pvc = NULL;
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", had);
-    long st = kube_get(env->deps->client, path, &pvc, rerr, sizeof(rerr));
+    long st = kube_get(env->deps->client, path, &pvc, &rerr);
     int ours = st == 200 && sbx_child_state_of(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
@@ -202,12 +202,10 @@ static int controls_unseen_claim(struct sbx_pass_env *env, const char *ns, const
  *
  * reconcile_object runs the stages in order over one Sandbox. Each stage takes what the
  * stages before it produced (read-only, but for the observation the admission updates) and
- * fills its own output; it returns GO_ON, or END_PASS with the pass's result in *res (0,
- * -1 with err, or SBX_STALE: decide again on a fresh read; and when to look again). */
+ * fills its own output; it returns GO_ON, or END_PASS with the pass's outcome in *res
+ * (done, after N ms, failed with err, or stale: decide again on a fresh read). */
 
 enum stage_end { GO_ON = 0, END_PASS = 1 };
-
-struct pass_result { int rc; int64_t requeue_ms; };
 
 /* Who the pass is about. */
 struct pass_ids { const char *key, *ns, *name, *uid; };
@@ -244,30 +242,34 @@ struct verdict {
     char rv[64];                    /* the Sandbox's resourceVersion after the fence */
 };
 
-static enum stage_end end_pass(struct pass_result *res, int rc, int64_t requeue_ms) {
-    res->rc = rc;
-    res->requeue_ms = requeue_ms;
+/* The outcome of a stage's act that answers 0, -1 (err set) or SBX_STALE; after_ms when 0. */
+static struct sbx_outcome outcome_of(int rc, int64_t after_ms) {
+    return rc == SBX_STALE ? sbx_stale() : rc < 0 ? sbx_failed() : sbx_after(after_ms);
+}
+
+static enum stage_end end_pass(struct sbx_outcome *res, struct sbx_outcome o) {
+    *res = o;
     return END_PASS;
 }
 
 /* Before anything: a Sandbox being deleted, or in a namespace being deleted, is not
  * served. */
 static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
-                                struct pass_result *res, char *err, size_t errlen) {
+                                struct sbx_outcome *res, struct kube_error *err) {
     if (sb->meta.deleting) {
         sbx_capacity_release(env->capacity, id->uid, 1);
-        return end_pass(res, 0, 0);   /* going: owner references and the sweep finish the job */
+        return end_pass(res, sbx_done());   /* going: owner references and the sweep finish the job */
     }
     if (sbx_records_seen(env->records, id->key, id->uid) < 0) {
-        errfmt_oom(err, errlen);
-        return end_pass(res, -1, 0);
+        kube_error_oom(err);
+        return end_pass(res, sbx_failed());
     }
     int64_t held = sbx_terminating_left(env->terminating, id->ns, clock_mono_ms());
     if (held > 0) {
         /* Its namespace is being deleted: nothing to create or report; look again after
          * the hold (level-triggered: a namespace that is not going after all is served). */
         LOGD("msg=\"namespace is being deleted: pass skipped\" sandbox=%s", id->key);
-        return end_pass(res, 0, held);
+        return end_pass(res, sbx_after(held));
     }
     return GO_ON;
 }
@@ -276,7 +278,7 @@ static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids 
  * applied is governed by the one its last valid pass recorded while a pod of it runs (see
  * govern); without one the Sandbox waits, InvalidSpec, with no pod. */
 static enum stage_end pass_resolve_policy(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
-                                          struct policy *p, struct pass_result *res, char *err, size_t errlen) {
+                                          struct policy *p, struct sbx_outcome *res, struct kube_error *err) {
     struct sbx_class cls;
     int have_class = 0;
     p->why_reason = SBX_REASON_INVALID;
@@ -323,8 +325,7 @@ static enum stage_end pass_resolve_policy(struct sbx_pass_env *env, const struct
         p->have_spec = 0;
         char rerr[256];
         if (sbx_spec_recorded(sb->obj, env->defaults, &p->spec, rerr, sizeof(rerr)) < 0)
-            return end_pass(res, invalid_without_pod(env, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err,
-                                                     errlen), 0);
+            return end_pass(res, outcome_of(invalid_without_pod(env, id->ns, id->name, sb, id->uid, p->why_reason, p->why, err), 0));
         p->have_spec = p->governed = 1;
     }
     p->have_spec = 1;
@@ -357,7 +358,7 @@ static void observe_sandbox(const struct sbx_sandbox_view *sb, struct sbx_observ
  * after the garbage collector's discovery resync (30 s for a new CRD): a Sandbox deleted
  * and created again does not wait for it. 0 or -1. */
 static int remove_predecessors_objects(struct sbx_pass_env *env, const struct pass_ids *id, struct observation *ob,
-                                       char *err, size_t errlen) {
+                                       struct kube_error *err) {
     const struct sbx_meta *left[4] = {&ob->pod_meta, &ob->claim_view.meta, &ob->svc_meta, &ob->np_meta};
     enum sbx_object_state *state[4] = {&ob->o.pod, &ob->o.pvc, &ob->svc_state, &ob->np_state};
     static const char *const left_res[4] = {"pods", "persistentvolumeclaims", "services", "networkpolicies"};
@@ -366,7 +367,7 @@ static int remove_predecessors_objects(struct sbx_pass_env *env, const struct pa
         const char *lname = left[i]->name, *luid = left[i]->uid;
         if (!lname || !luid) continue;
         if (!left[i]->deleting) {
-            if (sbx_delete_owned(env->deps, id->ns, left_res[i], lname, luid, err, errlen) < 0) return -1;
+            if (sbx_delete_owned(env->deps, id->ns, left_res[i], lname, luid, err) < 0) return -1;
             LOGI("msg=\"deleted what an earlier Sandbox of this name left\" sandbox=%s %s=%s", id->key, left_res[i],
                  lname);
         }
@@ -379,7 +380,7 @@ static int remove_predecessors_objects(struct sbx_pass_env *env, const struct pa
  * SandboxClass than the Sandbox's now: spec.className changed, or the namespace's default
  * class did)? 0 or -1 (out of memory). */
 static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
-                                const struct policy *p, struct observation *ob, char *err, size_t errlen) {
+                                const struct policy *p, struct observation *ob, struct kube_error *err) {
     const char *have = sbx_meta_annotation(&ob->pod_meta, SBX_ANN_TEMPLATE_HASH);
     const char *built_class = sbx_pod_built_class(ob->pod ? &ob->pod_meta : NULL, sb);
     if (built_class && strcmp(built_class, p->spec.class_name ? p->spec.class_name : "") != 0)
@@ -392,7 +393,7 @@ static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids 
     const char *h = sbx_meta_annotation(&wm, SBX_ANN_TEMPLATE_HASH);
     if (!h) {
         cJSON_Delete(want);
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
     ob->o.pod_template_outdated = strcmp(have, h) != 0;
@@ -405,16 +406,14 @@ static int observe_pod_template(struct sbx_pass_env *env, const struct pass_ids 
  * created is not in the cache yet, on a last-used-at in the future (rewritten), and when
  * the Sandbox cannot be served at all (no pod name, another user's workspace). */
 static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
-                                   const struct policy *p, struct observation *ob, struct pass_result *res, char *err,
-                                   size_t errlen) {
+                                   const struct policy *p, struct observation *ob, struct sbx_outcome *res, struct kube_error *err) {
     char okey[512];
     const char *ns = id->ns, *uid = id->uid;
     struct sbx_observed *o = &ob->o;
     if (sbx_name_pod(p->spec.user_id, p->spec.chat_id, ob->pod_name, sizeof(ob->pod_name)) < 0) {
         sbx_capacity_release(env->capacity, uid, 1);
-        return end_pass(res, sbx_status_report_invalid(env->deps, ns, id->name, sb, NULL,
-                                                       "spec.userID and spec.chatID must not be empty", err, errlen),
-                        0);
+        return end_pass(res, outcome_of(sbx_status_report_invalid(env->deps, ns, id->name, sb, NULL,
+                                                       "spec.userID and spec.chatID must not be empty", err), 0));
     }
     /* The claim it controls in the cache (an adopted pool claim keeps its own name), else
      * the one its IDs name. */
@@ -435,7 +434,7 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
     if (p->governed && sbx_child_state(ob->pod, &ob->pod_meta, uid) != SBX_OBJ_PRESENT &&
         !(p->spec.lifecycle == SBX_ONE_SHOT && sb->run.finished)) {
         /* No pod of an earlier spec is left to govern: the Sandbox waits for a valid spec. */
-        return end_pass(res, invalid_without_pod(env, ns, id->name, sb, uid, p->why_reason, p->why, err, errlen), 0);
+        return end_pass(res, outcome_of(invalid_without_pod(env, ns, id->name, sb, uid, p->why_reason, p->why, err), 0));
     }
 
     int64_t now = kj_now_ms();
@@ -447,7 +446,7 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
     if (!ob->pvc && (e = sbx_records_expecting(env->records, uid, SBX_EXPECT_CLAIM, now)) > expecting) expecting = e;
     if (expecting > 0) {
         LOGD("msg=\"waiting for the cache to show what was just created\" sandbox=%s", id->key);
-        return end_pass(res, 0, expecting);
+        return end_pass(res, sbx_after(expecting));
     }
     o->now_ms = now;
     o->namespace_ = id->ns;
@@ -456,8 +455,8 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
     case SBX_LAST_USED_FUTURE: {
         /* Taken as now, once: the annotation is rewritten to now (conditionally: a
          * client's newer touch wins), so it cannot keep the sandbox alive forever. */
-        int rc = sbx_last_used_rewrite(env->deps, ns, id->name, sb, lu, now, err, errlen);
-        return end_pass(res, rc, rc == 0 ? STALE_REQUEUE_MS : 0);   /* the watch brings the rewritten value */
+        int rc = sbx_last_used_rewrite(env->deps, ns, id->name, sb, lu, now, err);
+        return end_pass(res, outcome_of(rc, STALE_REQUEUE_MS));   /* the watch brings the rewritten value */
     }
     case SBX_LAST_USED_INVALID:
         sbx_last_used_warn_invalid(env->deps, sb, lu);
@@ -476,12 +475,12 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
     if (o->pvc == SBX_OBJ_PRESENT && o->claim_adopted_ms && sbx_warm_released(env->warm, uid))
         o->pvc = SBX_OBJ_TERMINATING;
     o->pod = sbx_child_state(ob->pod, &ob->pod_meta, uid);
-    if (remove_predecessors_objects(env, id, ob, err, errlen) < 0) return end_pass(res, -1, 0);
+    if (remove_predecessors_objects(env, id, ob, err) < 0) return end_pass(res, sbx_failed());
     sbx_pod_observe(ob->pod, o);
     o->pod_resize_api_refused = o->pod == SBX_OBJ_PRESENT && sbx_records_resize_was_refused(env->records, uid, ob->pod_meta.uid);
     if (o->pvc == SBX_OBJ_PRESENT && !p->governed) observe_claim_size(env, cv, o, &p->spec);
-    if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(env, id, sb, p, ob, err, errlen) < 0)
-        return end_pass(res, -1, 0);
+    if (o->pod == SBX_OBJ_PRESENT && !p->governed && observe_pod_template(env, id, sb, p, ob, err) < 0)
+        return end_pass(res, sbx_failed());
     if (o->pod == SBX_OBJ_ABSENT && !o->pvc_bound) o->claim_binding = claim_binding(env, cv, &p->spec);
     if (p->spec.workspace_from && o->pvc == SBX_OBJ_ABSENT && !p->governed) {
         ob->src_why[0] = '\0';
@@ -492,16 +491,16 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
                                            !strcmp(o->workspace_source_reason, SBX_REASON_INVALID))) {
             /* Another user's workspace, or a clone beyond the class's ceiling: not a wait
              * but a spec that cannot be applied (no claim is made). */
-            return end_pass(res, invalid_without_pod(env, ns, id->name, sb, uid, o->workspace_source_reason,
-                                                     ob->src_why, err, errlen), 0);
+            return end_pass(res, outcome_of(invalid_without_pod(env, ns, id->name, sb, uid, o->workspace_source_reason,
+                                                     ob->src_why, err), 0));
         }
     }
     if (o->pvc == SBX_OBJ_PRESENT && p->spec.workspace_from && !p->governed) {
         if (cv->fork_from && !cv->fork_copied) {
             struct sbx_owner me = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = env->deps->shard_label};
             if (sbx_fork_fill(env->deps, env->capacity, ns, sb, &me, &p->spec, cv, o, ob->copy_msg,
-                              sizeof(ob->copy_msg), err, errlen) < 0)
-                return end_pass(res, -1, 0);
+                              sizeof(ob->copy_msg), err) < 0)
+                return end_pass(res, sbx_failed());
         }
     }
     return GO_ON;
@@ -512,7 +511,7 @@ static enum stage_end pass_observe(struct sbx_pass_env *env, const struct pass_i
  * deadline of a class that counts activity, whether the pod is at work after all. */
 static enum stage_end pass_admit(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, struct observation *ob, struct verdict *v,
-                                 struct pass_result *res, char *err, size_t errlen) {
+                                 struct sbx_outcome *res, struct kube_error *err) {
     struct sbx_observed *o = &ob->o;
     struct sbx_decision *d = &v->d;
     const char *uid = id->uid;
@@ -539,9 +538,9 @@ static enum stage_end pass_admit(struct sbx_pass_env *env, const struct pass_ids
     if (!p->governed && p->spec.activity_cpu_millis > 0 && lifecycle_at_idle_deadline(d) &&
         o->pod == SBX_OBJ_PRESENT && o->pod_phase && !strcmp(o->pod_phase, "Running")) {
         int act = sbx_activity_probe(env->deps, id->ns, id->name, sb, ob->pod_name,
-                                     lifecycle_activity_threshold(&p->spec, o), o->now_ms, err, errlen);
-        if (act < 0) return end_pass(res, -1, 0);
-        if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? SBX_STALE : 0, 0);
+                                     lifecycle_activity_threshold(&p->spec, o), o->now_ms, err);
+        if (act < 0) return end_pass(res, sbx_failed());
+        if (act == SBX_STALE || act == SBX_ACTIVE) return end_pass(res, act == SBX_STALE ? sbx_stale() : sbx_done());
     }
     return GO_ON;
 }
@@ -551,17 +550,17 @@ static enum stage_end pass_admit(struct sbx_pass_env *env, const struct pass_ids
  * made. 0, SBX_STALE or -1. */
 static int write_status(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb, const struct policy *p,
                         const struct observation *ob, const struct sbx_decision *d, const char *fence_rv,
-                        char *new_rv, size_t new_rv_len, char *err, size_t errlen) {
+                        char *new_rv, size_t new_rv_len, struct kube_error *err) {
     cJSON *st = sbx_status_desired(sb, d, ob->pod, ob->pod_name, ob->claim, ob->o.now_ms);
     if (st && status_endpoints(st, &p->spec, id->ns, ob->pod_name, ob->svc, ob->svc_state) < 0) {
         cJSON_Delete(st);
         st = NULL;
     }
     if (!st) {
-        errfmt_oom(err, errlen);
+        kube_error_oom(err);
         return -1;
     }
-    int rc = sbx_status_write(env->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err, errlen);
+    int rc = sbx_status_write(env->deps, id->ns, id->name, sb, st, fence_rv, new_rv, new_rv_len, err);
     cJSON_Delete(st);
     if (rc != 0) return rc;   /* SBX_STALE: changed since; decide again on the newer version */
     sbx_event_transition(env->deps, sb, &ob->o, d, ob->pod_name);
@@ -577,15 +576,15 @@ static int write_status(struct sbx_pass_env *env, const struct pass_ids *id, con
  * conditional on the version this write produced. */
 static enum stage_end pass_fence(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                  const struct policy *p, const struct observation *ob, struct verdict *v,
-                                 struct pass_result *res, char *err, size_t errlen) {
+                                 struct sbx_outcome *res, struct kube_error *err) {
     if (!(v->d.actions & FENCED)) return GO_ON;
     const char *cur_rv = sb->meta.resource_version;
     if (!cur_rv) {
-        errfmt(err, errlen, "sandbox %s has no resourceVersion", id->key);
-        return end_pass(res, -1, 0);
+        kube_error_set(err, "sandbox %s has no resourceVersion", id->key);
+        return end_pass(res, sbx_failed());
     }
-    int rc = write_status(env, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err, errlen);
-    if (rc != 0) return end_pass(res, rc, 0);
+    int rc = write_status(env, id, sb, p, ob, &v->d, cur_rv, v->rv, sizeof(v->rv), err);
+    if (rc != 0) return end_pass(res, outcome_of(rc, 0));
     v->fenced = 1;
     if (v->d.run.finished) {
         sbx_count(&env->counters->runs_finished);
@@ -599,23 +598,23 @@ static enum stage_end pass_fence(struct sbx_pass_env *env, const struct pass_ids
  * deletes (fenced), an adopted claim given up, the Service. */
 static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                const struct policy *p, struct observation *ob, struct verdict *v,
-                               struct pass_result *res, char *err, size_t errlen) {
+                               struct sbx_outcome *res, struct kube_error *err) {
     struct sbx_observed *o = &ob->o;
     struct sbx_decision *d = &v->d;
     const char *ns = id->ns, *uid = id->uid;
     struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = env->deps->shard_label};
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && env->deps->netpols_on && (!p->governed || p->governed_net) &&
         sbx_expose_netpol(env->deps, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
-                          ob->np_state, env->apiserver, env->napiserver, err, errlen) < 0) {
+                          ob->np_state, env->apiserver, env->napiserver, err) < 0) {
         if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(env->capacity, uid, 0);
-        return end_pass(res, -1, 0);
+        return end_pass(res, sbx_failed());
     }
     if ((d->actions & SBX_ACT_CREATE_PVC) && !p->spec.workspace_from && !controls_unseen_claim(env, ns, sb, uid)) {
         /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
          * PATCH), and the pod can start in this very pass. */
         cJSON *adopted = NULL;
-        int a = sbx_warm_adopt(env->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err, errlen);
-        if (a < 0) return end_pass(res, -1, 0);
+        int a = sbx_warm_adopt(env->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err);
+        if (a < 0) return end_pass(res, sbx_failed());
         if (a == 1) {
             cJSON_Delete(ob->pvc);
             ob->pvc = adopted;
@@ -632,10 +631,10 @@ static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *
         /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
         cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&owner, &p->spec, ob->pod_name, ob->claim)
                      : ob->src.claim ? sbx_build_pvc_from(&owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
-        int r = obj ? sbx_child_create(env->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err, errlen)
+        int r = obj ? sbx_child_create(env->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err)
                     : -1;
         cJSON_Delete(obj);
-        if (r < 0) return end_pass(res, -1, 0);
+        if (r < 0) return end_pass(res, sbx_failed());
         if (r == 1) {
             o->pvc = SBX_OBJ_FOREIGN;
             lifecycle_decide(&p->spec, o, d);
@@ -654,8 +653,8 @@ static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *
         /* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume
          * client reading or writing its files): asked of the API server just before the
          * pod would start on the claim. */
-        int busy = sbx_volume_helper_busy(env->deps, ns, uid, err, errlen);
-        if (busy < 0) return end_pass(res, -1, 0);
+        int busy = sbx_volume_helper_busy(env->deps, ns, uid, err);
+        if (busy < 0) return end_pass(res, sbx_failed());
         if (busy) {
             o->workspace_helper = 1;
             lifecycle_decide(&p->spec, o, d);
@@ -665,19 +664,18 @@ static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *
         /* The class's host aliases at the API server's addresses of the moment, on a
          * shallow copy of the spec (the copy owns only what it adds). */
         struct sbx_spec with_hosts = p->spec;
-        if (sbx_host_aliases_resolve(env->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err,
-                                     errlen) < 0) {
-            sbx_event_record(env->deps, sb, "Warning", "HostAliasUnresolved", err);
+        if (sbx_host_aliases_resolve(env->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err) < 0) {
+            sbx_event_record(env->deps, sb, "Warning", "HostAliasUnresolved", err->message);
             sbx_capacity_release(env->capacity, uid, 0);
-            return end_pass(res, -1, 0);
+            return end_pass(res, sbx_failed());
         }
         cJSON *obj = sbx_build_pod(&owner, &with_hosts, ob->pod_name, ob->claim);
         cJSON_Delete(with_hosts.host_aliases_resolved);
-        int r = obj ? sbx_child_create(env->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err, errlen) : -1;
+        int r = obj ? sbx_child_create(env->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err) : -1;
         cJSON_Delete(obj);
         if (r < 0) {
             sbx_capacity_release(env->capacity, uid, 0);
-            return end_pass(res, -1, 0);
+            return end_pass(res, sbx_failed());
         }
         if (r == 1) {
             sbx_capacity_release(env->capacity, uid, 1);
@@ -691,44 +689,42 @@ static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *
         }
     }
     if (((d->actions & SBX_ACT_EXPAND_PVC) &&
-         expand_claim(env, ns, ob->claim, p->spec.workspace_bytes, err, errlen) < 0) ||
+         expand_claim(env, ns, ob->claim, p->spec.workspace_bytes, err) < 0) ||
         ((d->actions & SBX_ACT_DELETE_POD) &&
-         sbx_delete_owned(env->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err, errlen) < 0) ||
+         sbx_delete_owned(env->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err) < 0) ||
         ((d->actions & SBX_ACT_DELETE_PVC) &&
-         sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err,
-                          errlen) < 0) ||
+         sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err) < 0) ||
         ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
-         release_warm_claim(env, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err,
-                            errlen) < 0))
-        return end_pass(res, -1, 0);
+         release_warm_claim(env, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err) < 0))
+        return end_pass(res, sbx_failed());
     if (d->actions & (SBX_ACT_RESIZE_DOWN | SBX_ACT_RESIZE_UP)) {
         /* Warm-idle: the CPU down to the floor (fenced above) or back up (a wake). */
         int r = sbx_pod_resize_cpu(env->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
-                                   d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err, errlen);
-        if (r == SBX_STALE) return end_pass(res, SBX_STALE, 0);
+                                   d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err);
+        if (r == SBX_STALE) return end_pass(res, sbx_stale());
         if (r == SBX_RESIZE_REFUSED) {
             /* Never on this pod: noted, and the next pass (at once) acts as without
              * warm-idle — the idle action, or a wake's replacement of the pod. */
             char msg[KUBE_ERR_MAX + 128];
             snprintf(msg, sizeof(msg), "the API server refused to resize the pod's CPU in place (pods/resize): %s; %s",
-                     err, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
+                     err->message, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
                                                               : "replacing the pod, the workspace is kept");
-            LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", id->key, ob->pod_name, err);
+            LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", id->key, ob->pod_name, err->message);
             sbx_records_resize_refused(env->records, uid, ob->pod_meta.uid);
             sbx_event_record(env->deps, sb, "Warning",
                              (d->actions & SBX_ACT_RESIZE_DOWN) ? SBX_EVENT_WARM_IDLE_FAILED : SBX_EVENT_WAKE_FAILED, msg);
-            return end_pass(res, SBX_STALE, 0);
+            return end_pass(res, sbx_stale());
         }
         if (r < 0) {
             char msg[KUBE_ERR_MAX + 96];
-            snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err);
+            snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err->message);
             sbx_event_record(env->deps, sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
-            return end_pass(res, -1, 0);
+            return end_pass(res, sbx_failed());
         }
     }
     if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
-        sbx_expose_service(env->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err, errlen) < 0)
-        return end_pass(res, -1, 0);
+        sbx_expose_service(env->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err) < 0)
+        return end_pass(res, sbx_failed());
     return GO_ON;
 }
 
@@ -737,21 +733,21 @@ static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *
  * to look again. Always ends the pass. */
 static enum stage_end pass_report(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                   const struct policy *p, const struct observation *ob, const struct verdict *v,
-                                  struct pass_result *res, char *err, size_t errlen) {
+                                  struct sbx_outcome *res, struct kube_error *err) {
     const struct sbx_observed *o = &ob->o;
     const struct sbx_decision *d = &v->d;
     if (!v->fenced) {
-        int rc = write_status(env, id, sb, p, ob, d, NULL, NULL, 0, err, errlen);
-        if (rc != 0) return end_pass(res, rc, 0);
+        int rc = write_status(env, id, sb, p, ob, d, NULL, NULL, 0, err);
+        if (rc != 0) return end_pass(res, outcome_of(rc, 0));
     }
     if (d->actions & SBX_ACT_DELETE_SANDBOX) {
-        long st = sbx_sandbox_delete(env->deps, id->ns, id->name, id->uid, v->rv, err, errlen);
+        long st = sbx_sandbox_delete(env->deps, id->ns, id->name, id->uid, v->rv, err);
         if (st == 409) {
             /* Written to since the stop was recorded (a touch): it wakes instead. */
             LOGI("msg=\"sandbox changed after the stop was recorded; not removed\" sandbox=%s", id->key);
-            return end_pass(res, SBX_STALE, 0);
+            return end_pass(res, sbx_stale());
         }
-        if (st != 200 && st != 202 && st != 404) return end_pass(res, -1, 0);
+        if (st != 200 && st != 202 && st != 404) return end_pass(res, sbx_failed());
         if (st != 404) {
             sbx_event_record(env->deps, sb, "Normal", "Removed", d->message);
             LOGI("msg=\"sandbox removed\" sandbox=%s reason=%s", id->key, d->reason);
@@ -764,15 +760,15 @@ static enum stage_end pass_report(struct sbx_pass_env *env, const struct pass_id
         requeue = QUEUE_REFRESH_MS;
     /* ... and once a running one will have been idle long enough to be reclaimed. */
     if (v->reclaim_at > o->now_ms && v->reclaim_at - o->now_ms < requeue) requeue = v->reclaim_at - o->now_ms;
-    return end_pass(res, 0, requeue);
+    return end_pass(res, sbx_after(requeue));
 }
 
-/* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict).
- * 0, -1 (err set), or SBX_STALE: sb is no longer current, decide again on a fresh read. */
-static int reconcile_object(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
-                            const struct sbx_sandbox_view *sb, int64_t *requeue_ms, char *err, size_t errlen) {
+/* One pass over the Sandbox sb (from the cache, or a fresh read after a conflict): done,
+ * after, failed (err set), or stale: sb is no longer current, decide again. */
+static struct sbx_outcome reconcile_object(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
+                                           const struct sbx_sandbox_view *sb, struct kube_error *err) {
     struct pass_ids id = {.key = key, .ns = ns, .name = name, .uid = sb->meta.uid};
-    struct pass_result res = {.rc = -1, .requeue_ms = 0};
+    struct sbx_outcome res = sbx_failed();
     struct policy p;
     struct observation ob;
     struct verdict v;
@@ -780,15 +776,14 @@ static int reconcile_object(struct sbx_pass_env *env, const char *key, const cha
     memset(&ob, 0, sizeof(ob));
     memset(&v, 0, sizeof(v));
     if (!id.uid) {
-        errfmt(err, errlen, "sandbox %s has no uid", key);
-        res.rc = -1;
-    } else if (pass_gate(env, &id, sb, &res, err, errlen) == GO_ON &&
-               pass_resolve_policy(env, &id, sb, &p, &res, err, errlen) == GO_ON &&
-               pass_observe(env, &id, sb, &p, &ob, &res, err, errlen) == GO_ON &&
-               pass_admit(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
-               pass_fence(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON &&
-               pass_act(env, &id, sb, &p, &ob, &v, &res, err, errlen) == GO_ON) {
-        pass_report(env, &id, sb, &p, &ob, &v, &res, err, errlen);
+        kube_error_set(err, "sandbox %s has no uid", key);
+    } else if (pass_gate(env, &id, sb, &res, err) == GO_ON &&
+               pass_resolve_policy(env, &id, sb, &p, &res, err) == GO_ON &&
+               pass_observe(env, &id, sb, &p, &ob, &res, err) == GO_ON &&
+               pass_admit(env, &id, sb, &p, &ob, &v, &res, err) == GO_ON &&
+               pass_fence(env, &id, sb, &p, &ob, &v, &res, err) == GO_ON &&
+               pass_act(env, &id, sb, &p, &ob, &v, &res, err) == GO_ON) {
+        pass_report(env, &id, sb, &p, &ob, &v, &res, err);
     }
     if (p.have_spec) sbx_spec_free(&p.spec);
     sbx_network_free(&p.net);
@@ -797,32 +792,28 @@ static int reconcile_object(struct sbx_pass_env *env, const char *key, const cha
     cJSON_Delete(ob.pvc);
     cJSON_Delete(ob.svc);
     cJSON_Delete(ob.src_pvc);
-    *requeue_ms = res.requeue_ms;
-    return res.rc;
+    return res;
 }
 
-int sbx_pass_reconcile(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
-                       int64_t *requeue_ms, char *err, size_t errlen) {
-    *requeue_ms = 0;
+struct sbx_outcome sbx_pass_reconcile(struct sbx_pass_env *env, const char *key, const char *ns, const char *name,
+                                      struct kube_error *err) {
     cJSON *sb = informer_get(env->deps->sandboxes, key);
-    int rc;
     if (!sb) {
         /* Gone: the garbage collector deletes what it owned, but only once it knows the
          * Sandbox kind (its discovery resyncs every 30 s); sweep our orphans now. (Its
          * record's reservation ended with the deletion.) */
-        return sbx_orphans_sweep(env->deps, key, ns, name, requeue_ms, err, errlen);
+        return sbx_orphans_sweep(env->deps, key, ns, name, err);
     }
     struct sbx_sandbox_view view;   /* parsed once for the whole pass; it points into sb */
     sbx_sandbox_view_parse(sb, &view);
-    rc = reconcile_object(env, key, ns, name, &view, requeue_ms, err, errlen);
+    struct sbx_outcome res = reconcile_object(env, key, ns, name, &view, err);
     cJSON_Delete(sb);
-    if (rc == SBX_STALE) {
+    if (res.kind == SBX_OUTCOME_STALE) {
         /* The cache was behind the API server: nothing was destroyed; decide again on the
          * newer version once the cache has it. */
         sbx_count(&env->counters->conflicts);
         LOGI("msg=\"sandbox changed since the decision; deciding again\" sandbox=%s", key);
-        *requeue_ms = STALE_REQUEUE_MS;
-        rc = 0;
+        res = sbx_after(STALE_REQUEUE_MS);
     }
-    return rc;
+    return res;
 }

@@ -14,6 +14,7 @@
 #include "runtime/informer.h"
 #include "sandbox/decide/capacity_decide.h"
 #include "sandbox/io/metrics.h"
+#include "sandbox/model/outcome.h"
 #include "sandbox/model/spec.h"
 
 struct sbx_controller_options {
@@ -59,12 +60,11 @@ void sbx_controller_stop(struct sbx_controller *ctl);
 void sbx_controller_free(struct sbx_controller *ctl);
 
 /* One pass for a work key (sandbox/model/workkey.h): a Sandbox's "namespace/name", or a
- * namespace's warm pool or ownerless sweep; a text that is no key is dropped. 0 on success (*requeue_ms > 0 asks to look
- * again after that long; < 0 says the Sandbox and everything it owned are gone: the key
- * leaves the queue for good, not even the resync brings it back), -1 on failure (err
- * set; the caller backs off). */
-int sbx_reconcile(struct sbx_controller *ctl, const char *key, int64_t *requeue_ms,
-                  char *err, size_t errlen);
+ * namespace's warm pool or ownerless sweep; a text that is no key is forgotten. Done (the
+ * resync looks again), after N ms, forget (the Sandbox and everything it owned are gone:
+ * the key leaves the queue for good, not even the resync brings it back), or failed (err
+ * set: the caller backs off, or holds a namespace whose deletion refused a create). */
+struct sbx_outcome sbx_reconcile(struct sbx_controller *ctl, const char *key, struct kube_error *err);
 
 void sbx_controller_stats(struct sbx_controller *ctl, struct sbx_controller_stats *out);
 /* The Prometheus exposition of this controller (sandbox/io/metrics.h). 0 or -1. */

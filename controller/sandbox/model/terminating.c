@@ -27,10 +27,6 @@ void sbx_terminating_free(struct sbx_terminating *t) {
     free(t);
 }
 
-int sbx_terminating_refused(const char *err) {
-    return err && strstr(err, "HTTP 403: ") && strstr(err, "because it is being terminated");
-}
-
 void sbx_terminating_note(struct sbx_terminating *t, const char *ns, int64_t now_ms) {
     pthread_mutex_lock(&t->lock);
     int64_t *until = strmap_get(&t->until, ns);

@@ -1,5 +1,6 @@
 /* sandbox/model/terminating.h — the namespaces being deleted, as the controller learnt them:
- * one that refused a create "because it is being terminated" has its passes skipped for
+ * one that refused a create as being deleted (a pass's error of reason
+ * KUBE_REASON_NAMESPACE_TERMINATING, kube/rest.h) has its passes skipped for
  * SBX_TERMINATING_HOLD_MS (each refusal starts the hold again). The API server refuses
  * every create there until the namespace is gone, and the deletion of its Sandboxes queues
  * them anyway: retrying only loads the deletion (a namespace of 10,000 Sandboxes whose
@@ -17,9 +18,6 @@
 struct sbx_terminating;
 struct sbx_terminating *sbx_terminating_new(void);
 void sbx_terminating_free(struct sbx_terminating *t);
-/* Does this error of a failed pass say its namespace is being deleted (HTTP 403 "... because
- * it is being terminated")? */
-int sbx_terminating_refused(const char *err);
 /* Namespace ns refused a create as being deleted, at now_ms. (Out of memory: not noted;
  * its passes go on as before.) */
 void sbx_terminating_note(struct sbx_terminating *t, const char *ns, int64_t now_ms);
