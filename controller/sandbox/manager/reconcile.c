@@ -252,6 +252,14 @@ static enum stage_end end_pass(struct sbx_outcome *res, struct sbx_outcome o) {
     return END_PASS;
 }
 
+/* The pass's one place of deciding: lifecycle_decide on what is observed, governed when
+ * the spec is the one the last valid pass recorded (see govern). Admission and the act
+ * steps that change the observation call it again; nothing else decides. */
+static void decide(const struct policy *p, const struct sbx_observed *o, struct sbx_decision *d) {
+    lifecycle_decide(&p->spec, o, d);
+    if (p->governed) govern(d, o, p->why_reason, p->why);
+}
+
 /* Before anything: a Sandbox being deleted, or in a namespace being deleted, is not
  * served. */
 static enum stage_end pass_gate(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
@@ -517,12 +525,11 @@ static enum stage_end pass_admit(struct sbx_pass_env *env, const struct pass_ids
     const char *uid = id->uid;
     o->admitted = o->pod != SBX_OBJ_ABSENT;
     if (o->pod == SBX_OBJ_PRESENT) sbx_capacity_pod_seen(env->capacity, uid, ob->pod);
-    lifecycle_decide(&p->spec, o, d);
-    if (p->governed) govern(d, o, p->why_reason, p->why);
+    decide(p, o, d);
     if (d->wants_pod && o->pod == SBX_OBJ_ABSENT && o->pvc != SBX_OBJ_FOREIGN) {
         o->admitted = sbx_capacity_admit(env->capacity, uid, p->spec.max_running_per_user, o->now_ms,
                                          &o->queue_position, &o->user_capped, &o->class_capped);
-        lifecycle_decide(&p->spec, o, d);
+        decide(p, o, d);   /* on the admission */
     } else if (!d->wants_pod && o->workspace_copy != SBX_COPY_RUNNING) {
         /* (A running copy keeps its reservation: its copier, made in this pass, holds the
          * slot once the cache shows it.) */
@@ -593,138 +600,233 @@ static enum stage_end pass_fence(struct sbx_pass_env *env, const struct pass_ids
     return GO_ON;
 }
 
-/* Act: the NetworkPolicy first (an isolated sandbox's pod starts only once it is in
- * place), a warm claim adopted or a claim made, the pod, a claim grown, what the decision
- * deletes (fenced), an adopted claim given up, the Service. */
+/* ---- act: steps in order, each change of the observation decided on in one place ---------
+ *
+ * Each step acts on the decision as it stands. A step whose act changed what is observed
+ * (a warm claim adopted, a name taken by a stranger, a fork's claim waiting for its copy,
+ * the workspace held by a volume helper) says so, and the pass decides once more on the
+ * new observation, in decide(), before the next step; no step decides itself. The steps
+ * run once each, so a pass decides at most once per step. */
+
+enum act_end { ACT_NEXT, ACT_CHANGED, ACT_END };
+
+/* What the steps share: the pass's inputs, its decision, its outcome and error. */
+struct act {
+    struct sbx_pass_env *env;
+    const struct pass_ids *id;
+    const struct sbx_sandbox_view *sb;
+    const struct policy *p;
+    struct observation *ob;
+    struct sbx_decision *d;
+    struct sbx_owner owner;
+    struct sbx_outcome *res;
+    struct kube_error *err;
+};
+
+static enum act_end act_failed(struct act *a) {
+    *a->res = sbx_failed();
+    return ACT_END;
+}
+
+/* The NetworkPolicy first: an isolated sandbox's pod starts only once it is in place. */
+static enum act_end act_netpol(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    const struct policy *p = a->p;
+    if ((a->d->actions & SBX_ACT_DELETE_SANDBOX) || !env->deps->netpols_on || (p->governed && !p->governed_net))
+        return ACT_NEXT;
+    if (sbx_expose_netpol(env->deps, a->id->ns, a->sb, &a->owner, &p->spec, &p->net, ob->pod_name, ob->pod,
+                          &ob->pod_meta, ob->np, ob->np_state, env->apiserver, env->napiserver, a->err) < 0) {
+        if (a->d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(env->capacity, a->id->uid, 0);
+        return act_failed(a);
+    }
+    return ACT_NEXT;
+}
+
+/* A warm workspace: a Bound claim of its pool becomes its own (one conditional PATCH), and
+ * the pod can start in this very pass. */
+static enum act_end act_adopt_claim(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    struct sbx_observed *o = &ob->o;
+    const struct policy *p = a->p;
+    if (!(a->d->actions & SBX_ACT_CREATE_PVC) || p->spec.workspace_from ||
+        controls_unseen_claim(env, a->id->ns, a->sb, a->id->uid))
+        return ACT_NEXT;
+    cJSON *adopted = NULL;
+    int r = sbx_warm_adopt(env->warm, a->id->ns, &a->owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), a->err);
+    if (r < 0) return act_failed(a);
+    if (r == 0) return ACT_NEXT;
+    cJSON_Delete(ob->pvc);
+    ob->pvc = adopted;
+    sbx_claim_view_parse(ob->pvc, &ob->claim_view);
+    o->pvc = SBX_OBJ_PRESENT;
+    o->pvc_bound = 1;
+    o->pvc_age_ms = 0;
+    o->claim_binding = SBX_BINDING_UNKNOWN;
+    observe_claim_size(env, &ob->claim_view, o, &p->spec);
+    return ACT_CHANGED;
+}
+
+/* The workspace claim (a clone only once its source is ready: the decision makes none
+ * before). */
+static enum act_end act_create_claim(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    struct sbx_observed *o = &ob->o;
+    const struct policy *p = a->p;
+    if (!(a->d->actions & SBX_ACT_CREATE_PVC)) return ACT_NEXT;
+    cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&a->owner, &p->spec, ob->pod_name, ob->claim)
+                 : ob->src.claim ? sbx_build_pvc_from(&a->owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
+    int r = obj ? sbx_child_create(env->deps, a->id->ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim,
+                                   a->id->uid, a->err)
+          : p->spec.workspace_from && !ob->src.claim ? kube_error_set(a->err, "the workspace source's claim is not known")
+                                                      : kube_error_oom(a->err);
+    cJSON_Delete(obj);
+    if (r < 0) return act_failed(a);
+    if (r == 1) {
+        o->pvc = SBX_OBJ_FOREIGN;   /* the name is a stranger's */
+        sbx_count(&env->counters->conflicts);
+        return ACT_CHANGED;
+    }
+    if (p->spec.workspace_from && ob->src.copy) {
+        /* A fork's claim that a copy fills, made just now: no pod on it before the copy is
+         * done. The next pass makes the copier in the slot admitted for the pod (or it
+         * waits in line for one). */
+        o->pvc = SBX_OBJ_PRESENT;
+        o->workspace_copy = SBX_COPY_WAITING;
+        return ACT_CHANGED;
+    }
+    return ACT_NEXT;
+}
+
+/* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume client
+ * reading or writing its files): asked of the API server just before the pod would start
+ * on the claim. */
+static enum act_end act_check_helper(struct act *a) {
+    struct sbx_observed *o = &a->ob->o;
+    if (!lifecycle_workspace_may_be_held(o, a->d)) return ACT_NEXT;
+    int busy = sbx_volume_helper_busy(a->env->deps, a->id->ns, a->id->uid, a->err);
+    if (busy < 0) return act_failed(a);
+    if (!busy) return ACT_NEXT;
+    o->workspace_helper = 1;
+    return ACT_CHANGED;
+}
+
+/* The pod, with the class's host aliases at the API server's addresses of the moment. */
+static enum act_end act_create_pod(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    const struct policy *p = a->p;
+    const char *uid = a->id->uid;
+    if (!(a->d->actions & SBX_ACT_CREATE_POD)) return ACT_NEXT;
+    struct sbx_spec with_hosts = p->spec;   /* a shallow copy: it owns only what it adds */
+    if (sbx_host_aliases_resolve(env->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, a->err) < 0) {
+        sbx_event_record(env->deps, a->sb, "Warning", "HostAliasUnresolved", a->err->message);
+        sbx_capacity_release(env->capacity, uid, 0);
+        return act_failed(a);
+    }
+    cJSON *obj = sbx_build_pod(&a->owner, &with_hosts, ob->pod_name, ob->claim);
+    cJSON_Delete(with_hosts.host_aliases_resolved);
+    int r = obj ? sbx_child_create(env->deps, a->id->ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, a->err)
+                : kube_error_oom(a->err);
+    cJSON_Delete(obj);
+    if (r < 0) {
+        sbx_capacity_release(env->capacity, uid, 0);
+        return act_failed(a);
+    }
+    if (r == 1) {
+        sbx_capacity_release(env->capacity, uid, 1);
+        ob->o.pod = SBX_OBJ_FOREIGN;   /* the name is a stranger's */
+        sbx_count(&env->counters->conflicts);
+        return ACT_CHANGED;
+    }
+    LOGI("msg=\"pod created\" sandbox=%s pod=%s", a->id->key, ob->pod_name);
+    a->d->observed_generation = ob->o.generation;   /* the pod just built from this spec */
+    if (p->spec.lifecycle == SBX_ONE_SHOT) sbx_count(&env->counters->runs_started);
+    return ACT_NEXT;
+}
+
+/* A claim grown, what the decision deletes (fenced), an adopted claim given up. */
+static enum act_end act_change_workspace(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    const struct sbx_decision *d = a->d;
+    const char *ns = a->id->ns;
+    if (((d->actions & SBX_ACT_EXPAND_PVC) && expand_claim(env, ns, ob->claim, a->p->spec.workspace_bytes, a->err) < 0) ||
+        ((d->actions & SBX_ACT_DELETE_POD) &&
+         sbx_delete_owned(env->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, a->err) < 0) ||
+        ((d->actions & SBX_ACT_DELETE_PVC) &&
+         sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, a->err) < 0) ||
+        ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
+         release_warm_claim(env, ns, a->id->key, a->id->uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid,
+                            a->err) < 0))
+        return act_failed(a);
+    return ACT_NEXT;
+}
+
+/* Warm-idle: the pod's CPU down to the floor (fenced) or back up (a wake), in place. */
+static enum act_end act_resize(struct act *a) {
+    struct sbx_pass_env *env = a->env;
+    struct observation *ob = a->ob;
+    const struct sbx_decision *d = a->d;
+    if (!(d->actions & (SBX_ACT_RESIZE_DOWN | SBX_ACT_RESIZE_UP))) return ACT_NEXT;
+    int r = sbx_pod_resize_cpu(env->deps, a->id->ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
+                               d->resize_cpu_request_millis, d->resize_cpu_limit_millis, a->err);
+    if (r == SBX_STALE) {
+        *a->res = sbx_stale();
+        return ACT_END;
+    }
+    if (r == SBX_RESIZE_REFUSED) {
+        /* Never on this pod: noted, and the next pass (at once) acts as without warm-idle —
+         * the idle action, or a wake's replacement of the pod. */
+        char msg[KUBE_ERR_MAX + 128];
+        snprintf(msg, sizeof(msg), "the API server refused to resize the pod's CPU in place (pods/resize): %s; %s",
+                 a->err->message, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
+                                                                      : "replacing the pod, the workspace is kept");
+        LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", a->id->key, ob->pod_name, a->err->message);
+        sbx_records_resize_refused(env->records, a->id->uid, ob->pod_meta.uid);
+        sbx_event_record(env->deps, a->sb, "Warning",
+                         (d->actions & SBX_ACT_RESIZE_DOWN) ? SBX_EVENT_WARM_IDLE_FAILED : SBX_EVENT_WAKE_FAILED, msg);
+        *a->res = sbx_stale();
+        return ACT_END;
+    }
+    if (r < 0) {
+        char msg[KUBE_ERR_MAX + 96];
+        snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", a->err->message);
+        sbx_event_record(env->deps, a->sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
+        return act_failed(a);
+    }
+    return ACT_NEXT;
+}
+
+/* The Service (not for a Sandbox going, nor one governed by an earlier spec). */
+static enum act_end act_service(struct act *a) {
+    if ((a->d->actions & SBX_ACT_DELETE_SANDBOX) || a->p->governed) return ACT_NEXT;
+    struct observation *ob = a->ob;
+    if (sbx_expose_service(a->env->deps, a->id->ns, a->sb, &a->owner, &a->p->spec, ob->pod_name, ob->svc, ob->svc_state,
+                           a->err) < 0)
+        return act_failed(a);
+    return ACT_NEXT;
+}
+
+static enum act_end (*const act_steps[])(struct act *) = {
+    act_netpol, act_adopt_claim, act_create_claim, act_check_helper, act_create_pod, act_change_workspace, act_resize,
+    act_service,
+};
+
+/* Act: the steps in order; after a step that changed the observation, the pass decides
+ * again (decide) before the next. */
 static enum stage_end pass_act(struct sbx_pass_env *env, const struct pass_ids *id, const struct sbx_sandbox_view *sb,
                                const struct policy *p, struct observation *ob, struct verdict *v,
                                struct sbx_outcome *res, struct kube_error *err) {
-    struct sbx_observed *o = &ob->o;
-    struct sbx_decision *d = &v->d;
-    const char *ns = id->ns, *uid = id->uid;
-    struct sbx_owner owner = {.name = id->name, .namespace_ = ns, .uid = uid, .shard = env->deps->shard_label};
-    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && env->deps->netpols_on && (!p->governed || p->governed_net) &&
-        sbx_expose_netpol(env->deps, ns, sb, &owner, &p->spec, &p->net, ob->pod_name, ob->pod, &ob->pod_meta, ob->np,
-                          ob->np_state, env->apiserver, env->napiserver, err) < 0) {
-        if (d->actions & SBX_ACT_CREATE_POD) sbx_capacity_release(env->capacity, uid, 0);
-        return end_pass(res, sbx_failed());
+    struct act a = {.env = env, .id = id, .sb = sb, .p = p, .ob = ob, .d = &v->d, .res = res, .err = err,
+                    .owner = {.name = id->name, .namespace_ = id->ns, .uid = id->uid, .shard = env->deps->shard_label}};
+    for (size_t i = 0; i < sizeof(act_steps) / sizeof(act_steps[0]); i++) {
+        enum act_end e = act_steps[i](&a);
+        if (e == ACT_END) return END_PASS;
+        if (e == ACT_CHANGED) decide(p, &ob->o, &v->d);
     }
-    if ((d->actions & SBX_ACT_CREATE_PVC) && !p->spec.workspace_from && !controls_unseen_claim(env, ns, sb, uid)) {
-        /* A warm workspace: a Bound claim of its pool becomes its own (one conditional
-         * PATCH), and the pod can start in this very pass. */
-        cJSON *adopted = NULL;
-        int a = sbx_warm_adopt(env->warm, ns, &owner, &p->spec, &adopted, ob->claim, sizeof(ob->claim), err);
-        if (a < 0) return end_pass(res, sbx_failed());
-        if (a == 1) {
-            cJSON_Delete(ob->pvc);
-            ob->pvc = adopted;
-            sbx_claim_view_parse(ob->pvc, &ob->claim_view);
-            o->pvc = SBX_OBJ_PRESENT;
-            o->pvc_bound = 1;
-            o->pvc_age_ms = 0;
-            o->claim_binding = SBX_BINDING_UNKNOWN;
-            observe_claim_size(env, &ob->claim_view, o, &p->spec);
-            lifecycle_decide(&p->spec, o, d);
-        }
-    }
-    if (d->actions & SBX_ACT_CREATE_PVC) {
-        /* A clone only: lifecycle_decide creates no claim while its source is not ready. */
-        cJSON *obj = !p->spec.workspace_from ? sbx_build_pvc(&owner, &p->spec, ob->pod_name, ob->claim)
-                     : ob->src.claim ? sbx_build_pvc_from(&owner, &p->spec, ob->pod_name, ob->claim, &ob->src) : NULL;
-        int r = obj ? sbx_child_create(env->deps, ns, "persistentvolumeclaims", SBX_EXPECT_CLAIM, obj, ob->claim, uid, err)
-                    : -1;
-        cJSON_Delete(obj);
-        if (r < 0) return end_pass(res, sbx_failed());
-        if (r == 1) {
-            o->pvc = SBX_OBJ_FOREIGN;
-            lifecycle_decide(&p->spec, o, d);
-            sbx_count(&env->counters->conflicts);
-        } else if (p->spec.workspace_from && ob->src.copy) {
-            /* A fork's claim that a copy fills, made just now: no pod on it before the
-             * copy is done. The next pass makes the copier in the slot admitted for the pod
-             * (or it waits in line for one). (The pod was once made in this same pass and
-             * ran on the claim while the copier filled it.) */
-            o->pvc = SBX_OBJ_PRESENT;
-            o->workspace_copy = SBX_COPY_WAITING;
-            lifecycle_decide(&p->spec, o, d);
-        }
-    }
-    if (lifecycle_workspace_may_be_held(o, d)) {
-        /* A stopped Sandbox's workspace may be held by a volume helper pod (Yao's Volume
-         * client reading or writing its files): asked of the API server just before the
-         * pod would start on the claim. */
-        int busy = sbx_volume_helper_busy(env->deps, ns, uid, err);
-        if (busy < 0) return end_pass(res, sbx_failed());
-        if (busy) {
-            o->workspace_helper = 1;
-            lifecycle_decide(&p->spec, o, d);
-        }
-    }
-    if (d->actions & SBX_ACT_CREATE_POD) {
-        /* The class's host aliases at the API server's addresses of the moment, on a
-         * shallow copy of the spec (the copy owns only what it adds). */
-        struct sbx_spec with_hosts = p->spec;
-        if (sbx_host_aliases_resolve(env->deps, p->spec.host_aliases, &with_hosts.host_aliases_resolved, err) < 0) {
-            sbx_event_record(env->deps, sb, "Warning", "HostAliasUnresolved", err->message);
-            sbx_capacity_release(env->capacity, uid, 0);
-            return end_pass(res, sbx_failed());
-        }
-        cJSON *obj = sbx_build_pod(&owner, &with_hosts, ob->pod_name, ob->claim);
-        cJSON_Delete(with_hosts.host_aliases_resolved);
-        int r = obj ? sbx_child_create(env->deps, ns, "pods", SBX_EXPECT_POD, obj, ob->pod_name, uid, err) : -1;
-        cJSON_Delete(obj);
-        if (r < 0) {
-            sbx_capacity_release(env->capacity, uid, 0);
-            return end_pass(res, sbx_failed());
-        }
-        if (r == 1) {
-            sbx_capacity_release(env->capacity, uid, 1);
-            o->pod = SBX_OBJ_FOREIGN;
-            lifecycle_decide(&p->spec, o, d);
-            sbx_count(&env->counters->conflicts);
-        } else {
-            LOGI("msg=\"pod created\" sandbox=%s pod=%s", id->key, ob->pod_name);
-            d->observed_generation = o->generation;   /* the pod just built from this spec */
-            if (p->spec.lifecycle == SBX_ONE_SHOT) sbx_count(&env->counters->runs_started);
-        }
-    }
-    if (((d->actions & SBX_ACT_EXPAND_PVC) &&
-         expand_claim(env, ns, ob->claim, p->spec.workspace_bytes, err) < 0) ||
-        ((d->actions & SBX_ACT_DELETE_POD) &&
-         sbx_delete_owned(env->deps, ns, "pods", ob->pod_name, ob->pod_meta.uid, err) < 0) ||
-        ((d->actions & SBX_ACT_DELETE_PVC) &&
-         sbx_delete_owned(env->deps, ns, "persistentvolumeclaims", ob->claim, ob->claim_view.meta.uid, err) < 0) ||
-        ((d->actions & SBX_ACT_RELEASE_CLAIM) &&
-         release_warm_claim(env, ns, id->key, uid, ob->pod_name, ob->claim, ob->claim_view.meta.uid, err) < 0))
-        return end_pass(res, sbx_failed());
-    if (d->actions & (SBX_ACT_RESIZE_DOWN | SBX_ACT_RESIZE_UP)) {
-        /* Warm-idle: the CPU down to the floor (fenced above) or back up (a wake). */
-        int r = sbx_pod_resize_cpu(env->deps, ns, ob->pod_name, ob->pod_meta.uid, ob->pod_meta.resource_version,
-                                   d->resize_cpu_request_millis, d->resize_cpu_limit_millis, err);
-        if (r == SBX_STALE) return end_pass(res, sbx_stale());
-        if (r == SBX_RESIZE_REFUSED) {
-            /* Never on this pod: noted, and the next pass (at once) acts as without
-             * warm-idle — the idle action, or a wake's replacement of the pod. */
-            char msg[KUBE_ERR_MAX + 128];
-            snprintf(msg, sizeof(msg), "the API server refused to resize the pod's CPU in place (pods/resize): %s; %s",
-                     err->message, (d->actions & SBX_ACT_RESIZE_DOWN) ? "acting on the idle deadline instead"
-                                                              : "replacing the pod, the workspace is kept");
-            LOGW("msg=\"pod resize refused\" sandbox=%s pod=%s err=\"%s\"", id->key, ob->pod_name, err->message);
-            sbx_records_resize_refused(env->records, uid, ob->pod_meta.uid);
-            sbx_event_record(env->deps, sb, "Warning",
-                             (d->actions & SBX_ACT_RESIZE_DOWN) ? SBX_EVENT_WARM_IDLE_FAILED : SBX_EVENT_WAKE_FAILED, msg);
-            return end_pass(res, sbx_stale());
-        }
-        if (r < 0) {
-            char msg[KUBE_ERR_MAX + 96];
-            snprintf(msg, sizeof(msg), "resizing the pod's CPU in place (pods/resize) failed: %s", err->message);
-            sbx_event_record(env->deps, sb, "Warning", SBX_EVENT_WARM_IDLE_FAILED, msg);
-            return end_pass(res, sbx_failed());
-        }
-    }
-    if (!(d->actions & SBX_ACT_DELETE_SANDBOX) && !p->governed &&
-        sbx_expose_service(env->deps, ns, sb, &owner, &p->spec, ob->pod_name, ob->svc, ob->svc_state, err) < 0)
-        return end_pass(res, sbx_failed());
     return GO_ON;
 }
 
