@@ -61,14 +61,17 @@ static const char *last_lines(const char *s, long n) {
 
 /* A finished one-shot whose pod is gone: the tails kept in status.run. 0, or 1. */
 static int logs_from_status(struct cli *c, const cJSON *sb, const char *name, long tail) {
-    const cJSON *run = kj_path(sb, "status.run");
-    if (!run || !kj_str(run, "finishedAt")) {
-        const char *phase = cluster_phase(sb);
+    struct sbx_sandbox_view v;
+    sbx_sandbox_view_parse(sb, &v);
+    if (!v.run.finished) {
+        const char *phase = v.phase ? v.phase : "";
         return cli_fail("sandbox \"%s\" has no pod (phase %s): no logs to show", name, *phase ? phase : "none");
     }
-    const char *out = kj_str(run, "stdout"), *er = kj_str(run, "stderr");
+    struct sbx_sandbox_shown sh;
+    sbx_sandbox_view_shown(sb, &sh);
+    const char *out = sh.run_stdout, *er = sh.run_stderr;
     fprintf(stderr, PROG ": the run's pod is gone; its output as kept in status.run%s\n",
-            kj_bool(run, "truncated", 0) ? " (the last 1400 bytes of each stream)" : "");
+            sh.run_truncated ? " (the last 1400 bytes of each stream)" : "");
     if (out && cli_write_all(1, last_lines(out, tail), strlen(last_lines(out, tail))) < 0)
         return cli_fail("writing output: %s", strerror(errno));
     if (er && *er) {

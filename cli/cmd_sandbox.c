@@ -245,7 +245,9 @@ static void age_of(int64_t created_ms, char *out, size_t n) {
 /* The readable `get` view (wide adds spec and status details). */
 static int print_summary(const cJSON *sb, int wide) {
     struct sbx_sandbox_view v;
+    struct sbx_sandbox_shown sh;
     sbx_sandbox_view_parse(sb, &v);
+    sbx_sandbox_view_shown(sb, &sh);
     const char *rs = v.ready.status, *reason = v.ready.reason, *msg = v.ready.message;
     char age[32], lu[96] = "-";
     age_of(v.meta.created_ms, age, sizeof(age));
@@ -264,19 +266,19 @@ static int print_summary(const cJSON *sb, int wide) {
     printf("Paused:       %s\n", v.paused ? "true" : "false");
     printf("Phase:        %s\n", out_or_dash(v.phase));
     printf("Pod:          %s\n", out_or_dash(v.pod_name));
-    printf("Pod IP:       %s\n", out_or_dash(v.pod_ip));
-    printf("Node:         %s\n", out_or_dash(v.node_name));
+    printf("Pod IP:       %s\n", out_or_dash(sh.pod_ip));
+    printf("Node:         %s\n", out_or_dash(sh.node_name));
     printf("Ready:        %s%s%s%s\n", out_or_dash(rs), reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
     if (msg && *msg) printf("Message:      %s\n", msg);
     printf("Last used:    %s\n", lu);
     printf("Age:          %s\n", age);
     if (wide) {
-        printf("Image:        %s\n", out_or_dash(v.image));
-        printf("Idle timeout: %s\n", out_or_dash(v.idle_timeout));
-        printf("Memory:       %s\n", out_or_dash(v.memory));
-        printf("CPU:          %s\n", out_or_dash(v.cpu));
+        printf("Image:        %s\n", out_or_dash(sh.image));
+        printf("Idle timeout: %s\n", out_or_dash(sh.idle_timeout));
+        printf("Memory:       %s\n", out_or_dash(sh.memory));
+        printf("CPU:          %s\n", out_or_dash(sh.cpu));
         printf("Workspace:    %s (mounted at %s)\n", out_or_dash(v.workspace_claim),
-               v.mount_path ? v.mount_path : DEFAULT_ROOT);
+               sh.mount_path ? sh.mount_path : DEFAULT_ROOT);
         printf("Started:      %s\n", out_or_dash(v.started_text));
         printf("Stopped:      %s\n", out_or_dash(v.stopped_text));
         if (v.run.present) {
@@ -331,7 +333,9 @@ static void printer_row(struct printer *p, const cJSON *sb) {
     }
     p->rows_printed = 1;
     struct sbx_sandbox_view v;
+    struct sbx_sandbox_shown sh;
     sbx_sandbox_view_parse(sb, &v);
+    sbx_sandbox_view_shown(sb, &sh);
     char age[32], lu[32] = "-";
     age_of(v.meta.created_ms, age, sizeof(age));
     const char *last;
@@ -339,8 +343,8 @@ static void printer_row(struct printer *p, const cJSON *sb) {
     if (last_used(&v, &tm, &last) == 0) out_human_age(kj_now_ms() - tm, lu, sizeof(lu));
     const char *row[] = {v.meta.namespace_, v.meta.name, out_or_dash(v.user_id), out_or_dash(v.chat_id),
                          out_or_dash(sbx_sandbox_lifecycle(&v)), out_or_dash(v.phase), out_or_dash(v.pod_name),
-                         out_or_dash(v.ready.status), out_or_dash(v.ready.reason), age, out_or_dash(v.pod_ip),
-                         out_or_dash(v.node_name), lu};
+                         out_or_dash(v.ready.status), out_or_dash(v.ready.reason), age, out_or_dash(sh.pod_ip),
+                         out_or_dash(sh.node_name), lu};
     out_table_add(&p->t, p->all_ns ? row : row + 1);
 }
 
@@ -507,9 +511,10 @@ static int list_all(struct cli *c, struct list_query *q, cJSON **out) {
         while (its && (it = cJSON_DetachItemViaPointer(its, its->child)))
             if (list_match(a, it)) cJSON_AddItemToArray(items, it); else cJSON_Delete(it);
         cJSON_Delete(its);
-        const char *next = kj_str(list, "metadata.continue"), *rv = kj_str(list, "metadata.resourceVersion");
-        snprintf(cont, sizeof(cont), "%s", next ? next : "");
-        snprintf(q->rv, sizeof(q->rv), "%s", rv ? rv : "");
+        struct kube_list_meta lm;
+        kube_list_meta_read(list, &lm);
+        snprintf(cont, sizeof(cont), "%s", lm.continue_ ? lm.continue_ : "");
+        snprintf(q->rv, sizeof(q->rv), "%s", lm.resource_version ? lm.resource_version : "");
         cJSON_Delete(list);
     } while (cont[0]);
     *out = items;

@@ -7,6 +7,7 @@
 
 #include "cli/describe.h"
 #include "cli/output.h"
+#include "kube/eventview.h"
 #include "kube/kjson.h"
 #include "sandbox/model/sandboxview.h"
 
@@ -82,22 +83,11 @@ static void rows_print(struct dynbuf *b, const struct rows *r) {
     }
 }
 
-/* When an Event last happened, in ms (0 unknown), and its text. */
-static const char *event_time(const cJSON *e, int64_t *ms) {
-    static const char *const keys[] = {"lastTimestamp", "series.lastObservedTime", "eventTime", "firstTimestamp",
-                                       "metadata.creationTimestamp"};
-    *ms = 0;
-    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
-        const char *t = kj_str(e, keys[i]);
-        if (t && *t && kj_time_parse(t, ms) == 0) return t;
-    }
-    return NULL;
-}
+/* Events oldest first, by when each last happened. */
+struct shown_event { const cJSON *obj; struct kube_event_view v; };
 
 static int by_time(const void *a, const void *b) {
-    int64_t ta, tb;
-    event_time(*(const cJSON *const *)a, &ta);
-    event_time(*(const cJSON *const *)b, &tb);
+    int64_t ta = ((const struct shown_event *)a)->v.last_ms, tb = ((const struct shown_event *)b)->v.last_ms;
     return ta < tb ? -1 : ta > tb;
 }
 
@@ -105,41 +95,36 @@ static void events_section(struct dynbuf *b, const cJSON *events, int64_t now_ms
     if (!events) { dynbuf_append_str(b, "Events:                <unable to read them>\n"); return; }
     size_t n = (size_t)cJSON_GetArraySize(events);
     if (!n) { dynbuf_append_str(b, "Events:                <none>\n"); return; }
-    const cJSON **v = malloc(n * sizeof(*v));
+    struct shown_event *v = malloc(n * sizeof(*v));
     if (!v) return;
     size_t k = 0;
-    for (const cJSON *e = events->child; e && k < n; e = e->next) v[k++] = e;
-    qsort(v, n, sizeof(*v), by_time);
-    size_t first = n > 63 ? n - 63 : 0;   /* the most recent ones */
+    for (const cJSON *e = events->child; e && k < n; e = e->next, k++) {
+        v[k].obj = e;
+        kube_event_view_read(e, &v[k].v);
+    }
+    qsort(v, k, sizeof(*v), by_time);
+    size_t first = k > 63 ? k - 63 : 0;   /* the most recent ones */
     struct rows r = {.ncols = 5};
     char ages[64][96];
     r.cells[r.n][0] = "Type"; r.cells[r.n][1] = "Reason"; r.cells[r.n][2] = "Age"; r.cells[r.n][3] = "From";
     r.cells[r.n++][4] = "Message";
     r.cells[r.n][0] = "----"; r.cells[r.n][1] = "------"; r.cells[r.n][2] = "----"; r.cells[r.n][3] = "----";
     r.cells[r.n++][4] = "-------";
-    for (size_t i = first; i < n; i++) {
-        const cJSON *e = v[i];
-        int64_t last, firstms = 0;
-        event_time(e, &last);
-        const char *ft = kj_str(e, "firstTimestamp");
-        if (!ft || kj_time_parse(ft, &firstms) < 0) firstms = last;
-        long long count = kj_int(e, "count", 0);
-        if (count <= 0) count = kj_int(e, "series.count", 1);
+    for (size_t i = first; i < k; i++) {
+        const struct kube_event_view *e = &v[i].v;
         char age[32], over[32];
-        if (last) out_human_age(now_ms - last, age, sizeof(age)); else snprintf(age, sizeof(age), "<unknown>");
-        if (count > 1 && firstms) {
-            out_human_age(now_ms - firstms, over, sizeof(over));
-            snprintf(ages[r.n], sizeof(ages[r.n]), "%s (x%lld over %s)", age, count, over);
+        if (e->last_ms) out_human_age(now_ms - e->last_ms, age, sizeof(age)); else snprintf(age, sizeof(age), "<unknown>");
+        if (e->count > 1 && e->first_ms) {
+            out_human_age(now_ms - e->first_ms, over, sizeof(over));
+            snprintf(ages[r.n], sizeof(ages[r.n]), "%s (x%lld over %s)", age, (long long)e->count, over);
         } else {
             snprintf(ages[r.n], sizeof(ages[r.n]), "%s", age);
         }
-        const char *from = kj_str(e, "source.component");
-        if (!from || !*from) from = kj_str(e, "reportingComponent");
-        r.cells[r.n][0] = kj_str(e, "type");
-        r.cells[r.n][1] = kj_str(e, "reason");
+        r.cells[r.n][0] = e->type;
+        r.cells[r.n][1] = e->reason;
         r.cells[r.n][2] = ages[r.n];
-        r.cells[r.n][3] = from;
-        r.cells[r.n][4] = kj_str(e, "message");
+        r.cells[r.n][3] = e->from;
+        r.cells[r.n][4] = e->message;
         r.n++;
     }
     dynbuf_append_str(b, "Events:\n");
@@ -150,15 +135,17 @@ static void events_section(struct dynbuf *b, const cJSON *events, int64_t now_ms
 int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct dynbuf *b) {
     char v[2048];
     struct sbx_sandbox_view sv;
+    struct sbx_sandbox_shown sh;
     sbx_sandbox_view_parse(sb, &sv);
+    sbx_sandbox_view_shown(sb, &sh);
     field(b, 0, "Name", sv.meta.name);
     field(b, 0, "Namespace", sv.meta.namespace_);
     map_field(b, "Labels", sv.meta.labels);
     map_field(b, "Annotations", sv.meta.annotations);
-    field(b, 0, "API Version", kj_str(sb, "apiVersion"));
-    field(b, 0, "Kind", kj_str(sb, "kind"));
-    time_field(b, 0, "Created", kj_str(sb, "metadata.creationTimestamp"), now_ms);
-    time_field(b, 0, "Deleting Since", kj_str(sb, "metadata.deletionTimestamp"), now_ms);
+    field(b, 0, "API Version", sh.api_version);
+    field(b, 0, "Kind", sh.kind);
+    time_field(b, 0, "Created", sv.meta.created_text, now_ms);
+    time_field(b, 0, "Deleting Since", sv.meta.deletion_text, now_ms);
 
     dynbuf_append_str(b, "Spec:\n");
     field(b, 2, "User ID", sv.user_id);
@@ -166,17 +153,16 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     const char *lc = sv.lifecycle;
     field(b, 2, "Lifecycle", lc && *lc ? lc : "<default>");
     field(b, 2, "Class", sv.class_name ? sv.class_name : "<default>");
-    field(b, 2, "Image", sv.image ? sv.image : "<default>");
+    field(b, 2, "Image", sh.image ? sh.image : "<default>");
     field(b, 2, "Paused", sv.paused ? "true" : "false");
-    field_if(b, 2, "Idle Timeout", sv.idle_timeout);
-    const char *mem = sv.memory, *cpu = sv.cpu;
+    field_if(b, 2, "Idle Timeout", sh.idle_timeout);
+    const char *mem = sh.memory, *cpu = sh.cpu;
     if (mem || cpu) {
         snprintf(v, sizeof(v), "%s%s%s%s%s", mem ? "memory " : "", mem ? mem : "", mem && cpu ? ", " : "",
                  cpu ? "cpu " : "", cpu ? cpu : "");
         field(b, 2, "Resources", v);
     }
-    const char *wsz = kj_str(sb, "spec.workspace.size"), *mp = sv.mount_path,
-               *wsc = kj_str(sb, "spec.workspace.storageClassName");
+    const char *wsz = sh.workspace_size, *mp = sh.mount_path, *wsc = sh.workspace_storage_class;
     if (wsz || mp || wsc) {
         snprintf(v, sizeof(v), "%s%s%s%s%s%s", wsz ? "size " : "", wsz ? wsz : "", mp ? (wsz ? ", at " : "at ") : "",
                  mp ? mp : "", wsc ? ", class " : "", wsc ? wsc : "");
@@ -184,19 +170,19 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     }
     const cJSON *it;
     int first = 1;
-    cJSON_ArrayForEach(it, kj_path(sb, "spec.ports")) {
+    cJSON_ArrayForEach(it, sh.ports) {
         snprintf(v, sizeof(v), "%lld/%s%s%s", (long long)kj_int(it, "port", 0), kj_str(it, "protocol") ? kj_str(it, "protocol") : "TCP",
                  kj_str(it, "name") ? " " : "", kj_str(it, "name") ? kj_str(it, "name") : "");
         if (first) field(b, 2, "Ports", v); else dynbuf_printf(b, "%22s%s\n", "", v);
         first = 0;
     }
     first = 1;
-    cJSON_ArrayForEach(it, kj_path(sb, "spec.env")) {
+    cJSON_ArrayForEach(it, sh.env) {
         snprintf(v, sizeof(v), "%s=%s", kj_str(it, "name") ? kj_str(it, "name") : "", kj_str(it, "value") ? kj_str(it, "value") : "");
         if (first) field(b, 2, "Env", v); else dynbuf_printf(b, "%22s%s\n", "", v);
         first = 0;
     }
-    const cJSON *run = kj_path(sb, "spec.run");
+    const cJSON *run = sh.run;
     if (run) {
         size_t k = 0;
         v[0] = 0;
@@ -210,9 +196,8 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
         field(b, 4, "Command", v);
         field_if(b, 4, "Working Dir", kj_str(run, "workingDir"));
         field_if(b, 4, "Timeout", kj_str(run, "timeout"));
-        const cJSON *ttl = kj_path(sb, "spec.ttlSecondsAfterFinished");
-        if (cJSON_IsNumber(ttl)) {
-            snprintf(v, sizeof(v), "%llds", (long long)ttl->valuedouble);
+        if (sh.has_ttl_after_finished) {
+            snprintf(v, sizeof(v), "%llds", (long long)sh.ttl_after_finished_s);
             field(b, 4, "TTL After Finished", v);
         }
     }
@@ -221,7 +206,7 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     field(b, 2, "Phase", sv.phase);
     field_if(b, 2, "Lifecycle", sv.status_lifecycle);
     field_if(b, 2, "Class", sv.status_class_name);
-    const char *pod = sv.pod_name, *ip = sv.pod_ip, *node = sv.node_name;
+    const char *pod = sv.pod_name, *ip = sh.pod_ip, *node = sh.node_name;
     if (pod) {
         snprintf(v, sizeof(v), "%s%s%s%s%s%s", pod, ip || node ? " (" : "", ip ? ip : "", ip && node ? ", node " : node ? "node " : "",
                  node ? node : "", ip || node ? ")" : "");
@@ -231,35 +216,39 @@ int describe_render(const cJSON *sb, const cJSON *events, int64_t now_ms, struct
     time_field(b, 2, "Started", sv.started_text, now_ms);
     time_field(b, 2, "Stopped", sv.stopped_text, now_ms);
     time_field(b, 2, "Last Used", sv.last_used_text, now_ms);
-    field_if(b, 2, "Idle Timeout", kj_str(sb, "status.idleTimeout"));
-    field_if(b, 2, "Reclaim After", kj_str(sb, "status.reclaimAfter"));
-    time_field(b, 2, "Idle At", kj_str(sb, "status.idleAt"), now_ms);
-    const cJSON *qp = kj_path(sb, "status.queuePosition");
-    if (cJSON_IsNumber(qp)) { snprintf(v, sizeof(v), "%lld", (long long)qp->valuedouble); field(b, 2, "Queue Position", v); }
-    const cJSON *rc = kj_path(sb, "status.restartCount");
-    if (cJSON_IsNumber(rc)) { snprintf(v, sizeof(v), "%lld", (long long)rc->valuedouble); field(b, 2, "Restart Count", v); }
-    const cJSON *lt = kj_path(sb, "status.lastTermination");
-    if (lt) {
-        snprintf(v, sizeof(v), "%s, exit code %lld, at %s", kj_str(lt, "reason") ? kj_str(lt, "reason") : "-",
-                 (long long)kj_int(lt, "exitCode", -1), kj_str(lt, "finishedAt") ? kj_str(lt, "finishedAt") : "-");
+    field_if(b, 2, "Idle Timeout", sh.status_idle_timeout);
+    field_if(b, 2, "Reclaim After", sh.reclaim_after);
+    time_field(b, 2, "Idle At", sh.idle_at, now_ms);
+    if (sh.has_queue_position) {
+        snprintf(v, sizeof(v), "%lld", (long long)sh.queue_position);
+        field(b, 2, "Queue Position", v);
+    }
+    if (sh.has_restart_count) {
+        snprintf(v, sizeof(v), "%lld", (long long)sh.restart_count);
+        field(b, 2, "Restart Count", v);
+    }
+    const struct sbx_termination *lt = &sv.last_termination;
+    if (lt->present) {
+        snprintf(v, sizeof(v), "%s, exit code %d, at %s", lt->reason ? lt->reason : "-", lt->exit_code,
+                 lt->finished_text ? lt->finished_text : "-");
         field(b, 2, "Last Termination", v);
     }
-    const cJSON *og = kj_path(sb, "status.observedGeneration");
-    if (cJSON_IsNumber(og)) {
-        snprintf(v, sizeof(v), "%lld (generation %lld)", (long long)og->valuedouble, (long long)sv.meta.generation);
+    if (sh.has_observed_generation) {
+        snprintf(v, sizeof(v), "%lld (generation %lld)", (long long)sh.observed_generation, (long long)sv.meta.generation);
         field(b, 2, "Observed Generation", v);
     }
-    const cJSON *srun = kj_path(sb, "status.run");
-    if (srun) {
+    if (sv.run.present) {
         dynbuf_append_str(b, "  Run:\n");
-        const cJSON *code = kj_path(srun, "exitCode");
-        if (cJSON_IsNumber(code)) { snprintf(v, sizeof(v), "%lld", (long long)code->valuedouble); field(b, 4, "Exit Code", v); }
+        if (sh.has_run_exit_code) {
+            snprintf(v, sizeof(v), "%lld", (long long)sh.run_exit_code);
+            field(b, 4, "Exit Code", v);
+        }
         time_field(b, 4, "Started", sv.run.started_text, now_ms);
         time_field(b, 4, "Finished", sv.run.finished_text, now_ms);
-        if (kj_bool(srun, "truncated", 0))
+        if (sh.run_truncated)
             field(b, 4, "Output", "the last 1400 bytes of each stream (the whole output: yao-sandbox logs)");
-        text_block(b, 4, "Stdout", kj_str(srun, "stdout"));
-        text_block(b, 4, "Stderr", kj_str(srun, "stderr"));
+        text_block(b, 4, "Stdout", sh.run_stdout);
+        text_block(b, 4, "Stderr", sh.run_stderr);
     }
 
     const cJSON *conds = sv.conditions;

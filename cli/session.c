@@ -195,9 +195,9 @@ void session_remote_message(const struct dynbuf *b, char *out, size_t n) {
  * with '-' (so it is never taken for an option). Caller frees. */
 char *session_path(const struct cli *c, const cJSON *sb, const char *path) {
     const char *root = c->a->root ? c->a->root : getenv("YAO_SANDBOX_ROOT");
-    struct sbx_sandbox_view v;
-    sbx_sandbox_view_parse(sb, &v);
-    if (!root || !*root) root = v.mount_path;
+    struct sbx_sandbox_shown sh;
+    sbx_sandbox_view_shown(sb, &sh);
+    if (!root || !*root) root = sh.mount_path;
     if (!root || !*root) root = DEFAULT_ROOT;
     char *p = cli_path_join(root, path);
     if (p && p[0] == '-') {

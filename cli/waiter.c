@@ -188,7 +188,9 @@ static int relist(void *ud, struct cli_watch *cw, char *err, size_t errlen) {
         errfmt(err, errlen, "%s", st == 200 ? "listing sandboxes: empty answer" : ke.message);
         return -1;
     }
-    cli_watch_set_rv(cw, kj_str(list, "metadata.resourceVersion"));
+    struct kube_list_meta lm;
+    kube_list_meta_read(list, &lm);
+    cli_watch_set_rv(cw, lm.resource_version);
     const cJSON *items = kj_path(list, "items");
     judge(x, items && items->child ? items->child : NULL);
     cJSON_Delete(list);

@@ -161,17 +161,9 @@ def check_floors():
 PATH_READ = re.compile(r'\bkj_\w+\([^;]*?"([A-Za-z]\w*\.[A-Za-z][\w.]*)"')
 PATH_READ_VIEWS = {"controller/sandbox/model/sandboxview.c", "controller/sandbox/model/claimview.c",
                    "controller/sandbox/decide/reconcile_observe.c", "controller/sandbox/model/objects.c",
-                   "controller/runtime/leaseview.c", "controller/kube/kjson.c"}
-KNOWN_PATH_READS = {
-    "controller/sandbox/manager/reconcile.c": 1,        # a Service's spec.clusterIP
-    "controller/sandbox/decide/activity_decide.c": 1,  # a PodMetrics container's usage.cpu
-    "controller/sandbox/io/warm.c": 1,             # a SandboxClass's spec.workspace.warmPool.namespaces
-    "controller/sandbox/io/shard.c": 1,            # a list's metadata.continue
-    "cli/cmd_sandbox.c": 2,                     # a list's metadata.continue and resourceVersion
-    "cli/describe.c": 18,                       # the fields describe alone shows (ports, env, run, ...)
-    "cli/waiter.c": 1,                          # a list's metadata.resourceVersion
-    "cli/cmd_observe.c": 1,                     # status.run's kept output (stdout, stderr)
-}
+                   "controller/sandbox/model/podmetrics.c", "controller/runtime/leaseview.c",
+                   "controller/kube/kjson.c", "controller/kube/eventview.c"}
+KNOWN_PATH_READS = {}
 
 
 def check_path_reads():

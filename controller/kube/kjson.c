@@ -48,6 +48,13 @@ const char *kj_str(const cJSON *obj, const char *path) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+void kube_list_meta_read(const cJSON *list, struct kube_list_meta *out) {
+    const cJSON *md = kj_member(list, "metadata");
+    out->resource_version = kj_str(md, "resourceVersion");
+    const char *next = kj_str(md, "continue");
+    out->continue_ = next && *next ? next : NULL;
+}
+
 int64_t kj_int(const cJSON *obj, const char *path, int64_t def) {
     const cJSON *v = kj_path(obj, path);
     if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble) return def;

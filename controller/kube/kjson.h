@@ -26,6 +26,14 @@ const char *kj_map_get(const cJSON *obj, const char *path, const char *key);
  * PersistentVolumeClaim...), or NULL. */
 const cJSON *kj_condition(const cJSON *obj, const char *type);
 
+/* A list's metadata (any kind's List): its resourceVersion, to watch from, and its continue
+ * token, for the next page. The strings point into the list; NULL when absent. */
+struct kube_list_meta {
+    const char *resource_version;
+    const char *continue_;
+};
+void kube_list_meta_read(const cJSON *list, struct kube_list_meta *out);
+
 /* Drop metadata.managedFields and the last-applied annotation of obj (what no reader of a
  * cached object needs): the informers' default transform. */
 void kj_strip_metadata(cJSON *obj);

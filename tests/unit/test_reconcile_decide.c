@@ -965,7 +965,7 @@ static struct sbx_observed one_shot_ended(const char *phase, int code, const cha
     o.pod_ready = 0;
     o.ctr.ready = 0;
     o.run_started_ms = T0 - 30 * SEC;
-    o.ctr.terminated = (struct sbx_termination){1, code ? "Error" : "Completed", code, T0 + MIN, T0 + 10 * SEC, message};
+    o.ctr.terminated = (struct sbx_termination){1, code ? "Error" : "Completed", code, T0 + MIN, T0 + 10 * SEC, message, NULL};
     return o;
 }
 
@@ -1024,7 +1024,7 @@ TEST(one_shot_timeout_is_124_with_a_note) {
     CHECK_INT(d.actions & (D_POD | D_PVC), 0);
 
     o.ctr.running_since_ms = 0;
-    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + 6 * SEC, T0, "yao-run/1 0 0\n.\n"};
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + 6 * SEC, T0, "yao-run/1 0 0\n.\n", NULL};
     d = decide(&s, &o);
     CHECK_INT(d.run.finished, 1);
     CHECK_INT(d.run.exit_code, 124);
@@ -1631,7 +1631,7 @@ TEST(oom_killed_and_restarted_shows_in_status) {
     struct sbx_spec s = spec_of(SBX_SESSION);
     struct sbx_observed o = running(T0, T0 + 10 * MIN);
     o.ctr.restart_count = 2;
-    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0 + 9 * MIN, 0, NULL};
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0 + 9 * MIN, 0, NULL, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.phase, "Running");
     CHECK_STR(d.reason, SBX_REASON_READY);
@@ -1652,7 +1652,7 @@ TEST(oom_killed_and_restarted_shows_in_status) {
     CHECK_STR(d.last_termination.reason, "OOMKilled");
     /* a current terminated state is newer than lastState */
     o.ctr.waiting_reason = NULL;
-    o.ctr.terminated = (struct sbx_termination){1, "Error", 1, T0 + 10 * MIN, 0, NULL};
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 1, T0 + 10 * MIN, 0, NULL, NULL};
     d = decide(&s, &o);
     CHECK_STR(d.last_termination.reason, "Error");
 }
@@ -1661,10 +1661,10 @@ TEST(last_termination_is_kept_without_a_pod_and_not_taken_from_a_deleted_one) {
     struct sbx_spec s = spec_of(SBX_LONG_RUNNING);
     s.paused = 1;
     struct sbx_observed o = running(T0, T0 + MIN);
-    o.status_last_termination = (struct sbx_termination){1, "OOMKilled", 137, T0 - MIN, 0, NULL};
+    o.status_last_termination = (struct sbx_termination){1, "OOMKilled", 137, T0 - MIN, 0, NULL, NULL};
     /* the pod the pause deletes ends with SIGTERM: that says nothing about the sandbox */
     o.pod = SBX_OBJ_TERMINATING;
-    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + MIN, 0, NULL};
+    o.ctr.terminated = (struct sbx_termination){1, "Error", 143, T0 + MIN, 0, NULL, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.last_termination.reason, "OOMKilled");
     CHECK_INT(d.restart_count, -1);
@@ -1684,7 +1684,7 @@ TEST(ended_pod_says_how_it_ended) {
     struct sbx_observed o = running(T0, T0 + 5 * MIN);
     o.pod_phase = "Failed";
     o.pod_ready = 0;
-    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 4 * MIN, 0, NULL};
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 4 * MIN, 0, NULL, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_INT(d.actions, D_POD);
     CHECK_STR(d.reason, SBX_REASON_NOT_READY);
@@ -1697,7 +1697,7 @@ TEST(one_shot_oom_killed_says_so) {
     struct sbx_observed o = running(T0, T0 + 70 * SEC);
     o.pod_phase = "Failed";
     o.pod_ready = 0;
-    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 60 * SEC, 0, NULL};
+    o.ctr.terminated = (struct sbx_termination){1, "OOMKilled", 137, T0 + 60 * SEC, 0, NULL, NULL};
     o.run_finished = 1;
     o.run_exit_code = 137;
     o.run_finished_ms = T0 + 60 * SEC;
@@ -1725,7 +1725,7 @@ TEST(foreign_pod_status_is_not_reported) {
     o.pod = SBX_OBJ_FOREIGN;
     o.ctr.restart_count = 5;
     o.ctr.waiting_reason = "CrashLoopBackOff";
-    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0, 0, NULL};
+    o.ctr.last = (struct sbx_termination){1, "OOMKilled", 137, T0, 0, NULL, NULL};
     struct sbx_decision d = decide(&s, &o);
     CHECK_STR(d.reason, SBX_REASON_CONFLICT);
     CHECK_INT(d.restart_count, -1);

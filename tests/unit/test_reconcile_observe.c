@@ -407,7 +407,7 @@ TEST(one_shot_pod_keeps_its_result_in_the_cache) {
 /* ---- status.lastTermination ------------------------------------------------------------- */
 
 TEST(termination_json_round_trip) {
-    struct sbx_termination t = {1, "OOMKilled", 137, T0 + 5 * SEC, 0, NULL}, back;
+    struct sbx_termination t = {1, "OOMKilled", 137, T0 + 5 * SEC, 0, NULL, NULL}, back;
     cJSON *j = sbx_termination_json(&t);
     CHECK(j != NULL);
     char *text = cJSON_PrintUnformatted(j);
@@ -417,7 +417,7 @@ TEST(termination_json_round_trip) {
     CHECK(same_term(&t, &back, 1));
     cJSON_Delete(j);
     /* no reason, no time */
-    t = (struct sbx_termination){1, NULL, 1, 0, 0, NULL};
+    t = (struct sbx_termination){1, NULL, 1, 0, 0, NULL, NULL};
     j = sbx_termination_json(&t);
     text = cJSON_PrintUnformatted(j);
     CHECK_STR(text, "{\"exitCode\":1}");

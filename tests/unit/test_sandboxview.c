@@ -28,14 +28,18 @@ static const char *const FULL =
     "\"sandbox.yaoapps.com/last-activity\":\"2026-05-28T20:27:00Z cpu 300m\"}},"
     "\"spec\":{\"userID\":\"alice\",\"chatID\":\"c1\",\"className\":\"gpu\",\"lifecycle\":\"session\",\"paused\":true,"
     "\"image\":\"img:1\",\"idleTimeout\":\"30m\",\"resources\":{\"memory\":\"1Gi\",\"cpu\":\"500m\"},"
-    "\"workspace\":{\"mountPath\":\"/w\"}},"
+    "\"workspace\":{\"mountPath\":\"/w\",\"size\":\"5Gi\",\"storageClassName\":\"fast\"},"
+    "\"ports\":[{\"port\":8080,\"name\":\"http\"}],\"env\":[{\"name\":\"A\",\"value\":\"1\"}],"
+    "\"run\":{\"command\":[\"sh\",\"-c\",\"true\"],\"workingDir\":\"/w\"},\"ttlSecondsAfterFinished\":600},"
     "\"status\":{\"phase\":\"Running\",\"podName\":\"p-1\",\"podIP\":\"10.0.0.7\",\"nodeName\":\"n-1\","
     "\"workspaceClaim\":\"p-1-workspace\","
     "\"lifecycle\":\"long-running\",\"className\":\"gpu-old\",\"ignoredLastUsedAt\":\"yesterday\","
     "\"lastUsedAt\":\"2026-05-28T20:27:00Z\",\"startedAt\":\"2026-05-28T20:26:41Z\",\"stoppedAt\":\"2026-05-28T20:20:00Z\","
-    "\"observedGeneration\":6,"
+    "\"observedGeneration\":6,\"idleTimeout\":\"30m\",\"reclaimAfter\":\"10m\",\"idleAt\":\"2026-05-28T20:57:00Z\","
+    "\"queuePosition\":2,\"restartCount\":1,"
     "\"lastTermination\":{\"reason\":\"OOMKilled\",\"exitCode\":137,\"finishedAt\":\"2026-05-28T20:10:00Z\"},"
-    "\"run\":{\"startedAt\":\"2026-05-28T20:26:41Z\",\"finishedAt\":\"2026-05-28T20:26:50Z\",\"exitCode\":3},"
+    "\"run\":{\"startedAt\":\"2026-05-28T20:26:41Z\",\"finishedAt\":\"2026-05-28T20:26:50Z\",\"exitCode\":3,"
+    "\"stdout\":\"out\\n\",\"stderr\":\"err\\n\",\"truncated\":true},"
     "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Running\",\"message\":\"ok\","
     "\"lastTransitionTime\":\"2026-05-28T20:26:41Z\"},"
     "{\"type\":\"Workspace\",\"status\":\"False\",\"reason\":\"Resizing\",\"message\":\"growing\"},"
@@ -57,6 +61,8 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK_INT(v.meta.generation, 7);
     CHECK_INT(v.meta.created_ms, T(0));
     CHECK_INT(v.meta.deleting, 1);
+    CHECK_STR(v.meta.created_text, "2026-05-28T20:26:40Z");
+    CHECK_STR(v.meta.deletion_text, "2026-05-28T20:30:00Z");
     CHECK_STR(v.last_used_at, "2026-05-28T20:27:00Z");
     CHECK_STR(v.last_activity, "2026-05-28T20:27:00Z cpu 300m");
     CHECK_STR(v.user_id, "alice");
@@ -64,14 +70,7 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK_STR(v.class_name, "gpu");
     CHECK_STR(v.lifecycle, "session");
     CHECK_INT(v.paused, 1);
-    CHECK_STR(v.image, "img:1");
-    CHECK_STR(v.idle_timeout, "30m");
-    CHECK_STR(v.memory, "1Gi");
-    CHECK_STR(v.cpu, "500m");
-    CHECK_STR(v.mount_path, "/w");
     CHECK(v.status == cJSON_GetObjectItem(o, "status"));
-    CHECK_STR(v.pod_ip, "10.0.0.7");
-    CHECK_STR(v.node_name, "n-1");
     CHECK_STR(v.last_used_text, "2026-05-28T20:27:00Z");
     CHECK_STR(v.started_text, "2026-05-28T20:26:41Z");
     CHECK_STR(v.stopped_text, "2026-05-28T20:20:00Z");
@@ -88,6 +87,7 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK_INT(v.last_termination.present, 1);
     CHECK_STR(v.last_termination.reason, "OOMKilled");
     CHECK_INT(v.last_termination.exit_code, 137);
+    CHECK_STR(v.last_termination.finished_text, "2026-05-28T20:10:00Z");
     CHECK_INT(v.last_termination.finished_ms, T(-1000));
     CHECK_INT(v.run.present, 1);
     CHECK_INT(v.run.finished, 1);
@@ -110,6 +110,57 @@ TEST(every_field_of_a_full_sandbox) {
     CHECK(v.conditions != NULL && cJSON_GetArraySize(v.conditions) == 4);   /* Custom is kept by the status write */
     CHECK_STR(sbx_sandbox_lifecycle(&v), "session");
     CHECK(sbx_sandbox_phase_is(&v, "Running") && !sbx_sandbox_phase_is(&v, "Run"));
+    cJSON_Delete(o);
+}
+
+TEST(what_people_are_shown_of_a_full_sandbox) {
+    cJSON *o = parse(FULL);
+    struct sbx_sandbox_shown sh;
+    sbx_sandbox_view_shown(o, &sh);
+    CHECK_STR(sh.api_version, "sandbox.yaoapps.com/v1alpha1");
+    CHECK_STR(sh.kind, "Sandbox");
+    CHECK_STR(sh.image, "img:1");
+    CHECK_STR(sh.idle_timeout, "30m");
+    CHECK_STR(sh.memory, "1Gi");
+    CHECK_STR(sh.cpu, "500m");
+    CHECK_STR(sh.workspace_size, "5Gi");
+    CHECK_STR(sh.mount_path, "/w");
+    CHECK_STR(sh.workspace_storage_class, "fast");
+    CHECK_INT(cJSON_GetArraySize(sh.ports), 1);
+    CHECK_INT(cJSON_GetArraySize(sh.env), 1);
+    CHECK_STR(kj_str(sh.run, "workingDir"), "/w");
+    CHECK_INT(sh.has_ttl_after_finished, 1);
+    CHECK_INT(sh.ttl_after_finished_s, 600);
+    CHECK_STR(sh.pod_ip, "10.0.0.7");
+    CHECK_STR(sh.node_name, "n-1");
+    CHECK_STR(sh.status_idle_timeout, "30m");
+    CHECK_STR(sh.reclaim_after, "10m");
+    CHECK_STR(sh.idle_at, "2026-05-28T20:57:00Z");
+    CHECK_INT(sh.has_queue_position && sh.has_restart_count && sh.has_observed_generation, 1);
+    CHECK_INT(sh.queue_position, 2);
+    CHECK_INT(sh.restart_count, 1);
+    CHECK_INT(sh.observed_generation, 6);
+    CHECK_INT(sh.has_run_exit_code, 1);
+    CHECK_INT(sh.run_exit_code, 3);
+    CHECK_INT(sh.run_truncated, 1);
+    CHECK_STR(sh.run_stdout, "out\n");
+    CHECK_STR(sh.run_stderr, "err\n");
+    cJSON_Delete(o);
+}
+
+TEST(what_people_are_shown_of_nothing_or_wrong_types_is_absent) {
+    struct sbx_sandbox_shown sh;
+    sbx_sandbox_view_shown(NULL, &sh);
+    CHECK(!sh.image && !sh.pod_ip && !sh.ports && !sh.run && !sh.run_stdout);
+    CHECK_INT(sh.has_ttl_after_finished + sh.has_queue_position + sh.has_restart_count + sh.has_run_exit_code, 0);
+    cJSON *o = parse("{\"spec\":{\"image\":1,\"ports\":{\"port\":1},\"env\":\"A=1\",\"run\":[\"sh\"],"
+                     "\"ttlSecondsAfterFinished\":\"600\",\"workspace\":{\"size\":5}},"
+                     "\"status\":{\"podIP\":[],\"queuePosition\":\"2\",\"restartCount\":null,"
+                     "\"run\":{\"exitCode\":\"3\",\"stdout\":7,\"truncated\":\"yes\"}}}");
+    sbx_sandbox_view_shown(o, &sh);
+    CHECK(!sh.image && !sh.ports && !sh.env && !sh.run && !sh.workspace_size && !sh.pod_ip && !sh.run_stdout);
+    CHECK_INT(sh.has_ttl_after_finished + sh.has_queue_position + sh.has_restart_count + sh.has_run_exit_code, 0);
+    CHECK_INT(sh.run_truncated, 0);
     cJSON_Delete(o);
 }
 

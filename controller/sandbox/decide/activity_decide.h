@@ -15,24 +15,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "sandbox/model/podmetrics.h"
 #include "sandbox/model/spec.h"
 
 /* SBX_ANN_LAST_ACTIVITY, written with the last-used-at it refreshes: spec.h. */
 #define SBX_REASON_ACTIVE "ActiveAtIdleDeadline"
-
-/* A metrics.k8s.io CPU quantity ("12345678n", "250u", "5m", "1", "0.5") in nanocores. 0, or
- * -1 for anything else (negative, junk, overflow). */
-int sbx_activity_parse_cpu(const char *s, int64_t *nanocores);
-
-struct sbx_activity {
-    int64_t cpu_millis;       /* the pod's containers together, rounded to the nearest 1m */
-    int64_t timestamp_ms;     /* the end of the sample's window (0 = not given) */
-    int64_t window_ms;        /* its length (0 = not given) */
-};
-
-/* Read a PodMetrics object. 0, or -1 with a one-line reason in err (no containers, an
- * unparseable usage). */
-int sbx_activity_read(const cJSON *pod_metrics, struct sbx_activity *out, char *err, size_t errlen);
 
 /* Busy: more than threshold_millis (> 0), in a sample that ended after the idle deadline
  * began to run out — at most max_age_ms before now (an old sample says nothing of now). */

@@ -79,8 +79,9 @@ int sbx_shard_migrate(const struct sbx_deps *deps, const atomic_int *stop, struc
                 if (label_one(deps, resources[r], it, err) < 0) { cJSON_Delete(list); return -1; }
                 labelled++;
             }
-            const char *next = kj_str(list, "metadata.continue");
-            if (next && *next && !(cont = strdup(next))) {
+            struct kube_list_meta lm;
+            kube_list_meta_read(list, &lm);
+            if (lm.continue_ && !(cont = strdup(lm.continue_))) {
                 cJSON_Delete(list);
                 kube_error_oom(err);
                 return -1;

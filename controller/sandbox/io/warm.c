@@ -343,10 +343,16 @@ void sbx_warm_on_class(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {
     strmap_foreach(&w->counts, queue_ns_of_key, &nw);
     strmap_foreach(&w->pool, queue_ns_of_key, &nw);
     pthread_mutex_unlock(&w->lock);
-    const cJSON *objs[2] = {old, cur}, *it;
-    for (int i = 0; i < 2; i++)
-        cJSON_ArrayForEach(it, kj_path(objs[i], "spec.workspace.warmPool.namespaces"))
-            if (cJSON_IsString(it)) queue_pools(w, it->valuestring);
+    /* ... and the namespaces the class (before and after the change) keeps warm; a class
+     * that cannot be parsed keeps no pool. */
+    const cJSON *objs[2] = {old, cur};
+    for (int i = 0; i < 2; i++) {
+        struct sbx_class cls;
+        char why[256];
+        if (!objs[i] || sbx_class_parse(objs[i], &cls, why, sizeof(why)) < 0) continue;
+        for (size_t j = 0; j < cls.warm_pool_namespaces.n; j++) queue_pools(w, cls.warm_pool_namespaces.v[j]);
+        sbx_class_free(&cls);
+    }
 }
 
 void sbx_warm_on_binder_pod(struct sbx_warm *w, const cJSON *old, const cJSON *cur) {

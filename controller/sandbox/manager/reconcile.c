@@ -28,6 +28,7 @@
 #include "sandbox/io/orphans.h"
 #include "sandbox/io/owned.h"
 #include "sandbox/model/quantity.h"
+#include "sandbox/decide/hostalias_decide.h"
 #include "sandbox/decide/reconcile_decide.h"
 #include "sandbox/decide/reconcile_observe.h"
 #include "sandbox/io/resize.h"
@@ -144,7 +145,7 @@ static int release_warm_claim(struct sbx_pass_env *env, const char *ns, const ch
  * only), the Service's clusterIP when it is ours and wanted. 0 or -1 (ENOMEM). */
 static int status_endpoints(cJSON *st, const struct sbx_spec *spec, const char *ns, const char *pod_name,
                             const cJSON *svc, enum sbx_object_state svc_state) {
-    const char *cip = spec->service && svc_state == SBX_OBJ_PRESENT ? kj_str(svc, "spec.clusterIP") : NULL;
+    const char *cip = spec->service && svc_state == SBX_OBJ_PRESENT ? sbx_service_cluster_ip(svc) : NULL;
     return sbx_status_add_endpoints(st, spec, ns, pod_name, kj_str(st, "podIP"), cip);
 }
 

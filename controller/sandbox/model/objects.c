@@ -41,9 +41,10 @@ void sbx_meta_read(const cJSON *obj, struct sbx_meta *m) {
     m->uid = str_member(md, "uid");
     m->resource_version = str_member(md, "resourceVersion");
     m->generation = kj_int(md, "generation", 0);
-    const char *ts = str_member(md, "creationTimestamp");
+    const char *ts = m->created_text = str_member(md, "creationTimestamp");
     if (!ts || kj_time_parse(ts, &m->created_ms) != 0) m->created_ms = 0;
-    m->deleting = str_member(md, "deletionTimestamp") != NULL;
+    m->deletion_text = str_member(md, "deletionTimestamp");
+    m->deleting = m->deletion_text != NULL;
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
     const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
     m->labels = cJSON_IsObject(labels) ? labels : NULL;

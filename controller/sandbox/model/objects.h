@@ -27,6 +27,7 @@ struct sbx_meta {
     int64_t generation;                 /* 0 when absent */
     int64_t created_ms;                 /* creationTimestamp; 0 when absent or unparseable */
     int deleting;                       /* deletionTimestamp is set */
+    const char *created_text, *deletion_text;   /* the two timestamps as written, or NULL */
     const cJSON *labels, *annotations;  /* the maps (JSON objects), or NULL */
     /* The uid of its controller ownerReference (any kind), and the name and uid of that
      * reference when it is a Sandbox of this API group (sbx_sandbox_controller_ref). */

@@ -37,11 +37,6 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     v->class_name = kj_str(sb, "spec.className");
     v->lifecycle = kj_str(sb, "spec.lifecycle");
     v->paused = kj_bool(sb, "spec.paused", 0);
-    v->image = kj_str(sb, "spec.image");
-    v->idle_timeout = kj_str(sb, "spec.idleTimeout");
-    v->memory = kj_str(sb, "spec.resources.memory");
-    v->cpu = kj_str(sb, "spec.resources.cpu");
-    v->mount_path = kj_str(sb, "spec.workspace.mountPath");
 
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(sb, "status");
     if (!cJSON_IsObject(st)) return;
@@ -52,8 +47,6 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
     v->status_lifecycle = kj_str(st, "lifecycle");
     v->status_class_name = kj_str(st, "className");
     v->ignored_last_used_at = kj_str(st, "ignoredLastUsedAt");
-    v->pod_ip = kj_str(st, "podIP");
-    v->node_name = kj_str(st, "nodeName");
     v->last_used_ms = time_of(st, "lastUsedAt", &v->last_used_text);
     v->started_ms = time_of(st, "startedAt", &v->started_text);
     v->stopped_ms = time_of(st, "stoppedAt", &v->stopped_text);
@@ -85,6 +78,53 @@ void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v) {
             v->run.exit_code = (int)kj_int(run, "exitCode", -1);
         }
     }
+}
+
+/* A number at obj.path: 1 with *out, or 0. */
+static int number_at(const cJSON *obj, const char *path, int64_t *out) {
+    const cJSON *n = kj_path(obj, path);
+    if (!cJSON_IsNumber(n)) return 0;
+    *out = kj_int(obj, path, 0);
+    return 1;
+}
+
+static const cJSON *of_type(const cJSON *v, int array) {
+    return (array ? cJSON_IsArray(v) : cJSON_IsObject(v)) ? v : NULL;
+}
+
+void sbx_sandbox_view_shown(const cJSON *sb, struct sbx_sandbox_shown *out) {
+    memset(out, 0, sizeof(*out));
+    if (!cJSON_IsObject(sb)) return;
+    out->api_version = kj_str(sb, "apiVersion");
+    out->kind = kj_str(sb, "kind");
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(sb, "spec");
+    out->image = kj_str(spec, "image");
+    out->idle_timeout = kj_str(spec, "idleTimeout");
+    out->memory = kj_str(spec, "resources.memory");
+    out->cpu = kj_str(spec, "resources.cpu");
+    out->workspace_size = kj_str(spec, "workspace.size");
+    out->mount_path = kj_str(spec, "workspace.mountPath");
+    out->workspace_storage_class = kj_str(spec, "workspace.storageClassName");
+    out->ports = of_type(kj_path(spec, "ports"), 1);
+    out->env = of_type(kj_path(spec, "env"), 1);
+    out->run = of_type(kj_path(spec, "run"), 0);
+    out->has_ttl_after_finished = number_at(spec, "ttlSecondsAfterFinished", &out->ttl_after_finished_s);
+
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sb, "status");
+    if (!cJSON_IsObject(st)) return;
+    out->pod_ip = kj_str(st, "podIP");
+    out->node_name = kj_str(st, "nodeName");
+    out->status_idle_timeout = kj_str(st, "idleTimeout");
+    out->reclaim_after = kj_str(st, "reclaimAfter");
+    out->idle_at = kj_str(st, "idleAt");
+    out->has_queue_position = number_at(st, "queuePosition", &out->queue_position);
+    out->has_restart_count = number_at(st, "restartCount", &out->restart_count);
+    out->has_observed_generation = number_at(st, "observedGeneration", &out->observed_generation);
+    const cJSON *run = of_type(kj_path(st, "run"), 0);
+    out->has_run_exit_code = number_at(run, "exitCode", &out->run_exit_code);
+    out->run_truncated = kj_bool(run, "truncated", 0);
+    out->run_stdout = kj_str(run, "stdout");
+    out->run_stderr = kj_str(run, "stderr");
 }
 
 const char *sbx_sandbox_lifecycle(const struct sbx_sandbox_view *v) {

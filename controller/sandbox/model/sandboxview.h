@@ -33,13 +33,10 @@ struct sbx_sandbox_view {
     /* spec: the fields read outside spec.c */
     const char *user_id, *chat_id, *class_name, *lifecycle;   /* NULL when absent */
     int paused;                       /* spec.paused is true */
-    /* spec, as written, for showing (the CLI): image, idleTimeout, resources, workspace's mountPath */
-    const char *image, *idle_timeout, *memory, *cpu, *mount_path;
     /* status */
     const cJSON *status;              /* the status object or NULL: what a status write diffs and keeps */
     const char *phase, *pod_name, *workspace_claim, *status_lifecycle, *status_class_name;
     const char *ignored_last_used_at; /* status.ignoredLastUsedAt */
-    const char *pod_ip, *node_name;   /* status.podIP, status.nodeName */
     const char *last_used_text, *started_text, *stopped_text;   /* the times as written */
     int64_t last_used_ms, started_ms, stopped_ms;   /* 0 when absent or unparseable */
     int64_t warm_idle_since_ms;       /* status.warmIdleSince (0: not warm-idle) */
@@ -58,6 +55,31 @@ struct sbx_sandbox_view {
 
 /* Parse sb into v (every field absent when sb is NULL or not an object). */
 void sbx_sandbox_view_parse(const cJSON *sb, struct sbx_sandbox_view *v);
+
+/* What only people are shown of a Sandbox (the CLI's get, list, describe, logs, the exec
+ * session's working directory), as written: parsed on demand by sbx_sandbox_view_shown, never
+ * by a controller pass. Same lifetime as the view: it points into the object. Numbers are
+ * valid only where their has_ flag is set; arrays and objects are NULL when absent or of
+ * another type (their members are read one level deep by the caller). */
+struct sbx_sandbox_shown {
+    const char *api_version, *kind;
+    /* spec */
+    const char *image, *idle_timeout, *memory, *cpu;          /* spec.image, idleTimeout, resources */
+    const char *workspace_size, *mount_path, *workspace_storage_class;   /* spec.workspace */
+    const cJSON *ports, *env;         /* spec.ports, spec.env (arrays) */
+    const cJSON *run;                 /* spec.run (an object: command, workingDir, timeout) */
+    int has_ttl_after_finished;
+    int64_t ttl_after_finished_s;     /* spec.ttlSecondsAfterFinished */
+    /* status */
+    const char *pod_ip, *node_name;   /* status.podIP, status.nodeName */
+    const char *status_idle_timeout, *reclaim_after, *idle_at;   /* status.idleTimeout, reclaimAfter, idleAt */
+    int has_queue_position, has_restart_count, has_observed_generation;
+    int64_t queue_position, restart_count, observed_generation;
+    int has_run_exit_code, run_truncated;
+    int64_t run_exit_code;            /* status.run.exitCode */
+    const char *run_stdout, *run_stderr;   /* status.run's kept tails */
+};
+void sbx_sandbox_view_shown(const cJSON *sb, struct sbx_sandbox_shown *out);
 /* The lifecycle in force: spec.lifecycle, else the default the status recorded; NULL if neither. */
 const char *sbx_sandbox_lifecycle(const struct sbx_sandbox_view *v);
 /* Is the phase exactly want? */

@@ -18,6 +18,7 @@ void sbx_termination_read(const cJSON *obj, struct sbx_termination *t) {
     t->present = 1;
     t->reason = kj_str(obj, "reason");
     t->exit_code = (int)kj_int(obj, "exitCode", 0);
+    t->finished_text = kj_str(obj, "finishedAt");
     t->finished_ms = time_at(obj, "finishedAt");
     t->started_ms = time_at(obj, "startedAt");
     t->message = kj_str(obj, "message");

@@ -16,6 +16,7 @@ struct sbx_termination {
     int64_t finished_ms;             /* 0 = unknown */
     int64_t started_ms;              /* state.terminated.startedAt (0 = unknown) */
     const char *message;             /* state.terminated.message (the run's framed tails), or NULL */
+    const char *finished_text;       /* finishedAt as written (read, never written), or NULL */
 };
 
 /* A termination from {reason, exitCode, startedAt, finishedAt, message} (a containerStatus's
