@@ -602,6 +602,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
         int fenced = 0, tls_verify_failed = 0;
         int64_t left = deadline - clock_mono_ms();
         kube_response_free(resp);
+        resp->status = 0;   /* an attempt that gets no answer must not show the last one's */
         if (atomic_load(&c->cancelled) || left <= 0) {
             resp->status = 0;
             errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path,
@@ -682,6 +683,7 @@ static const struct { enum kube_reason reason; const char *name; long status; } 
     {KUBE_REASON_FORBIDDEN, "Forbidden", 403},
     {KUBE_REASON_NOT_FOUND, "NotFound", 404},
     {KUBE_REASON_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405},
+    {KUBE_REASON_NOT_ACCEPTABLE, "NotAcceptable", 406},
     {KUBE_REASON_ALREADY_EXISTS, "AlreadyExists", 0},      /* 409, told apart by the Status */
     {KUBE_REASON_CONFLICT, "Conflict", 409},
     {KUBE_REASON_GONE, "Gone", 0},
@@ -729,8 +731,10 @@ enum kube_reason kube_reason_of(long status, const char *body, size_t len) {
             cJSON_Delete(st);
             return KUBE_REASON_NAMESPACE_TERMINATING;
         }
+        /* (NamespaceTerminating is a cause, never a Status's reason: a webhook saying so is
+         * not the namespace lifecycle admission.) */
         for (size_t i = 0; cJSON_IsString(reason) && i < sizeof(reasons) / sizeof(reasons[0]); i++)
-            if (!strcmp(reasons[i].name, reason->valuestring)) {
+            if (reasons[i].reason != KUBE_REASON_NAMESPACE_TERMINATING && !strcmp(reasons[i].name, reason->valuestring)) {
                 cJSON_Delete(st);
                 return reasons[i].reason;
             }
@@ -740,7 +744,6 @@ enum kube_reason kube_reason_of(long status, const char *body, size_t len) {
      * usual reason. */
     for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
         if (reasons[i].status == status) return reasons[i].reason;
-    if (status == 502 || status == 503) return KUBE_REASON_SERVICE_UNAVAILABLE;
     if (status >= 500) return KUBE_REASON_INTERNAL_ERROR;
     return r;
 }

@@ -85,6 +85,7 @@ struct fa_fault {
     int retry_after_s;    /* -1: no header */
     int drop;             /* close the connection without an answer */
     int times;            /* left */
+    char body[1024];      /* the answer's body; "" = an InternalError Status */
 };
 
 struct fakeapi {
@@ -769,7 +770,8 @@ static inline void *fa_conn_main(void *arg) {
             pthread_mutex_unlock(&fa->lock);
             free(body);
             if (fault.drop) goto done;
-            char hdr[64] = "", *st = fa_status_body(fault.status, "InternalError", "injected fault");
+            char hdr[64] = "", *st = fault.body[0] ? fa_strndup(fault.body, strlen(fault.body))
+                                                   : fa_status_body(fault.status, "InternalError", "injected fault");
             if (fault.retry_after_s >= 0) snprintf(hdr, sizeof hdr, "Retry-After: %d\r\n", fault.retry_after_s);
             int rc = fa_respond(fd, fault.status, hdr, st);
             free(st);
@@ -1031,8 +1033,8 @@ static inline cJSON *fakeapi_list(struct fakeapi *fa, const char *collection, co
 
 /* The next `times` requests of method ("" = any) to path (exact, no query) get status
  * (with Retry-After: retry_after_s unless < 0), or with status 0 the connection closed. */
-static inline void fakeapi_fault(struct fakeapi *fa, const char *method, const char *path, int status, int retry_after_s,
-                          int times) {
+static inline void fa_add_fault(struct fakeapi *fa, const char *method, const char *path, int status, int retry_after_s,
+                                int times, const char *body) {
     pthread_mutex_lock(&fa->lock);
     if (fa->nfaults < sizeof fa->faults / sizeof fa->faults[0]) {
         struct fa_fault *f = &fa->faults[fa->nfaults++];
@@ -1042,8 +1044,20 @@ static inline void fakeapi_fault(struct fakeapi *fa, const char *method, const c
         f->retry_after_s = retry_after_s;
         f->drop = status == 0;
         f->times = times;
+        snprintf(f->body, sizeof f->body, "%s", body ? body : "");
     }
     pthread_mutex_unlock(&fa->lock);
+}
+
+static inline void fakeapi_fault(struct fakeapi *fa, const char *method, const char *path, int status, int retry_after_s,
+                          int times) {
+    fa_add_fault(fa, method, path, status, retry_after_s, times, NULL);
+}
+
+/* fakeapi_fault answered with body (a Status the test writes, e.g. with causes). */
+static inline void fakeapi_fault_body(struct fakeapi *fa, const char *method, const char *path, int status,
+                                      const char *body, int times) {
+    fa_add_fault(fa, method, path, status, -1, times, body);
 }
 
 /* Forget the faults not used up. */

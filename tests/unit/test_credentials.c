@@ -127,6 +127,41 @@ TEST(rotated_token_file_is_reread_on_401) {
     kube_client_free(c);
 }
 
+/* A 401, then the credential plugin run again fails: no answer came to the second
+ * attempt, so the error is the plugin's (a transport failure, status 0), never the 401
+ * of the attempt before it. */
+TEST(a_failed_attempt_after_an_answer_reports_its_own_error) {
+    struct kube_error kerr = {0};
+    cJSON *out = NULL;
+    if (!up(&plain, &plain_up, 0)) { CHECK(0); return; }
+    char script[256], count[256];
+    snprintf(script, sizeof script, "%s/plugin.sh", dir);
+    snprintf(count, sizeof count, "%s/plugin.runs", dir);
+    unlink(count);
+    FILE *f = fopen(script, "w");
+    if (!f) { CHECK(0); return; }
+    fprintf(f, "echo run >> '%s'\n"
+               "[ \"$(wc -l < '%s')\" -gt 1 ] && { echo 'token service down' >&2; exit 1; }\n"
+               "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+               "\"status\":{\"token\":\"tok-old\"}}'\n", count, count);
+    fclose(f);
+    struct kube_client *c = client_from(
+        "current-context: x\nclusters:\n- name: x\n  cluster: {server: '%s'}\n"
+        "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+        "      command: /bin/sh\n      args: ['%s']\n      interactiveMode: Never\n"
+        "contexts:\n- name: x\n  context: {cluster: x, user: u}\n", plain.server, script);
+    if (!c) { CHECK(0); return; }
+    CHECK_INT(kube_get(c, PODS "/guarded", &out, &kerr), -1);   /* tok-old: 401; the plugin again: fails */
+    CHECK_INT(kerr.status, 0);
+    CHECK_INT(kerr.reason, KUBE_REASON_TRANSPORT);
+    CHECK(strstr(kerr.message, "HTTP 401") == NULL);
+    if (strstr(kerr.message, "HTTP 401")) fprintf(stderr, "  %s\n", kerr.message);
+    cJSON_Delete(out);
+    kube_client_free(c);
+    unlink(script);
+    unlink(count);
+}
+
 TEST(static_token_401_is_not_retried) {
     char seen[256];
     struct kube_error kerr = {0};

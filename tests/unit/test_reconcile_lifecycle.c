@@ -5,7 +5,8 @@
  * stop of an idle long-running Sandbox and wake by a touch (last-used-at); removal of an
  * idle session (the Sandbox deleted with uid and resourceVersion preconditions); a spec
  * change (resources) that replaces the pod and keeps the claim; an invalid spec that makes
- * nothing. Each asserts on the requests made and on the objects left in the store. */
+ * nothing; a create refused as the namespace goes (a failure of that typed reason, an RBAC
+ * refusal in the same words only Forbidden). Each asserts on the requests made and on the objects left in the store. */
 #include "reconcile_env.h"
 
 /* A Sandbox `name` of (user, c1) brought up to Running: created, one pass, pod Ready,
@@ -76,6 +77,38 @@ TEST(create_makes_claim_pod_and_status_then_nothing_more) {
     CHECK(stored_exists(e, n.pod));
     CHECK(stored_exists(e, n.pvc));   /* the workspace stays */
     cJSON_Delete(sb);
+}
+
+/* A create the API server refuses because the namespace is being deleted fails the pass
+ * with that reason (the manager then holds the namespace instead of backing off); an RBAC
+ * refusal in the same words is only Forbidden. */
+TEST(a_create_refused_as_the_namespace_goes_fails_with_that_reason) {
+    struct env *e = env();
+    struct names n;
+    names_of(&n, "s-nsgoing", "nora", "c1");
+    if (!e) { CHECK(!"environment started"); return; }
+    CHECK_INT(seed_sandbox(e, "s-nsgoing", "nora", "c1", "", NULL), 0);
+    static const char refusal[] =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,"
+        "\"message\":\"persistentvolumeclaims \\\"x\\\" is forbidden: unable to create new content in namespace t "
+        "because it is being terminated\",\"details\":{\"kind\":\"persistentvolumeclaims\",\"causes\":[{\"reason\":"
+        "\"NamespaceTerminating\",\"message\":\"namespace t is being terminated\",\"field\":\"metadata.namespace\"}]}}";
+    static const char rbac[] =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,"
+        "\"message\":\"unable to create new content in namespace t because it is being terminated\"}";
+    settle(e, &n);
+    struct kube_error err;
+    fakeapi_fault_body(&e->fa, "POST", PVC_COLL, 403, refusal, 1);
+    struct sbx_outcome r = sbx_reconcile(e->ctl, n.key, &err);
+    CHECK_INT(r.kind, SBX_OUTCOME_FAILED);
+    CHECK_INT(err.status, 403);
+    CHECK_INT(err.reason, KUBE_REASON_NAMESPACE_TERMINATING);
+    fakeapi_fault_body(&e->fa, "POST", PVC_COLL, 403, rbac, 1);
+    r = sbx_reconcile(e->ctl, n.key, &err);
+    CHECK_INT(r.kind, SBX_OUTCOME_FAILED);
+    CHECK_INT(err.reason, KUBE_REASON_FORBIDDEN);
+    fakeapi_clear_faults(&e->fa);
+    CHECK_INT(pass(e, &n, NULL), 0);   /* the namespace stays after all: served */
 }
 
 TEST(pause_stops_the_pod_keeps_the_claim_and_unpause_wakes_it) {

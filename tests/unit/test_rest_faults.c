@@ -222,6 +222,12 @@ TEST(status_message_is_surfaced) {
     CHECK_STR(err.message, "POST " PODS ": HTTP 409: pods \"dup\" already exists");
     CHECK_INT(err.reason, KUBE_REASON_ALREADY_EXISTS);   /* a 409 that is no Conflict */
 
+    /* An attempt that gets no answer after one that did: a transport error, not the 503. */
+    CHECK_INT(kube_get(c, PODS "/unavailable-then-reset", &out, &err), -1);
+    CHECK_INT(err.status, 0);
+    CHECK_INT(err.reason, KUBE_REASON_TRANSPORT);
+    CHECK(strstr(err.message, "HTTP 503") == NULL);
+
     /* A namespace being deleted is told by the admission's cause, never by the words. */
     CHECK_INT(kube_create(c, "/api/v1/namespaces/gone/pods", pod, &out, &err), 403);
     CHECK_INT(err.reason, KUBE_REASON_NAMESPACE_TERMINATING);

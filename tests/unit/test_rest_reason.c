@@ -46,6 +46,12 @@ TEST(a_namespace_being_deleted_is_told_by_the_admissions_cause) {
     CHECK_INT(of(422, "{\"kind\":\"Status\",\"reason\":\"Invalid\",\"code\":422,\"details\":{\"causes\":"
                       "[{\"reason\":\"NamespaceTerminating\"}]}}"),
               KUBE_REASON_INVALID);
+    /* NamespaceTerminating as a Status's own reason (a webhook's words, any status): not
+     * the admission's refusal. */
+    CHECK_INT(of(403, "{\"kind\":\"Status\",\"reason\":\"NamespaceTerminating\",\"code\":403}"),
+              KUBE_REASON_FORBIDDEN);
+    CHECK_INT(of(400, "{\"kind\":\"Status\",\"reason\":\"NamespaceTerminating\",\"code\":400}"),
+              KUBE_REASON_BAD_REQUEST);
     /* A cause list that is no list, or causes with no reason: Forbidden. */
     CHECK_INT(of(403, "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"details\":{\"causes\":{\"reason\":"
                       "\"NamespaceTerminating\"}}}"),
@@ -60,7 +66,8 @@ TEST(without_a_status_the_http_status_says) {
     CHECK_INT(of(409, "{\"kind\":\"Pod\"}"), KUBE_REASON_CONFLICT);   /* not a Status: its reason is not read */
     CHECK_INT(of(429, ""), KUBE_REASON_TOO_MANY_REQUESTS);
     CHECK_INT(of(500, "{"), KUBE_REASON_INTERNAL_ERROR);
-    CHECK_INT(of(502, NULL), KUBE_REASON_SERVICE_UNAVAILABLE);
+    CHECK_INT(of(502, NULL), KUBE_REASON_INTERNAL_ERROR);
+    CHECK_INT(of(406, NULL), KUBE_REASON_NOT_ACCEPTABLE);
     CHECK_INT(of(503, NULL), KUBE_REASON_SERVICE_UNAVAILABLE);
     CHECK_INT(of(504, NULL), KUBE_REASON_TIMEOUT);
     CHECK_INT(of(418, NULL), KUBE_REASON_UNKNOWN);

@@ -398,6 +398,7 @@ static void *worker(void *arg) {
                  (long long)res.after_ms);
             queue_forget(ctl->deps.queue, key);
             if (res.kind == SBX_OUTCOME_AFTER) queue_add_after(ctl->deps.queue, key, res.after_ms);
+            else if (res.kind == SBX_OUTCOME_STALE) queue_add_after(ctl->deps.queue, key, SBX_STALE_AGAIN_MS);
             else if (res.kind == SBX_OUTCOME_DONE && ctl->opt.resync_ms > 0)
                 queue_add_after(ctl->deps.queue, key, ctl->opt.resync_ms);
             /* forget: the Sandbox and all it owned are gone; the key is not queued again */

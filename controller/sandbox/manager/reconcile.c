@@ -40,7 +40,7 @@
 
 /* After a conditional write found the Sandbox changed, look again this soon at the
  * latest (the watch delivers the newer version, which queues the key by itself). */
-#define STALE_REQUEUE_MS 50
+#define STALE_REQUEUE_MS SBX_STALE_AGAIN_MS
 /* A Sandbox that waits for capacity is looked at again this often, so its
  * status.queuePosition follows those ahead of it (a freed slot queues only as many
  * Sandboxes as it frees). */

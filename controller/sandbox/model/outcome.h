@@ -11,9 +11,12 @@ enum sbx_outcome_kind {
     SBX_OUTCOME_DONE = 0,   /* nothing pending: the resync (if any) looks again */
     SBX_OUTCOME_AFTER,      /* look again after after_ms */
     SBX_OUTCOME_FORGET,     /* the key's object and all it owned are gone: never queued again */
-    SBX_OUTCOME_STALE,      /* changed since the decision: nothing was destroyed, decide again */
+    SBX_OUTCOME_STALE,      /* changed since the decision: nothing was destroyed, decide again
+                             * (after SBX_STALE_AGAIN_MS, by when the watch has the newer version) */
     SBX_OUTCOME_FAILED,     /* the error says why */
 };
+
+#define SBX_STALE_AGAIN_MS 50
 
 struct sbx_outcome {
     enum sbx_outcome_kind kind;
