@@ -27,12 +27,14 @@ KNOWN_FLOOR_EXCEPTIONS would name a wrong-way include let through, with what it 
 from above (none now). The CLI may use sandbox/'s model and decide files, never the rest.
 
 Outside the typed views (PATH_READ_VIEWS), a field read by dotted path ("status.podIP")
-fails too, but for the reads counted in KNOWN_PATH_READS, which may only go down.
+fails too; KNOWN_PATH_READS could let a file through with a count that may only go down
+(none now).
 
 Prints each wrong-way include or read as file:line and exits 1.
 
-With --archive LIB (run after the library is built): the same order, and no circle, in
-what the code really calls. Each object file of LIB is one module (controller/<layer>/X.c);
+With --archive LIB (run after each library is built: libyaocore, and libyaocli, whose
+modules have no layers of their own but may not form a circle): the same order, and no
+circle, in what the code really calls. Each object file of LIB is one module (controller/<layer>/X.c);
 a module that uses a symbol another defines depends on it. A call up the stack, or any
 circle of modules that depend on each other (a header is no way around it: a side-door
 header declaring functions of several files shows up here), fails the build."""
