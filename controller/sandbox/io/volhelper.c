@@ -13,10 +13,12 @@ int sbx_volume_helper_busy(const struct sbx_deps *deps, const char *ns, const ch
     if (sbx_volume_helper_name(uid, name, sizeof name) < 0) return 0;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
     cJSON *pod = NULL;
-    long st = kube_get(deps->client, path, &pod, err);
-    if (st == 404) return 0;
+    struct kube_error got;
+    long st = kube_get(deps->client, path, &pod, &got);
+    if (st == 404) return 0;   /* no helper: the usual answer, no error of the pass's */
     if (st != 200) {
         cJSON_Delete(pod);
+        if (err) *err = got;
         return -1;
     }
     int busy = sbx_volume_helper_holds(pod, uid);
