@@ -604,7 +604,6 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
         kube_response_free(resp);
         resp->status = 0;   /* an attempt that gets no answer must not show the last one's */
         if (atomic_load(&c->cancelled) || left <= 0) {
-            resp->status = 0;
             errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path,
                     left <= 0 ? "deadline exceeded before an answer" : KUBE_CANCELLED_MSG);
             return -1;
@@ -615,7 +614,6 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
              * outlive it (the attempt's timeout ends where the fence does). */
             fenced = fence_enter(c, &fence_left);
             if (fenced < 0) {
-                resp->status = 0;
                 errfmt(resp->err, sizeof(resp->err), "%s %s: %s", method, path, KUBE_FENCED_MSG);
                 return -1;
             }
@@ -662,17 +660,27 @@ void kube_response_free(struct kube_response *r) {
     r->len = 0;
 }
 
-void kube_response_message(const struct kube_response *r, char *out, size_t outlen) {
+/* The body of an answer parsed (NULL: none, or not JSON). Caller deletes. */
+static cJSON *answer_json(const struct kube_response *r) {
+    return r->status && r->body && r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+}
+
+/* kube_response_message on the answer's parsed body st. */
+static void message_of(const struct kube_response *r, const cJSON *st, char *out, size_t outlen) {
     if (r->status == 0) {
         snprintf(out, outlen, "%s", r->err[0] ? r->err : "no response");
         return;
     }
-    cJSON *st = r->body && r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
     const cJSON *msg = st ? cJSON_GetObjectItemCaseSensitive(st, "message") : NULL;
     if (cJSON_IsString(msg) && msg->valuestring[0])
         snprintf(out, outlen, "HTTP %ld: %s", r->status, msg->valuestring);
     else
         snprintf(out, outlen, "HTTP %ld", r->status);
+}
+
+void kube_response_message(const struct kube_response *r, char *out, size_t outlen) {
+    cJSON *st = answer_json(r);
+    message_of(r, st, out, outlen);
     cJSON_Delete(st);
 }
 
@@ -719,32 +727,31 @@ static int namespace_terminating_cause(const cJSON *status) {
     return 0;
 }
 
-enum kube_reason kube_reason_of(long status, const char *body, size_t len) {
+/* kube_reason_of on the answer's parsed body st (NULL: none, or not JSON). */
+static enum kube_reason reason_of(long status, const cJSON *st) {
     if (status <= 0) return KUBE_REASON_TRANSPORT;
     if (status < 300) return KUBE_REASON_NONE;
-    cJSON *st = body && len ? cJSON_ParseWithLength(body, len) : NULL;
     const cJSON *kind = st ? cJSON_GetObjectItemCaseSensitive(st, "kind") : NULL;
-    const cJSON *reason = st ? cJSON_GetObjectItemCaseSensitive(st, "reason") : NULL;
-    enum kube_reason r = KUBE_REASON_UNKNOWN;
     if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "Status")) {
-        if (status == 403 && namespace_terminating_cause(st)) {
-            cJSON_Delete(st);
-            return KUBE_REASON_NAMESPACE_TERMINATING;
-        }
+        if (status == 403 && namespace_terminating_cause(st)) return KUBE_REASON_NAMESPACE_TERMINATING;
         /* (NamespaceTerminating is a cause, never a Status's reason: a webhook saying so is
          * not the namespace lifecycle admission.) */
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
         for (size_t i = 0; cJSON_IsString(reason) && i < sizeof(reasons) / sizeof(reasons[0]); i++)
-            if (reasons[i].reason != KUBE_REASON_NAMESPACE_TERMINATING && !strcmp(reasons[i].name, reason->valuestring)) {
-                cJSON_Delete(st);
+            if (reasons[i].reason != KUBE_REASON_NAMESPACE_TERMINATING && !strcmp(reasons[i].name, reason->valuestring))
                 return reasons[i].reason;
-            }
     }
-    cJSON_Delete(st);
     /* No Status, or a reason of its own (a proxy's answer, an aggregated API): the status's
      * usual reason. */
     for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
         if (reasons[i].status == status) return reasons[i].reason;
-    if (status >= 500) return KUBE_REASON_INTERNAL_ERROR;
+    return status >= 500 ? KUBE_REASON_INTERNAL_ERROR : KUBE_REASON_UNKNOWN;
+}
+
+enum kube_reason kube_reason_of(long status, const char *body, size_t len) {
+    cJSON *st = status >= 300 && body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    enum kube_reason r = reason_of(status, st);
+    cJSON_Delete(st);
     return r;
 }
 
@@ -752,9 +759,11 @@ void kube_error_from_response(const struct kube_response *r, const char *method,
                               struct kube_error *e) {
     if (!e) return;
     char msg[KUBE_ERR_MAX];
-    kube_response_message(r, msg, sizeof(msg));
+    cJSON *st = answer_json(r);   /* parsed once for the message and the reason */
+    message_of(r, st, msg, sizeof(msg));
     e->status = r->status;
-    e->reason = kube_reason_of(r->status, r->body, r->len);
+    e->reason = reason_of(r->status, st);
+    cJSON_Delete(st);
     if (r->status == 0)
         errfmt(e->message, sizeof(e->message), "%s", msg);   /* the transport error names the request */
     else

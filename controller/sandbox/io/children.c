@@ -25,12 +25,11 @@ enum sbx_object_state sbx_child_state_of(const cJSON *obj, const char *uid) {
 cJSON *sbx_cached_or_read(const struct sbx_deps *deps, struct informer *inf, const char *ns, const char *api,
                           const char *resource, const char *name) {
     char key[512], path[1024];
-    struct kube_error rerr;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     cJSON *obj = informer_get(inf, key), *list = NULL;
     if (obj || !deps->shard_label) return obj;
     snprintf(path, sizeof(path), "%s/namespaces/%s/%s?fieldSelector=metadata.name%%3D%s", api, ns, resource, name);
-    if (kube_get(deps->client, path, &list, &rerr) == 200) {
+    if (kube_get(deps->client, path, &list, NULL) == 200) {
         const cJSON *items = kj_path(list, "items");
         if (cJSON_IsArray(items) && cJSON_GetArraySize(items) == 1) obj = cJSON_DetachItemFromArray((cJSON *)items, 0);
     }

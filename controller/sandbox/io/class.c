@@ -117,9 +117,8 @@ void sbx_classes_free(struct sbx_classes *c) {
 
 int sbx_classes_start(struct sbx_classes *c) {
     char path[256];
-    struct kube_error perr;
     snprintf(path, sizeof(path), "/apis/%s/v1alpha1/%s?limit=1", SBX_GROUP, SBX_CLASS_PLURAL);
-    long st = kube_get(c->deps->client, path, NULL, &perr);
+    long st = kube_get(c->deps->client, path, NULL, NULL);
     /* Only a definite "no" turns classes off. Any other failure (the API server
      * restarting) starts the informer anyway and the controller waits for its cache:
      * a transient error must not let Sandboxes through without their class's limits. */
@@ -127,7 +126,7 @@ int sbx_classes_start(struct sbx_classes *c) {
     /* Namespaces (their labels: class scopes, a namespace's default class): a namespaced
      * install's Role cannot grant the cluster-scoped read. Without it a class limited to
      * some namespaces refuses every Sandbox, and namespace default classes are not seen. */
-    long ns_st = kube_get(c->deps->client, "/api/v1/namespaces?limit=1", NULL, &perr);
+    long ns_st = kube_get(c->deps->client, "/api/v1/namespaces?limit=1", NULL, NULL);
     c->namespaces_on = c->classes_on && !(ns_st == 401 || ns_st == 403);
     if (c->classes_on && !c->namespaces_on)
         LOGW("msg=\"Namespaces are not readable (no RBAC for the cluster-scoped namespaces read): a SandboxClass "

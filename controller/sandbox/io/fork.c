@@ -124,10 +124,9 @@ static void source_node(const struct sbx_deps *deps, const char *ns, const char 
  * again over the workspace the sandbox then writes. 1 = do not start a copier now. */
 static int claim_filled_or_unknown(const struct sbx_deps *deps, const char *ns, const char *claim) {
     char path[1024];
-    struct kube_error rerr;
     cJSON *fresh = NULL;
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", claim);
-    long st = kube_get(deps->client, path, &fresh, &rerr);
+    long st = kube_get(deps->client, path, &fresh, NULL);
     struct sbx_claim_view cv;
     sbx_claim_view_parse(fresh, &cv);
     int filled = st != 200 || cv.fork_copied != NULL;

@@ -47,10 +47,9 @@ static cJSON *resize_patch(const char *uid, const char *rv, int64_t request_mill
  * the pass runs again and finds out. */
 static int pod_still_there(const struct sbx_deps *deps, const char *ns, const char *name, const char *uid) {
     char path[1024];
-    struct kube_error err;
     cJSON *pod = NULL;
     sbx_object_path(path, sizeof(path), ns, "pods", name);
-    long st = kube_get(deps->client, path, &pod, &err);
+    long st = kube_get(deps->client, path, &pod, NULL);
     struct sbx_meta m;
     sbx_meta_read(st == 200 ? pod : NULL, &m);
     const char *got = m.uid;

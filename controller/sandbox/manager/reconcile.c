@@ -180,11 +180,10 @@ static void govern(struct sbx_decision *d, const struct sbx_observed *o, const c
 static int controls_unseen_claim(struct sbx_pass_env *env, const char *ns, const struct sbx_sandbox_view *sb, const char *uid) {
     const char *had = sb->workspace_claim;
     char path[1024], msg[512];
-    struct kube_error rerr;
     if (!had) return 0;
     cJSON *pvc = NULL;
     sbx_object_path(path, sizeof(path), ns, "persistentvolumeclaims", had);
-    long st = kube_get(env->deps->client, path, &pvc, &rerr);
+    long st = kube_get(env->deps->client, path, &pvc, NULL);
     int ours = st == 200 && sbx_child_state_of(pvc, uid) == SBX_OBJ_PRESENT;
     cJSON_Delete(pvc);
     if (!ours) return 0;
